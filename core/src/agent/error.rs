@@ -1,0 +1,25 @@
+//! Errors of the agent layer: misuse of the API (what pi throws). Model and tool failures are
+//! not errors here; they are messages in the transcript.
+
+/// A call the agent cannot accept in its current state. The texts are pi's.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// `prompt` while a run is active.
+    #[error(
+        "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."
+    )]
+    AlreadyProcessingPrompt,
+    /// `continue` while a run is active.
+    #[error("Agent is already processing. Wait for completion before continuing.")]
+    AlreadyProcessingContinue,
+    /// `continue` with an empty transcript.
+    #[error("No messages to continue from")]
+    NothingToContinue,
+    /// `continue` when the transcript ends with an assistant message and no message is queued.
+    #[error("Cannot continue from message role: assistant")]
+    ContinueFromAssistant,
+    /// The run's task ended abnormally (a bug; the transcript was repaired).
+    #[error("agent run failed: {0}")]
+    RunFailed(String),
+}

@@ -1,0 +1,69 @@
+//! Steering and follow-up queues (pi's `PendingMessageQueue`).
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use super::message::AgentMessage;
+
+/// How many queued messages one poll takes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum QueueMode {
+    /// Everything queued.
+    All,
+    /// The oldest message only (pi's default).
+    #[default]
+    OneAtATime,
+}
+
+/// A FIFO of messages waiting to be injected into a run.
+#[derive(Clone, Debug, Default)]
+pub struct MessageQueue {
+    messages: VecDeque<AgentMessage>,
+    /// How [`drain`](Self::drain) takes messages.
+    pub mode: QueueMode,
+}
+
+impl MessageQueue {
+    /// An empty queue with `mode`.
+    pub fn new(mode: QueueMode) -> Self {
+        Self {
+            messages: VecDeque::new(),
+            mode,
+        }
+    }
+
+    /// Adds a message at the back.
+    pub fn enqueue(&mut self, message: AgentMessage) {
+        self.messages.push_back(message);
+    }
+
+    /// Whether anything is queued.
+    pub fn has_items(&self) -> bool {
+        !self.messages.is_empty()
+    }
+
+    /// Number of queued messages.
+    pub fn len(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Whether the queue is empty.
+    pub fn is_empty(&self) -> bool {
+        self.messages.is_empty()
+    }
+
+    /// Removes everything.
+    pub fn clear(&mut self) {
+        self.messages.clear();
+    }
+
+    /// Takes messages according to the mode.
+    pub fn drain(&mut self) -> Vec<AgentMessage> {
+        match self.mode {
+            QueueMode::All => self.messages.drain(..).collect(),
+            QueueMode::OneAtATime => self.messages.pop_front().into_iter().collect(),
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! Tools an agent can run: the [`AgentTool`] trait, [`FnTool`] for closures, and the result
+//! types.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::ai::types::{Tool, UserContent};
+
+/// How the tool calls of one assistant message run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolExecutionMode {
+    /// One after the other, each finished before the next starts.
+    Sequential,
+    /// Prepared one by one, then run concurrently (pi's default).
+    #[default]
+    Parallel,
+}
+
+/// What a tool returns.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentToolResult {
+    /// What the model sees.
+    pub content: Vec<UserContent>,
+    /// Data for the application (kept in the tool-result message, never sent to the model).
+    #[serde(default)]
+    pub details: Value,
+    /// Ask the agent to stop after this batch of tool calls (it stops when every result of
+    /// the batch asks for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub terminate: Option<bool>,
+}
+
+impl AgentToolResult {
+    /// A result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: vec![UserContent::text(text)],
+            details: Value::Null,
+            terminate: None,
+        }
+    }
+
+    /// Adds details.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = details;
+        self
+    }
+
+    /// The error result pi gives the model: the message as text, empty details.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            content: vec![UserContent::text(message)],
+            details: Value::Object(serde_json::Map::new()),
+            terminate: None,
+        }
+    }
+}
+
+/// A tool's failure. The message becomes the text of an `isError` tool result that the model
+/// reads, so say what went wrong in words the model can act on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self(message.into())
+    }
+}
+
+impl From<String> for ToolError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for ToolError {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
+
+impl From<serde_json::Error> for ToolError {
+    fn from(error: serde_json::Error) -> Self {
+        Self(error.to_string())
+    }
+}
+
+impl From<std::io::Error> for ToolError {
+    fn from(error: std::io::Error) -> Self {
+        Self(error.to_string())
+    }
+}
+
+/// Sends progress reports of a running tool (`tool_execution_update` events).
+#[derive(Clone, Debug)]
+pub struct ToolUpdates {
+    index: usize,
+    tx: Option<mpsc::UnboundedSender<(usize, AgentToolResult)>>,
+}
+
+impl ToolUpdates {
+    pub(crate) fn new(index: usize, tx: mpsc::UnboundedSender<(usize, AgentToolResult)>) -> Self {
+        Self {
+            index,
+            tx: Some(tx),
+        }
+    }
+
+    /// Updates that go nowhere (for calling a tool outside an agent, e.g. in tests).
+    pub fn disconnected() -> Self {
+        Self { index: 0, tx: None }
+    }
+
+    /// Reports progress. Never blocks; reports after the call finished are dropped.
+    pub fn send(&self, partial: AgentToolResult) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send((self.index, partial));
+        }
+    }
+}
+
+/// Everything a tool gets for one call.
+#[derive(Clone, Debug)]
+pub struct ToolCallContext {
+    /// The call id.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// Arguments after `prepare_arguments` and validation against the schema.
+    pub arguments: Value,
+    /// Fires when the run is aborted. A tool that is still running then is dropped (its future
+    /// is not polled again) and its result becomes an `aborted` error result.
+    pub signal: CancellationToken,
+    /// Progress reports.
+    pub updates: ToolUpdates,
+}
+
+/// A tool the agent can call.
+///
+/// Contract: `execute` reports failure by returning `Err` (it becomes an `isError` tool result
+/// the model reads); a panic is caught and reported the same way. It runs on the tokio runtime,
+/// so blocking work belongs in `tokio::task::spawn_blocking`.
+pub trait AgentTool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &str;
+    /// What it does, for the model.
+    fn description(&self) -> &str;
+    /// JSON Schema of its arguments object.
+    fn parameters(&self) -> &Value;
+    /// A label for user interfaces (default: the name).
+    fn label(&self) -> &str {
+        self.name()
+    }
+    /// Forces sequential execution of the batch this tool's call is in.
+    fn execution_mode(&self) -> Option<ToolExecutionMode> {
+        None
+    }
+    /// Rewrites raw arguments before validation (a compatibility shim for sloppy models).
+    fn prepare_arguments(&self, arguments: Value) -> Value {
+        arguments
+    }
+    /// Runs one call.
+    fn execute(
+        &self,
+        call: ToolCallContext,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>>;
+
+    /// The tool as the LLM sees it.
+    fn definition(&self) -> Tool {
+        Tool {
+            name: self.name().to_owned(),
+            description: self.description().to_owned(),
+            parameters: self.parameters().clone(),
+        }
+    }
+}
+
+type Handler = Arc<
+    dyn Fn(ToolCallContext) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> + Send + Sync,
+>;
+
+/// A tool made from an async closure.
+///
+/// ```
+/// use pi_agent::agent::{AgentToolResult, FnTool};
+/// let add = FnTool::new(
+///     "add",
+///     "Adds two numbers",
+///     serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+///                        "required": ["a", "b"]}),
+///     |call| async move {
+///         let sum = call.arguments["a"].as_f64().unwrap_or(0.0) + call.arguments["b"].as_f64().unwrap_or(0.0);
+///         Ok(AgentToolResult::text(sum.to_string()))
+///     },
+/// );
+/// ```
+#[derive(Clone)]
+pub struct FnTool {
+    name: String,
+    description: String,
+    parameters: Value,
+    label: Option<String>,
+    execution_mode: Option<ToolExecutionMode>,
+    handler: Handler,
+}
+
+impl std::fmt::Debug for FnTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FnTool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FnTool {
+    /// A tool named `name` that runs `handler` for each call.
+    pub fn new<F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        parameters: Value,
+        handler: F,
+    ) -> Self
+    where
+        F: Fn(ToolCallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<AgentToolResult, ToolError>> + Send + 'static,
+    {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+            label: None,
+            execution_mode: None,
+            handler: Arc::new(move |call| Box::pin(handler(call))),
+        }
+    }
+
+    /// Sets the UI label.
+    #[must_use]
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// Sets the tool's execution mode.
+    #[must_use]
+    pub fn with_execution_mode(mut self, mode: ToolExecutionMode) -> Self {
+        self.execution_mode = Some(mode);
+        self
+    }
+}
+
+impl AgentTool for FnTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+    fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.name)
+    }
+    fn execution_mode(&self) -> Option<ToolExecutionMode> {
+        self.execution_mode
+    }
+    fn execute(
+        &self,
+        call: ToolCallContext,
+    ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        (self.handler)(call)
+    }
+}

@@ -1,0 +1,535 @@
+//! The two ends of a streamed response: [`StreamWriter`] (held by a provider) and
+//! [`AssistantMessageEventStream`] (held by the caller).
+//!
+//! Guarantees, whatever the provider does:
+//! - the stream yields exactly one terminal event (`done` or `error`) and it is the last one;
+//!   events pushed after it are dropped;
+//! - if the provider's task ends, panics or is dropped without a terminal event, the stream
+//!   ends with an `error` event of its own, so [`AssistantMessageEventStream::result`] never
+//!   hangs;
+//! - the channel between them is bounded, so a slow consumer slows the HTTP read instead of
+//!   buffering without limit.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context as TaskContext, Poll};
+
+use futures::Stream;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::accumulator::{MessageAccumulator, object_or_empty};
+use super::event::AssistantMessageEvent;
+use super::model::Model;
+use super::types::{
+    AssistantContent, AssistantMessage, StopReason, ThinkingContent, ToolCall, now_ms,
+};
+
+/// Events buffered between a provider and its consumer before the provider waits.
+const CHANNEL_CAPACITY: usize = 256;
+
+/// The message of a stream that ended without `done` or `error`.
+pub const STREAM_ENDED_EARLY: &str = "provider stream ended without a terminal event";
+
+/// A live view of the message a stream is building (cheap to clone; shares the accumulator).
+///
+/// It reflects exactly the events the stream has yielded so far. [`snapshot`](Self::snapshot)
+/// copies the message; nothing is copied until you ask.
+#[derive(Clone, Debug)]
+pub struct PartialMessage(Arc<Mutex<MessageAccumulator>>);
+
+impl PartialMessage {
+    fn lock(&self) -> MutexGuard<'_, MessageAccumulator> {
+        // The accumulator holds no invariant a panic could break halfway, so a poisoned lock is
+        // still usable.
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A copy of the message so far, with best-effort arguments for tool calls still streaming.
+    pub fn snapshot(&self) -> AssistantMessage {
+        self.lock().snapshot()
+    }
+
+    /// Runs `f` on the message so far without copying it (open tool calls show `{}` arguments).
+    pub fn with<R>(&self, f: impl FnOnce(&AssistantMessage) -> R) -> R {
+        f(self.lock().message())
+    }
+}
+
+/// The caller's end: a `futures::Stream` of events plus [`result`](Self::result).
+#[derive(Debug)]
+pub struct AssistantMessageEventStream {
+    rx: Option<mpsc::Receiver<AssistantMessageEvent>>,
+    partial: PartialMessage,
+    /// Set once the terminal event has been yielded.
+    finished: bool,
+}
+
+/// Creates a connected writer and stream for a response from `model`.
+pub fn channel(
+    model: &Model,
+    signal: Option<CancellationToken>,
+) -> (StreamWriter, AssistantMessageEventStream) {
+    let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+    let header = empty_message(model);
+    let stream = AssistantMessageEventStream {
+        rx: Some(rx),
+        partial: PartialMessage(Arc::new(Mutex::new(MessageAccumulator::new(
+            header.clone(),
+        )))),
+        finished: false,
+    };
+    let writer = StreamWriter {
+        tx: Some(tx),
+        acc: MessageAccumulator::new(header),
+        signal,
+        started: false,
+    };
+    (writer, stream)
+}
+
+/// The empty assistant message a response from `model` starts as.
+pub fn empty_message(model: &Model) -> AssistantMessage {
+    AssistantMessage {
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        timestamp: now_ms(),
+        ..AssistantMessage::default()
+    }
+}
+
+impl AssistantMessageEventStream {
+    /// A stream that yields only an `error` event (for failures before any provider runs).
+    pub fn failed(model: &Model, reason: StopReason, error_message: impl Into<String>) -> Self {
+        let (writer, stream) = channel(model, None);
+        let mut message = writer.acc.into_message();
+        message.stop_reason = reason;
+        message.error_message = Some(error_message.into());
+        stream.partial.lock().finish_with(message.clone());
+        let (tx, rx) = mpsc::channel(1);
+        // A fresh channel of capacity 1 always has room for its first message.
+        let _ = tx.try_send(AssistantMessageEvent::Error {
+            reason,
+            error: message,
+        });
+        Self {
+            rx: Some(rx),
+            ..stream
+        }
+    }
+
+    /// A handle on the message as it builds up (see [`PartialMessage`]).
+    pub fn partial(&self) -> PartialMessage {
+        self.partial.clone()
+    }
+
+    /// Waits for the end of the stream (consuming the remaining events) and returns the final
+    /// message. Never fails and never hangs once the provider's task has ended: failures are a
+    /// message with `stop_reason` `error` or `aborted`.
+    pub async fn result(mut self) -> AssistantMessage {
+        while futures::StreamExt::next(&mut self).await.is_some() {}
+        self.partial.lock().message().clone()
+    }
+
+    /// The final message, if the terminal event has already been yielded.
+    pub fn final_message(&self) -> Option<AssistantMessage> {
+        self.finished.then(|| self.partial.lock().message().clone())
+    }
+
+    fn synthesize_end(&mut self) -> AssistantMessageEvent {
+        let mut acc = self.partial.lock();
+        let mut message = acc.snapshot();
+        message.stop_reason = StopReason::Error;
+        message.error_message = Some(STREAM_ENDED_EARLY.to_owned());
+        acc.finish_with(message.clone());
+        AssistantMessageEvent::Error {
+            reason: StopReason::Error,
+            error: message,
+        }
+    }
+}
+
+impl Stream for AssistantMessageEventStream {
+    type Item = AssistantMessageEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
+        if self.finished {
+            return Poll::Ready(None);
+        }
+        let Some(rx) = self.rx.as_mut() else {
+            return Poll::Ready(None);
+        };
+        match rx.poll_recv(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(event)) => {
+                self.partial.lock().apply(&event);
+                if event.is_terminal() {
+                    self.finished = true;
+                    // Dropping the receiver tells the provider nobody listens any more.
+                    self.rx = None;
+                }
+                Poll::Ready(Some(event))
+            }
+            Poll::Ready(None) => {
+                let event = self.synthesize_end();
+                self.finished = true;
+                self.rx = None;
+                Poll::Ready(Some(event))
+            }
+        }
+    }
+}
+
+/// The provider's end. Each method updates the provider's own copy of the message and sends the
+/// matching event; [`done`](Self::done) and [`fail`](Self::fail) end the stream.
+///
+/// If the consumer has gone away, sends are dropped and [`is_closed`](Self::is_closed) turns
+/// true so the provider can stop reading.
+#[derive(Debug)]
+pub struct StreamWriter {
+    tx: Option<mpsc::Sender<AssistantMessageEvent>>,
+    acc: MessageAccumulator,
+    signal: Option<CancellationToken>,
+    started: bool,
+}
+
+impl StreamWriter {
+    async fn send(&mut self, event: AssistantMessageEvent) {
+        self.acc.apply(&event);
+        self.send_raw(event).await;
+    }
+
+    async fn send_raw(&mut self, event: AssistantMessageEvent) {
+        if let Some(tx) = &self.tx
+            && tx.send(event).await.is_err()
+        {
+            self.tx = None;
+        }
+    }
+
+    /// `true` once the consumer has dropped its stream.
+    pub fn is_closed(&self) -> bool {
+        self.tx.as_ref().is_none_or(mpsc::Sender::is_closed)
+    }
+
+    /// `true` once the request's cancellation token has fired.
+    pub fn is_aborted(&self) -> bool {
+        self.signal
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// The cancellation token of the request, if any.
+    pub fn signal(&self) -> Option<&CancellationToken> {
+        self.signal.as_ref()
+    }
+
+    /// The message built so far.
+    pub fn message(&self) -> &AssistantMessage {
+        self.acc.message()
+    }
+
+    /// Mutable access to fields that have no event of their own: usage, response id, response
+    /// model, stop reason.
+    pub fn message_mut(&mut self) -> &mut AssistantMessage {
+        self.acc.message_mut()
+    }
+
+    /// Whether [`start`](Self::start) has been sent.
+    pub fn is_started(&self) -> bool {
+        self.started
+    }
+
+    /// Sends `start` (once; later calls do nothing).
+    pub async fn start(&mut self) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let partial = self.acc.message().clone();
+        self.send_raw(AssistantMessageEvent::Start { partial })
+            .await;
+    }
+
+    fn next_index(&self) -> usize {
+        self.acc.message().content.len()
+    }
+
+    /// Opens a text block and returns its index.
+    pub async fn text_start(&mut self) -> usize {
+        let content_index = self.next_index();
+        self.send(AssistantMessageEvent::TextStart { content_index })
+            .await;
+        content_index
+    }
+
+    /// Appends text to the block at `content_index`.
+    pub async fn text_delta(&mut self, content_index: usize, delta: impl Into<String>) {
+        let delta = delta.into();
+        self.send(AssistantMessageEvent::TextDelta {
+            content_index,
+            delta,
+        })
+        .await;
+    }
+
+    /// Closes the text block at `content_index`.
+    pub async fn text_end(&mut self, content_index: usize) {
+        let (content, content_signature) = match self.acc.message().content.get(content_index) {
+            Some(AssistantContent::Text(text)) => (text.text.clone(), text.text_signature.clone()),
+            _ => return,
+        };
+        self.send(AssistantMessageEvent::TextEnd {
+            content_index,
+            content,
+            content_signature,
+        })
+        .await;
+    }
+
+    /// Opens a thinking block and returns its index.
+    pub async fn thinking_start(&mut self) -> usize {
+        let content_index = self.next_index();
+        self.send(AssistantMessageEvent::ThinkingStart { content_index })
+            .await;
+        content_index
+    }
+
+    /// Appends reasoning text to the block at `content_index`.
+    pub async fn thinking_delta(&mut self, content_index: usize, delta: impl Into<String>) {
+        let delta = delta.into();
+        self.send(AssistantMessageEvent::ThinkingDelta {
+            content_index,
+            delta,
+        })
+        .await;
+    }
+
+    /// Mutable access to a thinking block (to set its signature or `redacted`).
+    pub fn thinking_block_mut(&mut self, content_index: usize) -> Option<&mut ThinkingContent> {
+        match self.acc.message_mut().content.get_mut(content_index) {
+            Some(AssistantContent::Thinking(thinking)) => Some(thinking),
+            _ => None,
+        }
+    }
+
+    /// Closes the thinking block at `content_index`.
+    pub async fn thinking_end(&mut self, content_index: usize) {
+        let (content, content_signature) = match self.acc.message().content.get(content_index) {
+            Some(AssistantContent::Thinking(t)) => {
+                (t.thinking.clone(), t.thinking_signature.clone())
+            }
+            _ => return,
+        };
+        self.send(AssistantMessageEvent::ThinkingEnd {
+            content_index,
+            content,
+            content_signature,
+        })
+        .await;
+    }
+
+    /// Opens a tool call and returns its index.
+    pub async fn tool_call_start(
+        &mut self,
+        id: impl Into<String>,
+        tool_name: impl Into<String>,
+    ) -> usize {
+        let content_index = self.next_index();
+        self.send(AssistantMessageEvent::ToolCallStart {
+            content_index,
+            id: id.into(),
+            tool_name: tool_name.into(),
+        })
+        .await;
+        content_index
+    }
+
+    /// Mutable access to a tool call block (ids and names that arrive late, signatures).
+    pub fn tool_call_mut(&mut self, content_index: usize) -> Option<&mut ToolCall> {
+        match self.acc.message_mut().content.get_mut(content_index) {
+            Some(AssistantContent::ToolCall(call)) => Some(call),
+            _ => None,
+        }
+    }
+
+    /// Appends a JSON fragment to the arguments of the call at `content_index`.
+    pub async fn tool_call_delta(&mut self, content_index: usize, delta: impl Into<String>) {
+        let delta = delta.into();
+        self.send(AssistantMessageEvent::ToolCallDelta {
+            content_index,
+            delta,
+        })
+        .await;
+    }
+
+    /// Closes the call at `content_index`, parsing its arguments once, tolerantly.
+    pub async fn tool_call_end(&mut self, content_index: usize) {
+        let arguments = self
+            .acc
+            .take_arguments(content_index)
+            .map(|parser| object_or_empty(parser.into_value()));
+        let Some(call) = self.tool_call_mut(content_index) else {
+            return;
+        };
+        if let Some(arguments) = arguments {
+            call.arguments = arguments;
+        }
+        let tool_call = call.clone();
+        self.send(AssistantMessageEvent::ToolCallEnd {
+            content_index,
+            tool_call,
+        })
+        .await;
+    }
+
+    /// Ends the stream with `done`, or with `error` when the message's stop reason is a failure
+    /// or the request was aborted.
+    pub async fn done(mut self) {
+        if self.is_aborted() {
+            return self.fail("Request was aborted").await;
+        }
+        let reason = self.acc.message().stop_reason;
+        if reason.is_failure() {
+            let text = self
+                .acc
+                .message()
+                .error_message
+                .clone()
+                .unwrap_or_else(|| "An unknown error occurred".to_owned());
+            return self.fail(text).await;
+        }
+        let message = std::mem::take(self.acc.message_mut());
+        self.send_raw(AssistantMessageEvent::Done { reason, message })
+            .await;
+    }
+
+    /// Ends the stream with `error`, keeping the content received so far. The reason is
+    /// `aborted` when the request's token fired (abort wins over any other failure), else
+    /// `error`.
+    pub async fn fail(mut self, error_message: impl Into<String>) {
+        let reason = if self.is_aborted() {
+            StopReason::Aborted
+        } else {
+            StopReason::Error
+        };
+        let mut message = self.acc.snapshot();
+        message.stop_reason = reason;
+        message.error_message = Some(error_message.into());
+        self.send_raw(AssistantMessageEvent::Error {
+            reason,
+            error: message,
+        })
+        .await;
+    }
+
+    /// Ends the stream with `error` carrying `message` as given (its `stop_reason` is set to
+    /// `reason`). For providers that build the failure message themselves.
+    pub async fn fail_with(mut self, reason: StopReason, mut message: AssistantMessage) {
+        message.stop_reason = reason;
+        if message.error_message.is_none() {
+            message.error_message = Some("An unknown error occurred".to_owned());
+        }
+        self.send_raw(AssistantMessageEvent::Error {
+            reason,
+            error: message,
+        })
+        .await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+
+    fn model() -> Model {
+        Model::new("test", "test", "m", "")
+    }
+
+    #[tokio::test]
+    async fn dropped_writer_still_ends_with_error() {
+        let (mut writer, mut stream) = channel(&model(), None);
+        tokio::spawn(async move {
+            writer.start().await;
+            let i = writer.text_start().await;
+            writer.text_delta(i, "partial").await;
+            panic!("provider bug");
+        });
+        let mut kinds = Vec::new();
+        while let Some(event) = stream.next().await {
+            kinds.push(event.kind());
+        }
+        assert_eq!(kinds, ["start", "text_start", "text_delta", "error"]);
+    }
+
+    #[tokio::test]
+    async fn result_never_hangs_and_keeps_partial_content() {
+        let (mut writer, stream) = channel(&model(), None);
+        writer.start().await;
+        let i = writer.text_start().await;
+        writer.text_delta(i, "abc").await;
+        drop(writer);
+        let message = stream.result().await;
+        assert_eq!(message.stop_reason, StopReason::Error);
+        assert_eq!(message.text(), "abc");
+        assert_eq!(message.error_message.as_deref(), Some(STREAM_ENDED_EARLY));
+    }
+
+    #[tokio::test]
+    async fn partial_is_built_from_deltas_on_demand() {
+        let (mut writer, mut stream) = channel(&model(), None);
+        let producer = tokio::spawn(async move {
+            writer.start().await;
+            let i = writer.tool_call_start("c1", "calc").await;
+            writer.tool_call_delta(i, "{\"expr\": \"1+").await;
+            writer.tool_call_delta(i, "2\"}").await;
+            writer.tool_call_end(i).await;
+            writer.message_mut().stop_reason = StopReason::ToolUse;
+            writer.done().await;
+        });
+        let partial = stream.partial();
+        let mut seen_partial_args = None;
+        while let Some(event) = stream.next().await {
+            if let AssistantMessageEvent::ToolCallDelta { .. } = event {
+                seen_partial_args = Some(
+                    partial
+                        .snapshot()
+                        .tool_calls()
+                        .next()
+                        .unwrap()
+                        .arguments
+                        .clone(),
+                );
+            }
+        }
+        producer.await.unwrap();
+        assert_eq!(seen_partial_args, Some(serde_json::json!({"expr": "1+2"})));
+        let final_message = stream.final_message().unwrap();
+        assert_eq!(final_message.stop_reason, StopReason::ToolUse);
+        assert_eq!(
+            final_message.tool_calls().next().unwrap().arguments,
+            serde_json::json!({"expr": "1+2"})
+        );
+    }
+
+    #[tokio::test]
+    async fn abort_wins_over_done() {
+        let token = CancellationToken::new();
+        let (mut writer, stream) = channel(&model(), Some(token.clone()));
+        writer.start().await;
+        token.cancel();
+        writer.done().await;
+        let message = stream.result().await;
+        assert_eq!(message.stop_reason, StopReason::Aborted);
+    }
+
+    #[tokio::test]
+    async fn failed_stream_has_only_error() {
+        let stream = AssistantMessageEventStream::failed(&model(), StopReason::Error, "nope");
+        let events: Vec<_> = stream.collect().await;
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].kind(), "error");
+    }
+}

@@ -1,0 +1,473 @@
+//! The faux provider: an in-process, scripted provider for tests, examples and offline demos
+//! (pi's `providers/faux.ts`).
+//!
+//! Each request pops one scripted response — an [`AssistantMessage`] or a factory that builds
+//! one from the request — and streams it with the exact event order of a real provider:
+//! `start`, then per block `*_start`, `*_delta`…, `*_end`, then `done` (or `error` for a scripted
+//! error or aborted message). Text is cut into small deltas, optionally paced.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::{InputModality, Model};
+use crate::ai::options::StreamOptions;
+use crate::ai::registry::{ApiProvider, register_api_provider, unregister_api_provider};
+use crate::ai::types::{
+    AssistantContent, AssistantMessage, Context, StopReason, TextContent, ThinkingContent,
+    ToolCall, now_ms,
+};
+
+/// Error text when a request finds no scripted response.
+pub const NO_MORE_RESPONSES: &str = "No more faux responses queued";
+
+/// Builds a response from the request: `(context, options, call number starting at 1, model)`.
+pub type FauxFactory =
+    Arc<dyn Fn(&Context, &StreamOptions, usize, &Model) -> AssistantMessage + Send + Sync>;
+
+/// One scripted response.
+#[derive(Clone)]
+pub enum FauxResponse {
+    /// Stream this message.
+    Message(AssistantMessage),
+    /// Build the message from the request, then stream it.
+    Factory(FauxFactory),
+}
+
+impl std::fmt::Debug for FauxResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Message(message) => f.debug_tuple("Message").field(message).finish(),
+            Self::Factory(_) => f.write_str("Factory(..)"),
+        }
+    }
+}
+
+impl From<AssistantMessage> for FauxResponse {
+    fn from(message: AssistantMessage) -> Self {
+        Self::Message(message)
+    }
+}
+
+/// Settings of a faux provider.
+#[derive(Clone, Debug)]
+pub struct FauxOptions {
+    /// The api id to register under (default: a fresh `faux:<n>`).
+    pub api: Option<String>,
+    /// The provider name on its models (default `faux`).
+    pub provider: String,
+    /// Model ids to offer (default `["faux-1"]`).
+    pub model_ids: Vec<String>,
+    /// Pace output at this many tokens per second (default: as fast as the consumer reads).
+    pub tokens_per_second: Option<f64>,
+    /// Delta size range in "tokens" of 4 characters (default 3..=5).
+    pub token_size: (usize, usize),
+}
+
+impl Default for FauxOptions {
+    fn default() -> Self {
+        Self {
+            api: None,
+            provider: "faux".to_owned(),
+            model_ids: vec!["faux-1".to_owned()],
+            tokens_per_second: None,
+            token_size: (3, 5),
+        }
+    }
+}
+
+struct FauxState {
+    api: String,
+    models: Vec<Model>,
+    responses: Mutex<VecDeque<FauxResponse>>,
+    calls: AtomicUsize,
+    options: FauxOptions,
+}
+
+/// A registered faux provider. Cloning shares the script.
+#[derive(Clone)]
+pub struct FauxProvider {
+    state: Arc<FauxState>,
+}
+
+impl std::fmt::Debug for FauxProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FauxProvider")
+            .field("api", &self.state.api)
+            .field("pending", &self.pending_count())
+            .finish()
+    }
+}
+
+struct FauxApi(Arc<FauxState>);
+
+impl FauxProvider {
+    /// Registers a faux provider with default settings.
+    pub fn register() -> Self {
+        Self::register_with(FauxOptions::default())
+    }
+
+    /// Registers a faux provider.
+    pub fn register_with(options: FauxOptions) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let api = options
+            .api
+            .clone()
+            .unwrap_or_else(|| format!("faux:{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let models = options
+            .model_ids
+            .iter()
+            .map(|id| {
+                let mut model = Model::new(api.clone(), options.provider.clone(), id.clone(), "");
+                model.input = vec![InputModality::Text, InputModality::Image];
+                model.context_window = 128_000;
+                model.max_tokens = 16_384;
+                model
+            })
+            .collect();
+        let state = Arc::new(FauxState {
+            api,
+            models,
+            responses: Mutex::new(VecDeque::new()),
+            calls: AtomicUsize::new(0),
+            options,
+        });
+        register_api_provider(Arc::new(FauxApi(Arc::clone(&state))));
+        Self { state }
+    }
+
+    /// The api id it is registered under.
+    pub fn api(&self) -> &str {
+        &self.state.api
+    }
+
+    /// The first model.
+    pub fn model(&self) -> Model {
+        self.state.models[0].clone()
+    }
+
+    /// The model with `id`, if offered.
+    pub fn get_model(&self, id: &str) -> Option<Model> {
+        self.state.models.iter().find(|m| m.id == id).cloned()
+    }
+
+    /// All models.
+    pub fn models(&self) -> &[Model] {
+        &self.state.models
+    }
+
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<FauxResponse>> {
+        self.state
+            .responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Replaces the script.
+    pub fn set_responses(&self, responses: impl IntoIterator<Item = FauxResponse>) {
+        let mut queue = self.queue();
+        queue.clear();
+        queue.extend(responses);
+    }
+
+    /// Appends to the script.
+    pub fn append_responses(&self, responses: impl IntoIterator<Item = FauxResponse>) {
+        self.queue().extend(responses);
+    }
+
+    /// Appends one response.
+    pub fn push(&self, response: impl Into<FauxResponse>) {
+        self.queue().push_back(response.into());
+    }
+
+    /// Responses not yet used.
+    pub fn pending_count(&self) -> usize {
+        self.queue().len()
+    }
+
+    /// Requests served so far.
+    pub fn call_count(&self) -> usize {
+        self.state.calls.load(Ordering::Relaxed)
+    }
+
+    /// Removes the provider from the registry.
+    pub fn unregister(&self) {
+        unregister_api_provider(&self.state.api);
+    }
+}
+
+impl ApiProvider for FauxApi {
+    fn api(&self) -> &str {
+        &self.0.api
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        if !super::http::has_runtime() {
+            return AssistantMessageEventStream::failed(
+                model,
+                StopReason::Error,
+                super::http::NO_RUNTIME,
+            );
+        }
+        let call = self.0.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let response = self
+            .0
+            .responses
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop_front();
+        let (writer, stream) = channel(model, options.signal.clone());
+        let scripted = match response {
+            None => Err(NO_MORE_RESPONSES.to_owned()),
+            Some(FauxResponse::Message(message)) => Ok(message),
+            Some(FauxResponse::Factory(factory)) => {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    factory(context, options, call, model)
+                }))
+                .map_err(|panic| format!("faux response factory panicked: {}", panic_text(&panic)))
+            }
+        };
+        let input_chars = serde_json::to_string(context).map_or(0, |s| s.chars().count());
+        let settings = self.0.options.clone();
+        let model = model.clone();
+        // A panic in this task drops the writer, which the stream reports as an error event.
+        tokio::spawn(async move {
+            match scripted {
+                Ok(message) => play(writer, message, &model, input_chars, &settings, call).await,
+                Err(error) => writer.fail(error).await,
+            }
+        });
+        stream
+    }
+}
+
+/// The text of a panic payload.
+pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
+/// Deterministic delta sizes (no dependency on a random crate, and reproducible tests).
+struct Chunker {
+    seed: u64,
+    min: usize,
+    max: usize,
+}
+
+impl Chunker {
+    fn next_chars(&mut self) -> usize {
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 7;
+        self.seed ^= self.seed << 17;
+        let span = (self.max.saturating_sub(self.min) + 1) as u64;
+        (self.min + (self.seed % span) as usize).max(1) * 4
+    }
+
+    fn split<'a>(&mut self, text: &'a str) -> Vec<&'a str> {
+        let mut pieces = Vec::new();
+        let mut rest = text;
+        while !rest.is_empty() {
+            let mut end = self.next_chars().min(rest.len());
+            while !rest.is_char_boundary(end) {
+                end += 1;
+            }
+            pieces.push(&rest[..end]);
+            rest = &rest[end..];
+        }
+        pieces
+    }
+}
+
+async fn pace(writer: &StreamWriter, settings: &FauxOptions, chars: usize) -> bool {
+    match settings.tokens_per_second {
+        Some(rate) if rate > 0.0 => {
+            let seconds = (chars as f64 / 4.0) / rate;
+            let sleep = tokio::time::sleep(Duration::from_secs_f64(seconds));
+            match writer.signal() {
+                Some(signal) => {
+                    tokio::select! {
+                        () = sleep => {}
+                        () = signal.cancelled() => {}
+                    }
+                }
+                None => sleep.await,
+            }
+        }
+        _ => tokio::task::yield_now().await,
+    }
+    !writer.is_aborted()
+}
+
+fn estimate_tokens(chars: usize) -> u64 {
+    chars.div_ceil(4) as u64
+}
+
+async fn play(
+    mut writer: StreamWriter,
+    message: AssistantMessage,
+    model: &Model,
+    input_chars: usize,
+    settings: &FauxOptions,
+    call: usize,
+) {
+    if writer.is_aborted() {
+        return writer.fail("Request was aborted").await;
+    }
+    writer.start().await;
+    let mut chunker = Chunker {
+        seed: 0x9E37_79B9_7F4A_7C15 ^ call as u64,
+        min: settings.token_size.0.max(1),
+        max: settings.token_size.1.max(settings.token_size.0.max(1)),
+    };
+    let mut output_chars = 0;
+    for block in &message.content {
+        match block {
+            AssistantContent::Text(text) => {
+                let index = writer.text_start().await;
+                for piece in chunker.split(&text.text) {
+                    if !pace(&writer, settings, piece.len()).await {
+                        return writer.fail("Request was aborted").await;
+                    }
+                    output_chars += piece.chars().count();
+                    writer.text_delta(index, piece).await;
+                }
+                writer.message_mut().content[index] = AssistantContent::Text(text.clone());
+                writer.text_end(index).await;
+            }
+            AssistantContent::Thinking(thinking) => {
+                let index = writer.thinking_start().await;
+                for piece in chunker.split(&thinking.thinking) {
+                    if !pace(&writer, settings, piece.len()).await {
+                        return writer.fail("Request was aborted").await;
+                    }
+                    output_chars += piece.chars().count();
+                    writer.thinking_delta(index, piece).await;
+                }
+                if let Some(block) = writer.thinking_block_mut(index) {
+                    block
+                        .thinking_signature
+                        .clone_from(&thinking.thinking_signature);
+                    block.redacted = thinking.redacted;
+                }
+                writer.thinking_end(index).await;
+            }
+            AssistantContent::ToolCall(tool_call) => {
+                let index = writer.tool_call_start(&tool_call.id, &tool_call.name).await;
+                let json = serde_json::to_string(&tool_call.arguments).unwrap_or_default();
+                for piece in chunker.split(&json) {
+                    if !pace(&writer, settings, piece.len()).await {
+                        return writer.fail("Request was aborted").await;
+                    }
+                    output_chars += piece.chars().count();
+                    writer.tool_call_delta(index, piece).await;
+                }
+                if let Some(block) = writer.tool_call_mut(index) {
+                    block
+                        .thought_signature
+                        .clone_from(&tool_call.thought_signature);
+                }
+                writer.tool_call_end(index).await;
+            }
+        }
+    }
+    let out = writer.message_mut();
+    out.stop_reason = message.stop_reason;
+    out.error_message.clone_from(&message.error_message);
+    out.response_id.clone_from(&message.response_id);
+    out.usage.input = estimate_tokens(input_chars);
+    out.usage.output = estimate_tokens(output_chars);
+    out.usage.total_tokens = out.usage.input + out.usage.output;
+    model.calculate_cost(&mut out.usage);
+    if message.stop_reason == StopReason::Aborted {
+        // A scripted aborted message ends as an abort even though no token fired.
+        let text = message
+            .error_message
+            .unwrap_or_else(|| "Request was aborted".to_owned());
+        let mut final_message = writer.message().clone();
+        final_message.error_message = Some(text);
+        return finish_aborted(writer, final_message).await;
+    }
+    writer.done().await;
+}
+
+async fn finish_aborted(writer: StreamWriter, message: AssistantMessage) {
+    writer.fail_with(StopReason::Aborted, message).await;
+}
+
+/// A text block.
+pub fn faux_text(text: impl Into<String>) -> AssistantContent {
+    AssistantContent::Text(TextContent::new(text))
+}
+
+/// A thinking block.
+pub fn faux_thinking(thinking: impl Into<String>) -> AssistantContent {
+    AssistantContent::Thinking(ThinkingContent {
+        thinking: thinking.into(),
+        ..ThinkingContent::default()
+    })
+}
+
+/// A tool call with a fresh id `tool:<n>`.
+pub fn faux_tool_call(name: impl Into<String>, arguments: serde_json::Value) -> AssistantContent {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    faux_tool_call_with_id(
+        format!("tool:{}", NEXT.fetch_add(1, Ordering::Relaxed)),
+        name,
+        arguments,
+    )
+}
+
+/// A tool call with the given id.
+pub fn faux_tool_call_with_id(
+    id: impl Into<String>,
+    name: impl Into<String>,
+    arguments: serde_json::Value,
+) -> AssistantContent {
+    AssistantContent::ToolCall(ToolCall {
+        id: id.into(),
+        name: name.into(),
+        arguments,
+        thought_signature: None,
+    })
+}
+
+/// An assistant message to script. Its stop reason is `toolUse` when it has tool calls, else
+/// `stop`; api, provider and model are filled in by the provider that plays it.
+pub fn faux_assistant_message(content: Vec<AssistantContent>) -> AssistantMessage {
+    let stop_reason = if content
+        .iter()
+        .any(|block| matches!(block, AssistantContent::ToolCall(_)))
+    {
+        StopReason::ToolUse
+    } else {
+        StopReason::Stop
+    };
+    AssistantMessage {
+        content,
+        stop_reason,
+        timestamp: now_ms(),
+        ..AssistantMessage::default()
+    }
+}
+
+/// A scripted failure: streams `content`, then ends with `error` and this message.
+pub fn faux_error_message(
+    content: Vec<AssistantContent>,
+    error: impl Into<String>,
+) -> AssistantMessage {
+    AssistantMessage {
+        stop_reason: StopReason::Error,
+        error_message: Some(error.into()),
+        ..faux_assistant_message(content)
+    }
+}

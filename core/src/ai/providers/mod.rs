@@ -1,0 +1,20 @@
+//! Built-in providers, one module per wire API.
+//!
+//! Adding a provider: implement [`ApiProvider`](super::registry::ApiProvider) in a new module
+//! (build the request, send it with [`http`], decode the body with
+//! [`SseDecoder`](super::sse::SseDecoder), drive a
+//! [`StreamWriter`](super::event_stream::StreamWriter)), add it to [`builtins`], and replay
+//! wire fixtures through the mock server in `core/tests/`.
+
+use std::sync::Arc;
+
+use super::registry::ApiProvider;
+
+pub mod faux;
+pub mod http;
+pub mod openai_completions;
+
+/// The providers registered when the registry is first used.
+pub fn builtins() -> Vec<Arc<dyn ApiProvider>> {
+    vec![Arc::new(openai_completions::OpenAICompletionsProvider)]
+}

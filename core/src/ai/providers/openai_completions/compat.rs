@@ -1,0 +1,213 @@
+//! The differences between OpenAI-compatible servers, as flags (pi's `OpenAICompletionsCompat`).
+//!
+//! Each flag is detected from the provider id and the base URL as pi does; a flag set in
+//! `model.compat` wins over the detected value.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::ai::model::Model;
+
+/// How a server wants reasoning switched on and replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThinkingFormat {
+    /// `reasoning_effort`.
+    Openai,
+    /// `reasoning: {effort}`.
+    Openrouter,
+    /// `thinking: {type}` plus `reasoning_effort`.
+    Deepseek,
+    /// `enable_thinking`.
+    Zai,
+    /// `enable_thinking`.
+    Qwen,
+    /// `chat_template_kwargs: {enable_thinking, preserve_thinking}`.
+    QwenChatTemplate,
+}
+
+/// Where the output-token cap goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MaxTokensField {
+    /// `max_completion_tokens` (OpenAI's current name).
+    MaxCompletionTokens,
+    /// `max_tokens` (older servers).
+    MaxTokens,
+}
+
+/// Flags as written in `model.compat` (all optional).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct CompatOverrides {
+    supports_store: Option<bool>,
+    supports_developer_role: Option<bool>,
+    supports_reasoning_effort: Option<bool>,
+    supports_usage_in_streaming: Option<bool>,
+    max_tokens_field: Option<MaxTokensField>,
+    requires_tool_result_name: Option<bool>,
+    requires_assistant_after_tool_result: Option<bool>,
+    requires_thinking_as_text: Option<bool>,
+    requires_reasoning_content_on_assistant_messages: Option<bool>,
+    thinking_format: Option<ThinkingFormat>,
+    supports_strict_mode: Option<bool>,
+}
+
+/// The resolved flags for one model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compat {
+    /// Send `store: false`.
+    pub supports_store: bool,
+    /// Send the system prompt of reasoning models as role `developer`.
+    pub supports_developer_role: bool,
+    /// Send `reasoning_effort`.
+    pub supports_reasoning_effort: bool,
+    /// Send `stream_options: {include_usage: true}`.
+    pub supports_usage_in_streaming: bool,
+    /// Which field carries the output-token cap.
+    pub max_tokens_field: MaxTokensField,
+    /// Tool messages carry `name`.
+    pub requires_tool_result_name: bool,
+    /// A tool result followed by a user message needs an assistant message in between.
+    pub requires_assistant_after_tool_result: bool,
+    /// Replay reasoning as text parts.
+    pub requires_thinking_as_text: bool,
+    /// Replayed assistant messages of reasoning models need `reasoning_content`.
+    pub requires_reasoning_content_on_assistant_messages: bool,
+    /// How reasoning is requested.
+    pub thinking_format: ThinkingFormat,
+    /// Tools may carry `strict: false`.
+    pub supports_strict_mode: bool,
+}
+
+impl Compat {
+    /// Detects the flags for `model`, then applies `model.compat`.
+    pub fn for_model(model: &Model) -> Self {
+        let detected = Self::detect(&model.provider, &model.base_url);
+        let overrides: CompatOverrides = model
+            .compat
+            .as_ref()
+            .filter(|value| value.is_object())
+            .and_then(|value| serde_json::from_value(Value::clone(value)).ok())
+            .unwrap_or_default();
+        Self {
+            supports_store: overrides.supports_store.unwrap_or(detected.supports_store),
+            supports_developer_role: overrides
+                .supports_developer_role
+                .unwrap_or(detected.supports_developer_role),
+            supports_reasoning_effort: overrides
+                .supports_reasoning_effort
+                .unwrap_or(detected.supports_reasoning_effort),
+            supports_usage_in_streaming: overrides
+                .supports_usage_in_streaming
+                .unwrap_or(detected.supports_usage_in_streaming),
+            max_tokens_field: overrides
+                .max_tokens_field
+                .unwrap_or(detected.max_tokens_field),
+            requires_tool_result_name: overrides
+                .requires_tool_result_name
+                .unwrap_or(detected.requires_tool_result_name),
+            requires_assistant_after_tool_result: overrides
+                .requires_assistant_after_tool_result
+                .unwrap_or(detected.requires_assistant_after_tool_result),
+            requires_thinking_as_text: overrides
+                .requires_thinking_as_text
+                .unwrap_or(detected.requires_thinking_as_text),
+            requires_reasoning_content_on_assistant_messages: overrides
+                .requires_reasoning_content_on_assistant_messages
+                .unwrap_or(detected.requires_reasoning_content_on_assistant_messages),
+            thinking_format: overrides
+                .thinking_format
+                .unwrap_or(detected.thinking_format),
+            supports_strict_mode: overrides
+                .supports_strict_mode
+                .unwrap_or(detected.supports_strict_mode),
+        }
+    }
+
+    /// pi's `detectCompat`: defaults from the provider id and base URL.
+    pub fn detect(provider: &str, base_url: &str) -> Self {
+        let url = base_url.to_ascii_lowercase();
+        let is = |name: &str| provider == name;
+        let has = |needle: &str| url.contains(needle);
+        let is_zai = is("zai") || has("api.z.ai");
+        let is_moonshot = provider.starts_with("moonshotai") || has("moonshot");
+        let is_cf_gateway = is("cloudflare-ai-gateway") || has("gateway.ai.cloudflare.com");
+        let is_cf_workers = is("cloudflare-workers-ai") || has("api.cloudflare.com");
+        let is_deepseek = is("deepseek") || has("deepseek.com");
+        let non_standard = is("cerebras")
+            || has("cerebras.ai")
+            || is("xai")
+            || has("api.x.ai")
+            || has("chutes.ai")
+            || is_deepseek
+            || is_zai
+            || is_moonshot
+            || provider.starts_with("opencode")
+            || has("opencode.ai")
+            || is_cf_gateway
+            || is_cf_workers;
+        let thinking_format = if is_deepseek {
+            ThinkingFormat::Deepseek
+        } else if is_zai {
+            ThinkingFormat::Zai
+        } else if is("openrouter") || has("openrouter.ai") {
+            ThinkingFormat::Openrouter
+        } else {
+            ThinkingFormat::Openai
+        };
+        Self {
+            supports_store: !non_standard,
+            supports_developer_role: !non_standard,
+            supports_reasoning_effort: !(is("xai")
+                || has("api.x.ai")
+                || is_zai
+                || is_moonshot
+                || is_cf_gateway),
+            supports_usage_in_streaming: true,
+            max_tokens_field: if has("chutes.ai") || is_moonshot || is_cf_gateway {
+                MaxTokensField::MaxTokens
+            } else {
+                MaxTokensField::MaxCompletionTokens
+            },
+            requires_tool_result_name: false,
+            requires_assistant_after_tool_result: false,
+            requires_thinking_as_text: false,
+            requires_reasoning_content_on_assistant_messages: is_deepseek,
+            thinking_format,
+            supports_strict_mode: !(is_moonshot || is_cf_gateway),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detection_and_overrides() {
+        let openai = Compat::detect("openai", "https://api.openai.com/v1");
+        assert!(openai.supports_store && openai.supports_developer_role);
+        assert_eq!(openai.max_tokens_field, MaxTokensField::MaxCompletionTokens);
+        let xai = Compat::detect("xai", "https://api.x.ai/v1");
+        assert!(!xai.supports_store && !xai.supports_reasoning_effort);
+        assert_eq!(
+            Compat::detect("deepseek", "https://api.deepseek.com").thinking_format,
+            ThinkingFormat::Deepseek
+        );
+        let mut model = Model::new(
+            "openai-completions",
+            "ollama",
+            "llama",
+            "http://localhost:11434/v1",
+        );
+        model.compat = Some(
+            serde_json::json!({"supportsStore": false, "maxTokensField": "max_tokens",
+            "thinkingFormat": "qwen-chat-template"}),
+        );
+        let compat = Compat::for_model(&model);
+        assert!(!compat.supports_store);
+        assert_eq!(compat.max_tokens_field, MaxTokensField::MaxTokens);
+        assert_eq!(compat.thinking_format, ThinkingFormat::QwenChatTemplate);
+    }
+}

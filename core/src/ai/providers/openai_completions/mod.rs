@@ -1,0 +1,200 @@
+//! api `openai-completions`: OpenAI Chat Completions over SSE, the protocol OpenAI, OpenRouter,
+//! Groq, xAI, DeepSeek, vLLM, Ollama, llama.cpp and LM Studio all speak. Vendor differences are
+//! [`compat::Compat`] flags, not code paths.
+
+pub mod compat;
+pub mod request;
+pub mod response;
+
+use futures::StreamExt;
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+
+use self::compat::Compat;
+use self::response::ChunkState;
+use super::http;
+use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::Model;
+use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::registry::ApiProvider;
+use crate::ai::sse::{SseDecoder, SseEvent};
+use crate::ai::types::{Context, StopReason};
+
+/// The api id.
+pub const API: &str = "openai-completions";
+
+/// The message of a body that ended before the response was complete.
+pub const INCOMPLETE_RESPONSE: &str =
+    "Connection error: the provider closed the stream before the response was complete";
+
+/// The `openai-completions` provider.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct OpenAICompletionsProvider;
+
+/// Everything a request needs, resolved before the task starts.
+struct PreparedRequest {
+    url: String,
+    body: Vec<u8>,
+    api_key: Option<ApiKey>,
+    headers: Vec<(String, String)>,
+}
+
+impl ApiProvider for OpenAICompletionsProvider {
+    fn api(&self) -> &str {
+        API
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        if !http::has_runtime() {
+            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+        }
+        let api_key = options
+            .api_key
+            .clone()
+            .filter(|key| !key.is_empty())
+            .or_else(|| get_env_api_key(&model.provider));
+        if api_key.is_none() && !is_loopback(&model.base_url) {
+            let reason = if options.is_aborted() {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            };
+            return AssistantMessageEventStream::failed(
+                model,
+                reason,
+                missing_key_message(&model.provider),
+            );
+        }
+        let compat = Compat::for_model(model);
+        let body = request::build_body(model, context, options, &compat);
+        let mut headers: Vec<(String, String)> = model
+            .headers
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let prepared = PreparedRequest {
+            url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            api_key,
+            headers,
+        };
+        let (writer, stream) = channel(model, options.signal.clone());
+        let model = model.clone();
+        tokio::spawn(drive(writer, model, prepared));
+        stream
+    }
+}
+
+/// Local servers (Ollama, llama.cpp, LM Studio, vLLM on this machine) need no key.
+fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url
+        .strip_prefix("http://")
+        .or_else(|| base_url.strip_prefix("https://"))
+        .unwrap_or(base_url);
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let host = if host.starts_with('[') {
+        host.split(']').next().map_or(host, |h| &h[1..])
+    } else {
+        host.split(':').next().unwrap_or(host)
+    };
+    host == "localhost" || host == "::1" || host.starts_with("127.")
+}
+
+async fn drive(mut writer: StreamWriter, model: Model, request: PreparedRequest) {
+    let outcome = match writer.signal().cloned() {
+        Some(signal) => {
+            tokio::select! {
+                biased;
+                () = signal.cancelled() => Err("Request was aborted".to_owned()),
+                result = run(&mut writer, &model, request) => result,
+            }
+        }
+        None => run(&mut writer, &model, request).await,
+    };
+    match outcome {
+        Ok(()) => writer.done().await,
+        Err(message) => writer.fail(message).await,
+    }
+}
+
+async fn run(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: PreparedRequest,
+) -> Result<(), String> {
+    let mut builder = http::client()
+        .post(&request.url)
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "text/event-stream");
+    if let Some(key) = &request.api_key {
+        builder = builder.bearer_auth(key.expose());
+    }
+    for (name, value) in &request.headers {
+        builder = builder.header(name, value);
+    }
+    let response = builder
+        .body(request.body)
+        .send()
+        .await
+        .map_err(|error| http::transport_error_message(&error))?;
+    let status = response.status();
+    if !status.is_success() {
+        let body = response.text().await.unwrap_or_default();
+        return Err(http::http_error_message(status, &body));
+    }
+    writer.start().await;
+
+    let mut state = ChunkState::default();
+    let mut decoder = SseDecoder::new();
+    let mut events: Vec<SseEvent> = Vec::new();
+    let mut body = response.bytes_stream();
+    'read: loop {
+        let ended = match body.next().await {
+            Some(Ok(bytes)) => {
+                decoder.feed(&bytes, &mut events);
+                false
+            }
+            Some(Err(error)) => return Err(http::transport_error_message(&error)),
+            None => {
+                decoder.finish(&mut events);
+                true
+            }
+        };
+        for event in events.drain(..) {
+            state.handle(&event.data, writer, model).await?;
+            if state.done_seen {
+                break 'read;
+            }
+        }
+        if ended || writer.is_closed() {
+            break;
+        }
+    }
+    state.close_blocks(writer).await;
+    if !state.done_seen && !state.finish_seen && !writer.is_closed() {
+        return Err(INCOMPLETE_RESPONSE.to_owned());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_loopback;
+
+    #[test]
+    fn loopback_hosts() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback("http://localhost:11434/v1"));
+        assert!(is_loopback("http://[::1]:1234/v1"));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(!is_loopback("https://localhost.evil.com/v1"));
+    }
+}

@@ -1,0 +1,439 @@
+//! Builds the Chat Completions request body from a [`Context`] (pi's `buildParams` and
+//! `convertMessages`).
+
+use serde_json::{Map, Value, json};
+
+use super::compat::{Compat, MaxTokensField, ThinkingFormat};
+use crate::ai::model::Model;
+use crate::ai::options::StreamOptions;
+use crate::ai::transform::transform_messages;
+use crate::ai::types::{
+    AssistantContent, AssistantMessage, Context, Message, ToolResultMessage, UserContent,
+    UserMessageContent,
+};
+
+/// Text of the assistant message some servers need between tool results and a user message.
+pub const TOOL_RESULTS_BRIDGE: &str = "I have processed the tool results.";
+/// Text of the user message that carries images returned by tools.
+pub const TOOL_IMAGES_INTRO: &str = "Attached image(s) from tool result:";
+
+/// Delta fields that carry reasoning, in the order pi checks them.
+pub const REASONING_FIELDS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_text"];
+
+/// The JSON body for `POST /chat/completions`.
+pub fn build_body(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    compat: &Compat,
+) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert(
+        "messages".into(),
+        Value::Array(convert_messages(model, context, compat)),
+    );
+    body.insert("stream".into(), json!(true));
+    if compat.supports_usage_in_streaming {
+        body.insert("stream_options".into(), json!({"include_usage": true}));
+    }
+    if compat.supports_store {
+        body.insert("store".into(), json!(false));
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        let field = match compat.max_tokens_field {
+            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
+            MaxTokensField::MaxTokens => "max_tokens",
+        };
+        body.insert(field.into(), json!(max_tokens));
+    }
+    if let Some(temperature) = options.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    match &context.tools {
+        Some(tools) if !tools.is_empty() => {
+            let tools: Vec<Value> = tools
+                .iter()
+                .map(|tool| {
+                    let mut function = json!({
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    });
+                    if compat.supports_strict_mode {
+                        function["strict"] = json!(false);
+                    }
+                    json!({"type": "function", "function": function})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+        }
+        _ if has_tool_history(&context.messages) => {
+            // Anthropic behind LiteLLM rejects tool history without a tools field.
+            body.insert("tools".into(), json!([]));
+        }
+        _ => {}
+    }
+    if let Some(choice) = &options.tool_choice {
+        body.insert("tool_choice".into(), choice.clone());
+    }
+    if model.reasoning {
+        add_reasoning(&mut body, model, options, compat);
+    }
+    Value::Object(body)
+}
+
+fn has_tool_history(messages: &[Message]) -> bool {
+    messages.iter().any(|message| match message {
+        Message::ToolResult(_) => true,
+        Message::Assistant(assistant) => assistant.tool_calls().next().is_some(),
+        Message::User(_) => false,
+    })
+}
+
+fn add_reasoning(
+    body: &mut Map<String, Value>,
+    model: &Model,
+    options: &StreamOptions,
+    compat: &Compat,
+) {
+    let level = options.reasoning.map(|level| level.as_str());
+    let map = model.thinking_level_map.as_ref();
+    let mapped = |level: &str| -> Option<String> {
+        match map.and_then(|map| map.get(level)) {
+            Some(Some(value)) => Some(value.clone()),
+            Some(None) => None,
+            None => Some(level.to_owned()),
+        }
+    };
+    let off_value = map.and_then(|map| map.get("off"));
+    match compat.thinking_format {
+        ThinkingFormat::Zai | ThinkingFormat::Qwen => {
+            body.insert("enable_thinking".into(), json!(level.is_some()));
+        }
+        ThinkingFormat::QwenChatTemplate => {
+            body.insert(
+                "chat_template_kwargs".into(),
+                json!({"enable_thinking": level.is_some(), "preserve_thinking": true}),
+            );
+        }
+        ThinkingFormat::Deepseek => match level {
+            Some(level) => {
+                body.insert("thinking".into(), json!({"type": "enabled"}));
+                if let Some(effort) = mapped(level) {
+                    body.insert("reasoning_effort".into(), json!(effort));
+                }
+            }
+            None => {
+                body.insert("thinking".into(), json!({"type": "disabled"}));
+            }
+        },
+        ThinkingFormat::Openrouter => match level {
+            Some(level) => {
+                if let Some(effort) = mapped(level) {
+                    body.insert("reasoning".into(), json!({"effort": effort}));
+                }
+            }
+            None => match off_value {
+                Some(None) => {}
+                Some(Some(value)) => {
+                    body.insert("reasoning".into(), json!({"effort": value}));
+                }
+                None => {
+                    body.insert("reasoning".into(), json!({"effort": "none"}));
+                }
+            },
+        },
+        ThinkingFormat::Openai => {
+            if !compat.supports_reasoning_effort {
+                return;
+            }
+            let effort = match level {
+                Some(level) => mapped(level),
+                None => off_value.cloned().flatten(),
+            };
+            if let Some(effort) = effort {
+                body.insert("reasoning_effort".into(), json!(effort));
+            }
+        }
+    }
+}
+
+/// Normalises a foreign tool-call id for OpenAI-compatible servers (pi's rule: the part before
+/// a `|`, sanitised, at most 40 characters; OpenAI itself allows at most 40).
+pub fn normalize_tool_call_id(id: &str, provider: &str) -> String {
+    if let Some((head, _)) = id.split_once('|') {
+        let clean: String = head
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .take(40)
+            .collect();
+        return clean;
+    }
+    if provider == "openai" {
+        return id.chars().take(40).collect();
+    }
+    id.to_owned()
+}
+
+/// The `messages` array.
+pub fn convert_messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
+    let mut out = Vec::with_capacity(context.messages.len() + 1);
+    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
+        let role = if model.reasoning && compat.supports_developer_role {
+            "developer"
+        } else {
+            "system"
+        };
+        out.push(json!({"role": role, "content": system}));
+    }
+    let provider = model.provider.clone();
+    let normalize = move |id: &str| normalize_tool_call_id(id, &provider);
+    let messages = transform_messages(&context.messages, model, Some(&normalize));
+    let mut index = 0;
+    while index < messages.len() {
+        match &messages[index] {
+            Message::User(user) => {
+                if let Some(value) = convert_user(&user.content) {
+                    out.push(value);
+                }
+                index += 1;
+            }
+            Message::Assistant(assistant) => {
+                if let Some(value) = convert_assistant(assistant, model, compat) {
+                    out.push(value);
+                }
+                index += 1;
+            }
+            Message::ToolResult(_) => {
+                let mut images = Vec::new();
+                while let Some(Message::ToolResult(result)) = messages.get(index) {
+                    out.push(convert_tool_result(result, compat, &mut images));
+                    index += 1;
+                }
+                let next_is_user = matches!(messages.get(index), Some(Message::User(_)));
+                if compat.requires_assistant_after_tool_result
+                    && (next_is_user || !images.is_empty())
+                {
+                    out.push(json!({"role": "assistant", "content": TOOL_RESULTS_BRIDGE}));
+                }
+                if !images.is_empty() && model.supports_images() {
+                    let mut parts = vec![json!({"type": "text", "text": TOOL_IMAGES_INTRO})];
+                    parts.append(&mut images);
+                    out.push(json!({"role": "user", "content": parts}));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn image_part(data: &str, mime_type: &str) -> Value {
+    json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
+}
+
+fn convert_user(content: &UserMessageContent) -> Option<Value> {
+    match content {
+        UserMessageContent::Text(text) => Some(json!({"role": "user", "content": text})),
+        UserMessageContent::Blocks(blocks) => {
+            let parts: Vec<Value> = blocks
+                .iter()
+                .map(|block| match block {
+                    UserContent::Text(text) => json!({"type": "text", "text": text.text}),
+                    UserContent::Image(image) => image_part(&image.data, &image.mime_type),
+                })
+                .collect();
+            (!parts.is_empty()).then(|| json!({"role": "user", "content": parts}))
+        }
+    }
+}
+
+fn convert_assistant(message: &AssistantMessage, model: &Model, compat: &Compat) -> Option<Value> {
+    let texts: Vec<&str> = message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            AssistantContent::Text(text) if !text.text.trim().is_empty() => {
+                Some(text.text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let thinking: Vec<(&str, Option<&str>)> = message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            AssistantContent::Thinking(t) if !t.thinking.trim().is_empty() => {
+                Some((t.thinking.as_str(), t.thinking_signature.as_deref()))
+            }
+            _ => None,
+        })
+        .collect();
+    let tool_calls: Vec<Value> = message
+        .tool_calls()
+        .map(|call| {
+            json!({
+                "id": call.id,
+                "type": "function",
+                "function": {
+                    "name": call.name,
+                    "arguments": serde_json::to_string(&call.arguments).unwrap_or_else(|_| "{}".into()),
+                }
+            })
+        })
+        .collect();
+    let mut out = Map::new();
+    out.insert("role".into(), json!("assistant"));
+    let joined_text = texts.concat();
+    let mut content = if joined_text.is_empty() {
+        if compat.requires_assistant_after_tool_result {
+            json!("")
+        } else {
+            Value::Null
+        }
+    } else {
+        json!(joined_text)
+    };
+    if !thinking.is_empty() {
+        let reasoning: Vec<&str> = thinking.iter().map(|(text, _)| *text).collect();
+        if compat.requires_thinking_as_text {
+            let mut parts = vec![json!({"type": "text", "text": reasoning.join("\n\n")})];
+            parts.extend(
+                texts
+                    .iter()
+                    .map(|text| json!({"type": "text", "text": text})),
+            );
+            content = Value::Array(parts);
+        } else if let Some(field) = thinking[0]
+            .1
+            .filter(|signature| REASONING_FIELDS.contains(signature))
+        {
+            out.insert(field.into(), json!(reasoning.join("\n")));
+        }
+    }
+    let has_content = !matches!(&content, Value::Null) && content != json!("");
+    if !has_content && tool_calls.is_empty() && thinking.is_empty() {
+        return None;
+    }
+    out.insert("content".into(), content);
+    if model.reasoning
+        && compat.requires_reasoning_content_on_assistant_messages
+        && !out.contains_key("reasoning_content")
+    {
+        out.insert("reasoning_content".into(), json!(""));
+    }
+    if !tool_calls.is_empty() {
+        let signatures: Vec<Value> = message
+            .tool_calls()
+            .filter_map(|call| call.thought_signature.as_deref())
+            .filter_map(|signature| serde_json::from_str(signature).ok())
+            .collect();
+        out.insert("tool_calls".into(), Value::Array(tool_calls));
+        if !signatures.is_empty() {
+            out.insert("reasoning_details".into(), Value::Array(signatures));
+        }
+    }
+    Some(Value::Object(out))
+}
+
+fn convert_tool_result(
+    result: &ToolResultMessage,
+    compat: &Compat,
+    images: &mut Vec<Value>,
+) -> Value {
+    let mut texts = Vec::new();
+    for block in &result.content {
+        match block {
+            UserContent::Text(text) => texts.push(text.text.as_str()),
+            UserContent::Image(image) => images.push(image_part(&image.data, &image.mime_type)),
+        }
+    }
+    let content = if texts.is_empty() && !images.is_empty() {
+        "(see attached image)".to_owned()
+    } else {
+        texts.join("\n")
+    };
+    let mut out = json!({
+        "role": "tool",
+        "content": content,
+        "tool_call_id": result.tool_call_id,
+    });
+    if compat.requires_tool_result_name {
+        out["name"] = json!(result.tool_name);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ai::types::{StopReason, Tool, ToolCall, UserMessage};
+
+    #[test]
+    fn body_has_pi_shape() {
+        let model = Model::new(
+            "openai-completions",
+            "openai",
+            "gpt-x",
+            "https://api.openai.com/v1",
+        );
+        let compat = Compat::for_model(&model);
+        let context = Context {
+            system_prompt: Some("be brief".into()),
+            messages: vec![
+                Message::User(UserMessage {
+                    content: UserMessageContent::Text("hi".into()),
+                    timestamp: 0,
+                }),
+                Message::Assistant(AssistantMessage {
+                    content: vec![AssistantContent::ToolCall(ToolCall {
+                        id: "c1".into(),
+                        name: "calc".into(),
+                        arguments: json!({"x": 1}),
+                        thought_signature: None,
+                    })],
+                    api: "openai-completions".into(),
+                    provider: "openai".into(),
+                    model: "gpt-x".into(),
+                    stop_reason: StopReason::ToolUse,
+                    ..AssistantMessage::default()
+                }),
+            ],
+            tools: Some(vec![Tool {
+                name: "calc".into(),
+                description: "math".into(),
+                parameters: json!({"type": "object"}),
+            }]),
+        };
+        let options = StreamOptions {
+            max_tokens: Some(100),
+            ..StreamOptions::default()
+        };
+        let body = build_body(&model, &context, &options, &compat);
+        assert_eq!(
+            body,
+            json!({
+                "model": "gpt-x",
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{\"x\":1}"}}]},
+                    {"role": "tool", "content": "No result provided", "tool_call_id": "c1"}
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "store": false,
+                "max_completion_tokens": 100,
+                "tools": [{"type": "function", "function": {"name": "calc", "description": "math",
+                    "parameters": {"type": "object"}, "strict": false}}]
+            })
+        );
+    }
+}

@@ -1,0 +1,382 @@
+//! Messages, content blocks, usage and tools: the data every provider reads and writes.
+//!
+//! The serde shapes are pi's (`camelCase` fields, `role` and `type` tags), so a context or a
+//! transcript saved by pi loads here and one saved here loads in pi.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Milliseconds since the Unix epoch, as pi stores `timestamp`.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// A text block. `textSignature` carries provider metadata (e.g. an OpenAI Responses message id).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Opaque provider metadata attached to this text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_signature: Option<String>,
+}
+
+impl TextContent {
+    /// A text block without a signature.
+    pub fn new(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            text_signature: None,
+        }
+    }
+}
+
+/// A reasoning block.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingContent {
+    /// The reasoning text (may be a summary, or empty when only a signature came back).
+    pub thinking: String,
+    /// Opaque provider data needed to replay this block (for openai-completions: the name of the
+    /// delta field the reasoning arrived in).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_signature: Option<String>,
+    /// `true` when the reasoning is encrypted and its payload is in `thinking_signature`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redacted: Option<bool>,
+}
+
+/// An image, base64-encoded.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageContent {
+    /// Base64 data, without a `data:` prefix.
+    pub data: String,
+    /// The MIME type, e.g. `image/png`.
+    pub mime_type: String,
+}
+
+/// A tool call requested by the model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// The provider's id for this call; the tool result refers to it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as parsed from the model's JSON (not yet validated). Always an object for
+    /// calls produced by this crate's providers.
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// Google thought signature, or OpenRouter encrypted reasoning for this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+}
+
+pub(crate) fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// A block of user or tool-result content: text or an image.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum UserContent {
+    /// Text.
+    Text(TextContent),
+    /// An image.
+    Image(ImageContent),
+}
+
+impl UserContent {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text(TextContent::new(text))
+    }
+}
+
+/// A block of assistant content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum AssistantContent {
+    /// Visible text.
+    Text(TextContent),
+    /// Reasoning.
+    Thinking(ThinkingContent),
+    /// A tool call.
+    ToolCall(ToolCall),
+}
+
+/// The content of a user message: a plain string or a list of blocks (both occur in pi).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum UserMessageContent {
+    /// Plain text.
+    Text(String),
+    /// Text and image blocks.
+    Blocks(Vec<UserContent>),
+}
+
+/// A message from the user.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessage {
+    /// What the user said.
+    pub content: UserMessageContent,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+impl UserMessage {
+    /// A user message with one text block, stamped now (the shape pi's `Agent.prompt(text)` makes).
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            content: UserMessageContent::Blocks(vec![UserContent::text(text)]),
+            timestamp: now_ms(),
+        }
+    }
+}
+
+/// Why the model stopped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StopReason {
+    /// The model finished its answer.
+    #[default]
+    Stop,
+    /// The output-token limit was reached.
+    Length,
+    /// The model wants tool results.
+    ToolUse,
+    /// The request or the stream failed; `errorMessage` says why.
+    Error,
+    /// The caller cancelled the request.
+    Aborted,
+}
+
+impl StopReason {
+    /// `true` for `error` and `aborted`.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Error | Self::Aborted)
+    }
+
+    /// The wire name (`"toolUse"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolUse => "toolUse",
+            Self::Error => "error",
+            Self::Aborted => "aborted",
+        }
+    }
+}
+
+/// Cost in USD, split like [`Usage`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct UsageCost {
+    /// Input tokens' cost.
+    pub input: f64,
+    /// Output tokens' cost.
+    pub output: f64,
+    /// Cache reads' cost.
+    pub cache_read: f64,
+    /// Cache writes' cost.
+    pub cache_write: f64,
+    /// The sum.
+    pub total: f64,
+}
+
+/// Token counts of one response, normalised across providers (see pi's `Usage`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Usage {
+    /// Uncached input tokens.
+    pub input: u64,
+    /// Output tokens, reasoning included.
+    pub output: u64,
+    /// Input tokens read from the provider's cache.
+    pub cache_read: u64,
+    /// Input tokens written to the provider's cache by this request.
+    pub cache_write: u64,
+    /// `input + output + cache_read + cache_write`.
+    pub total_tokens: u64,
+    /// What these tokens cost.
+    pub cost: UsageCost,
+}
+
+/// A message produced by a model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AssistantMessage {
+    /// Text, thinking and tool-call blocks in the order the model produced them.
+    pub content: Vec<AssistantContent>,
+    /// The wire API that produced it (`openai-completions`, ...).
+    pub api: String,
+    /// The provider (`openai`, `groq`, ...).
+    pub provider: String,
+    /// The requested model id.
+    pub model: String,
+    /// The model the upstream actually used, when it differs from `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    /// The upstream response id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// Transport diagnostics (pi's Codex fallback records), kept verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<Value>>,
+    /// Token usage and cost.
+    #[serde(default)]
+    pub usage: Usage,
+    /// Why the model stopped.
+    pub stop_reason: StopReason,
+    /// Set when `stop_reason` is `error` or `aborted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+    /// Unix milliseconds when the request started.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+impl AssistantMessage {
+    /// The tool calls, in order.
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCall> {
+        self.content.iter().filter_map(|block| match block {
+            AssistantContent::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+
+    /// All text blocks joined, without thinking.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let AssistantContent::Text(text) = block {
+                out.push_str(&text.text);
+            }
+        }
+        out
+    }
+}
+
+/// The result of a tool call, sent back to the model.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    /// The id of the call this answers.
+    pub tool_call_id: String,
+    /// The tool's name.
+    pub tool_name: String,
+    /// What the model sees.
+    pub content: Vec<UserContent>,
+    /// Structured data for the application; never sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+    /// `true` when the tool failed (or was not found, blocked, or given invalid arguments).
+    #[serde(default)]
+    pub is_error: bool,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+/// A message an LLM understands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "camelCase")]
+pub enum Message {
+    /// From the user.
+    User(UserMessage),
+    /// From the model.
+    Assistant(AssistantMessage),
+    /// From a tool.
+    ToolResult(ToolResultMessage),
+}
+
+impl Message {
+    /// The `role` tag.
+    pub fn role(&self) -> &'static str {
+        match self {
+            Self::User(_) => "user",
+            Self::Assistant(_) => "assistant",
+            Self::ToolResult(_) => "toolResult",
+        }
+    }
+}
+
+impl From<UserMessage> for Message {
+    fn from(message: UserMessage) -> Self {
+        Self::User(message)
+    }
+}
+
+impl From<AssistantMessage> for Message {
+    fn from(message: AssistantMessage) -> Self {
+        Self::Assistant(message)
+    }
+}
+
+impl From<ToolResultMessage> for Message {
+    fn from(message: ToolResultMessage) -> Self {
+        Self::ToolResult(message)
+    }
+}
+
+/// A tool the model may call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Tool {
+    /// The name the model uses.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Everything one request sends: system prompt, messages and tools.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Context {
+    /// The system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// The conversation so far.
+    #[serde(default)]
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Tool>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pi_transcript_round_trips() {
+        let pi = json!([
+            {"role": "user", "content": "hi", "timestamp": 1},
+            {"role": "user", "content": [{"type": "text", "text": "look"},
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"}], "timestamp": 2},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hmm", "thinkingSignature": "reasoning_content"},
+                {"type": "text", "text": "ok"},
+                {"type": "toolCall", "id": "c1", "name": "calc", "arguments": {"x": 1}}],
+             "api": "openai-completions", "provider": "openai", "model": "gpt",
+             "usage": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 3,
+                       "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0}},
+             "stopReason": "toolUse", "timestamp": 3},
+            {"role": "toolResult", "toolCallId": "c1", "toolName": "calc",
+             "content": [{"type": "text", "text": "2"}], "isError": false, "timestamp": 4}
+        ]);
+        let messages: Vec<Message> = serde_json::from_value(pi.clone()).unwrap();
+        assert_eq!(messages.len(), 4);
+        assert_eq!(serde_json::to_value(&messages).unwrap(), pi);
+    }
+}

@@ -1,0 +1,44 @@
+//! # pi-agent
+//!
+//! One streaming API over many LLM wire protocols ([`ai`]), and a tool-using agent on top of it
+//! ([`agent`]). A Rust port of pi's `@mariozechner/pi-ai` and `@mariozechner/pi-agent-core`
+//! (v0.73.1), with the same JSON shapes for messages and events.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use pi_agent::agent::{Agent, AgentOptions, AgentToolResult, FnTool};
+//! use pi_agent::ai::Model;
+//!
+//! # async fn demo() -> Result<(), pi_agent::agent::AgentError> {
+//! let model = Model::new("openai-completions", "openai", "gpt-4o-mini", "https://api.openai.com/v1");
+//! let clock = FnTool::new("clock", "Current Unix time", serde_json::json!({"type": "object"}),
+//!     |_call| async { Ok(AgentToolResult::text("1700000000")) });
+//! let agent = Agent::new(AgentOptions {
+//!     system_prompt: "You are helpful.".into(),
+//!     model: Some(model),
+//!     tools: vec![Arc::new(clock)],
+//!     ..AgentOptions::default()
+//! });
+//! agent.subscribe(|event| println!("{}", event.kind()));
+//! agent.prompt("What time is it?").await?;
+//! println!("{:#?}", agent.messages().last());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Everything async runs on tokio: call [`ai::stream`] and [`agent::Agent::prompt`] from inside
+//! a tokio runtime.
+
+pub mod agent;
+pub mod ai;
+
+pub use agent::{
+    Agent, AgentEvent, AgentMessage, AgentOptions, AgentTool, AgentToolResult, FnTool,
+};
+pub use ai::{
+    AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream, Context, Message, Model,
+    StopReason, StreamOptions, complete, stream,
+};
+
+/// The crate version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,1 @@
+//! Runnable examples live in `examples/rust/*.rs`; run one with `cargo run --example agent`.
