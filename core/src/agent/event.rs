@@ -7,7 +7,7 @@ use super::message::AgentMessage;
 use super::tool::AgentToolResult;
 use crate::ai::event::AssistantMessageEvent;
 use crate::ai::event_stream::PartialMessage;
-use crate::ai::types::ToolResultMessage;
+use crate::ai::types::{Message, ToolResultMessage};
 
 /// One step of an agent run.
 ///
@@ -114,7 +114,8 @@ impl AgentEvent {
             && let Self::MessageUpdate { partial, .. } = self
             && let Some(object) = value.as_object_mut()
         {
-            let message = serde_json::to_value(partial.snapshot()).unwrap_or(Value::Null);
+            let message =
+                serde_json::to_value(Message::Assistant(partial.snapshot())).unwrap_or(Value::Null);
             object.insert("message".to_owned(), message);
         }
         value

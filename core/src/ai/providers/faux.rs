@@ -231,7 +231,7 @@ impl ApiProvider for FauxApi {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     factory(context, options, call, model)
                 }))
-                .map_err(|panic| format!("faux response factory panicked: {}", panic_text(&panic)))
+                .map_err(|panic| format!("faux response factory panicked: {}", panic_text(&*panic)))
             }
         };
         let input_chars = serde_json::to_string(context).map_or(0, |s| s.chars().count());

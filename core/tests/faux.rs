@@ -1,0 +1,196 @@
+//! The faux provider (pi's `faux-provider.test.ts` cases).
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use pi_agent::ai::providers::faux::{
+    FauxOptions, FauxProvider, FauxResponse, NO_MORE_RESPONSES, faux_assistant_message,
+    faux_error_message, faux_text, faux_thinking, faux_tool_call, faux_tool_call_with_id,
+};
+use pi_agent::ai::{
+    self, AssistantMessage, AssistantMessageEvent, Context, Message, StopReason, StreamOptions,
+    UserMessage,
+};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+fn context() -> Context {
+    Context {
+        system_prompt: Some("sys".into()),
+        messages: vec![Message::User(UserMessage::text("hello there"))],
+        tools: None,
+    }
+}
+
+async fn run(
+    faux: &FauxProvider,
+    options: &StreamOptions,
+) -> (Vec<&'static str>, AssistantMessage) {
+    let mut stream = ai::stream(&faux.model(), &context(), options);
+    let mut kinds = Vec::new();
+    while let Some(event) = stream.next().await {
+        kinds.push(event.kind());
+    }
+    (kinds, stream.final_message().unwrap())
+}
+
+fn dedup(kinds: &[&'static str]) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for kind in kinds {
+        if out.last() != Some(kind) {
+            out.push(kind);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn exact_event_order_and_rewritten_identity() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![
+        faux_thinking("pondering deeply"),
+        faux_text("the answer"),
+        faux_tool_call("lookup", json!({"q": "x", "n": [1, 2, 3]})),
+    ]));
+    let (kinds, message) = run(&faux, &StreamOptions::default()).await;
+    assert_eq!(
+        dedup(&kinds),
+        [
+            "start",
+            "thinking_start",
+            "thinking_delta",
+            "thinking_end",
+            "text_start",
+            "text_delta",
+            "text_end",
+            "toolcall_start",
+            "toolcall_delta",
+            "toolcall_end",
+            "done"
+        ]
+    );
+    assert_eq!(message.api, faux.api());
+    assert_eq!(message.provider, "faux");
+    assert_eq!(message.model, "faux-1");
+    assert_eq!(message.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        message.tool_calls().next().unwrap().arguments,
+        json!({"q": "x", "n": [1, 2, 3]})
+    );
+    assert!(message.usage.input > 0 && message.usage.output > 0);
+    assert_eq!(faux.call_count(), 1);
+}
+
+#[tokio::test]
+async fn empty_queue_and_scripted_failures() {
+    let faux = FauxProvider::register();
+    let (kinds, message) = run(&faux, &StreamOptions::default()).await;
+    assert_eq!(kinds, ["error"]);
+    assert_eq!(message.error_message.as_deref(), Some(NO_MORE_RESPONSES));
+
+    faux.push(faux_error_message(vec![faux_text("partial")], "boom"));
+    let (kinds, message) = run(&faux, &StreamOptions::default()).await;
+    assert_eq!(
+        dedup(&kinds),
+        ["start", "text_start", "text_delta", "text_end", "error"]
+    );
+    assert_eq!(
+        (message.stop_reason, message.error_message.as_deref()),
+        (StopReason::Error, Some("boom"))
+    );
+
+    let mut aborted = faux_assistant_message(vec![faux_text("partial")]);
+    aborted.stop_reason = StopReason::Aborted;
+    faux.push(aborted);
+    let (kinds, message) = run(&faux, &StreamOptions::default()).await;
+    assert_eq!(kinds.last(), Some(&"error"));
+    assert_eq!(message.stop_reason, StopReason::Aborted);
+}
+
+#[tokio::test]
+async fn factories_see_the_request_and_panics_become_errors() {
+    let faux = FauxProvider::register();
+    faux.push(FauxResponse::Factory(Arc::new(
+        |context, _, call, model| {
+            faux_assistant_message(vec![faux_text(format!(
+                "{} messages, call {call}, model {}",
+                context.messages.len(),
+                model.id
+            ))])
+        },
+    )));
+    faux.push(FauxResponse::Factory(Arc::new(|_, _, _, _| {
+        panic!("factory bug")
+    })));
+    let (_, message) = run(&faux, &StreamOptions::default()).await;
+    assert_eq!(message.text(), "1 messages, call 1, model faux-1");
+    let (kinds, message) = run(&faux, &StreamOptions::default()).await;
+    assert_eq!(kinds, ["error"]);
+    assert!(message.error_message.unwrap().contains("factory bug"));
+}
+
+#[tokio::test]
+async fn abort_before_the_first_chunk_and_mid_block() {
+    let faux = FauxProvider::register_with(FauxOptions {
+        tokens_per_second: Some(500.0),
+        ..FauxOptions::default()
+    });
+    let token = CancellationToken::new();
+    token.cancel();
+    faux.push(faux_assistant_message(vec![faux_text("never")]));
+    let (kinds, message) = run(
+        &faux,
+        &StreamOptions {
+            signal: Some(token),
+            ..StreamOptions::default()
+        },
+    )
+    .await;
+    assert_eq!(kinds, ["error"]);
+    assert_eq!(message.stop_reason, StopReason::Aborted);
+
+    for block in [
+        faux_text("word ".repeat(200)),
+        faux_thinking("hmm ".repeat(200)),
+        faux_tool_call_with_id("c1", "t", json!({"text": "x".repeat(800)})),
+    ] {
+        faux.push(faux_assistant_message(vec![block]));
+        let token = CancellationToken::new();
+        let options = StreamOptions {
+            signal: Some(token.clone()),
+            ..StreamOptions::default()
+        };
+        let mut stream = ai::stream(&faux.model(), &context(), &options);
+        let mut deltas = 0;
+        let mut last = None;
+        while let Some(event) = stream.next().await {
+            if event.delta().is_some() {
+                deltas += 1;
+                if deltas == 3 {
+                    token.cancel();
+                }
+            }
+            last = Some(event);
+        }
+        let Some(AssistantMessageEvent::Error { reason, error }) = last else {
+            panic!("aborted streams end with error")
+        };
+        assert_eq!(reason, StopReason::Aborted);
+        assert_eq!(error.error_message.as_deref(), Some("Request was aborted"));
+        assert_eq!(error.content.len(), 1, "partial content kept");
+    }
+}
+
+#[tokio::test]
+async fn unregister_removes_the_provider() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text("hi")]));
+    faux.unregister();
+    let (_, message) = run(&faux, &StreamOptions::default()).await;
+    assert!(
+        message
+            .error_message
+            .unwrap()
+            .starts_with("No API provider registered")
+    );
+}
