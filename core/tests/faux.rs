@@ -194,3 +194,42 @@ async fn unregister_removes_the_provider() {
             .starts_with("No API provider registered")
     );
 }
+
+/// A user-defined provider: anything implementing `ApiProvider` can be registered for an api.
+struct EchoProvider;
+
+impl pi_agent::ai::ApiProvider for EchoProvider {
+    fn api(&self) -> &str {
+        "echo-test"
+    }
+
+    fn stream(
+        &self,
+        model: &pi_agent::ai::Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> pi_agent::ai::AssistantMessageEventStream {
+        let (mut writer, stream) =
+            pi_agent::ai::event_stream::channel(model, options.signal.clone());
+        let echo = serde_json::to_string(&context.messages).unwrap_or_default();
+        tokio::spawn(async move {
+            writer.start().await;
+            let index = writer.text_start().await;
+            writer.text_delta(index, echo).await;
+            writer.text_end(index).await;
+            writer.done().await;
+        });
+        stream
+    }
+}
+
+#[tokio::test]
+async fn user_registered_providers_are_used() {
+    ai::register_api_provider(Arc::new(EchoProvider));
+    assert!(ai::get_api_providers().contains(&"echo-test".to_owned()));
+    let model = pi_agent::ai::Model::new("echo-test", "me", "echo-1", "");
+    let message = ai::complete(&model, &context(), &StreamOptions::default()).await;
+    assert_eq!(message.stop_reason, StopReason::Stop);
+    assert!(message.text().contains("hello there"));
+    assert!(ai::unregister_api_provider("echo-test"));
+}

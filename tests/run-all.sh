@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Installs what the tests need and runs every test: Rust (core, mock server, C ABI with the C
+# test program under valgrind, header drift check), the examples, and the Python suite.
+# This is the README's "command 2"; .ci/run calls it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
+PYTHON="${PYTHON:-python3}"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain"
+cargo --version
+rustup component add rustfmt clippy >/dev/null 2>&1 || true
+if ! command -v cc >/dev/null; then
+  apt-get update -qq && apt-get install -y -qq gcc
+fi
+if ! command -v valgrind >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq valgrind) || echo "valgrind unavailable: the C test runs without it"
+fi
+
+step "format"
+cargo fmt --all --check
+
+step "clippy"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "rust tests (core, mock server, C ABI, header drift)"
+cargo test --workspace --all-targets
+cargo test --workspace --doc
+
+step "rust example"
+cargo run -q -p pi-agent-examples --example agent
+
+step "python package"
+"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest
+rm -rf "$CARGO_TARGET_DIR/wheels-ci"
+"$PYTHON" -m maturin build -q --profile dev --manifest-path python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels-ci"
+"$PYTHON" -m pip install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels-ci/*.whl
+
+step "python tests"
+cargo build -q -p pi-mock-server
+PI_MOCK_SERVER="$CARGO_TARGET_DIR/debug/pi-mock-server" "$PYTHON" -m pytest -q tests/python
+
+step "python example"
+"$PYTHON" examples/python/agent.py
+
+echo
+echo "all tests passed"
