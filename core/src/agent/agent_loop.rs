@@ -16,6 +16,9 @@ use super::tool_calls::execute_tool_calls;
 use crate::ai::event::AssistantMessageEvent;
 use crate::ai::types::{AssistantMessage, Context, StopReason};
 
+/// The start of the error message of a turn ended by the stream idle watchdog.
+pub const STREAM_IDLE: &str = "The model stream stalled";
+
 /// The sink a run reports its events to.
 pub type Emit<'a> = dyn FnMut(AgentEvent) + Send + 'a;
 
@@ -140,10 +143,27 @@ async fn run_loop(
                 }
                 tool_results = batch.results;
             }
+            let stop_requested = match &config.should_stop_after_turn {
+                Some(should_stop) => {
+                    should_stop(super::config::ShouldStopAfterTurnContext {
+                        message: message.clone(),
+                        tool_results: tool_results.clone(),
+                        new_messages: new_messages.clone(),
+                    })
+                    .await
+                }
+                None => false,
+            };
             emit(AgentEvent::TurnEnd {
                 message: message.into(),
                 tool_results,
             });
+            if stop_requested {
+                emit(AgentEvent::AgentEnd {
+                    messages: new_messages.clone(),
+                });
+                return;
+            }
             // pi starts another turn after an abort during tools, only for the model call to
             // fail at once; we stop here and leave the queues untouched instead.
             if signal.is_cancelled() {
@@ -172,14 +192,20 @@ async fn stream_assistant_response(
     signal: &CancellationToken,
     emit: &mut Emit<'_>,
 ) -> AssistantMessage {
+    let messages = match &config.transform_context {
+        Some(transform) => Some(transform(context.messages.clone(), signal.clone()).await),
+        None => None,
+    };
     let llm_context = Context {
         system_prompt: (!context.system_prompt.is_empty()).then(|| context.system_prompt.clone()),
-        messages: (config.convert_to_llm)(&context.messages),
+        messages: (config.convert_to_llm)(messages.as_deref().unwrap_or(&context.messages)),
         tools: (!context.tools.is_empty())
             .then(|| context.tools.iter().map(|tool| tool.definition()).collect()),
     };
     let mut options = config.stream_options.clone();
-    options.signal = Some(signal.clone());
+    // A child token, so the idle watchdog can cancel this request without aborting the run.
+    let request_signal = signal.child_token();
+    options.signal = Some(request_signal.clone());
     if let Some(key) = config
         .get_api_key
         .as_ref()
@@ -191,7 +217,25 @@ async fn stream_assistant_response(
     let partial = stream.partial();
     let mut started = false;
     let mut final_message = None;
-    while let Some(event) = stream.next().await {
+    loop {
+        let next = match config.stream_idle_timeout {
+            Some(limit) => match tokio::time::timeout(limit, stream.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    request_signal.cancel();
+                    let mut message = partial.snapshot();
+                    message.stop_reason = StopReason::Error;
+                    message.error_message = Some(format!(
+                        "{STREAM_IDLE} ({} ms without data)",
+                        limit.as_millis()
+                    ));
+                    final_message = Some(message);
+                    break;
+                }
+            },
+            None => stream.next().await,
+        };
+        let Some(event) = next else { break };
         match event {
             AssistantMessageEvent::Start { partial: start } => {
                 started = true;

@@ -25,7 +25,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::agent_loop::{run_agent_loop, run_agent_loop_continue};
 pub use self::config::{
-    AgentContext, AgentLoopConfig, ConvertToLlm, GetApiKey, MessageSource, StreamFn,
+    AfterToolCall, AfterToolCallContext, AfterToolCallResult, AgentContext, AgentLoopConfig,
+    BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult, ConvertToLlm, GetApiKey,
+    MessageSource, ShouldStopAfterTurn, ShouldStopAfterTurnContext, StreamFn, TransformContext,
     default_stream_fn,
 };
 pub use self::error::AgentError;
@@ -35,7 +37,7 @@ pub use self::queue::{MessageQueue, QueueMode};
 pub use self::tool::{
     AgentTool, AgentToolResult, FnTool, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
-pub use self::tool_calls::TOOL_ABORTED;
+pub use self::tool_calls::{TOOL_ABORTED, TOOL_BLOCKED};
 
 use crate::ai::event_stream::PartialMessage;
 use crate::ai::model::Model;
@@ -79,6 +81,18 @@ pub struct AgentOptions {
     /// Options for every LLM call: API key, temperature, max tokens, headers, session id.
     /// (`signal` and `reasoning` are set by the agent.)
     pub stream_options: StreamOptions,
+    /// Rewrites the transcript before each LLM call.
+    pub transform_context: Option<TransformContext>,
+    /// Runs before each tool call (may block it or replace its arguments).
+    pub before_tool_call: Option<BeforeToolCall>,
+    /// Runs after each executed tool call (may replace parts of its result).
+    pub after_tool_call: Option<AfterToolCall>,
+    /// Asked after each turn whether to stop.
+    pub should_stop_after_turn: Option<ShouldStopAfterTurn>,
+    /// Watchdog for a model stream that stops sending.
+    pub stream_idle_timeout: Option<std::time::Duration>,
+    /// Watchdog for a tool call that never finishes.
+    pub tool_timeout: Option<std::time::Duration>,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -134,6 +148,12 @@ struct Settings {
     convert_to_llm: ConvertToLlm,
     get_api_key: Option<GetApiKey>,
     stream_options: StreamOptions,
+    transform_context: Option<TransformContext>,
+    before_tool_call: Option<BeforeToolCall>,
+    after_tool_call: Option<AfterToolCall>,
+    should_stop_after_turn: Option<ShouldStopAfterTurn>,
+    stream_idle_timeout: Option<std::time::Duration>,
+    tool_timeout: Option<std::time::Duration>,
 }
 
 struct ActiveRun {
@@ -220,6 +240,12 @@ impl Agent {
                 .unwrap_or_else(|| Arc::new(default_convert_to_llm)),
             get_api_key: options.get_api_key,
             stream_options: options.stream_options,
+            transform_context: options.transform_context,
+            before_tool_call: options.before_tool_call,
+            after_tool_call: options.after_tool_call,
+            should_stop_after_turn: options.should_stop_after_turn,
+            stream_idle_timeout: options.stream_idle_timeout,
+            tool_timeout: options.tool_timeout,
         };
         Self {
             inner: Arc::new(Inner {
@@ -541,6 +567,12 @@ impl Agent {
                         .unwrap_or_default()
                 })),
                 skip_initial_steering_poll,
+                transform_context: settings.transform_context,
+                before_tool_call: settings.before_tool_call,
+                after_tool_call: settings.after_tool_call,
+                should_stop_after_turn: settings.should_stop_after_turn,
+                stream_idle_timeout: settings.stream_idle_timeout,
+                tool_timeout: settings.tool_timeout,
             };
             (context, config)
         };

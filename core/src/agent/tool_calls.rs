@@ -14,7 +14,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::agent_loop::Emit;
-use super::config::{AgentContext, AgentLoopConfig};
+use super::config::{
+    AfterToolCall, AfterToolCallContext, AgentContext, AgentLoopConfig, BeforeToolCallContext,
+};
 use super::event::AgentEvent;
 use super::tool::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
@@ -22,6 +24,9 @@ use super::tool::{
 use crate::ai::providers::faux::panic_text;
 use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, now_ms};
 use crate::ai::validation::CompiledToolSchema;
+
+/// The text of a tool result for a call that `before_tool_call` blocked without a reason.
+pub const TOOL_BLOCKED: &str = "Tool execution was blocked";
 
 /// The text of a tool result for a call cut short by an abort.
 pub const TOOL_ABORTED: &str = "Tool execution was aborted";
@@ -60,16 +65,19 @@ fn find_tool<'a>(context: &'a AgentContext, name: &str) -> Option<&'a Arc<dyn Ag
     context.tools.iter().find(|tool| tool.name() == name)
 }
 
-fn prepare(
+async fn prepare(
     call: &ToolCall,
+    assistant: &AssistantMessage,
     context: &AgentContext,
+    config: &AgentLoopConfig,
+    signal: &CancellationToken,
     schemas: &mut HashMap<String, CompiledToolSchema>,
 ) -> Result<Prepared, Outcome> {
     let Some(tool) = find_tool(context, &call.name) else {
         return Err(Outcome::error(format!("Tool {} not found", call.name)));
     };
     let raw = call.arguments.clone();
-    let arguments =
+    let mut arguments =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.prepare_arguments(raw)))
             .map_err(|panic| {
                 Outcome::error(format!(
@@ -83,10 +91,80 @@ fn prepare(
     schema
         .validate(&arguments)
         .map_err(|error| Outcome::error(error.to_string()))?;
+    if let Some(hook) = &config.before_tool_call {
+        let hook_context = BeforeToolCallContext {
+            assistant_message: assistant.clone(),
+            tool_call: call.clone(),
+            args: arguments.clone(),
+        };
+        let decision = std::panic::AssertUnwindSafe(hook(hook_context, signal.clone()))
+            .catch_unwind()
+            .await
+            .map_err(|panic| {
+                Outcome::error(format!(
+                    "before_tool_call panicked: {}",
+                    panic_text(&*panic)
+                ))
+            })?
+            .map_err(Outcome::error)?;
+        if let Some(decision) = decision {
+            if decision.block {
+                return Err(Outcome::error(
+                    decision.reason.unwrap_or_else(|| TOOL_BLOCKED.to_owned()),
+                ));
+            }
+            if let Some(replacement) = decision.args {
+                arguments = replacement;
+            }
+        }
+    }
     Ok(Prepared {
         tool: Arc::clone(tool),
         arguments,
     })
+}
+
+/// Applies `after_tool_call` to an executed call's outcome.
+async fn finalize(
+    outcome: Outcome,
+    hook: Option<AfterToolCall>,
+    hook_context: Option<(AssistantMessage, ToolCall, Value)>,
+    signal: CancellationToken,
+) -> Outcome {
+    let (Some(hook), Some((assistant_message, tool_call, args))) = (hook, hook_context) else {
+        return outcome;
+    };
+    let context = AfterToolCallContext {
+        assistant_message,
+        tool_call,
+        args,
+        result: outcome.result.clone(),
+        is_error: outcome.is_error,
+    };
+    match std::panic::AssertUnwindSafe(hook(context, signal))
+        .catch_unwind()
+        .await
+    {
+        Err(panic) => Outcome::error(format!("after_tool_call panicked: {}", panic_text(&*panic))),
+        Ok(Err(message)) => Outcome::error(message),
+        Ok(Ok(None)) => outcome,
+        Ok(Ok(Some(change))) => {
+            let mut outcome = outcome;
+            if let Some(content) = change.content {
+                outcome.result.content = content;
+            }
+            if let Some(details) = change.details {
+                outcome.result.details = details;
+            }
+            if let Some(terminate) = change.terminate {
+                outcome.result.terminate = Some(terminate);
+            }
+            if let Some(is_error) = change.is_error {
+                outcome.is_error = is_error;
+            }
+            outcome
+        }
+    }
 }
 
 fn to_message(call: &ToolCall, outcome: &Outcome) -> ToolResultMessage {
@@ -107,10 +185,17 @@ type Running = FuturesUnordered<futures::future::BoxFuture<'static, (usize, Outc
 fn spawn_call(
     index: usize,
     call: &ToolCall,
+    assistant: &AssistantMessage,
     prepared: Prepared,
+    config: &AgentLoopConfig,
     signal: &CancellationToken,
     updates: &mpsc::UnboundedSender<(usize, AgentToolResult)>,
 ) -> futures::future::BoxFuture<'static, (usize, Outcome)> {
+    let hook = config.after_tool_call.clone();
+    let hook_context = hook
+        .as_ref()
+        .map(|_| (assistant.clone(), call.clone(), prepared.arguments.clone()));
+    let timeout = config.tool_timeout;
     let context = ToolCallContext {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
@@ -130,6 +215,12 @@ fn spawn_call(
     let signal = signal.clone();
     async move {
         let abort = handle.abort_handle();
+        let deadline = async {
+            match timeout {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
         let outcome = tokio::select! {
             joined = handle => match joined {
                 Ok(Ok(Ok(result))) => Outcome { result, is_error: false },
@@ -140,10 +231,15 @@ fn spawn_call(
             },
             () = signal.cancelled() => {
                 abort.abort();
-                Outcome::error(TOOL_ABORTED)
+                return (index, Outcome::error(TOOL_ABORTED));
+            }
+            () = deadline => {
+                abort.abort();
+                let limit = timeout.unwrap_or_default();
+                Outcome::error(format!("Tool {name} timed out after {} ms", limit.as_millis()))
             }
         };
-        (index, outcome)
+        (index, finalize(outcome, hook, hook_context, signal).await)
     }
     .boxed()
 }
@@ -216,7 +312,7 @@ async fn collect(
 
 /// Runs the tool calls of `assistant`.
 pub(crate) async fn execute_tool_calls(
-    _assistant: &AssistantMessage,
+    assistant: &AssistantMessage,
     calls: Vec<ToolCall>,
     context: &AgentContext,
     config: &AgentLoopConfig,
@@ -240,14 +336,22 @@ pub(crate) async fn execute_tool_calls(
                 tool_name: call.name.clone(),
                 args: call.arguments.clone(),
             });
-            match prepare(call, context, &mut schemas) {
+            match prepare(call, assistant, context, config, signal, &mut schemas).await {
                 Err(outcome) => {
                     emit_end(call, &outcome, emit);
                     outcomes[index] = Some(outcome);
                 }
                 Ok(prepared) => {
                     let running: Running = FuturesUnordered::new();
-                    running.push(spawn_call(index, call, prepared, signal, &updates_tx));
+                    running.push(spawn_call(
+                        index,
+                        call,
+                        assistant,
+                        prepared,
+                        config,
+                        signal,
+                        &updates_tx,
+                    ));
                     collect(running, &mut updates_rx, &calls, &mut outcomes, emit).await;
                 }
             }
@@ -265,14 +369,20 @@ pub(crate) async fn execute_tool_calls(
                 tool_name: call.name.clone(),
                 args: call.arguments.clone(),
             });
-            match prepare(call, context, &mut schemas) {
+            match prepare(call, assistant, context, config, signal, &mut schemas).await {
                 Err(outcome) => {
                     emit_end(call, &outcome, emit);
                     outcomes[index] = Some(outcome);
                 }
-                Ok(prepared) => {
-                    running.push(spawn_call(index, call, prepared, signal, &updates_tx))
-                }
+                Ok(prepared) => running.push(spawn_call(
+                    index,
+                    call,
+                    assistant,
+                    prepared,
+                    config,
+                    signal,
+                    &updates_tx,
+                )),
             }
         }
         collect(running, &mut updates_rx, &calls, &mut outcomes, emit).await;
