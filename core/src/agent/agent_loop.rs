@@ -47,6 +47,32 @@ pub async fn run_agent_loop(
     new_messages
 }
 
+/// The assistant message that records a run which failed outside the model call (a panicking
+/// hook or stream function): empty text, `stop_reason` error (or aborted), the failure as
+/// `error_message`.
+pub fn run_failure_message(
+    model: &crate::ai::model::Model,
+    error: &str,
+    aborted: bool,
+) -> AssistantMessage {
+    AssistantMessage {
+        content: vec![crate::ai::types::AssistantContent::Text(
+            crate::ai::types::TextContent::new(""),
+        )],
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        stop_reason: if aborted {
+            StopReason::Aborted
+        } else {
+            StopReason::Error
+        },
+        error_message: Some(error.to_owned()),
+        timestamp: crate::ai::types::now_ms(),
+        ..AssistantMessage::default()
+    }
+}
+
 /// Checks that the loop can continue from `messages`' last entry (pi's messages).
 pub fn check_can_continue(messages: &[AgentMessage]) -> Result<(), AgentError> {
     match messages.last() {

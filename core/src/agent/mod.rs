@@ -10,8 +10,11 @@ pub mod agent_loop;
 pub mod config;
 pub mod error;
 pub mod event;
+pub mod event_stream;
 pub mod message;
+pub mod proxy;
 pub mod queue;
+pub mod snapshot;
 pub mod tool;
 mod tool_calls;
 
@@ -32,8 +35,11 @@ pub use self::config::{
 };
 pub use self::error::AgentError;
 pub use self::event::AgentEvent;
+pub use self::event_stream::{AgentEventStream, agent_loop, agent_loop_continue};
 pub use self::message::{AgentMessage, CustomMessage, default_convert_to_llm};
+pub use self::proxy::{ProxyOptions, proxy_stream_fn, stream_proxy};
 pub use self::queue::{MessageQueue, QueueMode};
+pub use self::snapshot::{AgentSnapshot, SNAPSHOT_VERSION};
 pub use self::tool::{
     AgentTool, AgentToolResult, FnTool, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
@@ -44,8 +50,7 @@ use crate::ai::model::Model;
 use crate::ai::options::{StreamOptions, ThinkingLevel};
 use crate::ai::providers::faux::panic_text;
 use crate::ai::types::{
-    AssistantContent, AssistantMessage, ImageContent, StopReason, TextContent, UserContent,
-    UserMessage, UserMessageContent, now_ms,
+    ImageContent, TextContent, UserContent, UserMessage, UserMessageContent, now_ms,
 };
 
 /// A subscriber: called synchronously, in order, for every event of every run. The loop waits
@@ -669,21 +674,8 @@ impl Inner {
     /// message with its events, so subscribers see the end of the run.
     fn handle_run_failure(&self, error: &str, signal: &CancellationToken) {
         let model = lock(&self.state).model.clone();
-        let failure = AssistantMessage {
-            content: vec![AssistantContent::Text(TextContent::new(""))],
-            api: model.api,
-            provider: model.provider,
-            model: model.id,
-            stop_reason: if signal.is_cancelled() {
-                StopReason::Aborted
-            } else {
-                StopReason::Error
-            },
-            error_message: Some(error.to_owned()),
-            timestamp: now_ms(),
-            ..AssistantMessage::default()
-        };
-        let message: AgentMessage = failure.into();
+        let message: AgentMessage =
+            agent_loop::run_failure_message(&model, error, signal.is_cancelled()).into();
         self.process_event(AgentEvent::MessageStart {
             message: message.clone(),
         });

@@ -59,6 +59,11 @@ impl MessageQueue {
         self.messages.clear();
     }
 
+    /// The queued messages, oldest first.
+    pub fn messages(&self) -> impl Iterator<Item = &AgentMessage> {
+        self.messages.iter()
+    }
+
     /// Takes messages according to the mode.
     pub fn drain(&mut self) -> Vec<AgentMessage> {
         match self.mode {

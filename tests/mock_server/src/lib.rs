@@ -11,7 +11,8 @@
 //!
 //! # Routes
 //!
-//! - `POST …/chat/completions` (any prefix, query string ignored): the
+//! - any `POST` outside `/_mock/` (e.g. `…/chat/completions`, `…/messages`,
+//!   `…/responses`, `…:streamGenerateContent?alt=sse`, `/api/stream`): the
 //!   request is recorded, the next scripted reply is popped and served. An
 //!   empty queue answers HTTP 500 with
 //!   `{"error":{"message":"mock server: no scripted reply left","type":"server_error"}}`.
@@ -21,7 +22,7 @@
 //! - `GET /_mock/requests`: the JSON array of [`RecordedRequest`]s.
 //! - `GET /_mock/pending`: `{"pending":N}`.
 //! - `POST /_mock/reset`: clears the queue and the request log.
-//! - anything else: 404 with a JSON error body (recorded).
+//! - any other method: 404 with a JSON error body (recorded).
 //!
 //! Control routes (`/_mock/…`) are never recorded.
 //!

@@ -92,7 +92,9 @@ fn route(request: &Request, shared: &Shared) -> Plan {
     let mut state = shared.lock();
     state.log.push(recorded.clone());
 
-    if method != "POST" || !path.ends_with("/chat/completions") {
+    // Every POST is served from the script, so one server can play any wire API
+    // (chat completions, messages, responses, Gemini, an agent proxy).
+    if method != "POST" {
         return Plan::json(
             404,
             &error_body(

@@ -1,0 +1,232 @@
+//! The low-level loop as streams (with an injected `stream_fn`), save/restore, and the proxy
+//! stream function against the mock server.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use pi_agent::agent::{
+    Agent, AgentContext, AgentError, AgentEvent, AgentLoopConfig, AgentOptions, AgentSnapshot,
+    ProxyOptions, QueueMode, agent_loop, agent_loop_continue, proxy_stream_fn,
+};
+use pi_agent::ai::event_stream::channel;
+use pi_agent::ai::providers::faux::{FauxProvider, faux_assistant_message, faux_text};
+use pi_agent::ai::{ApiKey, Model, StopReason, UserMessage};
+use pi_mock_server::MockServer;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+/// pi's `MockAssistantStream`: a stream function that pushes only `done`.
+fn done_only_config() -> AgentLoopConfig {
+    let model = Model::new("mock", "mock", "mock-1", "");
+    let mut config = AgentLoopConfig::new(model);
+    config.stream_fn = Arc::new(|model, _context, _options| {
+        let (writer, stream) = channel(model, None);
+        tokio::spawn(async move {
+            let mut writer = writer;
+            let index = writer.text_start().await;
+            writer.text_delta(index, "hi").await;
+            writer.text_end(index).await;
+            writer.done().await;
+        });
+        stream
+    });
+    config
+}
+
+#[tokio::test]
+async fn agent_loop_stream_with_an_injected_stream_fn() {
+    let stream = agent_loop(
+        vec![UserMessage::text("hello").into()],
+        AgentContext::default(),
+        done_only_config(),
+        CancellationToken::new(),
+    );
+    let kinds: Vec<String> = stream
+        .map(|event| match &event {
+            AgentEvent::MessageStart { message } | AgentEvent::MessageEnd { message } => {
+                format!("{}({})", event.kind(), message.role())
+            }
+            _ => event.kind().to_owned(),
+        })
+        .collect()
+        .await;
+    // Without a `start` event the assistant's message_start comes with the final message and
+    // the deltas before it are not reported (pi's rule).
+    assert_eq!(
+        kinds,
+        [
+            "agent_start",
+            "turn_start",
+            "message_start(user)",
+            "message_end(user)",
+            "message_start(assistant)",
+            "message_end(assistant)",
+            "turn_end",
+            "agent_end"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn agent_loop_continue_checks_like_pi_and_returns_only_new_messages() {
+    let empty = agent_loop_continue(
+        AgentContext::default(),
+        done_only_config(),
+        CancellationToken::new(),
+    );
+    assert_eq!(empty.unwrap_err(), AgentError::NothingToContinue);
+    let context = AgentContext {
+        messages: vec![UserMessage::text("from here").into()],
+        ..AgentContext::default()
+    };
+    let stream =
+        agent_loop_continue(context, done_only_config(), CancellationToken::new()).unwrap();
+    let new_messages = stream.result().await;
+    assert_eq!(new_messages.len(), 1);
+    assert_eq!(new_messages[0].role(), "assistant");
+}
+
+#[tokio::test]
+async fn a_panicking_stream_fn_still_ends_the_stream() {
+    let mut config = done_only_config();
+    config.stream_fn = Arc::new(|_, _, _| panic!("stream_fn bug"));
+    let stream = agent_loop(
+        vec![UserMessage::text("x").into()],
+        AgentContext::default(),
+        config,
+        CancellationToken::new(),
+    );
+    let events: Vec<AgentEvent> = stream.collect().await;
+    let last = events.last().unwrap();
+    let AgentEvent::AgentEnd { messages } = last else {
+        panic!("ends with agent_end")
+    };
+    let failure = messages[0].as_assistant().unwrap();
+    assert_eq!(failure.stop_reason, StopReason::Error);
+    assert!(
+        failure
+            .error_message
+            .as_deref()
+            .unwrap()
+            .contains("stream_fn bug")
+    );
+    assert!(events.iter().any(|e| e.kind() == "message_end"));
+}
+
+#[tokio::test]
+async fn a_panicking_stream_fn_leaves_the_agent_usable() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text("recovered")]));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        stream_fn: Some(Arc::new(|_, _, _| panic!("boom"))),
+        ..AgentOptions::default()
+    });
+    agent.prompt("x").await.unwrap();
+    assert_eq!(agent.error_message().as_deref(), Some("boom"));
+    assert!(!agent.is_streaming());
+    agent.set_stream_fn(pi_agent::agent::default_stream_fn());
+    agent.prompt("again").await.unwrap();
+    assert_eq!(
+        agent
+            .messages()
+            .last()
+            .unwrap()
+            .as_assistant()
+            .unwrap()
+            .text(),
+        "recovered"
+    );
+}
+
+#[tokio::test]
+async fn snapshot_restores_in_a_new_agent() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text("first answer")]));
+    faux.push(faux_assistant_message(vec![faux_text("second answer")]));
+    let agent = Agent::new(AgentOptions {
+        system_prompt: "be nice".into(),
+        model: Some(faux.model()),
+        follow_up_mode: QueueMode::All,
+        ..AgentOptions::default()
+    });
+    agent.prompt("one").await.unwrap();
+    agent.follow_up(UserMessage::text("queued"));
+    let json = serde_json::to_string(&agent.snapshot()).unwrap();
+
+    let snapshot: AgentSnapshot = serde_json::from_str(&json).unwrap();
+    assert_eq!(snapshot.messages.len(), 2);
+    let restored = Agent::restore(snapshot, AgentOptions::default());
+    assert_eq!(restored.system_prompt(), "be nice");
+    assert!(restored.has_queued_messages());
+    restored.continue_run().await.unwrap();
+    let texts: Vec<_> = restored
+        .messages()
+        .iter()
+        .filter_map(|m| m.as_assistant().map(|a| a.text()))
+        .collect();
+    assert_eq!(texts, ["first answer", "second answer"]);
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["messages"][0]["role"], "user");
+    assert_eq!(value["followUpMode"], "all");
+}
+
+#[tokio::test]
+async fn proxy_stream_fn_rebuilds_the_message() {
+    let server = MockServer::start().await.unwrap();
+    let events = [
+        json!({"type": "start"}),
+        json!({"type": "text_start", "contentIndex": 0}),
+        json!({"type": "text_delta", "contentIndex": 0, "delta": "Hel"}),
+        json!({"type": "text_delta", "contentIndex": 0, "delta": "lo"}),
+        json!({"type": "text_end", "contentIndex": 0}),
+        json!({"type": "toolcall_start", "contentIndex": 1, "id": "c1", "toolName": "calc"}),
+        json!({"type": "toolcall_delta", "contentIndex": 1, "delta": "{\"x\":"}),
+        json!({"type": "toolcall_delta", "contentIndex": 1, "delta": "1}"}),
+        json!({"type": "toolcall_end", "contentIndex": 1}),
+        json!({"type": "mystery"}),
+        json!({"type": "done", "reason": "toolUse", "usage": {"input": 5, "output": 7, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 12,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}}),
+    ];
+    server.push(json!({"chunks": events, "done": false}));
+    let stream_fn = proxy_stream_fn(ProxyOptions {
+        proxy_url: format!("http://{}", server.addr()),
+        auth_token: Some(ApiKey::new("app-token")),
+    });
+    let model = Model::new(
+        "openai-completions",
+        "openai",
+        "gpt",
+        "https://unused.invalid",
+    );
+    let message = stream_fn(&model, &Default::default(), &Default::default())
+        .result()
+        .await;
+    assert_eq!(message.stop_reason, StopReason::ToolUse, "{message:?}");
+    assert_eq!(message.text(), "Hello");
+    assert_eq!(
+        message.tool_calls().next().unwrap().arguments,
+        json!({"x": 1})
+    );
+    assert_eq!(message.usage.total_tokens, 12);
+    let request = &server.requests()[0];
+    assert_eq!(request.path, "/api/stream");
+    assert_eq!(request.header("authorization"), Some("Bearer app-token"));
+    assert_eq!(request.body["model"]["id"], "gpt");
+
+    // A proxy that hangs up early: an error, not a hang.
+    server.push(json!({"chunks": [{"type": "start"}], "done": false}));
+    let message = stream_fn(&model, &Default::default(), &Default::default())
+        .result()
+        .await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    // A proxy error status.
+    server.push(json!({"status": 403, "body": {"error": "forbidden"}}));
+    let message = stream_fn(&model, &Default::default(), &Default::default())
+        .result()
+        .await;
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some("Proxy error: forbidden")
+    );
+}
