@@ -252,12 +252,11 @@ async fn http_errors_carry_status_and_provider_message() {
     ] {
         let server = MockServer::start().await.unwrap();
         server.push(reply::http_error(status, body));
-        let (events, message) = collect(
-            &model_for(&server),
-            &context("hi"),
-            &StreamOptions::default(),
-        )
-        .await;
+        let no_retries = StreamOptions {
+            max_retries: Some(0),
+            ..StreamOptions::default()
+        };
+        let (events, message) = collect(&model_for(&server), &context("hi"), &no_retries).await;
         assert_eq!(
             kinds(&events),
             ["error"],
@@ -546,5 +545,153 @@ async fn replayed_transcript_is_valid_for_the_next_request() {
     assert_eq!(
         body["messages"][2]["tool_calls"][0]["function"]["arguments"],
         "{\"expression\":\"2+2\"}"
+    );
+}
+
+#[tokio::test]
+async fn retries_honour_retry_after_and_are_visible() {
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"status": 429, "body": {"error": {"message": "slow down"}}, "headers": {"retry-after-ms": "20"}}));
+    server.push(json!({"status": 503, "body": {"error": {"message": "overloaded"}}, "headers": {"retry-after": "0"}}));
+    server.push(reply::text("finally"));
+    let message = ai::complete(
+        &model_for(&server),
+        &context("hi"),
+        &StreamOptions::default(),
+    )
+    .await;
+    assert_eq!(message.text(), "finally");
+    let diagnostics = message.diagnostics.expect("retries are recorded");
+    assert_eq!(diagnostics.len(), 2);
+    assert_eq!(diagnostics[0]["type"], "retry");
+    assert_eq!(diagnostics[0]["details"]["status"], 429);
+    assert_eq!(diagnostics[0]["details"]["delayMs"], 20);
+    assert_eq!(diagnostics[0]["error"]["message"], "429 slow down");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn retry_after_beyond_the_cap_fails_fast_with_the_servers_delay() {
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"status": 429, "body": {"error": {"message": "quota"}}, "headers": {"retry-after": "120"}}));
+    let options = StreamOptions {
+        max_retry_delay_ms: Some(5_000),
+        ..StreamOptions::default()
+    };
+    let started = std::time::Instant::now();
+    let message = ai::complete(&model_for(&server), &context("hi"), &options).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some(
+            "429 quota (the server asked to retry after 120000 ms, more than max_retry_delay_ms = 5000 ms)"
+        )
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn client_errors_are_not_retried() {
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::http_error(
+        400,
+        json!({"error": {"message": "bad request: messages is empty"}}),
+    ));
+    let message = ai::complete(
+        &model_for(&server),
+        &context("hi"),
+        &StreamOptions::default(),
+    )
+    .await;
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some("400 bad request: messages is empty")
+    );
+    assert!(message.diagnostics.is_none());
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn connection_refused_is_retried_then_reported() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let model = Model::new(
+        "openai-completions",
+        "mock",
+        "m",
+        format!("http://{address}/v1"),
+    );
+    let options = StreamOptions {
+        max_retries: Some(1),
+        max_retry_delay_ms: Some(50),
+        ..StreamOptions::default()
+    };
+    let message = ai::complete(&model, &context("hi"), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert!(
+        message
+            .error_message
+            .as_deref()
+            .unwrap()
+            .starts_with("Connection error"),
+        "{message:?}"
+    );
+    assert_eq!(message.diagnostics.map(|d| d.len()), Some(1));
+}
+
+#[tokio::test]
+async fn idle_timeout_fails_a_stalled_stream() {
+    let server = MockServer::start().await.unwrap();
+    let mut script = reply::text("stalls after the first chunk");
+    script["stall_after_bytes"] = json!(200);
+    script["stall_ms"] = json!(10_000);
+    server.push(script);
+    let options = StreamOptions {
+        idle_timeout_ms: Some(150),
+        ..StreamOptions::default()
+    };
+    let message = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        ai::complete(&model_for(&server), &context("hi"), &options),
+    )
+    .await
+    .unwrap();
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some("Stream idle timeout: no data for 150 ms")
+    );
+}
+
+#[tokio::test]
+async fn on_payload_replaces_the_body_and_on_response_sees_headers() {
+    use pi_agent::ai::options::Callback;
+    use std::sync::{Arc, Mutex};
+    let server = MockServer::start().await.unwrap();
+    let mut script = reply::text("ok");
+    script["headers"] = json!({"x-request-id": "req-42"});
+    server.push(script);
+    let seen = Arc::new(Mutex::new(None));
+    let sink = Arc::clone(&seen);
+    let options = StreamOptions {
+        on_payload: Some(Callback(Arc::new(|body: &Value, _: &Model| {
+            let mut body = body.clone();
+            body["user"] = json!("tenant-7");
+            Some(body)
+        }))),
+        on_response: Some(Callback(Arc::new(
+            move |status: u16, headers: &std::collections::BTreeMap<String, String>, _: &Model| {
+                *sink.lock().unwrap() = Some((status, headers.get("x-request-id").cloned()));
+            },
+        ))),
+        ..StreamOptions::default()
+    };
+    let message = ai::complete(&model_for(&server), &context("hi"), &options).await;
+    assert_eq!(message.text(), "ok");
+    assert_eq!(server.requests()[0].body["user"], "tenant-7");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        Some((200, Some("req-42".to_owned())))
     );
 }

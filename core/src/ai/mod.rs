@@ -6,6 +6,7 @@
 //! key, unknown api) ends that sequence with an `error` event instead of an `Err`.
 
 pub mod accumulator;
+pub mod catalog;
 pub mod env_keys;
 pub mod event;
 pub mod event_stream;
@@ -20,6 +21,10 @@ pub mod types;
 pub mod validation;
 
 pub use accumulator::MessageAccumulator;
+pub use catalog::{
+    ModelThinkingLevel, all_models, clamp_thinking_level, get_model, get_models, get_providers,
+    get_supported_thinking_levels, resolve_model,
+};
 pub use event::AssistantMessageEvent;
 pub use event_stream::{AssistantMessageEventStream, PartialMessage, StreamWriter};
 pub use model::{InputModality, Model, ModelCost, models_are_equal};

@@ -2,9 +2,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+
+use super::model::Model;
 
 /// An API key. Its `Debug` and `Display` never show the secret, so it cannot leak into logs,
 /// errors or events by accident; call [`ApiKey::expose`] at the one place that sends it.
@@ -81,6 +85,58 @@ impl ThinkingLevel {
     }
 }
 
+/// How long a provider should keep a prompt cache (pi's `cacheRetention`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheRetention {
+    /// No cache markers.
+    None,
+    /// The provider's default (about five minutes).
+    #[default]
+    Short,
+    /// Extended retention (an hour, or 24 h where offered).
+    Long,
+}
+
+impl CacheRetention {
+    /// The retention to use: the request's, else `PI_CACHE_RETENTION=long` from the
+    /// environment, else short (pi's rule).
+    pub fn resolve(requested: Option<CacheRetention>) -> CacheRetention {
+        requested.unwrap_or_else(|| match std::env::var("PI_CACHE_RETENTION").as_deref() {
+            Ok("long") => CacheRetention::Long,
+            _ => CacheRetention::Short,
+        })
+    }
+}
+
+/// Inspects or replaces a provider's request body before it is sent (pi's `onPayload`):
+/// return `Some(body)` to send that body instead.
+pub type OnPayload = Arc<dyn Fn(&Value, &Model) -> Option<Value> + Send + Sync>;
+
+/// Sees the HTTP status and headers once a response arrives, before its body is read (pi's
+/// `onResponse`). Header names are lowercase.
+pub type OnResponse = Arc<dyn Fn(u16, &BTreeMap<String, String>, &Model) + Send + Sync>;
+
+/// A callback field that `Debug` can print without showing the closure.
+pub struct Callback<T: ?Sized>(pub Arc<T>);
+
+impl<T: ?Sized> Clone for Callback<T> {
+    fn clone(&self) -> Self {
+        Self(Arc::clone(&self.0))
+    }
+}
+
+impl<T: ?Sized> fmt::Debug for Callback<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<callback>")
+    }
+}
+
+/// Default number of retries of a request that failed before any byte of the answer.
+pub const DEFAULT_MAX_RETRIES: u32 = 2;
+/// Default cap on a single retry delay, including a server's `Retry-After`.
+pub const DEFAULT_MAX_RETRY_DELAY_MS: u64 = 60_000;
+
 /// Options for one request. Every field is optional; `Default` sends nothing extra.
 #[derive(Clone, Debug, Default)]
 pub struct StreamOptions {
@@ -100,6 +156,23 @@ pub struct StreamOptions {
     pub reasoning: Option<ThinkingLevel>,
     /// Passed through as the request's `tool_choice`.
     pub tool_choice: Option<serde_json::Value>,
+    /// Prompt-cache retention (default: `PI_CACHE_RETENTION`, else short).
+    pub cache_retention: Option<CacheRetention>,
+    /// Retries of a request that failed before the first byte of its answer (408, 409, 429,
+    /// 5xx, connection errors). Default [`DEFAULT_MAX_RETRIES`]; `Some(0)` disables them.
+    pub max_retries: Option<u32>,
+    /// Cap on one retry delay (default [`DEFAULT_MAX_RETRY_DELAY_MS`]). A server asking to wait
+    /// longer (`Retry-After`) makes the request fail at once, with the server's delay in the
+    /// message, instead of sleeping.
+    pub max_retry_delay_ms: Option<u64>,
+    /// Timeout until the response headers arrive, per attempt.
+    pub request_timeout_ms: Option<u64>,
+    /// Timeout between two chunks of a streamed body; a stalled stream then fails.
+    pub idle_timeout_ms: Option<u64>,
+    /// See [`OnPayload`].
+    pub on_payload: Option<Callback<dyn Fn(&Value, &Model) -> Option<Value> + Send + Sync>>,
+    /// See [`OnResponse`].
+    pub on_response: Option<Callback<dyn Fn(u16, &BTreeMap<String, String>, &Model) + Send + Sync>>,
 }
 
 impl StreamOptions {

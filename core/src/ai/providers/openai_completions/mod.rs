@@ -6,7 +6,6 @@ pub mod compat;
 pub mod request;
 pub mod response;
 
-use futures::StreamExt;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
 use self::compat::Compat;
@@ -37,6 +36,7 @@ struct PreparedRequest {
     body: Vec<u8>,
     api_key: Option<ApiKey>,
     headers: Vec<(String, String)>,
+    options: StreamOptions,
 }
 
 impl ApiProvider for OpenAICompletionsProvider {
@@ -71,7 +71,12 @@ impl ApiProvider for OpenAICompletionsProvider {
             );
         }
         let compat = Compat::for_model(model);
-        let body = request::build_body(model, context, options, &compat);
+        let mut body = request::build_body(model, context, options, &compat);
+        if let Some(on_payload) = &options.on_payload
+            && let Some(replacement) = (on_payload.0)(&body, model)
+        {
+            body = replacement;
+        }
         let mut headers: Vec<(String, String)> = model
             .headers
             .iter()
@@ -84,6 +89,7 @@ impl ApiProvider for OpenAICompletionsProvider {
             body: serde_json::to_vec(&body).unwrap_or_default(),
             api_key,
             headers,
+            options: options.clone(),
         };
         let (writer, stream) = channel(model, options.signal.clone());
         let model = model.clone();
@@ -130,26 +136,25 @@ async fn run(
     model: &Model,
     request: PreparedRequest,
 ) -> Result<(), String> {
-    let mut builder = http::client()
-        .post(&request.url)
-        .header(CONTENT_TYPE, "application/json")
-        .header(ACCEPT, "text/event-stream");
-    if let Some(key) = &request.api_key {
-        builder = builder.bearer_auth(key.expose());
+    let build = || {
+        let mut builder = http::client()
+            .post(&request.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        if let Some(key) = &request.api_key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        builder.body(request.body.clone())
+    };
+    let mut retries = Vec::new();
+    let sent = http::send_with_retries(build, &request.options, model, &mut retries).await;
+    if !retries.is_empty() {
+        writer.message_mut().diagnostics = Some(retries);
     }
-    for (name, value) in &request.headers {
-        builder = builder.header(name, value);
-    }
-    let response = builder
-        .body(request.body)
-        .send()
-        .await
-        .map_err(|error| http::transport_error_message(&error))?;
-    let status = response.status();
-    if !status.is_success() {
-        let body = response.text().await.unwrap_or_default();
-        return Err(http::http_error_message(status, &body));
-    }
+    let response = sent?;
     writer.start().await;
 
     let mut state = ChunkState::default();
@@ -157,12 +162,11 @@ async fn run(
     let mut events: Vec<SseEvent> = Vec::new();
     let mut body = response.bytes_stream();
     'read: loop {
-        let ended = match body.next().await {
-            Some(Ok(bytes)) => {
+        let ended = match http::next_chunk(&mut body, request.options.idle_timeout_ms).await? {
+            Some(bytes) => {
                 decoder.feed(&bytes, &mut events);
                 false
             }
-            Some(Err(error)) => return Err(http::transport_error_message(&error)),
             None => {
                 decoder.finish(&mut events);
                 true

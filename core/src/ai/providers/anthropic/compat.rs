@@ -1,0 +1,68 @@
+//! The two flags Anthropic-compatible servers differ on (pi's `AnthropicMessagesCompat`).
+
+use serde::Deserialize;
+
+use crate::ai::model::Model;
+
+/// Flags as written in `model.compat` (all optional).
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct CompatOverrides {
+    supports_eager_tool_input_streaming: Option<bool>,
+    supports_long_cache_retention: Option<bool>,
+}
+
+/// The resolved flags for one model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Compat {
+    /// Tools carry `eager_input_streaming: true`; when `false`, the request asks for the
+    /// `fine-grained-tool-streaming` beta instead.
+    pub supports_eager_tool_input_streaming: bool,
+    /// Long cache retention adds `ttl: "1h"` to the cache markers.
+    pub supports_long_cache_retention: bool,
+}
+
+impl Default for Compat {
+    fn default() -> Self {
+        Self {
+            supports_eager_tool_input_streaming: true,
+            supports_long_cache_retention: true,
+        }
+    }
+}
+
+impl Compat {
+    /// The flags of `model`: both default to `true`, `model.compat` overrides them.
+    pub fn for_model(model: &Model) -> Self {
+        let overrides: CompatOverrides = model
+            .compat
+            .as_ref()
+            .and_then(|value| serde_json::from_value(value.clone()).ok())
+            .unwrap_or_default();
+        let defaults = Self::default();
+        Self {
+            supports_eager_tool_input_streaming: overrides
+                .supports_eager_tool_input_streaming
+                .unwrap_or(defaults.supports_eager_tool_input_streaming),
+            supports_long_cache_retention: overrides
+                .supports_long_cache_retention
+                .unwrap_or(defaults.supports_long_cache_retention),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn defaults_and_overrides() {
+        let mut model = Model::new("anthropic-messages", "anthropic", "m", "");
+        assert_eq!(Compat::for_model(&model), Compat::default());
+        model.compat = Some(json!({"supportsEagerToolInputStreaming": false, "other": 1}));
+        let compat = Compat::for_model(&model);
+        assert!(!compat.supports_eager_tool_input_streaming);
+        assert!(compat.supports_long_cache_retention);
+    }
+}
