@@ -111,11 +111,11 @@ impl CacheRetention {
 
 /// Inspects or replaces a provider's request body before it is sent (pi's `onPayload`):
 /// return `Some(body)` to send that body instead.
-pub type OnPayload = Arc<dyn Fn(&Value, &Model) -> Option<Value> + Send + Sync>;
+pub type OnPayload = dyn Fn(&Value, &Model) -> Option<Value> + Send + Sync;
 
 /// Sees the HTTP status and headers once a response arrives, before its body is read (pi's
 /// `onResponse`). Header names are lowercase.
-pub type OnResponse = Arc<dyn Fn(u16, &BTreeMap<String, String>, &Model) + Send + Sync>;
+pub type OnResponse = dyn Fn(u16, &BTreeMap<String, String>, &Model) + Send + Sync;
 
 /// A callback field that `Debug` can print without showing the closure.
 pub struct Callback<T: ?Sized>(pub Arc<T>);
@@ -170,9 +170,9 @@ pub struct StreamOptions {
     /// Timeout between two chunks of a streamed body; a stalled stream then fails.
     pub idle_timeout_ms: Option<u64>,
     /// See [`OnPayload`].
-    pub on_payload: Option<Callback<dyn Fn(&Value, &Model) -> Option<Value> + Send + Sync>>,
+    pub on_payload: Option<Callback<OnPayload>>,
     /// See [`OnResponse`].
-    pub on_response: Option<Callback<dyn Fn(u16, &BTreeMap<String, String>, &Model) + Send + Sync>>,
+    pub on_response: Option<Callback<OnResponse>>,
 }
 
 impl StreamOptions {
