@@ -1,6 +1,8 @@
 //! An agent with a calculator tool answers a question by calling it.
 //!
 //! Model selection:
+//! - `PI_MODEL=provider/model-id` uses that catalog model (e.g. `groq/llama-3.3-70b-versatile`)
+//!   with its provider's key from the environment;
 //! - `PI_MODEL_JSON='{"id":..,"api":"openai-completions","provider":..,"baseUrl":..}'` uses that
 //!   model (with its provider's key from the environment, if it needs one);
 //! - else `OPENAI_API_KEY` uses `gpt-4o-mini` on api.openai.com;
@@ -160,6 +162,10 @@ fn offline_model() -> Model {
 }
 
 fn choose_model() -> Result<Model, String> {
+    if let Ok(spec) = std::env::var("PI_MODEL") {
+        return pi_agent::ai::resolve_model(&spec)
+            .ok_or_else(|| format!("PI_MODEL: no catalog model `{spec}`"));
+    }
     if let Ok(json) = std::env::var("PI_MODEL_JSON") {
         return serde_json::from_str(&json).map_err(|error| format!("PI_MODEL_JSON: {error}"));
     }
