@@ -51,10 +51,24 @@ struct CompatOverrides {
     requires_reasoning_content_on_assistant_messages: Option<bool>,
     thinking_format: Option<ThinkingFormat>,
     supports_strict_mode: Option<bool>,
+    open_router_routing: Option<Value>,
+    vercel_gateway_routing: Option<Value>,
+    zai_tool_stream: Option<bool>,
+    cache_control_format: Option<CacheControlFormat>,
+    send_session_affinity_headers: Option<bool>,
+    supports_long_cache_retention: Option<bool>,
+}
+
+/// How prompt-cache markers are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheControlFormat {
+    /// Anthropic-style `cache_control` on message parts and tools (OpenRouter `anthropic/*`).
+    Anthropic,
 }
 
 /// The resolved flags for one model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Compat {
     /// Send `store: false`.
     pub supports_store: bool,
@@ -78,6 +92,18 @@ pub struct Compat {
     pub thinking_format: ThinkingFormat,
     /// Tools may carry `strict: false`.
     pub supports_strict_mode: bool,
+    /// OpenRouter provider routing preferences, sent as `provider`.
+    pub open_router_routing: Value,
+    /// Vercel AI Gateway routing (`only`, `order`), sent as `providerOptions.gateway`.
+    pub vercel_gateway_routing: Value,
+    /// Send `tool_stream: true` when there are tools (z.ai).
+    pub zai_tool_stream: bool,
+    /// Write prompt-cache markers in this format.
+    pub cache_control_format: Option<CacheControlFormat>,
+    /// Send `session_id`, `x-client-request-id` and `x-session-affinity` headers.
+    pub send_session_affinity_headers: bool,
+    /// The server honours long cache retention (`prompt_cache_retention: "24h"`).
+    pub supports_long_cache_retention: bool,
 }
 
 impl Compat {
@@ -122,6 +148,25 @@ impl Compat {
             supports_strict_mode: overrides
                 .supports_strict_mode
                 .unwrap_or(detected.supports_strict_mode),
+            open_router_routing: overrides
+                .open_router_routing
+                .unwrap_or(detected.open_router_routing),
+            vercel_gateway_routing: overrides
+                .vercel_gateway_routing
+                .unwrap_or(detected.vercel_gateway_routing),
+            zai_tool_stream: overrides
+                .zai_tool_stream
+                .unwrap_or(detected.zai_tool_stream),
+            cache_control_format: overrides.cache_control_format.or_else(|| {
+                (model.provider == "openrouter" && model.id.starts_with("anthropic/"))
+                    .then_some(CacheControlFormat::Anthropic)
+            }),
+            send_session_affinity_headers: overrides
+                .send_session_affinity_headers
+                .unwrap_or(detected.send_session_affinity_headers),
+            supports_long_cache_retention: overrides
+                .supports_long_cache_retention
+                .unwrap_or(detected.supports_long_cache_retention),
         }
     }
 
@@ -176,6 +221,12 @@ impl Compat {
             requires_reasoning_content_on_assistant_messages: is_deepseek,
             thinking_format,
             supports_strict_mode: !(is_moonshot || is_cf_gateway),
+            open_router_routing: Value::Object(serde_json::Map::new()),
+            vercel_gateway_routing: Value::Object(serde_json::Map::new()),
+            zai_tool_stream: false,
+            cache_control_format: None,
+            send_session_affinity_headers: false,
+            supports_long_cache_retention: !(is_cf_gateway || is_cf_workers),
         }
     }
 }

@@ -83,6 +83,7 @@ impl ApiProvider for OpenAICompletionsProvider {
             .flatten()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        headers.extend(request::session_headers(options, &compat));
         headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
         let prepared = PreparedRequest {
             url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),

@@ -3,8 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::compat::{Compat, MaxTokensField, ThinkingFormat};
+use super::compat::{CacheControlFormat, Compat, MaxTokensField, ThinkingFormat};
 use crate::ai::model::Model;
+use crate::ai::options::CacheRetention;
 use crate::ai::options::StreamOptions;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
@@ -80,7 +81,118 @@ pub fn build_body(
     if model.reasoning {
         add_reasoning(&mut body, model, options, compat);
     }
+    let has_tools = context
+        .tools
+        .as_ref()
+        .is_some_and(|tools| !tools.is_empty());
+    if compat.zai_tool_stream && has_tools {
+        body.insert("tool_stream".into(), json!(true));
+    }
+    let retention = CacheRetention::resolve(options.cache_retention);
+    let long = retention == CacheRetention::Long && compat.supports_long_cache_retention;
+    if let Some(session) = &options.session_id
+        && ((model.base_url.contains("api.openai.com") && retention != CacheRetention::None)
+            || long)
+    {
+        body.insert("prompt_cache_key".into(), json!(session));
+    }
+    if long {
+        body.insert("prompt_cache_retention".into(), json!("24h"));
+    }
+    if compat.cache_control_format == Some(CacheControlFormat::Anthropic)
+        && retention != CacheRetention::None
+    {
+        add_cache_control(&mut body, retention == CacheRetention::Long);
+    }
+    if model.base_url.contains("openrouter.ai")
+        && compat
+            .open_router_routing
+            .as_object()
+            .is_some_and(|o| !o.is_empty())
+    {
+        body.insert("provider".into(), compat.open_router_routing.clone());
+    }
+    if model.base_url.contains("ai-gateway.vercel.sh")
+        && let Some(routing) = compat.vercel_gateway_routing.as_object()
+    {
+        let mut gateway = Map::new();
+        for key in ["only", "order"] {
+            if let Some(value) = routing.get(key) {
+                gateway.insert(key.into(), value.clone());
+            }
+        }
+        if !gateway.is_empty() {
+            body.insert("providerOptions".into(), json!({"gateway": gateway}));
+        }
+    }
     Value::Object(body)
+}
+
+/// Session-affinity headers some servers use to route a session to a warm cache.
+pub fn session_headers(options: &StreamOptions, compat: &Compat) -> Vec<(String, String)> {
+    match &options.session_id {
+        Some(session)
+            if compat.send_session_affinity_headers
+                && CacheRetention::resolve(options.cache_retention) != CacheRetention::None =>
+        {
+            ["session_id", "x-client-request-id", "x-session-affinity"]
+                .iter()
+                .map(|name| ((*name).to_owned(), session.clone()))
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Anthropic-style cache markers (OpenRouter `anthropic/*`): the system message, the last tool
+/// and the last text part of the last user or assistant message with text.
+fn add_cache_control(body: &mut Map<String, Value>, long: bool) {
+    let marker = if long {
+        json!({"type": "ephemeral", "ttl": "1h"})
+    } else {
+        json!({"type": "ephemeral"})
+    };
+    let as_parts = |content: &mut Value| {
+        if let Some(text) = content.as_str() {
+            *content = json!([{"type": "text", "text": text}]);
+        }
+    };
+    if let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) {
+        if let Some(system) = messages
+            .iter_mut()
+            .find(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
+        {
+            as_parts(&mut system["content"]);
+            if let Some(last) = system["content"].as_array_mut().and_then(|p| p.last_mut()) {
+                last["cache_control"] = marker.clone();
+            }
+        }
+        let has_text = |m: &Value| match &m["content"] {
+            Value::String(text) => !text.is_empty(),
+            Value::Array(parts) => parts.iter().any(|p| p["type"] == "text"),
+            _ => false,
+        };
+        if let Some(last) = messages
+            .iter_mut()
+            .rev()
+            .find(|m| matches!(m["role"].as_str(), Some("user" | "assistant")) && has_text(m))
+        {
+            as_parts(&mut last["content"]);
+            if let Some(part) = last["content"]
+                .as_array_mut()
+                .and_then(|parts| parts.iter_mut().rev().find(|p| p["type"] == "text"))
+            {
+                part["cache_control"] = marker.clone();
+            }
+        }
+    }
+    if let Some(tool) = body
+        .get_mut("tools")
+        .and_then(Value::as_array_mut)
+        .and_then(|tools| tools.last_mut())
+    {
+        tool["cache_control"] = marker;
+    }
 }
 
 fn has_tool_history(messages: &[Message]) -> bool {
@@ -435,5 +547,153 @@ mod tests {
                     "parameters": {"type": "object"}, "strict": false}}]
             })
         );
+    }
+
+    fn simple_context(with_tool: bool) -> Context {
+        Context {
+            system_prompt: Some("sys".into()),
+            messages: vec![Message::User(UserMessage {
+                content: UserMessageContent::Text("hi".into()),
+                timestamp: 0,
+            })],
+            tools: with_tool.then(|| {
+                vec![Tool {
+                    name: "t".into(),
+                    description: "d".into(),
+                    parameters: json!({"type": "object"}),
+                }]
+            }),
+        }
+    }
+
+    fn body_for(model: &Model, options: &StreamOptions, with_tool: bool) -> Value {
+        build_body(
+            model,
+            &simple_context(with_tool),
+            options,
+            &Compat::for_model(model),
+        )
+    }
+
+    #[test]
+    fn prompt_cache_keys_follow_pi() {
+        let openai = Model::new(
+            "openai-completions",
+            "openai",
+            "gpt",
+            "https://api.openai.com/v1",
+        );
+        let with_session = StreamOptions {
+            session_id: Some("s1".into()),
+            ..StreamOptions::default()
+        };
+        let body = body_for(&openai, &with_session, false);
+        assert_eq!(body["prompt_cache_key"], "s1");
+        assert!(body.get("prompt_cache_retention").is_none());
+        let long = StreamOptions {
+            cache_retention: Some(CacheRetention::Long),
+            ..with_session.clone()
+        };
+        assert_eq!(
+            body_for(&openai, &long, false)["prompt_cache_retention"],
+            "24h"
+        );
+        let none = StreamOptions {
+            cache_retention: Some(CacheRetention::None),
+            ..with_session.clone()
+        };
+        assert!(
+            body_for(&openai, &none, false)
+                .get("prompt_cache_key")
+                .is_none()
+        );
+        let other = Model::new(
+            "openai-completions",
+            "groq",
+            "m",
+            "https://api.groq.com/openai/v1",
+        );
+        assert!(
+            body_for(&other, &with_session, false)
+                .get("prompt_cache_key")
+                .is_none()
+        );
+        assert_eq!(body_for(&other, &long, false)["prompt_cache_key"], "s1");
+    }
+
+    #[test]
+    fn openrouter_anthropic_gets_cache_control_and_reasoning_object() {
+        let mut model = Model::new(
+            "openai-completions",
+            "openrouter",
+            "anthropic/claude",
+            "https://openrouter.ai/api/v1",
+        );
+        model.reasoning = true;
+        let options = StreamOptions {
+            reasoning: Some(crate::ai::options::ThinkingLevel::High),
+            ..StreamOptions::default()
+        };
+        let body = body_for(&model, &options, true);
+        assert_eq!(
+            body["messages"][0]["content"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(
+            body["messages"][1]["content"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(
+            body["tools"][0]["cache_control"],
+            json!({"type": "ephemeral"})
+        );
+        assert_eq!(body["reasoning"], json!({"effort": "high"}));
+        assert!(body.get("reasoning_effort").is_none());
+        let off = body_for(&model, &StreamOptions::default(), false);
+        assert_eq!(off["reasoning"], json!({"effort": "none"}));
+    }
+
+    #[test]
+    fn zai_deepseek_and_affinity_flags() {
+        let mut zai = Model::new(
+            "openai-completions",
+            "zai",
+            "glm",
+            "https://api.z.ai/api/paas/v4",
+        );
+        zai.compat = Some(json!({"zaiToolStream": true}));
+        zai.reasoning = true;
+        let body = body_for(&zai, &StreamOptions::default(), true);
+        assert_eq!(body["tool_stream"], true);
+        assert_eq!(body["enable_thinking"], false);
+        assert!(body.get("store").is_none());
+        let mut deepseek = Model::new(
+            "openai-completions",
+            "deepseek",
+            "deepseek-reasoner",
+            "https://api.deepseek.com",
+        );
+        deepseek.reasoning = true;
+        let options = StreamOptions {
+            reasoning: Some(crate::ai::options::ThinkingLevel::Medium),
+            ..StreamOptions::default()
+        };
+        let body = body_for(&deepseek, &options, false);
+        assert_eq!(body["thinking"], json!({"type": "enabled"}));
+        assert_eq!(body["reasoning_effort"], "medium");
+        let mut local = Model::new(
+            "openai-completions",
+            "vllm",
+            "m",
+            "http://127.0.0.1:8000/v1",
+        );
+        local.compat = Some(json!({"sendSessionAffinityHeaders": true}));
+        let options = StreamOptions {
+            session_id: Some("abc".into()),
+            ..StreamOptions::default()
+        };
+        let headers = session_headers(&options, &Compat::for_model(&local));
+        assert_eq!(headers.len(), 3);
+        assert!(headers.iter().all(|(_, v)| v == "abc"));
     }
 }
