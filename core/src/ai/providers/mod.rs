@@ -10,11 +10,15 @@ use std::sync::Arc;
 
 use super::registry::ApiProvider;
 
+pub mod anthropic;
 pub mod faux;
 pub mod http;
 pub mod openai_completions;
 
 /// The providers registered when the registry is first used.
 pub fn builtins() -> Vec<Arc<dyn ApiProvider>> {
-    vec![Arc::new(openai_completions::OpenAICompletionsProvider)]
+    vec![
+        Arc::new(openai_completions::OpenAICompletionsProvider),
+        Arc::new(anthropic::AnthropicProvider),
+    ]
 }

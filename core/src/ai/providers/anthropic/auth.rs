@@ -96,7 +96,8 @@ impl HeaderList {
     /// Sets `name`, replacing any earlier value.
     pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
         let name = name.into();
-        self.0.retain(|(existing, _)| !existing.eq_ignore_ascii_case(&name));
+        self.0
+            .retain(|(existing, _)| !existing.eq_ignore_ascii_case(&name));
         self.0.push((name, value.into()));
     }
 
@@ -117,7 +118,9 @@ impl HeaderList {
 
     /// The headers, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(name, value)| (name.as_str(), value.as_str()))
+        self.0
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
     }
 }
 
@@ -302,7 +305,13 @@ mod tests {
         assert_eq!(headers.get("anthropic-beta"), Some("from-model"));
         assert_eq!(headers.get("anthropic-version"), Some(ANTHROPIC_VERSION));
         assert_eq!(headers.get("x-app"), Some("mine"));
-        assert_eq!(headers.iter().filter(|(n, _)| *n == "Anthropic-Beta").count(), 1);
+        assert_eq!(
+            headers
+                .iter()
+                .filter(|(n, _)| *n == "Anthropic-Beta")
+                .count(),
+            1
+        );
     }
 
     #[test]
@@ -311,7 +320,10 @@ mod tests {
         let options = StreamOptions::default();
         let key = ApiKey::new("sk-ant-oat01-abc");
         let headers = build_headers(&inputs(&model, &options, &[], &key));
-        assert_eq!(headers.get("authorization"), Some("Bearer sk-ant-oat01-abc"));
+        assert_eq!(
+            headers.get("authorization"),
+            Some("Bearer sk-ant-oat01-abc")
+        );
         assert_eq!(headers.get("x-api-key"), None);
         assert_eq!(
             headers.get("anthropic-beta"),

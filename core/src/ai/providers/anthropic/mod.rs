@@ -1,0 +1,210 @@
+//! api `anthropic-messages`: Anthropic's Messages API over SSE, spoken by Anthropic itself and
+//! by Anthropic-compatible endpoints (Vercel AI Gateway, Fireworks, Cloudflare AI Gateway,
+//! GitHub Copilot, MiniMax, Kimi, Xiaomi, OpenCode; pi's `providers/anthropic.ts`).
+//!
+//! `POST {baseUrl}/v1/messages`. Authentication follows pi: `x-api-key` for API keys, Bearer for
+//! Claude subscription tokens (`sk-ant-oat…`, sent with Claude Code's identity) and for Copilot,
+//! `cf-aig-authorization` for the Cloudflare gateway ([`auth`]).
+
+pub mod auth;
+pub mod compat;
+pub mod request;
+pub mod response;
+
+use self::auth::{AuthMode, HeaderInputs, HeaderList};
+use self::compat::Compat;
+use self::request::{BodyInputs, supports_adaptive_thinking};
+use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
+use super::http;
+use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::Model;
+use crate::ai::options::StreamOptions;
+use crate::ai::registry::ApiProvider;
+use crate::ai::sse::{SseDecoder, SseEvent};
+use crate::ai::types::{Context, StopReason};
+
+/// The api id.
+pub const API: &str = "anthropic-messages";
+
+/// The `anthropic-messages` provider.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AnthropicProvider;
+
+/// Everything a request needs, resolved before the task starts.
+struct PreparedRequest {
+    url: String,
+    body: Vec<u8>,
+    headers: HeaderList,
+    options: StreamOptions,
+    /// The caller's tool names, when Claude Code's casing must be mapped back (OAuth).
+    oauth_tool_names: Option<Vec<String>>,
+}
+
+impl ApiProvider for AnthropicProvider {
+    fn api(&self) -> &str {
+        API
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        if !http::has_runtime() {
+            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+        }
+        let failed = |message: String| {
+            let reason = if options.is_aborted() {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            };
+            AssistantMessageEventStream::failed(model, reason, message)
+        };
+        let base_url = match auth::resolve_base_url(model) {
+            Ok(url) => url,
+            Err(message) => return failed(message),
+        };
+        let key = options
+            .api_key
+            .clone()
+            .filter(|key| !key.is_empty())
+            .or_else(|| get_env_api_key(&model.provider));
+        if key.is_none() && !auth::is_loopback(&base_url) {
+            return failed(missing_key_message(&model.provider));
+        }
+        let mode = AuthMode::detect(&model.provider, key.as_ref());
+        let oauth = mode == AuthMode::OAuth;
+        let compat = Compat::for_model(model);
+
+        let mut body = request::build_body(BodyInputs {
+            model,
+            context,
+            options,
+            compat,
+            oauth,
+        });
+        if let Some(on_payload) = &options.on_payload
+            && let Some(replacement) = (on_payload.0)(&body, model)
+        {
+            body = replacement;
+        }
+
+        let has_tools = context
+            .tools
+            .as_ref()
+            .is_some_and(|tools| !tools.is_empty());
+        let mut betas = Vec::new();
+        if has_tools && !compat.supports_eager_tool_input_streaming {
+            betas.push(auth::FINE_GRAINED_TOOL_STREAMING_BETA);
+        }
+        if !supports_adaptive_thinking(&model.id) {
+            betas.push(auth::INTERLEAVED_THINKING_BETA);
+        }
+        let headers = auth::build_headers(&HeaderInputs {
+            model,
+            options,
+            messages: &context.messages,
+            key: key.as_ref(),
+            mode,
+            betas,
+        });
+
+        let prepared = PreparedRequest {
+            url: format!(
+                "{}/v1/messages",
+                base_url.strip_suffix('/').unwrap_or(&base_url)
+            ),
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            headers,
+            options: options.clone(),
+            oauth_tool_names: oauth.then(|| {
+                context
+                    .tools
+                    .iter()
+                    .flatten()
+                    .map(|tool| tool.name.clone())
+                    .collect()
+            }),
+        };
+        let (writer, stream) = channel(model, options.signal.clone());
+        let model = model.clone();
+        tokio::spawn(drive(writer, model, prepared));
+        stream
+    }
+}
+
+async fn drive(mut writer: StreamWriter, model: Model, request: PreparedRequest) {
+    let outcome = match writer.signal().cloned() {
+        Some(signal) => {
+            tokio::select! {
+                biased;
+                () = signal.cancelled() => Err("Request was aborted".to_owned()),
+                result = run(&mut writer, &model, request) => result,
+            }
+        }
+        None => run(&mut writer, &model, request).await,
+    };
+    match outcome {
+        Ok(()) => writer.done().await,
+        Err(message) => writer.fail(message).await,
+    }
+}
+
+async fn run(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: PreparedRequest,
+) -> Result<(), String> {
+    let build = || {
+        let mut builder = http::client().post(&request.url);
+        for (name, value) in request.headers.iter() {
+            builder = builder.header(name, value);
+        }
+        builder.body(request.body.clone())
+    };
+    let mut retries = Vec::new();
+    let sent = http::send_with_retries(build, &request.options, model, &mut retries).await;
+    if !retries.is_empty() {
+        writer.message_mut().diagnostics = Some(retries);
+    }
+    let response = sent?;
+    writer.start().await;
+
+    let mut state = match request.oauth_tool_names {
+        Some(names) => EventState::with_oauth_tool_names(names),
+        None => EventState::default(),
+    };
+    let mut decoder = SseDecoder::new();
+    let mut events: Vec<SseEvent> = Vec::new();
+    let mut body = response.bytes_stream();
+    'read: loop {
+        let ended = match http::next_chunk(&mut body, request.options.idle_timeout_ms).await? {
+            Some(bytes) => {
+                decoder.feed(&bytes, &mut events);
+                false
+            }
+            None => {
+                decoder.finish(&mut events);
+                true
+            }
+        };
+        for event in events.drain(..) {
+            state
+                .handle(event.event.as_deref(), &event.data, writer, model)
+                .await?;
+            if state.stopped {
+                break 'read;
+            }
+        }
+        if ended || writer.is_closed() {
+            break;
+        }
+    }
+    if !state.stopped && !writer.is_closed() {
+        return Err(ENDED_BEFORE_MESSAGE_STOP.to_owned());
+    }
+    Ok(())
+}

@@ -1,0 +1,519 @@
+//! Builds the Messages API request body from a [`Context`] (pi's `buildParams`,
+//! `convertMessages` and `convertTools`).
+
+use serde_json::{Map, Value, json};
+
+use super::auth::{CLAUDE_CODE_IDENTITY, to_claude_code_name};
+use super::compat::Compat;
+use crate::ai::model::Model;
+use crate::ai::options::{CacheRetention, StreamOptions, ThinkingLevel};
+use crate::ai::transform::transform_messages;
+use crate::ai::types::{
+    AssistantContent, AssistantMessage, Context, Message, Tool, ToolResultMessage, UserContent,
+    UserMessageContent,
+};
+
+/// Text sent in place of a tool result that holds only images.
+pub const TOOL_IMAGE_PLACEHOLDER: &str = "(see attached image)";
+/// The thinking text of a `redacted_thinking` block (its payload is in the signature).
+pub const REDACTED_THINKING_TEXT: &str = "[Reasoning redacted]";
+/// The smallest thinking budget Anthropic accepts, and the output left to a budget that would
+/// use up all of `max_tokens`.
+pub const MIN_THINKING_BUDGET: u64 = 1024;
+/// `max_tokens` for a model whose own limit is unknown (`model.max_tokens == 0`), where pi would
+/// send 0 and have the request rejected.
+pub const FALLBACK_MAX_TOKENS: u64 = 4096;
+
+/// Everything about the request that is decided before the body is built.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyInputs<'a> {
+    /// The target model.
+    pub model: &'a Model,
+    /// What to send.
+    pub context: &'a Context,
+    /// The request's options.
+    pub options: &'a StreamOptions,
+    /// The model's compat flags.
+    pub compat: Compat,
+    /// The request authenticates with a Claude subscription token (Claude Code identity and
+    /// tool names).
+    pub oauth: bool,
+}
+
+/// Whether pi treats `model_id` as an adaptive-thinking model (Opus 4.6+, Sonnet 4.6): it gets
+/// `thinking: {type: "adaptive"}` with an effort instead of a token budget.
+pub fn supports_adaptive_thinking(model_id: &str) -> bool {
+    [
+        "opus-4-6",
+        "opus-4.6",
+        "opus-4-7",
+        "opus-4.7",
+        "sonnet-4-6",
+        "sonnet-4.6",
+    ]
+    .iter()
+    .any(|needle| model_id.contains(needle))
+}
+
+/// The adaptive-thinking effort for `level`: the model's `thinkingLevelMap` entry when it is a
+/// string, else low/medium/high.
+pub fn effort_for(model: &Model, level: ThinkingLevel) -> String {
+    if let Some(Some(mapped)) = model
+        .thinking_level_map
+        .as_ref()
+        .and_then(|map| map.get(level.as_str()))
+    {
+        return mapped.clone();
+    }
+    match level {
+        ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
+        ThinkingLevel::Medium => "medium",
+        ThinkingLevel::High | ThinkingLevel::Xhigh => "high",
+    }
+    .to_owned()
+}
+
+/// pi's default thinking budget for `level` (`xhigh` counts as `high`).
+pub fn default_thinking_budget(level: ThinkingLevel) -> u64 {
+    match level {
+        ThinkingLevel::Minimal => 1024,
+        ThinkingLevel::Low => 2048,
+        ThinkingLevel::Medium => 8192,
+        ThinkingLevel::High | ThinkingLevel::Xhigh => 16384,
+    }
+}
+
+/// pi's `adjustMaxTokensForThinking`: the thinking budget is added on top of the requested
+/// output (capped by the model's limit, when it has one); if the cap leaves no room for the
+/// budget, the budget shrinks to leave 1024 tokens of output. Returns `(max_tokens, budget)`.
+pub fn adjust_max_tokens_for_thinking(
+    base_max_tokens: u64,
+    model_max_tokens: u64,
+    level: ThinkingLevel,
+) -> (u64, u64) {
+    let mut budget = default_thinking_budget(level);
+    let mut max_tokens = base_max_tokens.saturating_add(budget);
+    if model_max_tokens > 0 {
+        max_tokens = max_tokens.min(model_max_tokens);
+    }
+    if max_tokens <= budget {
+        budget = max_tokens.saturating_sub(MIN_THINKING_BUDGET);
+    }
+    (max_tokens, budget)
+}
+
+/// The `cache_control` marker for `retention`, if any.
+pub fn cache_control(retention: CacheRetention, compat: Compat) -> Option<Value> {
+    match retention {
+        CacheRetention::None => None,
+        CacheRetention::Long if compat.supports_long_cache_retention => {
+            Some(json!({"type": "ephemeral", "ttl": "1h"}))
+        }
+        CacheRetention::Short | CacheRetention::Long => Some(json!({"type": "ephemeral"})),
+    }
+}
+
+/// Whether the request turns thinking on: a reasoning model and a requested level.
+pub fn thinking_enabled(model: &Model, options: &StreamOptions) -> bool {
+    model.reasoning && options.reasoning.is_some()
+}
+
+/// The JSON body for `POST /v1/messages`.
+pub fn build_body(inputs: BodyInputs<'_>) -> Value {
+    let BodyInputs {
+        model,
+        context,
+        options,
+        compat,
+        oauth,
+    } = inputs;
+    let cache = cache_control(CacheRetention::resolve(options.cache_retention), compat);
+    let default_max_tokens = match model.max_tokens {
+        0 => FALLBACK_MAX_TOKENS,
+        limit => (limit / 3).max(1),
+    };
+    let mut max_tokens = options
+        .max_tokens
+        .filter(|&tokens| tokens > 0)
+        .unwrap_or(default_max_tokens);
+    let mut thinking = None;
+    let mut output_config = None;
+    if model.reasoning {
+        thinking = Some(match options.reasoning {
+            None => json!({"type": "disabled"}),
+            Some(level) if supports_adaptive_thinking(&model.id) => {
+                output_config = Some(json!({"effort": effort_for(model, level)}));
+                json!({"type": "adaptive", "display": "summarized"})
+            }
+            Some(level) => {
+                let (adjusted, budget) =
+                    adjust_max_tokens_for_thinking(max_tokens, model.max_tokens, level);
+                max_tokens = adjusted;
+                let budget = if budget == 0 {
+                    MIN_THINKING_BUDGET
+                } else {
+                    budget
+                };
+                json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"})
+            }
+        });
+    }
+
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert(
+        "messages".into(),
+        Value::Array(convert_messages(model, context, oauth, cache.as_ref())),
+    );
+    body.insert("max_tokens".into(), json!(max_tokens));
+    body.insert("stream".into(), json!(true));
+    let system_prompt = context.system_prompt.as_deref().filter(|s| !s.is_empty());
+    let mut system: Vec<Value> = Vec::new();
+    if oauth {
+        system.push(text_block(CLAUDE_CODE_IDENTITY, cache.as_ref()));
+    }
+    if let Some(prompt) = system_prompt {
+        system.push(text_block(prompt, cache.as_ref()));
+    }
+    if !system.is_empty() {
+        body.insert("system".into(), Value::Array(system));
+    }
+    if let Some(temperature) = options.temperature
+        && !thinking_enabled(model, options)
+    {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(tools) = context.tools.as_deref().filter(|tools| !tools.is_empty()) {
+        body.insert(
+            "tools".into(),
+            Value::Array(convert_tools(tools, oauth, compat, cache.as_ref())),
+        );
+    }
+    if let Some(thinking) = thinking {
+        body.insert("thinking".into(), thinking);
+    }
+    if let Some(output_config) = output_config {
+        body.insert("output_config".into(), output_config);
+    }
+    if let Some(choice) = &options.tool_choice {
+        let choice = match choice {
+            Value::String(kind) => json!({"type": kind}),
+            other => other.clone(),
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+    Value::Object(body)
+}
+
+fn text_block(text: &str, cache: Option<&Value>) -> Value {
+    let mut block = json!({"type": "text", "text": text});
+    if let Some(cache) = cache {
+        block["cache_control"] = cache.clone();
+    }
+    block
+}
+
+/// The `tools` array. Only `properties` and `required` of each schema are kept, as in pi, plus
+/// `$defs`/`definitions` so that `$ref`s inside the properties still resolve.
+pub fn convert_tools(
+    tools: &[Tool],
+    oauth: bool,
+    compat: Compat,
+    cache: Option<&Value>,
+) -> Vec<Value> {
+    let last = tools.len().saturating_sub(1);
+    tools
+        .iter()
+        .enumerate()
+        .map(|(index, tool)| {
+            let schema = &tool.parameters;
+            let mut input_schema = json!({
+                "type": "object",
+                "properties": schema.get("properties").cloned().unwrap_or_else(|| json!({})),
+                "required": schema.get("required").cloned().unwrap_or_else(|| json!([])),
+            });
+            for key in ["$defs", "definitions"] {
+                if let Some(defs) = schema.get(key) {
+                    input_schema[key] = defs.clone();
+                }
+            }
+            let name = if oauth {
+                to_claude_code_name(&tool.name)
+            } else {
+                tool.name.clone()
+            };
+            let mut out = json!({"name": name, "description": tool.description});
+            if compat.supports_eager_tool_input_streaming {
+                out["eager_input_streaming"] = json!(true);
+            }
+            out["input_schema"] = input_schema;
+            if let Some(cache) = cache
+                && index == last
+            {
+                out["cache_control"] = cache.clone();
+            }
+            out
+        })
+        .collect()
+}
+
+/// Rewrites a foreign tool-call id into Anthropic's alphabet (`[a-zA-Z0-9_-]`, at most 64
+/// characters). Like pi (a JavaScript regex over UTF-16), a character outside the BMP becomes
+/// two underscores.
+pub fn normalize_tool_call_id(id: &str) -> String {
+    let mut out = String::with_capacity(id.len().min(64));
+    for c in id.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            out.push(c);
+        } else {
+            for _ in 0..c.len_utf16() {
+                out.push('_');
+            }
+        }
+        if out.len() >= 64 {
+            out.truncate(64);
+            break;
+        }
+    }
+    out
+}
+
+/// The `messages` array, with the cache marker on the last user message.
+pub fn convert_messages(
+    model: &Model,
+    context: &Context,
+    oauth: bool,
+    cache: Option<&Value>,
+) -> Vec<Value> {
+    let messages = transform_messages(&context.messages, model, Some(&normalize_tool_call_id));
+    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
+    let mut index = 0;
+    while index < messages.len() {
+        match &messages[index] {
+            Message::User(user) => {
+                out.extend(convert_user(&user.content));
+                index += 1;
+            }
+            Message::Assistant(assistant) => {
+                out.extend(convert_assistant(assistant, oauth));
+                index += 1;
+            }
+            Message::ToolResult(_) => {
+                // Consecutive results go into one user message (z.ai's endpoint needs it).
+                let mut results = Vec::new();
+                while let Some(Message::ToolResult(result)) = messages.get(index) {
+                    results.push(convert_tool_result(result));
+                    index += 1;
+                }
+                out.push(json!({"role": "user", "content": results}));
+            }
+        }
+    }
+    if let Some(cache) = cache
+        && let Some(last) = out.last_mut()
+        && last["role"] == "user"
+    {
+        mark_last_block(last, cache);
+    }
+    out
+}
+
+fn mark_last_block(message: &mut Value, cache: &Value) {
+    match &mut message["content"] {
+        Value::String(text) => {
+            let text = std::mem::take(text);
+            message["content"] = json!([{"type": "text", "text": text, "cache_control": cache}]);
+        }
+        Value::Array(blocks) => {
+            if let Some(block) = blocks.last_mut()
+                && matches!(
+                    block["type"].as_str(),
+                    Some("text" | "image" | "tool_result")
+                )
+            {
+                block["cache_control"] = cache.clone();
+            }
+        }
+        _ => {}
+    }
+}
+
+fn image_block(data: &str, mime_type: &str) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": mime_type, "data": data}})
+}
+
+fn convert_user(content: &UserMessageContent) -> Option<Value> {
+    match content {
+        UserMessageContent::Text(text) => {
+            (!text.trim().is_empty()).then(|| json!({"role": "user", "content": text}))
+        }
+        UserMessageContent::Blocks(blocks) => {
+            let blocks: Vec<Value> = blocks
+                .iter()
+                .filter_map(|block| match block {
+                    UserContent::Text(text) => (!text.text.trim().is_empty())
+                        .then(|| json!({"type": "text", "text": text.text})),
+                    UserContent::Image(image) => Some(image_block(&image.data, &image.mime_type)),
+                })
+                .collect();
+            (!blocks.is_empty()).then(|| json!({"role": "user", "content": blocks}))
+        }
+    }
+}
+
+fn convert_assistant(message: &AssistantMessage, oauth: bool) -> Option<Value> {
+    let mut blocks = Vec::with_capacity(message.content.len());
+    for block in &message.content {
+        match block {
+            AssistantContent::Text(text) => {
+                if !text.text.trim().is_empty() {
+                    blocks.push(json!({"type": "text", "text": text.text}));
+                }
+            }
+            AssistantContent::Thinking(thinking) => {
+                if thinking.redacted == Some(true) {
+                    blocks.push(json!({
+                        "type": "redacted_thinking",
+                        "data": thinking.thinking_signature.as_deref().unwrap_or(""),
+                    }));
+                    continue;
+                }
+                if thinking.thinking.trim().is_empty() {
+                    continue;
+                }
+                match thinking
+                    .thinking_signature
+                    .as_deref()
+                    .filter(|signature| !signature.trim().is_empty())
+                {
+                    // Replayed exactly as received: the signature covers the text.
+                    Some(signature) => blocks.push(json!({
+                        "type": "thinking",
+                        "thinking": thinking.thinking,
+                        "signature": signature,
+                    })),
+                    // No signature (an aborted stream, or a server that signs nothing): the
+                    // API would reject a thinking block, so it goes back as plain text.
+                    None => blocks.push(json!({"type": "text", "text": thinking.thinking})),
+                }
+            }
+            AssistantContent::ToolCall(call) => {
+                let name = if oauth {
+                    to_claude_code_name(&call.name)
+                } else {
+                    call.name.clone()
+                };
+                let input = if call.arguments.is_object() {
+                    call.arguments.clone()
+                } else {
+                    json!({})
+                };
+                blocks
+                    .push(json!({"type": "tool_use", "id": call.id, "name": name, "input": input}));
+            }
+        }
+    }
+    (!blocks.is_empty()).then(|| json!({"role": "assistant", "content": blocks}))
+}
+
+fn convert_tool_result(result: &ToolResultMessage) -> Value {
+    let has_images = result
+        .content
+        .iter()
+        .any(|block| matches!(block, UserContent::Image(_)));
+    let content = if has_images {
+        let mut blocks: Vec<Value> = result
+            .content
+            .iter()
+            .map(|block| match block {
+                UserContent::Text(text) => json!({"type": "text", "text": text.text}),
+                UserContent::Image(image) => image_block(&image.data, &image.mime_type),
+            })
+            .collect();
+        if !result
+            .content
+            .iter()
+            .any(|block| matches!(block, UserContent::Text(_)))
+        {
+            blocks.insert(0, json!({"type": "text", "text": TOOL_IMAGE_PLACEHOLDER}));
+        }
+        Value::Array(blocks)
+    } else {
+        let texts: Vec<&str> = result
+            .content
+            .iter()
+            .filter_map(|block| match block {
+                UserContent::Text(text) => Some(text.text.as_str()),
+                UserContent::Image(_) => None,
+            })
+            .collect();
+        json!(texts.join("\n"))
+    };
+    json!({
+        "type": "tool_result",
+        "tool_use_id": result.tool_call_id,
+        "content": content,
+        "is_error": result.is_error,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_normalised_like_pi() {
+        assert_eq!(normalize_tool_call_id("call_1|fc.2"), "call_1_fc_2");
+        assert_eq!(normalize_tool_call_id("a😀b"), "a__b");
+        assert_eq!(normalize_tool_call_id(&"x".repeat(100)).len(), 64);
+        assert_eq!(normalize_tool_call_id(&"é".repeat(100)), "_".repeat(64));
+    }
+
+    #[test]
+    fn thinking_budgets_like_pi() {
+        assert_eq!(
+            adjust_max_tokens_for_thinking(32_000, 64_000, ThinkingLevel::Medium),
+            (40_192, 8192)
+        );
+        assert_eq!(
+            adjust_max_tokens_for_thinking(32_000, 8_000, ThinkingLevel::High),
+            (8_000, 6_976)
+        );
+        assert_eq!(
+            adjust_max_tokens_for_thinking(100, 1_000, ThinkingLevel::Minimal),
+            (1_000, 0)
+        );
+        assert_eq!(
+            adjust_max_tokens_for_thinking(100, 0, ThinkingLevel::Xhigh),
+            (16_484, 16_384)
+        );
+    }
+
+    #[test]
+    fn adaptive_models_and_effort() {
+        assert!(supports_adaptive_thinking("claude-opus-4-6"));
+        assert!(supports_adaptive_thinking("claude-sonnet-4.6-20260101"));
+        assert!(!supports_adaptive_thinking("claude-sonnet-4-5"));
+        let mut model = Model::new("anthropic-messages", "anthropic", "claude-opus-4-7", "");
+        assert_eq!(effort_for(&model, ThinkingLevel::Minimal), "low");
+        assert_eq!(effort_for(&model, ThinkingLevel::Xhigh), "high");
+        model.thinking_level_map = Some([("xhigh".to_owned(), Some("xhigh".to_owned()))].into());
+        assert_eq!(effort_for(&model, ThinkingLevel::Xhigh), "xhigh");
+    }
+
+    #[test]
+    fn tool_result_images_keep_a_text_block() {
+        let result = ToolResultMessage {
+            tool_call_id: "t".into(),
+            tool_name: "shot".into(),
+            content: vec![UserContent::Image(crate::ai::types::ImageContent {
+                data: "AAAA".into(),
+                mime_type: "image/png".into(),
+            })],
+            ..ToolResultMessage::default()
+        };
+        let value = convert_tool_result(&result);
+        assert_eq!(value["content"][0]["text"], TOOL_IMAGE_PLACEHOLDER);
+        assert_eq!(value["content"][1]["source"]["media_type"], "image/png");
+    }
+}
