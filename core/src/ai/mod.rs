@@ -15,6 +15,7 @@ pub mod options;
 pub mod partial_json;
 pub mod providers;
 pub mod registry;
+pub mod short_hash;
 pub mod sse;
 pub mod transform;
 pub mod types;

@@ -13,6 +13,7 @@ use super::registry::ApiProvider;
 pub mod anthropic;
 pub mod faux;
 pub mod http;
+pub mod mistral;
 pub mod openai_completions;
 
 /// The providers registered when the registry is first used.
@@ -20,5 +21,6 @@ pub fn builtins() -> Vec<Arc<dyn ApiProvider>> {
     vec![
         Arc::new(openai_completions::OpenAICompletionsProvider),
         Arc::new(anthropic::AnthropicProvider),
+        Arc::new(mistral::MistralProvider),
     ]
 }

@@ -1,0 +1,588 @@
+//! api `mistral-conversations`: Mistral's chat completions (`POST {baseUrl}/v1/chat/completions`),
+//! which look like OpenAI's on the wire but carry reasoning as `thinking` content chunks, want
+//! 9-character alphanumeric tool-call ids, and take `prompt_mode` / `reasoning_effort`.
+
+use std::collections::HashMap;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde_json::{Map, Value, json};
+
+use super::http;
+use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::Model;
+use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::registry::ApiProvider;
+use crate::ai::short_hash::short_hash;
+use crate::ai::sse::SseDecoder;
+use crate::ai::transform::transform_messages;
+use crate::ai::types::{
+    AssistantContent, Context, Message, StopReason, UserContent, UserMessageContent,
+};
+
+/// The api id.
+pub const API: &str = "mistral-conversations";
+
+/// Mistral accepts tool-call ids of exactly this many alphanumeric characters.
+const TOOL_CALL_ID_LENGTH: usize = 9;
+
+/// The `mistral-conversations` provider.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MistralProvider;
+
+impl ApiProvider for MistralProvider {
+    fn api(&self) -> &str {
+        API
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        if !http::has_runtime() {
+            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+        }
+        let api_key = options
+            .api_key
+            .clone()
+            .filter(|key| !key.is_empty())
+            .or_else(|| get_env_api_key(&model.provider));
+        if api_key.is_none() && !is_loopback(&model.base_url) {
+            return AssistantMessageEventStream::failed(
+                model,
+                StopReason::Error,
+                missing_key_message(&model.provider),
+            );
+        }
+        let mut body = build_body(model, context, options);
+        if let Some(on_payload) = &options.on_payload
+            && let Some(replacement) = (on_payload.0)(&body, model)
+        {
+            body = replacement;
+        }
+        let mut headers: Vec<(String, String)> = model
+            .headers
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(session) = &options.session_id
+            && !headers
+                .iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case("x-affinity"))
+        {
+            // Mistral routes requests with the same affinity to a warm KV cache.
+            headers.push(("x-affinity".to_owned(), session.clone()));
+        }
+        let request = Request {
+            url: format!(
+                "{}/v1/chat/completions",
+                model.base_url.trim_end_matches('/')
+            ),
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            api_key,
+            headers,
+            options: options.clone(),
+        };
+        let (writer, stream) = channel(model, options.signal.clone());
+        tokio::spawn(drive(writer, model.clone(), request));
+        stream
+    }
+}
+
+struct Request {
+    url: String,
+    body: Vec<u8>,
+    api_key: Option<ApiKey>,
+    headers: Vec<(String, String)>,
+    options: StreamOptions,
+}
+
+fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url.split("://").nth(1).unwrap_or(base_url);
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    host == "localhost" || host.starts_with("127.")
+}
+
+/// Maps ids to Mistral's 9-character form, without collisions within one request.
+#[derive(Default)]
+struct ToolCallIds {
+    forward: HashMap<String, String>,
+    taken: HashMap<String, String>,
+}
+
+impl ToolCallIds {
+    fn normalize(&mut self, id: &str) -> String {
+        if let Some(existing) = self.forward.get(id) {
+            return existing.clone();
+        }
+        let mut attempt = 0;
+        loop {
+            let candidate = derive_tool_call_id(id, attempt);
+            match self.taken.get(&candidate) {
+                Some(owner) if owner != id => attempt += 1,
+                _ => {
+                    self.forward.insert(id.to_owned(), candidate.clone());
+                    self.taken.insert(candidate.clone(), id.to_owned());
+                    return candidate;
+                }
+            }
+        }
+    }
+}
+
+/// pi's `deriveMistralToolCallId`: an id already 9 alphanumerics is kept, otherwise a hash.
+fn derive_tool_call_id(id: &str, attempt: u32) -> String {
+    let clean: String = id.chars().filter(char::is_ascii_alphanumeric).collect();
+    if attempt == 0 && clean.len() == TOOL_CALL_ID_LENGTH {
+        return clean;
+    }
+    let base = if clean.is_empty() { id } else { &clean };
+    let seed = if attempt == 0 {
+        base.to_owned()
+    } else {
+        format!("{base}:{attempt}")
+    };
+    short_hash(&seed)
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(TOOL_CALL_ID_LENGTH)
+        .collect()
+}
+
+/// Models that take `reasoning_effort` instead of `prompt_mode`.
+fn uses_reasoning_effort(model: &Model) -> bool {
+    matches!(
+        model.id.as_str(),
+        "mistral-small-2603" | "mistral-small-latest" | "mistral-medium-3.5"
+    )
+}
+
+/// The request body.
+pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
+    let ids = std::cell::RefCell::new(ToolCallIds::default());
+    let normalizer = |id: &str| ids.borrow_mut().normalize(id);
+    let messages = transform_messages(&context.messages, model, Some(&normalizer));
+    let mut out = Vec::with_capacity(messages.len() + 1);
+    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
+        out.push(json!({"role": "system", "content": system}));
+    }
+    let images = model.supports_images();
+    for message in &messages {
+        if let Some(value) = convert_message(message, images) {
+            out.push(value);
+        }
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model.id));
+    body.insert("stream".into(), json!(true));
+    body.insert("messages".into(), Value::Array(out));
+    if let Some(tools) = context.tools.as_ref().filter(|tools| !tools.is_empty()) {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name, "description": tool.description,
+                    "parameters": tool.parameters, "strict": false}})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    if let Some(temperature) = options.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if let Some(max_tokens) = options.max_tokens {
+        body.insert("max_tokens".into(), json!(max_tokens));
+    }
+    if let Some(choice) = &options.tool_choice {
+        let choice = match choice {
+            Value::String(_) => choice.clone(),
+            other => {
+                json!({"type": "function", "function": {"name": other.pointer("/function/name").cloned().unwrap_or(Value::Null)}})
+            }
+        };
+        body.insert("tool_choice".into(), choice);
+    }
+    if model.reasoning
+        && let Some(level) = options.reasoning
+    {
+        if uses_reasoning_effort(model) {
+            let effort = model
+                .thinking_level_map
+                .as_ref()
+                .and_then(|map| map.get(level.as_str()).cloned().flatten())
+                .unwrap_or_else(|| "high".to_owned());
+            body.insert("reasoning_effort".into(), json!(effort));
+        } else {
+            body.insert("prompt_mode".into(), json!("reasoning"));
+        }
+    }
+    Value::Object(body)
+}
+
+fn image_chunk(data: &str, mime_type: &str) -> Value {
+    json!({"type": "image_url", "image_url": format!("data:{mime_type};base64,{data}")})
+}
+
+fn convert_message(message: &Message, images: bool) -> Option<Value> {
+    match message {
+        Message::User(user) => match &user.content {
+            UserMessageContent::Text(text) => Some(json!({"role": "user", "content": text})),
+            UserMessageContent::Blocks(blocks) => {
+                let had_images = blocks.iter().any(|b| matches!(b, UserContent::Image(_)));
+                let parts: Vec<Value> = blocks
+                    .iter()
+                    .filter_map(|block| match block {
+                        UserContent::Text(text) => Some(json!({"type": "text", "text": text.text})),
+                        UserContent::Image(image) if images => {
+                            Some(image_chunk(&image.data, &image.mime_type))
+                        }
+                        UserContent::Image(_) => None,
+                    })
+                    .collect();
+                if !parts.is_empty() {
+                    Some(json!({"role": "user", "content": parts}))
+                } else if had_images {
+                    Some(
+                        json!({"role": "user", "content": crate::ai::transform::USER_IMAGE_OMITTED}),
+                    )
+                } else {
+                    None
+                }
+            }
+        },
+        Message::Assistant(assistant) => {
+            let mut parts = Vec::new();
+            let mut calls = Vec::new();
+            for block in &assistant.content {
+                match block {
+                    AssistantContent::Text(text) if !text.text.trim().is_empty() => {
+                        parts.push(json!({"type": "text", "text": text.text}));
+                    }
+                    AssistantContent::Thinking(thinking) if !thinking.thinking.trim().is_empty() => {
+                        parts.push(json!({"type": "thinking", "thinking": [{"type": "text", "text": thinking.thinking}]}));
+                    }
+                    AssistantContent::ToolCall(call) => calls.push(json!({
+                        "id": call.id, "type": "function",
+                        "function": {"name": call.name, "arguments": serde_json::to_string(&call.arguments).unwrap_or_else(|_| "{}".into())},
+                    })),
+                    _ => {}
+                }
+            }
+            if parts.is_empty() && calls.is_empty() {
+                return None;
+            }
+            let mut out = json!({"role": "assistant"});
+            if !parts.is_empty() {
+                out["content"] = Value::Array(parts);
+            }
+            if !calls.is_empty() {
+                out["tool_calls"] = Value::Array(calls);
+            }
+            Some(out)
+        }
+        Message::ToolResult(result) => {
+            let text = result
+                .content
+                .iter()
+                .filter_map(|b| match b {
+                    UserContent::Text(t) => Some(t.text.as_str()),
+                    UserContent::Image(_) => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let has_images = result
+                .content
+                .iter()
+                .any(|b| matches!(b, UserContent::Image(_)));
+            let prefix = if result.is_error { "[tool error] " } else { "" };
+            let trimmed = text.trim();
+            let body = if !trimmed.is_empty() {
+                let suffix = if has_images && !images {
+                    "\n[tool image omitted: model does not support images]"
+                } else {
+                    ""
+                };
+                format!("{prefix}{trimmed}{suffix}")
+            } else if has_images && images {
+                format!("{prefix}(see attached image)")
+            } else if has_images {
+                format!("{prefix}{}", crate::ai::transform::USER_IMAGE_OMITTED)
+            } else {
+                format!("{prefix}(no tool output)")
+            };
+            let mut content = vec![json!({"type": "text", "text": body})];
+            if images {
+                content.extend(result.content.iter().filter_map(|b| match b {
+                    UserContent::Image(image) => Some(image_chunk(&image.data, &image.mime_type)),
+                    UserContent::Text(_) => None,
+                }));
+            }
+            Some(
+                json!({"role": "tool", "tool_call_id": result.tool_call_id, "name": result.tool_name, "content": content}),
+            )
+        }
+    }
+}
+
+/// Maps Mistral's finish reason. pi maps unknown reasons to `stop`; we keep them visible as an
+/// error that names the reason, like every other provider here.
+pub fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
+    match reason {
+        "stop" => (StopReason::Stop, None),
+        "length" | "model_length" => (StopReason::Length, None),
+        "tool_calls" => (StopReason::ToolUse, None),
+        other => (
+            StopReason::Error,
+            Some(format!("Provider finish_reason: {other}")),
+        ),
+    }
+}
+
+async fn drive(mut writer: StreamWriter, model: Model, request: Request) {
+    let outcome = match writer.signal().cloned() {
+        Some(signal) => tokio::select! {
+            biased;
+            () = signal.cancelled() => Err("Request was aborted".to_owned()),
+            result = run(&mut writer, &model, request) => result,
+        },
+        None => run(&mut writer, &model, request).await,
+    };
+    match outcome {
+        Ok(()) => writer.done().await,
+        Err(message) => writer.fail(message).await,
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Open {
+    Text(usize),
+    Thinking(usize),
+}
+
+#[derive(Default)]
+struct State {
+    current: Option<Open>,
+    tools: Vec<(String, usize)>,
+    finished: bool,
+}
+
+impl State {
+    async fn close_current(&mut self, writer: &mut StreamWriter) {
+        match self.current.take() {
+            Some(Open::Text(index)) => writer.text_end(index).await,
+            Some(Open::Thinking(index)) => writer.thinking_end(index).await,
+            None => {}
+        }
+    }
+
+    async fn text(&mut self, writer: &mut StreamWriter, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let index = match self.current {
+            Some(Open::Text(index)) => index,
+            _ => {
+                self.close_current(writer).await;
+                let index = writer.text_start().await;
+                self.current = Some(Open::Text(index));
+                index
+            }
+        };
+        writer.text_delta(index, text).await;
+    }
+
+    async fn thinking(&mut self, writer: &mut StreamWriter, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let index = match self.current {
+            Some(Open::Thinking(index)) => index,
+            _ => {
+                self.close_current(writer).await;
+                let index = writer.thinking_start().await;
+                self.current = Some(Open::Thinking(index));
+                index
+            }
+        };
+        writer.thinking_delta(index, text).await;
+    }
+
+    async fn handle(
+        &mut self,
+        data: &str,
+        writer: &mut StreamWriter,
+        model: &Model,
+    ) -> Result<(), String> {
+        if data.trim() == "[DONE]" {
+            self.finished = true;
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(data)
+            .map_err(|error| format!("Malformed chunk from provider ({error})"))?;
+        if writer.message().response_id.is_none()
+            && let Some(id) = chunk.get("id").and_then(Value::as_str)
+        {
+            writer.message_mut().response_id = Some(id.to_owned());
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            let number = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+            let message = writer.message_mut();
+            message.usage.input = number("prompt_tokens");
+            message.usage.output = number("completion_tokens");
+            message.usage.total_tokens = message.usage.input + message.usage.output;
+            model.calculate_cost(&mut message.usage);
+        }
+        let Some(choice) = chunk.pointer("/choices/0") else {
+            return Ok(());
+        };
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finished = true;
+            let (stop_reason, error) = map_finish_reason(reason);
+            writer.message_mut().stop_reason = stop_reason;
+            writer.message_mut().error_message = error;
+        }
+        let delta = &choice["delta"];
+        match &delta["content"] {
+            Value::String(text) => self.text(writer, text).await,
+            Value::Array(items) => {
+                for item in items {
+                    match item["type"].as_str() {
+                        Some("text") => {
+                            self.text(writer, item["text"].as_str().unwrap_or("")).await
+                        }
+                        Some("thinking") => {
+                            let text: String = item["thinking"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|part| part["text"].as_str())
+                                .collect();
+                            self.thinking(writer, &text).await;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            self.close_current(writer).await;
+            let stream_index = call["index"].as_u64().unwrap_or(0);
+            let id = match call["id"].as_str() {
+                Some(id) if id != "null" && !id.is_empty() => id.to_owned(),
+                _ => derive_tool_call_id(&format!("toolcall:{stream_index}"), 0),
+            };
+            let key = format!("{id}:{stream_index}");
+            let index = match self.tools.iter().find(|(k, _)| *k == key) {
+                Some((_, index)) => *index,
+                None => {
+                    let name = call
+                        .pointer("/function/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
+                    let index = writer.tool_call_start(&id, name).await;
+                    self.tools.push((key, index));
+                    index
+                }
+            };
+            let arguments = match call.pointer("/function/arguments") {
+                Some(Value::String(text)) => text.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            writer.tool_call_delta(index, arguments).await;
+        }
+        Ok(())
+    }
+}
+
+async fn run(writer: &mut StreamWriter, model: &Model, request: Request) -> Result<(), String> {
+    let build = || {
+        let mut builder = http::client()
+            .post(&request.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        if let Some(key) = &request.api_key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        builder.body(request.body.clone())
+    };
+    let mut retries = Vec::new();
+    let sent = http::send_with_retries(build, &request.options, model, &mut retries).await;
+    if !retries.is_empty() {
+        writer.message_mut().diagnostics = Some(retries);
+    }
+    let response = sent?;
+    writer.start().await;
+    let mut state = State::default();
+    let mut decoder = SseDecoder::new();
+    let mut events = Vec::new();
+    let mut body = response.bytes_stream();
+    loop {
+        let ended = match http::next_chunk(&mut body, request.options.idle_timeout_ms).await? {
+            Some(bytes) => {
+                decoder.feed(&bytes, &mut events);
+                false
+            }
+            None => {
+                decoder.finish(&mut events);
+                true
+            }
+        };
+        for event in events.drain(..) {
+            state.handle(&event.data, writer, model).await?;
+        }
+        if ended || writer.is_closed() {
+            break;
+        }
+    }
+    if !state.finished {
+        return Err(
+            "Connection error: the provider closed the stream before the response was complete"
+                .to_owned(),
+        );
+    }
+    state.close_current(writer).await;
+    for (_, index) in std::mem::take(&mut state.tools) {
+        writer.tool_call_end(index).await;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_call_ids_are_nine_alphanumerics_without_collisions() {
+        let mut ids = ToolCallIds::default();
+        assert_eq!(ids.normalize("abcDEF123"), "abcDEF123");
+        let long = ids.normalize("call_1|fc_xyz");
+        assert_eq!(long.len(), 9);
+        assert!(long.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_eq!(
+            ids.normalize("call_1|fc_xyz"),
+            long,
+            "stable within a request"
+        );
+        // The same ids pi derives (printed by pi 0.73.1 on Node).
+        assert_eq!(derive_tool_call_id("toolcall:0", 0), "toolcall0");
+        assert_eq!(long, "1ha221vvv");
+    }
+
+    #[test]
+    fn unknown_finish_reasons_are_named() {
+        assert_eq!(map_finish_reason("model_length").0, StopReason::Length);
+        assert_eq!(
+            map_finish_reason("weird").1.as_deref(),
+            Some("Provider finish_reason: weird")
+        );
+    }
+}
