@@ -77,7 +77,7 @@ async fn prepare(
         return Err(Outcome::error(format!("Tool {} not found", call.name)));
     };
     let raw = call.arguments.clone();
-    let mut arguments =
+    let arguments =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.prepare_arguments(raw)))
             .map_err(|panic| {
                 Outcome::error(format!(
@@ -88,8 +88,8 @@ async fn prepare(
     let schema = schemas
         .entry(tool.name().to_owned())
         .or_insert_with(|| CompiledToolSchema::new(tool.name(), tool.parameters()));
-    schema
-        .validate(&arguments)
+    let mut arguments = schema
+        .validate_and_coerce(&arguments)
         .map_err(|error| Outcome::error(error.to_string()))?;
     if let Some(hook) = &config.before_tool_call {
         let hook_context = BeforeToolCallContext {

@@ -12,6 +12,7 @@ pub mod event;
 pub mod event_stream;
 pub mod model;
 pub mod options;
+pub mod overflow;
 pub mod partial_json;
 pub mod providers;
 pub mod registry;

@@ -1,0 +1,139 @@
+//! Context-overflow detection (pi's `isContextOverflow`): did this failed (or suspiciously
+//! empty) response happen because the prompt no longer fits the model's context window?
+//! Applications use it to decide to compact the transcript and retry.
+
+use std::sync::LazyLock;
+
+use regex::RegexSet;
+
+use super::types::{AssistantMessage, StopReason};
+
+/// Error texts that mean "the prompt is too long", per provider (pi's list).
+pub const OVERFLOW_PATTERNS: [&str; 20] = [
+    r"prompt is too long",
+    r"request_too_large",
+    r"input is too long for requested model",
+    r"exceeds the context window",
+    r"input token count.*exceeds the maximum",
+    r"maximum prompt length is \d+",
+    r"reduce the length of the messages",
+    r"maximum context length is \d+ tokens",
+    r"exceeds the limit of \d+",
+    r"exceeds the available context size",
+    r"greater than the context length",
+    r"context window exceeds limit",
+    r"exceeded model token limit",
+    r"too large for model with \d+ maximum context length",
+    r"model_context_window_exceeded",
+    r"prompt too long; exceeded (?:max )?context length",
+    r"context[_ ]length[_ ]exceeded",
+    r"too many tokens",
+    r"token limit exceeded",
+    r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)",
+];
+
+/// Error texts that look similar but are not overflows (throttling, rate limits).
+pub const NON_OVERFLOW_PATTERNS: [&str; 3] = [
+    r"^(?:Throttling error|Service unavailable):",
+    r"rate limit",
+    r"too many requests",
+];
+
+fn case_insensitive(patterns: &[&str]) -> RegexSet {
+    RegexSet::new(patterns.iter().map(|p| format!("(?i){p}"))).unwrap_or_else(|_| RegexSet::empty())
+}
+
+static OVERFLOW: LazyLock<RegexSet> = LazyLock::new(|| case_insensitive(&OVERFLOW_PATTERNS));
+static NON_OVERFLOW: LazyLock<RegexSet> =
+    LazyLock::new(|| case_insensitive(&NON_OVERFLOW_PATTERNS));
+
+/// `true` when `message` reports a context overflow: an error whose text matches a known
+/// overflow message, a successful response whose input exceeded `context_window` (z.ai accepts
+/// and truncates silently), or a `length` stop with no output and a full window (Xiaomi).
+pub fn is_context_overflow(message: &AssistantMessage, context_window: Option<u64>) -> bool {
+    if message.stop_reason == StopReason::Error
+        && let Some(error) = &message.error_message
+        && !NON_OVERFLOW.is_match(error)
+        && OVERFLOW.is_match(error)
+    {
+        return true;
+    }
+    let input = message.usage.input + message.usage.cache_read;
+    match context_window.filter(|window| *window > 0) {
+        Some(window) if message.stop_reason == StopReason::Stop => input > window,
+        Some(window) if message.stop_reason == StopReason::Length && message.usage.output == 0 => {
+            input as f64 >= window as f64 * 0.99
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ai::types::Usage;
+
+    fn failed(text: &str) -> AssistantMessage {
+        AssistantMessage {
+            stop_reason: StopReason::Error,
+            error_message: Some(text.to_owned()),
+            ..AssistantMessage::default()
+        }
+    }
+
+    #[test]
+    fn matches_pis_cases() {
+        assert!(is_context_overflow(
+            &failed("400 prompt is too long: 210000 tokens > 200000 maximum"),
+            None
+        ));
+        assert!(is_context_overflow(
+            &failed("500 Prompt too long; exceeded max context length by 12 tokens"),
+            None
+        ));
+        assert!(
+            !is_context_overflow(&failed("500 model runner crashed"), None),
+            "other Ollama errors"
+        );
+        assert!(!is_context_overflow(
+            &failed("Throttling error: Too many tokens, please wait"),
+            None
+        ));
+        assert!(!is_context_overflow(
+            &failed("429 rate limit: too many tokens per minute"),
+            None
+        ));
+        assert!(is_context_overflow(
+            &failed("413 status code (no body)"),
+            None
+        ));
+        let xiaomi = AssistantMessage {
+            stop_reason: StopReason::Length,
+            usage: Usage {
+                input: 99_500,
+                output: 0,
+                ..Usage::default()
+            },
+            ..AssistantMessage::default()
+        };
+        assert!(is_context_overflow(&xiaomi, Some(100_000)));
+        let normal_length = AssistantMessage {
+            stop_reason: StopReason::Length,
+            usage: Usage {
+                input: 1_000,
+                output: 500,
+                ..Usage::default()
+            },
+            ..AssistantMessage::default()
+        };
+        assert!(!is_context_overflow(&normal_length, Some(100_000)));
+        let silent = AssistantMessage {
+            usage: Usage {
+                input: 120_000,
+                ..Usage::default()
+            },
+            ..AssistantMessage::default()
+        };
+        assert!(is_context_overflow(&silent, Some(100_000)));
+    }
+}
