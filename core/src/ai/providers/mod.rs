@@ -12,6 +12,7 @@ use super::registry::ApiProvider;
 
 pub mod anthropic;
 pub mod faux;
+pub mod google;
 pub mod http;
 pub mod mistral;
 pub mod openai_completions;
@@ -22,5 +23,6 @@ pub fn builtins() -> Vec<Arc<dyn ApiProvider>> {
         Arc::new(openai_completions::OpenAICompletionsProvider),
         Arc::new(anthropic::AnthropicProvider),
         Arc::new(mistral::MistralProvider),
+        Arc::new(google::GoogleProvider),
     ]
 }

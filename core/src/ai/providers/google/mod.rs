@@ -1,0 +1,264 @@
+//! api `google-generative-ai`: the Gemini API's `streamGenerateContent` over SSE (pi's
+//! `providers/google.ts` and `google-shared.ts`, which go through the `@google/genai` SDK; this
+//! module speaks the same REST wire directly).
+//!
+//! `POST {baseUrl}/models/{id}:streamGenerateContent?alt=sse`, the key in the `x-goog-api-key`
+//! header (never in the URL, so it cannot leak into logs), then the model's headers, then the
+//! request's. As in the SDK, a caller-supplied `x-goog-api-key` or `Authorization` header
+//! replaces the key header.
+//!
+//! Differences from pi 0.73.1, all deliberate:
+//! - a finish reason other than `STOP`/`MAX_TOKENS` ends the stream with an error that names it
+//!   (`Provider finishReason: SAFETY`) instead of `"An unknown error occurred"`; a prompt refused
+//!   with `promptFeedback.blockReason` is an error (pi reports an empty `stop`);
+//! - any tool call still makes the turn `toolUse`, whatever the finish reason (pi's rule);
+//! - `usage.totalTokens` is `input + output + cacheRead + cacheWrite`, not Gemini's
+//!   `totalTokenCount` (which also counts tool-use prompt tokens);
+//! - a stream that ends without a finish reason is an error that keeps the partial content;
+//! - requests are retried like every HTTP provider here (pi's SDK has no retries for Gemini),
+//!   `on_response` is called (pi never calls it for Google), and `modelVersion` is reported as
+//!   `responseModel` when it differs from the requested id;
+//! - an HTTP failure reads `"<status> <Google's message>"` (pi shows the SDK's raw JSON body);
+//! - an empty text part adds no empty delta; if it carries no signature either it is ignored
+//!   instead of opening an empty block;
+//! - `tool_choice` is sent as `toolConfig` on every path (pi's simple path drops it), and
+//!   OpenAI's `"required"` means `ANY`.
+
+pub mod request;
+pub mod response;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+
+use self::response::ChunkState;
+use super::http;
+use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::Model;
+use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::registry::ApiProvider;
+use crate::ai::sse::{SseDecoder, SseEvent};
+use crate::ai::types::{Context, StopReason};
+
+/// The api id.
+pub const API: &str = "google-generative-ai";
+
+/// The endpoint used when a model has no base URL (the SDK's default, API version included).
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+
+/// The header that carries the API key.
+pub const API_KEY_HEADER: &str = "x-goog-api-key";
+
+/// The message of a body that ended before Gemini sent a finish reason.
+pub const INCOMPLETE_RESPONSE: &str =
+    "Connection error: the provider closed the stream before the response was complete";
+
+/// The `google-generative-ai` provider.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GoogleProvider;
+
+/// Everything a request needs, resolved before the task starts.
+struct PreparedRequest {
+    url: String,
+    body: Vec<u8>,
+    api_key: Option<ApiKey>,
+    headers: Vec<(String, String)>,
+    options: StreamOptions,
+}
+
+/// `{base}/models/{id}:streamGenerateContent?alt=sse`; ids already qualified as `models/…` or
+/// `tunedModels/…` are used as they are (the SDK's rule).
+pub fn stream_url(model: &Model) -> String {
+    let base = if model.base_url.is_empty() {
+        DEFAULT_BASE_URL
+    } else {
+        model.base_url.trim_end_matches('/')
+    };
+    let id = model.id.as_str();
+    if id.starts_with("models/") || id.starts_with("tunedModels/") {
+        format!("{base}/{id}:streamGenerateContent?alt=sse")
+    } else {
+        format!("{base}/models/{id}:streamGenerateContent?alt=sse")
+    }
+}
+
+impl ApiProvider for GoogleProvider {
+    fn api(&self) -> &str {
+        API
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        if !http::has_runtime() {
+            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+        }
+        let mut headers: Vec<(String, String)> = model
+            .headers
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let headers_authenticate = headers.iter().any(|(name, _)| {
+            name.eq_ignore_ascii_case(API_KEY_HEADER) || name.eq_ignore_ascii_case("authorization")
+        });
+        let api_key = options
+            .api_key
+            .clone()
+            .filter(|key| !key.is_empty())
+            .or_else(|| get_env_api_key(&model.provider));
+        let base_url = if model.base_url.is_empty() {
+            DEFAULT_BASE_URL
+        } else {
+            &model.base_url
+        };
+        if api_key.is_none() && !headers_authenticate && !is_loopback(base_url) {
+            let reason = if options.is_aborted() {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            };
+            return AssistantMessageEventStream::failed(
+                model,
+                reason,
+                missing_key_message(&model.provider),
+            );
+        }
+        let mut body = request::build_body(model, context, options);
+        if let Some(on_payload) = &options.on_payload
+            && let Some(replacement) = (on_payload.0)(&body, model)
+        {
+            body = replacement;
+        }
+        let prepared = PreparedRequest {
+            url: stream_url(model),
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            api_key: api_key.filter(|_| !headers_authenticate),
+            headers,
+            options: options.clone(),
+        };
+        let (writer, stream) = channel(model, options.signal.clone());
+        let model = model.clone();
+        tokio::spawn(drive(writer, model, prepared));
+        stream
+    }
+}
+
+/// A server on this machine (a local proxy or emulator) needs no key.
+fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url
+        .strip_prefix("http://")
+        .or_else(|| base_url.strip_prefix("https://"))
+        .unwrap_or(base_url);
+    let authority = rest.split(['/', '?']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => host.split(':').next().unwrap_or(host),
+    };
+    host == "localhost" || host == "::1" || host.starts_with("127.")
+}
+
+async fn drive(mut writer: StreamWriter, model: Model, request: PreparedRequest) {
+    let outcome = match writer.signal().cloned() {
+        Some(signal) => {
+            tokio::select! {
+                biased;
+                () = signal.cancelled() => Err("Request was aborted".to_owned()),
+                result = run(&mut writer, &model, request) => result,
+            }
+        }
+        None => run(&mut writer, &model, request).await,
+    };
+    match outcome {
+        Ok(()) => writer.done().await,
+        Err(message) => writer.fail(message).await,
+    }
+}
+
+async fn run(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: PreparedRequest,
+) -> Result<(), String> {
+    let build = || {
+        let mut builder = http::client()
+            .post(&request.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        if let Some(key) = &request.api_key {
+            builder = builder.header(API_KEY_HEADER, key.expose());
+        }
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        builder.body(request.body.clone())
+    };
+    let mut retries = Vec::new();
+    let sent = http::send_with_retries(build, &request.options, model, &mut retries).await;
+    if !retries.is_empty() {
+        writer.message_mut().diagnostics = Some(retries);
+    }
+    let response = sent?;
+    writer.start().await;
+
+    let mut state = ChunkState::default();
+    let mut decoder = SseDecoder::new();
+    let mut events: Vec<SseEvent> = Vec::new();
+    let mut body = response.bytes_stream();
+    loop {
+        let ended = match http::next_chunk(&mut body, request.options.idle_timeout_ms).await? {
+            Some(bytes) => {
+                decoder.feed(&bytes, &mut events);
+                false
+            }
+            None => {
+                decoder.finish(&mut events);
+                true
+            }
+        };
+        for event in events.drain(..) {
+            state.handle(&event.data, writer, model).await?;
+        }
+        if ended || writer.is_closed() {
+            break;
+        }
+    }
+    state.close_block(writer).await;
+    if !state.finished && !writer.is_closed() {
+        return Err(INCOMPLETE_RESPONSE.to_owned());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_follow_the_sdk() {
+        let mut model = Model::new(API, "google", "gemini-2.5-flash", "");
+        assert_eq!(
+            stream_url(&model),
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+        );
+        model.base_url = "http://127.0.0.1:9/v1beta/".into();
+        model.id = "tunedModels/mine".into();
+        assert_eq!(
+            stream_url(&model),
+            "http://127.0.0.1:9/v1beta/tunedModels/mine:streamGenerateContent?alt=sse"
+        );
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1beta"));
+        assert!(is_loopback("http://localhost/v1beta"));
+        assert!(is_loopback("http://[::1]:1234/v1"));
+        assert!(!is_loopback(DEFAULT_BASE_URL));
+        assert!(!is_loopback("https://localhost.evil.com/v1"));
+    }
+}
