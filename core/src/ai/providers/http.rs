@@ -95,6 +95,22 @@ pub fn transport_error_message(error: &reqwest::Error) -> String {
     message
 }
 
+/// Local servers (Ollama, llama.cpp, LM Studio, vLLM on this machine) need no key.
+pub fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url
+        .strip_prefix("http://")
+        .or_else(|| base_url.strip_prefix("https://"))
+        .unwrap_or(base_url);
+    let host = rest.split(['/', '?']).next().unwrap_or("");
+    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+    let host = if host.starts_with('[') {
+        host.split(']').next().map_or(host, |h| &h[1..])
+    } else {
+        host.split(':').next().unwrap_or(host)
+    };
+    host == "localhost" || host == "::1" || host.starts_with("127.")
+}
+
 /// Whether a status is worth retrying (pi's SDKs retry the same set).
 pub fn is_retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || status >= 500

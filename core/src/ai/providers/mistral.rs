@@ -49,7 +49,7 @@ impl ApiProvider for MistralProvider {
             .clone()
             .filter(|key| !key.is_empty())
             .or_else(|| get_env_api_key(&model.provider));
-        if api_key.is_none() && !is_loopback(&model.base_url) {
+        if api_key.is_none() && !http::is_loopback(&model.base_url) {
             return AssistantMessageEventStream::failed(
                 model,
                 StopReason::Error,
@@ -99,12 +99,6 @@ struct Request {
     api_key: Option<ApiKey>,
     headers: Vec<(String, String)>,
     options: StreamOptions,
-}
-
-fn is_loopback(base_url: &str) -> bool {
-    let rest = base_url.split("://").nth(1).unwrap_or(base_url);
-    let host = rest.split(['/', ':']).next().unwrap_or("");
-    host == "localhost" || host.starts_with("127.")
 }
 
 /// Maps ids to Mistral's 9-character form, without collisions within one request.

@@ -253,21 +253,7 @@ pub fn resolve_base_url(model: &Model) -> Result<String, String> {
     Ok(out)
 }
 
-/// Local servers need no key.
-pub fn is_loopback(base_url: &str) -> bool {
-    let rest = base_url
-        .strip_prefix("http://")
-        .or_else(|| base_url.strip_prefix("https://"))
-        .unwrap_or(base_url);
-    let host = rest.split(['/', '?']).next().unwrap_or("");
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-    let host = if host.starts_with('[') {
-        host.split(']').next().map_or(host, |h| &h[1..])
-    } else {
-        host.split(':').next().unwrap_or(host)
-    };
-    host == "localhost" || host == "::1" || host.starts_with("127.")
-}
+pub use super::super::http::is_loopback;
 
 #[cfg(test)]
 mod tests {

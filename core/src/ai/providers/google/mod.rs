@@ -115,7 +115,7 @@ impl ApiProvider for GoogleProvider {
         } else {
             &model.base_url
         };
-        if api_key.is_none() && !headers_authenticate && !is_loopback(base_url) {
+        if api_key.is_none() && !headers_authenticate && !http::is_loopback(base_url) {
             let reason = if options.is_aborted() {
                 StopReason::Aborted
             } else {
@@ -145,21 +145,6 @@ impl ApiProvider for GoogleProvider {
         tokio::spawn(drive(writer, model, prepared));
         stream
     }
-}
-
-/// A server on this machine (a local proxy or emulator) needs no key.
-fn is_loopback(base_url: &str) -> bool {
-    let rest = base_url
-        .strip_prefix("http://")
-        .or_else(|| base_url.strip_prefix("https://"))
-        .unwrap_or(base_url);
-    let authority = rest.split(['/', '?']).next().unwrap_or("");
-    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(v6),
-        None => host.split(':').next().unwrap_or(host),
-    };
-    host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
 async fn drive(mut writer: StreamWriter, model: Model, request: PreparedRequest) {
@@ -255,10 +240,10 @@ mod tests {
 
     #[test]
     fn loopback_hosts() {
-        assert!(is_loopback("http://127.0.0.1:8080/v1beta"));
-        assert!(is_loopback("http://localhost/v1beta"));
-        assert!(is_loopback("http://[::1]:1234/v1"));
-        assert!(!is_loopback(DEFAULT_BASE_URL));
-        assert!(!is_loopback("https://localhost.evil.com/v1"));
+        assert!(http::is_loopback("http://127.0.0.1:8080/v1beta"));
+        assert!(http::is_loopback("http://localhost/v1beta"));
+        assert!(http::is_loopback("http://[::1]:1234/v1"));
+        assert!(!http::is_loopback(DEFAULT_BASE_URL));
+        assert!(!http::is_loopback("https://localhost.evil.com/v1"));
     }
 }

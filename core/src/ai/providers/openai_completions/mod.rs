@@ -58,7 +58,7 @@ impl ApiProvider for OpenAICompletionsProvider {
             .clone()
             .filter(|key| !key.is_empty())
             .or_else(|| get_env_api_key(&model.provider));
-        if api_key.is_none() && !is_loopback(&model.base_url) {
+        if api_key.is_none() && !http::is_loopback(&model.base_url) {
             let reason = if options.is_aborted() {
                 StopReason::Aborted
             } else {
@@ -97,22 +97,6 @@ impl ApiProvider for OpenAICompletionsProvider {
         tokio::spawn(drive(writer, model, prepared));
         stream
     }
-}
-
-/// Local servers (Ollama, llama.cpp, LM Studio, vLLM on this machine) need no key.
-fn is_loopback(base_url: &str) -> bool {
-    let rest = base_url
-        .strip_prefix("http://")
-        .or_else(|| base_url.strip_prefix("https://"))
-        .unwrap_or(base_url);
-    let host = rest.split(['/', '?']).next().unwrap_or("");
-    let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
-    let host = if host.starts_with('[') {
-        host.split(']').next().map_or(host, |h| &h[1..])
-    } else {
-        host.split(':').next().unwrap_or(host)
-    };
-    host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
 async fn drive(mut writer: StreamWriter, model: Model, request: PreparedRequest) {
@@ -192,7 +176,7 @@ async fn run(
 
 #[cfg(test)]
 mod tests {
-    use super::is_loopback;
+    use super::http::is_loopback;
 
     #[test]
     fn loopback_hosts() {
