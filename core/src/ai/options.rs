@@ -137,6 +137,34 @@ pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default cap on a single retry delay, including a server's `Retry-After`.
 pub const DEFAULT_MAX_RETRY_DELAY_MS: u64 = 60_000;
 
+/// Token budgets per thinking level for budget-based providers (Anthropic's non-adaptive
+/// models, Gemini 2.x); a level left `None` keeps the provider's default (pi's
+/// `ThinkingBudgets`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ThinkingBudgets {
+    /// Budget for `minimal`.
+    pub minimal: Option<u64>,
+    /// Budget for `low`.
+    pub low: Option<u64>,
+    /// Budget for `medium`.
+    pub medium: Option<u64>,
+    /// Budget for `high` (and `xhigh`).
+    pub high: Option<u64>,
+}
+
+impl ThinkingBudgets {
+    /// The custom budget for `level`, if set.
+    pub fn get(&self, level: ThinkingLevel) -> Option<u64> {
+        match level {
+            ThinkingLevel::Minimal => self.minimal,
+            ThinkingLevel::Low => self.low,
+            ThinkingLevel::Medium => self.medium,
+            ThinkingLevel::High | ThinkingLevel::Xhigh => self.high,
+        }
+    }
+}
+
 /// Options for one request. Every field is optional; `Default` sends nothing extra.
 #[derive(Clone, Debug, Default)]
 pub struct StreamOptions {
@@ -156,6 +184,8 @@ pub struct StreamOptions {
     pub reasoning: Option<ThinkingLevel>,
     /// Passed through as the request's `tool_choice`.
     pub tool_choice: Option<serde_json::Value>,
+    /// Custom thinking budgets for budget-based providers.
+    pub thinking_budgets: Option<ThinkingBudgets>,
     /// Prompt-cache retention (default: `PI_CACHE_RETENTION`, else short).
     pub cache_retention: Option<CacheRetention>,
     /// Retries of a request that failed before the first byte of its answer (408, 409, 429,

@@ -16,11 +16,14 @@ pub mod google;
 pub mod http;
 pub mod mistral;
 pub mod openai_completions;
+pub mod openai_responses;
 
 /// The providers registered when the registry is first used.
 pub fn builtins() -> Vec<Arc<dyn ApiProvider>> {
     vec![
         Arc::new(openai_completions::OpenAICompletionsProvider),
+        Arc::new(openai_responses::OpenAIResponsesProvider::default()),
+        Arc::new(openai_responses::azure::AzureOpenAIResponsesProvider::default()),
         Arc::new(anthropic::AnthropicProvider),
         Arc::new(mistral::MistralProvider),
         Arc::new(google::GoogleProvider),

@@ -90,8 +90,11 @@ pub fn adjust_max_tokens_for_thinking(
     base_max_tokens: u64,
     model_max_tokens: u64,
     level: ThinkingLevel,
+    custom: Option<&crate::ai::options::ThinkingBudgets>,
 ) -> (u64, u64) {
-    let mut budget = default_thinking_budget(level);
+    let mut budget = custom
+        .and_then(|budgets| budgets.get(level))
+        .unwrap_or_else(|| default_thinking_budget(level));
     let mut max_tokens = base_max_tokens.saturating_add(budget);
     if model_max_tokens > 0 {
         max_tokens = max_tokens.min(model_max_tokens);
@@ -146,8 +149,12 @@ pub fn build_body(inputs: BodyInputs<'_>) -> Value {
                 json!({"type": "adaptive", "display": "summarized"})
             }
             Some(level) => {
-                let (adjusted, budget) =
-                    adjust_max_tokens_for_thinking(max_tokens, model.max_tokens, level);
+                let (adjusted, budget) = adjust_max_tokens_for_thinking(
+                    max_tokens,
+                    model.max_tokens,
+                    level,
+                    options.thinking_budgets.as_ref(),
+                );
                 max_tokens = adjusted;
                 let budget = if budget == 0 {
                     MIN_THINKING_BUDGET
@@ -472,19 +479,31 @@ mod tests {
     #[test]
     fn thinking_budgets_like_pi() {
         assert_eq!(
-            adjust_max_tokens_for_thinking(32_000, 64_000, ThinkingLevel::Medium),
+            adjust_max_tokens_for_thinking(32_000, 64_000, ThinkingLevel::Medium, None),
             (40_192, 8192)
         );
         assert_eq!(
-            adjust_max_tokens_for_thinking(32_000, 8_000, ThinkingLevel::High),
+            adjust_max_tokens_for_thinking(32_000, 8_000, ThinkingLevel::High, None),
             (8_000, 6_976)
         );
         assert_eq!(
-            adjust_max_tokens_for_thinking(100, 1_000, ThinkingLevel::Minimal),
+            adjust_max_tokens_for_thinking(100, 1_000, ThinkingLevel::Minimal, None),
             (1_000, 0)
         );
         assert_eq!(
-            adjust_max_tokens_for_thinking(100, 0, ThinkingLevel::Xhigh),
+            adjust_max_tokens_for_thinking(100, 0, ThinkingLevel::Xhigh, None),
+            (16_484, 16_384)
+        );
+        let custom = crate::ai::options::ThinkingBudgets {
+            medium: Some(4_000),
+            ..Default::default()
+        };
+        assert_eq!(
+            adjust_max_tokens_for_thinking(32_000, 64_000, ThinkingLevel::Medium, Some(&custom)),
+            (36_000, 4_000)
+        );
+        assert_eq!(
+            adjust_max_tokens_for_thinking(100, 0, ThinkingLevel::Xhigh, None),
             (16_484, 16_384)
         );
     }

@@ -67,7 +67,9 @@ pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> 
     if let Some(max_tokens) = options.max_tokens {
         generation.insert("maxOutputTokens".into(), json!(max_tokens));
     }
-    if let Some(thinking) = thinking_config(model, options.reasoning) {
+    if let Some(thinking) =
+        thinking_config(model, options.reasoning, options.thinking_budgets.as_ref())
+    {
         generation.insert("thinkingConfig".into(), thinking);
     }
     if !generation.is_empty() {
@@ -220,7 +222,11 @@ pub fn is_valid_thought_signature(signature: &str) -> bool {
 ///   (`LOW` for 3 Pro, `MINIMAL` for 3 Flash and Gemma 4) without `includeThoughts`.
 /// - A level is clamped to what the model supports, then sent as `thinkingLevel` (Gemini 3,
 ///   Gemma 4) or as a token budget (everything else) with `includeThoughts: true`.
-pub fn thinking_config(model: &Model, reasoning: Option<ThinkingLevel>) -> Option<Value> {
+pub fn thinking_config(
+    model: &Model,
+    reasoning: Option<ThinkingLevel>,
+    budgets: Option<&crate::ai::options::ThinkingBudgets>,
+) -> Option<Value> {
     if !model.reasoning {
         return None;
     }
@@ -235,7 +241,12 @@ pub fn thinking_config(model: &Model, reasoning: Option<ThinkingLevel>) -> Optio
     if is_gemini3_pro(id) || is_gemini3_flash(id) || is_gemma4(id) {
         Some(json!({"includeThoughts": true, "thinkingLevel": thinking_level(effort, id)}))
     } else {
-        Some(json!({"includeThoughts": true, "thinkingBudget": thinking_budget(effort, id)}))
+        // Custom budgets (pi's `thinkingBudgets`) win over the per-model table.
+        let budget = budgets
+            .and_then(|budgets| budgets.get(effort))
+            .and_then(|b| i64::try_from(b).ok())
+            .unwrap_or_else(|| thinking_budget(effort, id));
+        Some(json!({"includeThoughts": true, "thinkingBudget": budget}))
     }
 }
 
@@ -739,13 +750,28 @@ mod tests {
         ];
         for (id, level, expected) in cases {
             assert_eq!(
-                thinking_config(&gemini(id), level),
+                thinking_config(&gemini(id), level, None),
                 Some(expected),
                 "{id} {level:?}"
             );
         }
         let mut plain = gemini("gemini-2.0-flash");
         plain.reasoning = false;
-        assert_eq!(thinking_config(&plain, Some(ThinkingLevel::High)), None);
+        assert_eq!(
+            thinking_config(&plain, Some(ThinkingLevel::High), None),
+            None
+        );
+        let custom = crate::ai::options::ThinkingBudgets {
+            low: Some(777),
+            ..Default::default()
+        };
+        assert_eq!(
+            thinking_config(
+                &gemini("gemini-2.5-flash"),
+                Some(ThinkingLevel::Low),
+                Some(&custom)
+            ),
+            Some(json!({"includeThoughts": true, "thinkingBudget": 777}))
+        );
     }
 }

@@ -1,0 +1,300 @@
+//! api `azure-openai-responses`: the Responses protocol on Azure OpenAI. Same body and stream as
+//! [`openai-responses`](super), with Azure's endpoint, `api-key` authentication, deployment
+//! names and `api-version` (pi's `azure-openai-responses.ts`).
+//!
+//! Endpoint: `POST {base}/responses?api-version={version}` where `base` is, in order, the
+//! provider's [`base_url`](AzureOpenAIResponsesProvider::base_url), `AZURE_OPENAI_BASE_URL`,
+//! `https://{resource}.openai.azure.com/openai/v1` from
+//! [`resource_name`](AzureOpenAIResponsesProvider::resource_name) or
+//! `AZURE_OPENAI_RESOURCE_NAME`, then `model.base_url`. An Azure host whose path is empty or
+//! `/openai` gets `/openai/v1`.
+
+use std::collections::HashMap;
+
+use reqwest::Url;
+
+use super::request::{self, BodySettings};
+use super::response::Pricing;
+use super::{Headers, PreparedRequest, launch, resolve_api_key};
+use crate::ai::env_keys::{env_key_names, missing_key_message};
+use crate::ai::event_stream::AssistantMessageEventStream;
+use crate::ai::model::Model;
+use crate::ai::options::StreamOptions;
+use crate::ai::providers::http::is_loopback;
+use crate::ai::registry::ApiProvider;
+use crate::ai::types::Context;
+
+/// The api id.
+pub const API: &str = "azure-openai-responses";
+
+/// The `api-version` used when none is configured.
+pub const DEFAULT_API_VERSION: &str = "v1";
+
+/// The key variable read for any provider id on this api.
+pub const API_KEY_ENV: &str = "AZURE_OPENAI_API_KEY";
+
+/// Target providers whose `call_id|item_id` tool-call ids are kept as two ids (pi's
+/// `AZURE_TOOL_CALL_PROVIDERS`).
+pub const TOOL_CALL_PROVIDERS: &[&str] = &[
+    "openai",
+    "openai-codex",
+    "opencode",
+    "azure-openai-responses",
+];
+
+/// The `azure-openai-responses` provider.
+///
+/// The fields are pi's Azure stream options (`azureBaseUrl`, `azureResourceName`,
+/// `azureApiVersion`, `azureDeploymentName`, `reasoningSummary`), which [`StreamOptions`] does
+/// not carry: register a configured instance with
+/// [`register_api_provider`](crate::ai::registry::register_api_provider), or set the
+/// environment variables. The default instance reads only the environment.
+#[derive(Clone, Debug, Default)]
+pub struct AzureOpenAIResponsesProvider {
+    /// The endpoint (wins over `AZURE_OPENAI_BASE_URL`).
+    pub base_url: Option<String>,
+    /// The Azure resource name (wins over `AZURE_OPENAI_RESOURCE_NAME`).
+    pub resource_name: Option<String>,
+    /// The `api-version` query parameter (wins over `AZURE_OPENAI_API_VERSION`; default `v1`).
+    pub api_version: Option<String>,
+    /// The deployment sent as `model` (wins over `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`; default
+    /// the model id).
+    pub deployment_name: Option<String>,
+    /// `reasoning.summary` (`auto` when unset).
+    pub reasoning_summary: Option<String>,
+}
+
+impl ApiProvider for AzureOpenAIResponsesProvider {
+    fn api(&self) -> &str {
+        API
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        launch(model, options, || self.prepare(model, context, options))
+    }
+}
+
+fn env_value(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+fn non_empty(value: Option<&String>) -> Option<String> {
+    value
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+impl AzureOpenAIResponsesProvider {
+    /// The base URL for `model` (see the module docs), normalised.
+    pub fn resolve_base_url(&self, model: &Model) -> Result<String, String> {
+        let base = non_empty(self.base_url.as_ref())
+            .or_else(|| env_value("AZURE_OPENAI_BASE_URL"))
+            .or_else(|| {
+                non_empty(self.resource_name.as_ref())
+                    .or_else(|| env_value("AZURE_OPENAI_RESOURCE_NAME"))
+                    .map(|resource| format!("https://{resource}.openai.azure.com/openai/v1"))
+            })
+            .or_else(|| non_empty(Some(&model.base_url)))
+            .ok_or_else(|| {
+                "Azure OpenAI base URL is required. Set AZURE_OPENAI_BASE_URL or \
+                 AZURE_OPENAI_RESOURCE_NAME, configure the provider's base_url or resource_name, \
+                 or set model.baseUrl."
+                    .to_owned()
+            })?;
+        normalize_base_url(&base)
+    }
+
+    /// The `api-version` to send.
+    pub fn resolve_api_version(&self) -> String {
+        non_empty(self.api_version.as_ref())
+            .or_else(|| env_value("AZURE_OPENAI_API_VERSION"))
+            .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned())
+    }
+
+    /// The deployment name sent as `model`.
+    pub fn resolve_deployment(&self, model: &Model) -> String {
+        if let Some(name) = non_empty(self.deployment_name.as_ref()) {
+            return name;
+        }
+        std::env::var("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")
+            .ok()
+            .and_then(|map| parse_deployment_map(&map).remove(&model.id))
+            .unwrap_or_else(|| model.id.clone())
+    }
+
+    fn prepare(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<PreparedRequest, String> {
+        let base_url = self.resolve_base_url(model)?;
+        let api_key = resolve_api_key(model, options, Some(API_KEY_ENV));
+        if api_key.is_none() && !is_loopback(&base_url) {
+            return Err(if env_key_names(&model.provider).is_empty() {
+                format!(
+                    "No API key for provider: {}. Set {API_KEY_ENV} or pass an API key.",
+                    model.provider
+                )
+            } else {
+                missing_key_message(&model.provider)
+            });
+        }
+        let deployment = self.resolve_deployment(model);
+        let settings = BodySettings {
+            model_name: &deployment,
+            tool_call_providers: TOOL_CALL_PROVIDERS,
+            // pi's Azure provider sends no `store` and always sends the session as cache key.
+            store_false: false,
+            prompt_cache_key: options.session_id.as_deref(),
+            long_cache_retention: false,
+            service_tier: None,
+            reasoning_summary: self.reasoning_summary.as_deref(),
+            explicit_reasoning_off: true,
+        };
+        let body = request::build_body(model, context, options, &settings);
+        let mut headers = Headers::default();
+        if let Some(key) = &api_key {
+            headers.set("api-key", key.expose());
+        }
+        headers.extend(model.headers.iter().flatten());
+        headers.extend(&options.headers);
+        Ok(PreparedRequest {
+            url: responses_url(&base_url, &self.resolve_api_version())?,
+            body,
+            headers: headers.0,
+            pricing: Pricing::default(),
+        })
+    }
+}
+
+/// pi's `normalizeAzureBaseUrl`: trailing slashes go; on `*.openai.azure.com` and
+/// `*.cognitiveservices.azure.com`, an empty, `/` or `/openai` path becomes `/openai/v1` and the
+/// query is dropped; other URLs are kept.
+pub fn normalize_base_url(base_url: &str) -> Result<String, String> {
+    let trimmed = base_url.trim().trim_end_matches('/');
+    let mut url =
+        Url::parse(trimmed).map_err(|_| format!("Invalid Azure OpenAI base URL: {base_url}"))?;
+    let host = url.host_str().unwrap_or("");
+    let azure_host =
+        host.ends_with(".openai.azure.com") || host.ends_with(".cognitiveservices.azure.com");
+    let path = url.path().trim_end_matches('/');
+    if azure_host && (path.is_empty() || path == "/openai") {
+        url.set_path("/openai/v1");
+        url.set_query(None);
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
+/// `{base}/responses?api-version={version}`, keeping any other query parameter of the base.
+pub fn responses_url(base_url: &str, api_version: &str) -> Result<String, String> {
+    let mut url =
+        Url::parse(base_url).map_err(|_| format!("Invalid Azure OpenAI base URL: {base_url}"))?;
+    let path = format!("{}/responses", url.path().trim_end_matches('/'));
+    url.set_path(&path);
+    let kept: Vec<(String, String)> = url
+        .query_pairs()
+        .filter(|(name, _)| name != "api-version")
+        .map(|(name, value)| (name.into_owned(), value.into_owned()))
+        .collect();
+    url.query_pairs_mut()
+        .clear()
+        .extend_pairs(kept)
+        .append_pair("api-version", api_version);
+    Ok(url.into())
+}
+
+/// Parses `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` (`model=deployment,model2=deployment2`); malformed
+/// entries are skipped.
+pub fn parse_deployment_map(value: &str) -> HashMap<String, String> {
+    value
+        .split(',')
+        .filter_map(|entry| {
+            let mut parts = entry.trim().split('=');
+            let model = parts.next()?.trim();
+            let deployment = parts.next()?.trim();
+            (!model.is_empty() && !deployment.is_empty())
+                .then(|| (model.to_owned(), deployment.to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn azure_hosts_get_the_v1_path() {
+        for (input, expected) in [
+            (
+                "https://res.openai.azure.com",
+                "https://res.openai.azure.com/openai/v1",
+            ),
+            (
+                "https://res.openai.azure.com/",
+                "https://res.openai.azure.com/openai/v1",
+            ),
+            (
+                "https://res.openai.azure.com/openai?api-version=old",
+                "https://res.openai.azure.com/openai/v1",
+            ),
+            (
+                "https://res.cognitiveservices.azure.com/openai/",
+                "https://res.cognitiveservices.azure.com/openai/v1",
+            ),
+            (
+                "https://res.openai.azure.com/openai/v1/",
+                "https://res.openai.azure.com/openai/v1",
+            ),
+            (
+                "https://proxy.example.com/azure/",
+                "https://proxy.example.com/azure",
+            ),
+            ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1"),
+        ] {
+            assert_eq!(normalize_base_url(input).unwrap(), expected, "{input}");
+        }
+        assert_eq!(
+            normalize_base_url("not a url"),
+            Err("Invalid Azure OpenAI base URL: not a url".into())
+        );
+    }
+
+    #[test]
+    fn endpoint_has_the_api_version() {
+        assert_eq!(
+            responses_url("https://res.openai.azure.com/openai/v1", "v1").unwrap(),
+            "https://res.openai.azure.com/openai/v1/responses?api-version=v1"
+        );
+        assert_eq!(
+            responses_url(
+                "https://proxy.example.com/x?tenant=7&api-version=old",
+                "2025-04-01-preview"
+            )
+            .unwrap(),
+            "https://proxy.example.com/x/responses?tenant=7&api-version=2025-04-01-preview"
+        );
+    }
+
+    #[test]
+    fn deployment_map() {
+        let map = parse_deployment_map(" gpt-5 = prod-gpt5 ,bad, =x, gpt-4o=eu-4o");
+        assert_eq!(map.len(), 2);
+        assert_eq!(map["gpt-5"], "prod-gpt5");
+        assert_eq!(map["gpt-4o"], "eu-4o");
+        let provider = AzureOpenAIResponsesProvider {
+            deployment_name: Some("configured".into()),
+            ..Default::default()
+        };
+        let model = Model::new(API, API, "gpt-5", "");
+        assert_eq!(provider.resolve_deployment(&model), "configured");
+    }
+}

@@ -1,0 +1,422 @@
+//! api `openai-responses`: OpenAI's Responses API over SSE (`POST {baseUrl}/responses`), spoken
+//! by OpenAI, OpenCode Zen, GitHub Copilot and Cloudflare's AI Gateway; and, in [`azure`], the
+//! same protocol as `azure-openai-responses`.
+//!
+//! Both providers share the request builder ([`request`]), the stream decoder ([`response`])
+//! and the transport below; they differ only in endpoint, authentication and a few body fields.
+//!
+//! Reasoning is requested with `store: false` plus `include: ["reasoning.encrypted_content"]`,
+//! so the whole reasoning item (encrypted content included) comes back in the stream. It is
+//! kept as the thinking block's `thinkingSignature` and replayed verbatim in the next request.
+
+pub mod azure;
+pub mod compat;
+pub mod request;
+pub mod response;
+
+use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use serde_json::Value;
+
+use self::compat::Compat;
+use self::request::BodySettings;
+use self::response::{Pricing, ResponseState};
+use super::http;
+use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::Model;
+use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
+use crate::ai::registry::ApiProvider;
+use crate::ai::sse::{SseDecoder, SseEvent};
+use crate::ai::types::{Context, Message, StopReason, UserContent, UserMessageContent};
+
+/// The api id.
+pub const API: &str = "openai-responses";
+
+/// The message of a body that ended before `response.completed` (or another terminal event).
+pub const INCOMPLETE_RESPONSE: &str =
+    "Connection error: the provider closed the stream before the response was complete";
+
+/// Target providers whose `call_id|item_id` tool-call ids are kept as two ids (pi's
+/// `OPENAI_TOOL_CALL_PROVIDERS`).
+pub const TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
+
+/// The `openai-responses` provider.
+///
+/// The fields are pi's provider-specific stream options, which [`StreamOptions`] does not
+/// carry: register a configured instance with
+/// [`register_api_provider`](crate::ai::registry::register_api_provider) to use them. The
+/// default instance sends neither.
+#[derive(Clone, Debug, Default)]
+pub struct OpenAIResponsesProvider {
+    /// `service_tier` for every request (`auto`, `default`, `flex`, `priority`). The cost of a
+    /// response is scaled by the tier the response reports (else this one): flex ×0.5,
+    /// priority ×2 (×2.5 for `gpt-5.5`).
+    pub service_tier: Option<String>,
+    /// `reasoning.summary` (`auto` when unset; `concise`, `detailed`).
+    pub reasoning_summary: Option<String>,
+}
+
+impl ApiProvider for OpenAIResponsesProvider {
+    fn api(&self) -> &str {
+        API
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        launch(model, options, || self.prepare(model, context, options))
+    }
+}
+
+impl OpenAIResponsesProvider {
+    fn prepare(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<PreparedRequest, String> {
+        let api_key = resolve_api_key(model, options, None);
+        let base_url = resolve_placeholders(model)?;
+        if api_key.is_none() && !http::is_loopback(&base_url) {
+            return Err(missing_key_message(&model.provider));
+        }
+        let compat = Compat::for_model(model);
+        let retention = CacheRetention::resolve(options.cache_retention);
+        let session_id = options
+            .session_id
+            .as_deref()
+            .filter(|_| retention != CacheRetention::None);
+        let settings = BodySettings {
+            model_name: &model.id,
+            tool_call_providers: TOOL_CALL_PROVIDERS,
+            store_false: true,
+            prompt_cache_key: session_id,
+            long_cache_retention: retention == CacheRetention::Long
+                && compat.supports_long_cache_retention,
+            service_tier: self.service_tier.as_deref(),
+            reasoning_summary: self.reasoning_summary.as_deref(),
+            explicit_reasoning_off: model.provider != "github-copilot",
+        };
+        let body = request::build_body(model, context, options, &settings);
+
+        let mut headers = Headers::default();
+        let cloudflare_gateway = model.provider == "cloudflare-ai-gateway";
+        if let Some(key) = &api_key
+            && !cloudflare_gateway
+        {
+            headers.set("Authorization", format!("Bearer {}", key.expose()));
+        }
+        headers.extend(model.headers.iter().flatten());
+        if model.provider == "github-copilot" {
+            for (name, value) in copilot_headers(&context.messages) {
+                headers.set(name, value);
+            }
+        }
+        if let Some(session_id) = session_id {
+            if compat.send_session_id_header {
+                headers.set("session_id", session_id);
+            }
+            headers.set("x-client-request-id", session_id);
+        }
+        headers.extend(&options.headers);
+        if cloudflare_gateway && let Some(key) = &api_key {
+            // The gateway authenticates with its own header; `Authorization` stays only if the
+            // caller set one (pi's rule).
+            headers.set("cf-aig-authorization", format!("Bearer {}", key.expose()));
+        }
+        Ok(PreparedRequest {
+            url: format!("{}/responses", base_url.trim_end_matches('/')),
+            body,
+            headers: headers.0,
+            pricing: Pricing {
+                service_tiers: true,
+                requested_tier: self.service_tier.clone(),
+            },
+        })
+    }
+}
+
+/// Request headers in order; setting a name again (in any case) replaces its value. (No
+/// `Debug`: it holds the key.)
+#[derive(Default)]
+struct Headers(Vec<(String, String)>);
+
+impl Headers {
+    fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
+        let name = name.into();
+        let value = value.into();
+        match self
+            .0
+            .iter_mut()
+            .find(|(existing, _)| existing.eq_ignore_ascii_case(&name))
+        {
+            Some(slot) => slot.1 = value,
+            None => self.0.push((name, value)),
+        }
+    }
+
+    fn extend<'a>(&mut self, headers: impl IntoIterator<Item = (&'a String, &'a String)>) {
+        for (name, value) in headers {
+            self.set(name.clone(), value.clone());
+        }
+    }
+}
+
+/// GitHub Copilot's per-request headers (pi's `buildCopilotDynamicHeaders`).
+fn copilot_headers(messages: &[Message]) -> Vec<(&'static str, &'static str)> {
+    let initiator = match messages.last() {
+        Some(message) if !matches!(message, Message::User(_)) => "agent",
+        _ => "user",
+    };
+    let mut headers = vec![
+        ("X-Initiator", initiator),
+        ("Openai-Intent", "conversation-edits"),
+    ];
+    let is_image = |block: &UserContent| matches!(block, UserContent::Image(_));
+    let has_images = messages.iter().any(|message| match message {
+        Message::User(user) => match &user.content {
+            UserMessageContent::Blocks(blocks) => blocks.iter().any(is_image),
+            UserMessageContent::Text(_) => false,
+        },
+        Message::ToolResult(result) => result.content.iter().any(is_image),
+        Message::Assistant(_) => false,
+    });
+    if has_images {
+        headers.push(("Copilot-Vision-Request", "true"));
+    }
+    headers
+}
+
+/// Cloudflare base URLs carry `{CLOUDFLARE_ACCOUNT_ID}`-style placeholders filled from the
+/// environment (pi's `resolveCloudflareBaseUrl`); other base URLs are returned as they are.
+fn resolve_placeholders(model: &Model) -> Result<String, String> {
+    let url = &model.base_url;
+    let cloudflare = matches!(
+        model.provider.as_str(),
+        "cloudflare-ai-gateway" | "cloudflare-workers-ai"
+    );
+    if !cloudflare || !url.contains('{') {
+        return Ok(url.clone());
+    }
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url.as_str();
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let name_len = after.find('}').filter(|&end| {
+            let name = &after[..end];
+            name.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        });
+        match name_len {
+            Some(end) => {
+                let name = &after[..end];
+                match std::env::var(name) {
+                    Ok(value) if !value.is_empty() => out.push_str(&value),
+                    _ => {
+                        return Err(format!(
+                            "{name} is required for provider {} but is not set.",
+                            model.provider
+                        ));
+                    }
+                }
+                rest = &after[end + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The first non-empty key among the request's, the provider's environment variables, and
+/// `fallback_env` (a variable read whatever the provider id is).
+fn resolve_api_key(
+    model: &Model,
+    options: &StreamOptions,
+    fallback_env: Option<&str>,
+) -> Option<ApiKey> {
+    options
+        .api_key
+        .clone()
+        .filter(|key| !key.is_empty())
+        .or_else(|| get_env_api_key(&model.provider))
+        .or_else(|| {
+            fallback_env
+                .and_then(|name| std::env::var(name).ok())
+                .filter(|value| !value.is_empty())
+                .map(ApiKey::new)
+        })
+}
+
+/// Everything a request needs, resolved before the task starts.
+struct PreparedRequest {
+    url: String,
+    body: Value,
+    /// Authentication included.
+    headers: Vec<(String, String)>,
+    pricing: Pricing,
+}
+
+/// Prepares the request and starts the task that sends it. Setup failures (missing key, bad
+/// base URL) are a stream with only an `error` event, as in pi.
+fn launch(
+    model: &Model,
+    options: &StreamOptions,
+    prepare: impl FnOnce() -> Result<PreparedRequest, String>,
+) -> AssistantMessageEventStream {
+    if !http::has_runtime() {
+        return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+    }
+    let mut prepared = match prepare() {
+        Ok(prepared) => prepared,
+        Err(message) => {
+            let reason = if options.is_aborted() {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            };
+            return AssistantMessageEventStream::failed(model, reason, message);
+        }
+    };
+    if let Some(on_payload) = &options.on_payload
+        && let Some(replacement) = (on_payload.0)(&prepared.body, model)
+    {
+        prepared.body = replacement;
+    }
+    let (writer, stream) = channel(model, options.signal.clone());
+    tokio::spawn(drive(writer, model.clone(), options.clone(), prepared));
+    stream
+}
+
+async fn drive(
+    mut writer: StreamWriter,
+    model: Model,
+    options: StreamOptions,
+    request: PreparedRequest,
+) {
+    let outcome = match writer.signal().cloned() {
+        Some(signal) => {
+            tokio::select! {
+                biased;
+                () = signal.cancelled() => Err("Request was aborted".to_owned()),
+                result = run(&mut writer, &model, &options, request) => result,
+            }
+        }
+        None => run(&mut writer, &model, &options, request).await,
+    };
+    match outcome {
+        Ok(()) => writer.done().await,
+        Err(message) => writer.fail(message).await,
+    }
+}
+
+async fn run(
+    writer: &mut StreamWriter,
+    model: &Model,
+    options: &StreamOptions,
+    request: PreparedRequest,
+) -> Result<(), String> {
+    let body = serde_json::to_vec(&request.body).unwrap_or_default();
+    let build = || {
+        let mut builder = http::client()
+            .post(&request.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream");
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        builder.body(body.clone())
+    };
+    let mut retries = Vec::new();
+    let sent = http::send_with_retries(build, options, model, &mut retries).await;
+    if !retries.is_empty() {
+        writer.message_mut().diagnostics = Some(retries);
+    }
+    let response = sent?;
+    writer.start().await;
+
+    let mut state = ResponseState::new(request.pricing);
+    let mut decoder = SseDecoder::new();
+    let mut events: Vec<SseEvent> = Vec::new();
+    let mut stream = response.bytes_stream();
+    'read: loop {
+        let ended = match http::next_chunk(&mut stream, options.idle_timeout_ms).await? {
+            Some(bytes) => {
+                decoder.feed(&bytes, &mut events);
+                false
+            }
+            None => {
+                decoder.finish(&mut events);
+                true
+            }
+        };
+        for event in events.drain(..) {
+            state.handle(&event, writer, model).await?;
+            if state.finished {
+                break 'read;
+            }
+        }
+        if ended || writer.is_closed() {
+            break;
+        }
+    }
+    if !state.finished && !writer.is_closed() {
+        return Err(INCOMPLETE_RESPONSE.to_owned());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_replace_case_insensitively() {
+        let mut headers = Headers::default();
+        headers.set("Authorization", "Bearer a");
+        headers.set("x-one", "1");
+        headers.set("authorization", "Bearer b");
+        assert_eq!(
+            headers.0,
+            [
+                ("Authorization".to_owned(), "Bearer b".to_owned()),
+                ("x-one".to_owned(), "1".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn cloudflare_placeholders_need_their_variables() {
+        let model = Model::new(
+            API,
+            "cloudflare-ai-gateway",
+            "gpt-5",
+            "https://gateway.ai.cloudflare.com/v1/{PI_TEST_NO_SUCH_VAR_1}/g/openai",
+        );
+        assert_eq!(
+            resolve_placeholders(&model),
+            Err("PI_TEST_NO_SUCH_VAR_1 is required for provider cloudflare-ai-gateway but is not set.".into())
+        );
+        let plain = Model::new(API, "openai", "gpt-5", "https://api.openai.com/{x}");
+        assert_eq!(
+            resolve_placeholders(&plain).unwrap(),
+            "https://api.openai.com/{x}"
+        );
+    }
+
+    #[test]
+    fn loopback_hosts() {
+        assert!(http::is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(http::is_loopback("http://localhost:1234/v1"));
+        assert!(!http::is_loopback("https://api.openai.com/v1"));
+    }
+}
