@@ -1,1 +1,53 @@
-//! wip
+//! # pi-agent C API
+//!
+//! A thin C ABI over the `pi-agent` crate: it translates between C and Rust and holds no logic
+//! of its own. The header `include/pi_agent.h` is generated from this crate by cbindgen (see
+//! `ffi/cbindgen.toml`) and committed; `ffi/tests/header.rs` fails when it drifts.
+//!
+//! ## Conventions
+//!
+//! - Every name is `pi_<type>_<verb>`. Objects are opaque handles made by `pi_<type>_new` (or
+//!   another constructor) and destroyed by `pi_<type>_free`, exactly once. Every `_free`
+//!   function accepts NULL and then does nothing.
+//! - Fallible functions return `pi_error *`: NULL on success, otherwise an error object the
+//!   caller frees with `pi_error_free`. `pi_error_get_kind` gives a stable `pi_error_kind`
+//!   and `pi_error_message` a readable message. Out-params (named `*_out`) are written only on
+//!   success and left untouched on failure.
+//! - Methods take the object first, then inputs, then out-params. A `const` object pointer
+//!   means the call does not change the object.
+//! - String inputs are `const char *`: NUL-terminated UTF-8. NULL (where not documented as
+//!   allowed) is rejected with `PI_ERROR_KIND_NULL_ARGUMENT`, invalid UTF-8 with
+//!   `PI_ERROR_KIND_INVALID_UTF8`. Structured inputs (models, contexts, options, messages, tool
+//!   schemas) are JSON in pi's shapes; bad JSON gives `PI_ERROR_KIND_INVALID_JSON`.
+//! - Borrowed string outputs are `pi_str { data, len }`: UTF-8, not necessarily NUL-terminated
+//!   (always use `len`), never NULL `data`. How long one stays valid is stated by the function
+//!   that returns it. Owned string outputs are `char *` (NUL-terminated) and are freed with
+//!   `pi_string_free`.
+//! - A Rust panic never crosses the boundary: it becomes `PI_ERROR_KIND_PANIC` (or NULL, false
+//!   or 0 for functions that return no error).
+//! - Callbacks take `void *user_data` first. Each registration also takes a nullable
+//!   `free_user_data`, called exactly once when the library no longer needs `user_data`.
+//!   `user_data` is used from the library's runtime threads, so it must be safe to use there.
+//! - All asynchronous work runs on one process-wide tokio runtime (2 worker threads plus a
+//!   blocking pool), started on first use. Blocking calls (`pi_agent_prompt`,
+//!   `pi_agent_continue`, `pi_agent_wait_for_idle`, `pi_stream_next`, ...) park the calling
+//!   thread until they are done; they must not be called from an event callback (they then
+//!   fail with `PI_ERROR_KIND_CALLED_FROM_CALLBACK`).
+//! - Thread-safety is stated in every function's documentation.
+
+#![allow(non_camel_case_types)]
+
+#[macro_use]
+mod boundary;
+
+pub mod agent;
+pub mod error;
+pub mod faux;
+pub mod model;
+mod options;
+mod runtime;
+pub mod stream;
+pub mod string;
+pub mod tool;
+pub mod user_data;
+pub mod version;

@@ -1,0 +1,160 @@
+/*
+ * An agent with a calculator tool answers "What is 6 * 7?" by calling the tool.
+ *
+ * Build (from the repository root, after `cargo build -p pi-agent-ffi`):
+ *
+ *   cc -Wall -Wextra -Werror -std=c11 -pthread -Iinclude examples/c/agent.c \
+ *      -Ltarget/debug -Wl,-rpath,$PWD/target/debug -lpi_agent -o agent
+ *
+ * Run offline (a scripted faux model calls the calculator, then answers):
+ *
+ *   ./agent
+ *
+ * Run against a real model: put a pi model JSON in PI_MODEL_JSON and the provider's key in its
+ * usual variable (e.g. OPENAI_API_KEY), or in PI_API_KEY:
+ *
+ *   PI_MODEL_JSON='{"id":"gpt-4o-mini","api":"openai-completions","provider":"openai",
+ *                   "baseUrl":"https://api.openai.com/v1"}' OPENAI_API_KEY=sk-... ./agent
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "pi_agent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Prints the error (if any) and exits. */
+static void check(pi_error *err, const char *what) {
+    if (err == NULL) return;
+    pi_str message = pi_error_message(err);
+    fprintf(stderr, "%s failed: %.*s\n", what, (int)message.len, message.data);
+    pi_error_free(err);
+    exit(1);
+}
+
+/* Evaluates "a op b" for + - * /. Returns 0 on success. */
+static int evaluate(const char *expression, double *result) {
+    char *end;
+    double a = strtod(expression, &end);
+    if (end == expression) return -1;
+    while (*end == ' ') end++;
+    char op = *end++;
+    const char *rest = end;
+    double b = strtod(rest, &end);
+    if (end == rest) return -1;
+    switch (op) {
+    case '+': *result = a + b; return 0;
+    case '-': *result = a - b; return 0;
+    case '*': *result = a * b; return 0;
+    case '/':
+        if (b == 0) return -1;
+        *result = a / b;
+        return 0;
+    default: return -1;
+    }
+}
+
+/* The calculator tool. Its arguments are {"expression": "6 * 7"} (validated by the schema). */
+static int32_t calculator(void *user_data, pi_tool_call *call) {
+    (void)user_data;
+    pi_str args = pi_tool_call_arguments_json(call);
+    char json[512];
+    snprintf(json, sizeof json, "%.*s", (int)args.len, args.data);
+    /* A real program would use a JSON parser; this finds "expression":"...". */
+    const char *start = strstr(json, "\"expression\":\"");
+    char expression[256] = "";
+    if (start != NULL) {
+        start += strlen("\"expression\":\"");
+        const char *end = strchr(start, '"');
+        if (end != NULL && (size_t)(end - start) < sizeof expression) {
+            memcpy(expression, start, (size_t)(end - start));
+            expression[end - start] = '\0';
+        }
+    }
+    double value;
+    if (evaluate(expression, &value) != 0) {
+        pi_error_free(pi_tool_call_set_error(call, "expected \"a op b\" with op one of + - * /"));
+        return 1;
+    }
+    char text[64];
+    snprintf(text, sizeof text, "%g", value);
+    printf("[calculator] %s = %s\n", expression, text);
+    pi_error_free(pi_tool_call_set_text(call, text));
+    return 0;
+}
+
+/* Prints the answer as it streams, and the tool calls as they start. Events arrive one at a
+ * time, in order, on a runtime thread. */
+static void on_event(void *user_data, const pi_agent_event *event) {
+    int *mid_line = user_data;
+    if (event->kind == PI_AGENT_EVENT_KIND_MESSAGE_UPDATE &&
+        event->message_event_kind == PI_STREAM_EVENT_KIND_TEXT_DELTA) {
+        if (!*mid_line) printf("assistant: ");
+        fwrite(event->delta.data, 1, event->delta.len, stdout);
+        fflush(stdout);
+        *mid_line = 1;
+    } else if (event->kind == PI_AGENT_EVENT_KIND_MESSAGE_END && *mid_line) {
+        printf("\n");
+        *mid_line = 0;
+    } else if (event->kind == PI_AGENT_EVENT_KIND_TOOL_EXECUTION_START) {
+        printf("[tool call] %.*s\n", (int)event->json.len, event->json.data);
+    }
+}
+
+int main(void) {
+    pi_model *model = NULL;
+    pi_faux *faux = NULL;
+    const char *model_json = getenv("PI_MODEL_JSON");
+    if (model_json != NULL && model_json[0] != '\0') {
+        check(pi_model_from_json(model_json, &model), "pi_model_from_json");
+    } else {
+        /* Offline: a faux model scripted to call the calculator, then to answer. */
+        check(pi_faux_new(&faux), "pi_faux_new");
+        check(pi_faux_push_json(faux, "{\"content\":[{\"type\":\"toolCall\",\"id\":\"call_1\","
+                                      "\"name\":\"calculator\",\"arguments\":{\"expression\":"
+                                      "\"6 * 7\"}}]}"),
+              "pi_faux_push_json");
+        check(pi_faux_push_json(faux, "{\"content\":\"6 * 7 is 42.\"}"), "pi_faux_push_json");
+        check(pi_faux_model(faux, &model), "pi_faux_model");
+    }
+    pi_str id = pi_model_id(model);
+    printf("model: %.*s\n", (int)id.len, id.data);
+
+    /* Options: an API key from PI_API_KEY, if set (else the provider's own variable). */
+    char options[512] = "{}";
+    const char *key = getenv("PI_API_KEY");
+    if (key != NULL && key[0] != '\0' && strlen(key) < 400 && strchr(key, '"') == NULL) {
+        snprintf(options, sizeof options, "{\"apiKey\":\"%s\"}", key);
+    }
+
+    pi_agent *agent = NULL;
+    check(pi_agent_new(model, "You are a careful assistant. Use the calculator for arithmetic.",
+                       options, &agent),
+          "pi_agent_new");
+    pi_model_free(model);
+    check(pi_agent_add_tool(agent, "calculator", "Evaluates \"a op b\" for op in + - * /",
+                            "{\"type\":\"object\",\"properties\":{\"expression\":{\"type\":"
+                            "\"string\",\"description\":\"e.g. 6 * 7\"}},\"required\":["
+                            "\"expression\"]}",
+                            calculator, NULL, NULL),
+          "pi_agent_add_tool");
+    static int mid_line = 0;
+    uint64_t subscription;
+    check(pi_agent_subscribe(agent, on_event, &mid_line, NULL, &subscription),
+          "pi_agent_subscribe");
+
+    printf("user: What is 6 * 7?\n");
+    check(pi_agent_prompt(agent, "What is 6 * 7?"), "pi_agent_prompt");
+
+    int status = 0;
+    char *error = pi_agent_error_message(agent);
+    if (error != NULL) {
+        fprintf(stderr, "the run failed: %s\n", error);
+        pi_string_free(error);
+        status = 1;
+    }
+    pi_agent_free(agent);
+    pi_faux_free(faux);
+    return status;
+}

@@ -1,0 +1,125 @@
+//! `pi_error`: the error object fallible functions return, and its stable `pi_error_kind`.
+
+use pi_agent::agent::AgentError;
+
+use crate::boundary::{into_handle, opt_ref, take_handle};
+use crate::string::pi_str;
+
+/// What kind of error a `pi_error` is. The values are stable: they never change meaning and
+/// retired values are never reused.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum pi_error_kind {
+    /// A pointer argument that must not be NULL was NULL.
+    NullArgument = 1,
+    /// A string argument was not valid UTF-8.
+    InvalidUtf8 = 2,
+    /// A JSON argument was not valid JSON, or not of the expected shape.
+    InvalidJson = 3,
+    /// Another argument was not acceptable (e.g. an unknown subscription id).
+    InvalidArgument = 4,
+    /// The agent is already running (pi's "Agent is already processing ..." messages).
+    AlreadyRunning = 100,
+    /// `pi_agent_continue` found nothing to continue from (pi's messages).
+    CannotContinue = 101,
+    /// A blocking function was called from a callback, where it would block a runtime thread
+    /// or wait for itself.
+    CalledFromCallback = 102,
+    /// An agent run ended abnormally (a bug in pi-agent; the transcript was repaired).
+    RunFailed = 103,
+    /// The async runtime could not be started, or another internal failure.
+    Runtime = 200,
+    /// pi-agent panicked; the panic was caught at the C boundary.
+    Panic = 201,
+}
+
+/// An error returned by a fallible function. Free it with `pi_error_free`.
+///
+/// Immutable: it may be read from any thread, and freed once by its owner.
+#[derive(Debug)]
+pub struct pi_error {
+    kind: pi_error_kind,
+    message: String,
+}
+
+impl pi_error {
+    pub(crate) fn new(kind: pi_error_kind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn null_argument(name: &str) -> Self {
+        Self::new(
+            pi_error_kind::NullArgument,
+            format!("`{name}` must not be NULL"),
+        )
+    }
+
+    pub(crate) fn invalid_json(name: &str, error: &serde_json::Error) -> Self {
+        Self::new(
+            pi_error_kind::InvalidJson,
+            format!("`{name}` is not valid: {error}"),
+        )
+    }
+
+    pub(crate) fn panic(message: String) -> Self {
+        Self::new(pi_error_kind::Panic, message)
+    }
+
+    pub(crate) fn from_agent(error: AgentError) -> Self {
+        let kind = match error {
+            AgentError::AlreadyProcessingPrompt | AgentError::AlreadyProcessingContinue => {
+                pi_error_kind::AlreadyRunning
+            }
+            AgentError::NothingToContinue | AgentError::ContinueFromAssistant => {
+                pi_error_kind::CannotContinue
+            }
+            _ => pi_error_kind::RunFailed,
+        };
+        Self::new(kind, error.to_string())
+    }
+
+    pub(crate) fn into_raw(self) -> *mut pi_error {
+        into_handle(self)
+    }
+}
+
+/// Parses a JSON argument into `T`, naming the argument in the error.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    json: &str,
+    name: &str,
+) -> Result<T, pi_error> {
+    serde_json::from_str(json).map_err(|error| pi_error::invalid_json(name, &error))
+}
+
+/// The kind of `error` (`PI_ERROR_KIND_NULL_ARGUMENT` when `error` is NULL).
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_error_get_kind(error: *const pi_error) -> pi_error_kind {
+    ffi_boundary! {
+        opt_ref(error).map_or(pi_error_kind::NullArgument, |error| error.kind)
+    }
+}
+
+/// The message of `error` (empty when `error` is NULL). Valid until `pi_error_free(error)`.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_error_message(error: *const pi_error) -> pi_str {
+    ffi_boundary! {
+        opt_ref(error).map_or(pi_str::EMPTY, |error| pi_str::new(&error.message))
+    }
+}
+
+/// Frees an error. NULL is a no-op.
+///
+/// Thread-safety: call once, when no other thread uses `error`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_error_free(error: *mut pi_error) {
+    ffi_boundary! {
+        drop(take_handle(error));
+    }
+}

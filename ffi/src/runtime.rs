@@ -1,0 +1,84 @@
+//! The process-wide tokio runtime the C API drives, and the record of which callback (if any)
+//! the current thread is running, so blocking calls that would deadlock fail instead.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::sync::OnceLock;
+
+use tokio::runtime::Runtime;
+
+use crate::error::{pi_error, pi_error_kind};
+
+/// Worker threads of the runtime. Tool callbacks run on its separate blocking pool.
+const WORKER_THREADS: usize = 2;
+
+/// The runtime, started on first use and never shut down.
+pub(crate) fn runtime() -> Result<&'static Runtime, pi_error> {
+    static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(WORKER_THREADS)
+                .thread_name("pi-agent-runtime")
+                .enable_all()
+                .build()
+                .map_err(|error| error.to_string())
+        })
+        .as_ref()
+        .map_err(|error| {
+            pi_error::new(
+                pi_error_kind::Runtime,
+                format!("cannot start the pi-agent runtime: {error}"),
+            )
+        })
+}
+
+/// Which C callback the current thread is inside.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// None.
+    Outside,
+    /// An agent event callback (on a runtime worker thread); the value identifies the listener.
+    Event(usize),
+    /// A tool callback (on a blocking-pool thread) of the agent identified by the value.
+    Tool(usize),
+}
+
+thread_local! {
+    static SCOPE: Cell<Scope> = const { Cell::new(Scope::Outside) };
+}
+
+/// The callback the current thread is inside.
+pub(crate) fn current_scope() -> Scope {
+    SCOPE.with(Cell::get)
+}
+
+/// Marks the current thread as inside a callback until dropped.
+pub(crate) struct ScopeGuard(Scope);
+
+impl ScopeGuard {
+    pub(crate) fn enter(scope: Scope) -> Self {
+        Self(SCOPE.with(|cell| cell.replace(scope)))
+    }
+}
+
+impl Drop for ScopeGuard {
+    fn drop(&mut self) {
+        SCOPE.with(|cell| cell.set(self.0));
+    }
+}
+
+/// Runs `future` to completion on the runtime, blocking the calling thread. `what` names the C
+/// function for the error raised when called from an event callback.
+pub(crate) fn block_on<F: Future>(what: &str, future: F) -> Result<F::Output, pi_error> {
+    if let Scope::Event(_) = current_scope() {
+        return Err(pi_error::new(
+            pi_error_kind::CalledFromCallback,
+            format!(
+                "`{what}` blocks, so it cannot be called from an event callback (which runs on a \
+                 runtime thread)"
+            ),
+        ));
+    }
+    Ok(runtime()?.block_on(future))
+}

@@ -1,0 +1,224 @@
+//! `pi_stream`: one streamed model response (pi's `stream()`), read as a pull iterator.
+
+use std::ffi::c_char;
+use std::sync::{Mutex, PoisonError};
+
+use futures::StreamExt;
+use pi_agent::ai::{AssistantMessageEventStream, Context};
+use tokio_util::sync::CancellationToken;
+
+use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::model::pi_model;
+use crate::options::stream_options;
+use crate::runtime::{block_on, runtime};
+use crate::string::{into_c_string, pi_str};
+
+/// What a stream event is (pi's `AssistantMessageEvent` `type`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum pi_stream_event_kind {
+    /// Not a stream event (used in `pi_agent_event` for events other than `message_update`).
+    None = 0,
+    /// `start`: the request succeeded; the message has no content yet.
+    Start = 1,
+    /// `text_start`: a text block opens at `content_index`.
+    TextStart = 2,
+    /// `text_delta`: more text (`delta`).
+    TextDelta = 3,
+    /// `text_end`: the text block is complete.
+    TextEnd = 4,
+    /// `thinking_start`: a reasoning block opens.
+    ThinkingStart = 5,
+    /// `thinking_delta`: more reasoning text (`delta`).
+    ThinkingDelta = 6,
+    /// `thinking_end`: the reasoning block is complete.
+    ThinkingEnd = 7,
+    /// `toolcall_start`: a tool call opens (`id` and `toolName` in the JSON).
+    ToolcallStart = 8,
+    /// `toolcall_delta`: a fragment of the arguments' JSON (`delta`).
+    ToolcallDelta = 9,
+    /// `toolcall_end`: the tool call is complete (`toolCall` in the JSON).
+    ToolcallEnd = 10,
+    /// `done`: terminal; the response is complete (`message` in the JSON).
+    Done = 11,
+    /// `error`: terminal; the request failed or was aborted (`error` in the JSON: the partial
+    /// message with `stopReason` `error` or `aborted` and `errorMessage`).
+    Error = 12,
+}
+
+/// One stream event, filled in by `pi_stream_next`. `delta` and `json` are borrowed from the
+/// stream and valid until the next `pi_stream_next`, `pi_stream_result_json` or
+/// `pi_stream_free` on it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct pi_event {
+    /// The event kind.
+    pub kind: pi_stream_event_kind,
+    /// The content block index for block events; else 0.
+    pub content_index: usize,
+    /// The new text of `*_DELTA` events (for `TOOLCALL_DELTA`: a JSON fragment); else empty.
+    pub delta: pi_str,
+    /// The whole event as pi-shaped JSON, e.g. `{"type":"text_delta","contentIndex":0,"delta":"Hi"}`.
+    pub json: pi_str,
+}
+
+/// A streamed model response. Every request failure (HTTP, network, provider, abort) arrives
+/// as the terminal `ERROR` event, never as a `pi_error`.
+///
+/// Thread-safety: `pi_stream_next` and `pi_stream_result_json` from one thread at a time (they
+/// block, so not from an event callback); `pi_stream_abort` from any thread at any time;
+/// `pi_stream_free` once, after the last other call has returned.
+pub struct pi_stream {
+    signal: CancellationToken,
+    state: Mutex<StreamState>,
+}
+
+struct StreamState {
+    events: AssistantMessageEventStream,
+    finished: bool,
+    json: String,
+    delta: String,
+}
+
+/// Starts a request to `model` and writes the stream to `*stream_out` (free it with
+/// `pi_stream_free`). `context_json` is a pi `Context`:
+/// `{"systemPrompt":"...","messages":[...],"tools":[{"name","description","parameters"}]}`.
+/// `options_json` may be NULL, or an object with any of `apiKey` (else the provider's
+/// environment variable, e.g. `OPENAI_API_KEY`), `temperature`, `maxTokens`, `headers` (object
+/// of strings), `sessionId`, `reasoning` (`"minimal"` ... `"xhigh"`), `toolChoice`,
+/// `cacheRetention` (`"none"`, `"short"`, `"long"`), `maxRetries`, `maxRetryDelayMs`,
+/// `requestTimeoutMs`, `idleTimeoutMs`. Unknown keys are rejected.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_open(
+    model: *const pi_model,
+    context_json: *const c_char,
+    options_json: *const c_char,
+    stream_out: *mut *mut pi_stream,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let model = arg_ref(model, "model")?;
+        let context: Context = parse_json(arg_str(context_json, "context_json")?, "context_json")?;
+        let mut options = stream_options(arg_opt_str(options_json, "options_json")?)?;
+        let out = Out::new(stream_out, "stream_out")?;
+        let signal = CancellationToken::new();
+        options.signal = Some(signal.clone());
+        let events = {
+            let _runtime = runtime()?.enter();
+            pi_agent::ai::stream(&model.model, &context, &options)
+        };
+        out.write(into_handle(pi_stream {
+            signal,
+            state: Mutex::new(StreamState {
+                events,
+                finished: false,
+                json: String::new(),
+                delta: String::new(),
+            }),
+        }));
+        Ok(())
+    }
+}
+
+/// Blocks until the next event, writes it to `*event_out` and returns `true`; returns `false`
+/// (leaving `*event_out` untouched) once the terminal `DONE` or `ERROR` event has been
+/// returned, so `while (pi_stream_next(s, &e))` sees every event exactly once. Also returns
+/// `false` for NULL arguments and when called from an event callback.
+///
+/// Thread-safety: one thread at a time per stream; not from an event callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_event) -> bool {
+    ffi_boundary! {
+        let Some(stream) = opt_ref(stream) else {
+            return false;
+        };
+        let Ok(out) = Out::new(event_out, "event_out") else {
+            return false;
+        };
+        let mut state = stream.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.finished {
+            return false;
+        }
+        let Ok(next) = block_on("pi_stream_next", state.events.next()) else {
+            return false;
+        };
+        let Some(event) = next else {
+            state.finished = true;
+            return false;
+        };
+        state.finished = event.is_terminal();
+        state.json = serde_json::to_string(&event).unwrap_or_default();
+        state.delta = event.delta().unwrap_or("").to_owned();
+        out.write(pi_event {
+            kind: pi_stream_event_kind::of(&event),
+            content_index: event.content_index().unwrap_or(0),
+            delta: pi_str::new(&state.delta),
+            json: pi_str::new(&state.json),
+        });
+        true
+    }
+}
+
+/// Writes the final assistant message as pi-shaped JSON to `*json_out` (free it with
+/// `pi_string_free`). If the stream has not ended yet, blocks until it has, discarding the
+/// remaining events. Its `stopReason` is `stop`, `length` or `toolUse`, or `error` / `aborted`
+/// with `errorMessage` set.
+///
+/// Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK`.
+/// Thread-safety: one thread at a time per stream; not from an event callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_result_json(
+    stream: *mut pi_stream,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let stream = arg_ref(stream, "stream")?;
+        let out = Out::new(json_out, "json_out")?;
+        let mut state = stream.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if !state.finished {
+            block_on("pi_stream_result_json", async {
+                while let Some(event) = state.events.next().await {
+                    if event.is_terminal() {
+                        break;
+                    }
+                }
+            })?;
+            state.finished = true;
+        }
+        let message = state.events.final_message().ok_or_else(|| {
+            pi_error::new(pi_error_kind::Runtime, "the stream ended without a final message")
+        })?;
+        let json = serde_json::to_string(&message)
+            .map_err(|error| pi_error::invalid_json("message", &error))?;
+        out.write(into_c_string(json));
+        Ok(())
+    }
+}
+
+/// Aborts the request (no-op when it has ended, or `stream` is NULL). Returns at once; the
+/// stream then ends with an `ERROR` event whose message has `stopReason` `aborted`.
+///
+/// Thread-safety: may be called from any thread at any time before `pi_stream_free`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_abort(stream: *const pi_stream) {
+    ffi_boundary! {
+        if let Some(stream) = opt_ref(stream) {
+            stream.signal.cancel();
+        }
+    }
+}
+
+/// Frees a stream, aborting the request if it is still running. NULL is a no-op.
+///
+/// Thread-safety: call once, after the last other call on the stream has returned.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_free(stream: *mut pi_stream) {
+    ffi_boundary! {
+        if let Some(stream) = take_handle(stream) {
+            stream.signal.cancel();
+        }
+    }
+}

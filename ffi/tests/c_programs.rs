@@ -1,0 +1,210 @@
+//! Compiles the C programs (`tests/c/ffi_test.c`, `examples/c/agent.c`) with
+//! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with the cdylib
+//! cargo built for this test run (`target/<profile>/deps/libpi_agent.so`, found from the test
+//! executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an rpath, and runs them:
+//! natively, and the offline cases again under valgrind when it is installed.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use pi_mock_server::MockServer;
+use serde_json::json;
+
+/// Generous: a debug build under valgrind is slow.
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("ffi/ has a parent")
+        .to_path_buf()
+}
+
+/// `target/<profile>/deps`, where this test executable is and where cargo writes the cdylib it
+/// builds for the tests (the lib's `rlib` crate type makes the tests depend on it; only a
+/// top-level `cargo build` copies it up to `target/<profile>`).
+fn library_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe
+        .parent()
+        .expect("the test executable has a directory")
+        .to_path_buf();
+    let library = dir.join(format!(
+        "{}pi_agent{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    assert!(
+        library.exists(),
+        "{} is missing (cargo builds it with the tests)",
+        library.display()
+    );
+    dir
+}
+
+/// Compiles one C source into an executable in cargo's per-test scratch directory.
+fn compile(source: &str, name: &str) -> PathBuf {
+    let root = repo_root();
+    let lib_dir = library_dir();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
+    let output = Command::new(&compiler)
+        .args(["-Wall", "-Wextra", "-Werror", "-std=c11", "-pthread", "-g"])
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join(source))
+        .arg("-o")
+        .arg(&out)
+        .arg("-L")
+        .arg(&lib_dir)
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .arg("-lpi_agent")
+        .output()
+        .unwrap_or_else(|error| panic!("cannot run {compiler}: {error}"));
+    assert!(
+        output.status.success(),
+        "compiling {source} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
+/// Runs `command`, killing it after [`TIMEOUT`].
+fn run(mut command: Command) -> Output {
+    let description = format!("{command:?}");
+    // cargo's `LD_LIBRARY_PATH` lists `target/<profile>` (which may hold an older, copied-up
+    // library) and would win over the rpath: point it at the library built for this run.
+    let mut child = command
+        .env("LD_LIBRARY_PATH", library_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| panic!("cannot run {description}: {error}"));
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut buffer = Vec::new();
+        let _ = stdout.read_to_end(&mut buffer);
+        buffer
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buffer = Vec::new();
+        let _ = stderr.read_to_end(&mut buffer);
+        buffer
+    });
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{description} timed out after {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out_reader.join().unwrap(),
+        stderr: err_reader.join().unwrap(),
+    }
+}
+
+fn assert_success(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn valgrind_available() -> bool {
+    Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+#[test]
+fn c_test_faux() {
+    let exe = compile("tests/c/ffi_test.c", "ffi_test_faux");
+    let mut command = Command::new(&exe);
+    command.arg("faux");
+    let output = run(command);
+    assert_success(&output, "ffi_test faux");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_test faux: ok"));
+}
+
+#[test]
+fn c_test_faux_under_valgrind() {
+    if !valgrind_available() {
+        println!("note: valgrind is not installed; skipping the valgrind run of ffi_test");
+        return;
+    }
+    let exe = compile("tests/c/ffi_test.c", "ffi_test_valgrind");
+    let mut command = Command::new("valgrind");
+    command
+        .args([
+            "--quiet",
+            "--error-exitcode=99",
+            "--leak-check=full",
+            "--errors-for-leak-kinds=definite",
+        ])
+        .arg(&exe)
+        .arg("faux");
+    let output = run(command);
+    assert_success(&output, "valgrind ffi_test faux");
+}
+
+#[test]
+fn c_test_mock_server() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push_all([
+        json!({"text": "Hello from the mock server!"}),
+        json!({"status": 401, "body": {"error": {
+            "message": "Incorrect API key provided",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key"
+        }}}),
+        json!({"text": "This reply is cut off by a dropped connection.", "drop_after_bytes": 120}),
+        json!({"tool_calls": [{"id": "call_1", "name": "calculator",
+            "arguments": {"expression": "6 * 7"}}]}),
+        json!({"text": "The answer is 42."}),
+    ]);
+    let exe = compile("tests/c/ffi_test.c", "ffi_test_mock");
+    let mut command = Command::new(&exe);
+    command.arg("mock").arg(server.base_url());
+    let output = run(command);
+    assert_success(&output, "ffi_test mock");
+    assert_eq!(server.pending(), 0, "every scripted reply was used");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 5);
+    assert_eq!(requests[0].header("authorization"), Some("Bearer test-key"));
+    // The agent's second request carries the C tool's result.
+    let last = requests[4].body.to_string();
+    assert!(last.contains("\"tool_call_id\":\"call_1\""), "{last}");
+    drop(server);
+}
+
+#[test]
+fn c_example_agent() {
+    let exe = compile("examples/c/agent.c", "agent_example");
+    let mut command = Command::new(&exe);
+    command.env_remove("PI_MODEL_JSON").env_remove("PI_API_KEY");
+    let output = run(command);
+    assert_success(&output, "examples/c/agent");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("[calculator] 6 * 7 = 42"), "{stdout}");
+    assert!(stdout.contains("assistant: 6 * 7 is 42."), "{stdout}");
+}
