@@ -17,14 +17,30 @@ pub struct CustomMessage {
     pub fields: Map<String, Value>,
 }
 
-/// One transcript entry.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One transcript entry. JSON with role `user`, `assistant` or `toolResult` must be a valid LLM
+/// message (a malformed one is an error, not silently a custom message); any other role is a
+/// custom message.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum AgentMessage {
     /// A user, assistant or tool-result message.
     Llm(Message),
     /// An application-defined message.
     Custom(CustomMessage),
+}
+
+impl<'de> Deserialize<'de> for AgentMessage {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let value = Value::deserialize(deserializer)?;
+        match value.get("role").and_then(Value::as_str) {
+            Some("user" | "assistant" | "toolResult") => {
+                serde_json::from_value(value).map(Self::Llm).map_err(D::Error::custom)
+            }
+            Some(_) => serde_json::from_value(value).map(Self::Custom).map_err(D::Error::custom),
+            None => Err(D::Error::custom("a message needs a string `role`")),
+        }
+    }
 }
 
 impl AgentMessage {
@@ -117,5 +133,8 @@ mod tests {
             serde_json::to_value(&transcript[1]).unwrap(),
             json!({"role": "notification", "text": "build finished", "level": 2})
         );
+        let malformed = serde_json::from_value::<AgentMessage>(json!({"role": "user"}));
+        assert!(malformed.unwrap_err().to_string().contains("content"));
+        assert!(serde_json::from_value::<AgentMessage>(json!({"text": "no role"})).is_err());
     }
 }

@@ -221,7 +221,13 @@ fn spawn_call(
                 None => std::future::pending().await,
             }
         };
+        // Biased so that an abort that races a finishing tool always wins: the run is ending.
         let outcome = tokio::select! {
+            biased;
+            () = signal.cancelled() => {
+                abort.abort();
+                return (index, Outcome::error(TOOL_ABORTED));
+            }
             joined = handle => match joined {
                 Ok(Ok(Ok(result))) => Outcome { result, is_error: false },
                 Ok(Ok(Err(ToolError(message)))) => Outcome::error(message),
@@ -229,10 +235,6 @@ fn spawn_call(
                 Err(join) if join.is_panic() => Outcome::error(format!("Tool {name} panicked")),
                 Err(_) => Outcome::error(TOOL_ABORTED),
             },
-            () = signal.cancelled() => {
-                abort.abort();
-                return (index, Outcome::error(TOOL_ABORTED));
-            }
             () = deadline => {
                 abort.abort();
                 let limit = timeout.unwrap_or_default();
