@@ -522,6 +522,72 @@ impl Agent {
         lock(&self.inner.settings).stream_fn = stream_fn;
     }
 
+    /// Removes the tool named `name`; returns whether there was one.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        let mut state = lock(&self.inner.state);
+        let before = state.tools.len();
+        state.tools.retain(|tool| tool.name() != name);
+        state.tools.len() != before
+    }
+
+    /// Sets or clears `transform_context` (for later runs).
+    pub fn set_transform_context(&self, hook: Option<TransformContext>) {
+        lock(&self.inner.settings).transform_context = hook;
+    }
+
+    /// Sets or clears `before_tool_call` (for later runs).
+    pub fn set_before_tool_call(&self, hook: Option<BeforeToolCall>) {
+        lock(&self.inner.settings).before_tool_call = hook;
+    }
+
+    /// Sets or clears `after_tool_call` (for later runs).
+    pub fn set_after_tool_call(&self, hook: Option<AfterToolCall>) {
+        lock(&self.inner.settings).after_tool_call = hook;
+    }
+
+    /// Sets or clears `should_stop_after_turn` (for later runs).
+    pub fn set_should_stop_after_turn(&self, hook: Option<ShouldStopAfterTurn>) {
+        lock(&self.inner.settings).should_stop_after_turn = hook;
+    }
+
+    /// Sets or clears the per-call API key lookup (for later runs).
+    pub fn set_get_api_key(&self, hook: Option<GetApiKey>) {
+        lock(&self.inner.settings).get_api_key = hook;
+    }
+
+    /// Replaces the transcript → LLM conversion (for later runs).
+    pub fn set_convert_to_llm(&self, convert: ConvertToLlm) {
+        lock(&self.inner.settings).convert_to_llm = convert;
+    }
+
+    /// Sets or clears the stream idle watchdog (for later runs).
+    pub fn set_stream_idle_timeout(&self, timeout: Option<std::time::Duration>) {
+        lock(&self.inner.settings).stream_idle_timeout = timeout;
+    }
+
+    /// Sets or clears the tool watchdog (for later runs).
+    pub fn set_tool_timeout(&self, timeout: Option<std::time::Duration>) {
+        lock(&self.inner.settings).tool_timeout = timeout;
+    }
+
+    /// The options sent with every LLM call.
+    pub fn stream_options(&self) -> StreamOptions {
+        lock(&self.inner.settings).stream_options.clone()
+    }
+
+    /// The tool execution mode.
+    pub fn tool_execution(&self) -> ToolExecutionMode {
+        lock(&self.inner.settings).tool_execution
+    }
+
+    /// The steering and follow-up queue modes.
+    pub fn queue_modes(&self) -> (QueueMode, QueueMode) {
+        (
+            lock(&self.inner.steering).mode,
+            lock(&self.inner.follow_up).mode,
+        )
+    }
+
     async fn run(&self, start: RunStart, busy: AgentError) -> Result<(), AgentError> {
         let signal = CancellationToken::new();
         let (idle_tx, idle_rx) = watch::channel(false);
