@@ -34,10 +34,12 @@ impl<'de> Deserialize<'de> for AgentMessage {
         use serde::de::Error as _;
         let value = Value::deserialize(deserializer)?;
         match value.get("role").and_then(Value::as_str) {
-            Some("user" | "assistant" | "toolResult") => {
-                serde_json::from_value(value).map(Self::Llm).map_err(D::Error::custom)
-            }
-            Some(_) => serde_json::from_value(value).map(Self::Custom).map_err(D::Error::custom),
+            Some("user" | "assistant" | "toolResult") => serde_json::from_value(value)
+                .map(Self::Llm)
+                .map_err(D::Error::custom),
+            Some(_) => serde_json::from_value(value)
+                .map(Self::Custom)
+                .map_err(D::Error::custom),
             None => Err(D::Error::custom("a message needs a string `role`")),
         }
     }
