@@ -1,0 +1,361 @@
+"""Tools from plain Python functions: the ``@tool`` decorator and the JSON Schema derivation
+behind ``Tool.from_function``."""
+
+from __future__ import annotations
+
+import collections.abc
+import dataclasses
+import enum
+import inspect
+import re
+import sys
+import types
+import typing
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
+
+from ._core import Tool
+
+__all__ = ["tool", "function_schema", "describe_function"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_UNION_TYPES: Tuple[Any, ...] = (Union,)
+if sys.version_info >= (3, 10):
+    _UNION_TYPES = (Union, types.UnionType)
+
+_ARRAY_ORIGINS = (
+    list,
+    set,
+    frozenset,
+    collections.abc.Sequence,
+    collections.abc.MutableSequence,
+    collections.abc.Set,
+    collections.abc.MutableSet,
+    collections.abc.Iterable,
+)
+_OBJECT_ORIGINS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+
+_PRIMITIVES: Dict[Any, str] = {
+    str: "string",
+    int: "integer",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    parameters: Optional[Mapping[str, Any]] = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Optional[Callable[..., Any]] = None,
+    /,
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    parameters: Optional[Mapping[str, Any]] = None,
+) -> Any:
+    """Turns a function (sync or ``async def``) into a :class:`Tool`.
+
+    Use bare (``@tool``) or with overrides (``@tool(name="calc")``). The name defaults to the
+    function's name, the description to the first paragraph of its docstring, and the
+    parameters' JSON Schema is derived from the signature (see :func:`function_schema`).
+    The decorated object is still callable like the function.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Tool:
+        return Tool.from_function(fn, name=name, description=description, parameters=parameters)
+
+    if function is not None:
+        return wrap(function)
+    return wrap
+
+
+def describe_function(
+    function: Callable[..., Any],
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    parameters: Optional[Mapping[str, Any]] = None,
+) -> Tuple[str, str, Dict[str, Any]]:
+    """``(name, description, parameters)`` of a tool made from ``function``; explicit values win."""
+    if not callable(function):
+        raise TypeError(f"a tool needs a callable, not {type(function).__name__}")
+    target = inspect.unwrap(function)
+    if isinstance(target, type) or not hasattr(target, "__name__"):
+        fallback_name = getattr(type(target), "__name__", "tool")
+    else:
+        fallback_name = target.__name__
+    doc = inspect.getdoc(target) or ""
+    summary, param_docs = _parse_docstring(doc)
+    if parameters is None:
+        schema = function_schema(function, param_docs)
+    else:
+        schema = dict(parameters)
+    return (
+        name if name is not None else fallback_name,
+        description if description is not None else summary,
+        schema,
+    )
+
+
+def function_schema(
+    function: Callable[..., Any], descriptions: Optional[Mapping[str, str]] = None
+) -> Dict[str, Any]:
+    """The JSON Schema (an object) of ``function``'s keyword arguments.
+
+    Type hints map to JSON types: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list[T]``,
+    ``tuple``, ``dict[str, T]``, ``Optional[T]``/``T | None``, ``Union``, ``Literal``, ``Enum``,
+    ``TypedDict``, dataclasses, ``Annotated[T, "description"]`` and ``Any``. Parameters with a
+    default are not required. ``descriptions`` (default: parsed from the docstring's ``Args:``
+    or ``:param x:`` lines) become the properties' descriptions.
+    """
+    if descriptions is None:
+        _, descriptions = _parse_docstring(inspect.getdoc(inspect.unwrap(function)) or "")
+    signature = inspect.signature(function)
+    hints = _type_hints(function)
+    properties: Dict[str, Any] = {}
+    required: List[str] = []
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise TypeError(
+                f"tool parameter `{parameter.name}` is positional-only; tools are called with "
+                "keyword arguments"
+            )
+        annotation = hints.get(parameter.name, parameter.annotation)
+        try:
+            schema = _schema(annotation)
+        except TypeError as error:
+            raise TypeError(
+                f"cannot derive a JSON Schema for parameter `{parameter.name}` of "
+                f"{getattr(function, '__qualname__', function)!r}: {error}; pass parameters=..."
+            ) from None
+        description = descriptions.get(parameter.name)
+        if description and "description" not in schema:
+            schema = {**schema, "description": description}
+        if parameter.default is parameter.empty:
+            required.append(parameter.name)
+        elif _is_json(parameter.default):
+            schema = {**schema, "default": parameter.default}
+        properties[parameter.name] = schema
+    result: Dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    return result
+
+
+def _type_hints(function: Callable[..., Any]) -> Dict[str, Any]:
+    target = inspect.unwrap(function)
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        target = getattr(target, "__call__", target)
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception:  # unresolvable forward references: fall back to the raw annotations
+        return dict(getattr(target, "__annotations__", {}))
+
+
+def _schema(annotation: Any) -> Dict[str, Any]:
+    if annotation is inspect.Parameter.empty or annotation is Any or annotation is object:
+        return {}
+    if annotation is None:
+        return {"type": "null"}
+    if isinstance(annotation, str):
+        raise TypeError(f"unresolved annotation {annotation!r}")
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        schema = _schema(args[0])
+        notes = [note for note in args[1:] if isinstance(note, str)]
+        if notes and "description" not in schema:
+            schema = {**schema, "description": " ".join(notes)}
+        return schema
+    if annotation in _PRIMITIVES:
+        return {"type": _PRIMITIVES[annotation]}
+    if origin in _UNION_TYPES:
+        return _union(args)
+    if origin is typing.Literal:
+        return _literal(args)
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return _literal(tuple(member.value for member in annotation))
+    if annotation in (list, tuple, set, frozenset) or origin in _ARRAY_ORIGINS:
+        array: Dict[str, Any] = {"type": "array"}
+        if args and args[0] is not Any:
+            array["items"] = _schema(args[0])
+        return array
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": _schema(args[0])}
+        items = [_schema(arg) for arg in args]
+        return {"type": "array", "prefixItems": items, "minItems": len(items), "maxItems": len(items)}
+    if annotation is dict or origin in _OBJECT_ORIGINS:
+        mapping: Dict[str, Any] = {"type": "object"}
+        if len(args) == 2 and args[1] is not Any:
+            mapping["additionalProperties"] = _schema(args[1])
+        return mapping
+    if isinstance(annotation, type):
+        if _is_typeddict(annotation):
+            return _object(
+                typing.get_type_hints(annotation, include_extras=True),
+                getattr(annotation, "__required_keys__", frozenset()),
+            )
+        if dataclasses.is_dataclass(annotation):
+            fields = dataclasses.fields(annotation)
+            hints = typing.get_type_hints(annotation, include_extras=True)
+            required = {
+                f.name
+                for f in fields
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            }
+            return _object({f.name: hints.get(f.name, Any) for f in fields}, required)
+        schema_method = getattr(annotation, "model_json_schema", None)  # pydantic models
+        if callable(schema_method):
+            return dict(schema_method())
+    raise TypeError(f"unsupported type {annotation!r}")
+
+
+def _union(args: Tuple[Any, ...]) -> Dict[str, Any]:
+    schemas = [_schema(arg) for arg in args]
+    if any(schema == {} for schema in schemas):
+        return {}
+    simple = [schema.get("type") for schema in schemas]
+    if all(len(schema) == 1 and isinstance(kind, str) for schema, kind in zip(schemas, simple)):
+        return {"type": list(dict.fromkeys(simple))}
+    return {"anyOf": schemas}
+
+
+def _literal(values: Tuple[Any, ...]) -> Dict[str, Any]:
+    schema: Dict[str, Any] = {"enum": list(values)}
+    kinds = {_PRIMITIVES.get(type(value)) for value in values}
+    if len(kinds) == 1 and None not in kinds:
+        schema = {"type": kinds.pop(), **schema}
+    return schema
+
+
+def _object(hints: Mapping[str, Any], required: Any) -> Dict[str, Any]:
+    schema: Dict[str, Any] = {
+        "type": "object",
+        "properties": {key: _schema(value) for key, value in hints.items()},
+    }
+    required = [key for key in hints if key in required]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _is_typeddict(annotation: type) -> bool:
+    return issubclass(annotation, dict) and hasattr(annotation, "__total__")
+
+
+def _is_json(value: Any) -> bool:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_is_json(item) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(key, str) and _is_json(item) for key, item in value.items())
+    return False
+
+
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments):\s*$")
+_GOOGLE_ARG = re.compile(r"^(\*{0,2}\w+)\s*(?:\(([^)]*)\))?\s*:\s*(.*)$")
+_SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+_NUMPY_ARG = re.compile(r"^(\w+)\s*(?::.*)?$")
+
+
+def _parse_docstring(doc: str) -> Tuple[str, Dict[str, str]]:
+    """(first paragraph, {parameter: description}) of a Google, Sphinx or NumPy docstring."""
+    lines = doc.expandtabs().splitlines()
+    summary_lines: List[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or _SECTION.match(stripped) or stripped.startswith(":"):
+            break
+        summary_lines.append(stripped)
+    summary = " ".join(summary_lines)
+    params: Dict[str, str] = {}
+    params.update(_google_params(lines))
+    params.update(_sphinx_params(lines))
+    params.update(_numpy_params(lines))
+    return summary, params
+
+
+def _google_params(lines: List[str]) -> Dict[str, str]:
+    params: Dict[str, str] = {}
+    in_section = False
+    base_indent = -1
+    current: Optional[str] = None
+    for line in lines:
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if _SECTION.match(stripped):
+            in_section, base_indent, current = True, -1, None
+            continue
+        if not in_section:
+            continue
+        if not stripped:
+            current = None
+            continue
+        if base_indent < 0:
+            base_indent = indent
+        if indent < base_indent or (indent == 0 and stripped.endswith(":")):
+            in_section = False
+            continue
+        match = _GOOGLE_ARG.match(stripped) if indent == base_indent else None
+        if match:
+            current = match.group(1).lstrip("*")
+            params[current] = match.group(3).strip()
+        elif current is not None:
+            params[current] = (params[current] + " " + stripped).strip()
+    return params
+
+
+def _sphinx_params(lines: List[str]) -> Dict[str, str]:
+    params: Dict[str, str] = {}
+    current: Optional[str] = None
+    for line in lines:
+        stripped = line.strip()
+        match = _SPHINX_PARAM.match(stripped)
+        if match:
+            current = match.group(1)
+            params[current] = match.group(2).strip()
+        elif stripped.startswith(":") or not stripped:
+            current = None
+        elif current is not None:
+            params[current] = (params[current] + " " + stripped).strip()
+    return params
+
+
+def _numpy_params(lines: List[str]) -> Dict[str, str]:
+    params: Dict[str, str] = {}
+    for index, line in enumerate(lines[:-1]):
+        if line.strip() == "Parameters" and set(lines[index + 1].strip()) == {"-"}:
+            current: Optional[str] = None
+            body = lines[index + 2 :]
+            for position, entry in enumerate(body):
+                stripped = entry.strip()
+                if not stripped:
+                    continue
+                following = body[position + 1].strip() if position + 1 < len(body) else ""
+                if following and set(following) == {"-"}:
+                    break  # the next section's header
+                if entry == entry.lstrip():
+                    match = _NUMPY_ARG.match(stripped)
+                    if not match:
+                        break
+                    current = match.group(1)
+                    params[current] = ""
+                elif current is not None:
+                    params[current] = (params[current] + " " + stripped).strip()
+            break
+    return params

@@ -1,0 +1,522 @@
+"""Types of the dicts that cross the boundary: messages, content blocks, usage, contexts and
+events, shaped exactly like pi's JSON (camelCase keys, ``role`` and ``type`` tags).
+
+These are ``TypedDict``s for type checkers only: at run time every message and event is a
+plain ``dict`` (so ``json.dumps`` works on them and on whole transcripts). Narrow a union on
+its tag::
+
+    def on_event(event: AgentEvent) -> None:
+        if event["type"] == "message_update":
+            update = event["assistantMessageEvent"]
+            if update["type"] == "text_delta":
+                print(update["delta"], end="")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, TypedDict, Union
+
+if TYPE_CHECKING:
+    from ._core import Model
+
+__all__ = [
+    "StopReason",
+    "TextContent",
+    "ThinkingContent",
+    "ImageContent",
+    "ToolCall",
+    "UserContent",
+    "AssistantContent",
+    "UsageCost",
+    "Usage",
+    "UserMessage",
+    "AssistantMessage",
+    "ToolResultMessage",
+    "Message",
+    "CustomMessage",
+    "AgentMessage",
+    "ToolDefinition",
+    "Context",
+    "AgentToolResult",
+    "ModelCost",
+    "ModelDict",
+    "StartEvent",
+    "TextStartEvent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "ThinkingStartEvent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ToolCallStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "AssistantMessageEvent",
+    "AssistantMessageEventType",
+    "AgentStartEvent",
+    "AgentEndEvent",
+    "TurnStartEvent",
+    "TurnEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "MessageEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolExecutionEndEvent",
+    "AgentEvent",
+    "AgentEventType",
+    "ThinkingLevel",
+    "ToolExecutionMode",
+    "QueueMode",
+    "CacheRetention",
+    "StreamOptions",
+]
+
+StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
+"""Why the model stopped. ``error`` and ``aborted`` come with ``errorMessage``."""
+
+ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
+ToolExecutionMode = Literal["parallel", "sequential"]
+QueueMode = Literal["all", "one-at-a-time"]
+CacheRetention = Literal["none", "short", "long"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Content blocks
+
+
+class _TextContentOptional(TypedDict, total=False):
+    textSignature: str
+
+
+class TextContent(_TextContentOptional):
+    """``{"type": "text", "text": ...}``."""
+
+    type: Literal["text"]
+    text: str
+
+
+class _ThinkingContentOptional(TypedDict, total=False):
+    thinkingSignature: str
+    redacted: bool
+
+
+class ThinkingContent(_ThinkingContentOptional):
+    """A reasoning block."""
+
+    type: Literal["thinking"]
+    thinking: str
+
+
+class ImageContent(TypedDict):
+    """A base64 image (no ``data:`` prefix)."""
+
+    type: Literal["image"]
+    data: str
+    mimeType: str
+
+
+class _ToolCallOptional(TypedDict, total=False):
+    thoughtSignature: str
+
+
+class ToolCall(_ToolCallOptional):
+    """A tool call requested by the model."""
+
+    type: Literal["toolCall"]
+    id: str
+    name: str
+    arguments: Dict[str, Any]
+
+
+UserContent = Union[TextContent, ImageContent]
+AssistantContent = Union[TextContent, ThinkingContent, ToolCall]
+
+
+# ---------------------------------------------------------------------------------------------
+# Usage
+
+
+class UsageCost(TypedDict):
+    """Cost in USD."""
+
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+    total: float
+
+
+class Usage(TypedDict):
+    """Token counts of one response."""
+
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    totalTokens: int
+    cost: UsageCost
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages
+
+
+class UserMessage(TypedDict):
+    """A message from the user; ``content`` is a str or a list of text/image blocks."""
+
+    role: Literal["user"]
+    content: Union[str, List[UserContent]]
+    timestamp: int
+
+
+class _AssistantMessageOptional(TypedDict, total=False):
+    responseModel: str
+    responseId: str
+    diagnostics: List[Any]
+    errorMessage: str
+
+
+class AssistantMessage(_AssistantMessageOptional):
+    """A message produced by a model."""
+
+    role: Literal["assistant"]
+    content: List[AssistantContent]
+    api: str
+    provider: str
+    model: str
+    usage: Usage
+    stopReason: StopReason
+    timestamp: int
+
+
+class _ToolResultMessageOptional(TypedDict, total=False):
+    details: Any
+
+
+class ToolResultMessage(_ToolResultMessageOptional):
+    """The result of a tool call, sent back to the model."""
+
+    role: Literal["toolResult"]
+    toolCallId: str
+    toolName: str
+    content: List[UserContent]
+    isError: bool
+    timestamp: int
+
+
+Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
+"""A message an LLM understands."""
+
+CustomMessage = Dict[str, Any]
+"""An application-defined transcript entry: any dict whose ``role`` is not an LLM role."""
+
+AgentMessage = Union[UserMessage, AssistantMessage, ToolResultMessage, CustomMessage]
+"""One transcript entry of an agent."""
+
+
+class ToolDefinition(TypedDict):
+    """A tool as the LLM sees it."""
+
+    name: str
+    description: str
+    parameters: Dict[str, Any]
+
+
+class _ContextOptional(TypedDict, total=False):
+    systemPrompt: str
+    tools: List[ToolDefinition]
+
+
+class Context(_ContextOptional):
+    """What one request sends (``pi_agent.stream``/``complete``)."""
+
+    messages: List[Message]
+
+
+class _AgentToolResultOptional(TypedDict, total=False):
+    details: Any
+    terminate: bool
+
+
+class AgentToolResult(_AgentToolResultOptional):
+    """What a tool returns in full form (a tool may also return a str or any JSON value)."""
+
+    content: List[UserContent]
+
+
+class ModelCost(TypedDict):
+    """Prices in USD per million tokens."""
+
+    input: float
+    output: float
+    cacheRead: float
+    cacheWrite: float
+
+
+class _ModelDictOptional(TypedDict, total=False):
+    name: str
+    baseUrl: str
+    reasoning: bool
+    thinkingLevelMap: Dict[str, Union[str, None]]
+    input: List[Literal["text", "image"]]
+    cost: ModelCost
+    contextWindow: int
+    maxTokens: int
+    headers: Dict[str, str]
+    compat: Dict[str, Any]
+
+
+class ModelDict(_ModelDictOptional):
+    """A model in pi's JSON shape (``Model.to_dict()`` / ``Model.from_dict()``)."""
+
+    id: str
+    api: str
+    provider: str
+
+
+# ---------------------------------------------------------------------------------------------
+# AssistantMessageEvent: one step of a streamed response (no ``partial`` copies, unlike pi;
+# ``toolcall_start`` carries ``id`` and ``toolName``)
+
+
+class StartEvent(TypedDict):
+    type: Literal["start"]
+    partial: AssistantMessage
+
+
+class TextStartEvent(TypedDict):
+    type: Literal["text_start"]
+    contentIndex: int
+
+
+class TextDeltaEvent(TypedDict):
+    type: Literal["text_delta"]
+    contentIndex: int
+    delta: str
+
+
+class _TextEndEventOptional(TypedDict, total=False):
+    contentSignature: str
+
+
+class TextEndEvent(_TextEndEventOptional):
+    type: Literal["text_end"]
+    contentIndex: int
+    content: str
+
+
+class ThinkingStartEvent(TypedDict):
+    type: Literal["thinking_start"]
+    contentIndex: int
+
+
+class ThinkingDeltaEvent(TypedDict):
+    type: Literal["thinking_delta"]
+    contentIndex: int
+    delta: str
+
+
+class _ThinkingEndEventOptional(TypedDict, total=False):
+    contentSignature: str
+
+
+class ThinkingEndEvent(_ThinkingEndEventOptional):
+    type: Literal["thinking_end"]
+    contentIndex: int
+    content: str
+
+
+class ToolCallStartEvent(TypedDict):
+    type: Literal["toolcall_start"]
+    contentIndex: int
+    id: str
+    toolName: str
+
+
+class ToolCallDeltaEvent(TypedDict):
+    type: Literal["toolcall_delta"]
+    contentIndex: int
+    delta: str
+
+
+class ToolCallEndEvent(TypedDict):
+    type: Literal["toolcall_end"]
+    contentIndex: int
+    toolCall: ToolCall
+
+
+class DoneEvent(TypedDict):
+    """Terminal: the response is complete."""
+
+    type: Literal["done"]
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+
+
+class ErrorEvent(TypedDict):
+    """Terminal: the request failed or was aborted; ``error`` is the partial message."""
+
+    type: Literal["error"]
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+
+
+AssistantMessageEvent = Union[
+    StartEvent,
+    TextStartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    ThinkingStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ToolCallStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    DoneEvent,
+    ErrorEvent,
+]
+
+AssistantMessageEventType = Literal[
+    "start",
+    "text_start",
+    "text_delta",
+    "text_end",
+    "thinking_start",
+    "thinking_delta",
+    "thinking_end",
+    "toolcall_start",
+    "toolcall_delta",
+    "toolcall_end",
+    "done",
+    "error",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# AgentEvent: one step of an agent run, in pi's order
+
+
+class AgentStartEvent(TypedDict):
+    type: Literal["agent_start"]
+
+
+class AgentEndEvent(TypedDict):
+    """The run ended; ``messages`` are the messages this run added."""
+
+    type: Literal["agent_end"]
+    messages: List[AgentMessage]
+
+
+class TurnStartEvent(TypedDict):
+    type: Literal["turn_start"]
+
+
+class TurnEndEvent(TypedDict):
+    type: Literal["turn_end"]
+    message: AgentMessage
+    toolResults: List[ToolResultMessage]
+
+
+class MessageStartEvent(TypedDict):
+    type: Literal["message_start"]
+    message: AgentMessage
+
+
+class MessageUpdateEvent(TypedDict):
+    """The assistant message grew by ``assistantMessageEvent`` (a delta; see
+    ``Agent.streaming_message`` for the whole message so far)."""
+
+    type: Literal["message_update"]
+    assistantMessageEvent: AssistantMessageEvent
+
+
+class MessageEndEvent(TypedDict):
+    type: Literal["message_end"]
+    message: AgentMessage
+
+
+class ToolExecutionStartEvent(TypedDict):
+    type: Literal["tool_execution_start"]
+    toolCallId: str
+    toolName: str
+    args: Any
+
+
+class ToolExecutionUpdateEvent(TypedDict):
+    type: Literal["tool_execution_update"]
+    toolCallId: str
+    toolName: str
+    args: Any
+    partialResult: AgentToolResult
+
+
+class ToolExecutionEndEvent(TypedDict):
+    type: Literal["tool_execution_end"]
+    toolCallId: str
+    toolName: str
+    result: AgentToolResult
+    isError: bool
+
+
+AgentEvent = Union[
+    AgentStartEvent,
+    AgentEndEvent,
+    TurnStartEvent,
+    TurnEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    MessageEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    ToolExecutionEndEvent,
+]
+
+AgentEventType = Literal[
+    "agent_start",
+    "agent_end",
+    "turn_start",
+    "turn_end",
+    "message_start",
+    "message_update",
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_update",
+    "tool_execution_end",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Request options
+
+
+class StreamOptions(TypedDict, total=False):
+    """Keyword options of ``stream``/``complete``/``acomplete`` and ``Agent`` (all optional;
+    ``None`` means unset)."""
+
+    api_key: str
+    """Overrides the provider's key from the environment (``OPENAI_API_KEY``, ...)."""
+    temperature: float
+    max_tokens: int
+    headers: Dict[str, str]
+    """Extra HTTP headers, applied last."""
+    session_id: str
+    """Used for prompt-cache keys."""
+    reasoning: ThinkingLevel
+    """Reasoning level (``stream``/``complete`` only; an agent uses ``thinking_level``)."""
+    tool_choice: Any
+    """Sent as the request's ``tool_choice``."""
+    cache_retention: CacheRetention
+    max_retries: int
+    """Retries of a request that failed before its answer began (408, 409, 429, 5xx,
+    connection errors); ``0`` disables them."""
+    max_retry_delay_ms: int
+    request_timeout_ms: int
+    """Timeout until the response headers arrive, per attempt."""
+    idle_timeout_ms: int
+    """Timeout between two chunks of a streamed body."""
+    on_payload: Callable[[Dict[str, Any], "Model"], Optional[Dict[str, Any]]]
+    """Sees the request body before it is sent; return a dict to send instead."""
+    on_response: Callable[[int, Dict[str, str], "Model"], Any]
+    """Sees the HTTP status and (lowercase) headers once a response arrives."""

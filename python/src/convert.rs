@@ -1,0 +1,156 @@
+//! JSON values <-> Python objects, in one place. Messages, events and contexts cross the
+//! boundary as plain dicts shaped exactly like pi's JSON (core's serde shapes), so this is the
+//! only conversion the binding needs.
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Number, Value};
+
+use crate::model::PyModel;
+use crate::tools::PyTool;
+
+/// A JSON value on its way to Python (converted once attached, e.g. when an async result is
+/// delivered to the event loop).
+pub(crate) struct Json(pub(crate) Value);
+
+impl<'py> IntoPyObject<'py> for Json {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        to_py(py, &self.0)
+    }
+}
+
+/// Builds the Python object for `value` (dicts, lists, str, int, float, bool, None).
+pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(to_py(py, item)?)?;
+            }
+            list.into_any()
+        }
+        Value::Object(map) => {
+            let dict = PyDict::new(py);
+            for (key, item) in map {
+                dict.set_item(key, to_py(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
+}
+
+/// Serializes `value` with serde and builds the Python object.
+pub(crate) fn serde_to_py<'py, T: Serialize>(
+    py: Python<'py>,
+    value: &T,
+) -> PyResult<Bound<'py, PyAny>> {
+    let json = serde_json::to_value(value)
+        .map_err(|error| PyValueError::new_err(format!("cannot serialize: {error}")))?;
+    to_py(py, &json)
+}
+
+/// Reads a JSON value from a Python object. Accepts what `json.dumps` accepts (dict with str
+/// keys, list, tuple, str, int, float, bool, None), plus `Model` and `Tool` objects (as their
+/// pi JSON), so a context can list tools directly.
+pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if obj.is_none() {
+        return Ok(Value::Null);
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::String(s.to_cow()?.into_owned()));
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Bool(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(i) = obj.extract::<i64>() {
+            return Ok(Value::from(i));
+        }
+        if let Ok(u) = obj.extract::<u64>() {
+            return Ok(Value::from(u));
+        }
+        return Err(PyValueError::new_err(format!(
+            "integer {obj} is too large for JSON"
+        )));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        let value = f.value();
+        return Number::from_f64(value).map(Value::Number).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "out of range float values are not JSON compliant: {value}"
+            ))
+        });
+    }
+    if let Ok(dict) = obj.cast::<PyDict>() {
+        let mut map = Map::with_capacity(dict.len());
+        for (key, item) in dict.iter() {
+            let key = key.cast::<PyString>().map_err(|_| {
+                PyTypeError::new_err(format!("keys must be str, not {}", type_name(&key)))
+            })?;
+            map.insert(key.to_cow()?.into_owned(), from_py(&item)?);
+        }
+        return Ok(Value::Object(map));
+    }
+    if let Ok(list) = obj.cast::<PyList>() {
+        return list
+            .iter()
+            .map(|item| from_py(&item))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    if let Ok(tuple) = obj.cast::<PyTuple>() {
+        return tuple
+            .iter()
+            .map(|item| from_py(&item))
+            .collect::<PyResult<_>>()
+            .map(Value::Array);
+    }
+    if let Ok(model) = obj.cast::<PyModel>() {
+        return serde_json::to_value(&model.get().model)
+            .map_err(|error| PyValueError::new_err(error.to_string()));
+    }
+    if let Ok(tool) = obj.cast::<PyTool>() {
+        return Ok(tool.get().definition_json());
+    }
+    Err(PyTypeError::new_err(format!(
+        "Object of type {} is not JSON serializable",
+        type_name(obj)
+    )))
+}
+
+/// Reads `obj` as a `T` through its JSON shape; a shape error is a `ValueError` naming `what`.
+pub(crate) fn parse<T: DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
+    parse_value(from_py(obj)?, what)
+}
+
+/// Deserializes `value` as a `T`; a shape error is a `ValueError` naming `what`.
+pub(crate) fn parse_value<T: DeserializeOwned>(value: Value, what: &str) -> PyResult<T> {
+    serde_json::from_value(value)
+        .map_err(|error| PyValueError::new_err(format!("invalid {what}: {error}")))
+}
+
+/// The name of `obj`'s type, for error messages.
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |name| name.to_string())
+}

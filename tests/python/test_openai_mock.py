@@ -1,0 +1,123 @@
+"""openai-completions through the binding, against pi-mock-server."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import pi_agent
+
+from conftest import MockServer
+
+CONTEXT: Dict[str, Any] = {"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
+
+
+def test_text_reply_through_model_from_dict(mock_server: MockServer) -> None:
+    mock_server.push({"text": "Hello from the mock server!"})
+    model = mock_server.model()
+    with pi_agent.stream(model, CONTEXT, api_key="sk-test", temperature=0.5) as events:
+        kinds = [event["type"] for event in events]
+        message = events.result()
+    assert kinds[0] == "start" and kinds[-1] == "done"
+    assert message["content"] == [{"type": "text", "text": "Hello from the mock server!"}]
+    assert message["stopReason"] == "stop"
+    (request,) = mock_server.requests()
+    assert request["path"] == "/v1/chat/completions"
+    headers = dict(request["headers"])
+    assert headers["authorization"] == "Bearer sk-test"
+    assert request["body"]["model"] == "mock-gpt"
+    assert request["body"]["stream"] is True
+    assert request["body"]["temperature"] == 0.5
+
+
+def test_agent_with_a_tool_against_the_mock(mock_server: MockServer) -> None:
+    mock_server.push(
+        {"tool_calls": [{"id": "call_1", "name": "multiply", "arguments": {"a": 6, "b": 7}}]},
+        {"text": "6 * 7 = 42"},
+    )
+
+    def multiply(a: int, b: int) -> int:
+        """Multiplies two integers."""
+        return a * b
+
+    agent = pi_agent.Agent(mock_server.model(), api_key="sk-test", tools=[multiply])
+    agent.prompt_sync("What is 6 * 7?")
+    roles = [m["role"] for m in agent.messages]
+    assert roles == ["user", "assistant", "toolResult", "assistant"]
+    assert agent.messages[2]["content"] == [{"type": "text", "text": "42"}]
+    assert agent.messages[3]["content"][0]["text"] == "6 * 7 = 42"
+    second = mock_server.requests()[1]["body"]
+    assert second["messages"][-1]["role"] == "tool"
+    assert second["tools"][0]["function"]["name"] == "multiply"
+
+
+def test_http_401_is_an_error_message(mock_server: MockServer) -> None:
+    mock_server.push(
+        {"status": 401, "body": {"error": {"message": "Invalid API key", "type": "auth"}}}
+    )
+    message = pi_agent.complete(mock_server.model(), CONTEXT, api_key="sk-wrong")
+    assert message["stopReason"] == "error"
+    assert message["errorMessage"] == "401 Invalid API key"
+    assert "sk-wrong" not in str(message)
+
+
+def test_dropped_connection_is_an_error_message(mock_server: MockServer) -> None:
+    mock_server.push(
+        {
+            "text": "This answer will be cut off somewhere in the middle of it.",
+            "drop_after_bytes": 400,
+        }
+    )
+    agent = pi_agent.Agent(mock_server.model(), api_key="sk-test")
+    events = []
+    agent.subscribe(events.append)
+    agent.prompt_sync("hi")
+    last = agent.messages[-1]
+    assert last["stopReason"] == "error"
+    assert last["errorMessage"].startswith("Connection error")
+    assert agent.error_message == last["errorMessage"]
+    assert events[-1]["type"] == "agent_end"
+
+
+def test_request_hooks_and_options(mock_server: MockServer) -> None:
+    mock_server.push({"text": "hooked"})
+    seen = {}
+
+    def on_payload(payload, model):
+        seen["payload_model"] = payload["model"]
+        seen["model"] = model
+        return {**payload, "user": "pi-python"}
+
+    def on_response(status, headers, model):
+        seen["status"] = status
+        seen["content_type"] = headers.get("content-type")
+
+    message = pi_agent.complete(
+        mock_server.model(),
+        CONTEXT,
+        api_key="sk-test",
+        max_tokens=77,
+        headers={"X-Custom": "yes"},
+        max_retries=0,
+        on_payload=on_payload,
+        on_response=on_response,
+    )
+    assert message["content"][0]["text"] == "hooked"
+    assert seen["payload_model"] == "mock-gpt" and seen["model"].id == "mock-gpt"
+    assert seen["status"] == 200 and seen["content_type"].startswith("text/event-stream")
+    (request,) = mock_server.requests()
+    assert request["body"]["user"] == "pi-python"
+    assert dict(request["headers"])["x-custom"] == "yes"
+    body = request["body"]
+    assert body.get("max_completion_tokens", body.get("max_tokens")) == 77
+
+
+def test_server_errors_are_retried(mock_server: MockServer) -> None:
+    mock_server.push(
+        {"status": 500, "body": {"error": {"message": "try again"}}},
+        {"text": "second time lucky"},
+    )
+    message = pi_agent.complete(
+        mock_server.model(), CONTEXT, api_key="sk-test", max_retries=1, max_retry_delay_ms=50
+    )
+    assert message["content"][0]["text"] == "second time lucky"
+    assert len(mock_server.requests()) == 2
