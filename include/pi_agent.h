@@ -13,7 +13,9 @@
  * - pi_str is a borrowed UTF-8 view {data, len}, not necessarily NUL-terminated; each function
  *   says how long it stays valid. Owned char * results are freed with pi_string_free.
  * - Callbacks take void *user_data first; each registration has a nullable free_user_data,
- *   called exactly once. Callbacks run on the library's runtime threads.
+ *   called exactly once. Callbacks run on the library's runtime threads: event callbacks one
+ *   event at a time; tool and hook callbacks on its blocking pool, several at once when tool
+ *   calls run in parallel.
  * - Panics never cross the boundary (PI_ERROR_KIND_PANIC, or NULL / false / 0).
  * - Every function documents its thread-safety.
  */
@@ -185,6 +187,11 @@ enum pi_error_kind
    */
   PI_ERROR_KIND_INVALID_ARGUMENT = 4,
   /**
+   * What was looked up does not exist (e.g. no catalog model with that provider and id, or
+   * no tool with that name).
+   */
+  PI_ERROR_KIND_NOT_FOUND = 5,
+  /**
    * The agent is already running (pi's "Agent is already processing ..." messages).
    */
   PI_ERROR_KIND_ALREADY_RUNNING = 100,
@@ -219,6 +226,14 @@ typedef uint32_t pi_error_kind;
 #endif // __cplusplus
 
 /**
+ * One tool call that ran, passed to a `pi_after_tool_call_callback`. Valid until the callback
+ * returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_after_tool_call pi_after_tool_call;
+
+/**
  * A stateful agent (pi's `Agent`): a transcript, tools, and a model it calls in a loop until
  * the model stops asking for tools.
  *
@@ -228,6 +243,14 @@ typedef uint32_t pi_error_kind;
  * an event callback.
  */
 typedef struct pi_agent pi_agent;
+
+/**
+ * One tool call about to run, passed to a `pi_before_tool_call_callback`. Valid until the
+ * callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_before_tool_call pi_before_tool_call;
 
 /**
  * An error returned by a fallible function. Free it with `pi_error_free`.
@@ -254,6 +277,14 @@ typedef struct pi_faux pi_faux;
 typedef struct pi_model pi_model;
 
 /**
+ * The turn that just ended, passed to a `pi_should_stop_after_turn_callback`. Valid until the
+ * callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_should_stop_after_turn pi_should_stop_after_turn;
+
+/**
  * A streamed model response. Every request failure (HTTP, network, provider, abort) arrives
  * as the terminal `ERROR` event, never as a `pi_error`.
  *
@@ -271,14 +302,22 @@ typedef struct pi_stream pi_stream;
 typedef struct pi_tool_call pi_tool_call;
 
 /**
+ * The transcript about to be sent to the model, passed to a `pi_transform_context_callback`.
+ * Valid until the callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_transform_context pi_transform_context;
+
+/**
  * Runs one call of a C tool. It runs on a thread of the runtime's blocking pool, and calls of
  * the same tool may run concurrently on several threads (parallel tool execution, the
- * default). Read the call with `pi_tool_call_id` / `_name` / `_arguments_json`, set the
- * result with `pi_tool_call_set_text` or `pi_tool_call_set_result_json` (or
- * `pi_tool_call_set_error`), and return 0 for success or non-zero for failure. A failure
- * becomes an `isError` tool result the model reads, with the message given to
- * `pi_tool_call_set_error` or else "tool callback returned error code N". `call` is valid
- * until the callback returns.
+ * default). Read the call with `pi_tool_call_id` / `_name` / `_arguments_json`, report
+ * progress with `pi_tool_call_send_update_text` / `_json` if you like, set the result with
+ * `pi_tool_call_set_text` or `pi_tool_call_set_result_json` (or `pi_tool_call_set_error`), and
+ * return 0 for success or non-zero for failure. A failure becomes an `isError` tool result the
+ * model reads, with the message given to `pi_tool_call_set_error` or else "tool callback
+ * returned error code N". `call` is valid until the callback returns.
  *
  * The callback may call non-blocking functions of its agent (`pi_agent_abort`,
  * `pi_agent_steer_text`, ...) and blocking functions of other agents and streams; on its own
@@ -295,6 +334,53 @@ typedef int32_t (*pi_tool_callback)(void *user_data, struct pi_tool_call *call);
  * thread releases the registration last.
  */
 typedef void (*pi_free_callback)(void *user_data);
+
+/**
+ * Runs before each tool call, after its arguments were validated and before the tool runs
+ * (pi's `beforeToolCall`). Read the call with `pi_before_tool_call_id` / `_name` /
+ * `_arguments_json` / `_assistant_message_json`; stop it with `pi_before_tool_call_block`
+ * (the model gets an error result with the reason), or change its arguments with
+ * `pi_before_tool_call_set_arguments_json`. Return 0, or non-zero for a hook failure: the
+ * call then does not run and gets the error result "before_tool_call hook returned error
+ * code N". `context` is valid until the callback returns.
+ *
+ * It runs on a thread of the runtime's blocking pool, like a tool callback, and the same
+ * rules apply (see `pi_tool_callback`): calls for several tool calls of one assistant message
+ * may run concurrently (parallel tool execution), and the callback may call non-blocking
+ * functions of its agent but not `pi_agent_wait_for_idle`.
+ */
+typedef int32_t (*pi_before_tool_call_callback)(void *user_data, struct pi_before_tool_call *context);
+
+/**
+ * Runs after each tool call that ran (not for calls that were blocked, named an unknown tool
+ * or had invalid arguments) and before its result is reported (pi's `afterToolCall`). Read
+ * the result with `pi_after_tool_call_result_json` / `_is_error`; replace parts of it with
+ * `pi_after_tool_call_set_result_json`. Return 0, or non-zero for a hook failure: the call then
+ * gets the error result "after_tool_call hook returned error code N". `context` is valid until
+ * the callback returns. Threads and concurrency as for `pi_before_tool_call_callback`.
+ */
+typedef int32_t (*pi_after_tool_call_callback)(void *user_data, struct pi_after_tool_call *context);
+
+/**
+ * Asked after every turn (one model call and its tool calls) whether the run should stop
+ * there, without polling the steering and follow-up queues (pi's `shouldStopAfterTurn`). Set
+ * `*stop_out` (initially `false`) to `true` to stop. `context` and `stop_out` are valid until
+ * the callback returns. It runs on a thread of the runtime's blocking pool, one turn at a
+ * time; the rules of `pi_tool_callback` apply.
+ */
+typedef void (*pi_should_stop_after_turn_callback)(void *user_data,
+                                                   const struct pi_should_stop_after_turn *context,
+                                                   bool *stop_out);
+
+/**
+ * Rewrites the transcript before each model call, e.g. to prune or summarise it (pi's
+ * `transformContext`). Read it with `pi_transform_context_messages_json`; set what the model
+ * gets instead with `pi_transform_context_set_messages_json` (else it gets the transcript
+ * unchanged). The result is sent, never stored: the transcript itself does not change.
+ * `context` is valid until the callback returns. It runs on a thread of the runtime's
+ * blocking pool, one model call at a time; the rules of `pi_tool_callback` apply.
+ */
+typedef void (*pi_transform_context_callback)(void *user_data, struct pi_transform_context *context);
 
 /**
  * A borrowed UTF-8 string: `len` bytes at `data`. Not necessarily NUL-terminated (use `len`);
@@ -379,13 +465,21 @@ extern "C" {
 
 /**
  * Creates an agent for `model` (copied) with `system_prompt` (may be empty, not NULL).
- * `options_json` may be NULL, or an object with any of: `toolExecution` (`"parallel"`, the
- * default, or `"sequential"`), `thinkingLevel` (`"off"`, `"minimal"`, `"low"`, `"medium"`,
- * `"high"`, `"xhigh"`), `steeringMode` / `followUpMode` (`"one-at-a-time"`, the default, or
- * `"all"`), `messages` (a pi transcript to start from), and the options of every model call:
- * those of `pi_stream_open` except `reasoning` (e.g. `apiKey`, `temperature`, `maxTokens`,
- * `headers`, `sessionId`). Unknown keys are rejected.
- * On success `*agent_out` receives the agent; free it with `pi_agent_free`.
+ * `options_json` may be NULL, or an object with any of:
+ * - the agent's state: `toolExecution` (`"parallel"`, the default, or `"sequential"`),
+ *   `thinkingLevel` (`"off"`, the default, `"minimal"`, `"low"`, `"medium"`, `"high"`,
+ *   `"xhigh"`), `steeringMode` / `followUpMode` (`"one-at-a-time"`, the default, or `"all"`),
+ *   `messages` (a pi transcript to start from);
+ * - its watchdogs: `streamIdleTimeoutMs` (a model stream that sends nothing for this long
+ *   ends the turn with an error), `toolTimeoutMs` (a tool call still running after this long
+ *   gets an error result);
+ * - the options of every model call: those of `pi_stream_open` (`apiKey`, `temperature`,
+ *   `maxTokens`, `headers`, `sessionId`, `thinkingBudgets`, `toolChoice`, `cacheRetention`,
+ *   `maxRetries`, `maxRetryDelayMs`, `requestTimeoutMs`, `idleTimeoutMs`) except
+ *   `reasoning`, which the agent sets from `thinkingLevel`.
+ *
+ * Unknown keys are rejected. On success `*agent_out` receives the agent; free it with
+ * `pi_agent_free`.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
  * Thread-safety: may be called from any thread.
@@ -397,11 +491,12 @@ struct pi_error *pi_agent_new(const struct pi_model *model,
 
 /**
  * Frees an agent. An active run is aborted first. Then it waits until the run has ended and
- * every tool callback has returned, and calls the `free_user_data` of each of the agent's
- * tools and subscriptions; so once it returns, no callback of this agent runs any more. NULL
- * is a no-op. It should not be called from a callback; if it is (from an event callback, or a
- * tool callback of this agent), it cannot wait, and each `free_user_data` is called later, on
- * a runtime thread, when the last running callback has returned.
+ * every tool and hook callback has returned, and calls the `free_user_data` of each of the
+ * agent's tools, hooks and subscriptions not freed yet; so once it returns, no callback of
+ * this agent runs any more. NULL is a no-op. It should not be called from a callback; if it
+ * is (from an event callback, or a tool or hook callback of this agent), it cannot wait, and
+ * each `free_user_data` is called later, on a runtime thread, when the last running callback
+ * has returned.
  *
  * Thread-safety: call once, when no other call on the agent is in progress.
  */
@@ -413,12 +508,14 @@ void pi_agent_free(struct pi_agent *agent);
  * `{"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}`;
  * arguments are validated against it before `callback` runs. See `pi_tool_callback` for how
  * and where the callback runs. `free_user_data` (nullable) is called with `user_data` exactly
- * once, by `pi_agent_free`, after the last callback returned. On error nothing is registered
- * and `free_user_data` is not called.
+ * once, when no callback of the tool runs any more: once the tool was replaced or removed and
+ * no run uses it (on the thread of a later `pi_agent_add_tool`, `pi_agent_remove_tool`,
+ * `pi_agent_set_*` hook call, or when `pi_agent_prompt` / `pi_agent_continue` return), else
+ * by `pi_agent_free`. On error nothing is registered and `free_user_data` is not called.
  *
  * Errors: `NULL_ARGUMENT` (also for a NULL `callback`), `INVALID_UTF8`, `INVALID_JSON`.
  * Thread-safety: may be called from any thread, also during a run (the run keeps the tools it
- * started with).
+ * started with) and from a callback.
  */
 struct pi_error *pi_agent_add_tool(struct pi_agent *agent,
                                    const char *name,
@@ -427,6 +524,70 @@ struct pi_error *pi_agent_add_tool(struct pi_agent *agent,
                                    pi_tool_callback callback,
                                    void *user_data,
                                    pi_free_callback free_user_data);
+
+/**
+ * Removes the tool named `name` (for later runs; a run keeps the tools it started with). Its
+ * `free_user_data` is called as described at `pi_agent_add_tool`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `NOT_FOUND` (no tool with that name).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_remove_tool(struct pi_agent *agent, const char *name);
+
+/**
+ * Sets the `before_tool_call` hook (see `pi_before_tool_call_callback`), replacing the one
+ * set before; a NULL `callback` removes it (`user_data` and `free_user_data` are then
+ * ignored). The change applies from the next run: a run keeps the hooks it started with.
+ * `free_user_data` (nullable) is called with `user_data` exactly once, when no run uses the
+ * hook any more after it was replaced or removed, or by `pi_agent_free` (on the threads
+ * described at `pi_agent_add_tool`).
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`; then `free_user_data` is not called).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_before_tool_call(struct pi_agent *agent,
+                                               pi_before_tool_call_callback callback,
+                                               void *user_data,
+                                               pi_free_callback free_user_data);
+
+/**
+ * Sets the `after_tool_call` hook (see `pi_after_tool_call_callback`), replacing the one set
+ * before; a NULL `callback` removes it. Applies from the next run; `user_data` and
+ * `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_after_tool_call(struct pi_agent *agent,
+                                              pi_after_tool_call_callback callback,
+                                              void *user_data,
+                                              pi_free_callback free_user_data);
+
+/**
+ * Sets the `should_stop_after_turn` hook (see `pi_should_stop_after_turn_callback`),
+ * replacing the one set before; a NULL `callback` removes it. Applies from the next run;
+ * `user_data` and `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_should_stop_after_turn(struct pi_agent *agent,
+                                                     pi_should_stop_after_turn_callback callback,
+                                                     void *user_data,
+                                                     pi_free_callback free_user_data);
+
+/**
+ * Sets the `transform_context` hook (see `pi_transform_context_callback`), replacing the one
+ * set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
+ * `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_transform_context(struct pi_agent *agent,
+                                                pi_transform_context_callback callback,
+                                                void *user_data,
+                                                pi_free_callback free_user_data);
 
 /**
  * Subscribes `callback` to the events of all later runs (see `pi_agent_event_callback`) and
@@ -466,9 +627,9 @@ struct pi_error *pi_agent_unsubscribe(struct pi_agent *agent, uint64_t subscript
 struct pi_error *pi_agent_prompt(struct pi_agent *agent, const char *text);
 
 /**
- * Continues from the transcript and blocks until the run has ended: from a user or tool-result
- * message it calls the model again; from an assistant message it runs the queued steering
- * (else follow-up) messages.
+ * Continues from the transcript and blocks until the run has ended: from a user, tool-result
+ * or custom message it calls the model again; from an assistant message it runs the queued
+ * steering (else follow-up) messages.
  *
  * Errors: `NULL_ARGUMENT`, `ALREADY_RUNNING`, `CANNOT_CONTINUE` (pi's messages: "No messages
  * to continue from", "Cannot continue from message role: assistant"), `CALLED_FROM_CALLBACK`,
@@ -489,8 +650,8 @@ void pi_agent_abort(struct pi_agent *agent);
 /**
  * Blocks until no run is active.
  *
- * Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK` (from an event callback, or from a tool
- * callback of this agent).
+ * Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK` (from an event callback, or from a tool or
+ * hook callback of this agent).
  * Thread-safety: may be called from any thread but not from this agent's callbacks.
  */
 struct pi_error *pi_agent_wait_for_idle(struct pi_agent *agent);
@@ -514,7 +675,9 @@ struct pi_error *pi_agent_messages_json(const struct pi_agent *agent, char **jso
 
 /**
  * Replaces the transcript with a pi-shaped JSON array of messages (takes effect for the next
- * run).
+ * run). Messages with a `role` other than `user`, `assistant` and `toolResult` are custom
+ * messages, e.g. `{"role":"notification","text":"build finished"}`: they are kept as they
+ * are and never sent to the model.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
  * Thread-safety: may be called from any thread.
@@ -540,6 +703,105 @@ struct pi_error *pi_agent_steer_text(struct pi_agent *agent, const char *text);
 struct pi_error *pi_agent_follow_up_text(struct pi_agent *agent, const char *text);
 
 /**
+ * Queues one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
+ * messages) to inject after the current turn's tool calls (pi's `steer`), e.g.
+ * `{"role":"user","content":"Stop after this step.","timestamp":0}`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_steer_json(struct pi_agent *agent, const char *message_json);
+
+/**
+ * Queues one pi-shaped message (any role) to run when the agent would otherwise stop (pi's
+ * `followUp`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_follow_up_json(struct pi_agent *agent, const char *message_json);
+
+/**
+ * Empties the steering queue (no-op when `agent` is NULL).
+ *
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+void pi_agent_clear_steering_queue(struct pi_agent *agent);
+
+/**
+ * Empties the follow-up queue (no-op when `agent` is NULL).
+ *
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+void pi_agent_clear_follow_up_queue(struct pi_agent *agent);
+
+/**
+ * Empties both queues (no-op when `agent` is NULL).
+ *
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+void pi_agent_clear_queues(struct pi_agent *agent);
+
+/**
+ * Whether the steering or the follow-up queue holds messages (`false` when `agent` is NULL).
+ *
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+bool pi_agent_has_queued_messages(const struct pi_agent *agent);
+
+/**
+ * Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
+ * default) or `"all"`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_steering_mode(struct pi_agent *agent, const char *mode);
+
+/**
+ * Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
+ * (the default) or `"all"`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_follow_up_mode(struct pi_agent *agent, const char *mode);
+
+/**
+ * Sets the system prompt (may be empty, not NULL), for later runs.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_system_prompt(struct pi_agent *agent, const char *system_prompt);
+
+/**
+ * Sets the model (copied; `model` may be freed right after), for later runs.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_model(struct pi_agent *agent, const struct pi_model *model);
+
+/**
+ * Sets the reasoning level, for later runs: `level` is `"off"`, `"minimal"`, `"low"`,
+ * `"medium"`, `"high"` or `"xhigh"` (see `pi_model_supported_thinking_levels_json`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `level`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_thinking_level(struct pi_agent *agent, const char *level);
+
+/**
+ * Sets how the tool calls of one assistant message run, for later runs: `mode` is
+ * `"parallel"` (the default: prepared in order, then run concurrently) or `"sequential"`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_tool_execution(struct pi_agent *agent, const char *mode);
+
+/**
  * Whether a run is active (`false` when `agent` is NULL).
  *
  * Thread-safety: may be called from any thread, also from a callback.
@@ -553,6 +815,64 @@ bool pi_agent_is_streaming(const struct pi_agent *agent);
  * Thread-safety: may be called from any thread, also from a callback.
  */
 char *pi_agent_error_message(const struct pi_agent *agent);
+
+/**
+ * Writes the message being streamed right now, as far as it has arrived, as pi-shaped JSON to
+ * `*json_out` (free it with `pi_string_free`), or NULL when no message is streaming.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_streaming_message_json(const struct pi_agent *agent, char **json_out);
+
+/**
+ * Writes the ids of the tool calls running right now as a sorted JSON array of strings to
+ * `*json_out` (free it with `pi_string_free`), e.g. `["call_1","call_2"]`.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_pending_tool_calls_json(const struct pi_agent *agent, char **json_out);
+
+/**
+ * Writes the failures of event subscribers as a JSON array of strings, oldest first (at most
+ * the last 100), to `*json_out` (free it with `pi_string_free`). C callbacks cannot fail, so
+ * this is `[]` unless the library itself had a bug delivering an event.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_listener_errors_json(const struct pi_agent *agent, char **json_out);
+
+/**
+ * Writes everything about the agent that is data as JSON to `*json_out` (free it with
+ * `pi_string_free`): `{"version":1,"systemPrompt":...,"model":{...},"thinkingLevel":...,
+ * "messages":[...],"toolExecution":...,"steeringMode":...,"followUpMode":...,
+ * "steeringQueue":[...],"followUpQueue":[...],"toolNames":[...]}`. Tools, hooks and
+ * subscriptions are code: they are not in it (`toolNames` is for reference). During a run the
+ * transcript is as of the last completed message. Restore it with `pi_agent_restore`.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_snapshot_json(const struct pi_agent *agent, char **json_out);
+
+/**
+ * Creates an agent from a snapshot made by `pi_agent_snapshot_json` (in this process or
+ * another, or by another binding): the same system prompt, model, thinking level, transcript,
+ * settings and queued messages. Tools, hooks and subscriptions are not in a snapshot: add
+ * them again. `options_json` may be NULL, or an object with the keys of `pi_agent_new`'s
+ * options except the agent's state (`toolExecution`, `thinkingLevel`, `steeringMode`,
+ * `followUpMode`, `messages`), which come from the snapshot: the request options (`apiKey`,
+ * ...) and the watchdogs (`streamIdleTimeoutMs`, `toolTimeoutMs`). On success `*agent_out`
+ * receives the agent; free it with `pi_agent_free`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_agent_restore(const char *snapshot_json,
+                                  const char *options_json,
+                                  struct pi_agent **agent_out);
 
 /**
  * The kind of `error` (`PI_ERROR_KIND_NULL_ARGUMENT` when `error` is NULL).
@@ -634,12 +954,197 @@ size_t pi_faux_pending(const struct pi_faux *faux);
 size_t pi_faux_call_count(const struct pi_faux *faux);
 
 /**
+ * Writes what the model was sent: the pi `Context`
+ * (`{"systemPrompt":...,"messages":[...],"tools":[...]}`) of every request served with a
+ * scripted response, oldest first, as a JSON array to `*json_out` (free it with
+ * `pi_string_free`). Lets tests check what an agent actually sends.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_faux_contexts_json(const struct pi_faux *faux, char **json_out);
+
+/**
  * Unregisters the provider and frees it. Later requests to its models fail with an `error`
  * event ("No API provider registered ..."). NULL is a no-op.
  *
  * Thread-safety: call once, when no other thread uses `faux`.
  */
 void pi_faux_free(struct pi_faux *faux);
+
+/**
+ * The call id the model gave (empty when `context` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_before_tool_call_id(const struct pi_before_tool_call *context);
+
+/**
+ * The tool name (empty when `context` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_before_tool_call_name(const struct pi_before_tool_call *context);
+
+/**
+ * The arguments as a JSON object, validated against the tool's schema (empty when `context`
+ * is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_before_tool_call_arguments_json(const struct pi_before_tool_call *context);
+
+/**
+ * The assistant message that made the call, as pi-shaped JSON (empty when `context` is
+ * NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_before_tool_call_assistant_message_json(const struct pi_before_tool_call *context);
+
+/**
+ * Whether the run was aborted (`false` when `context` is NULL).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+bool pi_before_tool_call_is_aborted(const struct pi_before_tool_call *context);
+
+/**
+ * Blocks the call: the tool does not run, and the model gets an error result whose text is
+ * `reason` (NULL: "Tool execution was blocked").
+ *
+ * Errors: `NULL_ARGUMENT` (for `context`), `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_before_tool_call_block(struct pi_before_tool_call *context, const char *reason);
+
+/**
+ * Replaces the arguments the tool runs with by a JSON object. They are not validated again.
+ * The last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (also for JSON that is not an
+ * object; the arguments are then unchanged).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_before_tool_call_set_arguments_json(struct pi_before_tool_call *context,
+                                                        const char *arguments_json);
+
+/**
+ * The call id the model gave (empty when `context` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_after_tool_call_id(const struct pi_after_tool_call *context);
+
+/**
+ * The tool name (empty when `context` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_after_tool_call_name(const struct pi_after_tool_call *context);
+
+/**
+ * The arguments the tool ran with, as a JSON object (empty when `context` is NULL). Valid
+ * while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_after_tool_call_arguments_json(const struct pi_after_tool_call *context);
+
+/**
+ * The assistant message that made the call, as pi-shaped JSON (empty when `context` is
+ * NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_after_tool_call_assistant_message_json(const struct pi_after_tool_call *context);
+
+/**
+ * The tool's result as a pi-shaped `AgentToolResult`:
+ * `{"content":[...],"details":...}` (empty when `context` is NULL). Valid while the callback
+ * runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_after_tool_call_result_json(const struct pi_after_tool_call *context);
+
+/**
+ * Whether the tool failed (`false` when `context` is NULL).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+bool pi_after_tool_call_is_error(const struct pi_after_tool_call *context);
+
+/**
+ * Whether the run was aborted (`false` when `context` is NULL).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+bool pi_after_tool_call_is_aborted(const struct pi_after_tool_call *context);
+
+/**
+ * Replaces parts of the result, with pi's `AfterToolCallResult` semantics: a JSON object with
+ * any of `content` (content blocks, what the model sees), `details` (any JSON), `isError`
+ * (bool) and `terminate` (bool); each field present replaces the original whole (no deep
+ * merge), absent fields keep it. E.g. `{"content":[{"type":"text","text":"redacted"}]}`.
+ * The last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (also for unknown keys; the
+ * result is then unchanged).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_after_tool_call_set_result_json(struct pi_after_tool_call *context,
+                                                    const char *after_tool_call_result_json);
+
+/**
+ * The turn's assistant message as pi-shaped JSON (empty when `context` is NULL). Valid while
+ * the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_should_stop_after_turn_message_json(const struct pi_should_stop_after_turn *context);
+
+/**
+ * The turn's tool-result messages as a pi-shaped JSON array, in the assistant's call order
+ * (empty string when `context` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_should_stop_after_turn_tool_results_json(const struct pi_should_stop_after_turn *context);
+
+/**
+ * Every message this run added so far, as a pi-shaped JSON array (empty string when `context`
+ * is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_should_stop_after_turn_new_messages_json(const struct pi_should_stop_after_turn *context);
+
+/**
+ * The transcript as a pi-shaped JSON array of messages, custom messages included (empty
+ * string when `context` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_transform_context_messages_json(const struct pi_transform_context *context);
+
+/**
+ * Whether the run was aborted (`false` when `context` is NULL).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+bool pi_transform_context_is_aborted(const struct pi_transform_context *context);
+
+/**
+ * Sets the messages to send instead, as a pi-shaped JSON array (custom messages are then
+ * dropped as usual before the request). The last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (the replacement is then
+ * unchanged).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_transform_context_set_messages_json(struct pi_transform_context *context,
+                                                        const char *messages_json);
 
 /**
  * Parses a model from pi-shaped JSON, e.g.
@@ -692,13 +1197,84 @@ struct pi_str pi_model_api(const struct pi_model *model);
 void pi_model_free(struct pi_model *model);
 
 /**
+ * Writes a new copy of the catalog model `id` of `provider` to `*model_out` (pi's
+ * `getModel`), e.g. `pi_model_get("anthropic", "claude-opus-4-7", &model)`. Free it with
+ * `pi_model_free`. Any model works without the catalog (see `pi_model_from_json`); the catalog
+ * is a convenience.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `NOT_FOUND` (no such provider or model).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_model_get(const char *provider, const char *id, struct pi_model **model_out);
+
+/**
+ * Writes a new copy of the catalog model named by `spec`, written `"provider/model-id"`, to
+ * `*model_out` (free it with `pi_model_free`). Only the first `/` separates the two, so
+ * `"openrouter/anthropic/claude-sonnet-4"` is provider `openrouter`, id
+ * `anthropic/claude-sonnet-4`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `NOT_FOUND` (no `/`, or no such model).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_model_resolve(const char *spec, struct pi_model **model_out);
+
+/**
+ * Writes the catalog's providers as a sorted JSON array of strings to `*json_out` (pi's
+ * `getProviders`), e.g. `["amazon-bedrock","anthropic",...]`. Free it with `pi_string_free`.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_providers_json(char **json_out);
+
+/**
+ * Writes the catalog models of `provider` as a JSON array of pi-shaped models, sorted by id, to
+ * `*json_out` (pi's `getModels`; `[]` for an unknown provider). Free it with
+ * `pi_string_free`. Each element can be passed to `pi_model_from_json`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_models_json(const char *provider, char **json_out);
+
+/**
+ * Writes the thinking levels `model` supports, in order, as a JSON array of strings to
+ * `*json_out` (pi's `getSupportedThinkingLevels`): `["off"]` for a model without reasoning,
+ * else e.g. `["off","minimal","low","medium","high"]` (`"xhigh"` only where the model lists
+ * it). Free it with `pi_string_free`.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_model_supported_thinking_levels_json(const struct pi_model *model,
+                                                         char **json_out);
+
+/**
+ * Writes to `*overflow_out` whether a response failed (or was silently truncated) because the
+ * prompt no longer fits the model's context window (pi's `isContextOverflow`), so that the
+ * application can compact the transcript and retry. `assistant_message_json` is a pi-shaped
+ * assistant message, e.g. the last message of a failed run; `context_window` is the model's
+ * (`contextWindow` in the model JSON; 0 when unknown, which limits the check to the error
+ * text).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (also for a message whose `role`
+ * is not `assistant`).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_is_context_overflow(const char *assistant_message_json,
+                                        uint64_t context_window,
+                                        bool *overflow_out);
+
+/**
  * Starts a request to `model` and writes the stream to `*stream_out` (free it with
  * `pi_stream_free`). `context_json` is a pi `Context`:
  * `{"systemPrompt":"...","messages":[...],"tools":[{"name","description","parameters"}]}`.
  * `options_json` may be NULL, or an object with any of `apiKey` (else the provider's
  * environment variable, e.g. `OPENAI_API_KEY`), `temperature`, `maxTokens`, `headers` (object
- * of strings), `sessionId`, `reasoning` (`"minimal"` ... `"xhigh"`), `toolChoice`,
- * `cacheRetention` (`"none"`, `"short"`, `"long"`), `maxRetries`, `maxRetryDelayMs`,
+ * of strings), `sessionId`, `reasoning` (`"minimal"` ... `"xhigh"`; leave it out for none),
+ * `thinkingBudgets` (tokens per level for budget-based models:
+ * `{"minimal":1024,"low":2048,"medium":8192,"high":16384}`, any subset), `toolChoice` (passed
+ * through), `cacheRetention` (`"none"`, `"short"`, `"long"`), `maxRetries`, `maxRetryDelayMs`,
  * `requestTimeoutMs`, `idleTimeoutMs`. Unknown keys are rejected.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
@@ -811,6 +1387,30 @@ struct pi_error *pi_tool_call_set_result_json(struct pi_tool_call *call,
  * Thread-safety: may be called from any thread while the callback runs.
  */
 struct pi_error *pi_tool_call_set_error(struct pi_tool_call *call, const char *message);
+
+/**
+ * Reports progress: a `tool_execution_update` event whose `partialResult` has one text block
+ * (`{"content":[{"type":"text","text":...}]}`), delivered to subscribers in order while the
+ * callback keeps running (never blocks). Updates that arrive after the run stopped waiting for
+ * the call (an abort) are dropped. Progress is for the application only: the model sees the
+ * final result.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_tool_call_send_update_text(const struct pi_tool_call *call, const char *text);
+
+/**
+ * Reports progress as a pi-shaped `AgentToolResult` (the `partialResult` of the
+ * `tool_execution_update` event), e.g.
+ * `{"content":[{"type":"text","text":"50%"}],"details":{"done":5,"total":10}}`. See
+ * `pi_tool_call_send_update_text`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing is sent).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_tool_call_send_update_json(const struct pi_tool_call *call,
+                                               const char *agent_tool_result_json);
 
 /**
  * The library version, e.g. `"0.1.0"` (static; never freed). It equals

@@ -10,11 +10,13 @@
  *
  *   ./agent
  *
- * Run against a real model: put a pi model JSON in PI_MODEL_JSON and the provider's key in its
- * usual variable (e.g. OPENAI_API_KEY), or in PI_API_KEY:
+ * Run against a real model: name a catalog model in PI_MODEL ("provider/model-id"), or put a
+ * pi model JSON in PI_MODEL_JSON (any endpoint), and the provider's key in its usual variable
+ * (e.g. OPENAI_API_KEY), or in PI_API_KEY:
  *
- *   PI_MODEL_JSON='{"id":"gpt-4o-mini","api":"openai-completions","provider":"openai",
- *                   "baseUrl":"https://api.openai.com/v1"}' OPENAI_API_KEY=sk-... ./agent
+ *   PI_MODEL=openai/gpt-4o-mini OPENAI_API_KEY=sk-... ./agent
+ *   PI_MODEL_JSON='{"id":"llama3","api":"openai-completions","provider":"ollama",
+ *                   "baseUrl":"http://localhost:11434/v1"}' ./agent
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -84,6 +86,17 @@ static int32_t calculator(void *user_data, pi_tool_call *call) {
     return 0;
 }
 
+/* A before_tool_call hook: lets the application check every tool call before it runs (here it
+ * only logs it; pi_before_tool_call_block would refuse it, with a reason the model reads). It
+ * runs on a runtime thread, like the tool itself. */
+static int32_t approve(void *user_data, pi_before_tool_call *context) {
+    (void)user_data;
+    pi_str name = pi_before_tool_call_name(context);
+    pi_str args = pi_before_tool_call_arguments_json(context);
+    printf("[approve] %.*s %.*s\n", (int)name.len, name.data, (int)args.len, args.data);
+    return 0;
+}
+
 /* Prints the answer as it streams, and the tool calls as they start. Events arrive one at a
  * time, in order, on a runtime thread. */
 static void on_event(void *user_data, const pi_agent_event *event) {
@@ -105,8 +118,11 @@ static void on_event(void *user_data, const pi_agent_event *event) {
 int main(void) {
     pi_model *model = NULL;
     pi_faux *faux = NULL;
+    const char *model_spec = getenv("PI_MODEL");
     const char *model_json = getenv("PI_MODEL_JSON");
-    if (model_json != NULL && model_json[0] != '\0') {
+    if (model_spec != NULL && model_spec[0] != '\0') {
+        check(pi_model_resolve(model_spec, &model), "pi_model_resolve");
+    } else if (model_json != NULL && model_json[0] != '\0') {
         check(pi_model_from_json(model_json, &model), "pi_model_from_json");
     } else {
         /* Offline: a faux model scripted to call the calculator, then to answer. */
@@ -139,6 +155,8 @@ int main(void) {
                             "\"expression\"]}",
                             calculator, NULL, NULL),
           "pi_agent_add_tool");
+    check(pi_agent_set_before_tool_call(agent, approve, NULL, NULL),
+          "pi_agent_set_before_tool_call");
     static int mid_line = 0;
     uint64_t subscription;
     check(pi_agent_subscribe(agent, on_event, &mid_line, NULL, &subscription),

@@ -18,6 +18,9 @@ pub enum pi_error_kind {
     InvalidJson = 3,
     /// Another argument was not acceptable (e.g. an unknown subscription id).
     InvalidArgument = 4,
+    /// What was looked up does not exist (e.g. no catalog model with that provider and id, or
+    /// no tool with that name).
+    NotFound = 5,
     /// The agent is already running (pi's "Agent is already processing ..." messages).
     AlreadyRunning = 100,
     /// `pi_agent_continue` found nothing to continue from (pi's messages).
@@ -64,6 +67,14 @@ impl pi_error {
         )
     }
 
+    pub(crate) fn not_found(message: impl Into<String>) -> Self {
+        Self::new(pi_error_kind::NotFound, message)
+    }
+
+    pub(crate) fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(pi_error_kind::InvalidArgument, message)
+    }
+
     pub(crate) fn panic(message: String) -> Self {
         Self::new(pi_error_kind::Panic, message)
     }
@@ -84,6 +95,14 @@ impl pi_error {
     pub(crate) fn into_raw(self) -> *mut pi_error {
         into_handle(self)
     }
+}
+
+/// Serializes a value for an owned `char *` result.
+pub(crate) fn to_json<T: serde::Serialize + ?Sized>(
+    value: &T,
+    what: &str,
+) -> Result<String, pi_error> {
+    serde_json::to_string(value).map_err(|error| pi_error::invalid_json(what, &error))
 }
 
 /// Parses a JSON argument into `T`, naming the argument in the error.

@@ -1,6 +1,7 @@
 //! `pi_faux`: core's scripted, offline faux provider, for tests, examples and demos.
 
 use std::ffi::c_char;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use pi_agent::ai::providers::faux::{FauxProvider, FauxResponse};
 use pi_agent::ai::types::now_ms;
@@ -8,9 +9,10 @@ use pi_agent::ai::{AssistantMessage, Model};
 use serde_json::{Map, Value, json};
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;
 use crate::options::faux_options;
+use crate::string::into_c_string;
 
 /// A registered faux provider (pi's `registerFauxProvider`): every request to one of its models
 /// pops the next scripted assistant message and streams it like a real provider would.
@@ -20,6 +22,8 @@ use crate::options::faux_options;
 #[derive(Debug)]
 pub struct pi_faux {
     faux: FauxProvider,
+    /// The context of every request served with a scripted response, oldest first.
+    contexts: Arc<Mutex<Vec<Value>>>,
 }
 
 /// Registers a faux provider with pi's defaults (provider `faux`, one model `faux-1`, output as
@@ -48,7 +52,10 @@ pub extern "C" fn pi_faux_new_with_options(
         let options = faux_options(arg_opt_str(options_json, "options_json")?)?;
         let out = Out::new(faux_out, "faux_out")?;
         let faux = FauxProvider::register_with(options);
-        out.write(into_handle(pi_faux { faux }));
+        out.write(into_handle(pi_faux {
+            faux,
+            contexts: Arc::default(),
+        }));
         Ok(())
     }
 }
@@ -80,8 +87,14 @@ pub extern "C" fn pi_faux_push_json(
                 .collect::<Result<Vec<_>, _>>()?,
             item => vec![scripted_message(item, &model)?],
         };
-        faux.faux
-            .append_responses(messages.into_iter().map(FauxResponse::Message));
+        faux.faux.append_responses(messages.into_iter().map(|message| {
+            let contexts = Arc::clone(&faux.contexts);
+            FauxResponse::Factory(Arc::new(move |context, _, _, _| {
+                let context = serde_json::to_value(context).unwrap_or_default();
+                contexts.lock().unwrap_or_else(PoisonError::into_inner).push(context);
+                message.clone()
+            }))
+        }));
         Ok(())
     }
 }
@@ -167,6 +180,27 @@ pub extern "C" fn pi_faux_pending(faux: *const pi_faux) -> usize {
 pub extern "C" fn pi_faux_call_count(faux: *const pi_faux) -> usize {
     ffi_boundary! {
         opt_ref(faux).map_or(0, |faux| faux.faux.call_count())
+    }
+}
+
+/// Writes what the model was sent: the pi `Context`
+/// (`{"systemPrompt":...,"messages":[...],"tools":[...]}`) of every request served with a
+/// scripted response, oldest first, as a JSON array to `*json_out` (free it with
+/// `pi_string_free`). Lets tests check what an agent actually sends.
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_faux_contexts_json(
+    faux: *const pi_faux,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let faux = arg_ref(faux, "faux")?;
+        let out = Out::new(json_out, "json_out")?;
+        let contexts = faux.contexts.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        out.write(into_c_string(to_json(&contexts, "contexts")?));
+        Ok(())
     }
 }
 

@@ -28,6 +28,9 @@
 //! - Callbacks take `void *user_data` first. Each registration also takes a nullable
 //!   `free_user_data`, called exactly once when the library no longer needs `user_data`.
 //!   `user_data` is used from the library's runtime threads, so it must be safe to use there.
+//!   Event callbacks run on the runtime's worker threads, one event at a time; tool and hook
+//!   callbacks (`pi_agent_add_tool`, `pi_agent_set_before_tool_call`, ...) run on its blocking
+//!   pool, several at once when tool calls run in parallel.
 //! - All asynchronous work runs on one process-wide tokio runtime (2 worker threads plus a
 //!   blocking pool), started on first use. Blocking calls (`pi_agent_prompt`,
 //!   `pi_agent_continue`, `pi_agent_wait_for_idle`, `pi_stream_next`, ...) park the calling
@@ -41,10 +44,14 @@
 mod boundary;
 
 pub mod agent;
+pub mod agent_state;
 pub mod error;
+pub mod event;
 pub mod faux;
+pub mod hook;
 pub mod model;
 mod options;
+pub mod overflow;
 mod runtime;
 pub mod stream;
 pub mod string;

@@ -1,11 +1,14 @@
-//! `pi_model`: a model and the endpoint that serves it, in pi's JSON shape.
+//! `pi_model`: a model and the endpoint that serves it, in pi's JSON shape, and the built-in
+//! model catalog (pi's `getModel`, `getModels`, `getProviders`).
 
 use std::ffi::c_char;
 
-use pi_agent::ai::Model;
+use pi_agent::ai::{
+    Model, get_model, get_models, get_providers, get_supported_thinking_levels, resolve_model,
+};
 
 use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{parse_json, pi_error};
+use crate::error::{parse_json, pi_error, to_json};
 use crate::string::{into_c_string, pi_str};
 
 /// A model (pi's `Model`): id, wire API, provider, endpoint, limits, prices.
@@ -50,9 +53,7 @@ pub extern "C" fn pi_model_to_json(
     ffi_fallible! {
         let model = arg_ref(model, "model")?;
         let out = Out::new(json_out, "json_out")?;
-        let json = serde_json::to_string(&model.model)
-            .map_err(|error| pi_error::invalid_json("model", &error))?;
-        out.write(into_c_string(json));
+        out.write(into_c_string(to_json(&model.model, "model")?));
         Ok(())
     }
 }
@@ -96,5 +97,109 @@ pub extern "C" fn pi_model_api(model: *const pi_model) -> pi_str {
 pub extern "C" fn pi_model_free(model: *mut pi_model) {
     ffi_boundary! {
         drop(take_handle(model));
+    }
+}
+
+/// Writes a new copy of the catalog model `id` of `provider` to `*model_out` (pi's
+/// `getModel`), e.g. `pi_model_get("anthropic", "claude-opus-4-7", &model)`. Free it with
+/// `pi_model_free`. Any model works without the catalog (see `pi_model_from_json`); the catalog
+/// is a convenience.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `NOT_FOUND` (no such provider or model).
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_model_get(
+    provider: *const c_char,
+    id: *const c_char,
+    model_out: *mut *mut pi_model,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let provider = arg_str(provider, "provider")?;
+        let id = arg_str(id, "id")?;
+        let out = Out::new(model_out, "model_out")?;
+        let model = get_model(provider, id).ok_or_else(|| {
+            pi_error::not_found(format!("no catalog model `{id}` of provider `{provider}`"))
+        })?;
+        out.write(into_handle(pi_model { model }));
+        Ok(())
+    }
+}
+
+/// Writes a new copy of the catalog model named by `spec`, written `"provider/model-id"`, to
+/// `*model_out` (free it with `pi_model_free`). Only the first `/` separates the two, so
+/// `"openrouter/anthropic/claude-sonnet-4"` is provider `openrouter`, id
+/// `anthropic/claude-sonnet-4`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `NOT_FOUND` (no `/`, or no such model).
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_model_resolve(
+    spec: *const c_char,
+    model_out: *mut *mut pi_model,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let spec = arg_str(spec, "spec")?;
+        let out = Out::new(model_out, "model_out")?;
+        let model = resolve_model(spec).ok_or_else(|| {
+            pi_error::not_found(format!(
+                "no catalog model `{spec}` (expected `provider/model-id`)"
+            ))
+        })?;
+        out.write(into_handle(pi_model { model }));
+        Ok(())
+    }
+}
+
+/// Writes the catalog's providers as a sorted JSON array of strings to `*json_out` (pi's
+/// `getProviders`), e.g. `["amazon-bedrock","anthropic",...]`. Free it with `pi_string_free`.
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_providers_json(json_out: *mut *mut c_char) -> *mut pi_error {
+    ffi_fallible! {
+        let out = Out::new(json_out, "json_out")?;
+        out.write(into_c_string(to_json(&get_providers(), "providers")?));
+        Ok(())
+    }
+}
+
+/// Writes the catalog models of `provider` as a JSON array of pi-shaped models, sorted by id, to
+/// `*json_out` (pi's `getModels`; `[]` for an unknown provider). Free it with
+/// `pi_string_free`. Each element can be passed to `pi_model_from_json`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_models_json(
+    provider: *const c_char,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let provider = arg_str(provider, "provider")?;
+        let out = Out::new(json_out, "json_out")?;
+        out.write(into_c_string(to_json(&get_models(provider), "models")?));
+        Ok(())
+    }
+}
+
+/// Writes the thinking levels `model` supports, in order, as a JSON array of strings to
+/// `*json_out` (pi's `getSupportedThinkingLevels`): `["off"]` for a model without reasoning,
+/// else e.g. `["off","minimal","low","medium","high"]` (`"xhigh"` only where the model lists
+/// it). Free it with `pi_string_free`.
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_model_supported_thinking_levels_json(
+    model: *const pi_model,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let model = arg_ref(model, "model")?;
+        let out = Out::new(json_out, "json_out")?;
+        let levels = get_supported_thinking_levels(&model.model);
+        out.write(into_c_string(to_json(&levels, "thinking levels")?));
+        Ok(())
     }
 }

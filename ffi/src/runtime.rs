@@ -40,8 +40,8 @@ pub(crate) enum Scope {
     Outside,
     /// An agent event callback (on a runtime worker thread); the value identifies the listener.
     Event(usize),
-    /// A tool callback (on a blocking-pool thread) of the agent identified by the value.
-    Tool(usize),
+    /// A tool or hook callback (on a blocking-pool thread) of the agent identified by the value.
+    Callback(usize),
 }
 
 thread_local! {

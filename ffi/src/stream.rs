@@ -86,8 +86,10 @@ struct StreamState {
 /// `{"systemPrompt":"...","messages":[...],"tools":[{"name","description","parameters"}]}`.
 /// `options_json` may be NULL, or an object with any of `apiKey` (else the provider's
 /// environment variable, e.g. `OPENAI_API_KEY`), `temperature`, `maxTokens`, `headers` (object
-/// of strings), `sessionId`, `reasoning` (`"minimal"` ... `"xhigh"`), `toolChoice`,
-/// `cacheRetention` (`"none"`, `"short"`, `"long"`), `maxRetries`, `maxRetryDelayMs`,
+/// of strings), `sessionId`, `reasoning` (`"minimal"` ... `"xhigh"`; leave it out for none),
+/// `thinkingBudgets` (tokens per level for budget-based models:
+/// `{"minimal":1024,"low":2048,"medium":8192,"high":16384}`, any subset), `toolChoice` (passed
+/// through), `cacheRetention` (`"none"`, `"short"`, `"long"`), `maxRetries`, `maxRetryDelayMs`,
 /// `requestTimeoutMs`, `idleTimeoutMs`. Unknown keys are rejected.
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.

@@ -5,7 +5,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use futures::future::BoxFuture;
-use pi_agent::agent::{AgentTool, AgentToolResult, ToolCallContext, ToolError};
+use pi_agent::agent::{AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolUpdates};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -17,12 +17,12 @@ use crate::user_data::UserData;
 
 /// Runs one call of a C tool. It runs on a thread of the runtime's blocking pool, and calls of
 /// the same tool may run concurrently on several threads (parallel tool execution, the
-/// default). Read the call with `pi_tool_call_id` / `_name` / `_arguments_json`, set the
-/// result with `pi_tool_call_set_text` or `pi_tool_call_set_result_json` (or
-/// `pi_tool_call_set_error`), and return 0 for success or non-zero for failure. A failure
-/// becomes an `isError` tool result the model reads, with the message given to
-/// `pi_tool_call_set_error` or else "tool callback returned error code N". `call` is valid
-/// until the callback returns.
+/// default). Read the call with `pi_tool_call_id` / `_name` / `_arguments_json`, report
+/// progress with `pi_tool_call_send_update_text` / `_json` if you like, set the result with
+/// `pi_tool_call_set_text` or `pi_tool_call_set_result_json` (or `pi_tool_call_set_error`), and
+/// return 0 for success or non-zero for failure. A failure becomes an `isError` tool result the
+/// model reads, with the message given to `pi_tool_call_set_error` or else "tool callback
+/// returned error code N". `call` is valid until the callback returns.
 ///
 /// The callback may call non-blocking functions of its agent (`pi_agent_abort`,
 /// `pi_agent_steer_text`, ...) and blocking functions of other agents and streams; on its own
@@ -43,6 +43,7 @@ pub struct pi_tool_call {
     name: String,
     arguments_json: String,
     signal: CancellationToken,
+    updates: ToolUpdates,
     outcome: Mutex<Outcome>,
 }
 
@@ -160,8 +161,50 @@ pub extern "C" fn pi_tool_call_set_error(
     }
 }
 
-/// Counts the tool callbacks of one agent that are running, so that `pi_agent_free` can wait
-/// for them before it frees their `user_data`.
+/// Reports progress: a `tool_execution_update` event whose `partialResult` has one text block
+/// (`{"content":[{"type":"text","text":...}]}`), delivered to subscribers in order while the
+/// callback keeps running (never blocks). Updates that arrive after the run stopped waiting for
+/// the call (an abort) are dropped. Progress is for the application only: the model sees the
+/// final result.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_call_send_update_text(
+    call: *const pi_tool_call,
+    text: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let call = arg_ref(call, "call")?;
+        let text = arg_str(text, "text")?;
+        call.updates.send(AgentToolResult::text(text));
+        Ok(())
+    }
+}
+
+/// Reports progress as a pi-shaped `AgentToolResult` (the `partialResult` of the
+/// `tool_execution_update` event), e.g.
+/// `{"content":[{"type":"text","text":"50%"}],"details":{"done":5,"total":10}}`. See
+/// `pi_tool_call_send_update_text`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing is sent).
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_call_send_update_json(
+    call: *const pi_tool_call,
+    agent_tool_result_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let call = arg_ref(call, "call")?;
+        let json = arg_str(agent_tool_result_json, "agent_tool_result_json")?;
+        let partial: AgentToolResult = parse_json(json, "agent_tool_result_json")?;
+        call.updates.send(partial);
+        Ok(())
+    }
+}
+
+/// Counts the tool and hook callbacks of one agent that are running, so that `pi_agent_free`
+/// can wait for them before it frees their `user_data`.
 #[derive(Debug, Default)]
 pub(crate) struct CallsInFlight {
     count: Mutex<usize>,
@@ -205,10 +248,28 @@ impl Drop for InFlight {
     }
 }
 
+/// Runs `invoke` (which calls C) on the runtime's blocking pool, counted in `calls` and marked
+/// as a callback of the agent identified by `agent_key`. Everything `invoke` holds (the
+/// registration's `user_data` among it) is dropped before the count goes down. `Err` when the
+/// task failed (a panic in `invoke`, or a runtime shutting down).
+pub(crate) async fn run_callback<T: Send + 'static>(
+    calls: &Arc<CallsInFlight>,
+    agent_key: usize,
+    invoke: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    let in_flight = InFlight::enter(calls);
+    tokio::task::spawn_blocking(move || {
+        let _in_flight = in_flight;
+        let _scope = ScopeGuard::enter(Scope::Callback(agent_key));
+        invoke()
+    })
+    .await
+}
+
 /// A C callback and its `user_data`, shared by every call of one registered tool.
 pub(crate) struct ToolCallback {
     callback: unsafe extern "C" fn(*mut c_void, *mut pi_tool_call) -> i32,
-    pub(crate) user_data: UserData,
+    user_data: Arc<UserData>,
 }
 
 /// The `AgentTool` behind `pi_agent_add_tool`.
@@ -228,33 +289,27 @@ impl CTool {
         description: String,
         parameters: Value,
         callback: unsafe extern "C" fn(*mut c_void, *mut pi_tool_call) -> i32,
-        user_data: UserData,
+        user_data: Arc<UserData>,
         calls: Arc<CallsInFlight>,
         agent_key: usize,
-    ) -> (Self, Arc<ToolCallback>) {
-        let callback = Arc::new(ToolCallback {
-            callback,
-            user_data,
-        });
-        let tool = Self {
+    ) -> Self {
+        Self {
             name,
             description,
             parameters,
-            callback: Arc::clone(&callback),
+            callback: Arc::new(ToolCallback {
+                callback,
+                user_data,
+            }),
             calls,
             agent_key,
-        };
-        (tool, callback)
+        }
     }
 }
 
 impl ToolCallback {
     /// Runs the C callback for one call (on a blocking-pool thread) and reads its outcome.
-    fn invoke(
-        &self,
-        context: ToolCallContext,
-        agent_key: usize,
-    ) -> Result<AgentToolResult, ToolError> {
+    fn invoke(&self, context: ToolCallContext) -> Result<AgentToolResult, ToolError> {
         let Some(user_data) = self.user_data.get() else {
             return Err(ToolError::new("the tool was released"));
         };
@@ -263,15 +318,13 @@ impl ToolCallback {
             name: context.tool_name,
             arguments_json: context.arguments.to_string(),
             signal: context.signal,
+            updates: context.updates,
             outcome: Mutex::new(Outcome::Unset),
         };
-        let code = {
-            let _scope = ScopeGuard::enter(Scope::Tool(agent_key));
-            // SAFETY: the callback and `user_data` were registered together by the C caller;
-            // `call` outlives the call. C only reads `call` through this library's functions,
-            // which take shared references (its mutable part is behind a mutex).
-            unsafe { (self.callback)(user_data, std::ptr::from_ref(&call).cast_mut()) }
-        };
+        // SAFETY: the callback and `user_data` were registered together by the C caller;
+        // `call` outlives the call. C only reads `call` through this library's functions,
+        // which take shared references (its mutable part is behind a mutex).
+        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&call).cast_mut()) };
         match call
             .outcome
             .into_inner()
@@ -308,14 +361,11 @@ impl AgentTool for CTool {
         let calls = Arc::clone(&self.calls);
         let agent_key = self.agent_key;
         Box::pin(async move {
-            let in_flight = InFlight::enter(&calls);
-            let task = tokio::task::spawn_blocking(move || {
-                let _in_flight = in_flight;
-                callback.invoke(context, agent_key)
-            });
-            task.await.unwrap_or_else(|error| {
-                Err(ToolError::new(format!("tool callback failed: {error}")))
-            })
+            run_callback(&calls, agent_key, move || callback.invoke(context))
+                .await
+                .unwrap_or_else(|error| {
+                    Err(ToolError::new(format!("tool callback failed: {error}")))
+                })
         })
     }
 }

@@ -1,4 +1,5 @@
-//! Compiles the C programs (`tests/c/ffi_test.c`, `examples/c/agent.c`) with
+//! Compiles the C programs (`tests/c/ffi_test.c`, `tests/c/ffi_agent_test.c`,
+//! `examples/c/agent.c`) with
 //! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with the cdylib
 //! cargo built for this test run (`target/<profile>/deps/libpi_agent.so`, found from the test
 //! executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an rpath, and runs them:
@@ -141,13 +142,13 @@ fn c_test_faux() {
     assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_test faux: ok"));
 }
 
-#[test]
-fn c_test_faux_under_valgrind() {
+/// Runs `exe args` under valgrind (memory errors and definite leaks fail the run), or skips
+/// when valgrind is not installed.
+fn run_under_valgrind(exe: &Path, args: &[&str], what: &str) {
     if !valgrind_available() {
-        println!("note: valgrind is not installed; skipping the valgrind run of ffi_test");
+        println!("note: valgrind is not installed; skipping the valgrind run of {what}");
         return;
     }
-    let exe = compile("tests/c/ffi_test.c", "ffi_test_valgrind");
     let mut command = Command::new("valgrind");
     command
         .args([
@@ -156,10 +157,30 @@ fn c_test_faux_under_valgrind() {
             "--leak-check=full",
             "--errors-for-leak-kinds=definite",
         ])
-        .arg(&exe)
-        .arg("faux");
+        .arg(exe)
+        .args(args);
     let output = run(command);
-    assert_success(&output, "valgrind ffi_test faux");
+    assert_success(&output, &format!("valgrind {what}"));
+}
+
+#[test]
+fn c_test_faux_under_valgrind() {
+    let exe = compile("tests/c/ffi_test.c", "ffi_test_valgrind");
+    run_under_valgrind(&exe, &["faux"], "ffi_test faux");
+}
+
+#[test]
+fn c_agent_test() {
+    let exe = compile("tests/c/ffi_agent_test.c", "ffi_agent_test");
+    let output = run(Command::new(&exe));
+    assert_success(&output, "ffi_agent_test");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_agent_test: ok"));
+}
+
+#[test]
+fn c_agent_test_under_valgrind() {
+    let exe = compile("tests/c/ffi_agent_test.c", "ffi_agent_test_valgrind");
+    run_under_valgrind(&exe, &[], "ffi_agent_test");
 }
 
 #[test]
@@ -201,10 +222,17 @@ fn c_test_mock_server() {
 fn c_example_agent() {
     let exe = compile("examples/c/agent.c", "agent_example");
     let mut command = Command::new(&exe);
-    command.env_remove("PI_MODEL_JSON").env_remove("PI_API_KEY");
+    command
+        .env_remove("PI_MODEL")
+        .env_remove("PI_MODEL_JSON")
+        .env_remove("PI_API_KEY");
     let output = run(command);
     assert_success(&output, "examples/c/agent");
     let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(r#"[approve] calculator {"expression":"6 * 7"}"#),
+        "{stdout}"
+    );
     assert!(stdout.contains("[calculator] 6 * 7 = 42"), "{stdout}");
     assert!(stdout.contains("assistant: 6 * 7 is 42."), "{stdout}");
 }

@@ -10,104 +10,13 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
-#include "pi_agent.h"
+#include "test_support.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-/* ---------------------------------------------------------------- helpers */
-
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        if (!(cond)) {                                                              \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
-
-/* Fails on an error, printing its kind and message. */
-#define OK(call) ok_or_die((call), #call, __LINE__)
-
-static void ok_or_die(pi_error *err, const char *what, int line) {
-    if (err != NULL) {
-        pi_str msg = pi_error_message(err);
-        fprintf(stderr, "%s:%d: %s failed: kind %u: %.*s\n", __FILE__, line, what,
-                (unsigned)pi_error_get_kind(err), (int)msg.len, msg.data);
-        exit(1);
-    }
-}
-
-/* Checks that `err` has `kind` (and, if `message` is not NULL, exactly that message). */
-static void expect_error(pi_error *err, pi_error_kind kind, const char *message, int line) {
-    if (err == NULL) {
-        fprintf(stderr, "%s:%d: expected error kind %u, got success\n", __FILE__, line,
-                (unsigned)kind);
-        exit(1);
-    }
-    pi_str msg = pi_error_message(err);
-    if (pi_error_get_kind(err) != kind ||
-        (message != NULL && (msg.len != strlen(message) || memcmp(msg.data, message, msg.len)))) {
-        fprintf(stderr, "%s:%d: expected error kind %u, got %u: %.*s\n", __FILE__, line,
-                (unsigned)kind, (unsigned)pi_error_get_kind(err), (int)msg.len, msg.data);
-        exit(1);
-    }
-    pi_error_free(err);
-}
-#define EXPECT_ERROR(call, kind) expect_error((call), (kind), NULL, __LINE__)
-
-static int str_eq(pi_str s, const char *c) {
-    return s.len == strlen(c) && memcmp(s.data, c, s.len) == 0;
-}
-
-static int count(const char *haystack, const char *needle) {
-    int n = 0;
-    for (const char *p = strstr(haystack, needle); p != NULL; p = strstr(p + 1, needle)) n++;
-    return n;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Waits (up to 10 s) until *flag is non-zero. */
-static int wait_for(atomic_int *flag) {
-    for (int i = 0; i < 10000 && atomic_load(flag) == 0; i++) sleep_ms(1);
-    return atomic_load(flag) != 0;
-}
-
-/* Copies the string value of "key" from flat JSON (no escapes needed here). */
-static int json_string(const char *json, size_t len, const char *key, char *out, size_t size) {
-    char pattern[64];
-    snprintf(pattern, sizeof pattern, "\"%s\":\"", key);
-    char *copy = malloc(len + 1);
-    memcpy(copy, json, len);
-    copy[len] = '\0';
-    int found = 0;
-    const char *start = strstr(copy, pattern);
-    if (start != NULL) {
-        start += strlen(pattern);
-        const char *end = strchr(start, '"');
-        if (end != NULL && (size_t)(end - start) < size) {
-            memcpy(out, start, (size_t)(end - start));
-            out[end - start] = '\0';
-            found = 1;
-        }
-    }
-    free(copy);
-    return found;
-}
-
-static char *messages_json(pi_agent *agent) {
-    char *json = NULL;
-    OK(pi_agent_messages_json(agent, &json));
-    CHECK(json != NULL);
-    return json;
-}
 
 /* ------------------------------------------------------------ calculator */
 
