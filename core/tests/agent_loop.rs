@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use pi_agent::agent::{
-    Agent, AgentContext, AgentError, AgentEvent, AgentLoopConfig, AgentOptions, AgentSnapshot,
-    ProxyOptions, QueueMode, agent_loop, agent_loop_continue, proxy_stream_fn,
+    Agent, AgentContext, AgentEvent, AgentLoopConfig, AgentOptions, AgentSnapshot, ProxyOptions,
+    QueueMode, agent_loop, agent_loop_continue, proxy_stream_fn,
 };
 use pi_agent::ai::event_stream::channel;
 use pi_agent::ai::providers::faux::{FauxProvider, faux_assistant_message, faux_text};
@@ -74,7 +74,10 @@ async fn agent_loop_continue_checks_like_pi_and_returns_only_new_messages() {
         done_only_config(),
         CancellationToken::new(),
     );
-    assert_eq!(empty.unwrap_err(), AgentError::NothingToContinue);
+    assert_eq!(
+        empty.unwrap_err().to_string(),
+        "Cannot continue: no messages in context"
+    );
     let context = AgentContext {
         messages: vec![UserMessage::text("from here").into()],
         ..AgentContext::default()

@@ -84,9 +84,9 @@ impl pi_error {
             AgentError::AlreadyProcessingPrompt | AgentError::AlreadyProcessingContinue => {
                 pi_error_kind::AlreadyRunning
             }
-            AgentError::NothingToContinue | AgentError::ContinueFromAssistant => {
-                pi_error_kind::CannotContinue
-            }
+            AgentError::NothingToContinue
+            | AgentError::EmptyContext
+            | AgentError::ContinueFromAssistant => pi_error_kind::CannotContinue,
             _ => pi_error_kind::RunFailed,
         };
         Self::new(kind, error.to_string())

@@ -41,9 +41,9 @@ pub(crate) fn agent_error(error: AgentError) -> PyErr {
         AgentError::AlreadyProcessingPrompt | AgentError::AlreadyProcessingContinue => {
             AgentBusyError::new_err(message)
         }
-        AgentError::NothingToContinue | AgentError::ContinueFromAssistant => {
-            CannotContinueError::new_err(message)
-        }
+        AgentError::NothingToContinue
+        | AgentError::EmptyContext
+        | AgentError::ContinueFromAssistant => CannotContinueError::new_err(message),
         AgentError::RunFailed(_) => AgentRunError::new_err(message),
         _ => PiError::new_err(message),
     }

@@ -76,7 +76,7 @@ pub fn run_failure_message(
 /// Checks that the loop can continue from `messages`' last entry (pi's messages).
 pub fn check_can_continue(messages: &[AgentMessage]) -> Result<(), AgentError> {
     match messages.last() {
-        None => Err(AgentError::NothingToContinue),
+        None => Err(AgentError::EmptyContext),
         Some(last) if last.as_assistant().is_some() => Err(AgentError::ContinueFromAssistant),
         Some(_) => Ok(()),
     }

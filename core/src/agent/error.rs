@@ -16,6 +16,9 @@ pub enum AgentError {
     /// `continue` with an empty transcript.
     #[error("No messages to continue from")]
     NothingToContinue,
+    /// The low-level `agent_loop_continue` with an empty context.
+    #[error("Cannot continue: no messages in context")]
+    EmptyContext,
     /// `continue` when the transcript ends with an assistant message and no message is queued.
     #[error("Cannot continue from message role: assistant")]
     ContinueFromAssistant,

@@ -113,6 +113,9 @@ fn repair_orphans(messages: Vec<Message>) -> Vec<Message> {
     let mut out = Vec::with_capacity(messages.len());
     let mut pending: Vec<(String, String)> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
+    // Calls of kept assistant messages; a result for any other call (e.g. of a dropped failed
+    // turn) would be an orphan the provider rejects (pi quirk #12 keeps it).
+    let mut known_calls: HashSet<String> = HashSet::new();
     let flush = |out: &mut Vec<Message>,
                  pending: &mut Vec<(String, String)>,
                  answered: &mut HashSet<String>| {
@@ -141,6 +144,7 @@ fn repair_orphans(messages: Vec<Message>) -> Vec<Message> {
                     .tool_calls()
                     .map(|call| (call.id.clone(), call.name.clone()))
                     .collect();
+                known_calls.extend(pending.iter().map(|(id, _)| id.clone()));
                 out.push(Message::Assistant(assistant));
             }
             Message::User(user) => {
@@ -148,8 +152,11 @@ fn repair_orphans(messages: Vec<Message>) -> Vec<Message> {
                 out.push(Message::User(user));
             }
             Message::ToolResult(result) => {
-                answered.insert(result.tool_call_id.clone());
-                out.push(Message::ToolResult(result));
+                if known_calls.contains(&result.tool_call_id)
+                    && answered.insert(result.tool_call_id.clone())
+                {
+                    out.push(Message::ToolResult(result));
+                }
             }
         }
     }
@@ -232,6 +239,12 @@ mod tests {
                 ..ToolResultMessage::default()
             }),
             assistant("gpt", vec![call("c")], StopReason::Aborted),
+            // A result for the dropped turn's call is dropped too.
+            Message::ToolResult(ToolResultMessage {
+                tool_call_id: "c".into(),
+                tool_name: "calc".into(),
+                ..ToolResultMessage::default()
+            }),
         ];
         let out = transform_messages(&messages, &target, None);
         let roles: Vec<_> = out.iter().map(Message::role).collect();
