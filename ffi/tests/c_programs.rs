@@ -236,3 +236,49 @@ fn c_example_agent() {
     assert!(stdout.contains("[calculator] 6 * 7 = 42"), "{stdout}");
     assert!(stdout.contains("assistant: 6 * 7 is 42."), "{stdout}");
 }
+
+/// Every wire API through the C pull stream, against recorded-style fixtures.
+#[test]
+fn c_stream_every_wire_api() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let exe = compile("tests/c/providers_test.c", "providers_test");
+    for (api, provider, id, suffix, fixture) in [
+        (
+            "anthropic-messages",
+            "anthropic",
+            "claude-sonnet-4-5",
+            "",
+            "anthropic/thinking_text_tool_use.sse",
+        ),
+        (
+            "openai-responses",
+            "openai",
+            "gpt-5-mini",
+            "/v1",
+            "openai-responses/reasoning_text_function_call.sse",
+        ),
+        (
+            "google-generative-ai",
+            "google",
+            "gemini-2.5-flash",
+            "/v1beta",
+            "google/thinking_text_function_call.sse",
+        ),
+    ] {
+        let server = runtime.block_on(MockServer::start()).unwrap();
+        let body =
+            std::fs::read_to_string(repo_root().join("tests/fixtures").join(fixture)).unwrap();
+        server.push(json!({"sse": body, "split_random": 11}));
+        let model = json!({"id": id, "api": api, "provider": provider, "reasoning": true,
+            "baseUrl": format!("http://{}{suffix}", server.addr()), "maxTokens": 8192});
+        let mut command = Command::new(&exe);
+        command.arg(model.to_string());
+        let output = run(command);
+        assert_success(&output, api);
+        assert_eq!(server.requests().len(), 1, "{api}");
+    }
+}
