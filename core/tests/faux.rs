@@ -233,3 +233,51 @@ async fn user_registered_providers_are_used() {
     assert!(message.text().contains("hello there"));
     assert!(ai::unregister_api_provider("echo-test"));
 }
+
+/// Records the options each request arrives with.
+struct OptionsProbe(Arc<std::sync::Mutex<Vec<StreamOptions>>>);
+
+impl pi_agent::ai::ApiProvider for OptionsProbe {
+    fn api(&self) -> &str {
+        "options-probe"
+    }
+
+    fn stream(
+        &self,
+        model: &pi_agent::ai::Model,
+        _context: &Context,
+        options: &StreamOptions,
+    ) -> pi_agent::ai::AssistantMessageEventStream {
+        self.0.lock().unwrap().push(options.clone());
+        pi_agent::ai::AssistantMessageEventStream::failed(model, StopReason::Error, "probe")
+    }
+}
+
+#[tokio::test]
+async fn stream_simple_caps_tokens_and_clamps_reasoning() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    ai::register_api_provider(Arc::new(OptionsProbe(Arc::clone(&seen))));
+    let mut model = pi_agent::ai::Model::new("options-probe", "me", "thinker", "");
+    model.reasoning = true;
+    model.max_tokens = 100_000;
+    model.thinking_level_map = Some([("minimal".to_owned(), None)].into());
+    let options = StreamOptions {
+        reasoning: Some(ai::ThinkingLevel::Minimal),
+        ..StreamOptions::default()
+    };
+    ai::complete_simple(&model, &context(), &options).await;
+    model.reasoning = false;
+    ai::complete_simple(&model, &context(), &options).await;
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0].max_tokens, Some(32_000));
+    assert_eq!(
+        seen[0].reasoning,
+        Some(ai::ThinkingLevel::Low),
+        "minimal is unsupported: clamped up"
+    );
+    assert_eq!(
+        seen[1].reasoning, None,
+        "a non-reasoning model gets no level"
+    );
+    ai::unregister_api_provider("options-probe");
+}

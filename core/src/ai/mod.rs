@@ -72,18 +72,24 @@ pub async fn complete(
 }
 
 /// [`stream`] with pi's "simple" defaults: when `max_tokens` is unset it becomes
-/// `min(model.max_tokens, 32000)`.
+/// `min(model.max_tokens, 32000)`, and the reasoning level is clamped to one the model supports
+/// (a non-reasoning model gets none).
 pub fn stream_simple(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
 ) -> AssistantMessageEventStream {
+    let mut options = options.clone();
     if options.max_tokens.is_none() && model.max_tokens > 0 {
-        let mut options = options.clone();
         options.max_tokens = Some(model.max_tokens.min(SIMPLE_MAX_TOKENS_CAP));
-        return stream(model, context, &options);
     }
-    stream(model, context, options)
+    options.reasoning = match options.reasoning {
+        Some(level) if model.reasoning => {
+            catalog::clamp_thinking_level(model, level.into()).thinking_level()
+        }
+        _ => None,
+    };
+    stream(model, context, &options)
 }
 
 /// [`stream_simple`], then waits for the final message.
