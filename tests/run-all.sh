@@ -28,7 +28,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 
 step "rust tests (core, mock server, C ABI, header drift)"
 cargo test --workspace --all-targets
-cargo test --workspace --doc
+cargo test -p pi-agent --doc
 
 step "rust example"
 cargo run -q -p pi-agent-examples --example agent
