@@ -57,21 +57,7 @@ pub fn stream_proxy(
     let (writer, stream) = channel(model, options.signal.clone());
     let url = format!("{}/api/stream", proxy.proxy_url.trim_end_matches('/'));
     let token = proxy.auth_token.clone();
-    tokio::spawn(async move {
-        let mut writer = writer;
-        let outcome = match writer.signal().cloned() {
-            Some(signal) => tokio::select! {
-                biased;
-                () = signal.cancelled() => Err("Request aborted by user".to_owned()),
-                result = run(&mut writer, url, token, body) => result,
-            },
-            None => run(&mut writer, url, token, body).await,
-        };
-        match outcome {
-            Ok(()) => writer.done().await,
-            Err(message) => writer.fail(message).await,
-        }
-    });
+    tokio::spawn(writer.drive(async move |writer| run(writer, url, token, body).await));
     stream
 }
 

@@ -208,6 +208,26 @@ impl StreamWriter {
         }
     }
 
+    /// Runs a provider's request to its end: `run` drives this writer; an abort of the
+    /// request's token ends it at once with "Request was aborted" (even mid-read); `Ok` ends the
+    /// stream with [`done`](Self::done), `Err(message)` with [`fail`](Self::fail).
+    pub async fn drive(mut self, run: impl AsyncFnOnce(&mut StreamWriter) -> Result<(), String>) {
+        let outcome = match self.signal.clone() {
+            Some(signal) => {
+                tokio::select! {
+                    biased;
+                    () = signal.cancelled() => Err("Request was aborted".to_owned()),
+                    result = run(&mut self) => result,
+                }
+            }
+            None => run(&mut self).await,
+        };
+        match outcome {
+            Ok(()) => self.done().await,
+            Err(message) => self.fail(message).await,
+        }
+    }
+
     /// `true` once the consumer has dropped its stream.
     pub fn is_closed(&self) -> bool {
         self.tx.as_ref().is_none_or(mpsc::Sender::is_closed)

@@ -88,7 +88,8 @@ impl ApiProvider for MistralProvider {
             options: options.clone(),
         };
         let (writer, stream) = channel(model, options.signal.clone());
-        tokio::spawn(drive(writer, model.clone(), request));
+        let model = model.clone();
+        tokio::spawn(writer.drive(async move |writer| run(writer, &model, request).await));
         stream
     }
 }
@@ -333,21 +334,6 @@ pub fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
             StopReason::Error,
             Some(format!("Provider finish_reason: {other}")),
         ),
-    }
-}
-
-async fn drive(mut writer: StreamWriter, model: Model, request: Request) {
-    let outcome = match writer.signal().cloned() {
-        Some(signal) => tokio::select! {
-            biased;
-            () = signal.cancelled() => Err("Request was aborted".to_owned()),
-            result = run(&mut writer, &model, request) => result,
-        },
-        None => run(&mut writer, &model, request).await,
-    };
-    match outcome {
-        Ok(()) => writer.done().await,
-        Err(message) => writer.fail(message).await,
     }
 }
 

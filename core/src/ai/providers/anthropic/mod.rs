@@ -131,25 +131,8 @@ impl ApiProvider for AnthropicProvider {
         };
         let (writer, stream) = channel(model, options.signal.clone());
         let model = model.clone();
-        tokio::spawn(drive(writer, model, prepared));
+        tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
         stream
-    }
-}
-
-async fn drive(mut writer: StreamWriter, model: Model, request: PreparedRequest) {
-    let outcome = match writer.signal().cloned() {
-        Some(signal) => {
-            tokio::select! {
-                biased;
-                () = signal.cancelled() => Err("Request was aborted".to_owned()),
-                result = run(&mut writer, &model, request) => result,
-            }
-        }
-        None => run(&mut writer, &model, request).await,
-    };
-    match outcome {
-        Ok(()) => writer.done().await,
-        Err(message) => writer.fail(message).await,
     }
 }
 

@@ -293,30 +293,9 @@ fn launch(
         prepared.body = replacement;
     }
     let (writer, stream) = channel(model, options.signal.clone());
-    tokio::spawn(drive(writer, model.clone(), options.clone(), prepared));
+    let (model, options) = (model.clone(), options.clone());
+    tokio::spawn(writer.drive(async move |writer| run(writer, &model, &options, prepared).await));
     stream
-}
-
-async fn drive(
-    mut writer: StreamWriter,
-    model: Model,
-    options: StreamOptions,
-    request: PreparedRequest,
-) {
-    let outcome = match writer.signal().cloned() {
-        Some(signal) => {
-            tokio::select! {
-                biased;
-                () = signal.cancelled() => Err("Request was aborted".to_owned()),
-                result = run(&mut writer, &model, &options, request) => result,
-            }
-        }
-        None => run(&mut writer, &model, &options, request).await,
-    };
-    match outcome {
-        Ok(()) => writer.done().await,
-        Err(message) => writer.fail(message).await,
-    }
 }
 
 async fn run(
