@@ -7,11 +7,16 @@ from typing import Any, Literal, Mapping, Optional, Sequence, Union, final
 from typing_extensions import Unpack
 
 from .types import (
+    AfterToolCallHook,
     AgentEvent,
     AgentMessage,
+    AgentSnapshot,
+    AgentToolResult,
     AssistantMessage,
     AssistantMessageEvent,
+    BeforeToolCallHook,
     Context,
+    GetApiKeyHook,
     ImageContent,
     ModelCost,
     ModelDict,
@@ -22,7 +27,9 @@ from .types import (
     ToolDefinition,
     ToolExecutionMode,
     QueueMode,
+    ShouldStopAfterTurnHook,
     StreamOptions,
+    TransformContextHook,
 )
 
 __all__ = [
@@ -46,7 +53,9 @@ __all__ = [
     "acomplete",
     "complete",
     "stream",
+    "is_context_overflow",
     "Tool",
+    "ToolContext",
     "__version__",
 ]
 
@@ -189,14 +198,14 @@ class AssistantMessageEventStream:
         exc_type: Optional[type[BaseException]],
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
-    ) -> bool: ...
+    ) -> Literal[False]: ...
     def __aenter__(self) -> Awaitable[AssistantMessageEventStream]: ...
     def __aexit__(
         self,
         exc_type: Optional[type[BaseException]],
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
-    ) -> Awaitable[bool]: ...
+    ) -> Awaitable[Literal[False]]: ...
 
 def stream(
     model: Union[Model, ModelDict],
@@ -226,6 +235,16 @@ def acomplete(
     **options: Unpack[StreamOptions],
 ) -> Coroutine[Any, Any, AssistantMessage]:
     """``complete`` for asyncio: ``message = await pi_agent.acomplete(model, context)``."""
+
+def is_context_overflow(
+    message: Union[AssistantMessage, Mapping[str, Any]], context_window: Optional[int] = None
+) -> bool:
+    """Whether an assistant message reports a context overflow (pi's ``isContextOverflow``):
+    an error whose text is a known "prompt too long" message of some provider, or, given the
+    model's ``context_window``, a response whose input exceeded it (some providers truncate
+    silently) or that stopped at ``length`` with no output and a full window. Use it to decide
+    to compact the transcript and retry. ``ValueError`` if ``message`` is not an assistant
+    message dict."""
 
 # ---------------------------------------------------------------------------------------------
 # Faux provider
@@ -289,7 +308,7 @@ class FauxProvider:
         exc_type: Optional[type[BaseException]],
         exc: Optional[BaseException],
         traceback: Optional[TracebackType],
-    ) -> bool: ...
+    ) -> Literal[False]: ...
 
 def faux_text(text: str) -> TextContent:
     """A text block: ``{"type": "text", "text": text}``."""
@@ -318,6 +337,11 @@ class Tool:
     Sync functions run on a worker thread with the GIL. ``async def`` functions run on the
     event loop of the caller awaiting ``agent.prompt()``, or with ``asyncio.run`` on a worker
     thread under ``prompt_sync``. Calling the tool calls the function.
+
+    A parameter annotated with :class:`ToolContext` (or ``Optional[ToolContext]``), whatever
+    its name, is not a model argument: it is left out of the schema, and the agent passes the
+    call's context there. That is the only rule; a parameter named ``ctx`` without that
+    annotation is an ordinary argument.
     """
 
     def __new__(
@@ -357,6 +381,37 @@ class Tool:
     def to_dict(self) -> ToolDefinition:
         """The tool as the LLM sees it: ``{"name", "description", "parameters"}``."""
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+@final
+class ToolContext:
+    """What a tool function gets in its parameter annotated with ``ToolContext``::
+
+        @pi_agent.tool
+        def index(path: str, ctx: pi_agent.ToolContext) -> str:
+            for n, file in enumerate(walk(path)):
+                if ctx.aborted:
+                    return "stopped"
+                ctx.update(f"{n} files indexed")
+            return "done"
+
+    Thread-safe; only the agent creates it.
+    """
+
+    @property
+    def tool_call_id(self) -> str:
+        """The id of this tool call."""
+    @property
+    def tool_name(self) -> str:
+        """The name the model called the tool by."""
+    @property
+    def aborted(self) -> bool:
+        """Whether the run was aborted. The call already has an aborted result then, and a
+        sync tool (which cannot be interrupted) should return soon; an ``async def`` tool is
+        cancelled instead."""
+    def update(self, partial: Union[str, AgentToolResult, Mapping[str, Any]]) -> None:
+        """Reports progress as a ``tool_execution_update`` event: a str (the text) or a tool
+        result dict (``{"content": ..., "details": ...}``; ``content`` may be a str). Never
+        blocks; updates after the call ended are dropped."""
 
 # ---------------------------------------------------------------------------------------------
 # Agent
@@ -409,12 +464,55 @@ class Agent:
         thinking_level: Optional[ThinkingLevel] = None,
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
+        before_tool_call: Optional[BeforeToolCallHook] = None,
+        after_tool_call: Optional[AfterToolCallHook] = None,
+        should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
+        transform_context: Optional[TransformContextHook] = None,
+        get_api_key: Optional[GetApiKeyHook] = None,
+        stream_idle_timeout_ms: Optional[int] = None,
+        tool_timeout_ms: Optional[int] = None,
+        proxy_url: Optional[str] = None,
+        proxy_token: Optional[str] = None,
         **options: Unpack[StreamOptions],
     ) -> Agent:
         """Plain functions in ``tools`` are wrapped with ``Tool.from_function``. Without a
         model, the first prompt fails (pi's placeholder model ``unknown``). ``options`` are
         the request options of every model call (``api_key``, ``temperature``, ``headers``,
-        ... as for ``pi_agent.stream``; the reasoning level is ``thinking_level``)."""
+        ``thinking_budgets``, ... as for ``pi_agent.stream``; the reasoning level is
+        ``thinking_level``).
+
+        The hooks (see the properties of the same names) and watchdogs can also be set later.
+        ``proxy_url`` sends every model call through your server instead (pi's
+        ``streamProxy``: ``POST {proxy_url}/api/stream`` with ``Authorization: Bearer
+        {proxy_token}``, answered with pi's proxy events); provider keys then stay on the
+        server."""
+    @classmethod
+    def restore(
+        cls,
+        snapshot: Union[AgentSnapshot, Mapping[str, Any]],
+        *,
+        tools: Optional[Iterable[Union[Tool, Callable[..., Any]]]] = None,
+        before_tool_call: Optional[BeforeToolCallHook] = None,
+        after_tool_call: Optional[AfterToolCallHook] = None,
+        should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
+        transform_context: Optional[TransformContextHook] = None,
+        get_api_key: Optional[GetApiKeyHook] = None,
+        stream_idle_timeout_ms: Optional[int] = None,
+        tool_timeout_ms: Optional[int] = None,
+        proxy_url: Optional[str] = None,
+        proxy_token: Optional[str] = None,
+        **options: Unpack[StreamOptions],
+    ) -> Agent:
+        """A new agent with the data of ``snapshot`` — transcript, queues, model, system prompt,
+        thinking level, tool execution and queue modes — and the code given here, as for the
+        constructor (tools and hooks are code, so a snapshot cannot hold them).
+
+        ``snapshot`` is what ``snapshot()`` returned, possibly through ``json.dumps`` /
+        ``json.loads``; a snapshot written by the Rust or C side loads too (the same JSON).
+        ``ValueError`` if it is not a snapshot."""
+    def snapshot(self) -> AgentSnapshot:
+        """The agent's data as a pi-shaped, JSON-serialisable dict (see ``restore``). During a
+        run, the transcript is as of the last completed message."""
     def prompt(
         self, input: _PromptInput, images: Optional[Sequence[ImageContent]] = None
     ) -> Coroutine[Any, Any, None]:
@@ -448,13 +546,33 @@ class Agent:
         """Queues a message to run when the agent would otherwise stop."""
     def clear_all_queues(self) -> None:
         """Empties the steering and follow-up queues."""
+    def clear_steering_queue(self) -> None:
+        """Empties the steering queue."""
+    def clear_follow_up_queue(self) -> None:
+        """Empties the follow-up queue."""
     @property
     def has_queued_messages(self) -> bool: ...
+    @property
+    def steering_mode(self) -> QueueMode:
+        """How many steering messages one poll takes: ``"one-at-a-time"`` (pi's default) or
+        ``"all"``."""
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None: ...
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        """How many follow-up messages one poll takes."""
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None: ...
     def subscribe(self, callback: Callable[[AgentEvent], Any]) -> Unsubscribe:
         """Calls ``callback(event)`` for every event of every later run, synchronously and in
         order, on a runtime thread with the GIL held (keep it quick: the run waits for it).
-        An exception in the callback is reported through ``sys.unraisablehook`` and does not
-        affect the run. Returns a function that unsubscribes."""
+        An exception in the callback is reported through ``sys.unraisablehook`` and recorded in
+        ``listener_errors``, and does not affect the run. Returns a function that
+        unsubscribes."""
+    @property
+    def listener_errors(self) -> list[str]:
+        """Failures of subscribers, oldest first (at most the last 100), e.g.
+        ``"subscriber panicked on agent_start: RuntimeError: ..."``."""
     @property
     def messages(self) -> list[AgentMessage]:
         """A copy of the transcript (assign a list of message dicts to replace it)."""
@@ -490,3 +608,81 @@ class Agent:
     def tools(self) -> list[Tool]: ...
     @tools.setter
     def tools(self, tools: Iterable[Union[Tool, Callable[..., Any]]]) -> None: ...
+    def remove_tool(self, name: str) -> bool:
+        """Removes the tool named ``name`` (for later runs); returns whether there was one."""
+    @property
+    def tool_execution(self) -> ToolExecutionMode:
+        """``"parallel"`` (pi's default: prepared in order, run concurrently) or
+        ``"sequential"`` tool calls, for later runs."""
+    @tool_execution.setter
+    def tool_execution(self, mode: ToolExecutionMode) -> None: ...
+    @property
+    def stream_idle_timeout_ms(self) -> Optional[int]:
+        """Watchdog: a model stream that sends nothing for this long is cancelled and the turn
+        ends with an error message (``"The model stream stalled (N ms without data)"``).
+        ``None`` (default): off."""
+    @stream_idle_timeout_ms.setter
+    def stream_idle_timeout_ms(self, timeout: Optional[int]) -> None: ...
+    @property
+    def tool_timeout_ms(self) -> Optional[int]:
+        """Watchdog: a tool call still running after this long gets the error result ``"Tool
+        <name> timed out after N ms"`` (a sync function keeps running in its thread; see
+        ``ToolContext.aborted``). ``None`` (default): off."""
+    @tool_timeout_ms.setter
+    def tool_timeout_ms(self, timeout: Optional[int]) -> None: ...
+
+    # Hooks. Each may be a plain function or an ``async def``; it runs where tools run (a
+    # worker thread; a coroutine on the loop awaiting ``prompt()``, else in ``asyncio.run`` on
+    # the worker). Setting ``None`` clears it; changes apply from the next run.
+
+    @property
+    def before_tool_call(self) -> Optional[BeforeToolCallHook]:
+        """Called before each tool call, after its arguments were validated, with
+        ``{"toolCall", "args", "assistantMessage"}``. Return ``None`` to run the call,
+        ``{"block": True, "reason": ...}`` to give the model an error result instead, or
+        ``{"args": {...}}`` to run it with other arguments (not revalidated). If it raises, or
+        returns anything else, the call gets an error result with the exception's message
+        (pi's rule) and the run goes on."""
+    @before_tool_call.setter
+    def before_tool_call(self, hook: Optional[BeforeToolCallHook]) -> None: ...
+    @property
+    def after_tool_call(self) -> Optional[AfterToolCallHook]:
+        """Called after each tool call that ran (not for blocked, unknown or invalid calls),
+        with ``{"toolCall", "args", "result", "isError", "assistantMessage"}``. Return ``None``
+        to keep the result, or a dict whose fields ``content`` (a list of blocks or a str),
+        ``details``, ``isError`` and ``terminate`` each replace the original whole. If it
+        raises, the call gets an error result with the exception's message."""
+    @after_tool_call.setter
+    def after_tool_call(self, hook: Optional[AfterToolCallHook]) -> None: ...
+    @property
+    def should_stop_after_turn(self) -> Optional[ShouldStopAfterTurnHook]:
+        """Asked after every turn with ``{"message", "toolResults", "newMessages"}``; a true
+        value ends the run there, without polling the steering and follow-up queues.
+
+        If it raises, the run fails as core fails a run whose hook panics: it ends with an
+        assistant message whose ``stopReason`` is ``"error"`` and whose ``errorMessage`` is
+        ``"should_stop_after_turn raised <Type>: <message>"`` (also ``error_message``);
+        ``prompt()`` does not raise."""
+    @should_stop_after_turn.setter
+    def should_stop_after_turn(self, hook: Optional[ShouldStopAfterTurnHook]) -> None: ...
+    @property
+    def transform_context(self) -> Optional[TransformContextHook]:
+        """Called before each model call with the transcript (a list of message dicts, custom
+        ones included); returns the messages to send instead, e.g. pruned or summarised. The
+        result is sent, never stored. Custom messages in it are dropped before the request as
+        usual.
+
+        If it raises, or returns something that is not a list of messages (``None``
+        included), the run fails — the untransformed transcript is *not* sent — with an
+        assistant message whose ``stopReason`` is ``"error"`` and whose ``errorMessage`` is
+        ``"transform_context raised <Type>: <message>"``; ``prompt()`` does not raise."""
+    @transform_context.setter
+    def transform_context(self, hook: Optional[TransformContextHook]) -> None: ...
+    @property
+    def get_api_key(self) -> Optional[GetApiKeyHook]:
+        """Called with the provider name (``"openai"``, ...) before every model call; returns
+        the key to use (for short-lived tokens), or ``None`` for the ``api_key`` option / the
+        environment. If it raises, or returns something that is not a str or ``None``, the run
+        fails as for ``transform_context`` (``"get_api_key raised <Type>: <message>"``)."""
+    @get_api_key.setter
+    def get_api_key(self, hook: Optional[GetApiKeyHook]) -> None: ...

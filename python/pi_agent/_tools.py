@@ -13,9 +13,9 @@ import types
 import typing
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple, TypeVar, Union, overload
 
-from ._core import Tool
+from ._core import Tool, ToolContext
 
-__all__ = ["tool", "function_schema", "describe_function"]
+__all__ = ["tool", "function_schema", "describe_function", "context_parameter"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -113,7 +113,8 @@ def function_schema(
 ) -> Dict[str, Any]:
     """The JSON Schema (an object) of ``function``'s keyword arguments.
 
-    Type hints map to JSON types: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list[T]``,
+    A parameter annotated with :class:`ToolContext` (see :func:`context_parameter`) is not an
+    argument and is left out. Type hints map to JSON types: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list[T]``,
     ``tuple``, ``dict[str, T]``, ``Optional[T]``/``T | None``, ``Union``, ``Literal``, ``Enum``,
     ``TypedDict``, dataclasses, ``Annotated[T, "description"]`` and ``Any``. Parameters with a
     default are not required. ``descriptions`` (default: parsed from the docstring's ``Args:``
@@ -127,6 +128,8 @@ def function_schema(
     required: List[str] = []
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if _is_tool_context(hints.get(parameter.name, parameter.annotation)):
             continue
         if parameter.kind is parameter.POSITIONAL_ONLY:
             raise TypeError(
@@ -153,6 +156,48 @@ def function_schema(
     if required:
         result["required"] = required
     return result
+
+
+def context_parameter(function: Callable[..., Any]) -> Optional[str]:
+    """The name of ``function``'s parameter annotated with :class:`ToolContext` (or
+    ``Optional[ToolContext]``), if any: the agent passes the call's context there, by keyword.
+
+    This is the one rule: the parameter's name does not matter, and a parameter that is not
+    annotated so is always a model argument. At most one parameter may be annotated so.
+    """
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # builtins without a signature: plain arguments
+        return None
+    hints = _type_hints(function)
+    names = [
+        parameter.name
+        for parameter in signature.parameters.values()
+        if _is_tool_context(hints.get(parameter.name, parameter.annotation))
+    ]
+    if len(names) > 1:
+        raise TypeError(f"only one parameter may be annotated with ToolContext, not {names}")
+    if names and signature.parameters[names[0]].kind is inspect.Parameter.POSITIONAL_ONLY:
+        raise TypeError(f"the ToolContext parameter `{names[0]}` must not be positional-only")
+    return names[0] if names else None
+
+
+def _is_tool_context(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    if isinstance(annotation, str):  # an annotation that could not be resolved
+        return annotation.replace(" ", "") in _CONTEXT_NAMES
+    if typing.get_origin(annotation) in _UNION_TYPES:
+        args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+        return args == [ToolContext]
+    return False
+
+
+_CONTEXT_NAMES = {
+    f"{wrapper[0]}{prefix}ToolContext{wrapper[1]}"
+    for prefix in ("", "pi_agent.")
+    for wrapper in (("", ""), ("Optional[", "]"), ("", "|None"))
+}
 
 
 def _type_hints(function: Callable[..., Any]) -> Dict[str, Any]:

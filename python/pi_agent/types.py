@@ -14,7 +14,18 @@ its tag::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Literal, Optional, TypedDict, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Awaitable,
+    Callable,
+    Dict,
+    List,
+    Literal,
+    Optional,
+    TypedDict,
+    Union,
+)
 
 if TYPE_CHECKING:
     from ._core import Model
@@ -70,7 +81,19 @@ __all__ = [
     "ToolExecutionMode",
     "QueueMode",
     "CacheRetention",
+    "ThinkingBudgets",
     "StreamOptions",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "BeforeToolCallHook",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AfterToolCallHook",
+    "ShouldStopAfterTurnContext",
+    "ShouldStopAfterTurnHook",
+    "TransformContextHook",
+    "GetApiKeyHook",
+    "AgentSnapshot",
 ]
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
@@ -491,6 +514,17 @@ AgentEventType = Literal[
 # Request options
 
 
+class ThinkingBudgets(TypedDict, total=False):
+    """Thinking-token budgets per level for budget-based models (Anthropic's non-adaptive
+    models, Gemini 2.x); a level left out keeps the provider's default. ``high`` also serves
+    ``xhigh``."""
+
+    minimal: int
+    low: int
+    medium: int
+    high: int
+
+
 class StreamOptions(TypedDict, total=False):
     """Keyword options of ``stream``/``complete``/``acomplete`` and ``Agent`` (all optional;
     ``None`` means unset)."""
@@ -507,6 +541,8 @@ class StreamOptions(TypedDict, total=False):
     """Reasoning level (``stream``/``complete`` only; an agent uses ``thinking_level``)."""
     tool_choice: Any
     """Sent as the request's ``tool_choice``."""
+    thinking_budgets: ThinkingBudgets
+    """Custom thinking budgets (used with ``reasoning`` / an agent's ``thinking_level``)."""
     cache_retention: CacheRetention
     max_retries: int
     """Retries of a request that failed before its answer began (408, 409, 429, 5xx,
@@ -520,3 +556,90 @@ class StreamOptions(TypedDict, total=False):
     """Sees the request body before it is sent; return a dict to send instead."""
     on_response: Callable[[int, Dict[str, str], "Model"], Any]
     """Sees the HTTP status and (lowercase) headers once a response arrives."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Agent hooks (each may also be an ``async def``)
+
+
+class BeforeToolCallContext(TypedDict):
+    """What ``before_tool_call`` sees: the call as the model made it and its validated
+    arguments."""
+
+    toolCall: ToolCall
+    args: Dict[str, Any]
+    assistantMessage: AssistantMessage
+
+
+class BeforeToolCallResult(TypedDict, total=False):
+    """``block`` the call (the model gets an error result with ``reason``, default "Tool
+    execution was blocked"), or run it with ``args`` instead (not revalidated)."""
+
+    block: bool
+    reason: str
+    args: Dict[str, Any]
+
+
+class AfterToolCallContext(TypedDict):
+    """What ``after_tool_call`` sees: the call and the result of running it."""
+
+    toolCall: ToolCall
+    args: Dict[str, Any]
+    result: AgentToolResult
+    isError: bool
+    assistantMessage: AssistantMessage
+
+
+class AfterToolCallResult(TypedDict, total=False):
+    """Replacements for parts of the result; each field present replaces the original whole
+    (``content`` may be a str; ``details: None`` clears the details)."""
+
+    content: Union[str, List[UserContent]]
+    details: Any
+    isError: bool
+    terminate: bool
+
+
+class ShouldStopAfterTurnContext(TypedDict):
+    """What ``should_stop_after_turn`` sees after each turn."""
+
+    message: AssistantMessage
+    toolResults: List[ToolResultMessage]
+    newMessages: List[AgentMessage]
+    """Every message this run added so far."""
+
+
+BeforeToolCallHook = Callable[
+    [BeforeToolCallContext],
+    Union[Optional[BeforeToolCallResult], Awaitable[Optional[BeforeToolCallResult]]],
+]
+AfterToolCallHook = Callable[
+    [AfterToolCallContext],
+    Union[Optional[AfterToolCallResult], Awaitable[Optional[AfterToolCallResult]]],
+]
+ShouldStopAfterTurnHook = Callable[[ShouldStopAfterTurnContext], Union[bool, Awaitable[bool]]]
+TransformContextHook = Callable[
+    [List[AgentMessage]], Union[List[AgentMessage], Awaitable[List[AgentMessage]]]
+]
+GetApiKeyHook = Callable[[str], Union[Optional[str], Awaitable[Optional[str]]]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Save and restore
+
+
+class AgentSnapshot(TypedDict):
+    """An agent's data (``Agent.snapshot()``), in the JSON that every binding reads and writes."""
+
+    version: int
+    systemPrompt: str
+    model: ModelDict
+    thinkingLevel: Optional[ThinkingLevel]
+    messages: List[AgentMessage]
+    toolExecution: ToolExecutionMode
+    steeringMode: QueueMode
+    followUpMode: QueueMode
+    steeringQueue: List[AgentMessage]
+    followUpQueue: List[AgentMessage]
+    toolNames: List[str]
+    """Informational: the tools are code, given again to ``Agent.restore``."""

@@ -1,32 +1,30 @@
-//! `Agent`: core's stateful [`Agent`], with asyncio and blocking twins of every waiting method,
-//! subscriber callbacks, and `AgentRun` (one run's events as an iterator).
+//! `Agent`: core's stateful [`Agent`] — construction and `restore`, state and settings, hooks,
+//! subscribers — with asyncio and blocking twins of every waiting method (how a run is started
+//! and awaited is in [`crate::agent_run`]).
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use pi_agent::agent::{
-    Agent, AgentError, AgentMessage, AgentOptions, QueueMode, Subscription, ToolExecutionMode,
+    Agent, AgentMessage, AgentOptions, AgentSnapshot, ProxyOptions, QueueMode, Subscription,
+    ToolExecutionMode, proxy_stream_fn,
 };
-use pi_agent::ai::ThinkingLevel;
-use pi_agent::ai::types::{ImageContent, UserMessage};
+use pi_agent::ai::types::UserMessage;
+use pi_agent::ai::{ApiKey, ThinkingLevel};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyString, PyType};
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::agent_run::PyAgentRun;
-use crate::bridge::{drive, future_into_py, ready_future, running_loop};
+use crate::agent_run::{PromptInput, PyAgentRun, RunFuture, run_blocking, run_into_py, start_run};
+use crate::bridge::{drive, future_into_py, running_loop};
+use crate::callable::{CallerLoop, describe};
 use crate::convert::{parse, serde_to_py, to_py, type_name};
-use crate::errors::agent_error;
+use crate::hook::{HookKind, Hooks};
 use crate::model::PyModel;
 use crate::options::stream_options;
-use crate::runtime::{RUNTIME, wait};
-use crate::tools::{CallerLoop, PyTool};
-
-/// A run of core's agent, as started by `prompt*` / `continue*`.
-pub(crate) type RunFuture = Pin<Box<dyn Future<Output = Result<(), AgentError>> + Send>>;
+use crate::tools::PyTool;
 
 /// A stateful agent: a transcript, tools, a model, and runs of pi's agent loop over them.
 ///
@@ -38,44 +36,16 @@ pub(crate) struct PyAgent {
     caller_loop: CallerLoop,
     /// The `Tool` objects behind core's tools, for the `tools` getter.
     tools: Mutex<Vec<Py<PyTool>>>,
+    /// The hook functions, for the getters (core keeps only their closures).
+    hooks: Mutex<Hooks>,
+    /// The watchdog settings, for the getters (core has no getters for them).
+    timeouts: Mutex<Timeouts>,
 }
 
-/// What a prompt sends.
-pub(crate) enum PromptInput {
-    Text(String, Vec<ImageContent>),
-    Messages(Vec<AgentMessage>),
-}
-
-impl PromptInput {
-    /// A str (with optional image blocks), a message dict, or a list of message dicts.
-    fn extract(input: &Bound<'_, PyAny>, images: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        let images: Vec<ImageContent> = match images {
-            Some(images) if !images.is_none() => parse(images, "images")?,
-            _ => Vec::new(),
-        };
-        if let Ok(text) = input.cast::<PyString>() {
-            return Ok(Self::Text(text.to_cow()?.into_owned(), images));
-        }
-        if !images.is_empty() {
-            return Err(PyTypeError::new_err(
-                "images can only go with a text prompt",
-            ));
-        }
-        if input.is_instance_of::<PyList>() || input.is_instance_of::<PyTuple>() {
-            return Ok(Self::Messages(parse(input, "messages")?));
-        }
-        Ok(Self::Messages(vec![parse(input, "message")?]))
-    }
-
-    pub(crate) fn into_future(self, agent: Agent) -> RunFuture {
-        Box::pin(async move {
-            match self {
-                Self::Text(text, images) if images.is_empty() => agent.prompt(text).await,
-                Self::Text(text, images) => agent.prompt_with_images(text, images).await,
-                Self::Messages(messages) => agent.prompt_messages(messages).await,
-            }
-        })
-    }
+/// An agent's watchdogs, in milliseconds.
+struct Timeouts {
+    stream_idle_ms: Option<u64>,
+    tool_ms: Option<u64>,
 }
 
 /// A message to queue: a str (a user message) or a message dict.
@@ -86,73 +56,92 @@ fn queued_message(message: &Bound<'_, PyAny>) -> PyResult<AgentMessage> {
     }
 }
 
-/// Starts a run: polls it once (core registers the run, or refuses with a busy error,
-/// synchronously on that first poll) while holding the caller-loop slot, and records the loop
-/// that async tools of this run should use. `None` means the run already finished.
-pub(crate) fn start_run(
-    caller_loop: &CallerLoop,
-    mut future: RunFuture,
-    event_loop: Option<Py<PyAny>>,
-) -> PyResult<Option<RunFuture>> {
-    let _runtime = RUNTIME.enter();
-    let mut slot = caller_loop.lock();
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(result) => result.map(|()| None).map_err(agent_error),
-        Poll::Pending => {
-            *slot = event_loop.map(Arc::new);
-            Ok(Some(future))
-        }
-    }
-}
-
-/// Aborts the agent if dropped before the run ended (the awaiting task was cancelled).
-struct AbortOnDrop(Option<Agent>);
-
-impl AbortOnDrop {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        if let Some(agent) = self.0.take() {
-            agent.abort();
-        }
-    }
-}
-
-/// The run as an asyncio future of the caller's loop; cancelling it aborts the run.
-fn run_into_py<'py>(
-    py: Python<'py>,
-    agent: &Agent,
-    started: Option<RunFuture>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let Some(future) = started else {
-        return ready_future(py, py.None().into_bound(py));
-    };
-    let mut guard = AbortOnDrop(Some(agent.clone()));
-    future_into_py(py, async move {
-        let result = future.await;
-        guard.disarm();
-        result.map_err(agent_error)
-    })
-}
-
-/// Blocks until the run ends (GIL released); Ctrl-C aborts it.
-fn run_blocking(py: Python<'_>, agent: &Agent, started: Option<RunFuture>) -> PyResult<()> {
-    let Some(future) = started else {
-        return Ok(());
-    };
-    let agent = agent.clone();
-    wait(py, future, move || agent.abort())?.map_err(agent_error)
-}
-
 fn parse_mode<T: serde::de::DeserializeOwned>(value: &str, what: &str) -> PyResult<T> {
     crate::convert::parse_value(Value::String(value.to_owned()), what)
+}
+
+/// The wire name of a mode enum (`"one-at-a-time"`, `"parallel"`, ...).
+fn wire_name(mode: &impl Serialize) -> PyResult<String> {
+    match serde_json::to_value(mode) {
+        Ok(Value::String(name)) => Ok(name),
+        _ => Err(PyTypeError::new_err("a mode without a wire name")),
+    }
+}
+
+/// The parts of an agent that are code, not data — tools, hooks, watchdogs, how the model is
+/// called, request options — as given to `Agent(...)` and `Agent.restore(...)`.
+struct Code<'a, 'py> {
+    tools: Option<&'a Bound<'py, PyAny>>,
+    before_tool_call: Option<&'a Bound<'py, PyAny>>,
+    after_tool_call: Option<&'a Bound<'py, PyAny>>,
+    should_stop_after_turn: Option<&'a Bound<'py, PyAny>>,
+    transform_context: Option<&'a Bound<'py, PyAny>>,
+    get_api_key: Option<&'a Bound<'py, PyAny>>,
+    stream_idle_timeout_ms: Option<u64>,
+    tool_timeout_ms: Option<u64>,
+    proxy_url: Option<String>,
+    proxy_token: Option<String>,
+    options: Option<&'a Bound<'py, PyDict>>,
+}
+
+impl Code<'_, '_> {
+    /// Builds the agent: `make` gets options holding this code and adds the data.
+    fn into_agent(self, make: impl FnOnce(AgentOptions) -> Agent) -> PyResult<PyAgent> {
+        if let Some(options) = self.options
+            && options.contains("reasoning")?
+        {
+            return Err(PyTypeError::new_err(
+                "an agent's reasoning level is `thinking_level`, not `reasoning`",
+            ));
+        }
+        let stream_options = stream_options(self.options)?;
+        let stream_fn = match (self.proxy_url, self.proxy_token) {
+            (Some(proxy_url), token) => Some(proxy_stream_fn(ProxyOptions {
+                proxy_url,
+                auth_token: token.map(ApiKey::new),
+            })),
+            (None, Some(_)) => {
+                return Err(PyTypeError::new_err("`proxy_token` needs `proxy_url`"));
+            }
+            (None, None) => None,
+        };
+        let caller_loop = CallerLoop::default();
+        let py_tools = match self.tools {
+            Some(tools) if !tools.is_none() => extract_tools(tools)?,
+            _ => Vec::new(),
+        };
+        let agent = make(AgentOptions {
+            tools: py_tools
+                .iter()
+                .map(|tool| tool.get().to_agent_tool(caller_loop.clone()))
+                .collect(),
+            stream_options,
+            stream_fn,
+            stream_idle_timeout: self.stream_idle_timeout_ms.map(Duration::from_millis),
+            tool_timeout: self.tool_timeout_ms.map(Duration::from_millis),
+            ..AgentOptions::default()
+        });
+        let mut hooks = Hooks::default();
+        for (kind, function) in [
+            (HookKind::BeforeToolCall, self.before_tool_call),
+            (HookKind::AfterToolCall, self.after_tool_call),
+            (HookKind::ShouldStopAfterTurn, self.should_stop_after_turn),
+            (HookKind::TransformContext, self.transform_context),
+            (HookKind::GetApiKey, self.get_api_key),
+        ] {
+            hooks.set(&agent, &caller_loop, kind, function)?;
+        }
+        Ok(PyAgent {
+            agent,
+            caller_loop,
+            tools: Mutex::new(py_tools),
+            hooks: Mutex::new(hooks),
+            timeouts: Mutex::new(Timeouts {
+                stream_idle_ms: self.stream_idle_timeout_ms,
+                tool_ms: self.tool_timeout_ms,
+            }),
+        })
+    }
 }
 
 #[pymethods]
@@ -168,6 +157,15 @@ impl PyAgent {
         thinking_level = None,
         steering_mode = "one-at-a-time",
         follow_up_mode = "one-at-a-time",
+        before_tool_call = None,
+        after_tool_call = None,
+        should_stop_after_turn = None,
+        transform_context = None,
+        get_api_key = None,
+        stream_idle_timeout_ms = None,
+        tool_timeout_ms = None,
+        proxy_url = None,
+        proxy_token = None,
         **options,
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -180,50 +178,117 @@ impl PyAgent {
         thinking_level: Option<&str>,
         steering_mode: &str,
         follow_up_mode: &str,
+        before_tool_call: Option<&Bound<'_, PyAny>>,
+        after_tool_call: Option<&Bound<'_, PyAny>>,
+        should_stop_after_turn: Option<&Bound<'_, PyAny>>,
+        transform_context: Option<&Bound<'_, PyAny>>,
+        get_api_key: Option<&Bound<'_, PyAny>>,
+        stream_idle_timeout_ms: Option<u64>,
+        tool_timeout_ms: Option<u64>,
+        proxy_url: Option<String>,
+        proxy_token: Option<String>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        if let Some(options) = options
-            && options.contains("reasoning")?
-        {
-            return Err(PyTypeError::new_err(
-                "an agent's reasoning level is `thinking_level`, not `reasoning`",
-            ));
-        }
-        let stream_options = stream_options(options)?;
-        let caller_loop = CallerLoop::default();
-        let py_tools = match tools {
-            Some(tools) => extract_tools(tools)?,
-            None => Vec::new(),
+        // The data (what a snapshot holds); the rest is code.
+        let system_prompt = system_prompt.to_owned();
+        let model = model
+            .filter(|model| !model.is_none())
+            .map(PyModel::extract)
+            .transpose()?;
+        let thinking_level = thinking_level
+            .map(|level| parse_mode::<ThinkingLevel>(level, "thinking_level"))
+            .transpose()?;
+        let messages = match messages {
+            Some(messages) if !messages.is_none() => parse(messages, "messages")?,
+            _ => Vec::new(),
         };
-        let agent_tools = py_tools
-            .iter()
-            .map(|tool| tool.get().to_agent_tool(caller_loop.clone()))
-            .collect();
-        let options = AgentOptions {
-            system_prompt: system_prompt.to_owned(),
-            model: model
-                .filter(|model| !model.is_none())
-                .map(PyModel::extract)
-                .transpose()?,
-            thinking_level: thinking_level
-                .map(|level| parse_mode::<ThinkingLevel>(level, "thinking_level"))
-                .transpose()?,
-            tools: agent_tools,
-            messages: match messages {
-                Some(messages) if !messages.is_none() => parse(messages, "messages")?,
-                _ => Vec::new(),
-            },
-            tool_execution: parse_mode::<ToolExecutionMode>(tool_execution, "tool_execution")?,
-            steering_mode: parse_mode::<QueueMode>(steering_mode, "steering_mode")?,
-            follow_up_mode: parse_mode::<QueueMode>(follow_up_mode, "follow_up_mode")?,
-            stream_options,
-            ..AgentOptions::default()
+        let tool_execution = parse_mode::<ToolExecutionMode>(tool_execution, "tool_execution")?;
+        let steering_mode = parse_mode::<QueueMode>(steering_mode, "steering_mode")?;
+        let follow_up_mode = parse_mode::<QueueMode>(follow_up_mode, "follow_up_mode")?;
+        let code = Code {
+            tools,
+            before_tool_call,
+            after_tool_call,
+            should_stop_after_turn,
+            transform_context,
+            get_api_key,
+            stream_idle_timeout_ms,
+            tool_timeout_ms,
+            proxy_url,
+            proxy_token,
+            options,
         };
-        Ok(Self {
-            agent: Agent::new(options),
-            caller_loop,
-            tools: Mutex::new(py_tools),
+        code.into_agent(|code| {
+            Agent::new(AgentOptions {
+                system_prompt,
+                model,
+                thinking_level,
+                messages,
+                tool_execution,
+                steering_mode,
+                follow_up_mode,
+                ..code
+            })
         })
+    }
+
+    /// A new agent with the data of `snapshot` (a dict from `snapshot()`, or the same JSON
+    /// written by the Rust or C side) and the code given here: tools, hooks, watchdogs,
+    /// proxy and request options, as for the constructor.
+    #[classmethod]
+    #[pyo3(signature = (
+        snapshot,
+        *,
+        tools = None,
+        before_tool_call = None,
+        after_tool_call = None,
+        should_stop_after_turn = None,
+        transform_context = None,
+        get_api_key = None,
+        stream_idle_timeout_ms = None,
+        tool_timeout_ms = None,
+        proxy_url = None,
+        proxy_token = None,
+        **options,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn restore(
+        _cls: &Bound<'_, PyType>,
+        snapshot: &Bound<'_, PyAny>,
+        tools: Option<&Bound<'_, PyAny>>,
+        before_tool_call: Option<&Bound<'_, PyAny>>,
+        after_tool_call: Option<&Bound<'_, PyAny>>,
+        should_stop_after_turn: Option<&Bound<'_, PyAny>>,
+        transform_context: Option<&Bound<'_, PyAny>>,
+        get_api_key: Option<&Bound<'_, PyAny>>,
+        stream_idle_timeout_ms: Option<u64>,
+        tool_timeout_ms: Option<u64>,
+        proxy_url: Option<String>,
+        proxy_token: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Self> {
+        let snapshot: AgentSnapshot = parse(snapshot, "snapshot")?;
+        let code = Code {
+            tools,
+            before_tool_call,
+            after_tool_call,
+            should_stop_after_turn,
+            transform_context,
+            get_api_key,
+            stream_idle_timeout_ms,
+            tool_timeout_ms,
+            proxy_url,
+            proxy_token,
+            options,
+        };
+        code.into_agent(|code| Agent::restore(snapshot, code))
+    }
+
+    /// The agent's data as a pi-shaped, JSON-serialisable dict: transcript, queues, model,
+    /// settings and tool names (tools and hooks are code: give them to `restore`). During a
+    /// run, the transcript is as of the last completed message.
+    fn snapshot<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.agent.snapshot())
     }
 
     /// Sends a prompt and waits until the run ends: `await agent.prompt("hi")`.
@@ -347,6 +412,140 @@ impl PyAgent {
         self.agent.clear_all_queues();
     }
 
+    /// Empties the steering queue.
+    fn clear_steering_queue(&self) {
+        self.agent.clear_steering_queue();
+    }
+
+    /// Empties the follow-up queue.
+    fn clear_follow_up_queue(&self) {
+        self.agent.clear_follow_up_queue();
+    }
+
+    /// How many steering messages one poll takes: `"one-at-a-time"` or `"all"`.
+    #[getter]
+    fn steering_mode(&self) -> PyResult<String> {
+        wire_name(&self.agent.queue_modes().0)
+    }
+
+    #[setter]
+    fn set_steering_mode(&self, mode: &str) -> PyResult<()> {
+        self.agent
+            .set_steering_mode(parse_mode(mode, "steering_mode")?);
+        Ok(())
+    }
+
+    /// How many follow-up messages one poll takes: `"one-at-a-time"` or `"all"`.
+    #[getter]
+    fn follow_up_mode(&self) -> PyResult<String> {
+        wire_name(&self.agent.queue_modes().1)
+    }
+
+    #[setter]
+    fn set_follow_up_mode(&self, mode: &str) -> PyResult<()> {
+        self.agent
+            .set_follow_up_mode(parse_mode(mode, "follow_up_mode")?);
+        Ok(())
+    }
+
+    /// `"parallel"` or `"sequential"` tool calls (for later runs).
+    #[getter]
+    fn tool_execution(&self) -> PyResult<String> {
+        wire_name(&self.agent.tool_execution())
+    }
+
+    #[setter]
+    fn set_tool_execution(&self, mode: &str) -> PyResult<()> {
+        self.agent
+            .set_tool_execution(parse_mode(mode, "tool_execution")?);
+        Ok(())
+    }
+
+    /// Watchdog: a model stream silent for this long ends the turn with an error (`None`:
+    /// off).
+    #[getter]
+    fn stream_idle_timeout_ms(&self) -> Option<u64> {
+        self.timeouts().stream_idle_ms
+    }
+
+    #[setter]
+    fn set_stream_idle_timeout_ms(&self, timeout: Option<u64>) {
+        let mut timeouts = self.timeouts();
+        self.agent
+            .set_stream_idle_timeout(timeout.map(Duration::from_millis));
+        timeouts.stream_idle_ms = timeout;
+    }
+
+    /// Watchdog: a tool call running this long gets an error result (`None`: off).
+    #[getter]
+    fn tool_timeout_ms(&self) -> Option<u64> {
+        self.timeouts().tool_ms
+    }
+
+    #[setter]
+    fn set_tool_timeout_ms(&self, timeout: Option<u64>) {
+        let mut timeouts = self.timeouts();
+        self.agent
+            .set_tool_timeout(timeout.map(Duration::from_millis));
+        timeouts.tool_ms = timeout;
+    }
+
+    #[getter]
+    fn before_tool_call(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.hooks().get(py, HookKind::BeforeToolCall)
+    }
+
+    #[setter]
+    fn set_before_tool_call(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.set_hook(HookKind::BeforeToolCall, function)
+    }
+
+    #[getter]
+    fn after_tool_call(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.hooks().get(py, HookKind::AfterToolCall)
+    }
+
+    #[setter]
+    fn set_after_tool_call(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.set_hook(HookKind::AfterToolCall, function)
+    }
+
+    #[getter]
+    fn should_stop_after_turn(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.hooks().get(py, HookKind::ShouldStopAfterTurn)
+    }
+
+    #[setter]
+    fn set_should_stop_after_turn(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.set_hook(HookKind::ShouldStopAfterTurn, function)
+    }
+
+    #[getter]
+    fn transform_context(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.hooks().get(py, HookKind::TransformContext)
+    }
+
+    #[setter]
+    fn set_transform_context(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.set_hook(HookKind::TransformContext, function)
+    }
+
+    #[getter(get_api_key)]
+    fn api_key_hook(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.hooks().get(py, HookKind::GetApiKey)
+    }
+
+    #[setter]
+    fn set_get_api_key(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.set_hook(HookKind::GetApiKey, function)
+    }
+
+    /// Failures of subscribers, as text, oldest first (at most the last 100).
+    #[getter]
+    fn listener_errors(&self) -> Vec<String> {
+        self.agent.listener_errors()
+    }
+
     /// Whether steering or follow-up messages are queued.
     #[getter]
     fn has_queued_messages(&self) -> bool {
@@ -355,7 +554,8 @@ impl PyAgent {
 
     /// Calls `callback(event)` for every event of every later run, in order, on a runtime
     /// thread with the GIL. Returns a function that unsubscribes. An exception in the callback
-    /// is reported through `sys.unraisablehook` and does not affect the run.
+    /// is reported through `sys.unraisablehook` and `listener_errors`, and does not affect the
+    /// run.
     fn subscribe(&self, callback: Bound<'_, PyAny>) -> PyResult<Unsubscribe> {
         if !callback.is_callable() {
             return Err(PyTypeError::new_err(format!(
@@ -366,13 +566,19 @@ impl PyAgent {
         let callback = Arc::new(callback.unbind());
         let subscription = self.agent.subscribe(move |event| {
             let json = event.to_json(false);
-            Python::attach(|py| {
+            let failure = Python::attach(|py| {
                 let callback = callback.bind(py);
                 let outcome = to_py(py, &json).and_then(|event| callback.call1((event,)));
-                if let Err(error) = outcome {
+                outcome.err().map(|error| {
+                    let text = describe(py, &error);
                     error.write_unraisable(py, Some(callback));
-                }
+                    text
+                })
             });
+            // Core records a failing subscriber in `listener_errors` (and carries on).
+            if let Some(text) = failure {
+                std::panic::resume_unwind(Box::new(text));
+            }
         });
         Ok(Unsubscribe(Mutex::new(Some(subscription))))
     }
@@ -480,6 +686,13 @@ impl PyAgent {
         Ok(())
     }
 
+    /// Removes the tool named `name` (for later runs); returns whether there was one.
+    fn remove_tool(&self, name: &str) -> bool {
+        let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+        tools.retain(|tool| tool.get().name() != name);
+        self.agent.remove_tool(name)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Agent(model={:?}, messages={}, is_streaming={})",
@@ -495,6 +708,19 @@ impl PyAgent {
 }
 
 impl PyAgent {
+    fn hooks(&self) -> MutexGuard<'_, Hooks> {
+        self.hooks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn set_hook(&self, kind: HookKind, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.hooks()
+            .set(&self.agent, &self.caller_loop, kind, function)
+    }
+
+    fn timeouts(&self) -> MutexGuard<'_, Timeouts> {
+        self.timeouts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn continue_run(&self) -> RunFuture {
         let agent = self.agent.clone();
         Box::pin(async move { agent.continue_run().await })

@@ -2,11 +2,19 @@
 //! `loop.call_soon_threadsafe`, and Python coroutines run either on the awaiting caller's loop
 //! (`asyncio.run_coroutine_threadsafe`) or in a fresh loop on a worker thread (`asyncio.run`).
 //! The small Python half lives in `bridge.py`, compiled into the extension.
+//!
+//! Runtime threads that touch Python after an asyncio caller may already have its result (a
+//! delivery, a cancellation) go through [`attach_unless_exiting`]: CPython kills a thread that
+//! takes the GIL once the interpreter is finalizing (`pthread_exit`), and that forced unwind
+//! through Rust frames aborts the process. An `atexit` hook, which runs before finalization,
+//! waits for such calls and stops new ones.
 
 use std::ffi::CStr;
 use std::future::Future;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
 
+use futures::FutureExt;
 use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -24,6 +32,65 @@ const BRIDGE_SOURCE: &CStr =
     };
 
 static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// Calls into Python from runtime threads that may race the interpreter's exit.
+struct ExitState {
+    in_flight: usize,
+    exiting: bool,
+}
+
+static EXIT: Mutex<ExitState> = Mutex::new(ExitState {
+    in_flight: 0,
+    exiting: false,
+});
+static EXIT_DONE: Condvar = Condvar::new();
+
+/// How long the exit hook waits for calls in flight (they take microseconds).
+const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+fn exit_state() -> std::sync::MutexGuard<'static, ExitState> {
+    EXIT.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `f` with the GIL on a runtime thread, unless the interpreter is exiting (then `None`:
+/// nobody waits for the outcome any more).
+pub(crate) fn attach_unless_exiting<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
+    {
+        let mut state = exit_state();
+        if state.exiting {
+            return None;
+        }
+        state.in_flight += 1;
+    }
+    let outcome = Python::attach(f);
+    let mut state = exit_state();
+    state.in_flight -= 1;
+    if state.in_flight == 0 {
+        EXIT_DONE.notify_all();
+    }
+    Some(outcome)
+}
+
+/// The `atexit` hook: stops new calls of [`attach_unless_exiting`] and waits (GIL released)
+/// for those in flight.
+#[pyfunction]
+fn wait_for_runtime_calls(py: Python<'_>) {
+    py.detach(|| {
+        let mut state = exit_state();
+        state.exiting = true;
+        let _ = EXIT_DONE.wait_timeout_while(state, EXIT_WAIT, |state| state.in_flight > 0);
+    });
+}
+
+/// Registers the exit hook (once, at import).
+pub(crate) fn register_exit_hook(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let hook = wrap_pyfunction!(wait_for_runtime_calls, module)?;
+    module
+        .py()
+        .import("atexit")?
+        .call_method1("register", (hook,))?;
+    Ok(())
+}
 
 /// A function or class of `bridge.py`.
 pub(crate) fn helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
@@ -99,7 +166,7 @@ where
             () = cancel.cancelled() => return,
             outcome = future => outcome,
         };
-        Python::attach(|py| {
+        attach_unless_exiting(|py| {
             let (setter, value) = match outcome.and_then(|value| value.into_bound_py_any(py)) {
                 Ok(value) => ("set_result", value),
                 Err(error) => (
@@ -119,13 +186,24 @@ where
     Ok(py_future)
 }
 
-/// An asyncio future of the running loop that is already resolved to `value`.
+/// The output of `future` if it is ready at once (e.g. an event already buffered), polled
+/// here without a trip through the runtime; `None` if it would wait (it is then dropped, so it
+/// must be cancel-safe).
+pub(crate) fn ready<F: Future>(future: F) -> Option<F::Output> {
+    let _runtime = RUNTIME.enter();
+    future.now_or_never()
+}
+
+/// An asyncio future of the running loop that is already done with `outcome`.
 pub(crate) fn ready_future<'py>(
     py: Python<'py>,
-    value: Bound<'py, PyAny>,
+    outcome: PyResult<Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let future = running_loop(py)?.call_method0("create_future")?;
-    future.call_method1("set_result", (value,))?;
+    match outcome {
+        Ok(value) => future.call_method1("set_result", (value,))?,
+        Err(error) => future.call_method1("set_exception", (error.into_value(py),))?,
+    };
     Ok(future)
 }
 
@@ -156,7 +234,7 @@ struct CancelSubmitted(Option<Py<PyAny>>);
 impl Drop for CancelSubmitted {
     fn drop(&mut self) {
         if let Some(future) = self.0.take() {
-            Python::attach(|py| {
+            attach_unless_exiting(|py| {
                 let _ = future.bind(py).call_method0("cancel");
             });
         }
@@ -217,7 +295,7 @@ impl FreshCancel {
             state.runner.take()
         };
         if let Some(runner) = runner {
-            Python::attach(|py| {
+            attach_unless_exiting(|py| {
                 let _ = runner.bind(py).call_method0("cancel");
             });
         }

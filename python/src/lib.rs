@@ -7,11 +7,14 @@
 mod agent;
 mod agent_run;
 mod bridge;
+mod callable;
 mod convert;
 mod errors;
 mod faux;
+mod hook;
 mod model;
 mod options;
+mod overflow;
 mod runtime;
 mod stream;
 mod tools;
@@ -32,12 +35,15 @@ mod _core {
     #[pymodule_export]
     use super::model::{PyModel, get_model, get_models, get_providers, resolve_model};
     #[pymodule_export]
+    use super::overflow::is_context_overflow;
+    #[pymodule_export]
     use super::stream::{PyEventStream, acomplete, complete, stream};
     #[pymodule_export]
-    use super::tools::PyTool;
+    use super::tools::{PyTool, PyToolContext};
 
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
+        super::bridge::register_exit_hook(module)?;
         module.add("__version__", pi_agent::VERSION)
     }
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pi_agent::ai::options::{CacheRetention, Callback};
+use pi_agent::ai::options::{CacheRetention, Callback, ThinkingBudgets};
 use pi_agent::ai::{ApiKey, StreamOptions, ThinkingLevel};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -14,8 +14,9 @@ use crate::model::PyModel;
 
 /// The option names, for error messages and the stubs.
 const NAMES: &str = "api_key, temperature, max_tokens, headers, session_id, reasoning, \
-                     tool_choice, cache_retention, max_retries, max_retry_delay_ms, \
-                     request_timeout_ms, idle_timeout_ms, on_payload, on_response";
+                     tool_choice, thinking_budgets, cache_retention, max_retries, \
+                     max_retry_delay_ms, request_timeout_ms, idle_timeout_ms, on_payload, \
+                     on_response";
 
 /// Reads request options; an unknown name is a `TypeError`. `agent` also accepts nothing
 /// else: the agent sets `reasoning` from its `thinking_level`.
@@ -37,6 +38,9 @@ pub(crate) fn stream_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<St
             "session_id" => out.session_id = Some(value.extract()?),
             "reasoning" => out.reasoning = Some(parse::<ThinkingLevel>(&value, "reasoning")?),
             "tool_choice" => out.tool_choice = Some(from_py(&value)?),
+            "thinking_budgets" => {
+                out.thinking_budgets = Some(parse::<ThinkingBudgets>(&value, "thinking_budgets")?);
+            }
             "cache_retention" => {
                 out.cache_retention = Some(parse::<CacheRetention>(&value, "cache_retention")?);
             }

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{drive, future_into_py};
+use crate::bridge::{drive, future_into_py, ready, ready_future};
 use crate::convert::{Json, parse, serde_to_py};
 use crate::model::PyModel;
 use crate::options::stream_options;
@@ -81,9 +81,14 @@ impl PyEventStream {
 
     fn __next__(&self, py: Python<'_>) -> PyResult<Json> {
         let stream = Arc::clone(&self.stream);
-        let signal = self.signal.clone();
-        wait(py, next_event(stream), move || signal.cancel())?
-            .ok_or_else(|| PyStopIteration::new_err(()))
+        let next = match ready(next_event(Arc::clone(&stream))) {
+            Some(next) => next,
+            None => {
+                let signal = self.signal.clone();
+                wait(py, next_event(stream), move || signal.cancel())?
+            }
+        };
+        next.ok_or_else(|| PyStopIteration::new_err(()))
     }
 
     fn __aiter__(slf: Py<Self>) -> Py<Self> {
@@ -92,6 +97,13 @@ impl PyEventStream {
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let stream = Arc::clone(&self.stream);
+        if let Some(next) = ready(next_event(Arc::clone(&stream))) {
+            let outcome = next.map_or_else(
+                || Err(PyStopAsyncIteration::new_err(())),
+                |event| event.into_pyobject(py),
+            );
+            return ready_future(py, outcome);
+        }
         future_into_py(py, async move {
             next_event(stream)
                 .await
@@ -146,7 +158,7 @@ impl PyEventStream {
     }
 
     fn __aenter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        crate::bridge::ready_future(slf.py(), slf.clone().into_any())
+        ready_future(slf.py(), Ok(slf.clone().into_any()))
     }
 
     fn __aexit__<'py>(
@@ -159,9 +171,9 @@ impl PyEventStream {
         if !self.finished() {
             self.signal.cancel();
         }
-        crate::bridge::ready_future(
+        ready_future(
             py,
-            pyo3::types::PyBool::new(py, false).to_owned().into_any(),
+            Ok(pyo3::types::PyBool::new(py, false).to_owned().into_any()),
         )
     }
 }

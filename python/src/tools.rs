@@ -1,20 +1,22 @@
 //! `Tool`: a Python function (sync or `async def`) the model can call, and its bridge to core's
-//! [`AgentTool`].
+//! [`AgentTool`]; `ToolContext`, what a tool function may ask for besides its arguments.
 //!
-//! Sync functions run on a runtime blocking thread with the GIL. Coroutine functions run on the
-//! event loop of the caller awaiting `agent.prompt()` when there is one, else with
-//! `asyncio.run` on the blocking thread (so `prompt_sync` never needs, or blocks, the caller's
-//! loop). A raised exception becomes an `isError` tool result whose text the model reads.
+//! Where the function runs is [`callable`]'s business. A raised exception becomes an `isError`
+//! tool result whose text the model reads.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use pi_agent::agent::{AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode};
+use pi_agent::agent::{
+    AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
+};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{FreshCancel, loop_is_usable, run_fresh, run_on_loop};
+use crate::callable::{self, CallerLoop, exception_message};
 use crate::convert::{from_py, parse_value, to_py, type_name};
 
 /// A tool: name, description, JSON Schema of its arguments, and the Python function that runs
@@ -27,6 +29,8 @@ pub(crate) struct PyTool {
     label: Option<String>,
     execution_mode: Option<ToolExecutionMode>,
     function: Arc<Py<PyAny>>,
+    /// The function's parameter annotated with `ToolContext`, if any.
+    context_parameter: Option<Arc<str>>,
 }
 
 impl PyTool {
@@ -61,6 +65,7 @@ impl PyTool {
             label: self.label.clone(),
             execution_mode: self.execution_mode,
             function: Arc::clone(&self.function),
+            context_parameter: self.context_parameter.clone(),
             caller_loop,
         })
     }
@@ -79,11 +84,16 @@ impl PyTool {
         execution_mode: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         if !function.is_callable() {
-            return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+            return Err(PyTypeError::new_err(format!(
                 "tool function must be callable, not {}",
                 type_name(&function)
             )));
         }
+        let context_parameter: Option<String> = function
+            .py()
+            .import("pi_agent._tools")?
+            .call_method1("context_parameter", (&function,))?
+            .extract()?;
         Ok(Self {
             name,
             description,
@@ -93,6 +103,7 @@ impl PyTool {
                 .map(|mode| parse_value(from_py(mode)?, "execution_mode"))
                 .transpose()?,
             function: Arc::new(function.unbind()),
+            context_parameter: context_parameter.map(Arc::from),
         })
     }
 
@@ -123,7 +134,7 @@ impl PyTool {
     }
 
     #[getter]
-    fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
@@ -167,23 +178,6 @@ impl PyTool {
     }
 }
 
-/// The event loop of the caller awaiting an agent's current run (`None` for `prompt_sync` and
-/// sync iteration). Shared by the agent and its tools; the agent sets it while it starts a run,
-/// holding the lock so that no tool of that run can read it before it is set.
-#[derive(Clone, Default)]
-pub(crate) struct CallerLoop(Arc<Mutex<Option<Arc<Py<PyAny>>>>>);
-
-impl CallerLoop {
-    /// Locks the slot.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Arc<Py<PyAny>>>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn current(&self) -> Option<Arc<Py<PyAny>>> {
-        self.lock().clone()
-    }
-}
-
 /// Core's view of a [`PyTool`] inside one agent.
 struct PythonTool {
     name: String,
@@ -192,32 +186,8 @@ struct PythonTool {
     label: Option<String>,
     execution_mode: Option<ToolExecutionMode>,
     function: Arc<Py<PyAny>>,
+    context_parameter: Option<Arc<str>>,
     caller_loop: CallerLoop,
-}
-
-/// What the worker thread did with a call.
-enum Step {
-    /// Finished (a sync function, or a coroutine run with `asyncio.run`).
-    Done(Result<AgentToolResult, ToolError>),
-    /// A coroutine to run on the caller's loop.
-    OnLoop(Py<PyAny>, Py<PyAny>),
-}
-
-/// Cancels a fresh-loop coroutine when core drops the call (abort).
-struct CancelOnDrop(Option<FreshCancel>);
-
-impl CancelOnDrop {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(cancel) = self.0.take() {
-            cancel.cancel();
-        }
-    }
 }
 
 impl AgentTool for PythonTool {
@@ -246,59 +216,87 @@ impl AgentTool for PythonTool {
         call: ToolCallContext,
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
         let function = Arc::clone(&self.function);
-        let caller_loop = self.caller_loop.current();
-        Box::pin(async move {
-            let cancel = FreshCancel::default();
-            let mut guard = CancelOnDrop(Some(cancel.clone()));
-            let arguments = call.arguments;
-            let step = tokio::task::spawn_blocking(move || {
-                Python::attach(|py| start_call(py, &function, &arguments, caller_loop, &cancel))
-            })
-            .await
-            .map_err(|error| ToolError::new(format!("tool panicked: {error}")))?;
-            let result = match step {
-                Step::Done(result) => result,
-                Step::OnLoop(event_loop, coroutine) => {
-                    let outcome = run_on_loop(event_loop, coroutine).await;
-                    Python::attach(|py| match outcome {
-                        Ok(value) => tool_result(value.bind(py)),
-                        Err(error) => Err(tool_error(py, &error)),
-                    })
+        let context_parameter = self.context_parameter.clone();
+        let event_loop = self.caller_loop.current();
+        Box::pin(callable::call(
+            event_loop,
+            move |py| {
+                let ToolCallContext {
+                    tool_call_id,
+                    tool_name,
+                    arguments,
+                    signal,
+                    updates,
+                } = call;
+                let arguments = to_py(py, &arguments)?;
+                let Ok(kwargs) = arguments.cast::<PyDict>() else {
+                    return function.bind(py).call1((arguments,));
+                };
+                if let Some(parameter) = context_parameter {
+                    let context = PyToolContext {
+                        tool_call_id,
+                        tool_name,
+                        signal,
+                        updates,
+                    };
+                    kwargs.set_item(&*parameter, context)?;
                 }
-            };
-            guard.disarm();
-            result
-        })
+                function.bind(py).call((), Some(kwargs))
+            },
+            |py, outcome| match outcome {
+                Ok(value) => tool_result(&value),
+                Err(error) => Err(ToolError::new(exception_message(py, &error))),
+            },
+        ))
     }
 }
 
-/// Calls the function (on a blocking thread, attached). A coroutine is run here with
-/// `asyncio.run` unless the caller's loop can take it.
-fn start_call(
-    py: Python<'_>,
-    function: &Py<PyAny>,
-    arguments: &Value,
-    caller_loop: Option<Arc<Py<PyAny>>>,
-    cancel: &FreshCancel,
-) -> Step {
-    let outcome = to_py(py, arguments).and_then(|arguments| match arguments.cast::<PyDict>() {
-        Ok(kwargs) => function.bind(py).call((), Some(kwargs)),
-        Err(_) => function.bind(py).call1((arguments,)),
-    });
-    let value = match outcome {
-        Ok(value) => value,
-        Err(error) => return Step::Done(Err(tool_error(py, &error))),
-    };
-    if !value.hasattr("__await__").unwrap_or(false) {
-        return Step::Done(tool_result(&value));
+/// What a tool function gets in its parameter annotated with `ToolContext`: the call's id
+/// and tool name, whether the run was aborted, and `update()` for progress reports.
+#[pyclass(module = "pi_agent", name = "ToolContext", frozen)]
+pub(crate) struct PyToolContext {
+    tool_call_id: String,
+    tool_name: String,
+    signal: CancellationToken,
+    updates: ToolUpdates,
+}
+
+#[pymethods]
+impl PyToolContext {
+    /// The id of this tool call.
+    #[getter]
+    fn tool_call_id(&self) -> &str {
+        &self.tool_call_id
     }
-    if let Some(event_loop) = caller_loop.filter(|event_loop| loop_is_usable(py, event_loop)) {
-        return Step::OnLoop(event_loop.clone_ref(py), value.unbind());
+
+    /// The name the model called the tool by.
+    #[getter]
+    fn tool_name(&self) -> &str {
+        &self.tool_name
     }
-    Step::Done(match run_fresh(value, cancel) {
-        Ok(value) => tool_result(&value),
-        Err(error) => Err(tool_error(py, &error)),
-    })
+
+    /// Whether the run was aborted: a sync tool should then return soon (its result is
+    /// discarded; the call already has an aborted result).
+    #[getter]
+    fn aborted(&self) -> bool {
+        self.signal.is_cancelled()
+    }
+
+    /// Reports progress as a `tool_execution_update` event: a str (the text) or a tool result
+    /// dict (`{"content": ..., "details": ...}`), like a return value. Never blocks; updates
+    /// after the call ended are dropped.
+    fn update(&self, partial: &Bound<'_, PyAny>) -> PyResult<()> {
+        let partial = tool_result(partial).map_err(|error| PyValueError::new_err(error.0))?;
+        self.updates.send(partial);
+        Ok(())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ToolContext(tool_call_id={:?}, tool_name={:?})",
+            self.tool_call_id, self.tool_name
+        )
+    }
 }
 
 /// A function's return value as a tool result: a str is the text, a dict with `"content"` is
@@ -311,11 +309,7 @@ fn tool_result(value: &Bound<'_, PyAny>) -> Result<AgentToolResult, ToolError> {
         && dict.contains("content").unwrap_or(false)
     {
         let mut json = from_py(value).map_err(|error| ToolError::new(error.to_string()))?;
-        if let Some(content) = json.get_mut("content")
-            && let Value::String(text) = content
-        {
-            *content = serde_json::json!([{"type": "text", "text": text}]);
-        }
+        text_content_to_blocks(&mut json);
         return serde_json::from_value(json)
             .map_err(|error| ToolError::new(format!("invalid tool result: {error}")));
     }
@@ -327,13 +321,12 @@ fn tool_result(value: &Bound<'_, PyAny>) -> Result<AgentToolResult, ToolError> {
     }
 }
 
-/// The text the model reads for a raised exception: its message, or its type name.
-fn tool_error(py: Python<'_>, error: &PyErr) -> ToolError {
-    let value = error.value(py);
-    let message = value.str().map(|s| s.to_string()).unwrap_or_default();
-    if message.is_empty() {
-        ToolError::new(type_name(value.as_any()))
-    } else {
-        ToolError::new(message)
+/// Replaces a str `"content"` of a result dict with one text block (the shorthand that tool
+/// results, `ToolContext.update` and `after_tool_call` accept).
+pub(crate) fn text_content_to_blocks(result: &mut Value) {
+    if let Some(content) = result.get_mut("content")
+        && let Value::String(text) = content
+    {
+        *content = serde_json::json!([{"type": "text", "text": text}]);
     }
 }

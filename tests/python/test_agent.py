@@ -353,6 +353,11 @@ def test_a_raising_subscriber_does_not_break_the_run(
     assert len(unraisable) == len(good)
     assert all(isinstance(report.exc_value, RuntimeError) for report in unraisable)
     assert str(unraisable[0].exc_value) == "subscriber failed on agent_start"
+    errors = agent.listener_errors
+    assert len(errors) == len(good)
+    assert errors[0] == (
+        "subscriber panicked on agent_start: RuntimeError: subscriber failed on agent_start"
+    )
 
 
 def test_async_for_over_one_runs_events(faux: pi_agent.FauxProvider) -> None:
@@ -474,6 +479,9 @@ def test_state_accessors(faux: pi_agent.FauxProvider) -> None:
 
     agent.tools = [echo]
     assert [tool.name for tool in agent.tools] == ["echo"]
+    assert agent.remove_tool("echo") is True
+    assert agent.remove_tool("echo") is False
+    assert agent.tools == [] and agent.snapshot()["toolNames"] == []
     agent.reset()
     assert agent.messages == []
     with pytest.raises(ValueError, match="invalid messages"):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
+import pytest
+
 import pi_agent
 
 from conftest import MockServer
@@ -121,3 +123,84 @@ def test_server_errors_are_retried(mock_server: MockServer) -> None:
     )
     assert message["content"][0]["text"] == "second time lucky"
     assert len(mock_server.requests()) == 2
+
+
+def test_agent_through_a_proxy(mock_server: MockServer) -> None:
+    # pi's proxy protocol: SSE events with deltas and no `partial`; any POST path is served.
+    mock_server.push(
+        {
+            "chunks": [
+                {"type": "start"},
+                {"type": "text_start", "contentIndex": 0},
+                {"type": "text_delta", "contentIndex": 0, "delta": "Hello "},
+                {"type": "text_delta", "contentIndex": 0, "delta": "via proxy"},
+                {"type": "text_end", "contentIndex": 0},
+                {
+                    "type": "done",
+                    "reason": "stop",
+                    "usage": {
+                        "input": 5,
+                        "output": 3,
+                        "cacheRead": 0,
+                        "cacheWrite": 0,
+                        "totalTokens": 8,
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                    },
+                },
+            ],
+            "done": False,
+        }
+    )
+    agent = pi_agent.Agent(
+        mock_server.model(),
+        system_prompt="Be brief.",
+        proxy_url=f"http://127.0.0.1:{mock_server.port}/",
+        proxy_token="proxy-secret",
+        temperature=0.3,
+    )
+    deltas = []
+    agent.subscribe(
+        lambda event: event["type"] == "message_update"
+        and event["assistantMessageEvent"]["type"] == "text_delta"
+        and deltas.append(event["assistantMessageEvent"]["delta"])
+    )
+    agent.prompt_sync("hi")
+
+    last = agent.messages[-1]
+    assert last["content"] == [{"type": "text", "text": "Hello via proxy"}]
+    assert last["stopReason"] == "stop" and last["usage"]["totalTokens"] == 8
+    assert deltas == ["Hello ", "via proxy"]
+    (request,) = mock_server.requests()
+    assert request["path"] == "/api/stream"
+    assert dict(request["headers"])["authorization"] == "Bearer proxy-secret"
+    assert request["body"]["model"]["id"] == "mock-gpt"
+    assert request["body"]["context"]["systemPrompt"] == "Be brief."
+    assert request["body"]["options"]["temperature"] == 0.3
+
+
+def test_proxy_errors_end_the_run(mock_server: MockServer) -> None:
+    mock_server.push({"status": 403, "body": {"error": "not allowed"}})
+    agent = pi_agent.Agent(mock_server.model(), proxy_url=f"http://127.0.0.1:{mock_server.port}")
+    agent.prompt_sync("hi")
+    assert agent.error_message == "Proxy error: not allowed"
+    with pytest.raises(TypeError, match="`proxy_token` needs `proxy_url`"):
+        pi_agent.Agent(mock_server.model(), proxy_token="t")
+
+
+def test_thinking_budgets_reach_the_request(mock_server: MockServer) -> None:
+    model = mock_server.model(
+        id="claude-sonnet-4-5", api="anthropic-messages", provider="anthropic", reasoning=True
+    )
+    mock_server.push({"status": 500, "body": {"error": "just checking the request"}})
+    pi_agent.complete(
+        model, CONTEXT, api_key="k", reasoning="low", thinking_budgets={"low": 2048}, max_retries=0
+    )
+    mock_server.push({"status": 500, "body": {"error": "just checking the request"}})
+    agent = pi_agent.Agent(
+        model, api_key="k", thinking_level="medium", thinking_budgets={"medium": 3000}, max_retries=0
+    )
+    agent.prompt_sync("hi")
+    budgets = [request["body"]["thinking"]["budget_tokens"] for request in mock_server.requests()]
+    assert budgets == [2048, 3000]
+    with pytest.raises(ValueError, match="invalid thinking_budgets"):
+        pi_agent.stream(model, CONTEXT, thinking_budgets={"low": "lots"})

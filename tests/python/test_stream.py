@@ -150,3 +150,45 @@ def test_model_catalog() -> None:
     assert pi_agent.get_model("openai", "no-such-model") is None
     assert pi_agent.resolve_model("no-slash") is None
     assert model in pi_agent.get_models("openai")
+
+
+def test_is_context_overflow() -> None:
+    def assistant(**fields: Any) -> Dict[str, Any]:
+        message: Dict[str, Any] = {
+            "role": "assistant",
+            "content": [],
+            "api": "openai-completions",
+            "provider": "openai",
+            "model": "gpt",
+            "stopReason": "stop",
+            "timestamp": 0,
+        }
+        message.update(fields)
+        return message
+
+    overflow = assistant(stopReason="error", errorMessage="400 prompt is too long: 210000 tokens")
+    assert pi_agent.is_context_overflow(overflow)
+    assert not pi_agent.is_context_overflow(
+        assistant(stopReason="error", errorMessage="429 rate limit: too many tokens per minute")
+    )
+    usage = {
+        "input": 120_000,
+        "output": 10,
+        "cacheRead": 0,
+        "cacheWrite": 0,
+        "totalTokens": 120_010,
+        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+    }
+    silent = assistant(usage=usage)  # accepted, but more input than the window
+    assert pi_agent.is_context_overflow(silent, 100_000)
+    assert not pi_agent.is_context_overflow(silent)
+    assert not pi_agent.is_context_overflow(silent, context_window=200_000)
+    with pytest.raises(ValueError, match="invalid assistant message"):
+        pi_agent.is_context_overflow({"role": "assistant"})
+
+
+def test_an_overflowing_run_is_detected(faux: pi_agent.FauxProvider) -> None:
+    faux.push({"stopReason": "error", "errorMessage": "maximum context length is 8192 tokens"})
+    agent = pi_agent.Agent(faux.model)
+    agent.prompt_sync("a very long prompt")
+    assert pi_agent.is_context_overflow(agent.messages[-1], agent.model.context_window)
