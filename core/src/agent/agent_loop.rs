@@ -236,6 +236,7 @@ async fn stream_assistant_response(
         .get_api_key
         .as_ref()
         .and_then(|get| get(&config.model.provider))
+        .filter(|key| !key.is_empty())
     {
         options.api_key = Some(key);
     }

@@ -570,6 +570,16 @@ impl Agent {
         lock(&self.inner.settings).tool_timeout = timeout;
     }
 
+    /// The stream idle watchdog, if set.
+    pub fn stream_idle_timeout(&self) -> Option<std::time::Duration> {
+        lock(&self.inner.settings).stream_idle_timeout
+    }
+
+    /// The tool watchdog, if set.
+    pub fn tool_timeout(&self) -> Option<std::time::Duration> {
+        lock(&self.inner.settings).tool_timeout
+    }
+
     /// The options sent with every LLM call.
     pub fn stream_options(&self) -> StreamOptions {
         lock(&self.inner.settings).stream_options.clone()

@@ -141,7 +141,7 @@ pub const DEFAULT_MAX_RETRY_DELAY_MS: u64 = 60_000;
 /// models, Gemini 2.x); a level left `None` keeps the provider's default (pi's
 /// `ThinkingBudgets`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ThinkingBudgets {
     /// Budget for `minimal`.
     pub minimal: Option<u64>,
