@@ -916,8 +916,8 @@ struct pi_error *pi_faux_new(struct pi_faux **faux_out);
 struct pi_error *pi_faux_new_with_options(const char *options_json, struct pi_faux **faux_out);
 
 /**
- * Appends scripted responses. `assistant_message_json` is one pi-shaped assistant message, or
- * a JSON array of them (all or nothing), e.g.
+ * Appends scripted responses. `assistant_message_json` is one pi-shaped assistant message (or
+ * a JSON string: one text block), or a JSON array of them (all or nothing), e.g.
  * `{"content":[{"type":"toolCall","id":"c1","name":"calculator","arguments":{"expression":"6*7"}}]}`.
  * Short forms are completed: `role`, `api`, `provider`, `model`, `usage` and `timestamp` may
  * be left out, `content` may be a plain string, and a missing `stopReason` is `toolUse` when

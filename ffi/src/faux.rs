@@ -4,9 +4,8 @@ use std::ffi::c_char;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use pi_agent::ai::providers::faux::{FauxProvider, FauxResponse};
-use pi_agent::ai::types::now_ms;
 use pi_agent::ai::{AssistantMessage, Model};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
 use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
@@ -60,8 +59,8 @@ pub extern "C" fn pi_faux_new_with_options(
     }
 }
 
-/// Appends scripted responses. `assistant_message_json` is one pi-shaped assistant message, or
-/// a JSON array of them (all or nothing), e.g.
+/// Appends scripted responses. `assistant_message_json` is one pi-shaped assistant message (or
+/// a JSON string: one text block), or a JSON array of them (all or nothing), e.g.
 /// `{"content":[{"type":"toolCall","id":"c1","name":"calculator","arguments":{"expression":"6*7"}}]}`.
 /// Short forms are completed: `role`, `api`, `provider`, `model`, `usage` and `timestamp` may
 /// be left out, `content` may be a plain string, and a missing `stopReason` is `toolUse` when
@@ -101,48 +100,12 @@ pub extern "C" fn pi_faux_push_json(
 
 /// Completes a short assistant message (see `pi_faux_push_json`) and parses it.
 fn scripted_message(value: Value, model: &Model) -> Result<AssistantMessage, pi_error> {
-    let invalid = |message: String| {
+    pi_agent::ai::providers::faux::faux_message_from_json(value, model).map_err(|message| {
         pi_error::new(
             pi_error_kind::InvalidJson,
             format!("`assistant_message_json` is not valid: {message}"),
         )
-    };
-    let Value::Object(mut message) = value else {
-        return Err(invalid("expected an assistant message object".to_owned()));
-    };
-    match message.get("role") {
-        None => {}
-        Some(Value::String(role)) if role == "assistant" => {}
-        Some(role) => return Err(invalid(format!("expected role `assistant`, found {role}"))),
-    }
-    let content = match message.remove("content") {
-        None | Some(Value::Null) => Value::Array(Vec::new()),
-        Some(Value::String(text)) => json!([{"type": "text", "text": text}]),
-        Some(content) => content,
-    };
-    let has_tool_call = content.as_array().is_some_and(|blocks| {
-        blocks
-            .iter()
-            .any(|block| block.get("type").and_then(Value::as_str) == Some("toolCall"))
-    });
-    let defaults: Map<String, Value> = [
-        ("api", json!(model.api)),
-        ("provider", json!(model.provider)),
-        ("model", json!(model.id)),
-        (
-            "stopReason",
-            json!(if has_tool_call { "toolUse" } else { "stop" }),
-        ),
-        ("timestamp", json!(now_ms())),
-    ]
-    .into_iter()
-    .map(|(key, value)| (key.to_owned(), value))
-    .collect();
-    for (key, value) in defaults {
-        message.entry(key).or_insert(value);
-    }
-    message.insert("content".to_owned(), content);
-    serde_json::from_value(Value::Object(message)).map_err(|error| invalid(error.to_string()))
+    })
 }
 
 /// Writes a new copy of the provider's first model to `*model_out` (free it with
@@ -221,6 +184,7 @@ pub extern "C" fn pi_faux_free(faux: *mut pi_faux) {
 mod tests {
     use super::*;
     use pi_agent::ai::{AssistantContent, StopReason};
+    use serde_json::json;
 
     #[test]
     fn short_messages_are_completed() {
@@ -242,6 +206,8 @@ mod tests {
         assert_eq!(message.error_message.as_deref(), Some("scripted"));
 
         assert!(scripted_message(json!({"role": "user", "content": "x"}), &model).is_err());
-        assert!(scripted_message(json!("text"), &model).is_err());
+        let text = scripted_message(json!("just text"), &model).unwrap();
+        assert_eq!(text.text(), "just text");
+        assert!(scripted_message(json!(42), &model).is_err());
     }
 }

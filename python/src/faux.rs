@@ -3,14 +3,13 @@
 use std::sync::Arc;
 
 use pi_agent::ai::providers::faux::{self, FauxFactory, FauxOptions, FauxProvider, FauxResponse};
-use pi_agent::ai::types::now_ms;
 use pi_agent::ai::{AssistantMessage, Context, Model, StopReason, StreamOptions};
-use pyo3::exceptions::{PyKeyError, PyTypeError};
+use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::{Value, json};
 
-use crate::convert::{from_py, parse_value, serde_to_py, type_name};
+use crate::convert::{from_py, serde_to_py, type_name};
 use crate::model::PyModel;
 
 /// A registered faux provider: each request pops the next scripted response and streams it
@@ -163,38 +162,16 @@ impl PyFauxProvider {
 /// Reads a scripted response: an assistant message dict (missing api, provider, model, usage,
 /// timestamp and stopReason are filled in), a list of content blocks, or a str (one text block).
 fn scripted_message(obj: &Bound<'_, PyAny>, model: &Model) -> PyResult<AssistantMessage> {
-    let mut message = match from_py(obj)? {
-        Value::String(text) => json!({"content": [{"type": "text", "text": text}]}),
-        Value::Array(blocks) => json!({ "content": blocks }),
-        message @ Value::Object(_) => message,
-        _ => {
-            return Err(PyTypeError::new_err(format!(
-                "a faux response is a message dict, a list of content blocks, a str or a \
-                 callable, not {}",
-                type_name(obj)
-            )));
-        }
-    };
-    let Some(fields) = message.as_object_mut() else {
-        unreachable!("built as an object above")
-    };
-    fields.entry("content").or_insert_with(|| json!([]));
-    fields.entry("api").or_insert_with(|| json!(model.api));
-    fields
-        .entry("provider")
-        .or_insert_with(|| json!(model.provider));
-    fields.entry("model").or_insert_with(|| json!(model.id));
-    fields.entry("timestamp").or_insert_with(|| json!(now_ms()));
-    if !fields.contains_key("stopReason") {
-        let has_tool_call = fields["content"].as_array().is_some_and(|blocks| {
-            blocks
-                .iter()
-                .any(|block| block.get("type").and_then(Value::as_str) == Some("toolCall"))
-        });
-        let reason = if has_tool_call { "toolUse" } else { "stop" };
-        fields.insert("stopReason".to_owned(), json!(reason));
+    let value = from_py(obj)?;
+    if !matches!(value, Value::String(_) | Value::Array(_) | Value::Object(_)) {
+        return Err(PyTypeError::new_err(format!(
+            "a faux response is a message dict, a list of content blocks, a str or a \
+             callable, not {}",
+            type_name(obj)
+        )));
     }
-    parse_value(message, "faux response")
+    pi_agent::ai::providers::faux::faux_message_from_json(value, model)
+        .map_err(|message| PyValueError::new_err(format!("invalid faux response: {message}")))
 }
 
 /// A factory calling `function(context, call_number, model)` for each request. A raised

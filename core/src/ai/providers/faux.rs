@@ -460,6 +460,58 @@ pub fn faux_assistant_message(content: Vec<AssistantContent>) -> AssistantMessag
     }
 }
 
+/// Reads a scripted response written in short JSON (what the C and Python bindings accept): a
+/// string (one text block), an array of content blocks, or an assistant message object whose
+/// `role`, `api`, `provider`, `model`, `usage`, `timestamp` and `stopReason` may be left out
+/// (`content` may be a string). A missing `stopReason` is `toolUse` when the content has a tool
+/// call, else `stop`; `stopReason: "error"` with an `errorMessage` scripts a failure.
+pub fn faux_message_from_json(
+    value: serde_json::Value,
+    model: &Model,
+) -> Result<AssistantMessage, String> {
+    use serde_json::{Value, json};
+    let mut message = match value {
+        Value::String(text) => serde_json::Map::from_iter([("content".to_owned(), json!(text))]),
+        Value::Array(blocks) => {
+            serde_json::Map::from_iter([("content".to_owned(), Value::Array(blocks))])
+        }
+        Value::Object(message) => message,
+        other => {
+            return Err(format!(
+                "expected a message object, a list of content blocks or a string, found {other}"
+            ));
+        }
+    };
+    match message.get("role") {
+        None => {}
+        Some(Value::String(role)) if role == "assistant" => {}
+        Some(role) => return Err(format!("expected role `assistant`, found {role}")),
+    }
+    let content = match message.remove("content") {
+        None | Some(Value::Null) => Value::Array(Vec::new()),
+        Some(Value::String(text)) => json!([{"type": "text", "text": text}]),
+        Some(content) => content,
+    };
+    let has_tool_call = content.as_array().is_some_and(|blocks| {
+        blocks
+            .iter()
+            .any(|block| block.get("type").and_then(Value::as_str) == Some("toolCall"))
+    });
+    message.insert("content".to_owned(), content);
+    message.entry("api").or_insert_with(|| json!(model.api));
+    message
+        .entry("provider")
+        .or_insert_with(|| json!(model.provider));
+    message.entry("model").or_insert_with(|| json!(model.id));
+    message
+        .entry("timestamp")
+        .or_insert_with(|| json!(now_ms()));
+    message
+        .entry("stopReason")
+        .or_insert_with(|| json!(if has_tool_call { "toolUse" } else { "stop" }));
+    serde_json::from_value(Value::Object(message)).map_err(|error| error.to_string())
+}
+
 /// A scripted failure: streams `content`, then ends with `error` and this message.
 pub fn faux_error_message(
     content: Vec<AssistantContent>,
