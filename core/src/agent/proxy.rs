@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::config::StreamFn;
@@ -15,7 +14,6 @@ use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::providers::http;
-use crate::ai::sse::SseDecoder;
 use crate::ai::types::{Context, StopReason, Usage};
 
 /// Where the proxy is and how to authenticate.
@@ -93,30 +91,13 @@ async fn run(
             });
         return Err(format!("Proxy error: {}", detail.trim()));
     }
-    let mut decoder = SseDecoder::new();
-    let mut events = Vec::new();
-    let mut body = response.bytes_stream();
-    loop {
-        let ended = match body.next().await {
-            Some(Ok(bytes)) => {
-                decoder.feed(&bytes, &mut events);
-                false
-            }
-            Some(Err(error)) => return Err(http::transport_error_message(&error)),
-            None => {
-                decoder.finish(&mut events);
-                true
-            }
-        };
-        for event in events.drain(..) {
-            if let Some(end) = apply(writer, &event.data).await? {
-                return end;
-            }
-        }
-        if ended {
-            return Err("Proxy closed the stream before the response was complete".to_owned());
+    let mut events = http::SseEvents::new(response, None);
+    while let Some(event) = events.next().await? {
+        if let Some(end) = apply(writer, &event.data).await? {
+            return end;
         }
     }
+    Err("Proxy closed the stream before the response was complete".to_owned())
 }
 
 fn usage_of(event: &Value) -> Option<Usage> {

@@ -111,6 +111,49 @@ pub fn is_loopback(base_url: &str) -> bool {
     host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
+/// Replaces `{VAR}` placeholders (upper-case names) in a base URL with environment variables,
+/// as Cloudflare base URLs need (pi's `resolveCloudflareBaseUrl`); `provider` names the
+/// provider in the error for a variable that is not set.
+pub fn expand_env_placeholders(url: &str, provider: &str) -> Result<String, String> {
+    if !url.contains('{') {
+        return Ok(url.to_owned());
+    }
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after.find('}').filter(|&close| {
+            let name = &after[..close];
+            name.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        });
+        match close {
+            Some(close) => {
+                let name = &after[..close];
+                match std::env::var(name) {
+                    Ok(value) if !value.is_empty() => out.push_str(&value),
+                    _ => {
+                        return Err(format!(
+                            "{name} is required for provider {} but is not set.",
+                            provider
+                        ));
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
 /// Whether a status is worth retrying (pi's SDKs retry the same set).
 pub fn is_retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || status >= 500
@@ -243,6 +286,51 @@ where
         None => Ok(None),
         Some(Ok(bytes)) => Ok(Some(bytes)),
         Some(Err(error)) => Err(transport_error_message(&error)),
+    }
+}
+
+/// The events of a streamed SSE body, decoded incrementally (each byte once), with an optional
+/// idle timeout between chunks. Every provider reads its response through this.
+pub struct SseEvents {
+    body: std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    decoder: crate::ai::sse::SseDecoder,
+    pending: std::collections::VecDeque<crate::ai::sse::SseEvent>,
+    scratch: Vec<crate::ai::sse::SseEvent>,
+    idle_timeout_ms: Option<u64>,
+    ended: bool,
+}
+
+impl SseEvents {
+    /// Starts reading `response`'s body.
+    pub fn new(response: reqwest::Response, idle_timeout_ms: Option<u64>) -> Self {
+        Self {
+            body: Box::pin(response.bytes_stream()),
+            decoder: crate::ai::sse::SseDecoder::new(),
+            pending: std::collections::VecDeque::new(),
+            scratch: Vec::new(),
+            idle_timeout_ms,
+            ended: false,
+        }
+    }
+
+    /// The next event; `Ok(None)` once the body has ended.
+    pub async fn next(&mut self) -> Result<Option<crate::ai::sse::SseEvent>, String> {
+        loop {
+            if let Some(event) = self.pending.pop_front() {
+                return Ok(Some(event));
+            }
+            if self.ended {
+                return Ok(None);
+            }
+            match next_chunk(&mut self.body, self.idle_timeout_ms).await? {
+                Some(bytes) => self.decoder.feed(&bytes, &mut self.scratch),
+                None => {
+                    self.decoder.finish(&mut self.scratch);
+                    self.ended = true;
+                }
+            }
+            self.pending.extend(self.scratch.drain(..));
+        }
     }
 }
 

@@ -14,7 +14,6 @@ use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::registry::ApiProvider;
 use crate::ai::short_hash::short_hash;
-use crate::ai::sse::SseDecoder;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, Context, Message, StopReason, UserContent, UserMessageContent,
@@ -502,24 +501,10 @@ async fn run(writer: &mut StreamWriter, model: &Model, request: Request) -> Resu
     let response = sent?;
     writer.start().await;
     let mut state = State::default();
-    let mut decoder = SseDecoder::new();
-    let mut events = Vec::new();
-    let mut body = response.bytes_stream();
-    loop {
-        let ended = match http::next_chunk(&mut body, request.options.idle_timeout_ms).await? {
-            Some(bytes) => {
-                decoder.feed(&bytes, &mut events);
-                false
-            }
-            None => {
-                decoder.finish(&mut events);
-                true
-            }
-        };
-        for event in events.drain(..) {
-            state.handle(&event.data, writer, model).await?;
-        }
-        if ended || writer.is_closed() {
+    let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
+    while let Some(event) = events.next().await? {
+        state.handle(&event.data, writer, model).await?;
+        if writer.is_closed() {
             break;
         }
     }

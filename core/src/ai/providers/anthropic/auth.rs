@@ -210,47 +210,13 @@ fn has_image_input(messages: &[Message]) -> bool {
     })
 }
 
-/// Replaces `{VAR}` placeholders in a Cloudflare base URL from the environment (pi's
+/// Replaces `{VAR}` placeholders in a Cloudflare gateway base URL from the environment (pi's
 /// `resolveCloudflareBaseUrl`).
 pub fn resolve_base_url(model: &Model) -> Result<String, String> {
-    let url = &model.base_url;
-    if model.provider != "cloudflare-ai-gateway" || !url.contains('{') {
-        return Ok(url.clone());
+    if model.provider != "cloudflare-ai-gateway" {
+        return Ok(model.base_url.clone());
     }
-    let mut out = String::with_capacity(url.len());
-    let mut rest = url.as_str();
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let close = after.find('}').filter(|&close| {
-            let name = &after[..close];
-            name.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-        });
-        match close {
-            Some(close) => {
-                let name = &after[..close];
-                match std::env::var(name) {
-                    Ok(value) if !value.is_empty() => out.push_str(&value),
-                    _ => {
-                        return Err(format!(
-                            "{name} is required for provider {} but is not set.",
-                            model.provider
-                        ));
-                    }
-                }
-                rest = &after[close + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
+    super::super::http::expand_env_placeholders(&model.base_url, &model.provider)
 }
 
 pub use super::super::http::is_loopback;

@@ -21,7 +21,6 @@ use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::registry::ApiProvider;
-use crate::ai::sse::{SseDecoder, SseEvent};
 use crate::ai::types::{Context, StopReason};
 
 /// The api id.
@@ -160,29 +159,12 @@ async fn run(
         Some(names) => EventState::with_oauth_tool_names(names),
         None => EventState::default(),
     };
-    let mut decoder = SseDecoder::new();
-    let mut events: Vec<SseEvent> = Vec::new();
-    let mut body = response.bytes_stream();
-    'read: loop {
-        let ended = match http::next_chunk(&mut body, request.options.idle_timeout_ms).await? {
-            Some(bytes) => {
-                decoder.feed(&bytes, &mut events);
-                false
-            }
-            None => {
-                decoder.finish(&mut events);
-                true
-            }
-        };
-        for event in events.drain(..) {
-            state
-                .handle(event.event.as_deref(), &event.data, writer, model)
-                .await?;
-            if state.stopped {
-                break 'read;
-            }
-        }
-        if ended || writer.is_closed() {
+    let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
+    while let Some(event) = events.next().await? {
+        state
+            .handle(event.event.as_deref(), &event.data, writer, model)
+            .await?;
+        if state.stopped || writer.is_closed() {
             break;
         }
     }

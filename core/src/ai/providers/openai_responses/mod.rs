@@ -26,7 +26,6 @@ use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
 use crate::ai::registry::ApiProvider;
-use crate::ai::sse::{SseDecoder, SseEvent};
 use crate::ai::types::{Context, Message, StopReason, UserContent, UserMessageContent};
 
 /// The api id.
@@ -193,48 +192,14 @@ fn copilot_headers(messages: &[Message]) -> Vec<(&'static str, &'static str)> {
 /// Cloudflare base URLs carry `{CLOUDFLARE_ACCOUNT_ID}`-style placeholders filled from the
 /// environment (pi's `resolveCloudflareBaseUrl`); other base URLs are returned as they are.
 fn resolve_placeholders(model: &Model) -> Result<String, String> {
-    let url = &model.base_url;
     let cloudflare = matches!(
         model.provider.as_str(),
         "cloudflare-ai-gateway" | "cloudflare-workers-ai"
     );
-    if !cloudflare || !url.contains('{') {
-        return Ok(url.clone());
+    if !cloudflare {
+        return Ok(model.base_url.clone());
     }
-    let mut out = String::with_capacity(url.len());
-    let mut rest = url.as_str();
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 1..];
-        let name_len = after.find('}').filter(|&end| {
-            let name = &after[..end];
-            name.starts_with(|c: char| c.is_ascii_uppercase() || c == '_')
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-        });
-        match name_len {
-            Some(end) => {
-                let name = &after[..end];
-                match std::env::var(name) {
-                    Ok(value) if !value.is_empty() => out.push_str(&value),
-                    _ => {
-                        return Err(format!(
-                            "{name} is required for provider {} but is not set.",
-                            model.provider
-                        ));
-                    }
-                }
-                rest = &after[end + 1..];
-            }
-            None => {
-                out.push('{');
-                rest = after;
-            }
-        }
-    }
-    out.push_str(rest);
-    Ok(out)
+    http::expand_env_placeholders(&model.base_url, &model.provider)
 }
 
 /// The first non-empty key among the request's, the provider's environment variables, and
@@ -324,27 +289,10 @@ async fn run(
     writer.start().await;
 
     let mut state = ResponseState::new(request.pricing);
-    let mut decoder = SseDecoder::new();
-    let mut events: Vec<SseEvent> = Vec::new();
-    let mut stream = response.bytes_stream();
-    'read: loop {
-        let ended = match http::next_chunk(&mut stream, options.idle_timeout_ms).await? {
-            Some(bytes) => {
-                decoder.feed(&bytes, &mut events);
-                false
-            }
-            None => {
-                decoder.finish(&mut events);
-                true
-            }
-        };
-        for event in events.drain(..) {
-            state.handle(&event, writer, model).await?;
-            if state.finished {
-                break 'read;
-            }
-        }
-        if ended || writer.is_closed() {
+    let mut events = http::SseEvents::new(response, options.idle_timeout_ms);
+    while let Some(event) = events.next().await? {
+        state.handle(&event, writer, model).await?;
+        if state.finished || writer.is_closed() {
             break;
         }
     }
