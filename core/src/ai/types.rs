@@ -15,8 +15,9 @@ pub fn now_ms() -> i64 {
 }
 
 /// A text block. `textSignature` carries provider metadata (e.g. an OpenAI Responses message id).
+/// Serialises with its tag (`"type": "text"`) wherever it appears.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(tag = "type", rename = "text", rename_all = "camelCase")]
 pub struct TextContent {
     /// The text.
     pub text: String,
@@ -35,9 +36,9 @@ impl TextContent {
     }
 }
 
-/// A reasoning block.
+/// A reasoning block (`"type": "thinking"`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(tag = "type", rename = "thinking", rename_all = "camelCase")]
 pub struct ThinkingContent {
     /// The reasoning text (may be a summary, or empty when only a signature came back).
     pub thinking: String,
@@ -50,9 +51,9 @@ pub struct ThinkingContent {
     pub redacted: Option<bool>,
 }
 
-/// An image, base64-encoded.
+/// An image, base64-encoded (`"type": "image"`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(tag = "type", rename = "image", rename_all = "camelCase")]
 pub struct ImageContent {
     /// Base64 data, without a `data:` prefix.
     pub data: String,
@@ -60,9 +61,10 @@ pub struct ImageContent {
     pub mime_type: String,
 }
 
-/// A tool call requested by the model.
+/// A tool call requested by the model (`"type": "toolCall"`, also when it stands alone, as in
+/// `toolcall_end` events and hook contexts).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(tag = "type", rename = "toolCall", rename_all = "camelCase")]
 pub struct ToolCall {
     /// The provider's id for this call; the tool result refers to it.
     pub id: String,
@@ -81,8 +83,9 @@ pub(crate) fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
 
-/// A block of user or tool-result content: text or an image.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A block of user or tool-result content: text or an image. Each block type carries its own
+/// `type` tag, so serialising delegates to it.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum UserContent {
     /// Text.
@@ -98,8 +101,8 @@ impl UserContent {
     }
 }
 
-/// A block of assistant content.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A block of assistant content (serialised by the block, which carries its `type` tag).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum AssistantContent {
     /// Visible text.
@@ -120,9 +123,9 @@ pub enum UserMessageContent {
     Blocks(Vec<UserContent>),
 }
 
-/// A message from the user.
+/// A message from the user (`"role": "user"`, also when it stands alone).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(tag = "role", rename = "user", rename_all = "camelCase")]
 pub struct UserMessage {
     /// What the user said.
     pub content: UserMessageContent,
@@ -210,9 +213,11 @@ pub struct Usage {
     pub cost: UsageCost,
 }
 
-/// A message produced by a model.
+/// A message produced by a model. Serialises with `"role": "assistant"` wherever it appears
+/// (`done.message`, `error.error`, `complete()`'s result), so it can be appended to a context as
+/// is.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(tag = "role", rename = "assistant", rename_all = "camelCase")]
 pub struct AssistantMessage {
     /// Text, thinking and tool-call blocks in the order the model produced them.
     pub content: Vec<AssistantContent>,
@@ -265,9 +270,9 @@ impl AssistantMessage {
     }
 }
 
-/// The result of a tool call, sent back to the model.
+/// The result of a tool call, sent back to the model (`"role": "toolResult"`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(tag = "role", rename = "toolResult", rename_all = "camelCase")]
 pub struct ToolResultMessage {
     /// The id of the call this answers.
     pub tool_call_id: String,
@@ -286,8 +291,8 @@ pub struct ToolResultMessage {
     pub timestamp: i64,
 }
 
-/// A message an LLM understands.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A message an LLM understands (serialised by the message, which carries its `role` tag).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "role", rename_all = "camelCase")]
 pub enum Message {
     /// From the user.
@@ -305,6 +310,35 @@ impl Message {
             Self::User(_) => "user",
             Self::Assistant(_) => "assistant",
             Self::ToolResult(_) => "toolResult",
+        }
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::User(message) => message.serialize(serializer),
+            Self::Assistant(message) => message.serialize(serializer),
+            Self::ToolResult(message) => message.serialize(serializer),
+        }
+    }
+}
+
+impl Serialize for UserContent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(block) => block.serialize(serializer),
+            Self::Image(block) => block.serialize(serializer),
+        }
+    }
+}
+
+impl Serialize for AssistantContent {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Text(block) => block.serialize(serializer),
+            Self::Thinking(block) => block.serialize(serializer),
+            Self::ToolCall(block) => block.serialize(serializer),
         }
     }
 }
@@ -378,5 +412,46 @@ mod tests {
         let messages: Vec<Message> = serde_json::from_value(pi.clone()).unwrap();
         assert_eq!(messages.len(), 4);
         assert_eq!(serde_json::to_value(&messages).unwrap(), pi);
+    }
+
+    #[test]
+    fn standalone_messages_and_blocks_carry_their_tags() {
+        let assistant = AssistantMessage {
+            content: vec![AssistantContent::ToolCall(ToolCall {
+                id: "c1".into(),
+                name: "calc".into(),
+                arguments: json!({"text": "a", "delay_ms": 1}),
+                thought_signature: None,
+            })],
+            ..AssistantMessage::default()
+        };
+        let json = serde_json::to_string(&assistant).unwrap();
+        assert!(
+            json.starts_with(r#"{"role":"assistant","content":[{"type":"toolCall","#),
+            "{json}"
+        );
+        // Key order of the model's arguments is kept.
+        assert!(
+            json.contains(r#""arguments":{"text":"a","delay_ms":1}"#),
+            "{json}"
+        );
+        // Exactly one tag when wrapped in `Message`.
+        let wrapped = serde_json::to_string(&Message::Assistant(assistant.clone())).unwrap();
+        assert_eq!(wrapped, json);
+        let call = assistant.tool_calls().next().unwrap();
+        assert_eq!(serde_json::to_value(call).unwrap()["type"], "toolCall");
+        let result = ToolResultMessage::default();
+        assert_eq!(serde_json::to_value(&result).unwrap()["role"], "toolResult");
+        assert_eq!(
+            serde_json::to_value(UserMessage::text("hi")).unwrap()["role"],
+            "user"
+        );
+        assert_eq!(
+            serde_json::to_value(TextContent::new("t")).unwrap()["type"],
+            "text"
+        );
+        // A standalone assistant message appended to a context parses as a message.
+        let back: Message = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, Message::Assistant(assistant));
     }
 }
