@@ -22,8 +22,8 @@ pub mod openai_responses;
 pub fn builtins() -> Vec<Arc<dyn ApiProvider>> {
     vec![
         Arc::new(openai_completions::OpenAICompletionsProvider),
-        Arc::new(openai_responses::OpenAIResponsesProvider::default()),
-        Arc::new(openai_responses::azure::AzureOpenAIResponsesProvider::default()),
+        Arc::new(openai_responses::OpenAIResponsesProvider),
+        Arc::new(openai_responses::azure::AzureOpenAIResponsesProvider),
         Arc::new(anthropic::AnthropicProvider),
         Arc::new(mistral::MistralProvider),
         Arc::new(google::GoogleProvider),

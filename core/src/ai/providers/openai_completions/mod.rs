@@ -96,6 +96,18 @@ impl ApiProvider for OpenAICompletionsProvider {
         tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
         stream
     }
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(
+            model,
+            context,
+            &crate::ai::simple_options::with_reasoning_effort(model, options),
+        )
+    }
 }
 
 async fn run(
