@@ -324,7 +324,14 @@ async fn reasoning_summary_becomes_thinking_that_replays_the_exact_item() {
     // item's parts, has no trailing one).
     assert_eq!(
         deltas,
-        ["**Plan**", "\n\nAdd them.", "\n\n", "Then ", "answer.", "\n\n"]
+        [
+            "**Plan**",
+            "\n\nAdd them.",
+            "\n\n",
+            "Then ",
+            "answer.",
+            "\n\n"
+        ]
     );
     let AssistantContent::Thinking(thinking) = &message.content[0] else {
         panic!("expected thinking: {message:?}")

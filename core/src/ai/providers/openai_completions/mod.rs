@@ -135,6 +135,8 @@ async fn run(
     }
     let response = sent?;
     writer.start().await;
+    // As pi: blocks stay open until the end of the stream, and an abort ends them first.
+    writer.end_blocks_on_abort();
 
     let mut state = ChunkState::default();
     let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
@@ -144,7 +146,7 @@ async fn run(
             break;
         }
     }
-    state.close_blocks(writer).await;
+    writer.end_open_blocks().await;
     if !state.done_seen && !state.finish_seen && !writer.is_closed() {
         return Err(INCOMPLETE_RESPONSE.to_owned());
     }
