@@ -236,6 +236,30 @@ def acomplete(
 ) -> Coroutine[Any, Any, AssistantMessage]:
     """``complete`` for asyncio: ``message = await pi_agent.acomplete(model, context)``."""
 
+def stream_simple(
+    model: Union[Model, ModelDict],
+    context: Union[Context, Mapping[str, Any]],
+    **options: Unpack[StreamOptions],
+) -> AssistantMessageEventStream:
+    """pi's ``streamSimple``: like ``stream``, but ``reasoning`` (a level; ``"off"`` for none)
+    is mapped onto the provider's own options, thinking is turned off explicitly when no level
+    is given, and ``max_tokens`` defaults to ``min(model.max_tokens, 32000)``. The agent calls
+    models this way. Plain ``stream`` sends only what the provider options say."""
+
+def complete_simple(
+    model: Union[Model, ModelDict],
+    context: Union[Context, Mapping[str, Any]],
+    **options: Unpack[StreamOptions],
+) -> AssistantMessage:
+    """``stream_simple(...)``, then blocks (GIL released) until the final assistant message."""
+
+def acomplete_simple(
+    model: Union[Model, ModelDict],
+    context: Union[Context, Mapping[str, Any]],
+    **options: Unpack[StreamOptions],
+) -> Coroutine[Any, Any, AssistantMessage]:
+    """``complete_simple`` for asyncio."""
+
 def is_context_overflow(
     message: Union[AssistantMessage, Mapping[str, Any]], context_window: Optional[int] = None
 ) -> bool:

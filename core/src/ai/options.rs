@@ -138,6 +138,26 @@ impl<T: ?Sized> fmt::Debug for Callback<T> {
     }
 }
 
+/// Whether `name` is a header that carries a credential (compared case-insensitively):
+/// `authorization`, `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`,
+/// `cf-aig-authorization`, `cookie`, and any name containing `token`, `secret` or `api-key`.
+pub fn is_credential_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "authorization"
+            | "proxy-authorization"
+            | "x-api-key"
+            | "api-key"
+            | "x-goog-api-key"
+            | "cf-aig-authorization"
+            | "cookie"
+    ) || name.contains("token")
+        || name.contains("secret")
+        || name.contains("api-key")
+        || name.contains("apikey")
+}
+
 /// Default number of retries of a request that failed before any byte of the answer.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default cap on a single retry delay, including a server's `Retry-After`.
