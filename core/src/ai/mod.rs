@@ -11,6 +11,7 @@ pub mod env_keys;
 pub mod event;
 pub mod event_stream;
 pub mod model;
+pub mod oauth;
 pub mod options;
 pub mod overflow;
 pub mod partial_json;
@@ -31,6 +32,11 @@ pub use catalog::{
 pub use event::AssistantMessageEvent;
 pub use event_stream::{AssistantMessageEventStream, PartialMessage, StreamWriter};
 pub use model::{InputModality, Model, ModelCost, models_are_equal};
+pub use oauth::{
+    OAuthCredentials, OAuthError, OAuthLoginCallbacks, OAuthProvider, get_oauth_api_key,
+    get_oauth_provider, get_oauth_providers, register_oauth_provider, reset_oauth_providers,
+    unregister_oauth_provider,
+};
 pub use options::{ApiKey, GoogleThinking, StreamOptions, ThinkingLevel, Transport};
 pub use registry::{
     ApiProvider, get_api_provider, get_api_providers, register_api_provider,
