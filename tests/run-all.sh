@@ -37,7 +37,10 @@ cargo fmt --all --check
 step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "rust tests (core, mock server, C ABI, header drift, C library install)"
+step "rust docs"
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p pi-agent
+
+step "rust tests (core, mock server, C ABI, header drift, C library install, README code)"
 cargo test --workspace --all-targets
 cargo test -p pi-agent --doc
 
