@@ -19,8 +19,19 @@ fn main() {
     let mut current: Option<String> = None;
     for line in readme.lines() {
         match current.as_mut() {
-            None if line.trim_end() == "```rust" => current = Some(String::new()),
-            None => {}
+            None => {
+                // ```rust, or ```rust,no_run and the like; ```rust,ignore blocks are skipped.
+                let opens = line
+                    .trim_end()
+                    .strip_prefix("```rust")
+                    .is_some_and(|attributes| {
+                        (attributes.is_empty() || attributes.starts_with(','))
+                            && !attributes.contains("ignore")
+                    });
+                if opens {
+                    current = Some(String::new());
+                }
+            }
             Some(_) if line.trim_end() == "```" => blocks.push(current.take().unwrap()),
             Some(block) => {
                 block.push_str(line);
