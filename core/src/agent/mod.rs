@@ -1,4 +1,4 @@
-//! The agent layer: a stateful [`Agent`] over the stateless [`agent_loop`].
+//! The agent layer: a stateful [`Agent`] over the stateless [`agent_loop()`].
 //!
 //! An agent owns a transcript, a tool table and settings; [`Agent::prompt`] runs the loop on a
 //! tokio task and returns when the run has ended. Every run reports one event stream

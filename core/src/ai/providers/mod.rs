@@ -1,6 +1,6 @@
 //! Built-in providers, one module per wire API.
 //!
-//! Adding a provider: implement [`ApiProvider`](super::registry::ApiProvider) in a new module
+//! Adding a provider: implement [`ApiProvider`] in a new module
 //! (build the request, send it with [`http`], decode the body with
 //! [`SseDecoder`](super::sse::SseDecoder), drive a
 //! [`StreamWriter`](super::event_stream::StreamWriter)), add it to [`builtins`], and replay
