@@ -199,6 +199,22 @@ pub async fn send_with_retries(
     model: &Model,
     diagnostics: &mut Vec<Value>,
 ) -> Result<reqwest::Response, String> {
+    send_with_retries_formatted(build, options, model, diagnostics, |status, _, body| {
+        http_error_message(status, body)
+    })
+    .await
+}
+
+/// [`send_with_retries`] with the provider's own wording of a failed response:
+/// `format_error(status, headers, body)` (for APIs whose error type travels in a header, like
+/// AWS's `x-amzn-errortype`).
+pub async fn send_with_retries_formatted(
+    build: impl Fn() -> reqwest::RequestBuilder,
+    options: &StreamOptions,
+    model: &Model,
+    diagnostics: &mut Vec<Value>,
+    format_error: impl Fn(reqwest::StatusCode, &reqwest::header::HeaderMap, &str) -> String,
+) -> Result<reqwest::Response, String> {
     let max_retries = options.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
     let cap = Duration::from_millis(
         options
@@ -234,8 +250,9 @@ pub async fn send_with_retries(
                     return Ok(response);
                 }
                 let hint = retry_after(response.headers());
+                let headers = response.headers().clone();
                 let body = response.text().await.unwrap_or_default();
-                let error = http_error_message(status, &body);
+                let error = format_error(status, &headers, &body);
                 if !is_retryable_status(status.as_u16()) {
                     return Err(error);
                 }
@@ -289,47 +306,99 @@ where
     }
 }
 
-/// The events of a streamed SSE body, decoded incrementally (each byte once), with an optional
-/// idle timeout between chunks. Every provider reads its response through this.
-pub struct SseEvents {
-    body: std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
-    decoder: crate::ai::sse::SseDecoder,
-    pending: std::collections::VecDeque<crate::ai::sse::SseEvent>,
-    scratch: Vec<crate::ai::sse::SseEvent>,
-    idle_timeout_ms: Option<u64>,
-    ended: bool,
+/// An incremental decoder of a streamed body into frames (SSE events, eventstream messages):
+/// fed the body's chunks as they arrive, cut anywhere.
+pub trait FrameDecoder {
+    /// What one decoded frame is.
+    type Frame;
+
+    /// Decodes `bytes`, appending every frame they complete to `out`. An error ends the stream.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Self::Frame>) -> Result<(), String>;
+
+    /// The body has ended: appends any frame still pending, or fails on a truncated one.
+    fn finish(&mut self, out: &mut Vec<Self::Frame>) -> Result<(), String>;
 }
 
+impl FrameDecoder for crate::ai::sse::SseDecoder {
+    type Frame = crate::ai::sse::SseEvent;
+
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Self::Frame>) -> Result<(), String> {
+        crate::ai::sse::SseDecoder::feed(self, bytes, out);
+        Ok(())
+    }
+
+    fn finish(&mut self, out: &mut Vec<Self::Frame>) -> Result<(), String> {
+        crate::ai::sse::SseDecoder::finish(self, out);
+        Ok(())
+    }
+}
+
+/// The frames of a streamed body, decoded incrementally (each byte once) by `D`, with an
+/// optional idle timeout between chunks. Every provider reads its response through this.
+pub struct BodyFrames<D: FrameDecoder> {
+    body: std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    decoder: D,
+    pending: std::collections::VecDeque<D::Frame>,
+    scratch: Vec<D::Frame>,
+    idle_timeout_ms: Option<u64>,
+    ended: bool,
+    /// A decode error, reported once the frames decoded before it have been taken.
+    failed: Option<String>,
+}
+
+/// The events of a streamed SSE body.
+pub type SseEvents = BodyFrames<crate::ai::sse::SseDecoder>;
+
 impl SseEvents {
-    /// Starts reading `response`'s body.
+    /// Starts reading `response`'s body as SSE.
     pub fn new(response: reqwest::Response, idle_timeout_ms: Option<u64>) -> Self {
+        Self::with_decoder(response, crate::ai::sse::SseDecoder::new(), idle_timeout_ms)
+    }
+}
+
+impl<D: FrameDecoder> BodyFrames<D> {
+    /// Starts reading `response`'s body with `decoder`.
+    pub fn with_decoder(
+        response: reqwest::Response,
+        decoder: D,
+        idle_timeout_ms: Option<u64>,
+    ) -> Self {
         Self {
             body: Box::pin(response.bytes_stream()),
-            decoder: crate::ai::sse::SseDecoder::new(),
+            decoder,
             pending: std::collections::VecDeque::new(),
             scratch: Vec::new(),
             idle_timeout_ms,
             ended: false,
+            failed: None,
         }
     }
 
-    /// The next event; `Ok(None)` once the body has ended.
-    pub async fn next(&mut self) -> Result<Option<crate::ai::sse::SseEvent>, String> {
+    /// The next frame; `Ok(None)` once the body has ended.
+    pub async fn next(&mut self) -> Result<Option<D::Frame>, String> {
         loop {
-            if let Some(event) = self.pending.pop_front() {
-                return Ok(Some(event));
+            if let Some(frame) = self.pending.pop_front() {
+                return Ok(Some(frame));
+            }
+            if let Some(error) = self.failed.take() {
+                self.ended = true;
+                return Err(error);
             }
             if self.ended {
                 return Ok(None);
             }
-            match next_chunk(&mut self.body, self.idle_timeout_ms).await? {
+            let decoded = match next_chunk(&mut self.body, self.idle_timeout_ms).await? {
                 Some(bytes) => self.decoder.feed(&bytes, &mut self.scratch),
                 None => {
-                    self.decoder.finish(&mut self.scratch);
                     self.ended = true;
+                    self.decoder.finish(&mut self.scratch)
                 }
-            }
+            };
             self.pending.extend(self.scratch.drain(..));
+            // Frames completed before a decode error are still delivered first.
+            if let Err(error) = decoded {
+                self.failed = Some(error);
+            }
         }
     }
 }

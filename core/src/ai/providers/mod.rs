@@ -1,8 +1,8 @@
 //! Built-in providers, one module per wire API.
 //!
 //! Adding a provider: implement [`ApiProvider`] in a new module
-//! (build the request, send it with [`http`], decode the body with
-//! [`SseDecoder`](super::sse::SseDecoder), drive a
+//! (build the request, send it with [`http`], read the body with [`http::SseEvents`] or another
+//! [`http::FrameDecoder`] in [`http::BodyFrames`], drive a
 //! [`StreamWriter`](super::event_stream::StreamWriter)), add it to [`builtins`], and replay
 //! wire fixtures through the mock server in `core/tests/`.
 
@@ -11,6 +11,7 @@ use std::sync::Arc;
 use super::registry::ApiProvider;
 
 pub mod anthropic;
+pub mod bedrock;
 pub mod faux;
 pub mod google;
 pub mod http;
@@ -27,5 +28,6 @@ pub fn builtins() -> Vec<Arc<dyn ApiProvider>> {
         Arc::new(anthropic::AnthropicProvider),
         Arc::new(mistral::MistralProvider),
         Arc::new(google::GoogleProvider),
+        Arc::new(bedrock::BedrockProvider::default()),
     ]
 }
