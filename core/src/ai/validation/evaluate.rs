@@ -9,7 +9,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::js::{self, number_of, number_to_string};
 use super::schema::{Compiled, Dependency, Items, Keywords, Node, NodeId, TypeSpec};
@@ -17,9 +17,11 @@ use super::schema::{Compiled, Dependency, Items, Keywords, Node, NodeId, TypeSpe
 /// TypeBox's `maxErrors` setting: each error context keeps this many errors.
 const MAX_ERRORS: usize = 8;
 
-/// How deeply evaluation may nest (schema levels, `$ref`s included) before it gives up; real
-/// arguments stay far below (a 128-level JSON document through a recursive schema needs ~400).
-pub(crate) const MAX_EVAL_DEPTH: usize = 1000;
+/// How deeply evaluation may nest (schema levels, `$ref`s included) before it gives up. Real
+/// arguments stay far below (each level of a recursive `anyOf: [{$ref}, null]` schema costs
+/// three), and 512 levels fit in well under 2 MiB of stack even in a debug build (about 2.3 KiB
+/// a level), the stack of the runtime's worker threads.
+pub(crate) const MAX_EVAL_DEPTH: usize = 512;
 
 /// Why evaluation stopped without an answer.
 #[derive(Debug)]
@@ -185,10 +187,13 @@ impl<'c> Evaluation<'c> {
         }
     }
 
+    // The keyword groups below are separate, un-inlined functions so that each frame on the
+    // recursion path (eval → keywords → object_keywords → properties → child → eval) stays small:
+    // nesting depth costs little stack even in debug builds.
+
     fn keywords(&mut self, k: &Keywords, value: &Value) -> Result<bool, Fault> {
         let mut valid = true;
-        // Records a keyword's verdict; a plain check stops at the first failure.
-        macro_rules! verdict {
+        macro_rules! step {
             ($ok:expr) => {
                 if !$ok {
                     valid = false;
@@ -198,132 +203,181 @@ impl<'c> Evaluation<'c> {
                 }
             };
         }
-        if let Some(types) = &k.types {
-            let ok = match types {
-                TypeSpec::One(name) => type_matches(name, value),
-                TypeSpec::Many(names) => names.iter().any(|name| type_matches(name, value)),
-            };
-            verdict!(
-                ok || self.fail(|| match types {
-                    TypeSpec::One(name) => format!("must be {name}"),
-                    TypeSpec::Many(names) => format!("must be either {}", names.join(" or ")),
-                })
-            );
+        if k.types.is_some() {
+            step!(self.type_keyword(k, value));
         }
         match value {
-            Value::Object(_) => verdict!(self.object_keywords(k, value)?),
-            Value::Array(items) => verdict!(self.array_keywords(k, items)?),
-            Value::String(text) => verdict!(self.string_keywords(k, text)),
-            Value::Number(n) => verdict!(self.number_keywords(k, number_of(n))),
+            Value::Object(map) => step!(self.object_keywords(k, map, value)?),
+            Value::Array(items) => step!(self.array_keywords(k, items)?),
+            Value::String(text) => step!(self.string_keywords(k, text)),
+            Value::Number(n) => step!(self.number_keywords(k, number_of(n))),
             _ => {}
         }
-        if let Some((reference, target)) = &k.reference {
-            let key = (*target, value as *const Value);
-            if self.active.contains(&key) {
-                return Err(Fault::Loop(reference.clone()));
-            }
-            self.active.push(key);
-            let result = self.fresh(|s| s.eval(*target, value));
-            self.active.pop();
-            let (ok, problems) = result?;
-            if !ok {
-                problems.into_iter().for_each(|p| self.add(p));
-            }
-            verdict!(ok);
+        if k.reference.is_some() {
+            step!(self.reference(k, value)?);
         }
-        if let Some(constant) = &k.constant {
-            verdict!(js_equal(constant, value) || self.fail(|| "must be equal to constant".into()));
+        if k.constant.is_some() || k.enumeration.is_some() {
+            step!(self.constant_and_enum(k, value));
         }
-        if let Some(options) = &k.enumeration {
-            verdict!(
-                options.iter().any(|option| js_equal(option, value))
-                    || self.fail(|| "must be equal to one of the allowed values".into())
-            );
-        }
-        if let Some((condition, then, otherwise)) = k.conditional {
-            let (holds, _) = self.fresh(|s| s.eval(condition, value))?;
-            let ok = if holds {
-                let ok = match then {
-                    Some(then) => self.fresh(|s| s.eval(then, value))?.0,
-                    None => true,
-                };
-                ok || self.fail(|| "must match \"then\" schema".into())
-            } else {
-                let ok = match otherwise {
-                    Some(otherwise) => self.eval(otherwise, value)?,
-                    None => true,
-                };
-                ok || self.fail(|| "must match \"else\" schema".into())
-            };
-            verdict!(ok);
+        if k.conditional.is_some() {
+            step!(self.conditional(k, value)?);
         }
         if let Some(not) = k.not {
-            let matched = self.quietly(|s| s.eval(not, value))?;
-            verdict!(!matched || self.fail(|| "must not be valid".into()));
+            step!(self.not(not, value)?);
         }
         if let Some(all) = &k.all_of {
-            let mut failed = Vec::new();
-            for &branch in all {
-                let (ok, problems) = self.fresh(|s| s.eval(branch, value))?;
-                if !ok {
-                    if !self.collect {
-                        return Ok(false);
-                    }
-                    failed.push(problems);
-                }
-            }
-            if !failed.is_empty() {
-                failed.into_iter().flatten().for_each(|p| self.add(p));
-                valid = false;
-            }
+            step!(self.all_of(all, value)?);
         }
         if let Some(any) = &k.any_of {
-            let mut failed = Vec::new();
-            let mut matched = false;
-            for &branch in any {
-                let (ok, problems) = self.fresh(|s| s.eval(branch, value))?;
-                if ok {
-                    matched = true;
-                    if !self.collect {
-                        break;
-                    }
-                } else {
-                    failed.push(problems);
-                }
-            }
-            if !matched {
-                failed.into_iter().flatten().for_each(|p| self.add(p));
-            }
-            verdict!(matched || self.fail(|| "must match a schema in anyOf".into()));
+            step!(self.any_of(any, value)?);
         }
         if let Some(one) = &k.one_of {
-            let mut failed = Vec::new();
-            let mut passed = 0;
-            for &branch in one {
-                let (ok, problems) = self.fresh(|s| s.eval(branch, value))?;
-                if ok {
-                    passed += 1;
-                    if passed > 1 && !self.collect {
-                        break;
-                    }
-                } else {
-                    failed.push(problems);
-                }
-            }
-            if passed == 0 {
-                failed.into_iter().flatten().for_each(|p| self.add(p));
-            }
-            verdict!(passed == 1 || self.fail(|| "must match exactly one schema in oneOf".into()));
+            step!(self.one_of(one, value)?);
         }
         Ok(valid)
     }
 
-    fn object_keywords(&mut self, k: &Keywords, value: &Value) -> Result<bool, Fault> {
-        let Value::Object(map) = value else {
+    #[inline(never)]
+    fn type_keyword(&mut self, k: &Keywords, value: &Value) -> bool {
+        let ok = match &k.types {
+            Some(TypeSpec::One(name)) => type_matches(name, value),
+            Some(TypeSpec::Many(names)) => names.iter().any(|name| type_matches(name, value)),
+            None => true,
+        };
+        ok || self.fail(|| match &k.types {
+            Some(TypeSpec::Many(names)) => format!("must be either {}", names.join(" or ")),
+            Some(TypeSpec::One(name)) => format!("must be {name}"),
+            None => String::new(),
+        })
+    }
+
+    #[inline(never)]
+    fn reference(&mut self, k: &Keywords, value: &Value) -> Result<bool, Fault> {
+        let Some((reference, target)) = &k.reference else {
             return Ok(true);
         };
+        let key = (*target, value as *const Value);
+        if self.active.contains(&key) {
+            return Err(Fault::Loop(reference.clone()));
+        }
+        self.active.push(key);
+        let result = self.fresh(|s| s.eval(*target, value));
+        self.active.pop();
+        let (ok, problems) = result?;
+        if !ok {
+            problems.into_iter().for_each(|p| self.add(p));
+        }
+        Ok(ok)
+    }
+
+    #[inline(never)]
+    fn constant_and_enum(&mut self, k: &Keywords, value: &Value) -> bool {
         let mut valid = true;
-        macro_rules! verdict {
+        if let Some(constant) = &k.constant
+            && !js_equal(constant, value)
+        {
+            valid = self.fail(|| "must be equal to constant".into());
+            if !self.collect {
+                return false;
+            }
+        }
+        if let Some(options) = &k.enumeration
+            && !options.iter().any(|option| js_equal(option, value))
+        {
+            valid = self.fail(|| "must be equal to one of the allowed values".into());
+        }
+        valid
+    }
+
+    #[inline(never)]
+    fn conditional(&mut self, k: &Keywords, value: &Value) -> Result<bool, Fault> {
+        let Some((condition, then, otherwise)) = k.conditional else {
+            return Ok(true);
+        };
+        // The `if` and `then` errors are discarded; the `else` errors are kept.
+        let (holds, _) = self.fresh(|s| s.eval(condition, value))?;
+        Ok(if holds {
+            let ok = match then {
+                Some(then) => self.fresh(|s| s.eval(then, value))?.0,
+                None => true,
+            };
+            ok || self.fail(|| "must match \"then\" schema".into())
+        } else {
+            let ok = match otherwise {
+                Some(otherwise) => self.eval(otherwise, value)?,
+                None => true,
+            };
+            ok || self.fail(|| "must match \"else\" schema".into())
+        })
+    }
+
+    #[inline(never)]
+    fn not(&mut self, not: NodeId, value: &Value) -> Result<bool, Fault> {
+        let matched = self.quietly(|s| s.eval(not, value))?;
+        Ok(!matched || self.fail(|| "must not be valid".into()))
+    }
+
+    #[inline(never)]
+    fn all_of(&mut self, all: &[NodeId], value: &Value) -> Result<bool, Fault> {
+        let mut failed = Vec::new();
+        for &branch in all {
+            let (ok, problems) = self.fresh(|s| s.eval(branch, value))?;
+            if !ok {
+                if !self.collect {
+                    return Ok(false);
+                }
+                failed.push(problems);
+            }
+        }
+        let ok = failed.is_empty();
+        failed.into_iter().flatten().for_each(|p| self.add(p));
+        Ok(ok)
+    }
+
+    #[inline(never)]
+    fn any_of(&mut self, any: &[NodeId], value: &Value) -> Result<bool, Fault> {
+        let mut failed = Vec::new();
+        for &branch in any {
+            let (ok, problems) = self.fresh(|s| s.eval(branch, value))?;
+            if ok {
+                return Ok(true);
+            }
+            failed.push(problems);
+        }
+        failed.into_iter().flatten().for_each(|p| self.add(p));
+        Ok(self.fail(|| "must match a schema in anyOf".into()))
+    }
+
+    #[inline(never)]
+    fn one_of(&mut self, one: &[NodeId], value: &Value) -> Result<bool, Fault> {
+        let mut failed = Vec::new();
+        let mut passed = 0;
+        for &branch in one {
+            let (ok, problems) = self.fresh(|s| s.eval(branch, value))?;
+            if ok {
+                passed += 1;
+                if passed > 1 && !self.collect {
+                    break;
+                }
+            } else {
+                failed.push(problems);
+            }
+        }
+        if passed == 0 {
+            failed.into_iter().flatten().for_each(|p| self.add(p));
+        }
+        Ok(passed == 1 || self.fail(|| "must match exactly one schema in oneOf".into()))
+    }
+
+    #[inline(never)]
+    fn object_keywords(
+        &mut self,
+        k: &Keywords,
+        map: &Map<String, Value>,
+        value: &Value,
+    ) -> Result<bool, Fault> {
+        let mut valid = true;
+        macro_rules! step {
             ($ok:expr) => {
                 if !$ok {
                     valid = false;
@@ -334,145 +388,243 @@ impl<'c> Evaluation<'c> {
             };
         }
         if let Some(required) = &k.required {
-            let missing: Vec<&String> = required
-                .iter()
-                .filter(|key| !map.contains_key(*key))
-                .collect();
-            if !missing.is_empty() {
-                if self.collect {
-                    // pi appends the first missing property to the path.
-                    let base = self.render_path();
-                    let path = match (base.is_empty(), missing[0].is_empty()) {
-                        (_, true) if base.is_empty() => "root".to_owned(),
-                        (_, true) => base,
-                        (true, false) => missing[0].clone(),
-                        (false, false) => format!("{base}.{}", missing[0]),
-                    };
-                    let list: Vec<&str> = missing.iter().map(|key| key.as_str()).collect();
-                    self.add(Problem {
-                        path,
-                        message: format!("must have required properties {}", list.join(", ")),
-                    });
-                }
-                verdict!(false);
-            }
+            step!(self.required(required, map));
         }
         if let Some(additional) = k.additional_properties {
-            let mut extra: Vec<&String> = Vec::new();
-            for (key, item) in js::entries(map) {
-                let known = k
-                    .properties
-                    .as_ref()
-                    .is_some_and(|props| props.iter().any(|(name, _)| name == key))
-                    || k.pattern_properties
-                        .iter()
-                        .any(|(p, _)| p.regex.is_match(key));
-                if !known && !self.child(|| Segment::Key(key.clone()), additional, item)? {
-                    extra.push(key);
-                    if !self.collect {
-                        break;
-                    }
-                }
-            }
-            verdict!(
-                extra.is_empty() || self.fail(|| "must not have additional properties".into())
-            );
+            step!(self.additional_properties(k, additional, map)?);
         }
-        for (key, dependency) in &k.dependencies {
-            if !map.contains_key(key) {
-                continue;
-            }
-            match dependency {
-                Dependency::Keys(keys) => {
-                    if keys.iter().any(|dep| !map.contains_key(dep)) {
-                        verdict!(self.fail(|| format!(
-                            "must have properties {} when property {key} is present",
-                            keys.join(", ")
-                        )));
-                    }
-                }
-                Dependency::Schema(node) => verdict!(self.eval(*node, value)?),
-            }
+        if !k.dependencies.is_empty() {
+            step!(self.dependencies(k, map, value)?);
         }
-        for (key, keys) in &k.dependent_required {
-            if !map.contains_key(key) {
-                continue;
-            }
-            for dep in keys {
-                if !map.contains_key(dep) {
-                    verdict!(self.fail(|| format!(
-                        "must have properties {} when property {key} is present",
-                        keys.join(", ")
-                    )));
-                }
-            }
+        if !k.dependent_required.is_empty() {
+            step!(self.dependent_required(k, map));
         }
         for (key, node) in &k.dependent_schemas {
             if map.contains_key(key) {
-                verdict!(self.eval(*node, value)?);
+                step!(self.eval(*node, value)?);
             }
         }
         if !k.pattern_properties.is_empty() {
-            let entries = js::entries(map);
-            for (pattern, node) in &k.pattern_properties {
-                for (key, item) in &entries {
-                    if pattern.regex.is_match(key) {
-                        verdict!(self.child(|| Segment::Key((*key).clone()), *node, item)?);
-                    }
-                }
-            }
+            step!(self.pattern_properties(k, map)?);
         }
         if let Some(properties) = &k.properties {
-            for (key, node) in properties {
-                if let Some(item) = map.get(key) {
-                    verdict!(self.child(|| Segment::Key(key.clone()), *node, item)?);
-                }
-            }
+            step!(self.properties(properties, map)?);
         }
         if let Some(names) = k.property_names {
-            let mut invalid: Vec<&String> = Vec::new();
-            for (key, _) in js::entries(map) {
-                let name = Value::String(key.clone());
-                if !self.child(|| Segment::Key(key.clone()), names, &name)? {
-                    invalid.push(key);
-                    if !self.collect {
-                        break;
-                    }
-                }
-            }
-            verdict!(
-                invalid.is_empty()
-                    || self.fail(|| {
-                        let list: Vec<&str> = invalid.iter().map(|key| key.as_str()).collect();
-                        format!("property names {} are invalid", list.join(", "))
-                    })
-            );
+            step!(self.property_names(names, map)?);
         }
-        let count = map.len() as f64;
-        if let Some(limit) = k.min_properties {
-            verdict!(
-                count >= limit
-                    || self.fail(|| format!(
-                        "must not have fewer than {} properties",
-                        number_to_string(limit)
-                    ))
-            );
-        }
-        if let Some(limit) = k.max_properties {
-            verdict!(
-                count <= limit
-                    || self.fail(|| format!(
-                        "must not have more than {} properties",
-                        number_to_string(limit)
-                    ))
-            );
+        if k.min_properties.is_some() || k.max_properties.is_some() {
+            step!(self.property_count(k, map));
         }
         Ok(valid)
     }
 
+    #[inline(never)]
+    fn required(&mut self, required: &[String], map: &Map<String, Value>) -> bool {
+        let missing: Vec<&String> = required
+            .iter()
+            .filter(|key| !map.contains_key(*key))
+            .collect();
+        let Some(first) = missing.first() else {
+            return true;
+        };
+        if self.collect {
+            // pi appends the first missing property to the path (unless it is "").
+            let base = self.render_path();
+            let path = match (base.is_empty(), first.is_empty()) {
+                (true, true) => "root".to_owned(),
+                (false, true) => base,
+                (true, false) => (*first).clone(),
+                (false, false) => format!("{base}.{first}"),
+            };
+            let list: Vec<&str> = missing.iter().map(|key| key.as_str()).collect();
+            self.add(Problem {
+                path,
+                message: format!("must have required properties {}", list.join(", ")),
+            });
+        }
+        false
+    }
+
+    #[inline(never)]
+    fn additional_properties(
+        &mut self,
+        k: &Keywords,
+        additional: NodeId,
+        map: &Map<String, Value>,
+    ) -> Result<bool, Fault> {
+        let mut extra = false;
+        for (key, item) in js::entries(map) {
+            let known = k.property_set.contains(key)
+                || k.pattern_properties
+                    .iter()
+                    .any(|(p, _)| p.regex.is_match(key));
+            if !known && !self.child(|| Segment::Key(key.clone()), additional, item)? {
+                extra = true;
+                if !self.collect {
+                    break;
+                }
+            }
+        }
+        Ok(!extra || self.fail(|| "must not have additional properties".into()))
+    }
+
+    #[inline(never)]
+    fn dependencies(
+        &mut self,
+        k: &Keywords,
+        map: &Map<String, Value>,
+        value: &Value,
+    ) -> Result<bool, Fault> {
+        let mut valid = true;
+        for (key, dependency) in &k.dependencies {
+            if !map.contains_key(key) {
+                continue;
+            }
+            let ok = match dependency {
+                // One error per key: TypeBox stops at its first missing dependency.
+                Dependency::Keys(keys) => {
+                    keys.iter().all(|dep| map.contains_key(dep))
+                        || self.fail(|| {
+                            format!(
+                                "must have properties {} when property {key} is present",
+                                keys.join(", ")
+                            )
+                        })
+                }
+                Dependency::Schema(node) => self.eval(*node, value)?,
+            };
+            if !ok {
+                valid = false;
+                if !self.collect {
+                    break;
+                }
+            }
+        }
+        Ok(valid)
+    }
+
+    #[inline(never)]
+    fn dependent_required(&mut self, k: &Keywords, map: &Map<String, Value>) -> bool {
+        let mut valid = true;
+        for (key, keys) in &k.dependent_required {
+            if !map.contains_key(key) {
+                continue;
+            }
+            // One error per missing dependency.
+            for dep in keys {
+                if !map.contains_key(dep) {
+                    valid = self.fail(|| {
+                        format!(
+                            "must have properties {} when property {key} is present",
+                            keys.join(", ")
+                        )
+                    });
+                    if !self.collect {
+                        return false;
+                    }
+                }
+            }
+        }
+        valid
+    }
+
+    #[inline(never)]
+    fn pattern_properties(
+        &mut self,
+        k: &Keywords,
+        map: &Map<String, Value>,
+    ) -> Result<bool, Fault> {
+        let mut valid = true;
+        let entries = js::entries(map);
+        for (pattern, node) in &k.pattern_properties {
+            for (key, item) in &entries {
+                if pattern.regex.is_match(key)
+                    && !self.child(|| Segment::Key((*key).clone()), *node, item)?
+                {
+                    valid = false;
+                    if !self.collect {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+        Ok(valid)
+    }
+
+    #[inline(never)]
+    fn properties(
+        &mut self,
+        properties: &[(String, NodeId)],
+        map: &Map<String, Value>,
+    ) -> Result<bool, Fault> {
+        let mut valid = true;
+        for (key, node) in properties {
+            if let Some(item) = map.get(key)
+                && !self.child(|| Segment::Key(key.clone()), *node, item)?
+            {
+                valid = false;
+                if !self.collect {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(valid)
+    }
+
+    #[inline(never)]
+    fn property_names(&mut self, names: NodeId, map: &Map<String, Value>) -> Result<bool, Fault> {
+        let mut invalid: Vec<&String> = Vec::new();
+        for (key, _) in js::entries(map) {
+            let name = Value::String(key.clone());
+            if !self.child(|| Segment::Key(key.clone()), names, &name)? {
+                invalid.push(key);
+                if !self.collect {
+                    break;
+                }
+            }
+        }
+        Ok(invalid.is_empty()
+            || self.fail(|| {
+                let list: Vec<&str> = invalid.iter().map(|key| key.as_str()).collect();
+                format!("property names {} are invalid", list.join(", "))
+            }))
+    }
+
+    #[inline(never)]
+    fn property_count(&mut self, k: &Keywords, map: &Map<String, Value>) -> bool {
+        let count = map.len() as f64;
+        let mut valid = true;
+        if let Some(limit) = k.min_properties
+            && count < limit
+        {
+            valid = self.fail(|| {
+                format!(
+                    "must not have fewer than {} properties",
+                    number_to_string(limit)
+                )
+            });
+            if !self.collect {
+                return false;
+            }
+        }
+        if let Some(limit) = k.max_properties
+            && count > limit
+        {
+            valid = self.fail(|| {
+                format!(
+                    "must not have more than {} properties",
+                    number_to_string(limit)
+                )
+            });
+        }
+        valid
+    }
+
+    #[inline(never)]
     fn array_keywords(&mut self, k: &Keywords, items: &[Value]) -> Result<bool, Fault> {
         let mut valid = true;
-        macro_rules! verdict {
+        macro_rules! step {
             ($ok:expr) => {
                 if !$ok {
                     valid = false;
@@ -483,97 +635,124 @@ impl<'c> Evaluation<'c> {
             };
         }
         if let (Some(additional), Some(Items::Tuple(tuple))) = (k.additional_items, &k.items) {
-            // TypeBox stops at the first failing additional item here.
-            for (index, item) in items.iter().enumerate().skip(tuple.len()) {
-                if !self.child(|| Segment::Index(index), additional, item)? {
-                    verdict!(false);
-                    break;
-                }
-            }
+            step!(self.additional_items(additional, tuple.len(), items)?);
         }
-        let count = items.len() as f64;
-        let contained = |s: &mut Self, node: NodeId| -> Result<usize, Fault> {
-            let mut matches = 0;
-            for item in items {
-                if s.quietly(|s| s.eval(node, item))? {
-                    matches += 1;
-                }
-            }
-            Ok(matches)
-        };
         if let Some(contains) = k.contains
             && k.min_contains != Some(0.0)
         {
-            let found = !items.is_empty() && contained(self, contains)? > 0;
-            verdict!(found || self.fail(|| "must contain at least 1 valid item".into()));
+            let found = !items.is_empty() && self.count_matches(contains, items)? > 0;
+            step!(found || self.fail(|| "must contain at least 1 valid item".into()));
         }
         match &k.items {
-            Some(Items::Tuple(tuple)) => {
-                for (index, node) in tuple.iter().enumerate() {
-                    if let Some(item) = items.get(index) {
-                        verdict!(self.child(|| Segment::Index(index), *node, item)?);
-                    }
-                }
-            }
+            Some(Items::Tuple(nodes)) => step!(self.tuple(nodes, items)?),
             Some(Items::Every(node)) => {
                 let offset = k.prefix_items.as_ref().map_or(0, Vec::len);
-                for (index, item) in items.iter().enumerate().skip(offset) {
-                    verdict!(self.child(|| Segment::Index(index), *node, item)?);
-                }
+                step!(self.every(*node, offset, items)?);
             }
             None => {}
         }
         if let Some(contains) = k.contains {
             if let Some(limit) = k.min_contains {
-                let found = contained(self, contains)? as f64;
-                verdict!(
-                    found >= limit || self.fail(|| "must contain at least 1 valid item".into())
-                );
+                let found = self.count_matches(contains, items)? as f64;
+                step!(found >= limit || self.fail(|| "must contain at least 1 valid item".into()));
             }
             if let Some(limit) = k.max_contains {
-                let found = contained(self, contains)? as f64;
-                verdict!(
-                    found <= limit || self.fail(|| "must contain at least 1 valid item".into())
-                );
+                let found = self.count_matches(contains, items)? as f64;
+                step!(found <= limit || self.fail(|| "must contain at least 1 valid item".into()));
             }
         }
-        if let Some(limit) = k.min_items {
-            verdict!(
-                count >= limit
-                    || self.fail(|| format!(
-                        "must not have fewer than {} items",
-                        number_to_string(limit)
-                    ))
-            );
-        }
-        if let Some(limit) = k.max_items {
-            verdict!(
-                count <= limit
-                    || self.fail(|| format!(
-                        "must not have more than {} items",
-                        number_to_string(limit)
-                    ))
-            );
+        if k.min_items.is_some() || k.max_items.is_some() {
+            step!(self.item_count(k, items.len()));
         }
         if let Some(prefix) = &k.prefix_items {
-            for (index, node) in prefix.iter().enumerate() {
-                if let Some(item) = items.get(index) {
-                    verdict!(self.child(|| Segment::Index(index), *node, item)?);
-                }
-            }
+            step!(self.tuple(prefix, items)?);
         }
         if k.unique_items == Some(true) {
-            let mut seen = HashSet::with_capacity(items.len());
-            let unique = items.iter().all(|item| {
-                let mut key = String::new();
-                canonical(item, &mut key);
-                seen.insert(key)
-            });
-            verdict!(unique || self.fail(|| "must not have duplicate items".into()));
+            step!(unique(items) || self.fail(|| "must not have duplicate items".into()));
         }
         Ok(valid)
     }
 
+    #[inline(never)]
+    fn additional_items(
+        &mut self,
+        additional: NodeId,
+        skip: usize,
+        items: &[Value],
+    ) -> Result<bool, Fault> {
+        // TypeBox stops at the first failing additional item here.
+        for (index, item) in items.iter().enumerate().skip(skip) {
+            if !self.child(|| Segment::Index(index), additional, item)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    #[inline(never)]
+    fn count_matches(&mut self, node: NodeId, items: &[Value]) -> Result<usize, Fault> {
+        let mut matches = 0;
+        for item in items {
+            if self.quietly(|s| s.eval(node, item))? {
+                matches += 1;
+            }
+        }
+        Ok(matches)
+    }
+
+    /// One schema per position (`items` as a list, `prefixItems`).
+    #[inline(never)]
+    fn tuple(&mut self, nodes: &[NodeId], items: &[Value]) -> Result<bool, Fault> {
+        let mut valid = true;
+        for (index, (node, item)) in nodes.iter().zip(items).enumerate() {
+            if !self.child(|| Segment::Index(index), *node, item)? {
+                valid = false;
+                if !self.collect {
+                    break;
+                }
+            }
+        }
+        Ok(valid)
+    }
+
+    /// One schema for every item from `offset` on.
+    #[inline(never)]
+    fn every(&mut self, node: NodeId, offset: usize, items: &[Value]) -> Result<bool, Fault> {
+        let mut valid = true;
+        for (index, item) in items.iter().enumerate().skip(offset) {
+            if !self.child(|| Segment::Index(index), node, item)? {
+                valid = false;
+                if !self.collect {
+                    break;
+                }
+            }
+        }
+        Ok(valid)
+    }
+
+    #[inline(never)]
+    fn item_count(&mut self, k: &Keywords, count: usize) -> bool {
+        let count = count as f64;
+        let mut valid = true;
+        if let Some(limit) = k.min_items
+            && count < limit
+        {
+            valid =
+                self.fail(|| format!("must not have fewer than {} items", number_to_string(limit)));
+            if !self.collect {
+                return false;
+            }
+        }
+        if let Some(limit) = k.max_items
+            && count > limit
+        {
+            valid =
+                self.fail(|| format!("must not have more than {} items", number_to_string(limit)));
+        }
+        valid
+    }
+
+    #[inline(never)]
     fn string_keywords(&mut self, k: &Keywords, text: &str) -> bool {
         let mut valid = true;
         let length = || text.chars().count() as f64;
@@ -619,6 +798,7 @@ impl<'c> Evaluation<'c> {
         valid
     }
 
+    #[inline(never)]
     fn number_keywords(&mut self, k: &Keywords, n: f64) -> bool {
         type Comparison = fn(f64, f64) -> bool;
         let checks: [(Option<f64>, Comparison, &str); 4] = [
@@ -694,6 +874,16 @@ pub(crate) fn js_equal(expected: &Value, value: &Value) -> bool {
         }
         (a, b) => a == b,
     }
+}
+
+/// TypeBox's `uniqueItems`: no two items hash alike.
+fn unique(items: &[Value]) -> bool {
+    let mut seen = HashSet::with_capacity(items.len());
+    items.iter().all(|item| {
+        let mut key = String::new();
+        canonical(item, &mut key);
+        seen.insert(key)
+    })
 }
 
 /// A string that is equal for two values exactly when TypeBox's hash is: numbers by their bits

@@ -3,11 +3,12 @@
 //! Keywords are read the way TypeBox reads them: a keyword whose value has the wrong shape
 //! (`"required": "a"`, `"minimum": "5"`) is ignored rather than rejected; keyword maps are visited
 //! in JavaScript key order; `$ref`s are resolved against the root document at compile time, so
-//! a recursive schema becomes a cycle in the arena rather than a recursion here. Only what the
-//! root can reach is compiled, so a broken regex in an unused `$defs` entry is harmless, as in
+//! a recursive schema becomes a cycle in the arena rather than a recursion here (and nested
+//! schemas are compiled from a work list, so depth costs no stack). Only what the root can reach
+//! is compiled, so a broken regex in an unused `$defs` entry is harmless, as in
 //! TypeBox.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -20,10 +21,6 @@ pub(crate) type FormatCheck = fn(&str) -> bool;
 
 /// Index of a node in [`Compiled::nodes`].
 pub(crate) type NodeId = usize;
-
-/// How deeply schema objects may nest (through keywords, not `$ref`s) before the schema is
-/// refused; far beyond any real tool schema, and shallow enough for any thread's stack.
-const MAX_SCHEMA_DEPTH: usize = 128;
 
 /// One schema location.
 #[derive(Debug)]
@@ -75,6 +72,8 @@ pub(crate) struct Keywords {
     pub(crate) dependent_schemas: Vec<(String, NodeId)>,
     pub(crate) pattern_properties: Vec<(Pattern, NodeId)>,
     pub(crate) properties: Option<Vec<(String, NodeId)>>,
+    /// The names in `properties`, for `additionalProperties`.
+    pub(crate) property_set: HashSet<String>,
     pub(crate) property_names: Option<NodeId>,
     pub(crate) min_properties: Option<f64>,
     pub(crate) max_properties: Option<f64>,
@@ -133,10 +132,14 @@ impl Compiled {
             root: schema,
             nodes: Vec::new(),
             compiled: HashMap::new(),
+            pending: Vec::new(),
             unresolved: None,
-            depth: 0,
         };
-        let root = compiler.node(schema)?;
+        let root = compiler.node(schema);
+        while let Some((id, map)) = compiler.pending.pop() {
+            let keywords = compiler.keywords(map)?;
+            compiler.nodes[id] = Node::Keywords(Box::new(keywords));
+        }
         Ok(Self {
             nodes: compiler.nodes,
             root,
@@ -177,8 +180,9 @@ struct Compiler<'s> {
     /// Schema locations already compiled, by address inside `root` (which outlives the
     /// compiler); what lets a `$ref` cycle close.
     compiled: HashMap<*const Value, NodeId>,
+    /// Schema objects with a node id whose keywords are still to compile.
+    pending: Vec<(NodeId, &'s Map<String, Value>)>,
     unresolved: Option<NodeId>,
-    depth: usize,
 }
 
 impl<'s> Compiler<'s> {
@@ -187,74 +191,55 @@ impl<'s> Compiler<'s> {
         self.nodes.len() - 1
     }
 
-    /// Compiles the schema at `value` (an object, a boolean, or an array treated as `{}`).
-    fn node(&mut self, value: &'s Value) -> Result<NodeId, String> {
+    /// The node for the schema at `value` (an object, a boolean, or an array treated as `{}`).
+    /// An object is only queued here: [`Compiled::new`] compiles the queue in a loop, so deep
+    /// schemas cost no stack.
+    fn node(&mut self, value: &'s Value) -> NodeId {
         let key = value as *const Value;
         if let Some(&id) = self.compiled.get(&key) {
-            return Ok(id);
+            return id;
         }
         let id = match value {
             Value::Bool(b) => self.push(Node::Bool(*b)),
             Value::Object(map) => {
-                if self.depth >= MAX_SCHEMA_DEPTH {
-                    return Err(format!(
-                        "the schema nests more than {MAX_SCHEMA_DEPTH} levels deep"
-                    ));
-                }
-                // Reserve the slot first so a `$ref` back to this schema finds it.
                 let id = self.push(Node::Any);
-                self.compiled.insert(key, id);
-                self.depth += 1;
-                let keywords = self.keywords(map);
-                self.depth -= 1;
-                self.nodes[id] = Node::Keywords(Box::new(keywords?));
+                self.pending.push((id, map));
                 id
             }
             _ => self.push(Node::Any),
         };
         self.compiled.insert(key, id);
-        Ok(id)
+        id
     }
 
     /// Compiles each member of `list` when every member is a schema (TypeBox ignores the keyword
     /// otherwise).
-    fn node_list(&mut self, list: Option<&'s Value>) -> Result<Option<Vec<NodeId>>, String> {
-        let Some(items) = list.and_then(Value::as_array) else {
-            return Ok(None);
-        };
+    fn node_list(&mut self, list: Option<&'s Value>) -> Option<Vec<NodeId>> {
+        let items = list.and_then(Value::as_array)?;
         if !items.iter().all(is_schema) {
-            return Ok(None);
+            return None;
         }
-        items
-            .iter()
-            .map(|item| self.node(item))
-            .collect::<Result<_, _>>()
-            .map(Some)
+        Some(items.iter().map(|item| self.node(item)).collect())
     }
 
-    /// Compiles each value of the object `map` when every value is a schema.
-    fn node_map(
-        &mut self,
-        map: Option<&'s Value>,
-    ) -> Result<Option<Vec<(String, NodeId)>>, String> {
-        let Some(map) = map.and_then(Value::as_object) else {
-            return Ok(None);
-        };
+    /// The nodes for each value of the object `map` when every value is a schema.
+    fn node_map(&mut self, map: Option<&'s Value>) -> Option<Vec<(String, NodeId)>> {
+        let map = map.and_then(Value::as_object)?;
         if !map.values().all(is_schema) {
-            return Ok(None);
+            return None;
         }
-        js::entries(map)
-            .into_iter()
-            .map(|(key, value)| Ok((key.clone(), self.node(value)?)))
-            .collect::<Result<_, String>>()
-            .map(Some)
+        Some(
+            js::entries(map)
+                .into_iter()
+                .map(|(key, value)| (key.clone(), self.node(value)))
+                .collect(),
+        )
     }
 
-    fn optional_schema(&mut self, value: Option<&'s Value>) -> Result<Option<NodeId>, String> {
-        match value {
-            Some(value) if is_schema(value) => self.node(value).map(Some),
-            _ => Ok(None),
-        }
+    fn optional_schema(&mut self, value: Option<&'s Value>) -> Option<NodeId> {
+        value
+            .filter(|value| is_schema(value))
+            .map(|value| self.node(value))
     }
 
     fn keywords(&mut self, map: &'s Map<String, Value>) -> Result<Keywords, String> {
@@ -265,7 +250,7 @@ impl<'s> Compiler<'s> {
                 _ => None,
             },
             required: map.get("required").and_then(strings),
-            additional_properties: self.optional_schema(map.get("additionalProperties"))?,
+            additional_properties: self.optional_schema(map.get("additionalProperties")),
             ..Keywords::default()
         };
         if let Some(deps) = map.get("dependencies").and_then(Value::as_object) {
@@ -276,7 +261,7 @@ impl<'s> Compiler<'s> {
                 for (key, dep) in js::entries(deps) {
                     let dependency = match strings(dep) {
                         Some(keys) => Dependency::Keys(keys),
-                        None => Dependency::Schema(self.node(dep)?),
+                        None => Dependency::Schema(self.node(dep)),
                     };
                     k.dependencies.push((key.clone(), dependency));
                 }
@@ -290,14 +275,14 @@ impl<'s> Compiler<'s> {
             k.dependent_required = lists.unwrap_or_default();
         }
         k.dependent_schemas = self
-            .node_map(map.get("dependentSchemas"))?
+            .node_map(map.get("dependentSchemas"))
             .unwrap_or_default();
         if let Some(patterns) = map.get("patternProperties").and_then(Value::as_object)
             && patterns.values().all(is_schema)
         {
             for (source, value) in js::entries(patterns) {
                 let regex = JsRegex::new(source, Flags::UNICODE)?;
-                let node = self.node(value)?;
+                let node = self.node(value);
                 k.pattern_properties.push((
                     Pattern {
                         source: source.clone(),
@@ -307,28 +292,34 @@ impl<'s> Compiler<'s> {
                 ));
             }
         }
-        k.properties = self.node_map(map.get("properties"))?;
+        k.properties = self.node_map(map.get("properties"));
+        k.property_set = k
+            .properties
+            .iter()
+            .flatten()
+            .map(|(name, _)| name.clone())
+            .collect();
         // TypeBox accepts any object here (arrays included) as well as booleans.
         k.property_names = match map.get("propertyNames") {
             Some(value @ (Value::Object(_) | Value::Array(_) | Value::Bool(_))) => {
-                Some(self.node(value)?)
+                Some(self.node(value))
             }
             _ => None,
         };
         k.min_properties = number(map, "minProperties");
         k.max_properties = number(map, "maxProperties");
-        k.additional_items = self.optional_schema(map.get("additionalItems"))?;
-        k.contains = self.optional_schema(map.get("contains"))?;
+        k.additional_items = self.optional_schema(map.get("additionalItems"));
+        k.contains = self.optional_schema(map.get("contains"));
         k.min_contains = number(map, "minContains");
         k.max_contains = number(map, "maxContains");
         k.items = match map.get("items") {
-            Some(value) if is_schema(value) => Some(Items::Every(self.node(value)?)),
-            Some(list @ Value::Array(_)) => self.node_list(Some(list))?.map(Items::Tuple),
+            Some(value) if is_schema(value) => Some(Items::Every(self.node(value))),
+            Some(list @ Value::Array(_)) => self.node_list(Some(list)).map(Items::Tuple),
             _ => None,
         };
         k.min_items = number(map, "minItems");
         k.max_items = number(map, "maxItems");
-        k.prefix_items = self.node_list(map.get("prefixItems"))?;
+        k.prefix_items = self.node_list(map.get("prefixItems"));
         k.unique_items = map.get("uniqueItems").and_then(Value::as_bool);
         k.min_length = number(map, "minLength");
         k.max_length = number(map, "maxLength");
@@ -350,7 +341,7 @@ impl<'s> Compiler<'s> {
         if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
             let target = match self.resolve(reference) {
                 Some(target @ (Value::Object(_) | Value::Bool(_) | Value::Array(_))) => {
-                    self.node(target)?
+                    self.node(target)
                 }
                 Some(other) => {
                     return Err(format!(
@@ -364,15 +355,15 @@ impl<'s> Compiler<'s> {
         }
         k.constant = map.get("const").cloned();
         k.enumeration = map.get("enum").and_then(Value::as_array).cloned();
-        if let Some(condition) = self.optional_schema(map.get("if"))? {
-            let then = self.optional_schema(map.get("then"))?;
-            let otherwise = self.optional_schema(map.get("else"))?;
+        if let Some(condition) = self.optional_schema(map.get("if")) {
+            let then = self.optional_schema(map.get("then"));
+            let otherwise = self.optional_schema(map.get("else"));
             k.conditional = Some((condition, then, otherwise));
         }
-        k.not = self.optional_schema(map.get("not"))?;
-        k.all_of = self.node_list(map.get("allOf"))?;
-        k.any_of = self.node_list(map.get("anyOf"))?;
-        k.one_of = self.node_list(map.get("oneOf"))?;
+        k.not = self.optional_schema(map.get("not"));
+        k.all_of = self.node_list(map.get("allOf"));
+        k.any_of = self.node_list(map.get("anyOf"));
+        k.one_of = self.node_list(map.get("oneOf"));
         Ok(k)
     }
 
@@ -408,43 +399,43 @@ impl<'s> Compiler<'s> {
         if fragment.starts_with('/') {
             return self.root.pointer(&fragment);
         }
-        let mut found = None;
-        find_anchor(self.root, &fragment, &mut found, 0);
-        found
+        find_anchor(self.root, &fragment)
     }
 }
 
-/// Depth-first search for the last schema declaring `name` as its anchor, skipping `const` and
-/// `enum` (data, not schemas), as TypeBox's resolver does.
-fn find_anchor<'s>(value: &'s Value, name: &str, found: &mut Option<&'s Value>, depth: usize) {
-    if depth > MAX_SCHEMA_DEPTH {
-        return;
-    }
-    match value {
-        Value::Object(map) => {
-            let anchor = map.get("$anchor").and_then(Value::as_str) == Some(name);
-            let id = map
-                .get("$id")
-                .and_then(Value::as_str)
-                .and_then(|id| id.strip_prefix('#'))
-                == Some(name);
-            if anchor || id {
-                *found = Some(value);
-                return;
-            }
-            for (key, child) in js::entries(map) {
-                if key != "const" && key != "enum" {
-                    find_anchor(child, name, found, depth + 1);
+/// The last schema, in depth-first order, declaring `name` as its anchor (`$anchor`, or a
+/// draft-06 `$id: "#name"`); a match's own subschemas are not searched, nor `const` and `enum`
+/// (data, not schemas), as in TypeBox's resolver.
+fn find_anchor<'s>(root: &'s Value, name: &str) -> Option<&'s Value> {
+    let mut found = None;
+    let mut stack = vec![root];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                let anchor = map.get("$anchor").and_then(Value::as_str) == Some(name);
+                let id = map
+                    .get("$id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| id.strip_prefix('#'))
+                    == Some(name);
+                if anchor || id {
+                    found = Some(value);
+                    continue;
                 }
+                let children = js::entries(map);
+                stack.extend(
+                    children
+                        .into_iter()
+                        .rev()
+                        .filter(|(key, _)| *key != "const" && *key != "enum")
+                        .map(|(_, child)| child),
+                );
             }
+            Value::Array(items) => stack.extend(items.iter().rev()),
+            _ => {}
         }
-        Value::Array(items) => {
-            for item in items {
-                find_anchor(item, name, found, depth + 1);
-            }
-        }
-        _ => {}
     }
+    found
 }
 
 /// `decodeURIComponent`; `None` for a malformed escape.
