@@ -366,6 +366,11 @@ class Tool:
     its name, is not a model argument: it is left out of the schema, and the agent passes the
     call's context there. That is the only rule; a parameter named ``ctx`` without that
     annotation is an ordinary argument.
+
+    The arguments are validated against the schema first (a failure is an error result with
+    pi's report). A parameter annotated with a dataclass, an ``Enum`` or a pydantic model then
+    receives an instance of it (also nested, and inside ``Optional``, ``list``, ``tuple``,
+    ``set``, ``dict``); calling the tool directly passes arguments through unchanged.
     """
 
     def __new__(
