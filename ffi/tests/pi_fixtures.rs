@@ -17,6 +17,8 @@ mod pi_fixtures;
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::PathBuf;
 use std::ptr;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::Duration;
 
 use pi_fixtures::Fixture;
 use pi_mock_server::MockServer;
@@ -235,8 +237,31 @@ fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Value {
     json!({"events": events, "result": serde_json::from_str::<Value>(&result).expect("message JSON")})
 }
 
+/// Hang guard for the whole replay (a healthy one takes well under a second).
+const TIMEOUT: Duration = Duration::from_secs(300);
+
 #[test]
 fn pi_fixtures_replay_through_the_c_abi() {
+    // `pi_stream_next` blocks: the replay runs on a thread of its own so that a hang fails the
+    // test instead of stalling it.
+    let (done, finished) = mpsc::channel();
+    let replay = std::thread::spawn(move || {
+        replay_all();
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(TIMEOUT) {
+        Ok(()) => replay.join().expect("replay thread"),
+        // The thread panicked (its assertion message is the failure): re-raise it here.
+        Err(RecvTimeoutError::Disconnected) => {
+            if let Err(panic) = replay.join() {
+                std::panic::resume_unwind(panic);
+            }
+        }
+        Err(RecvTimeoutError::Timeout) => panic!("the C ABI replay hung for {TIMEOUT:?}"),
+    }
+}
+
+fn replay_all() {
     let api = Api::load();
     // The mock server runs on a runtime of its own; the C calls block this (plain) thread.
     let runtime = tokio::runtime::Runtime::new().expect("tokio runtime");

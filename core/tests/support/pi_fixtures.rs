@@ -192,8 +192,10 @@ const ENDED_EARLY: &[&str] = &["dropped_mid_stream", "truncated_stream"];
 ///    empty `partial` (as pi's does); it is removed here since the recordings cannot compare it.
 /// 3. Our `toolcall_start` carries `id` and `toolName`, and our `text_end`/`thinking_end` may
 ///    carry `contentSignature` (difference 1): removed from our events.
-/// 4. `errorMessage` wording is ours (pi's is whatever each SDK throws): any string
-///    `errorMessage` becomes `"<errorMessage>"` on both sides, so only its presence is compared.
+/// 4. `errorMessage` wording is not compared (README, Errors: failures are messages with
+///    `errorMessage`; pi's text is whatever each SDK throws, often the raw error body, ours is
+///    the library's): any string `errorMessage` becomes `"<errorMessage>"` on both sides, so
+///    only its presence is compared.
 /// 5. `totalTokens` is always the sum `input + output + cacheRead + cacheWrite` (difference
 ///    14): pi's is recomputed as that sum.
 /// 6. Retries are recorded in `diagnostics` (difference 5): our `retry` diagnostics are
