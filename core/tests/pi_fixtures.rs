@@ -14,8 +14,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use pi_agent::agent::{Agent, AgentOptions, AgentTool, AgentToolResult, FnTool, ToolError};
-use pi_agent::ai::options::{CacheRetention, ThinkingBudgets};
-use pi_agent::ai::{self, ApiKey, Context, Model, StreamOptions, ThinkingLevel};
+use pi_agent::ai::{self, Context, Model, StreamOptions};
 use pi_fixtures::{Fixture, Outcome};
 use pi_mock_server::MockServer;
 use serde_json::{Value, json};
@@ -24,32 +23,10 @@ use tokio_util::sync::CancellationToken;
 /// Hang guard for one fixture (a healthy replay takes milliseconds).
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-fn parse<T: serde::de::DeserializeOwned>(value: &Value) -> T {
-    serde_json::from_value(value.clone()).expect("valid option")
-}
-
-/// The fixture's `options` (the JSON `pi_stream_open` takes) as core's `StreamOptions`.
+/// The fixture's `options` (exactly what pi got) as core's `StreamOptions`, which has pi's flat
+/// option shape.
 fn stream_options(json: &Value) -> StreamOptions {
-    let mut options = StreamOptions::default();
-    let Some(object) = json.as_object() else {
-        return options;
-    };
-    for (key, value) in object {
-        match key.as_str() {
-            "apiKey" => options.api_key = value.as_str().map(ApiKey::new),
-            "temperature" => options.temperature = value.as_f64(),
-            "maxTokens" => options.max_tokens = value.as_u64(),
-            "maxRetries" => options.max_retries = value.as_u64().map(|n| n as u32),
-            "sessionId" => options.session_id = value.as_str().map(str::to_owned),
-            "headers" => options.headers = parse(value),
-            "reasoning" => options.reasoning = Some(parse::<ThinkingLevel>(value)),
-            "thinkingBudgets" => options.thinking_budgets = Some(parse::<ThinkingBudgets>(value)),
-            "toolChoice" => options.tool_choice = Some(value.clone()),
-            "cacheRetention" => options.cache_retention = Some(parse::<CacheRetention>(value)),
-            other => panic!("fixture option {other:?} has no mapping in the harness"),
-        }
-    }
-    options
+    serde_json::from_value(json.clone()).expect("pi's options are StreamOptions JSON")
 }
 
 fn requests(server: &MockServer, origin: &str) -> Value {

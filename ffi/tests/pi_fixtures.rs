@@ -3,7 +3,8 @@
 //! cargo built for this test run is loaded with `dlopen`, and its exported functions are called
 //! with the types `include/pi_agent.h` declares: `pi_model_from_json`, `pi_stream_open` with
 //! the fixture's context and options JSON, `pi_stream_next` until it returns false (calling
-//! `pi_stream_abort` where the fixture aborts), `pi_stream_result_json`, the `_free`s. The event
+//! `pi_stream_abort` where the fixture aborts), `pi_stream_result_json`, the `_free`s. Options
+//! `pi_stream_open` refuses are one mismatch at `/options`. The event
 //! JSON bytes C receives, the final message and the requests we sent are compared with pi's
 //! after the shared normalisation (`core/tests/support/pi_fixtures.rs`); every remaining
 //! difference must be listed in `tests/fixtures/pi/known_gaps.json` for layer `c`.
@@ -172,8 +173,9 @@ const KINDS: [&str; 13] = [
     "error",
 ];
 
-/// Streams one fixture through the C ABI; returns `{events, result}`.
-fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Value {
+/// Streams one fixture through the C ABI; returns `{events, result}`, or the message of the
+/// error `pi_stream_open` gave for the fixture's options.
+fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Result<Value, String> {
     let model_json = c_string(&fixture.model(origin));
     let context_json = c_string(&fixture.json["context"]);
     let options_json = c_string(&fixture.json["options"]);
@@ -193,15 +195,18 @@ fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Value {
             "pi_model_from_json",
         );
         let mut stream: Handle = ptr::null_mut();
-        api.check(
-            (api.stream_open)(
-                model,
-                context_json.as_ptr(),
-                options_json.as_ptr(),
-                &mut stream,
-            ),
-            "pi_stream_open",
+        let error = (api.stream_open)(
+            model,
+            context_json.as_ptr(),
+            options_json.as_ptr(),
+            &mut stream,
         );
+        if !error.is_null() {
+            let message = text((api.error_message)(error));
+            (api.error_free)(error);
+            (api.model_free)(model);
+            return Err(message);
+        }
         let mut event = PiEvent {
             kind: 0,
             content_index: 0,
@@ -234,7 +239,9 @@ fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Value {
         (api.model_free)(model);
         result_text
     };
-    json!({"events": events, "result": serde_json::from_str::<Value>(&result).expect("message JSON")})
+    Ok(
+        json!({"events": events, "result": serde_json::from_str::<Value>(&result).expect("message JSON")}),
+    )
 }
 
 /// Hang guard for the whole replay (a healthy one takes well under a second).
@@ -273,21 +280,25 @@ fn replay_all() {
         let server = runtime.block_on(MockServer::start()).expect("mock server");
         let origin = format!("http://{}", server.addr());
         server.push_all(fixture.replies());
-        let mut observed = stream_through_c(&api, &fixture, &origin);
-        let log = server.requests();
-        observed["requests"] = pi_fixtures::requests_json(
-            log.iter().map(|r| {
-                (
-                    r.method.as_str(),
-                    r.path.as_str(),
-                    r.headers.as_slice(),
-                    &r.body,
-                )
-            }),
-            &origin,
-        );
-        let observed = pi_fixtures::unmock(observed, &origin);
-        outcomes.push(pi_fixtures::compare(&fixture, &observed));
+        match stream_through_c(&api, &fixture, &origin) {
+            Ok(mut observed) => {
+                let log = server.requests();
+                observed["requests"] = pi_fixtures::requests_json(
+                    log.iter().map(|r| {
+                        (
+                            r.method.as_str(),
+                            r.path.as_str(),
+                            r.headers.as_slice(),
+                            &r.body,
+                        )
+                    }),
+                    &origin,
+                );
+                let observed = pi_fixtures::unmock(observed, &origin);
+                outcomes.push(pi_fixtures::compare(&fixture, &observed));
+            }
+            Err(message) => outcomes.push(pi_fixtures::refused_options(&fixture, message)),
+        }
         runtime.block_on(async move { drop(server) });
     }
     assert!(!outcomes.is_empty());

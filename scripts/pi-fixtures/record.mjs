@@ -13,7 +13,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 
 import { AGENT_OPTIONS, agentScenarios } from "./agent-scenarios.mjs";
 import { MockServer } from "./mock.mjs";
-import { APIS, ourOptions, scenariosFor } from "./scenarios.mjs";
+import { APIS, scenariosFor } from "./scenarios.mjs";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** A run that has not ended after this long is recorded as hung (pi's `result()` can hang). */
@@ -65,7 +65,7 @@ const withTimeout = (promise, ms) =>
 
 async function runStream(pi, scenario, model) {
   const controller = new AbortController();
-  const options = { ...scenario.piOptions, signal: controller.signal };
+  const options = { ...scenario.options, signal: controller.signal };
   const fn = scenario.call === "streamSimple" ? pi.ai.streamSimple : pi.ai.stream;
   const events = [];
   const stream = fn(model, scenario.context, options);
@@ -143,8 +143,7 @@ async function record(pi, mock, scenario, kind) {
     Object.assign(fixture, {
       call: scenario.call,
       context: scenario.context,
-      piOptions: scenario.piOptions,
-      options: ourOptions(scenario.piOptions),
+      options: scenario.options,
       ...(scenario.abortAfter ? { abortAfter: scenario.abortAfter } : {}),
     });
   }

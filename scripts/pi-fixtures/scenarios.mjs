@@ -1,6 +1,6 @@
-// The AI-level scenarios: for each wire API, what the mock server replies, which model, context
-// and options pi's `stream` (or `streamSimple`) gets, and the options our library gets for the
-// same request (`ourOptions`, the one documented mapping from pi's options to ours).
+// The AI-level scenarios: for each wire API, what the mock server replies, and which model,
+// context and options pi's `stream` (or `streamSimple`) gets. Our layers get the same options
+// JSON (our StreamOptions has pi's flat ProviderStreamOptions shape).
 
 import * as anthropic from "./wire/anthropic-messages.mjs";
 import * as google from "./wire/google-generative-ai.mjs";
@@ -131,31 +131,6 @@ function nth(pieces, mark, n) {
 }
 const sse = (pieces) => pieces.map((p) => p.sse);
 
-/**
- * pi's options → ours (the JSON `pi_stream_open` takes; Rust and Python translate its names).
- * Our StreamOptions has one reasoning knob (`reasoning` + `thinkingBudgets`) where pi's `stream`
- * takes each provider's own: `reasoningEffort: X` → `reasoning: X`; Anthropic
- * `thinkingEnabled` + `thinkingBudgetTokens: N`, Google `thinking: {enabled, budgetTokens: N}`
- * → `reasoning: "high"` + `thinkingBudgets: {high: N}`; Mistral `promptMode: "reasoning"` →
- * `reasoning: "high"`. Everything else has the same name in both.
- */
-export function ourOptions(piOptions) {
-  const out = {};
-  for (const [key, value] of Object.entries(piOptions)) {
-    if (key === "reasoningEffort") out.reasoning = value;
-    else if (key === "thinkingEnabled") {
-      if (value) out.reasoning = "high";
-    } else if (key === "thinkingBudgetTokens") out.thinkingBudgets = { high: value };
-    else if (key === "thinking") {
-      if (value.enabled) out.reasoning = "high";
-      if (value.budgetTokens !== undefined) out.thinkingBudgets = { high: value.budgetTokens };
-    } else if (key === "promptMode") {
-      if (value === "reasoning") out.reasoning = "high";
-    } else out[key] = value;
-  }
-  return out;
-}
-
 /** Model JSON from pi's catalog with `api` and `baseUrl` (`{MOCK}` + suffix) replaced. */
 function catalogModel(ai, api, [provider, id, suffix]) {
   const model = ai.getModel(provider, id);
@@ -206,7 +181,7 @@ function history(api, cfg, model) {
   ];
 }
 
-/** Every AI-level scenario of `api`: [{api, name, description, call, model, context, piOptions, replies, abortAfter?}]. */
+/** Every AI-level scenario of `api`: [{api, name, description, call, model, context, options, replies, abortAfter?}]. */
 export function scenariosFor(ai, api) {
   const cfg = APIS[api];
   const wire = cfg.wire;
@@ -226,28 +201,28 @@ export function scenariosFor(ai, api) {
     usage: { ...USAGE, output: 40, reasoning: 28 },
   };
   const out = [];
-  const add = (name, description, fields) => out.push({ api, name, description, call: "stream", model: plainModel, context: userContext(), piOptions: base, ...fields });
+  const add = (name, description, fields) => out.push({ api, name, description, call: "stream", model: plainModel, context: userContext(), options: base, ...fields });
 
   add("plain_text", "Text in three deltas (multi-byte UTF-8), stop; temperature set.", {
-    piOptions: { ...base, temperature: 0.5 },
+    options: { ...base, temperature: 0.5 },
     replies: [{ sse: sse(plain()) }],
   });
   add("thinking_text", "Thinking then text through pi's stream with the provider's own reasoning options.", {
     model: reasoningModel,
-    piOptions: { ...base, ...cfg.thinkingOptions },
+    options: { ...base, ...cfg.thinkingOptions },
     replies: [{ sse: sse(build(thinkingSpec, true)) }],
   });
   add("thinking_text_simple", "The same reply through pi's streamSimple with reasoning: high.", {
     call: "streamSimple",
     model: reasoningModel,
-    piOptions: { ...base, reasoning: "high" },
+    options: { ...base, reasoning: "high" },
     replies: [{ sse: sse(build(thinkingSpec, true)) }],
   });
   const tools = [WEATHER_TOOL, TIME_TOOL];
   const toolOptions = cfg.toolChoice ? { ...base, toolChoice: cfg.toolChoice } : base;
   add("tool_call", "One tool call with streamed arguments; toolChoice where pi's stream takes it.", {
     context: userContext(tools),
-    piOptions: toolOptions,
+    options: toolOptions,
     replies: [{ sse: sse(build({ blocks: [{ type: "toolCall", id: cfg.toolIds[0], name: "get_weather", args: weatherArgs("Zürich") }], stop: "toolUse", usage: USAGE })) }],
   });
   add("parallel_tool_calls", "Two tool calls in one turn.", {
@@ -274,11 +249,11 @@ export function scenariosFor(ai, api) {
     }],
   });
   add("length_stop", "Output cut at maxTokens: the provider's length stop.", {
-    piOptions: { ...base, maxTokens: 8 },
+    options: { ...base, maxTokens: 8 },
     replies: [{ sse: sse(build({ blocks: [{ type: "text", deltas: ["The history of ", "Zürich begins"] }], stop: "length", usage: { ...USAGE, output: 8 } })) }],
   });
   add("usage_cache_cost", "Cache-read (and, where the API has it, cache-write) tokens priced with the catalog's costs; sessionId set.", {
-    piOptions: { ...base, sessionId: "session-7f3a9c" },
+    options: { ...base, sessionId: "session-7f3a9c" },
     replies: [{
       sse: sse(build({
         blocks: [{ type: "text", deltas: TEXT }],
@@ -338,7 +313,7 @@ export function scenariosFor(ai, api) {
   if (cfg.extra?.includes("http_429_then_success")) {
     const error = wire.httpError(429);
     add("http_429_then_success", "HTTP 429 with retry-after-ms: 10, then success, with the default retries (no maxRetries option): pi's SDK retries once.", {
-      piOptions: { apiKey: KEY },
+      options: { apiKey: KEY },
       replies: [{ ...error, headers: { ...error.headers, "retry-after": undefined, "retry-after-ms": "10" } }, { sse: sse(plain()) }],
     });
   }

@@ -527,6 +527,19 @@ pub(crate) fn compare(fixture: &Fixture, ours: &Value) -> Outcome {
     }
 }
 
+/// The outcome of a layer that refused the fixture's options (pi's, as is): one mismatch at
+/// `/options`, pi's options against the layer's error message.
+pub(crate) fn refused_options(fixture: &Fixture, message: String) -> Outcome {
+    Outcome {
+        fixture: fixture.name.clone(),
+        mismatches: vec![Mismatch {
+            path: "/options".to_owned(),
+            pi: Some(fixture.json["options"].clone()),
+            ours: Some(Value::from(message)),
+        }],
+    }
+}
+
 fn short(value: &Option<Value>) -> String {
     match value {
         None => "(absent)".to_owned(),
