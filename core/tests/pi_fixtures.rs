@@ -13,7 +13,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use pi_agent::agent::{Agent, AgentOptions, AgentTool, AgentToolResult, FnTool, ToolError};
+use pi_agent::agent::{
+    Agent, AgentOptions, AgentSettings, AgentTool, AgentToolResult, FnTool, ToolError,
+};
 use pi_agent::ai::{self, Context, Model, StreamOptions};
 use pi_fixtures::{Fixture, Outcome};
 use pi_mock_server::MockServer;
@@ -55,7 +57,7 @@ async fn replay_stream(fixture: &Fixture) -> Value {
     let mut options = stream_options(&fixture.json["options"]);
     let signal = CancellationToken::new();
     options.signal = Some(signal.clone());
-    let abort_after = fixture.json["abortAfter"].as_str();
+    let abort_at = abort_point(fixture);
     let mut stream = match fixture.json["call"].as_str() {
         Some("streamSimple") => ai::stream_simple(&model, &context, &options),
         _ => ai::stream(&model, &context, &options),
@@ -63,10 +65,10 @@ async fn replay_stream(fixture: &Fixture) -> Value {
     let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         let json = serde_json::to_value(&event).expect("event JSON");
-        if abort_after == Some(event.kind()) {
+        events.push(json);
+        if abort_at == Some(events.len()) {
             signal.cancel();
         }
-        events.push(json);
     }
     let result = stream.final_message().map_or(Value::Null, |m| {
         serde_json::to_value(m).expect("message JSON")
@@ -100,6 +102,25 @@ fn fixture_tool(spec: &Value) -> Arc<dyn AgentTool> {
     Arc::new(tool)
 }
 
+/// For an abort scenario, how many events to read before aborting: up to pi's last event that
+/// is not a consequence of the abort (the `*_end`s some providers send then, and the terminal
+/// event). pi aborts after an event type, but how many already-read chunks its SDK still
+/// delivers after the abort is timing; this replays where pi really stopped.
+fn abort_point(fixture: &Fixture) -> Option<usize> {
+    fixture.json.get("abortAfter")?;
+    let events = fixture.json["events"].as_array()?;
+    let consequence = |kind: &str| {
+        matches!(
+            kind,
+            "text_end" | "thinking_end" | "toolcall_end" | "error" | "done"
+        )
+    };
+    events
+        .iter()
+        .rposition(|event| !consequence(event["type"].as_str().unwrap_or("")))
+        .map(|index| index + 1)
+}
+
 /// Runs one agent fixture and returns `{events, messages, requests}`.
 async fn replay_agent(fixture: &Fixture) -> Value {
     let server = MockServer::start().await.expect("mock server");
@@ -107,23 +128,29 @@ async fn replay_agent(fixture: &Fixture) -> Value {
     server.push_all(fixture.replies());
     let model: Model = serde_json::from_value(fixture.model(&origin)).expect("model JSON");
     let spec = &fixture.json["agent"];
-    let thinking_level = match spec["thinkingLevel"].as_str() {
-        None | Some("off") => None,
-        Some(level) => Some(serde_json::from_value(json!(level)).expect("thinking level")),
-    };
+    let thinking_level = serde_json::from_value(
+        spec.get("thinkingLevel")
+            .cloned()
+            .filter(|level| !level.is_null())
+            .unwrap_or(json!("off")),
+    )
+    .expect("thinking level");
     let agent = Agent::new(AgentOptions {
         system_prompt: spec["systemPrompt"].as_str().unwrap_or_default().to_owned(),
         model: Some(model),
-        thinking_level,
         tools: fixture.json["tools"]
             .as_array()
             .into_iter()
             .flatten()
             .map(fixture_tool)
             .collect(),
-        tool_execution: serde_json::from_value(spec["toolExecution"].clone())
-            .expect("tool execution mode"),
-        stream_options: stream_options(&fixture.json["options"]),
+        settings: AgentSettings {
+            thinking_level,
+            tool_execution: serde_json::from_value(spec["toolExecution"].clone())
+                .expect("tool execution mode"),
+            stream_options: stream_options(&fixture.json["options"]),
+            ..AgentSettings::default()
+        },
         ..AgentOptions::default()
     });
     let events = Arc::new(Mutex::new(Vec::new()));

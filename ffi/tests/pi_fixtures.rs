@@ -76,12 +76,13 @@ struct Api {
     error_free: Free,
 }
 
-/// `target/<profile>/deps/libpi_agent.so`, next to this test executable (see
-/// `c_programs.rs`: the lib's `rlib` crate type makes cargo build the cdylib for the tests).
+/// `target/<profile>/deps/libpi_agent_ffi.so` (the C library before installation renames it
+/// `libpi_agent`), next to this test executable (see `c_programs.rs`: the lib's `rlib` crate
+/// type makes cargo build the cdylib for the tests).
 fn library_path() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let path = exe.parent().expect("test directory").join(format!(
-        "{}pi_agent{}",
+        "{}pi_agent_ffi{}",
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     ));
@@ -179,7 +180,20 @@ fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Result<Value,
     let model_json = c_string(&fixture.model(origin));
     let context_json = c_string(&fixture.json["context"]);
     let options_json = c_string(&fixture.json["options"]);
-    let abort_after = fixture.json["abortAfter"].as_str();
+    // Abort where pi stopped: after its last event that is not a consequence of the abort
+    // (the `*_end`s and the terminal event).
+    let abort_at = fixture.json.get("abortAfter").and_then(|_| {
+        fixture.json["events"]
+            .as_array()?
+            .iter()
+            .rposition(|event| {
+                !matches!(
+                    event["type"].as_str().unwrap_or(""),
+                    "text_end" | "thinking_end" | "toolcall_end" | "error" | "done"
+                )
+            })
+            .map(|index| index + 1)
+    });
     let empty = PiStr {
         data: c"".as_ptr(),
         len: 0,
@@ -223,10 +237,10 @@ fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Result<Value,
             if let Some(index) = json["contentIndex"].as_u64() {
                 assert_eq!(event.content_index as u64, index, "{}: index", fixture.name);
             }
-            if abort_after == Some(kind) {
+            events.push(json);
+            if abort_at == Some(events.len()) {
                 (api.stream_abort)(stream);
             }
-            events.push(json);
         }
         let mut result: *mut c_char = ptr::null_mut();
         api.check(

@@ -332,16 +332,23 @@ def replay_stream(server: MockServer, fixture: Fixture) -> Dict[str, Any]:
     server.reset()
     server.push(*fixture.json["replies"])
     origin = f"http://127.0.0.1:{server.port}"
-    abort_after = fixture.json.get("abortAfter")
+    # Abort where pi stopped: after its last event that is not a consequence of the abort (the
+    # `*_end`s and the terminal event).
+    abort_at = None
+    if fixture.json.get("abortAfter"):
+        consequences = {"text_end", "thinking_end", "toolcall_end", "error", "done"}
+        kinds = [event["type"] for event in fixture.json["events"]]
+        abort_at = max(i for i, kind in enumerate(kinds) if kind not in consequences) + 1
     events = []
-    with pi_agent.stream(
+    open_stream = pi_agent.stream_simple if fixture.json.get("call") == "streamSimple" else pi_agent.stream
+    with open_stream(
         pi_agent.Model.from_dict(fixture.model(origin)),
         fixture.json["context"],
         **keyword_options(fixture.json["options"]),
     ) as stream:
         for event in stream:
             events.append(event)
-            if event["type"] == abort_after:
+            if len(events) == abort_at:
                 stream.abort()
         result = stream.result()
     observed = {"events": events, "result": result, "requests": requests_json(server.requests(), origin)}

@@ -227,26 +227,28 @@ pub struct AssistantMessage {
     pub provider: String,
     /// The requested model id.
     pub model: String,
-    /// The model the upstream actually used, when it differs from `model`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_model: Option<String>,
-    /// The upstream response id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub response_id: Option<String>,
-    /// Transport diagnostics (pi's Codex fallback records), kept verbatim.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub diagnostics: Option<Vec<Value>>,
+    // The field order is pi's JSON key order: its providers build the message with these keys
+    // first and add the response id / model and the error when they learn them.
     /// Token usage and cost.
     #[serde(default)]
     pub usage: Usage,
     /// Why the model stopped.
     pub stop_reason: StopReason,
-    /// Set when `stop_reason` is `error` or `aborted`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error_message: Option<String>,
     /// Unix milliseconds when the request started.
     #[serde(default)]
     pub timestamp: i64,
+    /// The upstream response id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// The model the upstream actually used, when it differs from `model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_model: Option<String>,
+    /// Transport diagnostics (pi's Codex fallback records; our retries), kept verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnostics: Option<Vec<Value>>,
+    /// Set when `stop_reason` is `error` or `aborted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
 }
 
 impl AssistantMessage {

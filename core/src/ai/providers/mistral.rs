@@ -290,9 +290,12 @@ fn convert_message(message: &Message, images: bool) -> Option<Value> {
                     AssistantContent::Thinking(thinking) if !thinking.thinking.trim().is_empty() => {
                         parts.push(json!({"type": "thinking", "thinking": [{"type": "text", "text": thinking.thinking}]}));
                     }
+                    // `index` and the message's `prefix: false` are what pi's Mistral SDK
+                    // writes.
                     AssistantContent::ToolCall(call) => calls.push(json!({
                         "id": call.id, "type": "function",
                         "function": {"name": call.name, "arguments": serde_json::to_string(&call.arguments).unwrap_or_else(|_| "{}".into())},
+                        "index": calls.len(),
                     })),
                     _ => {}
                 }
@@ -307,6 +310,7 @@ fn convert_message(message: &Message, images: bool) -> Option<Value> {
             if !calls.is_empty() {
                 out["tool_calls"] = Value::Array(calls);
             }
+            out["prefix"] = json!(false);
             Some(out)
         }
         Message::ToolResult(result) => {
@@ -389,10 +393,9 @@ impl State {
         }
     }
 
+    /// Appends text; like pi, an empty string still opens a text block (Mistral sends `""` in
+    /// its first and last chunks).
     async fn text(&mut self, writer: &mut StreamWriter, text: &str) {
-        if text.is_empty() {
-            return;
-        }
         let index = match self.current {
             Some(Open::Text(index)) => index,
             _ => {
@@ -533,21 +536,30 @@ async fn run(writer: &mut StreamWriter, model: &Model, request: Request) -> Resu
     writer.start().await;
     let mut state = State::default();
     let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
-    while let Some(event) = events.next().await? {
-        state.handle(&event.data, writer, model).await?;
-        if writer.is_closed() {
-            break;
+    let read = loop {
+        match events.next().await {
+            Ok(Some(event)) => {
+                state.handle(&event.data, writer, model).await?;
+                if writer.is_closed() {
+                    break Ok(());
+                }
+            }
+            Ok(None) => break Ok(()),
+            Err(error) => break Err(error),
         }
+    };
+    // As pi, the blocks are ended when the stream ends, however it ends: the current block,
+    // then every tool call. Unlike pi, a body cut short is then an error.
+    state.close_current(writer).await;
+    for (_, index) in std::mem::take(&mut state.tools) {
+        writer.tool_call_end(index).await;
     }
-    if !state.finished {
+    read?;
+    if !state.finished && !writer.is_closed() {
         return Err(
             "Connection error: the provider closed the stream before the response was complete"
                 .to_owned(),
         );
-    }
-    state.close_current(writer).await;
-    for (_, index) in std::mem::take(&mut state.tools) {
-        writer.tool_call_end(index).await;
     }
     Ok(())
 }

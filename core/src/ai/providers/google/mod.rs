@@ -27,7 +27,7 @@
 pub mod request;
 pub mod response;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
+use reqwest::header::CONTENT_TYPE;
 
 use self::response::ChunkState;
 use super::http;
@@ -163,8 +163,7 @@ async fn run(
     let build = || {
         let mut builder = http::client()
             .post(&request.url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
+            .header(CONTENT_TYPE, "application/json");
         if let Some(key) = &request.api_key {
             builder = builder.header(API_KEY_HEADER, key.expose());
         }
@@ -183,7 +182,17 @@ async fn run(
 
     let mut state = ChunkState::default();
     let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
-    while let Some(event) = events.next().await? {
+    loop {
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(error) => {
+                // As pi (whose SDK ends the iteration quietly): the open block is ended before
+                // the stream ends; unlike pi, a dropped body is an error, not a success.
+                state.close_block(writer).await;
+                return Err(error);
+            }
+        };
         state.handle(&event.data, writer, model).await?;
         if writer.is_closed() {
             break;

@@ -70,9 +70,8 @@ pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> 
     if let Some(thinking) = thinking_config(model, options.thinking.as_ref()) {
         generation.insert("thinkingConfig".into(), thinking);
     }
-    if !generation.is_empty() {
-        body.insert("generationConfig".into(), Value::Object(generation));
-    }
+    // pi's SDK call always carries a config, even an empty one.
+    body.insert("generationConfig".into(), Value::Object(generation));
     Value::Object(body)
 }
 

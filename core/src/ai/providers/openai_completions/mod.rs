@@ -119,7 +119,8 @@ async fn run(
         let mut builder = http::client()
             .post(&request.url)
             .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
+            // What pi's OpenAI SDK sends, though the answer is a stream.
+            .header(ACCEPT, "application/json");
         if let Some(key) = &request.api_key {
             builder = builder.bearer_auth(key.expose());
         }
@@ -140,7 +141,17 @@ async fn run(
 
     let mut state = ChunkState::default();
     let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
-    while let Some(event) = events.next().await? {
+    loop {
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(error) => {
+                // As pi (whose SDK ends the iteration quietly): the open blocks are ended
+                // before the stream ends; unlike pi, a dropped body is an error.
+                writer.end_open_blocks().await;
+                return Err(error);
+            }
+        };
         state.handle(&event.data, writer, model).await?;
         if state.done_seen || writer.is_closed() {
             break;

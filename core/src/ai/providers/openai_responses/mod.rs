@@ -276,7 +276,8 @@ async fn run(
         let mut builder = http::client()
             .post(&request.url)
             .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
+            // What pi's OpenAI SDK sends, though the answer is a stream.
+            .header(ACCEPT, "application/json");
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }
