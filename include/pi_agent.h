@@ -82,6 +82,10 @@ enum pi_agent_event_kind
    * `tool_execution_end`: a tool call finished (`isError` says how).
    */
   PI_AGENT_EVENT_KIND_TOOL_EXECUTION_END = 10,
+  /**
+   * An event kind newer than this header: read its `json` (`type` names it).
+   */
+  PI_AGENT_EVENT_KIND_OTHER = 99,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -152,6 +156,10 @@ enum pi_stream_event_kind
    * message with `stopReason` `error` or `aborted` and `errorMessage`).
    */
   PI_STREAM_EVENT_KIND_ERROR = 12,
+  /**
+   * An event kind newer than this header: read its `json` (`type` names it).
+   */
+  PI_STREAM_EVENT_KIND_OTHER = 99,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

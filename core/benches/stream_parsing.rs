@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use pi_agent::ai::partial_json::PartialJsonParser;
+use pi_agent::ai::PartialJsonParser;
 use pi_agent::ai::sse::{SseDecoder, SseEvent};
 use serde_json::{Value, json};
 

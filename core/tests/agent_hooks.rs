@@ -36,7 +36,7 @@ fn result_texts(agent: &Agent) -> Vec<(String, bool)> {
         .map(|r| {
             let text = match &r.content[0] {
                 UserContent::Text(t) => t.text.clone(),
-                UserContent::Image(_) => String::new(),
+                _ => String::new(),
             };
             (text, r.is_error)
         })

@@ -8,7 +8,7 @@ use pi_agent::agent::{
     Agent, AgentContext, AgentEvent, AgentLoopConfig, AgentOptions, AgentSnapshot, ProxyOptions,
     QueueMode, agent_loop, agent_loop_continue, proxy_stream_fn,
 };
-use pi_agent::ai::event_stream::channel;
+use pi_agent::ai::channel;
 use pi_agent::ai::providers::faux::{FauxProvider, faux_assistant_message, faux_text};
 use pi_agent::ai::{ApiKey, Model, StopReason, UserMessage};
 use pi_mock_server::MockServer;

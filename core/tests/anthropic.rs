@@ -2,8 +2,8 @@
 //! bytes (`event: <type>\ndata: <json>\n\n`), cut anywhere.
 
 use futures::StreamExt;
-use pi_agent::ai::options::CacheRetention;
-use pi_agent::ai::transform::NO_RESULT_PROVIDED;
+use pi_agent::ai::CacheRetention;
+use pi_agent::ai::NO_RESULT_PROVIDED;
 use pi_agent::ai::{
     self, ApiKey, AssistantContent, AssistantMessage, AssistantMessageEvent, Context, ImageContent,
     InputModality, Message, Model, StopReason, StreamOptions, TextContent, ThinkingContent,

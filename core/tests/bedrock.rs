@@ -7,13 +7,13 @@
 
 use base64::Engine as _;
 use futures::StreamExt;
-use pi_agent::ai::options::{CacheRetention, Callback};
-use pi_agent::ai::providers::bedrock::BedrockProvider;
-use pi_agent::ai::providers::bedrock::eventstream::{self, HeaderValue};
+use pi_agent::ai::providers::BedrockProvider;
+use pi_agent::ai::providers::eventstream::{self, HeaderValue};
 use pi_agent::ai::{
     self, ApiKey, ApiProvider, AssistantContent, AssistantMessage, AssistantMessageEvent, Context,
     Message, Model, StopReason, StreamOptions, ThinkingLevel,
 };
+use pi_agent::ai::{CacheRetention, Callback};
 use pi_mock_server::MockServer;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

@@ -209,8 +209,7 @@ impl pi_agent::ai::ApiProvider for EchoProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> pi_agent::ai::AssistantMessageEventStream {
-        let (mut writer, stream) =
-            pi_agent::ai::event_stream::channel(model, options.signal.clone());
+        let (mut writer, stream) = pi_agent::ai::channel(model, options.signal.clone());
         let echo = serde_json::to_string(&context.messages).unwrap_or_default();
         tokio::spawn(async move {
             writer.start().await;

@@ -814,7 +814,7 @@ async fn the_key_never_appears_in_errors_or_events() {
 
 #[tokio::test]
 async fn on_payload_replaces_the_body() {
-    use pi_agent::ai::options::Callback;
+    use pi_agent::ai::Callback;
     use std::sync::Arc;
     let server = MockServer::start().await.unwrap();
     server.push(sse(fixture_events()));

@@ -672,7 +672,7 @@ async fn idle_timeout_fails_a_stalled_stream() {
 
 #[tokio::test]
 async fn on_payload_replaces_the_body_and_on_response_sees_headers() {
-    use pi_agent::ai::options::Callback;
+    use pi_agent::ai::Callback;
     use std::sync::{Arc, Mutex};
     let server = MockServer::start().await.unwrap();
     let mut script = reply::text("ok");

@@ -4,9 +4,13 @@
 use std::collections::BTreeMap;
 
 use futures::StreamExt;
-use pi_agent::ai::options::{CacheRetention, Callback};
-use pi_agent::ai::providers::openai_responses::azure::AzureOpenAIResponsesProvider;
-use pi_agent::ai::providers::openai_responses::{INCOMPLETE_RESPONSE, OpenAIResponsesProvider};
+use pi_agent::ai::providers::AzureOpenAIResponsesProvider;
+use pi_agent::ai::providers::OpenAIResponsesProvider;
+use pi_agent::ai::{CacheRetention, Callback};
+
+/// The message of a body that ended before `response.completed`.
+const INCOMPLETE_RESPONSE: &str =
+    "Connection error: the provider closed the stream before the response was complete";
 use pi_agent::ai::{
     self, ApiKey, ApiProvider, AssistantContent, AssistantMessage, AssistantMessageEvent, Context,
     ImageContent, Message, Model, StopReason, StreamOptions, TextContent, ThinkingContent,

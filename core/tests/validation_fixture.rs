@@ -3,7 +3,7 @@
 //! the same coerced arguments, or a byte-identical error report, or (where pi throws something
 //! other than a validation error: a schema it cannot compile, a `$ref` loop) an error too.
 
-use pi_agent::ai::validation::{CompiledToolSchema, ValidationError};
+use pi_agent::ai::{CompiledToolSchema, ValidationError};
 use serde_json::Value;
 
 fn fixture() -> Value {

@@ -2,7 +2,7 @@
 //! arguments: random schema-shaped JSON against random arguments, self-referential schemas, and
 //! deep nesting on a thread with a small stack.
 
-use pi_agent::ai::validation::{CompiledToolSchema, ValidationError};
+use pi_agent::ai::{CompiledToolSchema, ValidationError};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 

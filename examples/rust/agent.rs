@@ -148,7 +148,7 @@ fn offline_model() -> Model {
                 Message::ToolResult(result) => {
                     result.content.iter().find_map(|block| match block {
                         UserContent::Text(text) => Some(text.text.clone()),
-                        UserContent::Image(_) => None,
+                        _ => None,
                     })
                 }
                 _ => None,

@@ -38,6 +38,8 @@ pub enum pi_agent_event_kind {
     ToolExecutionUpdate = 9,
     /// `tool_execution_end`: a tool call finished (`isError` says how).
     ToolExecutionEnd = 10,
+    /// An event kind newer than this header: read its `json` (`type` names it).
+    Other = 99,
 }
 
 /// One agent event, as passed to a `pi_agent_event_callback`. Everything in it is valid until
@@ -155,6 +157,7 @@ fn agent_event_kind(event: &AgentEvent) -> pi_agent_event_kind {
         AgentEvent::ToolExecutionStart { .. } => pi_agent_event_kind::ToolExecutionStart,
         AgentEvent::ToolExecutionUpdate { .. } => pi_agent_event_kind::ToolExecutionUpdate,
         AgentEvent::ToolExecutionEnd { .. } => pi_agent_event_kind::ToolExecutionEnd,
+        _ => pi_agent_event_kind::Other,
     }
 }
 
@@ -174,6 +177,7 @@ impl pi_stream_event_kind {
             AssistantMessageEvent::ToolCallEnd { .. } => Self::ToolcallEnd,
             AssistantMessageEvent::Done { .. } => Self::Done,
             AssistantMessageEvent::Error { .. } => Self::Error,
+            _ => Self::Other,
         }
     }
 }

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use pi_agent::agent::{AgentMessage, QueueMode, ToolExecutionMode};
-use pi_agent::ai::options::{CacheRetention, ThinkingBudgets};
 use pi_agent::ai::providers::faux::FauxOptions;
 use pi_agent::ai::{ApiKey, ModelThinkingLevel, StreamOptions, ThinkingLevel};
+use pi_agent::ai::{CacheRetention, ThinkingBudgets};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};

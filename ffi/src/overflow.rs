@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use pi_agent::ai::AssistantMessage;
-use pi_agent::ai::overflow::is_context_overflow;
+use pi_agent::ai::is_context_overflow;
 use serde_json::Value;
 
 use crate::boundary::{Out, arg_str};

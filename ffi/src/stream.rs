@@ -45,6 +45,8 @@ pub enum pi_stream_event_kind {
     /// `error`: terminal; the request failed or was aborted (`error` in the JSON: the partial
     /// message with `stopReason` `error` or `aborted` and `errorMessage`).
     Error = 12,
+    /// An event kind newer than this header: read its `json` (`type` names it).
+    Other = 99,
 }
 
 /// One stream event, filled in by `pi_stream_next`. `delta` and `json` are borrowed from the

@@ -8,7 +8,7 @@ use pi_agent::agent::{
     Agent, AgentMessage, AgentOptions, AgentSnapshot, ProxyOptions, QueueMode, Subscription,
     ToolExecutionMode, proxy_stream_fn,
 };
-use pi_agent::ai::types::UserMessage;
+use pi_agent::ai::UserMessage;
 use pi_agent::ai::{ApiKey, ModelThinkingLevel, ThinkingLevel};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;

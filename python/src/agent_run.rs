@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use pi_agent::agent::{Agent, AgentError, AgentMessage, Subscription};
-use pi_agent::ai::types::ImageContent;
+use pi_agent::ai::ImageContent;
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};

@@ -17,7 +17,7 @@ use pi_agent::agent::{
     AfterToolCall, AfterToolCallResult, Agent, AgentMessage, BeforeToolCall, BeforeToolCallResult,
     GetApiKey, HookError, ShouldStopAfterTurn, TransformContext,
 };
-use pi_agent::ai::types::UserContent;
+use pi_agent::ai::UserContent;
 use pi_agent::ai::{ApiKey, Message};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use pi_agent::ai::options::{CacheRetention, Callback, ThinkingBudgets};
 use pi_agent::ai::{ApiKey, StreamOptions, ThinkingLevel};
+use pi_agent::ai::{CacheRetention, Callback, ThinkingBudgets};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -73,7 +73,7 @@ fn callable(value: Bound<'_, PyAny>, what: &str) -> PyResult<Arc<Py<PyAny>>> {
 
 /// `on_payload(payload, model)`: return a dict to send instead, or `None` to keep it. An
 /// exception is reported through `sys.unraisablehook` and the payload is kept.
-fn on_payload(value: Bound<'_, PyAny>) -> PyResult<Callback<pi_agent::ai::options::OnPayload>> {
+fn on_payload(value: Bound<'_, PyAny>) -> PyResult<Callback<pi_agent::ai::OnPayload>> {
     let function = callable(value, "on_payload")?;
     Ok(Callback(Arc::new(move |payload, model| {
         Python::attach(|py| {
@@ -99,7 +99,7 @@ fn on_payload(value: Bound<'_, PyAny>) -> PyResult<Callback<pi_agent::ai::option
 
 /// `on_response(status, headers, model)`, called once the response headers arrive. An
 /// exception is reported through `sys.unraisablehook`.
-fn on_response(value: Bound<'_, PyAny>) -> PyResult<Callback<pi_agent::ai::options::OnResponse>> {
+fn on_response(value: Bound<'_, PyAny>) -> PyResult<Callback<pi_agent::ai::OnResponse>> {
     let function = callable(value, "on_response")?;
     Ok(Callback(Arc::new(move |status, headers, model| {
         Python::attach(|py| {

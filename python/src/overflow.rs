@@ -16,8 +16,5 @@ pub(crate) fn is_context_overflow(
     context_window: Option<u64>,
 ) -> PyResult<bool> {
     let message: AssistantMessage = parse(message, "assistant message")?;
-    Ok(pi_agent::ai::overflow::is_context_overflow(
-        &message,
-        context_window,
-    ))
+    Ok(pi_agent::ai::is_context_overflow(&message, context_window))
 }

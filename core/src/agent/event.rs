@@ -20,6 +20,7 @@ use crate::ai::types::{Message, ToolResultMessage};
     rename_all = "snake_case",
     rename_all_fields = "camelCase"
 )]
+#[non_exhaustive]
 pub enum AgentEvent {
     /// The run started.
     AgentStart,

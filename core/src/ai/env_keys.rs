@@ -55,7 +55,7 @@ pub fn find_env_keys(provider: &str) -> Vec<&'static str> {
 }
 
 /// A sentence telling the user how to supply a key for `provider`.
-pub fn missing_key_message(provider: &str) -> String {
+pub(crate) fn missing_key_message(provider: &str) -> String {
     match env_key_names(provider) {
         [] => format!("No API key for provider: {provider}. Pass an API key in the options."),
         [name] => format!("No API key for provider: {provider}. Set {name} or pass an API key."),

@@ -22,6 +22,7 @@ use super::types::{AssistantMessage, StopReason, ToolCall};
     rename_all = "snake_case",
     rename_all_fields = "camelCase"
 )]
+#[non_exhaustive]
 pub enum AssistantMessageEvent {
     /// The request succeeded; `partial` is the empty message with api, provider, model and
     /// timestamp filled in.

@@ -5,50 +5,68 @@
 //! [`AssistantMessageEvent`] sequence, and every failure (HTTP, network, decode, abort, missing
 //! key, unknown api) ends that sequence with an `error` event instead of an `Err`.
 
-pub mod accumulator;
-pub mod catalog;
-pub mod env_keys;
-pub mod event;
-pub mod event_stream;
-pub mod model;
+pub(crate) mod accumulator;
+pub(crate) mod catalog;
+pub(crate) mod env_keys;
+pub(crate) mod event;
+pub(crate) mod event_stream;
+pub(crate) mod model;
 pub mod oauth;
-pub mod options;
-pub mod overflow;
-pub mod partial_json;
+pub(crate) mod options;
+pub(crate) mod overflow;
+pub(crate) mod partial_json;
 pub mod providers;
-pub mod registry;
-pub mod short_hash;
-pub mod simple_options;
+pub(crate) mod registry;
+pub(crate) mod short_hash;
+pub(crate) mod simple_options;
 pub mod sse;
-pub mod transform;
-pub mod types;
-pub mod validation;
+pub(crate) mod transform;
+pub(crate) mod types;
+pub(crate) mod validation;
 
 pub use accumulator::MessageAccumulator;
 pub use catalog::{
     ModelThinkingLevel, all_models, clamp_thinking_level, get_model, get_models, get_providers,
     get_supported_thinking_levels, resolve_model,
 };
+pub use env_keys::{env_key_names, find_env_keys, get_env_api_key};
 pub use event::AssistantMessageEvent;
-pub use event_stream::{AssistantMessageEventStream, PartialMessage, StreamWriter};
+pub use event_stream::{
+    AssistantMessageEventStream, PartialMessage, STREAM_ENDED_EARLY, StreamWriter, channel,
+    empty_message,
+};
 pub use model::{InputModality, Model, ModelCost, models_are_equal};
 pub use oauth::{
     OAuthCredentials, OAuthError, OAuthLoginCallbacks, OAuthProvider, get_oauth_api_key,
     get_oauth_provider, get_oauth_providers, register_oauth_provider, reset_oauth_providers,
     unregister_oauth_provider,
 };
-pub use options::{ApiKey, GoogleThinking, StreamOptions, ThinkingLevel, Transport};
+pub use options::{
+    ApiKey, CacheRetention, Callback, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS,
+    GoogleThinking, OnPayload, OnResponse, StreamOptions, ThinkingBudgets, ThinkingLevel,
+    Transport, is_credential_header,
+};
+pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
+pub use partial_json::{PartialJsonParser, parse_streaming_json};
 pub use registry::{
     ApiProvider, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,
 };
+pub use simple_options::{
+    SIMPLE_MAX_TOKENS_CAP, adjust_max_tokens_for_thinking, default_thinking_budget,
+};
+pub use transform::{
+    NO_RESULT_PROVIDED, NormalizeToolCallId, TOOL_IMAGE_OMITTED, USER_IMAGE_OMITTED,
+    transform_messages,
+};
 pub use types::{
     AssistantContent, AssistantMessage, Context, ImageContent, Message, StopReason, TextContent,
     ThinkingContent, Tool, ToolCall, ToolResultMessage, Usage, UsageCost, UserContent, UserMessage,
-    UserMessageContent,
+    UserMessageContent, now_ms,
 };
-
-pub use simple_options::SIMPLE_MAX_TOKENS_CAP;
+pub use validation::{
+    CompiledToolSchema, ValidationError, validate_tool_arguments, validate_tool_call,
+};
 
 /// Starts a request to `model` and returns its event stream (pi's `stream`). Sends exactly what
 /// the options say: the provider keys (`thinkingEnabled`, `reasoningEffort`, `thinking`, ...)

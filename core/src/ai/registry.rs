@@ -29,7 +29,7 @@ pub trait ApiProvider: Send + Sync {
 
     /// pi's `streamSimple`: maps the api-independent `reasoning` level onto this api's keys,
     /// then [`stream`](Self::stream). The default applies the shared defaults
-    /// ([`base_options`]) and leaves `reasoning` clamped to a level the model supports (`None`
+    /// (`maxTokens` defaulting to `min(model.maxTokens, 32000)`) and leaves `reasoning` clamped to a level the model supports (`None`
     /// for a model without reasoning), for providers that read `reasoning` themselves.
     fn stream_simple(
         &self,

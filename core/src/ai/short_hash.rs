@@ -4,7 +4,7 @@
 
 /// The hash of `input`, bit-for-bit what pi's `shortHash` returns (it hashes UTF-16 code units,
 /// as JavaScript strings are).
-pub fn short_hash(input: &str) -> String {
+pub(crate) fn short_hash(input: &str) -> String {
     let mut h1: u32 = 0xdead_beef;
     let mut h2: u32 = 0x41c6_ce57;
     for unit in input.encode_utf16() {

@@ -23,7 +23,7 @@ const MIN_OUTPUT_TOKENS: u64 = 1024;
 ///
 /// Unlike pi, the caller's provider keys (`toolChoice`, `serviceTier`, ...) are kept; only the
 /// reasoning keys are then decided by the level.
-pub fn base_options(model: &Model, options: &StreamOptions) -> StreamOptions {
+pub(crate) fn base_options(model: &Model, options: &StreamOptions) -> StreamOptions {
     let mut base = options.clone();
     if base.max_tokens.is_none() && model.max_tokens > 0 {
         base.max_tokens = Some(model.max_tokens.min(SIMPLE_MAX_TOKENS_CAP));
@@ -33,7 +33,10 @@ pub fn base_options(model: &Model, options: &StreamOptions) -> StreamOptions {
 
 /// The requested level clamped to what `model` supports (pi's `clampThinkingLevel`); `None`
 /// when none is asked or it clamps to `off`.
-pub fn clamped_level(model: &Model, reasoning: Option<ThinkingLevel>) -> Option<ThinkingLevel> {
+pub(crate) fn clamped_level(
+    model: &Model,
+    reasoning: Option<ThinkingLevel>,
+) -> Option<ThinkingLevel> {
     clamp_thinking_level(model, reasoning?.into()).thinking_level()
 }
 
@@ -82,7 +85,7 @@ pub(crate) fn mapped_effort(model: &Model, effort: &str) -> String {
 
 /// The simple mapping of the OpenAI-style apis (completions, responses, azure): the clamped
 /// level becomes `reasoningEffort` (none for `off`).
-pub fn with_reasoning_effort(model: &Model, options: &StreamOptions) -> StreamOptions {
+pub(crate) fn with_reasoning_effort(model: &Model, options: &StreamOptions) -> StreamOptions {
     let mut simple = base_options(model, options);
     simple.reasoning_effort =
         clamped_level(model, options.reasoning).map(|level| level.as_str().to_owned());

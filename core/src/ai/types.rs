@@ -87,6 +87,7 @@ pub(crate) fn empty_object() -> Value {
 /// `type` tag, so serialising delegates to it.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum UserContent {
     /// Text.
     Text(TextContent),
@@ -104,6 +105,7 @@ impl UserContent {
 /// A block of assistant content (serialised by the block, which carries its `type` tag).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum AssistantContent {
     /// Visible text.
     Text(TextContent),
@@ -147,6 +149,7 @@ impl UserMessage {
 /// Why the model stopped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum StopReason {
     /// The model finished its answer.
     #[default]

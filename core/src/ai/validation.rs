@@ -23,7 +23,7 @@
 //! from pi itself, pins all of this down.
 //!
 //! ```
-//! use pi_agent::ai::validation::CompiledToolSchema;
+//! use pi_agent::ai::CompiledToolSchema;
 //! use serde_json::json;
 //!
 //! let schema = json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "number"}}});

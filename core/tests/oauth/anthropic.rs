@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use pi_agent::ai::now_ms;
 use pi_agent::ai::oauth::{
     AnthropicOAuthConfig, AnthropicOAuthProvider, OAuthCredentials, OAuthError, OAuthProvider,
 };
-use pi_agent::ai::types::now_ms;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::auth_server::{ANTHROPIC_CLIENT_ID, AuthServer};

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
+use pi_agent::ai::now_ms;
 use pi_agent::ai::oauth::openai_codex::account_id;
 use pi_agent::ai::oauth::{
     OAuthCredentials, OAuthError, OAuthProvider, OpenAICodexOAuthConfig, OpenAICodexOAuthProvider,
 };
-use pi_agent::ai::types::now_ms;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::auth_server::{AuthServer, CODEX_CLIENT_ID, codex_access_token};

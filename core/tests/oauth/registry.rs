@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::future::BoxFuture;
+use pi_agent::ai::now_ms;
 use pi_agent::ai::oauth::{
     OAuthCredentials, OAuthError, OAuthLoginCallbacks, OAuthProvider, get_oauth_api_key,
     get_oauth_provider, get_oauth_providers, register_oauth_provider, reset_oauth_providers,
     unregister_oauth_provider,
 };
-use pi_agent::ai::types::now_ms;
 use tokio_util::sync::CancellationToken;
 
 use crate::support::auth_server::AuthServer;

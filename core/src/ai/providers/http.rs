@@ -13,7 +13,7 @@ use crate::ai::options::{DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS, Stream
 use crate::ai::types::now_ms;
 
 /// The process-wide client: connections are pooled across requests and providers.
-pub fn client() -> &'static reqwest::Client {
+pub(crate) fn client() -> &'static reqwest::Client {
     static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
         reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
@@ -24,17 +24,17 @@ pub fn client() -> &'static reqwest::Client {
 }
 
 /// The message of a stream started outside a tokio runtime.
-pub const NO_RUNTIME: &str = "pi-agent providers must be called from within a tokio runtime";
+pub(crate) const NO_RUNTIME: &str = "pi-agent providers must be called from within a tokio runtime";
 
 /// Whether we are inside a tokio runtime that can run a provider task.
-pub fn has_runtime() -> bool {
+pub(crate) fn has_runtime() -> bool {
     tokio::runtime::Handle::try_current().is_ok()
 }
 
 /// The provider's own message from an error body, in the shapes vendors use
 /// (`{"error":{"message":..}}`, `{"error":".."}`, `{"message":..}`, `{"detail":..}`), else the
 /// raw body (truncated).
-pub fn error_body_message(body: &str) -> String {
+pub(crate) fn error_body_message(body: &str) -> String {
     if let Ok(json) = serde_json::from_str::<Value>(body) {
         let candidates = [
             json.pointer("/error/message"),
@@ -67,12 +67,12 @@ pub fn error_body_message(body: &str) -> String {
 }
 
 /// `"<status> <provider message>"`, the shape pi's SDK errors have.
-pub fn http_error_message(status: reqwest::StatusCode, body: &str) -> String {
+pub(crate) fn http_error_message(status: reqwest::StatusCode, body: &str) -> String {
     format!("{} {}", status.as_u16(), error_body_message(body))
 }
 
 /// A transport error without the URL (which may carry a key in a query string).
-pub fn transport_error_message(error: &reqwest::Error) -> String {
+pub(crate) fn transport_error_message(error: &reqwest::Error) -> String {
     use std::error::Error as _;
     let mut message = if error.is_connect() {
         "Connection error: could not connect to the provider".to_owned()
@@ -96,7 +96,7 @@ pub fn transport_error_message(error: &reqwest::Error) -> String {
 }
 
 /// Local servers (Ollama, llama.cpp, LM Studio, vLLM on this machine) need no key.
-pub fn is_loopback(base_url: &str) -> bool {
+pub(crate) fn is_loopback(base_url: &str) -> bool {
     let rest = base_url
         .strip_prefix("http://")
         .or_else(|| base_url.strip_prefix("https://"))
@@ -114,7 +114,7 @@ pub fn is_loopback(base_url: &str) -> bool {
 /// Replaces `{VAR}` placeholders (upper-case names) in a base URL with environment variables,
 /// as Cloudflare base URLs need (pi's `resolveCloudflareBaseUrl`); `provider` names the
 /// provider in the error for a variable that is not set.
-pub fn expand_env_placeholders(url: &str, provider: &str) -> Result<String, String> {
+pub(crate) fn expand_env_placeholders(url: &str, provider: &str) -> Result<String, String> {
     if !url.contains('{') {
         return Ok(url.to_owned());
     }
@@ -155,12 +155,12 @@ pub fn expand_env_placeholders(url: &str, provider: &str) -> Result<String, Stri
 }
 
 /// Whether a status is worth retrying (pi's SDKs retry the same set).
-pub fn is_retryable_status(status: u16) -> bool {
+pub(crate) fn is_retryable_status(status: u16) -> bool {
     matches!(status, 408 | 409 | 429) || status >= 500
 }
 
 /// The delay a server asks for: `retry-after-ms`, else `retry-after` in seconds.
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let header = |name: &str| {
         headers
             .get(name)
@@ -193,7 +193,7 @@ fn backoff(attempt: u32, cap: Duration) -> Duration {
 /// (pi's diagnostic shape, `type: "retry"`), so retries are visible, never silent.
 ///
 /// Returns the successful response (after calling `on_response`), or the final error message.
-pub async fn send_with_retries(
+pub(crate) async fn send_with_retries(
     build: impl Fn() -> reqwest::RequestBuilder,
     options: &StreamOptions,
     model: &Model,
@@ -208,7 +208,7 @@ pub async fn send_with_retries(
 /// [`send_with_retries`] with the provider's own wording of a failed response:
 /// `format_error(status, headers, body)` (for APIs whose error type travels in a header, like
 /// AWS's `x-amzn-errortype`).
-pub async fn send_with_retries_formatted(
+pub(crate) async fn send_with_retries_formatted(
     build: impl Fn() -> reqwest::RequestBuilder,
     options: &StreamOptions,
     model: &Model,
@@ -286,7 +286,7 @@ pub async fn send_with_retries_formatted(
 
 /// The next piece of a streamed body; `Ok(None)` at its end. With an idle timeout, a body that
 /// sends nothing for that long fails instead of hanging.
-pub async fn next_chunk<S, B>(
+pub(crate) async fn next_chunk<S, B>(
     body: &mut S,
     idle_timeout_ms: Option<u64>,
 ) -> Result<Option<B>, String>
@@ -308,7 +308,7 @@ where
 
 /// An incremental decoder of a streamed body into frames (SSE events, eventstream messages):
 /// fed the body's chunks as they arrive, cut anywhere.
-pub trait FrameDecoder {
+pub(crate) trait FrameDecoder {
     /// What one decoded frame is.
     type Frame;
 
@@ -335,7 +335,7 @@ impl FrameDecoder for crate::ai::sse::SseDecoder {
 
 /// The frames of a streamed body, decoded incrementally (each byte once) by `D`, with an
 /// optional idle timeout between chunks. Every provider reads its response through this.
-pub struct BodyFrames<D: FrameDecoder> {
+pub(crate) struct BodyFrames<D: FrameDecoder> {
     body: std::pin::Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
     decoder: D,
     pending: std::collections::VecDeque<D::Frame>,
@@ -347,18 +347,18 @@ pub struct BodyFrames<D: FrameDecoder> {
 }
 
 /// The events of a streamed SSE body.
-pub type SseEvents = BodyFrames<crate::ai::sse::SseDecoder>;
+pub(crate) type SseEvents = BodyFrames<crate::ai::sse::SseDecoder>;
 
 impl SseEvents {
     /// Starts reading `response`'s body as SSE.
-    pub fn new(response: reqwest::Response, idle_timeout_ms: Option<u64>) -> Self {
+    pub(crate) fn new(response: reqwest::Response, idle_timeout_ms: Option<u64>) -> Self {
         Self::with_decoder(response, crate::ai::sse::SseDecoder::new(), idle_timeout_ms)
     }
 }
 
 impl<D: FrameDecoder> BodyFrames<D> {
     /// Starts reading `response`'s body with `decoder`.
-    pub fn with_decoder(
+    pub(crate) fn with_decoder(
         response: reqwest::Response,
         decoder: D,
         idle_timeout_ms: Option<u64>,
@@ -375,7 +375,7 @@ impl<D: FrameDecoder> BodyFrames<D> {
     }
 
     /// The next frame; `Ok(None)` once the body has ended.
-    pub async fn next(&mut self) -> Result<Option<D::Frame>, String> {
+    pub(crate) async fn next(&mut self) -> Result<Option<D::Frame>, String> {
         loop {
             if let Some(frame) = self.pending.pop_front() {
                 return Ok(Some(frame));

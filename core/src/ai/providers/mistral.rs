@@ -20,7 +20,7 @@ use crate::ai::types::{
 };
 
 /// The api id.
-pub const API: &str = "mistral-conversations";
+pub(crate) const API: &str = "mistral-conversations";
 
 /// Mistral accepts tool-call ids of exactly this many alphanumeric characters.
 const TOOL_CALL_ID_LENGTH: usize = 9;
@@ -190,7 +190,7 @@ fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
 }
 
 /// The request body.
-pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
+pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
     let ids = std::cell::RefCell::new(ToolCallIds::default());
     let normalizer = |id: &str| ids.borrow_mut().normalize(id);
     let messages = transform_messages(&context.messages, model, Some(&normalizer));
@@ -359,7 +359,7 @@ fn convert_message(message: &Message, images: bool) -> Option<Value> {
 
 /// Maps Mistral's finish reason. pi maps unknown reasons to `stop`; we keep them visible as an
 /// error that names the reason, like every other provider here.
-pub fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
+pub(crate) fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
     match reason {
         "stop" => (StopReason::Stop, None),
         "length" | "model_length" => (StopReason::Length, None),

@@ -1,26 +1,40 @@
-//! Built-in providers, one module per wire API.
+//! Built-in providers, one module per wire API. Their types are public so that a program can
+//! call one directly or register it under another api id; the modules are internal.
 //!
-//! Adding a provider: implement [`ApiProvider`] in a new module
-//! (build the request, send it with [`http`], read the body with [`http::SseEvents`] or another
-//! [`http::FrameDecoder`] in [`http::BodyFrames`], drive a
-//! [`StreamWriter`](super::event_stream::StreamWriter)), add it to [`builtins`], and replay
-//! wire fixtures through the mock server in `core/tests/`.
+//! Adding a built-in provider: a module with the request mapping, the response mapping, and an
+//! [`ApiProvider`] implementation that sends the request with the shared `http` plumbing
+//! (retries, timeouts, redirects, caps), reads the body with its `SseEvents` (or another
+//! `FrameDecoder` in `BodyFrames`), and drives a [`StreamWriter`](super::StreamWriter); then
+//! add it to `builtins` and replay wire fixtures through the mock server in `core/tests/`. A
+//! program can add its own provider the same way with
+//! [`register_api_provider`](super::register_api_provider).
 
 use std::sync::Arc;
 
 use super::registry::ApiProvider;
 
-pub mod anthropic;
-pub mod bedrock;
+pub(crate) mod anthropic;
+pub(crate) mod bedrock;
 pub mod faux;
-pub mod google;
-pub mod http;
-pub mod mistral;
-pub mod openai_completions;
-pub mod openai_responses;
+pub(crate) mod google;
+pub(crate) mod http;
+pub(crate) mod mistral;
+pub(crate) mod openai_completions;
+pub(crate) mod openai_responses;
+
+pub use anthropic::AnthropicProvider;
+pub use bedrock::BedrockProvider;
+/// The AWS event-stream framing of `bedrock-converse-stream`: an incremental, bounded decoder,
+/// and an encoder for tests and mock servers.
+pub use bedrock::eventstream;
+pub use google::GoogleProvider;
+pub use mistral::MistralProvider;
+pub use openai_completions::OpenAICompletionsProvider;
+pub use openai_responses::OpenAIResponsesProvider;
+pub use openai_responses::azure::AzureOpenAIResponsesProvider;
 
 /// The providers registered when the registry is first used.
-pub fn builtins() -> Vec<Arc<dyn ApiProvider>> {
+pub(crate) fn builtins() -> Vec<Arc<dyn ApiProvider>> {
     vec![
         Arc::new(openai_completions::OpenAICompletionsProvider),
         Arc::new(openai_responses::OpenAIResponsesProvider),

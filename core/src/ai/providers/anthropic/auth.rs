@@ -6,20 +6,21 @@ use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::types::{Message, UserContent, UserMessageContent};
 
 /// The `anthropic-version` header every request carries.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// Beta asked for when tools cannot use `eager_input_streaming`.
-pub const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
+pub(crate) const FINE_GRAINED_TOOL_STREAMING_BETA: &str = "fine-grained-tool-streaming-2025-05-14";
 /// Beta for thinking between tool calls (built into adaptive-thinking models).
-pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+pub(crate) const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 /// The Claude Code version an OAuth request presents itself as.
-pub const CLAUDE_CODE_VERSION: &str = "2.1.75";
+pub(crate) const CLAUDE_CODE_VERSION: &str = "2.1.75";
 /// The first system block of every OAuth request: subscription tokens are only accepted for
 /// Claude Code.
-pub const CLAUDE_CODE_IDENTITY: &str = "You are Claude Code, Anthropic's official CLI for Claude.";
+pub(crate) const CLAUDE_CODE_IDENTITY: &str =
+    "You are Claude Code, Anthropic's official CLI for Claude.";
 
 /// Claude Code's tool names in their canonical casing; under OAuth, tools whose names match one
 /// of these case-insensitively are sent with this spelling.
-pub const CLAUDE_CODE_TOOLS: [&str; 17] = [
+pub(crate) const CLAUDE_CODE_TOOLS: [&str; 17] = [
     "Read",
     "Write",
     "Edit",
@@ -41,7 +42,7 @@ pub const CLAUDE_CODE_TOOLS: [&str; 17] = [
 
 /// How the request authenticates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AuthMode {
+pub(crate) enum AuthMode {
     /// `x-api-key` (or nothing, for a local server without a key).
     ApiKey,
     /// A Claude subscription token (`sk-ant-oat…`): Bearer auth plus Claude Code's identity.
@@ -54,7 +55,7 @@ pub enum AuthMode {
 
 impl AuthMode {
     /// The mode pi picks for `provider` and `key`.
-    pub fn detect(provider: &str, key: Option<&ApiKey>) -> Self {
+    pub(crate) fn detect(provider: &str, key: Option<&ApiKey>) -> Self {
         match provider {
             "cloudflare-ai-gateway" => Self::CloudflareGateway,
             "github-copilot" => Self::Copilot,
@@ -65,12 +66,12 @@ impl AuthMode {
 }
 
 /// Whether a key is a Claude subscription (OAuth) token.
-pub fn is_oauth_token(key: &str) -> bool {
+pub(crate) fn is_oauth_token(key: &str) -> bool {
     key.contains("sk-ant-oat")
 }
 
 /// `name` in Claude Code's casing when it is one of Claude Code's tools.
-pub fn to_claude_code_name(name: &str) -> String {
+pub(crate) fn to_claude_code_name(name: &str) -> String {
     CLAUDE_CODE_TOOLS
         .iter()
         .find(|tool| tool.eq_ignore_ascii_case(name))
@@ -79,7 +80,7 @@ pub fn to_claude_code_name(name: &str) -> String {
 
 /// The caller's spelling of a tool name the model used (the inverse of
 /// [`to_claude_code_name`]): the context tool whose name matches case-insensitively.
-pub fn from_claude_code_name(name: &str, tools: &[String]) -> String {
+pub(crate) fn from_claude_code_name(name: &str, tools: &[String]) -> String {
     tools
         .iter()
         .find(|tool| tool.eq_ignore_ascii_case(name))
@@ -90,11 +91,11 @@ pub fn from_claude_code_name(name: &str, tools: &[String]) -> String {
 /// Headers in the order they are applied; a later header replaces an earlier one of the same
 /// name (compared case-insensitively), as pi's `mergeHeaders` does.
 #[derive(Clone, Debug, Default)]
-pub struct HeaderList(Vec<(String, String)>);
+pub(crate) struct HeaderList(Vec<(String, String)>);
 
 impl HeaderList {
     /// Sets `name`, replacing any earlier value.
-    pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
+    pub(crate) fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
         let name = name.into();
         self.0
             .retain(|(existing, _)| !existing.eq_ignore_ascii_case(&name));
@@ -102,14 +103,18 @@ impl HeaderList {
     }
 
     /// Sets every header of `headers`, in order.
-    pub fn extend<'a>(&mut self, headers: impl IntoIterator<Item = (&'a String, &'a String)>) {
+    pub(crate) fn extend<'a>(
+        &mut self,
+        headers: impl IntoIterator<Item = (&'a String, &'a String)>,
+    ) {
         for (name, value) in headers {
             self.set(name.clone(), value.clone());
         }
     }
 
     /// The value of `name`, if set.
-    pub fn get(&self, name: &str) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(existing, _)| existing.eq_ignore_ascii_case(name))
@@ -117,7 +122,7 @@ impl HeaderList {
     }
 
     /// The headers, in order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))
@@ -126,7 +131,7 @@ impl HeaderList {
 
 /// Everything that decides the request headers.
 #[derive(Debug)]
-pub struct HeaderInputs<'a> {
+pub(crate) struct HeaderInputs<'a> {
     /// The model (its provider and `headers`).
     pub model: &'a Model,
     /// The request's options (their `headers` come last).
@@ -143,7 +148,7 @@ pub struct HeaderInputs<'a> {
 
 /// The request headers: the protocol's own, then authentication, then `model.headers`, then
 /// (Copilot only) the per-request headers, then `options.headers`.
-pub fn build_headers(inputs: &HeaderInputs<'_>) -> HeaderList {
+pub(crate) fn build_headers(inputs: &HeaderInputs<'_>) -> HeaderList {
     let mut headers = HeaderList::default();
     headers.set("content-type", "application/json");
     headers.set("anthropic-version", ANTHROPIC_VERSION);
@@ -212,14 +217,14 @@ fn has_image_input(messages: &[Message]) -> bool {
 
 /// Replaces `{VAR}` placeholders in a Cloudflare gateway base URL from the environment (pi's
 /// `resolveCloudflareBaseUrl`).
-pub fn resolve_base_url(model: &Model) -> Result<String, String> {
+pub(crate) fn resolve_base_url(model: &Model) -> Result<String, String> {
     if model.provider != "cloudflare-ai-gateway" {
         return Ok(model.base_url.clone());
     }
     super::super::http::expand_env_placeholders(&model.base_url, &model.provider)
 }
 
-pub use super::super::http::is_loopback;
+pub(crate) use super::super::http::is_loopback;
 
 #[cfg(test)]
 mod tests {

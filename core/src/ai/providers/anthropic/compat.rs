@@ -14,7 +14,7 @@ struct CompatOverrides {
 
 /// The resolved flags for one model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Compat {
+pub(crate) struct Compat {
     /// Tools carry `eager_input_streaming: true`; when `false`, the request asks for the
     /// `fine-grained-tool-streaming` beta instead.
     pub supports_eager_tool_input_streaming: bool,
@@ -33,7 +33,7 @@ impl Default for Compat {
 
 impl Compat {
     /// The flags of `model`: both default to `true`, `model.compat` overrides them.
-    pub fn for_model(model: &Model) -> Self {
+    pub(crate) fn for_model(model: &Model) -> Self {
         let overrides: CompatOverrides = model
             .compat
             .as_ref()

@@ -6,10 +6,10 @@
 //! Claude subscription tokens (`sk-ant-oat…`, sent with Claude Code's identity) and for Copilot,
 //! `cf-aig-authorization` for the Cloudflare gateway ([`auth`]).
 
-pub mod auth;
-pub mod compat;
-pub mod request;
-pub mod response;
+pub(crate) mod auth;
+pub(crate) mod compat;
+pub(crate) mod request;
+pub(crate) mod response;
 
 use self::auth::{AuthMode, HeaderInputs, HeaderList};
 use self::compat::Compat;
@@ -24,7 +24,7 @@ use crate::ai::registry::ApiProvider;
 use crate::ai::types::{Context, StopReason};
 
 /// The api id.
-pub const API: &str = "anthropic-messages";
+pub(crate) const API: &str = "anthropic-messages";
 
 /// The `anthropic-messages` provider.
 #[derive(Debug, Default, Clone, Copy)]

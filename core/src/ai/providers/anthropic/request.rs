@@ -15,19 +15,19 @@ use crate::ai::types::{
 };
 
 /// Text sent in place of a tool result that holds only images.
-pub const TOOL_IMAGE_PLACEHOLDER: &str = "(see attached image)";
+pub(crate) const TOOL_IMAGE_PLACEHOLDER: &str = "(see attached image)";
 /// The thinking text of a `redacted_thinking` block (its payload is in the signature).
-pub const REDACTED_THINKING_TEXT: &str = "[Reasoning redacted]";
+pub(crate) const REDACTED_THINKING_TEXT: &str = "[Reasoning redacted]";
 /// The smallest thinking budget Anthropic accepts, and the output left to a budget that would
 /// use up all of `max_tokens`.
-pub const MIN_THINKING_BUDGET: u64 = 1024;
+pub(crate) const MIN_THINKING_BUDGET: u64 = 1024;
 /// `max_tokens` for a model whose own limit is unknown (`model.max_tokens == 0`), where pi would
 /// send 0 and have the request rejected.
-pub const FALLBACK_MAX_TOKENS: u64 = 4096;
+pub(crate) const FALLBACK_MAX_TOKENS: u64 = 4096;
 
 /// Everything about the request that is decided before the body is built.
 #[derive(Clone, Copy, Debug)]
-pub struct BodyInputs<'a> {
+pub(crate) struct BodyInputs<'a> {
     /// The target model.
     pub model: &'a Model,
     /// What to send.
@@ -43,7 +43,7 @@ pub struct BodyInputs<'a> {
 
 /// Whether pi treats `model_id` as an adaptive-thinking model (Opus 4.6+, Sonnet 4.6): it gets
 /// `thinking: {type: "adaptive"}` with an effort instead of a token budget.
-pub fn supports_adaptive_thinking(model_id: &str) -> bool {
+pub(crate) fn supports_adaptive_thinking(model_id: &str) -> bool {
     [
         "opus-4-6",
         "opus-4.6",
@@ -58,7 +58,7 @@ pub fn supports_adaptive_thinking(model_id: &str) -> bool {
 
 /// The adaptive-thinking effort for `level`: the model's `thinkingLevelMap` entry when it is a
 /// string, else low/medium/high.
-pub fn effort_for(model: &Model, level: ThinkingLevel) -> String {
+pub(crate) fn effort_for(model: &Model, level: ThinkingLevel) -> String {
     if let Some(Some(mapped)) = model
         .thinking_level_map
         .as_ref()
@@ -77,7 +77,7 @@ pub fn effort_for(model: &Model, level: ThinkingLevel) -> String {
 /// What `stream_simple` asks for (pi's `streamSimpleAnthropic`; the level is not clamped):
 /// no level turns thinking off; adaptive models get an effort; the others get a token budget
 /// added on top of the output cap.
-pub fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
+pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
     let mut simple = base_options(model, options);
     simple.effort = None;
     simple.thinking_budget_tokens = None;
@@ -105,7 +105,7 @@ pub fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
 }
 
 /// The `cache_control` marker for `retention`, if any.
-pub fn cache_control(retention: CacheRetention, compat: Compat) -> Option<Value> {
+pub(crate) fn cache_control(retention: CacheRetention, compat: Compat) -> Option<Value> {
     match retention {
         CacheRetention::None => None,
         CacheRetention::Long if compat.supports_long_cache_retention => {
@@ -116,12 +116,12 @@ pub fn cache_control(retention: CacheRetention, compat: Compat) -> Option<Value>
 }
 
 /// Whether the request asks for thinking (pi's `thinkingEnabled`; temperature is not sent then).
-pub fn thinking_enabled(options: &StreamOptions) -> bool {
+pub(crate) fn thinking_enabled(options: &StreamOptions) -> bool {
     options.thinking_enabled == Some(true)
 }
 
 /// The JSON body for `POST /v1/messages`.
-pub fn build_body(inputs: BodyInputs<'_>) -> Value {
+pub(crate) fn build_body(inputs: BodyInputs<'_>) -> Value {
     let BodyInputs {
         model,
         context,
@@ -228,7 +228,7 @@ fn text_block(text: &str, cache: Option<&Value>) -> Value {
 
 /// The `tools` array. Only `properties` and `required` of each schema are kept, as in pi, plus
 /// `$defs`/`definitions` so that `$ref`s inside the properties still resolve.
-pub fn convert_tools(
+pub(crate) fn convert_tools(
     tools: &[Tool],
     oauth: bool,
     compat: Compat,
@@ -273,7 +273,7 @@ pub fn convert_tools(
 /// Rewrites a foreign tool-call id into Anthropic's alphabet (`[a-zA-Z0-9_-]`, at most 64
 /// characters). Like pi (a JavaScript regex over UTF-16), a character outside the BMP becomes
 /// two underscores.
-pub fn normalize_tool_call_id(id: &str) -> String {
+pub(crate) fn normalize_tool_call_id(id: &str) -> String {
     let mut out = String::with_capacity(id.len().min(64));
     for c in id.chars() {
         if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
@@ -292,7 +292,7 @@ pub fn normalize_tool_call_id(id: &str) -> String {
 }
 
 /// The `messages` array, with the cache marker on the last user message.
-pub fn convert_messages(
+pub(crate) fn convert_messages(
     model: &Model,
     context: &Context,
     oauth: bool,

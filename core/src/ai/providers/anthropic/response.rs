@@ -17,12 +17,12 @@ use crate::ai::partial_json::PartialJsonParser;
 use crate::ai::types::{StopReason, Usage};
 
 /// The message of a stream that ended before `message_stop` without a transport error.
-pub const ENDED_BEFORE_MESSAGE_STOP: &str = "Anthropic stream ended before message_stop";
+pub(crate) const ENDED_BEFORE_MESSAGE_STOP: &str = "Anthropic stream ended before message_stop";
 
 /// Maps an upstream `stop_reason`. The mapping is total: anything that is not a normal end is an
 /// error whose message names the upstream reason (pi throws on unknown reasons and reports
 /// `refusal` as "An unknown error occurred").
-pub fn map_stop_reason(reason: &str) -> (StopReason, Option<String>) {
+pub(crate) fn map_stop_reason(reason: &str) -> (StopReason, Option<String>) {
     match reason {
         "end_turn" | "stop_sequence" | "pause_turn" => (StopReason::Stop, None),
         // The reply was cut by the context window rather than by `max_tokens`: still a

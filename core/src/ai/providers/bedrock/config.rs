@@ -14,7 +14,7 @@ use super::profile_file::load_profile;
 
 /// The region and endpoint of one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClientConfig {
+pub(crate) struct ClientConfig {
     /// The signing region.
     pub region: String,
     /// `scheme://host[:port][/path]` without a trailing slash.
@@ -22,7 +22,7 @@ pub struct ClientConfig {
 }
 
 /// The region configured for the request (pi's `getConfiguredBedrockRegion`).
-pub fn configured_region(env: &Environment, requested: Option<&str>) -> Option<String> {
+pub(crate) fn configured_region(env: &Environment, requested: Option<&str>) -> Option<String> {
     requested
         .filter(|region| !region.is_empty())
         .map(str::to_owned)
@@ -32,7 +32,7 @@ pub fn configured_region(env: &Environment, requested: Option<&str>) -> Option<S
 
 /// The region of a standard Bedrock runtime URL (`bedrock-runtime[-fips].<region>.amazonaws.com`
 /// or `.amazonaws.com.cn`), `None` for any other URL.
-pub fn standard_endpoint_region(base_url: &str) -> Option<String> {
+pub(crate) fn standard_endpoint_region(base_url: &str) -> Option<String> {
     let url = reqwest::Url::parse(base_url).ok()?;
     let host = url.host_str()?.to_ascii_lowercase();
     let rest = host
@@ -71,7 +71,7 @@ fn default_endpoint(env: &Environment, region: &str) -> String {
 }
 
 /// Resolves the region and endpoint for a model whose catalog URL is `base_url`.
-pub fn resolve(
+pub(crate) fn resolve(
     env: &Environment,
     base_url: &str,
     requested_region: Option<&str>,
@@ -115,7 +115,7 @@ pub fn resolve(
 /// A model id as a URL path segment (JavaScript's `encodeURIComponent` plus `!'()*`, as the
 /// AWS SDK encodes labels): `amazon.nova-lite-v1:0` becomes `amazon.nova-lite-v1%3A0`, and an
 /// inference-profile ARN keeps its `/` encoded.
-pub fn encode_path_label(label: &str) -> String {
+pub(crate) fn encode_path_label(label: &str) -> String {
     let mut out = String::with_capacity(label.len());
     for byte in label.bytes() {
         if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
@@ -128,7 +128,7 @@ pub fn encode_path_label(label: &str) -> String {
 }
 
 /// `POST {endpoint}/model/{modelId}/converse-stream`.
-pub fn converse_stream_url(endpoint: &str, model_id: &str) -> String {
+pub(crate) fn converse_stream_url(endpoint: &str, model_id: &str) -> String {
     format!(
         "{endpoint}/model/{}/converse-stream",
         encode_path_label(model_id)

@@ -23,7 +23,7 @@ use crate::ai::options::ApiKey;
 
 /// Where AWS variables (and `HOME`, for the shared files) are read from.
 #[derive(Clone, Default)]
-pub enum Environment {
+pub(crate) enum Environment {
     /// The process environment.
     #[default]
     Process,
@@ -33,7 +33,7 @@ pub enum Environment {
 
 impl Environment {
     /// The value of `name` when it is set and not empty.
-    pub fn var(&self, name: &str) -> Option<String> {
+    pub(crate) fn var(&self, name: &str) -> Option<String> {
         match self {
             Self::Process => std::env::var(name).ok(),
             Self::Fixed(vars) => vars.get(name).cloned(),
@@ -57,7 +57,7 @@ impl fmt::Debug for Environment {
 
 /// AWS credentials for SigV4. `Debug` shows the access key id only.
 #[derive(Clone, PartialEq, Eq)]
-pub struct AwsCredentials {
+pub(crate) struct AwsCredentials {
     /// `AKIA...` / `ASIA...` (an identifier, not a secret: it is sent in every request).
     pub access_key_id: String,
     /// The secret key.
@@ -68,7 +68,7 @@ pub struct AwsCredentials {
 
 impl AwsCredentials {
     /// The dummy credentials of `AWS_BEDROCK_SKIP_AUTH=1` (pi's values).
-    pub fn dummy() -> Self {
+    pub(crate) fn dummy() -> Self {
         Self {
             access_key_id: "dummy-access-key".into(),
             secret_access_key: ApiKey::new("dummy-secret-key"),
@@ -100,7 +100,7 @@ impl fmt::Debug for AwsCredentials {
 
 /// How a request authenticates.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum BedrockAuth {
+pub(crate) enum BedrockAuth {
     /// `Authorization: Bearer <Bedrock API key>`.
     Bearer(ApiKey),
     /// SigV4 with these credentials.
@@ -109,7 +109,7 @@ pub enum BedrockAuth {
 
 /// Why no credentials were found. Never contains a secret.
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum CredentialsError {
+pub(crate) enum CredentialsError {
     /// Nothing configured.
     #[error(
         "No AWS credentials for Amazon Bedrock: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, \
@@ -141,7 +141,7 @@ pub enum CredentialsError {
 }
 
 /// The profile the request names: its own, else `AWS_PROFILE`.
-pub fn named_profile(env: &Environment, requested: Option<&str>) -> Option<String> {
+pub(crate) fn named_profile(env: &Environment, requested: Option<&str>) -> Option<String> {
     requested
         .filter(|name| !name.is_empty())
         .map(str::to_owned)
@@ -149,7 +149,7 @@ pub fn named_profile(env: &Environment, requested: Option<&str>) -> Option<Strin
 }
 
 /// Resolves the request's authentication (see the module docs for the order).
-pub fn resolve_auth(
+pub(crate) fn resolve_auth(
     env: &Environment,
     bearer_token: Option<&ApiKey>,
     profile: Option<&str>,

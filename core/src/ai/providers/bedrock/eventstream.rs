@@ -55,7 +55,7 @@ pub struct Message {
 
 impl Message {
     /// The value of the string header `name` (`:message-type`, `:event-type`, ...).
-    pub fn header_str(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header_str(&self, name: &str) -> Option<&str> {
         self.headers.iter().find_map(|(key, value)| match value {
             HeaderValue::String(text) if key == name => Some(text.as_str()),
             _ => None,
@@ -113,12 +113,16 @@ pub struct EventStreamDecoder {
 
 impl EventStreamDecoder {
     /// A decoder at the start of a body.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// Decodes `bytes`, appending completed messages to `out`.
-    pub fn decode(&mut self, bytes: &[u8], out: &mut Vec<Message>) -> Result<(), EventStreamError> {
+    pub(crate) fn decode(
+        &mut self,
+        bytes: &[u8],
+        out: &mut Vec<Message>,
+    ) -> Result<(), EventStreamError> {
         if self.failed {
             return Ok(());
         }
@@ -170,7 +174,7 @@ impl EventStreamDecoder {
     }
 
     /// The body has ended; fails if it ended inside a message.
-    pub fn end(&mut self) -> Result<(), EventStreamError> {
+    pub(crate) fn end(&mut self) -> Result<(), EventStreamError> {
         if self.failed || self.partial.is_empty() {
             return Ok(());
         }

@@ -10,15 +10,15 @@
 //! retries follow the shared policy (pi leaves them to the AWS SDK, which retries the same
 //! failures).
 
-pub mod config;
-pub mod credentials;
+pub(crate) mod config;
+pub(crate) mod credentials;
 pub mod eventstream;
-pub mod model_family;
-pub mod options;
-pub mod profile_file;
-pub mod request;
-pub mod response;
-pub mod sigv4;
+pub(crate) mod model_family;
+pub(crate) mod options;
+pub(crate) mod profile_file;
+pub(crate) mod request;
+pub(crate) mod response;
+pub(crate) mod sigv4;
 
 use std::time::SystemTime;
 
@@ -39,7 +39,7 @@ use crate::ai::registry::ApiProvider;
 use crate::ai::types::{Context, StopReason};
 
 /// The api id.
-pub const API: &str = "bedrock-converse-stream";
+pub(crate) const API: &str = "bedrock-converse-stream";
 
 /// The `bedrock-converse-stream` provider.
 ///

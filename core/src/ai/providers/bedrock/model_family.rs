@@ -35,7 +35,7 @@ fn match_candidates(model: &Model) -> Vec<String> {
 
 /// An Anthropic Claude model (pi's `isAnthropicClaudeModel`): the only family that gets
 /// reasoning parameters and whose reasoning carries signatures.
-pub fn is_claude(model: &Model) -> bool {
+pub(crate) fn is_claude(model: &Model) -> bool {
     let id = model.id.to_lowercase();
     let name = model.name.to_lowercase();
     id.contains("anthropic.claude")
@@ -46,7 +46,7 @@ pub fn is_claude(model: &Model) -> bool {
 }
 
 /// Opus 4.6+, Sonnet 4.6: `thinking: {type: "adaptive"}` with an effort.
-pub fn supports_adaptive_thinking(model: &Model) -> bool {
+pub(crate) fn supports_adaptive_thinking(model: &Model) -> bool {
     match_candidates(model).iter().any(|candidate| {
         candidate.contains("opus-4-6")
             || candidate.contains("opus-4-7")
@@ -55,7 +55,7 @@ pub fn supports_adaptive_thinking(model: &Model) -> bool {
 }
 
 /// Opus 4.7 takes the `xhigh` effort as such.
-pub fn supports_native_xhigh_effort(model: &Model) -> bool {
+pub(crate) fn supports_native_xhigh_effort(model: &Model) -> bool {
     match_candidates(model)
         .iter()
         .any(|candidate| candidate.contains("opus-4-7"))
@@ -63,7 +63,7 @@ pub fn supports_native_xhigh_effort(model: &Model) -> bool {
 
 /// Claude 4.x, 3.7 Sonnet and 3.5 Haiku get cache points; a model not recognisable by name gets
 /// them with `AWS_BEDROCK_FORCE_CACHE=1` (`force`).
-pub fn supports_prompt_caching(model: &Model, force: bool) -> bool {
+pub(crate) fn supports_prompt_caching(model: &Model, force: bool) -> bool {
     let candidates = match_candidates(model);
     if !candidates.iter().any(|c| c.contains("claude")) {
         return force;
@@ -75,7 +75,7 @@ pub fn supports_prompt_caching(model: &Model, force: bool) -> bool {
 
 /// A GovCloud target, which rejects Claude's `thinking.display`: the configured region is
 /// `us-gov-*`, or the model id is a GovCloud profile or ARN.
-pub fn is_govcloud(model: &Model, configured_region: Option<&str>) -> bool {
+pub(crate) fn is_govcloud(model: &Model, configured_region: Option<&str>) -> bool {
     if configured_region.is_some_and(|region| region.to_lowercase().starts_with("us-gov-")) {
         return true;
     }

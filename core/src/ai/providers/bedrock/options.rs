@@ -7,11 +7,11 @@ use crate::ai::options::{ApiKey, StreamOptions, ThinkingBudgets, ThinkingLevel};
 
 /// The value `getEnvApiKey("amazon-bedrock")` returns when ambient AWS credentials exist; it is
 /// a marker, never a key.
-pub const AUTHENTICATED_MARKER: &str = "<authenticated>";
+pub(crate) const AUTHENTICATED_MARKER: &str = "<authenticated>";
 
 /// What a Bedrock request may set beyond the shared options.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct BedrockRequestOptions {
+pub(crate) struct BedrockRequestOptions {
     /// `region`: the AWS region (else `AWS_REGION`, `AWS_DEFAULT_REGION`, ...).
     pub region: Option<String>,
     /// `profile`: the shared-file profile for credentials (else `AWS_PROFILE`).
@@ -36,7 +36,7 @@ impl BedrockRequestOptions {
     /// Reads the Bedrock keys of a request. The bearer token is `bearerToken`, else the request's
     /// API key (a Bedrock API key *is* a bearer token; pi ignores `apiKey` here), except pi's
     /// `<authenticated>` marker.
-    pub fn from_stream_options(options: &StreamOptions) -> Self {
+    pub(crate) fn from_stream_options(options: &StreamOptions) -> Self {
         let non_empty = |text: &Option<String>| text.clone().filter(|text| !text.is_empty());
         Self {
             region: non_empty(&options.region),

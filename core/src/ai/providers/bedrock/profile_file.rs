@@ -11,11 +11,11 @@ use super::credentials::Environment;
 const MAX_FILE_LEN: u64 = 1024 * 1024;
 
 /// One profile's keys (`aws_access_key_id`, `region`, `role_arn`, ...).
-pub type Profile = BTreeMap<String, String>;
+pub(crate) type Profile = BTreeMap<String, String>;
 
 /// Which file a text comes from: section names differ between the two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileKind {
+pub(crate) enum FileKind {
     /// `~/.aws/config`: `[default]` and `[profile name]`.
     Config,
     /// `~/.aws/credentials`: `[name]`.
@@ -25,7 +25,7 @@ pub enum FileKind {
 /// The profiles of one file's text. Comments (`#`, `;` at the start or after whitespace) and
 /// indented sub-properties (`s3 =` followed by indented lines) are skipped; sections that are
 /// not profiles (`[sso-session x]`, `[services x]`) are ignored.
-pub fn parse(text: &str, kind: FileKind) -> BTreeMap<String, Profile> {
+pub(crate) fn parse(text: &str, kind: FileKind) -> BTreeMap<String, Profile> {
     let mut profiles: BTreeMap<String, Profile> = BTreeMap::new();
     let mut current: Option<String> = None;
     for raw_line in text.lines() {
@@ -111,7 +111,7 @@ fn read_capped(path: &std::path::Path) -> Option<String> {
 /// The merged profile `name` from the config and credentials files the environment points at
 /// (`AWS_CONFIG_FILE`, `AWS_SHARED_CREDENTIALS_FILE`, else under `~/.aws/`). Missing or
 /// unreadable files count as empty; `None` when neither file has the profile.
-pub fn load_profile(env: &Environment, name: &str) -> Option<Profile> {
+pub(crate) fn load_profile(env: &Environment, name: &str) -> Option<Profile> {
     let mut merged: Option<Profile> = None;
     let sources = [
         ("AWS_CONFIG_FILE", "config", FileKind::Config),

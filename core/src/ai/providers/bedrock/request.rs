@@ -24,11 +24,11 @@ use crate::ai::types::{
 };
 
 /// The beta Bedrock's budgeted Claude models need for thinking between tool calls.
-pub const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
+pub(crate) const INTERLEAVED_THINKING_BETA: &str = "interleaved-thinking-2025-05-14";
 
 /// Everything the command depends on besides the context.
 #[derive(Clone, Copy, Debug)]
-pub struct CommandInputs<'a> {
+pub(crate) struct CommandInputs<'a> {
     /// The target model.
     pub model: &'a Model,
     /// The Bedrock options.
@@ -49,7 +49,7 @@ pub struct CommandInputs<'a> {
 /// shared defaults, the level as `reasoning`, and for budgeted Claude the thinking budget added
 /// on top of the output cap, with the budget left sent for the level. Unlike pi, a model
 /// without reasoning ignores the level (pi would still raise its output cap).
-pub fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
+pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
     let mut simple = base_options(model, options);
     simple.reasoning = options.reasoning.filter(|_| model.reasoning);
     let Some(level) = simple.reasoning else {
@@ -78,7 +78,7 @@ pub fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
 }
 
 /// The command as JSON, `modelId` first. Fails on an image type Bedrock does not take.
-pub fn build_command(inputs: CommandInputs<'_>, context: &Context) -> Result<Value, String> {
+pub(crate) fn build_command(inputs: CommandInputs<'_>, context: &Context) -> Result<Value, String> {
     let model = inputs.model;
     let cache_point = cache_point(inputs);
     let mut command = Map::new();
@@ -128,7 +128,7 @@ fn cache_point(inputs: CommandInputs<'_>) -> Option<Value> {
 }
 
 /// `toolConfig`: absent without tools or with the choice `"none"`.
-pub fn tool_config(tools: Option<&[Tool]>, choice: Option<&Value>) -> Option<Value> {
+pub(crate) fn tool_config(tools: Option<&[Tool]>, choice: Option<&Value>) -> Option<Value> {
     let tools = tools.filter(|tools| !tools.is_empty())?;
     if choice.and_then(Value::as_str) == Some("none") {
         return None;

@@ -14,7 +14,7 @@ use crate::ai::providers::http;
 use crate::ai::types::StopReason;
 
 /// The message of a stream that ended before `messageStop` without a transport error.
-pub const ENDED_BEFORE_MESSAGE_STOP: &str = "Bedrock stream ended before messageStop";
+pub(crate) const ENDED_BEFORE_MESSAGE_STOP: &str = "Bedrock stream ended before messageStop";
 
 /// pi's human-readable prefix for an AWS exception name, else the name itself.
 fn exception_prefix(name: &str) -> &str {
@@ -30,7 +30,7 @@ fn exception_prefix(name: &str) -> &str {
 
 /// `"<prefix>: <message>"` for an AWS exception (`ThrottlingException` or the stream's
 /// `throttlingException`).
-pub fn format_exception(name: &str, message: &str) -> String {
+pub(crate) fn format_exception(name: &str, message: &str) -> String {
     let mut chars = name.chars();
     let name = match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect::<String>(),
@@ -50,7 +50,7 @@ fn body_message(body: &str) -> Option<String> {
 
 /// A failed HTTP response: the exception named by `x-amzn-errortype` (or the body's `__type`)
 /// with pi's prefix, else the shared `"<status> <message>"` shape.
-pub fn format_http_error(
+pub(crate) fn format_http_error(
     status: reqwest::StatusCode,
     headers: &reqwest::header::HeaderMap,
     body: &str,
@@ -81,7 +81,7 @@ pub fn format_http_error(
 }
 
 /// Maps Bedrock's `stopReason`. Anything that is not a normal end is an error naming the reason.
-pub fn map_stop_reason(reason: &str) -> (StopReason, Option<String>) {
+pub(crate) fn map_stop_reason(reason: &str) -> (StopReason, Option<String>) {
     match reason {
         "end_turn" | "stop_sequence" => (StopReason::Stop, None),
         "max_tokens" | "model_context_window_exceeded" => (StopReason::Length, None),

@@ -13,11 +13,11 @@ use thiserror::Error;
 use super::credentials::AwsCredentials;
 
 /// The service name Bedrock requests are signed for.
-pub const BEDROCK_SIGNING_NAME: &str = "bedrock";
+pub(crate) const BEDROCK_SIGNING_NAME: &str = "bedrock";
 
 /// A request to sign.
 #[derive(Clone, Copy, Debug)]
-pub struct SignableInput<'a> {
+pub(crate) struct SignableInput<'a> {
     /// `GET`, `POST`, ...
     pub method: &'a str,
     /// The full URL, already percent-encoded as it will be sent.
@@ -38,7 +38,7 @@ pub struct SignableInput<'a> {
 
 /// Why a request could not be signed. Never contains a secret.
 #[derive(Debug, Error, PartialEq, Eq)]
-pub enum SigningError {
+pub(crate) enum SigningError {
     /// The URL has no host or is not a valid URI.
     #[error("cannot sign a request to `{0}`: the URL must be absolute with a host")]
     InvalidUrl(String),
@@ -49,7 +49,7 @@ pub enum SigningError {
 
 /// The headers signing adds: `x-amz-date`, `authorization`, and, as needed,
 /// `x-amz-security-token` and `x-amz-content-sha256`.
-pub fn sign_request(
+pub(crate) fn sign_request(
     credentials: &AwsCredentials,
     input: &SignableInput<'_>,
 ) -> Result<Vec<(String, String)>, SigningError> {

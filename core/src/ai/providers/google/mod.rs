@@ -24,8 +24,8 @@
 //! - `tool_choice` is sent as `toolConfig` on every path (pi's simple path drops it), and
 //!   OpenAI's `"required"` means `ANY`.
 
-pub mod request;
-pub mod response;
+pub(crate) mod request;
+pub(crate) mod response;
 
 use reqwest::header::CONTENT_TYPE;
 
@@ -39,16 +39,16 @@ use crate::ai::registry::ApiProvider;
 use crate::ai::types::{Context, StopReason};
 
 /// The api id.
-pub const API: &str = "google-generative-ai";
+pub(crate) const API: &str = "google-generative-ai";
 
 /// The endpoint used when a model has no base URL (the SDK's default, API version included).
-pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
 /// The header that carries the API key.
-pub const API_KEY_HEADER: &str = "x-goog-api-key";
+pub(crate) const API_KEY_HEADER: &str = "x-goog-api-key";
 
 /// The message of a body that ended before Gemini sent a finish reason.
-pub const INCOMPLETE_RESPONSE: &str =
+pub(crate) const INCOMPLETE_RESPONSE: &str =
     "Connection error: the provider closed the stream before the response was complete";
 
 /// The `google-generative-ai` provider.
@@ -66,7 +66,7 @@ struct PreparedRequest {
 
 /// `{base}/models/{id}:streamGenerateContent?alt=sse`; ids already qualified as `models/…` or
 /// `tunedModels/…` are used as they are (the SDK's rule).
-pub fn stream_url(model: &Model) -> String {
+pub(crate) fn stream_url(model: &Model) -> String {
     let base = if model.base_url.is_empty() {
         DEFAULT_BASE_URL
     } else {

@@ -18,14 +18,14 @@ use crate::ai::types::{
 
 /// The text of the user turn that carries tool-result images for models that cannot take them
 /// inside `functionResponse.parts` (Gemini before 3).
-pub const TOOL_IMAGE_TURN_INTRO: &str = "Tool result image:";
+pub(crate) const TOOL_IMAGE_TURN_INTRO: &str = "Tool result image:";
 
 /// The `functionResponse` value of a tool result that has images but no text.
-pub const SEE_ATTACHED_IMAGE: &str = "(see attached image)";
+pub(crate) const SEE_ATTACHED_IMAGE: &str = "(see attached image)";
 
 /// JSON-Schema keys the OpenAPI-style `parameters` field rejects (pi's
 /// `JSON_SCHEMA_META_DECLARATIONS`).
-pub const SCHEMA_META_KEYS: [&str; 8] = [
+pub(crate) const SCHEMA_META_KEYS: [&str; 8] = [
     "$schema",
     "$id",
     "$anchor",
@@ -37,7 +37,7 @@ pub const SCHEMA_META_KEYS: [&str; 8] = [
 ];
 
 /// The JSON body for `POST …/models/{id}:streamGenerateContent?alt=sse`.
-pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
+pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
     let mut body = Map::new();
     body.insert(
         "contents".into(),
@@ -77,7 +77,7 @@ pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> 
 
 /// Gemini's `functionCallingConfig.mode` for a tool choice: `"auto"`, `"none"` and `"any"` as
 /// pi maps them, plus OpenAI's `"required"` as `ANY`; anything else is `AUTO`.
-pub fn map_tool_choice(choice: &Value) -> &'static str {
+pub(crate) fn map_tool_choice(choice: &Value) -> &'static str {
     match choice.as_str() {
         Some("none") => "NONE",
         Some("any" | "required") => "ANY",
@@ -90,7 +90,7 @@ pub fn map_tool_choice(choice: &Value) -> &'static str {
 /// By default the schema goes verbatim into `parametersJsonSchema`, which takes full JSON
 /// Schema. With `use_parameters`, it goes into the older OpenAPI-style `parameters` field with
 /// the JSON-Schema meta keys ([`SCHEMA_META_KEYS`]) removed at every depth (`$ref` is kept).
-pub fn convert_tools(tools: &[Tool], use_parameters: bool) -> Option<Value> {
+pub(crate) fn convert_tools(tools: &[Tool], use_parameters: bool) -> Option<Value> {
     if tools.is_empty() {
         return None;
     }
@@ -111,7 +111,7 @@ pub fn convert_tools(tools: &[Tool], use_parameters: bool) -> Option<Value> {
 
 /// A copy of `schema` without [`SCHEMA_META_KEYS`] in any object (arrays are kept as they are,
 /// as pi does).
-pub fn strip_schema_meta(schema: &Value) -> Value {
+pub(crate) fn strip_schema_meta(schema: &Value) -> Value {
     match schema {
         Value::Object(object) => Value::Object(
             object
@@ -125,17 +125,17 @@ pub fn strip_schema_meta(schema: &Value) -> Value {
 }
 
 /// Whether `id` names Gemini 3 Pro (any 3.x).
-pub fn is_gemini3_pro(id: &str) -> bool {
+pub(crate) fn is_gemini3_pro(id: &str) -> bool {
     gemini3_variant(id, "pro")
 }
 
 /// Whether `id` names Gemini 3 Flash or Flash-Lite (any 3.x).
-pub fn is_gemini3_flash(id: &str) -> bool {
+pub(crate) fn is_gemini3_flash(id: &str) -> bool {
     gemini3_variant(id, "flash")
 }
 
 /// Whether `id` names a Gemma 4 model.
-pub fn is_gemma4(id: &str) -> bool {
+pub(crate) fn is_gemma4(id: &str) -> bool {
     let id = id.to_ascii_lowercase();
     id.contains("gemma4") || id.contains("gemma-4")
 }
@@ -161,7 +161,7 @@ fn gemini3_variant(id: &str, variant: &str) -> bool {
 }
 
 /// The Gemini major version of a `gemini-N…` or `gemini-live-N…` id.
-pub fn gemini_major_version(id: &str) -> Option<u32> {
+pub(crate) fn gemini_major_version(id: &str) -> Option<u32> {
     let id = id.to_ascii_lowercase();
     let rest = id.strip_prefix("gemini-")?;
     let rest = rest.strip_prefix("live-").unwrap_or(rest);
@@ -171,18 +171,18 @@ pub fn gemini_major_version(id: &str) -> Option<u32> {
 
 /// Whether images in a tool result can be nested in `functionResponse.parts`: Gemini 3 and
 /// later, and every model that is not Gemini.
-pub fn supports_multimodal_function_response(id: &str) -> bool {
+pub(crate) fn supports_multimodal_function_response(id: &str) -> bool {
     gemini_major_version(id).is_none_or(|major| major >= 3)
 }
 
 /// Models served through Google APIs that need explicit ids on function calls and responses.
-pub fn requires_tool_call_id(id: &str) -> bool {
+pub(crate) fn requires_tool_call_id(id: &str) -> bool {
     id.starts_with("claude-") || id.starts_with("gpt-oss-")
 }
 
 /// pi's tool-call id rule for Google targets: ids are rewritten (non-`[A-Za-z0-9_-]` to `_`,
 /// at most 64 characters) only for models that need ids at all.
-pub fn normalize_tool_call_id(id: &str, model_id: &str) -> String {
+pub(crate) fn normalize_tool_call_id(id: &str, model_id: &str) -> String {
     if !requires_tool_call_id(model_id) {
         return id.to_owned();
     }
@@ -200,7 +200,7 @@ pub fn normalize_tool_call_id(id: &str, model_id: &str) -> String {
 
 /// Thought signatures are bytes on the wire, so only base64 is sent back (pi's
 /// `isValidThoughtSignature`).
-pub fn is_valid_thought_signature(signature: &str) -> bool {
+pub(crate) fn is_valid_thought_signature(signature: &str) -> bool {
     !signature.is_empty() && signature.len() % 4 == 0 && {
         let body = signature.trim_end_matches('=');
         signature.len() - body.len() <= 2
@@ -221,7 +221,7 @@ pub fn is_valid_thought_signature(signature: &str) -> bool {
 ///   `includeThoughts`;
 /// - no `thinking` (plain `stream`), or a model that does not reason: nothing, so the
 ///   provider's default applies (Gemini 2.5 thinks by default).
-pub fn thinking_config(model: &Model, thinking: Option<&GoogleThinking>) -> Option<Value> {
+pub(crate) fn thinking_config(model: &Model, thinking: Option<&GoogleThinking>) -> Option<Value> {
     let thinking = thinking.filter(|_| model.reasoning)?;
     if !thinking.enabled {
         return Some(disabled_thinking_config(&model.id));
@@ -237,7 +237,7 @@ pub fn thinking_config(model: &Model, thinking: Option<&GoogleThinking>) -> Opti
 }
 
 /// pi's `streamSimpleGoogle`: the reasoning level becomes `thinking` (see [`simple_thinking`]).
-pub fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
+pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
     let mut simple = crate::ai::simple_options::base_options(model, options);
     simple.thinking = Some(simple_thinking(
         model,
@@ -251,7 +251,7 @@ pub fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
 /// level is clamped to what the model supports (`off` counts as `high`), then sent as a
 /// `thinkingLevel` (Gemini 3, Gemma 4) or as a token budget (custom budgets win over the
 /// per-model table).
-pub fn simple_thinking(
+pub(crate) fn simple_thinking(
     model: &Model,
     reasoning: Option<ThinkingLevel>,
     budgets: Option<&crate::ai::options::ThinkingBudgets>,
@@ -320,7 +320,7 @@ fn thinking_level(effort: ThinkingLevel, id: &str) -> &'static str {
 }
 
 /// pi's `getGoogleBudget` table (`xhigh` counts as `high`; `-1` lets the model decide).
-pub fn thinking_budget(effort: ThinkingLevel, id: &str) -> i64 {
+pub(crate) fn thinking_budget(effort: ThinkingLevel, id: &str) -> i64 {
     let table: [i64; 4] = if id.contains("2.5-pro") {
         [128, 2048, 8192, 32768]
     } else if id.contains("2.5-flash-lite") {
@@ -339,7 +339,7 @@ pub fn thinking_budget(effort: ThinkingLevel, id: &str) -> i64 {
 }
 
 /// The `contents` array (pi's `convertMessages`).
-pub fn convert_messages(model: &Model, context: &Context) -> Vec<Value> {
+pub(crate) fn convert_messages(model: &Model, context: &Context) -> Vec<Value> {
     let model_id = model.id.clone();
     let normalize = move |id: &str| normalize_tool_call_id(id, &model_id);
     let messages = transform_messages(&context.messages, model, Some(&normalize));

@@ -36,7 +36,7 @@ pub(super) struct ChunkState {
 /// other reason (safety, recitation, malformed function call, ones added later) is an error
 /// whose message names it (pi loses the reason, quirk #14). `finish_message` is Gemini's own
 /// explanation when it sends one.
-pub fn map_finish_reason(
+pub(crate) fn map_finish_reason(
     reason: &str,
     finish_message: Option<&str>,
 ) -> (StopReason, Option<String>) {
@@ -57,7 +57,7 @@ pub fn map_finish_reason(
 /// Normalised usage from a `usageMetadata` object. `input` excludes cached tokens, `output`
 /// includes thinking tokens, and `totalTokens` is the sum of the four counts (pi copies
 /// `totalTokenCount`, which also counts tool-use prompt tokens).
-pub fn parse_usage(metadata: &Value, model: &Model) -> Usage {
+pub(crate) fn parse_usage(metadata: &Value, model: &Model) -> Usage {
     let count = |key: &str| metadata.get(key).and_then(Value::as_u64).unwrap_or(0);
     let cached = count("cachedContentTokenCount");
     let mut usage = Usage {

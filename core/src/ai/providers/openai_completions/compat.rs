@@ -11,7 +11,7 @@ use crate::ai::model::Model;
 /// How a server wants reasoning switched on and replayed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum ThinkingFormat {
+pub(crate) enum ThinkingFormat {
     /// `reasoning_effort`.
     Openai,
     /// `reasoning: {effort}`.
@@ -29,7 +29,7 @@ pub enum ThinkingFormat {
 /// Where the output-token cap goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum MaxTokensField {
+pub(crate) enum MaxTokensField {
     /// `max_completion_tokens` (OpenAI's current name).
     MaxCompletionTokens,
     /// `max_tokens` (older servers).
@@ -62,14 +62,14 @@ struct CompatOverrides {
 /// How prompt-cache markers are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum CacheControlFormat {
+pub(crate) enum CacheControlFormat {
     /// Anthropic-style `cache_control` on message parts and tools (OpenRouter `anthropic/*`).
     Anthropic,
 }
 
 /// The resolved flags for one model.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Compat {
+pub(crate) struct Compat {
     /// Send `store: false`.
     pub supports_store: bool,
     /// Send the system prompt of reasoning models as role `developer`.
@@ -108,7 +108,7 @@ pub struct Compat {
 
 impl Compat {
     /// Detects the flags for `model`, then applies `model.compat`.
-    pub fn for_model(model: &Model) -> Self {
+    pub(crate) fn for_model(model: &Model) -> Self {
         let detected = Self::detect(&model.provider, &model.base_url);
         let overrides: CompatOverrides = model
             .compat
@@ -171,7 +171,7 @@ impl Compat {
     }
 
     /// pi's `detectCompat`: defaults from the provider id and base URL.
-    pub fn detect(provider: &str, base_url: &str) -> Self {
+    pub(crate) fn detect(provider: &str, base_url: &str) -> Self {
         let url = base_url.to_ascii_lowercase();
         let is = |name: &str| provider == name;
         let has = |needle: &str| url.contains(needle);

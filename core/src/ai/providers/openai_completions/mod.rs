@@ -2,9 +2,9 @@
 //! Groq, xAI, DeepSeek, vLLM, Ollama, llama.cpp and LM Studio all speak. Vendor differences are
 //! [`compat::Compat`] flags, not code paths.
 
-pub mod compat;
-pub mod request;
-pub mod response;
+pub(crate) mod compat;
+pub(crate) mod request;
+pub(crate) mod response;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
@@ -19,10 +19,10 @@ use crate::ai::registry::ApiProvider;
 use crate::ai::types::{Context, StopReason};
 
 /// The api id.
-pub const API: &str = "openai-completions";
+pub(crate) const API: &str = "openai-completions";
 
 /// The message of a body that ended before the response was complete.
-pub const INCOMPLETE_RESPONSE: &str =
+pub(crate) const INCOMPLETE_RESPONSE: &str =
     "Connection error: the provider closed the stream before the response was complete";
 
 /// The `openai-completions` provider.

@@ -15,15 +15,15 @@ use crate::ai::types::{
 };
 
 /// Text of the assistant message some servers need between tool results and a user message.
-pub const TOOL_RESULTS_BRIDGE: &str = "I have processed the tool results.";
+pub(crate) const TOOL_RESULTS_BRIDGE: &str = "I have processed the tool results.";
 /// Text of the user message that carries images returned by tools.
-pub const TOOL_IMAGES_INTRO: &str = "Attached image(s) from tool result:";
+pub(crate) const TOOL_IMAGES_INTRO: &str = "Attached image(s) from tool result:";
 
 /// Delta fields that carry reasoning, in the order pi checks them.
-pub const REASONING_FIELDS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_text"];
+pub(crate) const REASONING_FIELDS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_text"];
 
 /// The JSON body for `POST /chat/completions`.
-pub fn build_body(
+pub(crate) fn build_body(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
@@ -130,7 +130,7 @@ pub fn build_body(
 }
 
 /// Session-affinity headers some servers use to route a session to a warm cache.
-pub fn session_headers(options: &StreamOptions, compat: &Compat) -> Vec<(String, String)> {
+pub(crate) fn session_headers(options: &StreamOptions, compat: &Compat) -> Vec<(String, String)> {
     match &options.session_id {
         Some(session)
             if compat.send_session_affinity_headers
@@ -275,7 +275,7 @@ fn add_reasoning(
 
 /// Normalises a foreign tool-call id for OpenAI-compatible servers (pi's rule: the part before
 /// a `|`, sanitised, at most 40 characters; OpenAI itself allows at most 40).
-pub fn normalize_tool_call_id(id: &str, provider: &str) -> String {
+pub(crate) fn normalize_tool_call_id(id: &str, provider: &str) -> String {
     if let Some((head, _)) = id.split_once('|') {
         let clean: String = head
             .chars()
@@ -297,7 +297,7 @@ pub fn normalize_tool_call_id(id: &str, provider: &str) -> String {
 }
 
 /// The `messages` array.
-pub fn convert_messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
+pub(crate) fn convert_messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
     let mut out = Vec::with_capacity(context.messages.len() + 1);
     if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
         let role = if model.reasoning && compat.supports_developer_role {

@@ -33,7 +33,7 @@ pub(super) struct ChunkState {
 }
 
 /// Maps an upstream `finish_reason`; anything unknown is an error that names the reason.
-pub fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
+pub(crate) fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
     match reason {
         "stop" | "end" => (StopReason::Stop, None),
         "length" => (StopReason::Length, None),
@@ -46,7 +46,7 @@ pub fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
 }
 
 /// Normalised usage from an OpenAI-style usage object (pi's `parseChunkUsage`).
-pub fn parse_usage(usage: &Value, model: &Model) -> Usage {
+pub(crate) fn parse_usage(usage: &Value, model: &Model) -> Usage {
     let number = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64);
     let prompt = number("/prompt_tokens").unwrap_or(0);
     let completion = number("/completion_tokens").unwrap_or(0);

@@ -25,17 +25,17 @@ use crate::ai::registry::ApiProvider;
 use crate::ai::types::Context;
 
 /// The api id.
-pub const API: &str = "azure-openai-responses";
+pub(crate) const API: &str = "azure-openai-responses";
 
 /// The `api-version` used when none is configured.
-pub const DEFAULT_API_VERSION: &str = "v1";
+pub(crate) const DEFAULT_API_VERSION: &str = "v1";
 
 /// The key variable read for any provider id on this api.
-pub const API_KEY_ENV: &str = "AZURE_OPENAI_API_KEY";
+pub(crate) const API_KEY_ENV: &str = "AZURE_OPENAI_API_KEY";
 
 /// Target providers whose `call_id|item_id` tool-call ids are kept as two ids (pi's
 /// `AZURE_TOOL_CALL_PROVIDERS`).
-pub const TOOL_CALL_PROVIDERS: &[&str] = &[
+pub(crate) const TOOL_CALL_PROVIDERS: &[&str] = &[
     "openai",
     "openai-codex",
     "opencode",
@@ -176,7 +176,7 @@ impl AzureOpenAIResponsesProvider {
 /// pi's `normalizeAzureBaseUrl`: trailing slashes go; on `*.openai.azure.com` and
 /// `*.cognitiveservices.azure.com`, an empty, `/` or `/openai` path becomes `/openai/v1` and the
 /// query is dropped; other URLs are kept.
-pub fn normalize_base_url(base_url: &str) -> Result<String, String> {
+pub(crate) fn normalize_base_url(base_url: &str) -> Result<String, String> {
     let trimmed = base_url.trim().trim_end_matches('/');
     let mut url =
         Url::parse(trimmed).map_err(|_| format!("Invalid Azure OpenAI base URL: {base_url}"))?;
@@ -192,7 +192,7 @@ pub fn normalize_base_url(base_url: &str) -> Result<String, String> {
 }
 
 /// `{base}/responses?api-version={version}`, keeping any other query parameter of the base.
-pub fn responses_url(base_url: &str, api_version: &str) -> Result<String, String> {
+pub(crate) fn responses_url(base_url: &str, api_version: &str) -> Result<String, String> {
     let mut url =
         Url::parse(base_url).map_err(|_| format!("Invalid Azure OpenAI base URL: {base_url}"))?;
     let path = format!("{}/responses", url.path().trim_end_matches('/'));
@@ -211,7 +211,7 @@ pub fn responses_url(base_url: &str, api_version: &str) -> Result<String, String
 
 /// Parses `AZURE_OPENAI_DEPLOYMENT_NAME_MAP` (`model=deployment,model2=deployment2`); malformed
 /// entries are skipped.
-pub fn parse_deployment_map(value: &str) -> HashMap<String, String> {
+pub(crate) fn parse_deployment_map(value: &str) -> HashMap<String, String> {
     value
         .split(',')
         .filter_map(|entry| {

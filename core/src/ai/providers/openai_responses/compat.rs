@@ -16,7 +16,7 @@ struct CompatOverrides {
 
 /// The resolved flags for one model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Compat {
+pub(crate) struct Compat {
     /// Send the `session_id` header with a session id (default `true`).
     pub send_session_id_header: bool,
     /// Send `prompt_cache_retention: "24h"` for long retention (default `true`).
@@ -34,7 +34,7 @@ impl Default for Compat {
 
 impl Compat {
     /// The flags of `model`: pi's defaults, overridden by `model.compat`.
-    pub fn for_model(model: &Model) -> Self {
+    pub(crate) fn for_model(model: &Model) -> Self {
         let overrides: CompatOverrides = model
             .compat
             .as_ref()

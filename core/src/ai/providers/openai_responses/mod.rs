@@ -9,10 +9,10 @@
 //! so the whole reasoning item (encrypted content included) comes back in the stream. It is
 //! kept as the thinking block's `thinkingSignature` and replayed verbatim in the next request.
 
-pub mod azure;
-pub mod compat;
-pub mod request;
-pub mod response;
+pub(crate) mod azure;
+pub(crate) mod compat;
+pub(crate) mod request;
+pub(crate) mod response;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::Value;
@@ -29,15 +29,15 @@ use crate::ai::registry::ApiProvider;
 use crate::ai::types::{Context, Message, StopReason, UserContent, UserMessageContent};
 
 /// The api id.
-pub const API: &str = "openai-responses";
+pub(crate) const API: &str = "openai-responses";
 
 /// The message of a body that ended before `response.completed` (or another terminal event).
-pub const INCOMPLETE_RESPONSE: &str =
+pub(crate) const INCOMPLETE_RESPONSE: &str =
     "Connection error: the provider closed the stream before the response was complete";
 
 /// Target providers whose `call_id|item_id` tool-call ids are kept as two ids (pi's
 /// `OPENAI_TOOL_CALL_PROVIDERS`).
-pub const TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
+pub(crate) const TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
 
 /// The `openai-responses` provider. Its own options (`serviceTier`, `reasoningSummary`,
 /// `reasoningEffort`) are [`StreamOptions`] keys.

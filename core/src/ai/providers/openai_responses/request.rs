@@ -22,17 +22,17 @@ use crate::ai::types::{
 
 /// What `include` asks for when reasoning is on: the encrypted reasoning, so that it can be
 /// replayed with `store: false`.
-pub const INCLUDE_ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
+pub(crate) const INCLUDE_ENCRYPTED_REASONING: &str = "reasoning.encrypted_content";
 
 /// The `output` of a tool result that has only images.
-pub const SEE_ATTACHED_IMAGE: &str = "(see attached image)";
+pub(crate) const SEE_ATTACHED_IMAGE: &str = "(see attached image)";
 
 /// The longest item id OpenAI accepts.
 const MAX_ID_LEN: usize = 64;
 
 /// Everything about the body that differs between the providers speaking this protocol.
 #[derive(Clone, Copy, Debug)]
-pub struct BodySettings<'a> {
+pub(crate) struct BodySettings<'a> {
     /// The `model` field: the model id, or an Azure deployment name.
     pub model_name: &'a str,
     /// Providers whose pipe-style tool-call ids (`call_id|item_id`) are replayed as two ids; for
@@ -54,7 +54,7 @@ pub struct BodySettings<'a> {
 }
 
 /// The JSON body for `POST /responses`.
-pub fn build_body(
+pub(crate) fn build_body(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
@@ -129,7 +129,7 @@ pub fn build_body(
 }
 
 /// `tools`: every tool as a non-strict function.
-pub fn convert_tools(tools: &[Tool]) -> Vec<Value> {
+pub(crate) fn convert_tools(tools: &[Tool]) -> Vec<Value> {
     tools
         .iter()
         .map(|tool| {
@@ -144,7 +144,7 @@ pub fn convert_tools(tools: &[Tool]) -> Vec<Value> {
         .collect()
 }
 
-pub use crate::ai::short_hash::short_hash;
+pub(crate) use crate::ai::short_hash::short_hash;
 
 fn truncate_chars(text: &str, max: usize) -> &str {
     match text.char_indices().nth(max) {
@@ -155,7 +155,7 @@ fn truncate_chars(text: &str, max: usize) -> &str {
 
 /// One part of a tool-call id, made acceptable: characters outside `[A-Za-z0-9_-]` become `_`,
 /// at most 64 characters, trailing `_` removed.
-pub fn normalize_id_part(part: &str) -> String {
+pub(crate) fn normalize_id_part(part: &str) -> String {
     let clean: String = part
         .chars()
         .map(|c| {
@@ -171,14 +171,14 @@ pub fn normalize_id_part(part: &str) -> String {
 }
 
 /// The item id replayed for a tool call made by another provider or api: `fc_<short hash>`.
-pub fn foreign_item_id(item_id: &str) -> String {
+pub(crate) fn foreign_item_id(item_id: &str) -> String {
     truncate_chars(&format!("fc_{}", short_hash(item_id)), MAX_ID_LEN).to_owned()
 }
 
 /// The id normaliser `transform_messages` applies to tool calls of other models (pi's rule): for
 /// an OpenAI-like target, both parts of `call_id|item_id` are normalised and the item id is made
 /// to start with `fc_`; any other id is normalised as one part.
-pub fn normalize_tool_call_id(id: &str, openai_like: bool) -> String {
+pub(crate) fn normalize_tool_call_id(id: &str, openai_like: bool) -> String {
     if !openai_like || !id.contains('|') {
         return normalize_id_part(id);
     }
@@ -249,7 +249,7 @@ fn rename_foreign_tool_calls<'a>(
 /// The message id and phase carried by a text block's `textSignature`: JSON
 /// `{"v":1,"id":..,"phase":..}`, or a legacy bare id.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TextSignature {
+pub(crate) struct TextSignature {
     /// The output message id.
     pub id: String,
     /// `commentary` or `final_answer`.
@@ -258,7 +258,7 @@ pub struct TextSignature {
 
 impl TextSignature {
     /// Reads a signature; anything that is not the JSON form is a legacy bare id.
-    pub fn parse(signature: &str) -> Option<Self> {
+    pub(crate) fn parse(signature: &str) -> Option<Self> {
         if signature.is_empty() {
             return None;
         }
@@ -284,7 +284,7 @@ impl TextSignature {
     }
 
     /// The JSON form, with pi's key order: `{"v":1,"id":"msg_..","phase":".."}`.
-    pub fn encode(id: &str, phase: Option<&str>) -> String {
+    pub(crate) fn encode(id: &str, phase: Option<&str>) -> String {
         let quote = |text: &str| Value::String(text.to_owned()).to_string();
         match phase {
             Some(phase) => format!(r#"{{"v":1,"id":{},"phase":{}}}"#, quote(id), quote(phase)),
@@ -296,7 +296,7 @@ impl TextSignature {
 /// The reasoning item stored in a thinking signature, if it is one. A signature that is not the
 /// JSON of a reasoning item (another provider's signature, a corrupt transcript) gives `None`
 /// instead of failing the request (pi's unguarded `JSON.parse` fails it: quirk #13).
-pub fn reasoning_item(signature: &str) -> Option<Value> {
+pub(crate) fn reasoning_item(signature: &str) -> Option<Value> {
     if !signature.trim_start().starts_with('{') {
         return None;
     }
@@ -311,7 +311,11 @@ pub fn reasoning_item(signature: &str) -> Option<Value> {
 }
 
 /// The `input` array: instructions, then the transcript as Responses items.
-pub fn convert_input(model: &Model, context: &Context, tool_call_providers: &[&str]) -> Vec<Value> {
+pub(crate) fn convert_input(
+    model: &Model,
+    context: &Context,
+    tool_call_providers: &[&str],
+) -> Vec<Value> {
     let mut out = Vec::with_capacity(context.messages.len() + 1);
     if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
         let role = if model.reasoning {

@@ -18,7 +18,7 @@ use crate::ai::sse::SseEvent;
 use crate::ai::types::{AssistantContent, StopReason, TextContent, Usage};
 
 /// The message of a `response.failed` event that carries no details (pi's wording).
-pub const FAILED_WITHOUT_DETAILS: &str = "Unknown error (no error details in response)";
+pub(crate) const FAILED_WITHOUT_DETAILS: &str = "Unknown error (no error details in response)";
 
 /// What kind of block an output item becomes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +46,7 @@ struct OpenItem {
 
 /// How service-tier prices apply (OpenAI only; pi's Azure provider has none).
 #[derive(Clone, Debug, Default)]
-pub struct Pricing {
+pub(crate) struct Pricing {
     /// Apply the service-tier multiplier to the cost.
     pub service_tiers: bool,
     /// The tier the request asked for, used when the response does not say.
@@ -55,7 +55,7 @@ pub struct Pricing {
 
 /// The cost multiplier of a service tier (pi: flex is half price, priority double, and 2.5x for
 /// `gpt-5.5`).
-pub fn service_tier_multiplier(model_id: &str, tier: Option<&str>) -> f64 {
+pub(crate) fn service_tier_multiplier(model_id: &str, tier: Option<&str>) -> f64 {
     match tier {
         Some("flex") => 0.5,
         Some("priority") if model_id == "gpt-5.5" => 2.5,
@@ -67,7 +67,7 @@ pub fn service_tier_multiplier(model_id: &str, tier: Option<&str>) -> f64 {
 /// Normalised usage from a Responses `usage` object. `input` excludes cached tokens; there is
 /// no cache-write count in this API (pi: always 0, issue #3161); `total_tokens` is the sum of
 /// the four counts, not the upstream `total_tokens` (the same number for OpenAI).
-pub fn parse_usage(usage: &Value, model: &Model) -> Usage {
+pub(crate) fn parse_usage(usage: &Value, model: &Model) -> Usage {
     let number = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
     let cached = number("/input_tokens_details/cached_tokens");
     let mut out = Usage {
@@ -108,7 +108,7 @@ fn failure_message(response: &Value, fallback: impl FnOnce() -> String) -> Strin
 /// Maps a response `status` to a stop reason; the statuses that mean failure keep the upstream
 /// reason in the error message (pi loses it: quirk #14). Total: an unknown status is an error
 /// that names it.
-pub fn map_status(status: Option<&str>, response: &Value) -> (StopReason, Option<String>) {
+pub(crate) fn map_status(status: Option<&str>, response: &Value) -> (StopReason, Option<String>) {
     match status {
         None | Some("completed" | "in_progress" | "queued") => (StopReason::Stop, None),
         Some("incomplete") => (StopReason::Length, None),
