@@ -15,6 +15,7 @@ pub mod options;
 pub mod overflow;
 pub mod partial_json;
 pub mod providers;
+mod redact;
 pub mod registry;
 pub mod short_hash;
 pub mod sse;

@@ -136,6 +136,16 @@ impl<T: ?Sized> fmt::Debug for Callback<T> {
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default cap on a single retry delay, including a server's `Retry-After`.
 pub const DEFAULT_MAX_RETRY_DELAY_MS: u64 = 60_000;
+/// Default time to wait for a response's headers, per attempt (10 minutes, as the OpenAI and
+/// Anthropic SDKs).
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 600_000;
+/// Default time a streamed body may send nothing before the request fails (10 minutes: long
+/// enough for a slow local model or a long silent reasoning phase).
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
+/// Default cap on one SSE line or event (16 MiB: room for an inline image or a huge tool call).
+pub const DEFAULT_MAX_EVENT_BYTES: u64 = 16 << 20;
+/// Default cap on the part of an error body that is read (256 KiB).
+pub const DEFAULT_MAX_ERROR_BODY_BYTES: u64 = 256 << 10;
 
 /// Token budgets per thinking level for budget-based providers (Anthropic's non-adaptive
 /// models, Gemini 2.x); a level left `None` keeps the provider's default (pi's
@@ -166,7 +176,9 @@ impl ThinkingBudgets {
 }
 
 /// Options for one request. Every field is optional; `Default` sends nothing extra.
-#[derive(Clone, Debug, Default)]
+///
+/// Its `Debug` output hides credential headers (see `ai/redact.rs`).
+#[derive(Clone, Default)]
 pub struct StreamOptions {
     /// Sampling temperature.
     pub temperature: Option<f64>,
@@ -195,14 +207,22 @@ pub struct StreamOptions {
     /// longer (`Retry-After`) makes the request fail at once, with the server's delay in the
     /// message, instead of sleeping.
     pub max_retry_delay_ms: Option<u64>,
-    /// Timeout until the response headers arrive, per attempt.
+    /// Timeout until the response headers arrive, per attempt (redirects included). `None` =
+    /// [`DEFAULT_REQUEST_TIMEOUT_MS`]; `Some(0)` = no timeout.
     pub request_timeout_ms: Option<u64>,
-    /// Timeout between two chunks of a streamed body; a stalled stream then fails.
+    /// Timeout between two chunks of a streamed body; a stalled stream then fails. `None` =
+    /// [`DEFAULT_IDLE_TIMEOUT_MS`]; `Some(0)` = no timeout.
     pub idle_timeout_ms: Option<u64>,
     /// See [`OnPayload`].
     pub on_payload: Option<Callback<OnPayload>>,
     /// See [`OnResponse`].
     pub on_response: Option<Callback<OnResponse>>,
+    /// Cap on one SSE line or event; a larger one ends the stream with an error. `None` =
+    /// [`DEFAULT_MAX_EVENT_BYTES`].
+    pub max_event_bytes: Option<u64>,
+    /// Cap on the part of an error response's body that is read (the rest is dropped). `None` =
+    /// [`DEFAULT_MAX_ERROR_BODY_BYTES`].
+    pub max_error_body_bytes: Option<u64>,
 }
 
 impl StreamOptions {
