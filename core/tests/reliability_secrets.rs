@@ -172,15 +172,16 @@ async fn a_redirect_within_the_origin_keeps_the_credentials() {
 }
 
 #[tokio::test]
-async fn too_many_redirects_end_with_an_error() {
+async fn too_many_redirects_end_with_an_error_that_is_not_retried() {
     let server = MockServer::start().await.unwrap();
-    for _ in 0..30 {
+    for _ in 0..40 {
         server.push(reply::redirect(307, server.base_url()));
     }
-    let (_, message) = run(&Api::Completions.model(&server), &no_retries()).await;
+    let (_, message) = run(&Api::Completions.model(&server), &StreamOptions::default()).await;
     let error = message.error_message.unwrap_or_default();
-    assert!(error.contains("redirect"), "{error}");
-    assert!(server.requests().len() <= 11);
+    assert_eq!(error, "Too many redirects: more than 10 in a row");
+    assert_eq!(server.requests().len(), 11);
+    assert!(message.diagnostics.is_none());
 }
 
 #[test]

@@ -1,10 +1,11 @@
 //! Built-in providers, one module per wire API.
 //!
-//! Adding a provider: implement [`ApiProvider`](super::registry::ApiProvider) in a new module
-//! (build the request, send it with [`http`], decode the body with
-//! [`SseDecoder`](super::sse::SseDecoder), drive a
-//! [`StreamWriter`](super::event_stream::StreamWriter)), add it to [`builtins`], and replay
-//! wire fixtures through the mock server in `core/tests/`.
+//! Adding a provider: implement [`ApiProvider`] in a new module (build the request, send it
+//! with [`http::send`] — retries, redirects, timeouts and redaction come with it — read the body
+//! with [`http::SseEvents`] in a `read_stream` function that stops at the protocol's end, drive
+//! a [`StreamWriter`](super::event_stream::StreamWriter)), add it to [`builtins`], replay wire
+//! fixtures through the mock server in `core/tests/`, add the API to the `reliability_*` tests'
+//! list, and give `read_stream` a fuzz target (`crate::fuzzing`, `fuzz/`).
 
 use std::sync::Arc;
 

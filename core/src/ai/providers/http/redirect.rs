@@ -14,9 +14,27 @@ use crate::ai::redact::is_credential_header;
 /// Redirects followed before giving up (as browsers and reqwest).
 pub(crate) const MAX_REDIRECTS: usize = 10;
 
+/// Why no response came.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Worth another attempt: the connection failed or was cut.
+    Transient(String),
+    /// Not worth another attempt: a redirect loop.
+    Final(String),
+}
+
+impl Failure {
+    /// The message.
+    pub(crate) fn into_message(self) -> String {
+        match self {
+            Failure::Transient(message) | Failure::Final(message) => message,
+        }
+    }
+}
+
 /// Sends `request`, following up to [`MAX_REDIRECTS`] redirects. A response without a usable
 /// `Location` is returned as it is (its status then reads as an error).
-pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Response, String> {
+pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Response, Failure> {
     for _ in 0..=MAX_REDIRECTS {
         // The body is in memory, so the request can be sent again.
         let again = request.try_clone();
@@ -24,7 +42,7 @@ pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Re
         let response = client()
             .execute(request)
             .await
-            .map_err(|error| transport_error_message(&error))?;
+            .map_err(|error| Failure::Transient(transport_error_message(&error)))?;
         let status = response.status();
         let target = response
             .headers()
@@ -52,9 +70,9 @@ pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Re
         *next.url_mut() = target;
         request = next;
     }
-    Err(format!(
+    Err(Failure::Final(format!(
         "Too many redirects: more than {MAX_REDIRECTS} in a row"
-    ))
+    )))
 }
 
 fn is_redirect(status: StatusCode) -> bool {

@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use super::body::read_error_body;
 use super::error_body_message;
 use super::limits::Limits;
-use super::redirect;
+use super::redirect::{self, Failure};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::{DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS, StreamOptions};
-use crate::ai::redact::Redactor;
+use crate::ai::redact::{Redactor, is_credential_header};
 use crate::ai::types::now_ms;
 
 /// Whether a status is worth retrying (pi's SDKs retry the same set).
@@ -177,6 +177,18 @@ fn check_headers(model: &Model, options: &StreamOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// Why a request could not be built, with reqwest's reasons.
+fn build_error(error: &reqwest::Error) -> String {
+    use std::error::Error as _;
+    let mut message = format!("Could not build the request: {error}");
+    let mut source = error.source();
+    while let Some(cause) = source {
+        message.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    message
+}
+
 /// The credentials a request carries: its credential headers and the caller's.
 fn redactor_for(request: &reqwest::Request, model: &Model, options: &StreamOptions) -> Redactor {
     let mut redactor = Redactor::default();
@@ -187,6 +199,12 @@ fn redactor_for(request: &reqwest::Request, model: &Model, options: &StreamOptio
     }
     for (name, value) in model.headers.iter().flatten().chain(&options.headers) {
         redactor.add_header(name, value);
+    }
+    // A key in the URL (`?key=...`), as some gateways take it.
+    for (name, value) in request.url().query_pairs() {
+        if is_credential_header(&name) {
+            redactor.add(&value);
+        }
     }
     if let Some(key) = &options.api_key {
         redactor.add(key.expose());
@@ -211,9 +229,7 @@ pub async fn send_with_retries(
     diagnostics: &mut Vec<Value>,
 ) -> Result<reqwest::Response, String> {
     check_headers(model, options)?;
-    let request = build()
-        .build()
-        .map_err(|error| format!("Could not build the request: {error}"))?;
+    let request = build().build().map_err(|error| build_error(&error))?;
     let redactor = redactor_for(&request, model, options);
     let result = attempts(request, options, model, diagnostics, &redactor).await;
     result.map_err(|error| redactor.redact(&error))
@@ -229,9 +245,7 @@ pub async fn send(
     model: &Model,
 ) -> Result<reqwest::Response, String> {
     check_headers(model, options)?;
-    let request = build()
-        .build()
-        .map_err(|error| format!("Could not build the request: {error}"))?;
+    let request = build().build().map_err(|error| build_error(&error))?;
     let redactor = redactor_for(&request, model, options);
     writer.hide_secrets(redactor.clone());
     let mut diagnostics = Vec::new();
@@ -250,9 +264,7 @@ pub(crate) async fn send_once(
     builder: reqwest::RequestBuilder,
     options: &StreamOptions,
 ) -> Result<reqwest::Response, String> {
-    let request = builder
-        .build()
-        .map_err(|error| format!("Could not build the request: {error}"))?;
+    let request = builder.build().map_err(|error| build_error(&error))?;
     let mut redactor = Redactor::default();
     for (name, value) in request.headers() {
         if let Ok(value) = value.to_str() {
@@ -260,14 +272,24 @@ pub(crate) async fn send_once(
         }
     }
     writer.hide_secrets(redactor);
-    match Limits::new(options).request_timeout {
+    execute_within(request, &Limits::new(options))
+        .await
+        .map_err(Failure::into_message)
+}
+
+/// One attempt: the request and its redirects, within the request timeout.
+async fn execute_within(
+    request: reqwest::Request,
+    limits: &Limits,
+) -> Result<reqwest::Response, Failure> {
+    match limits.request_timeout {
         Some(timeout) => tokio::time::timeout(timeout, redirect::execute(request))
             .await
             .unwrap_or_else(|_| {
-                Err(format!(
+                Err(Failure::Transient(format!(
                     "Request timed out after {} ms waiting for the response",
                     timeout.as_millis()
-                ))
+                )))
             }),
         None => redirect::execute(request).await,
     }
@@ -305,18 +327,7 @@ async fn attempts(
         let Some(this_attempt) = request.try_clone() else {
             return Err("Could not send the request: its body cannot be sent twice".to_owned());
         };
-        let sent = match limits.request_timeout {
-            Some(timeout) => {
-                match tokio::time::timeout(timeout, redirect::execute(this_attempt)).await {
-                    Ok(sent) => sent,
-                    Err(_) => Err(format!(
-                        "Request timed out after {} ms waiting for the response",
-                        timeout.as_millis()
-                    )),
-                }
-            }
-            None => redirect::execute(this_attempt).await,
-        };
+        let sent = execute_within(this_attempt, &limits).await;
         let (error, status, hint) = match sent {
             Ok(response) => {
                 let status = response.status();
@@ -345,7 +356,8 @@ async fn attempts(
                 }
                 (error, Some(status.as_u16()), hint)
             }
-            Err(error) => (redactor.redact(&error), None, None),
+            Err(Failure::Transient(error)) => (redactor.redact(&error), None, None),
+            Err(Failure::Final(error)) => return Err(redactor.redact(&error)),
         };
         if attempt >= max_retries {
             return Err(error);
