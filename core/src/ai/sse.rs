@@ -92,7 +92,9 @@ impl EventState {
         };
         match field {
             b"data" => {
-                if self.data.len() + value.len() + 1 > self.limit {
+                // Measured after the lossy decoding, which may triple invalid bytes.
+                let value = String::from_utf8_lossy(value);
+                if self.data.len() + usize::from(self.has_data) + value.len() > self.limit {
                     self.too_large = true;
                     return;
                 }
@@ -100,7 +102,7 @@ impl EventState {
                     self.data.push('\n');
                 }
                 self.has_data = true;
-                self.data.push_str(&String::from_utf8_lossy(value));
+                self.data.push_str(&value);
             }
             b"event" => {
                 self.event = if value.is_empty() {
@@ -535,6 +537,13 @@ mod tests {
             dec.feed(b"data: 0123456789\n\n", &mut out).unwrap();
         }
         assert_eq!(out.len(), 10);
+        // The limit holds for the decoded data, where an invalid byte takes three (found by
+        // the `sse` fuzz target).
+        let mut dec = SseDecoder::with_limit(64);
+        let mut line = b"data: ".to_vec();
+        line.extend_from_slice(&[0xEF; 34]);
+        line.extend_from_slice(b"\n\n");
+        assert!(dec.feed(&line, &mut Vec::new()).is_err());
     }
 
     fn arb_line() -> impl Strategy<Value = String> {
