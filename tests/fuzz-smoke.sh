@@ -2,7 +2,7 @@
 # Builds every fuzz target in fuzz/ and runs each briefly from its seeds: the decoders (SSE,
 # partial JSON, each wire API's response stream, the agent proxy protocol) must never panic or
 # break their invariants on hostile bytes (issue 9). About 4 minutes on 2 cores from a clean
-# build, most of it the build; FUZZ_SECONDS sets the time per target (default 8).
+# build, most of it the build; FUZZ_SECONDS sets the time per target (default 6).
 #
 # cargo-fuzz needs nightly features; on a stable toolchain this sets RUSTC_BOOTSTRAP=1. The
 # build uses no sanitizer (core has no unsafe code) and opt-level 1 (fuzz/Cargo.toml) to stay
@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds="${FUZZ_SECONDS:-8}"
+seconds="${FUZZ_SECONDS:-6}"
 export RUSTC_BOOTSTRAP=1
 if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked

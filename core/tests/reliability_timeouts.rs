@@ -154,7 +154,7 @@ async fn an_error_status_whose_body_stalls_is_bounded() {
         server.push(json!({"status": 500,
                            "body": {"error": {"message": "internal trouble, details follow"}},
                            "stall_after_bytes": 40}));
-        let (_, message) = run(&api.model(&server), &with_timeouts(5_000, 300)).await;
+        let (_, message) = run(&api.model(&server), &with_timeouts(10_000, 1_000)).await;
         let error = message.error_message.clone().unwrap_or_default();
         assert_eq!(message.stop_reason, StopReason::Error, "{api:?}");
         assert!(error.starts_with("500 "), "{api:?}: {error}");
@@ -202,7 +202,7 @@ async fn a_stall_or_cut_before_the_end_marker_does_not_downgrade_a_complete_answ
                 reply[key] = value.clone();
             }
             server.push(reply);
-            let (_, message) = run(&api.model(&server), &with_timeouts(5_000, 300)).await;
+            let (_, message) = run(&api.model(&server), &with_timeouts(10_000, 1_000)).await;
             assert_eq!(
                 message.stop_reason,
                 StopReason::Stop,
