@@ -657,12 +657,13 @@ void pi_agent_abort(struct pi_agent *agent);
 struct pi_error *pi_agent_wait_for_idle(struct pi_agent *agent);
 
 /**
- * Clears the transcript, the steering and follow-up queues and the error message. Does not
- * abort a run. No-op when `agent` is NULL.
+ * Clears the transcript, the steering and follow-up queues and the error message.
  *
+ * Errors: `NULL_ARGUMENT`; `ALREADY_RUNNING` while a run is active (the run appends to the
+ * transcript: abort it and wait for idle first), and nothing is cleared.
  * Thread-safety: may be called from any thread.
  */
-void pi_agent_reset(struct pi_agent *agent);
+struct pi_error *pi_agent_reset(struct pi_agent *agent);
 
 /**
  * Writes the transcript as a pi-shaped JSON array of messages to `*json_out` (free it with

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the tests need and runs every test: Rust (core, mock server, C ABI with the C
-# test program under valgrind, header drift check), the examples, and the Python suite.
+# test program under valgrind, header drift check, the C library installed into a prefix and
+# used through pkg-config and CMake from C and C++), the examples, and the Python suite.
 # This is the README's "command 2"; .ci/run calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,16 @@ fi
 if ! command -v valgrind >/dev/null; then
   (apt-get update -qq && apt-get install -y -qq valgrind) || echo "valgrind unavailable: the C test runs without it"
 fi
+# The C library install test (ffi/tests/install.rs) builds the C and C++ examples against the
+# installed library with pkg-config and with CMake.
+c_tools=()
+command -v pkg-config >/dev/null || c_tools+=(pkg-config)
+command -v cmake >/dev/null || c_tools+=(cmake)
+command -v make >/dev/null || c_tools+=(make)
+command -v c++ >/dev/null || c_tools+=(g++)
+if [ "${#c_tools[@]}" -gt 0 ]; then
+  apt-get update -qq && apt-get install -y -qq "${c_tools[@]}"
+fi
 
 step "format"
 cargo fmt --all --check
@@ -26,7 +37,10 @@ cargo fmt --all --check
 step "clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "rust tests (core, mock server, C ABI, header drift)"
+step "rust docs"
+RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p pi-agent
+
+step "rust tests (core, mock server, C ABI, header drift, C library install, README code)"
 cargo test --workspace --all-targets
 cargo test -p pi-agent --doc
 

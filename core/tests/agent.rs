@@ -283,7 +283,7 @@ async fn sequential_mode_runs_one_call_at_a_time() {
             ]),
             reply(vec![faux_text("done")]),
         ],
-        |options| options.tool_execution = ToolExecutionMode::Sequential,
+        |options| options.settings.tool_execution = ToolExecutionMode::Sequential,
     );
     h.agent.prompt("go").await.unwrap();
     let (execution_ends, result_ends, _) = end_ids(&h.events());
@@ -533,7 +533,7 @@ async fn continue_rules() {
         "Cannot continue from message role: assistant"
     );
     // From a user tail, only the new assistant message is added.
-    h.agent.append_message(UserMessage::text("more"));
+    h.agent.append_message(UserMessage::text("more")).unwrap();
     h.events.lock().unwrap().clear();
     h.agent.continue_run().await.unwrap();
     let ends: Vec<_> = h
@@ -730,7 +730,7 @@ async fn custom_messages_never_reach_the_model() {
     let h = Harness::new(vec![], vec![factory]);
     let custom: CustomMessage =
         serde_json::from_value(json!({"role": "notification", "text": "deployed"})).unwrap();
-    h.agent.append_message(custom);
+    h.agent.append_message(custom).unwrap();
     h.agent.prompt("hi").await.unwrap();
     assert_eq!(*seen.lock().unwrap(), ["user"]);
     assert_eq!(h.agent.messages()[0].role(), "notification");
@@ -753,7 +753,7 @@ async fn reset_and_transcript_round_trip() {
     let saved: Value = serde_json::to_value(h.agent.messages()).unwrap();
     let restored: Vec<AgentMessage> = serde_json::from_value(saved.clone()).unwrap();
     assert_eq!(serde_json::to_value(&restored).unwrap(), saved);
-    h.agent.reset();
+    h.agent.reset().unwrap();
     assert!(h.agent.messages().is_empty());
     assert!(h.agent.error_message().is_none());
 }

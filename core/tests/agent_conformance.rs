@@ -52,11 +52,11 @@ fn echo_args(seen: Arc<Mutex<Vec<Value>>>) -> Arc<dyn AgentTool> {
             &self.1
         }
         /// pi's legacy shim: `{oldText, newText}` becomes `{edits: [...]}`.
-        fn prepare_arguments(&self, arguments: Value) -> Value {
-            match (arguments.get("oldText"), arguments.get("newText")) {
+        fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
+            Ok(match (arguments.get("oldText"), arguments.get("newText")) {
                 (Some(old), Some(new)) => json!({"edits": [{"oldText": old, "newText": new}]}),
                 _ => arguments,
-            }
+            })
         }
         fn execute(
             &self,
@@ -87,18 +87,24 @@ async fn prepare_arguments_reshapes_before_validation_and_hooks_replace_without_
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
         tools: vec![echo_args(Arc::clone(&seen))],
-        tool_execution: ToolExecutionMode::Sequential,
-        before_tool_call: Some(Arc::new(|ctx, _| {
-            async move {
-                // pi's test: the hook changes a validated value to one the schema would
-                // reject; the tool gets it as is.
-                Ok((ctx.tool_call.id == "b").then(|| BeforeToolCallResult {
-                    args: Some(json!({"edits": [], "count": "123"})),
-                    ..BeforeToolCallResult::default()
-                }))
-            }
-            .boxed()
-        })),
+        settings: pi_agent::agent::AgentSettings {
+            tool_execution: ToolExecutionMode::Sequential,
+            ..Default::default()
+        },
+        hooks: pi_agent::agent::AgentHooks {
+            before_tool_call: Some(Arc::new(|ctx, _| {
+                async move {
+                    // pi's test: the hook changes a validated value to one the schema would
+                    // reject; the tool gets it as is.
+                    Ok((ctx.tool_call.id == "b").then(|| BeforeToolCallResult {
+                        args: Some(json!({"edits": [], "count": "123"})),
+                        ..BeforeToolCallResult::default()
+                    }))
+                }
+                .boxed()
+            })),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     agent.prompt("go").await.unwrap();
@@ -143,7 +149,10 @@ async fn steering_during_sequential_tools_waits_for_both_results() {
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
         tools: vec![slow],
-        tool_execution: ToolExecutionMode::Sequential,
+        settings: pi_agent::agent::AgentSettings {
+            tool_execution: ToolExecutionMode::Sequential,
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     let events = recorder(&agent);
@@ -224,17 +233,20 @@ async fn mixed_terminate_continues_and_after_hook_terminate_stops() {
         let agent = Agent::new(AgentOptions {
             model: Some(faux.model()),
             tools: vec![finish, keep],
-            after_tool_call: after_terminates.then(|| -> pi_agent::agent::AfterToolCall {
-                Arc::new(|_, _| {
-                    async {
-                        Ok(Some(AfterToolCallResult {
-                            terminate: Some(true),
-                            ..AfterToolCallResult::default()
-                        }))
-                    }
-                    .boxed()
-                })
-            }),
+            hooks: pi_agent::agent::AgentHooks {
+                after_tool_call: after_terminates.then(|| -> pi_agent::agent::AfterToolCall {
+                    Arc::new(|_, _| {
+                        async {
+                            Ok(Some(AfterToolCallResult {
+                                terminate: Some(true),
+                                ..AfterToolCallResult::default()
+                            }))
+                        }
+                        .boxed()
+                    })
+                }),
+                ..Default::default()
+            },
             ..AgentOptions::default()
         });
         agent.prompt("go").await.unwrap();
@@ -280,12 +292,12 @@ async fn should_stop_after_turn_polls_steering_once_and_follow_ups_never() {
         Vec::new()
     }));
     let results = Arc::clone(&seen_results);
-    config.should_stop_after_turn = Some(Arc::new(move |ctx| {
+    config.hooks.should_stop_after_turn = Some(Arc::new(move |ctx, _| {
         results
             .lock()
             .unwrap()
             .extend(ctx.tool_results.iter().map(|r| r.tool_call_id.clone()));
-        async { true }.boxed()
+        async { Ok(true) }.boxed()
     }));
     let context = AgentContext {
         tools: vec![keep],
@@ -339,8 +351,8 @@ async fn continue_accepts_a_custom_tail_that_converts_to_user() {
         faux_assistant_message(vec![faux_text("seen")])
     })));
     let mut config = AgentLoopConfig::new(faux.model());
-    config.convert_to_llm = Arc::new(|messages: &[AgentMessage]| {
-        messages
+    config.hooks.convert_to_llm = Some(Arc::new(|messages: &[AgentMessage]| {
+        Ok(messages
             .iter()
             .map(|m| match m {
                 AgentMessage::Llm(message) => message.clone(),
@@ -348,8 +360,8 @@ async fn continue_accepts_a_custom_tail_that_converts_to_user() {
                     custom.fields["text"].as_str().unwrap_or(""),
                 )),
             })
-            .collect()
-    });
+            .collect())
+    }));
     let custom: CustomMessage =
         serde_json::from_value(json!({"role": "notification", "text": "build done"})).unwrap();
     let context = AgentContext {
@@ -369,7 +381,10 @@ async fn default_state_and_slow_listeners_hold_prompt() {
     let agent = Agent::new(AgentOptions::default());
     assert_eq!(agent.system_prompt(), "");
     assert_eq!(agent.model().id, "unknown");
-    assert!(agent.thinking_level().is_none());
+    assert_eq!(
+        agent.thinking_level(),
+        pi_agent::ai::ModelThinkingLevel::Off
+    );
     assert!(agent.tools().is_empty() && agent.messages().is_empty());
     assert!(!agent.is_streaming() && agent.streaming_message().is_none());
     assert!(agent.pending_tool_calls().is_empty() && agent.error_message().is_none());
@@ -437,14 +452,20 @@ async fn session_id_reaches_the_stream_function_and_can_change() {
     let record = Arc::clone(&sessions);
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
-        stream_options: StreamOptions {
-            session_id: Some("s-1".into()),
-            ..StreamOptions::default()
+        settings: pi_agent::agent::AgentSettings {
+            stream_options: StreamOptions {
+                session_id: Some("s-1".into()),
+                ..StreamOptions::default()
+            },
+            ..Default::default()
         },
-        stream_fn: Some(Arc::new(move |model, context, options| {
-            record.lock().unwrap().push(options.session_id.clone());
-            pi_agent::ai::stream_simple(model, context, options)
-        })),
+        hooks: pi_agent::agent::AgentHooks {
+            stream_fn: Some(Arc::new(move |model, context, options| {
+                record.lock().unwrap().push(options.session_id.clone());
+                pi_agent::ai::stream_simple(model, context, options)
+            })),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     agent.prompt("1").await.unwrap();
@@ -513,7 +534,7 @@ async fn pending_tool_calls_thinking_and_continue_from_tool_result() {
     // Continue from a tool-result tail.
     let mut transcript = agent.messages();
     transcript.truncate(3);
-    agent.set_messages(transcript);
+    agent.set_messages(transcript).unwrap();
     agent.continue_run().await.unwrap();
     let last = agent
         .messages()

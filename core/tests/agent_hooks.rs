@@ -60,23 +60,26 @@ async fn before_tool_call_blocks_or_rewrites_arguments() {
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
         tools: vec![echo()],
-        before_tool_call: Some(Arc::new(|ctx, _| {
-            async move {
-                Ok(match ctx.args["text"].as_str() {
-                    Some("secret") => Some(BeforeToolCallResult {
-                        block: true,
-                        reason: Some("not allowed".into()),
-                        args: None,
-                    }),
-                    Some("rewrite me") => Some(BeforeToolCallResult {
-                        args: Some(json!({"text": "rewritten"})),
-                        ..BeforeToolCallResult::default()
-                    }),
-                    _ => None,
-                })
-            }
-            .boxed()
-        })),
+        hooks: pi_agent::agent::AgentHooks {
+            before_tool_call: Some(Arc::new(|ctx, _| {
+                async move {
+                    Ok(match ctx.args["text"].as_str() {
+                        Some("secret") => Some(BeforeToolCallResult {
+                            block: true,
+                            reason: Some("not allowed".into()),
+                            args: None,
+                        }),
+                        Some("rewrite me") => Some(BeforeToolCallResult {
+                            args: Some(json!({"text": "rewritten"})),
+                            ..BeforeToolCallResult::default()
+                        }),
+                        _ => None,
+                    })
+                }
+                .boxed()
+            })),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     agent.prompt("go").await.unwrap();
@@ -96,19 +99,22 @@ async fn after_tool_call_replaces_fields_and_its_failure_is_an_error_result() {
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
         tools: vec![echo()],
-        after_tool_call: Some(Arc::new(|ctx, _| {
-            async move {
-                if ctx.tool_call.id == "b" {
-                    return Err("audit log unavailable".to_owned());
+        hooks: pi_agent::agent::AgentHooks {
+            after_tool_call: Some(Arc::new(|ctx, _| {
+                async move {
+                    if ctx.tool_call.id == "b" {
+                        return Err("audit log unavailable".into());
+                    }
+                    Ok(Some(AfterToolCallResult {
+                        content: Some(vec![UserContent::text("[redacted]")]),
+                        details: Some(json!({"audited": true})),
+                        ..AfterToolCallResult::default()
+                    }))
                 }
-                Ok(Some(AfterToolCallResult {
-                    content: Some(vec![UserContent::text("[redacted]")]),
-                    details: Some(json!({"audited": true})),
-                    ..AfterToolCallResult::default()
-                }))
-            }
-            .boxed()
-        })),
+                .boxed()
+            })),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     agent.prompt("go").await.unwrap();
@@ -143,9 +149,12 @@ async fn transform_context_shapes_what_the_model_sees_only() {
         messages: (0..5)
             .map(|i| UserMessage::text(format!("old {i}")).into())
             .collect(),
-        transform_context: Some(Arc::new(|messages, _| {
-            async move { messages.into_iter().rev().take(1).collect() }.boxed()
-        })),
+        hooks: pi_agent::agent::AgentHooks {
+            transform_context: Some(Arc::new(|messages, _| {
+                async move { Ok(messages.into_iter().rev().take(1).collect()) }.boxed()
+            })),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     agent.prompt("newest").await.unwrap();
@@ -163,9 +172,12 @@ async fn should_stop_after_turn_skips_the_queues() {
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
         tools: vec![echo()],
-        should_stop_after_turn: Some(Arc::new(|ctx| {
-            async move { !ctx.tool_results.is_empty() }.boxed()
-        })),
+        hooks: pi_agent::agent::AgentHooks {
+            should_stop_after_turn: Some(Arc::new(|ctx, _| {
+                async move { Ok(!ctx.tool_results.is_empty()) }.boxed()
+            })),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     agent.follow_up(UserMessage::text("later"));
@@ -185,7 +197,11 @@ async fn stream_idle_timeout_ends_a_stalled_turn() {
     )]));
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
-        stream_idle_timeout: Some(Duration::from_millis(200)),
+        settings: pi_agent::agent::AgentSettings {
+            stream_idle_timeout_ms: Some(Duration::from_millis(200))
+                .map(|d: std::time::Duration| d.as_millis() as u64),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     tokio::time::timeout(Duration::from_secs(5), agent.prompt("go"))
@@ -226,7 +242,11 @@ async fn tool_timeout_gives_an_error_result() {
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
         tools: vec![hang],
-        tool_timeout: Some(Duration::from_millis(100)),
+        settings: pi_agent::agent::AgentSettings {
+            tool_timeout_ms: Some(Duration::from_millis(100))
+                .map(|d: std::time::Duration| d.as_millis() as u64),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     tokio::time::timeout(Duration::from_secs(5), agent.prompt("go"))

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 fn done_only_config() -> AgentLoopConfig {
     let model = Model::new("mock", "mock", "mock-1", "");
     let mut config = AgentLoopConfig::new(model);
-    config.stream_fn = Arc::new(|model, _context, _options| {
+    config.hooks.stream_fn = Some(Arc::new(|model, _context, _options| {
         let (writer, stream) = channel(model, None);
         tokio::spawn(async move {
             let mut writer = writer;
@@ -29,7 +29,7 @@ fn done_only_config() -> AgentLoopConfig {
             writer.done().await;
         });
         stream
-    });
+    }));
     config
 }
 
@@ -92,7 +92,7 @@ async fn agent_loop_continue_checks_like_pi_and_returns_only_new_messages() {
 #[tokio::test]
 async fn a_panicking_stream_fn_still_ends_the_stream() {
     let mut config = done_only_config();
-    config.stream_fn = Arc::new(|_, _, _| panic!("stream_fn bug"));
+    config.hooks.stream_fn = Some(Arc::new(|_, _, _| panic!("stream_fn bug")));
     let stream = agent_loop(
         vec![UserMessage::text("x").into()],
         AgentContext::default(),
@@ -104,7 +104,8 @@ async fn a_panicking_stream_fn_still_ends_the_stream() {
     let AgentEvent::AgentEnd { messages } = last else {
         panic!("ends with agent_end")
     };
-    let failure = messages[0].as_assistant().unwrap();
+    // The failure is the turn's assistant message: after the prompt, with its turn_end.
+    let failure = messages.last().unwrap().as_assistant().unwrap();
     assert_eq!(failure.stop_reason, StopReason::Error);
     assert!(
         failure
@@ -114,6 +115,7 @@ async fn a_panicking_stream_fn_still_ends_the_stream() {
             .contains("stream_fn bug")
     );
     assert!(events.iter().any(|e| e.kind() == "message_end"));
+    assert!(events.iter().any(|e| e.kind() == "turn_end"));
 }
 
 #[tokio::test]
@@ -122,13 +124,16 @@ async fn a_panicking_stream_fn_leaves_the_agent_usable() {
     faux.push(faux_assistant_message(vec![faux_text("recovered")]));
     let agent = Agent::new(AgentOptions {
         model: Some(faux.model()),
-        stream_fn: Some(Arc::new(|_, _, _| panic!("boom"))),
+        hooks: pi_agent::agent::AgentHooks {
+            stream_fn: Some(Arc::new(|_, _, _| panic!("boom"))),
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     agent.prompt("x").await.unwrap();
     assert_eq!(agent.error_message().as_deref(), Some("boom"));
     assert!(!agent.is_streaming());
-    agent.set_stream_fn(pi_agent::agent::default_stream_fn());
+    agent.update_hooks(|hooks| hooks.stream_fn = None);
     agent.prompt("again").await.unwrap();
     assert_eq!(
         agent
@@ -150,7 +155,10 @@ async fn snapshot_restores_in_a_new_agent() {
     let agent = Agent::new(AgentOptions {
         system_prompt: "be nice".into(),
         model: Some(faux.model()),
-        follow_up_mode: QueueMode::All,
+        settings: pi_agent::agent::AgentSettings {
+            follow_up_mode: QueueMode::All,
+            ..Default::default()
+        },
         ..AgentOptions::default()
     });
     agent.prompt("one").await.unwrap();
@@ -171,7 +179,8 @@ async fn snapshot_restores_in_a_new_agent() {
     assert_eq!(texts, ["first answer", "second answer"]);
     let value: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(value["messages"][0]["role"], "user");
-    assert_eq!(value["followUpMode"], "all");
+    assert_eq!(value["version"], 2);
+    assert_eq!(value["settings"]["followUpMode"], "all");
 }
 
 #[tokio::test]

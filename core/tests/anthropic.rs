@@ -549,7 +549,8 @@ async fn sends_the_request_pi_sends() {
         cache_retention: Some(CacheRetention::Short),
         ..options()
     };
-    let message = ai::complete(&model, &context, &options).await;
+    // The agent's path: `reasoning` is mapped onto the thinking options.
+    let message = ai::complete_simple(&model, &context, &options).await;
     assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
     let requests = server.requests();
     let request = &requests[0];
@@ -611,7 +612,7 @@ async fn sends_the_request_pi_sends() {
 #[tokio::test]
 async fn thinking_off_temperature_and_cache_retention_variants() {
     let server = MockServer::start().await.unwrap();
-    for _ in 0..4 {
+    for _ in 0..5 {
         server.push(sse(vec![
             vec![message_start(1, 0, 0)],
             text_block(0, &["ok"]),
@@ -627,14 +628,14 @@ async fn thinking_off_temperature_and_cache_retention_variants() {
         })],
         tools: None,
     };
-    // Reasoning model without a level: thinking is switched off explicitly, temperature is
-    // kept, max_tokens defaults to a third of the model's limit.
+    // Reasoning model without a level through `stream_simple`: thinking is switched off
+    // explicitly, temperature is kept, max_tokens defaults to min(model limit, 32000).
     let with_temperature = StreamOptions {
         temperature: Some(0.7),
         cache_retention: Some(CacheRetention::Short),
         ..options()
     };
-    ai::complete(&model, &plain, &with_temperature).await;
+    ai::complete_simple(&model, &plain, &with_temperature).await;
     // Long retention: one-hour markers.
     let long = StreamOptions {
         cache_retention: Some(CacheRetention::Long),
@@ -647,6 +648,9 @@ async fn thinking_off_temperature_and_cache_retention_variants() {
         ..options()
     };
     ai::complete(&model, &plain, &none).await;
+    // Plain `stream` sends no thinking field at all (the api's default applies, as in pi's
+    // `stream`), and max_tokens defaults to a third of the model's limit.
+    ai::complete(&model, &plain, &options()).await;
     // A model without reasoning gets no thinking field; a level alone keeps temperature.
     model.reasoning = false;
     let level = StreamOptions {
@@ -654,12 +658,12 @@ async fn thinking_off_temperature_and_cache_retention_variants() {
         temperature: Some(0.3),
         ..options()
     };
-    ai::complete(&model, &plain, &level).await;
+    ai::complete_simple(&model, &plain, &level).await;
 
     let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
     assert_eq!(bodies[0]["thinking"], json!({"type": "disabled"}));
     assert_eq!(bodies[0]["temperature"], 0.7);
-    assert_eq!(bodies[0]["max_tokens"], 64_000 / 3);
+    assert_eq!(bodies[0]["max_tokens"], 32_000);
     assert_eq!(
         bodies[0]["messages"][0],
         json!({"role": "user", "content": [
@@ -677,8 +681,10 @@ async fn thinking_off_temperature_and_cache_retention_variants() {
         bodies[2]["messages"][0],
         json!({"role": "user", "content": "hello"})
     );
-    assert!(bodies[3].get("thinking").is_none());
-    assert_eq!(bodies[3]["temperature"], 0.3);
+    assert!(bodies[3].get("thinking").is_none(), "{}", bodies[3]);
+    assert_eq!(bodies[3]["max_tokens"], 64_000 / 3);
+    assert!(bodies[4].get("thinking").is_none());
+    assert_eq!(bodies[4]["temperature"], 0.3);
 }
 
 #[tokio::test]
@@ -697,7 +703,7 @@ async fn adaptive_models_get_an_effort_instead_of_a_budget() {
         temperature: Some(1.0),
         ..options()
     };
-    ai::complete(&model, &context("hi"), &options).await;
+    ai::complete_simple(&model, &context("hi"), &options).await;
     let request = &server.requests()[0];
     assert_eq!(
         request.body["thinking"],

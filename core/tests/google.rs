@@ -357,7 +357,7 @@ async fn sends_the_request_pi_sends() {
         headers: [("x-extra".to_owned(), "1".to_owned())].into(),
         ..StreamOptions::default()
     };
-    let message = ai::complete(&model, &context("hi"), &options).await;
+    let message = ai::complete_simple(&model, &context("hi"), &options).await;
     assert_eq!(message.stop_reason, StopReason::ToolUse, "{message:?}");
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
@@ -406,9 +406,27 @@ async fn thinking_config_for_gemini_3_and_for_thinking_off() {
         reasoning: Some(ThinkingLevel::High),
         ..StreamOptions::default()
     };
-    ai::complete(&gemini3, &context("hi"), &high).await;
-    ai::complete(&gemini3, &context("hi"), &StreamOptions::default()).await;
+    server.push(sse(fixture_events()));
+    server.push(sse(fixture_events()));
+    ai::complete_simple(&gemini3, &context("hi"), &high).await;
+    ai::complete_simple(&gemini3, &context("hi"), &StreamOptions::default()).await;
+    // Plain `stream` (pi's `stream()`) sends no thinkingConfig: the provider's default applies
+    // (Gemini 2.5 thinks by default); only `stream_simple` turns thinking off.
+    let gemini25 = model_for(&server, "gemini-2.5-flash");
+    ai::complete(&gemini25, &context("hi"), &StreamOptions::default()).await;
+    ai::complete_simple(&gemini25, &context("hi"), &StreamOptions::default()).await;
     let requests = server.requests();
+    assert!(
+        requests[2].body["generationConfig"]
+            .get("thinkingConfig")
+            .is_none(),
+        "{}",
+        requests[2].body
+    );
+    assert_eq!(
+        requests[3].body["generationConfig"]["thinkingConfig"],
+        json!({"thinkingBudget": 0})
+    );
     assert_eq!(
         requests[0].body["generationConfig"]["thinkingConfig"],
         json!({"includeThoughts": true, "thinkingLevel": "HIGH"})

@@ -48,7 +48,7 @@ async fn thinking_text_and_tool_calls_stream() {
         {"id": "cmpl-m1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
          "usage": {"prompt_tokens": 12, "completion_tokens": 8, "total_tokens": 20}},
     ], "split_random": 5}));
-    let message = ai::complete(
+    let message = ai::complete_simple(
         &model(&server, "magistral-medium-latest", true),
         &context(),
         &StreamOptions {

@@ -469,7 +469,7 @@ async fn abort_mid_stream_keeps_partial_text() {
     };
     let mut stream = ai::stream(&model_for(&server), &context("hi"), &options);
     let mut deltas = 0;
-    let mut last = None;
+    let mut events = Vec::new();
     while let Some(event) = stream.next().await {
         if matches!(event, AssistantMessageEvent::TextDelta { .. }) {
             deltas += 1;
@@ -477,12 +477,19 @@ async fn abort_mid_stream_keeps_partial_text() {
                 token.cancel();
             }
         }
-        last = Some(event);
+        events.push(event);
     }
-    let Some(AssistantMessageEvent::Error { reason, error }) = last else {
+    let kinds: Vec<&str> = events.iter().map(AssistantMessageEvent::kind).collect();
+    // As pi: the open text block is ended before the `error` of the abort.
+    assert_eq!(
+        &kinds[kinds.len() - 2..],
+        ["text_end", "error"],
+        "{kinds:?}"
+    );
+    let Some(AssistantMessageEvent::Error { reason, error }) = events.last() else {
         panic!("expected a terminal error")
     };
-    assert_eq!(reason, StopReason::Aborted);
+    assert_eq!(*reason, StopReason::Aborted);
     assert!(!error.text().is_empty());
 }
 

@@ -219,7 +219,8 @@ async fn collect(
     context: &Context,
     options: &StreamOptions,
 ) -> (Vec<AssistantMessageEvent>, AssistantMessage) {
-    collect_stream(ai::stream(model, context, options)).await
+    // `stream_simple`: these tests set `reasoning` (the agent's path).
+    collect_stream(ai::stream_simple(model, context, options)).await
 }
 
 fn kinds(events: &[AssistantMessageEvent]) -> Vec<&'static str> {
@@ -319,10 +320,18 @@ async fn reasoning_summary_becomes_thinking_that_replays_the_exact_item() {
         .filter(|e| matches!(e, AssistantMessageEvent::ThinkingDelta { .. }))
         .filter_map(AssistantMessageEvent::delta)
         .collect();
-    // Parts are separated when the next part starts, so the deltas add up to the final text.
+    // As pi: every summary part ends with a blank-line delta (the final text, joined from the
+    // item's parts, has no trailing one).
     assert_eq!(
         deltas,
-        ["**Plan**", "\n\nAdd them.", "\n\n", "Then ", "answer."]
+        [
+            "**Plan**",
+            "\n\nAdd them.",
+            "\n\n",
+            "Then ",
+            "answer.",
+            "\n\n"
+        ]
     );
     let AssistantContent::Thinking(thinking) = &message.content[0] else {
         panic!("expected thinking: {message:?}")
@@ -343,7 +352,7 @@ async fn reasoning_summary_becomes_thinking_that_replays_the_exact_item() {
     context
         .messages
         .push(Message::User(UserMessage::text("thanks")));
-    let second = ai::complete(&model, &context, &options).await;
+    let second = ai::complete_simple(&model, &context, &options).await;
     assert_eq!(second.stop_reason, StopReason::Stop, "{second:?}");
     let requests = server.requests();
     let first_body = &requests[0].body;
@@ -580,16 +589,8 @@ async fn same_events_message_and_replay_body_as_pi_for_a_recorded_stream() {
     let (events, message) = collect(&model, &context, &fixture_options()).await;
     let pi: Value = serde_json::from_str(PI_RECORDING).unwrap();
 
-    // Deliberate difference: pi also sends "\n\n" after the last summary part (then drops it
-    // from the final text); we send the separator only between parts.
-    let mut pi_events: Vec<Value> = pi["events"].as_array().unwrap().clone();
-    let trailing = pi_events
-        .iter()
-        .position(|e| e["type"] == "thinking_end")
-        .unwrap()
-        - 1;
-    assert_eq!(pi_events[trailing]["delta"], "\n\n");
-    pi_events.remove(trailing);
+    // pi sends "\n\n" after every summary part, the last one too; so do we.
+    let pi_events: Vec<Value> = pi["events"].as_array().unwrap().clone();
 
     assert_eq!(events.len(), pi_events.len(), "{:?}", kinds(&events));
     for (ours, theirs) in events.iter().zip(&pi_events) {
@@ -646,7 +647,7 @@ async fn same_events_message_and_replay_body_as_pi_for_a_recorded_stream() {
         content: UserMessageContent::Blocks(vec![UserContent::text("And in words?")]),
         timestamp: 4,
     }));
-    let second = ai::complete(&model, &context, &fixture_options()).await;
+    let second = ai::complete_simple(&model, &context, &fixture_options()).await;
     assert_eq!(second.stop_reason, StopReason::Stop, "{second:?}");
     let requests = server.requests();
     assert_eq!(requests[1].body, pi["replayRequestBody"]);
@@ -759,12 +760,12 @@ async fn reasoning_is_switched_off_explicitly_unless_the_model_cannot() {
         reasoning: Some(ThinkingLevel::Low),
         ..StreamOptions::default()
     };
-    ai::complete(&model, &context("hi"), &low).await;
+    ai::complete_simple(&model, &context("hi"), &low).await;
     let xhigh = StreamOptions {
         reasoning: Some(ThinkingLevel::Xhigh),
         ..StreamOptions::default()
     };
-    ai::complete(&model, &context("hi"), &xhigh).await;
+    ai::complete_simple(&model, &context("hi"), &xhigh).await;
     let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
     assert!(bodies[0].get("reasoning").is_none());
     assert!(bodies[0].get("include").is_none());
@@ -792,13 +793,13 @@ async fn provider_options_service_tier_and_summary() {
             "usage": usage(1000, 0, 1000)}}),
     ));
     server.push(json!({"sse": pieces}));
-    let provider = OpenAIResponsesProvider {
-        service_tier: Some("flex".into()),
-        reasoning_summary: Some("detailed".into()),
-    };
+    // Per-request provider options, as pi's `OpenAIResponsesOptions`.
+    let options: StreamOptions =
+        serde_json::from_value(json!({"serviceTier": "flex", "reasoningSummary": "detailed"}))
+            .unwrap();
     let model = reasoning_model(&server);
     let (_, message) =
-        collect_stream(provider.stream(&model, &context("hi"), &StreamOptions::default())).await;
+        collect_stream(OpenAIResponsesProvider.stream(&model, &context("hi"), &options)).await;
     let body = &server.requests()[0].body;
     assert_eq!(body["service_tier"], "flex");
     assert_eq!(
@@ -1474,13 +1475,11 @@ fn azure_model(base_url: &str) -> Model {
 async fn azure_uses_its_endpoint_api_key_and_deployment() {
     let server = MockServer::start().await.unwrap();
     server.push(text_reply("r", "from azure"));
-    let provider = AzureOpenAIResponsesProvider {
-        base_url: Some(format!("{}/", server.base_url())),
-        api_version: Some("2025-04-01-preview".into()),
-        deployment_name: Some("prod-gpt5-mini".into()),
-        ..AzureOpenAIResponsesProvider::default()
-    };
+    let provider = AzureOpenAIResponsesProvider;
     let options = StreamOptions {
+        azure_base_url: Some(format!("{}/", server.base_url())),
+        azure_api_version: Some("2025-04-01-preview".into()),
+        azure_deployment_name: Some("prod-gpt5-mini".into()),
         api_key: Some(ApiKey::new("azure-secret")),
         session_id: Some("sess".into()),
         // pi's Azure provider sends the cache key whatever the retention.
@@ -1488,7 +1487,7 @@ async fn azure_uses_its_endpoint_api_key_and_deployment() {
         reasoning: Some(ThinkingLevel::Low),
         ..StreamOptions::default()
     };
-    let (events, message) = collect_stream(provider.stream(
+    let (events, message) = collect_stream(provider.stream_simple(
         &azure_model("https://ignored.openai.azure.com"),
         &context("hi"),
         &options,
@@ -1542,7 +1541,7 @@ async fn azure_without_a_base_url_or_with_a_bad_one_is_an_error_event() {
     {
         return;
     }
-    let provider = AzureOpenAIResponsesProvider::default();
+    let provider = AzureOpenAIResponsesProvider;
     let options = StreamOptions {
         api_key: Some(ApiKey::new("k")),
         ..StreamOptions::default()

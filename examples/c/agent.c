@@ -1,10 +1,15 @@
 /*
  * An agent with a calculator tool answers "What is 6 * 7?" by calling the tool.
  *
- * Build (from the repository root, after `cargo build -p pi-agent-ffi`):
+ * Build against the installed library (`scripts/install-c.sh --prefix DIR`; set
+ * PKG_CONFIG_PATH=DIR/lib/pkgconfig for a prefix pkg-config does not search), from the
+ * repository root:
  *
- *   cc -Wall -Wextra -Werror -std=c11 -pthread -Iinclude examples/c/agent.c \
- *      -Ltarget/debug -Wl,-rpath,$PWD/target/debug -lpi_agent -o agent
+ *   cc -Wall -Wextra -Werror -std=c11 examples/c/agent.c $(pkg-config --cflags --libs pi_agent) \
+ *      -o agent
+ *
+ * (add -Wl,-rpath,DIR/lib, or set LD_LIBRARY_PATH, when DIR/lib is not in the loader's path),
+ * or with CMake: examples/cpp/CMakeLists.txt (find_package(pi_agent)) builds it too.
  *
  * Run offline (a scripted faux model calls the calculator, then answers):
  *

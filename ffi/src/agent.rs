@@ -104,14 +104,16 @@ pub extern "C" fn pi_agent_new(
         let agent = Agent::new(AgentOptions {
             system_prompt: system_prompt.to_owned(),
             model: Some(model.model.clone()),
-            thinking_level: settings.thinking_level,
             messages: settings.messages,
-            tool_execution: settings.tool_execution,
-            steering_mode: settings.steering_mode,
-            follow_up_mode: settings.follow_up_mode,
-            stream_options: settings.run.stream_options,
-            stream_idle_timeout: settings.run.stream_idle_timeout,
-            tool_timeout: settings.run.tool_timeout,
+            settings: ::pi_agent::agent::AgentSettings {
+                thinking_level: settings.thinking_level.into(),
+                tool_execution: settings.tool_execution,
+                steering_mode: settings.steering_mode,
+                follow_up_mode: settings.follow_up_mode,
+                stream_options: settings.run.stream_options,
+                stream_idle_timeout_ms: settings.run.stream_idle_timeout.map(crate::options::millis),
+                tool_timeout_ms: settings.run.tool_timeout.map(crate::options::millis),
+            },
             ..AgentOptions::default()
         });
         out.write(into_handle(pi_agent::new(agent)));
@@ -149,10 +151,7 @@ pub extern "C" fn pi_agent_free(agent: *mut pi_agent) {
             agent.calls.wait_until_idle();
         }
         agent.agent.set_tools(Vec::new());
-        agent.agent.set_before_tool_call(None);
-        agent.agent.set_after_tool_call(None);
-        agent.agent.set_should_stop_after_turn(None);
-        agent.agent.set_transform_context(None);
+        agent.agent.update_hooks(|hooks| *hooks = Default::default());
         if can_wait {
             agent.registrations.release_all();
         } else {
@@ -249,7 +248,7 @@ pub extern "C" fn pi_agent_set_before_tool_call(
             let user_data = agent.registrations.register(user_data, free_user_data);
             hook::before_tool_call(callback, user_data, agent.hook_site())
         });
-        agent.agent.set_before_tool_call(hook);
+        agent.agent.update_hooks(|hooks| hooks.before_tool_call = hook);
         agent.registrations.prune();
         Ok(())
     }
@@ -274,7 +273,7 @@ pub extern "C" fn pi_agent_set_after_tool_call(
             let user_data = agent.registrations.register(user_data, free_user_data);
             hook::after_tool_call(callback, user_data, agent.hook_site())
         });
-        agent.agent.set_after_tool_call(hook);
+        agent.agent.update_hooks(|hooks| hooks.after_tool_call = hook);
         agent.registrations.prune();
         Ok(())
     }
@@ -299,7 +298,7 @@ pub extern "C" fn pi_agent_set_should_stop_after_turn(
             let user_data = agent.registrations.register(user_data, free_user_data);
             hook::should_stop_after_turn(callback, user_data, agent.hook_site())
         });
-        agent.agent.set_should_stop_after_turn(hook);
+        agent.agent.update_hooks(|hooks| hooks.should_stop_after_turn = hook);
         agent.registrations.prune();
         Ok(())
     }
@@ -324,7 +323,7 @@ pub extern "C" fn pi_agent_set_transform_context(
             let user_data = agent.registrations.register(user_data, free_user_data);
             hook::transform_context(callback, user_data, agent.hook_site())
         });
-        agent.agent.set_transform_context(hook);
+        agent.agent.update_hooks(|hooks| hooks.transform_context = hook);
         agent.registrations.prune();
         Ok(())
     }
@@ -394,7 +393,7 @@ pub extern "C" fn pi_agent_prompt(agent: *mut pi_agent, text: *const c_char) -> 
         let text = arg_str(text, "text")?;
         let outcome = block_on("pi_agent_prompt", agent.agent.prompt(text))?;
         agent.registrations.prune();
-        outcome.map_err(pi_error::from_agent)
+        outcome.map(drop).map_err(pi_error::from_agent)
     }
 }
 
@@ -412,7 +411,7 @@ pub extern "C" fn pi_agent_continue(agent: *mut pi_agent) -> *mut pi_error {
         let agent = arg_ref(agent, "agent")?;
         let outcome = block_on("pi_agent_continue", agent.agent.continue_run())?;
         agent.registrations.prune();
-        outcome.map_err(pi_error::from_agent)
+        outcome.map(drop).map_err(pi_error::from_agent)
     }
 }
 

@@ -17,16 +17,16 @@ use crate::string::into_c_string;
 
 // ------------------------------------------------------------------------------ transcript
 
-/// Clears the transcript, the steering and follow-up queues and the error message. Does not
-/// abort a run. No-op when `agent` is NULL.
+/// Clears the transcript, the steering and follow-up queues and the error message.
 ///
+/// Errors: `NULL_ARGUMENT`; `ALREADY_RUNNING` while a run is active (the run appends to the
+/// transcript: abort it and wait for idle first), and nothing is cleared.
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_reset(agent: *mut pi_agent) {
-    ffi_boundary! {
-        if let Some(agent) = opt_ref(agent) {
-            agent.agent.reset();
-        }
+pub extern "C" fn pi_agent_reset(agent: *mut pi_agent) -> *mut pi_error {
+    ffi_fallible! {
+        let agent = arg_ref(agent, "agent")?;
+        agent.agent.reset().map_err(pi_error::from_agent)
     }
 }
 
@@ -64,8 +64,7 @@ pub extern "C" fn pi_agent_set_messages_json(
         let agent = arg_ref(agent, "agent")?;
         let json = arg_str(messages_json, "messages_json")?;
         let messages: Vec<AgentMessage> = parse_json(json, "messages_json")?;
-        agent.agent.set_messages(messages);
-        Ok(())
+        agent.agent.set_messages(messages).map_err(pi_error::from_agent)
     }
 }
 
@@ -274,7 +273,7 @@ pub extern "C" fn pi_agent_set_thinking_level(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
-        agent.agent.set_thinking_level(level.thinking_level());
+        agent.agent.set_thinking_level(level);
         Ok(())
     }
 }
@@ -431,9 +430,12 @@ pub extern "C" fn pi_agent_restore(
         let agent = Agent::restore(
             snapshot,
             AgentOptions {
-                stream_options: run.stream_options,
-                stream_idle_timeout: run.stream_idle_timeout,
-                tool_timeout: run.tool_timeout,
+                settings: ::pi_agent::agent::AgentSettings {
+                    stream_options: run.stream_options,
+                    stream_idle_timeout_ms: run.stream_idle_timeout.map(crate::options::millis),
+                    tool_timeout_ms: run.tool_timeout.map(crate::options::millis),
+                    ..Default::default()
+                },
                 ..AgentOptions::default()
             },
         );

@@ -81,9 +81,9 @@ impl pi_error {
 
     pub(crate) fn from_agent(error: AgentError) -> Self {
         let kind = match error {
-            AgentError::AlreadyProcessingPrompt | AgentError::AlreadyProcessingContinue => {
-                pi_error_kind::AlreadyRunning
-            }
+            AgentError::AlreadyProcessingPrompt
+            | AgentError::AlreadyProcessingContinue
+            | AgentError::TranscriptBusy => pi_error_kind::AlreadyRunning,
             AgentError::NothingToContinue
             | AgentError::EmptyContext
             | AgentError::ContinueFromAssistant => pi_error_kind::CannotContinue,

@@ -7,6 +7,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
+use ::pi_agent::agent::HookError;
 use futures::FutureExt;
 use pi_agent::agent::{
     AfterToolCall, AfterToolCallContext, AfterToolCallResult, AgentMessage, BeforeToolCall,
@@ -269,6 +270,7 @@ pub(crate) fn before_tool_call(
             })
             .await
             .unwrap_or_else(|error| Err(format!("before_tool_call hook failed: {error}")))
+            .map_err(HookError::from)
         }
         .boxed()
     })
@@ -464,6 +466,7 @@ pub(crate) fn after_tool_call(
             })
             .await
             .unwrap_or_else(|error| Err(format!("after_tool_call hook failed: {error}")))
+            .map_err(HookError::from)
         }
         .boxed()
     })
@@ -564,13 +567,15 @@ pub(crate) fn should_stop_after_turn(
         callback,
         user_data,
     });
-    Arc::new(move |context| {
+    Arc::new(move |context, _signal| {
         let hook = Arc::clone(&hook);
         let site = site.clone();
         async move {
-            run_callback(&site.calls, site.agent_key, move || hook.invoke(context))
-                .await
-                .unwrap_or(false)
+            Ok(
+                run_callback(&site.calls, site.agent_key, move || hook.invoke(context))
+                    .await
+                    .unwrap_or(false),
+            )
         }
         .boxed()
     })
@@ -673,10 +678,10 @@ pub(crate) fn transform_context(
             })
             .await
             {
-                Ok(messages) => messages,
-                Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-                // Only when the runtime shuts down, which it never does.
-                Err(_) => Vec::new(),
+                Ok(messages) => Ok(messages),
+                Err(error) => Err(HookError::new(format!(
+                    "transform_context hook failed: {error}"
+                ))),
             }
         }
         .boxed()

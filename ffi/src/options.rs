@@ -131,6 +131,11 @@ pub(crate) struct AgentSettings {
     pub(crate) run: RunSettings,
 }
 
+/// A duration in whole milliseconds (saturating).
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn invalid_options(error: &serde_json::Error) -> pi_error {
     pi_error::invalid_json("options_json", error)
 }

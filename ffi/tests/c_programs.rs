@@ -1,13 +1,15 @@
 //! Compiles the C programs (`tests/c/ffi_test.c`, `tests/c/ffi_agent_test.c`,
 //! `examples/c/agent.c`) with
-//! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with the cdylib
-//! cargo built for this test run (`target/<profile>/deps/libpi_agent.so`, found from the test
-//! executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an rpath, and runs them:
-//! natively, and the offline cases again under valgrind when it is installed.
+//! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with `-lpi_agent`
+//! against the cdylib cargo built for this test run (`target/<profile>/deps/libpi_agent_ffi.so`,
+//! found from the test executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an
+//! rpath, and runs them: natively, and the offline cases again under valgrind when it is
+//! installed.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use pi_mock_server::MockServer;
@@ -23,26 +25,40 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// `target/<profile>/deps`, where this test executable is and where cargo writes the cdylib it
-/// builds for the tests (the lib's `rlib` crate type makes the tests depend on it; only a
-/// top-level `cargo build` copies it up to `target/<profile>`).
+/// A directory laid out like an installed library: `libpi_agent.so` (what `-lpi_agent` finds)
+/// and the library's SONAME (what the programs then load), both links to the cdylib cargo built
+/// for this run. Cargo writes it as `target/<profile>/deps/libpi_agent_ffi.so`, next to this
+/// test executable (the lib's `rlib` crate type makes the tests depend on it; only a top-level
+/// `cargo build` copies it up to `target/<profile>`).
 fn library_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let dir = exe
-        .parent()
-        .expect("the test executable has a directory")
-        .to_path_buf();
-    let library = dir.join(format!(
-        "{}pi_agent{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    ));
-    assert!(
-        library.exists(),
-        "{} is missing (cargo builds it with the tests)",
-        library.display()
-    );
-    dir
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let exe = std::env::current_exe().expect("current_exe");
+        let library = exe
+            .parent()
+            .expect("the test executable has a directory")
+            .join(format!(
+                "{}pi_agent_ffi{}",
+                std::env::consts::DLL_PREFIX,
+                std::env::consts::DLL_SUFFIX
+            ));
+        assert!(
+            library.exists(),
+            "{} is missing (cargo builds it with the tests)",
+            library.display()
+        );
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-lib");
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["libpi_agent.so", env!("PI_AGENT_SONAME")] {
+            // Replaced atomically, so a stale link from an earlier run is never half-seen.
+            let staging = dir.join(format!("{name}.tmp"));
+            let _ = std::fs::remove_file(&staging);
+            std::os::unix::fs::symlink(&library, &staging).unwrap();
+            std::fs::rename(&staging, dir.join(name)).unwrap();
+        }
+        dir
+    })
+    .clone()
 }
 
 /// Compiles one C source into an executable in cargo's per-test scratch directory.

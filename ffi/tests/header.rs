@@ -1,5 +1,6 @@
 //! The committed header `include/pi_agent.h` must be exactly what cbindgen generates from
-//! `ffi/src` with `ffi/cbindgen.toml`, and its version macros must match Cargo's version.
+//! `ffi/src` with `ffi/cbindgen.toml` plus the version macros from Cargo's version, and those
+//! macros must match Cargo's version.
 //! Run with `PI_BLESS=1` to rewrite the header.
 
 use std::path::PathBuf;
@@ -14,7 +15,15 @@ fn header_path() -> PathBuf {
 
 fn generate() -> String {
     let dir = manifest_dir();
-    let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    // One source for the version: Cargo.toml. A version bump is then a re-bless.
+    config.after_includes = Some(format!(
+        "\n#define PI_AGENT_VERSION_MAJOR {}\n#define PI_AGENT_VERSION_MINOR {}\n\
+         #define PI_AGENT_VERSION_PATCH {}\n",
+        env!("CARGO_PKG_VERSION_MAJOR"),
+        env!("CARGO_PKG_VERSION_MINOR"),
+        env!("CARGO_PKG_VERSION_PATCH"),
+    ));
     let bindings = cbindgen::Builder::new()
         .with_config(config)
         .with_src(dir.join("src/lib.rs"))

@@ -34,7 +34,9 @@ from ._core import (
     Unsubscribe,
     __version__,
     acomplete,
+    acomplete_simple,
     complete,
+    complete_simple,
     faux_text,
     faux_thinking,
     faux_tool_call,
@@ -44,6 +46,7 @@ from ._core import (
     is_context_overflow,
     resolve_model,
     stream,
+    stream_simple,
 )
 from ._tools import function_schema, tool
 
@@ -62,7 +65,9 @@ __all__ = [
     "Unsubscribe",
     "__version__",
     "acomplete",
+    "acomplete_simple",
     "complete",
+    "complete_simple",
     "faux_text",
     "faux_thinking",
     "faux_tool_call",
@@ -73,5 +78,6 @@ __all__ = [
     "is_context_overflow",
     "resolve_model",
     "stream",
+    "stream_simple",
     "tool",
 ]

@@ -236,6 +236,30 @@ def acomplete(
 ) -> Coroutine[Any, Any, AssistantMessage]:
     """``complete`` for asyncio: ``message = await pi_agent.acomplete(model, context)``."""
 
+def stream_simple(
+    model: Union[Model, ModelDict],
+    context: Union[Context, Mapping[str, Any]],
+    **options: Unpack[StreamOptions],
+) -> AssistantMessageEventStream:
+    """pi's ``streamSimple``: like ``stream``, but ``reasoning`` (a level; ``"off"`` for none)
+    is mapped onto the provider's own options, thinking is turned off explicitly when no level
+    is given, and ``max_tokens`` defaults to ``min(model.max_tokens, 32000)``. The agent calls
+    models this way. Plain ``stream`` sends only what the provider options say."""
+
+def complete_simple(
+    model: Union[Model, ModelDict],
+    context: Union[Context, Mapping[str, Any]],
+    **options: Unpack[StreamOptions],
+) -> AssistantMessage:
+    """``stream_simple(...)``, then blocks (GIL released) until the final assistant message."""
+
+def acomplete_simple(
+    model: Union[Model, ModelDict],
+    context: Union[Context, Mapping[str, Any]],
+    **options: Unpack[StreamOptions],
+) -> Coroutine[Any, Any, AssistantMessage]:
+    """``complete_simple`` for asyncio."""
+
 def is_context_overflow(
     message: Union[AssistantMessage, Mapping[str, Any]], context_window: Optional[int] = None
 ) -> bool:
@@ -342,6 +366,11 @@ class Tool:
     its name, is not a model argument: it is left out of the schema, and the agent passes the
     call's context there. That is the only rule; a parameter named ``ctx`` without that
     annotation is an ordinary argument.
+
+    The arguments are validated against the schema first (a failure is an error result with
+    pi's report). A parameter annotated with a dataclass, an ``Enum`` or a pydantic model then
+    receives an instance of it (also nested, and inside ``Optional``, ``list``, ``tuple``,
+    ``set``, ``dict``); calling the tool directly passes arguments through unchanged.
     """
 
     def __new__(

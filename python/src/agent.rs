@@ -3,14 +3,13 @@
 //! and awaited is in [`crate::agent_run`]).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
 use pi_agent::agent::{
     Agent, AgentMessage, AgentOptions, AgentSnapshot, ProxyOptions, QueueMode, Subscription,
     ToolExecutionMode, proxy_stream_fn,
 };
 use pi_agent::ai::types::UserMessage;
-use pi_agent::ai::{ApiKey, ThinkingLevel};
+use pi_agent::ai::{ApiKey, ModelThinkingLevel, ThinkingLevel};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyType};
@@ -115,10 +114,16 @@ impl Code<'_, '_> {
                 .iter()
                 .map(|tool| tool.get().to_agent_tool(caller_loop.clone()))
                 .collect(),
-            stream_options,
-            stream_fn,
-            stream_idle_timeout: self.stream_idle_timeout_ms.map(Duration::from_millis),
-            tool_timeout: self.tool_timeout_ms.map(Duration::from_millis),
+            settings: pi_agent::agent::AgentSettings {
+                stream_options,
+                stream_idle_timeout_ms: self.stream_idle_timeout_ms,
+                tool_timeout_ms: self.tool_timeout_ms,
+                ..Default::default()
+            },
+            hooks: pi_agent::agent::AgentHooks {
+                stream_fn,
+                ..Default::default()
+            },
             ..AgentOptions::default()
         });
         let mut hooks = Hooks::default();
@@ -195,9 +200,11 @@ impl PyAgent {
             .filter(|model| !model.is_none())
             .map(PyModel::extract)
             .transpose()?;
+        // pi's values, `"off"` (its default) included; `None` is off too.
         let thinking_level = thinking_level
-            .map(|level| parse_mode::<ThinkingLevel>(level, "thinking_level"))
-            .transpose()?;
+            .map(|level| parse_mode::<ModelThinkingLevel>(level, "thinking_level"))
+            .transpose()?
+            .unwrap_or_default();
         let messages = match messages {
             Some(messages) if !messages.is_none() => parse(messages, "messages")?,
             _ => Vec::new(),
@@ -219,16 +226,15 @@ impl PyAgent {
             options,
         };
         code.into_agent(|code| {
-            Agent::new(AgentOptions {
-                system_prompt,
-                model,
-                thinking_level,
-                messages,
-                tool_execution,
-                steering_mode,
-                follow_up_mode,
-                ..code
-            })
+            let mut options = code;
+            options.system_prompt = system_prompt;
+            options.model = model;
+            options.messages = messages;
+            options.settings.thinking_level = thinking_level;
+            options.settings.tool_execution = tool_execution;
+            options.settings.steering_mode = steering_mode;
+            options.settings.follow_up_mode = follow_up_mode;
+            Agent::new(options)
         })
     }
 
@@ -390,9 +396,10 @@ impl PyAgent {
         })
     }
 
-    /// Clears the transcript, queues, streaming state and error (does not abort a run).
-    fn reset(&self) {
-        self.agent.reset();
+    /// Clears the transcript, queues, streaming state and error. Raises `AgentBusyError` while
+    /// a run is active (abort it and wait for idle first).
+    fn reset(&self) -> PyResult<()> {
+        self.agent.reset().map_err(crate::errors::agent_error)
     }
 
     /// Queues a message (str or message dict) to inject after the current turn's tool calls.
@@ -472,7 +479,7 @@ impl PyAgent {
     fn set_stream_idle_timeout_ms(&self, timeout: Option<u64>) {
         let mut timeouts = self.timeouts();
         self.agent
-            .set_stream_idle_timeout(timeout.map(Duration::from_millis));
+            .update_settings(|settings| settings.stream_idle_timeout_ms = timeout);
         timeouts.stream_idle_ms = timeout;
     }
 
@@ -486,7 +493,7 @@ impl PyAgent {
     fn set_tool_timeout_ms(&self, timeout: Option<u64>) {
         let mut timeouts = self.timeouts();
         self.agent
-            .set_tool_timeout(timeout.map(Duration::from_millis));
+            .update_settings(|settings| settings.tool_timeout_ms = timeout);
         timeouts.tool_ms = timeout;
     }
 
@@ -591,15 +598,16 @@ impl PyAgent {
 
     #[setter]
     fn set_messages(&self, messages: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.agent.set_messages(parse(messages, "messages")?);
-        Ok(())
+        self.agent
+            .set_messages(parse(messages, "messages")?)
+            .map_err(crate::errors::agent_error)
     }
 
     /// Appends a message dict to the transcript.
     fn append_message(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
         self.agent
-            .append_message(parse::<AgentMessage>(message, "message")?);
-        Ok(())
+            .append_message(parse::<AgentMessage>(message, "message")?)
+            .map_err(crate::errors::agent_error)
     }
 
     /// Whether a run is active.
@@ -652,14 +660,18 @@ impl PyAgent {
     /// Reasoning level (`"minimal"` ... `"xhigh"`, or `None` for off).
     #[getter]
     fn thinking_level(&self) -> Option<&'static str> {
-        self.agent.thinking_level().map(ThinkingLevel::as_str)
+        self.agent
+            .thinking_level()
+            .thinking_level()
+            .map(ThinkingLevel::as_str)
     }
 
     #[setter]
     fn set_thinking_level(&self, level: Option<&str>) -> PyResult<()> {
         let level = level
-            .map(|level| parse_mode::<ThinkingLevel>(level, "thinking_level"))
-            .transpose()?;
+            .map(|level| parse_mode::<ModelThinkingLevel>(level, "thinking_level"))
+            .transpose()?
+            .unwrap_or_default();
         self.agent.set_thinking_level(level);
         Ok(())
     }
@@ -723,7 +735,7 @@ impl PyAgent {
 
     fn continue_run(&self) -> RunFuture {
         let agent = self.agent.clone();
-        Box::pin(async move { agent.continue_run().await })
+        Box::pin(async move { agent.continue_run().await.map(drop) })
     }
 }
 

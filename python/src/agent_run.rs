@@ -57,9 +57,9 @@ impl PromptInput {
     pub(crate) fn into_future(self, agent: Agent) -> RunFuture {
         Box::pin(async move {
             match self {
-                Self::Text(text, images) if images.is_empty() => agent.prompt(text).await,
-                Self::Text(text, images) => agent.prompt_with_images(text, images).await,
-                Self::Messages(messages) => agent.prompt_messages(messages).await,
+                Self::Text(text, images) if images.is_empty() => agent.prompt(text).await.map(drop),
+                Self::Text(text, images) => agent.prompt_with_images(text, images).await.map(drop),
+                Self::Messages(messages) => agent.prompt_messages(messages).await.map(drop),
             }
         })
     }

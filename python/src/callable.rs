@@ -9,11 +9,9 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::prelude::*;
-use tokio::runtime::{Handle, RuntimeFlavor};
 
 use crate::bridge::{FreshCancel, loop_is_usable, run_fresh, run_on_loop};
 use crate::convert::type_name;
-use crate::runtime::RUNTIME;
 
 /// The event loop of the caller awaiting an agent's current run (`None` for `prompt_sync` and
 /// sync iteration). Shared by the agent, its tools and its hooks; the agent sets it while it
@@ -102,30 +100,6 @@ where
     };
     guard.disarm();
     result
-}
-
-/// [`call`] for core's synchronous hooks (`get_api_key`): blocks the calling runtime worker
-/// until the call is done (the runtime moves its other tasks elsewhere meanwhile).
-pub(crate) fn call_blocking<T, I, F>(caller_loop: Option<Arc<Py<PyAny>>>, invoke: I, finish: F) -> T
-where
-    T: Send + 'static,
-    I: for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send + 'static,
-    F: for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) -> T + Send + 'static,
-{
-    let future = call(caller_loop, invoke, finish);
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(|| handle.block_on(future))
-        }
-        // Not on a runtime worker (core calls hooks from its run task, so this is only a
-        // safety net): wait on the binding's runtime.
-        _ => std::thread::scope(|scope| {
-            scope
-                .spawn(|| RUNTIME.block_on(future))
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-        }),
-    }
 }
 
 /// The text of a raised exception: its message, or its type name when the message is empty

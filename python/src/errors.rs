@@ -44,7 +44,7 @@ pub(crate) fn agent_error(error: AgentError) -> PyErr {
         AgentError::NothingToContinue
         | AgentError::EmptyContext
         | AgentError::ContinueFromAssistant => CannotContinueError::new_err(message),
-        AgentError::RunFailed(_) => AgentRunError::new_err(message),
+        AgentError::TranscriptBusy => AgentBusyError::new_err(message),
         _ => PiError::new_err(message),
     }
 }

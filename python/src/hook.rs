@@ -15,7 +15,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use pi_agent::agent::{
     AfterToolCall, AfterToolCallResult, Agent, AgentMessage, BeforeToolCall, BeforeToolCallResult,
-    GetApiKey, ShouldStopAfterTurn, TransformContext,
+    GetApiKey, HookError, ShouldStopAfterTurn, TransformContext,
 };
 use pi_agent::ai::types::UserContent;
 use pi_agent::ai::{ApiKey, Message};
@@ -84,21 +84,30 @@ impl Hooks {
         let caller_loop = caller_loop.clone();
         match kind {
             HookKind::BeforeToolCall => {
-                agent.set_before_tool_call(hook.map(|f| before_tool_call(f, caller_loop)));
+                agent.update_hooks(|hooks| {
+                    hooks.before_tool_call = hook.map(|f| before_tool_call(f, caller_loop));
+                });
             }
             HookKind::AfterToolCall => {
-                agent.set_after_tool_call(hook.map(|f| after_tool_call(f, caller_loop)));
+                agent.update_hooks(|hooks| {
+                    hooks.after_tool_call = hook.map(|f| after_tool_call(f, caller_loop));
+                });
             }
             HookKind::ShouldStopAfterTurn => {
-                agent.set_should_stop_after_turn(
-                    hook.map(|f| should_stop_after_turn(f, caller_loop)),
-                );
+                agent.update_hooks(|hooks| {
+                    hooks.should_stop_after_turn =
+                        hook.map(|f| should_stop_after_turn(f, caller_loop));
+                });
             }
             HookKind::TransformContext => {
-                agent.set_transform_context(hook.map(|f| transform_context(f, caller_loop)));
+                agent.update_hooks(|hooks| {
+                    hooks.transform_context = hook.map(|f| transform_context(f, caller_loop));
+                });
             }
             HookKind::GetApiKey => {
-                agent.set_get_api_key(hook.map(|f| get_api_key(f, caller_loop)));
+                agent.update_hooks(|hooks| {
+                    hooks.get_api_key = hook.map(|f| get_api_key(f, caller_loop));
+                });
             }
         }
         self.0[kind as usize] = function;
@@ -106,10 +115,9 @@ impl Hooks {
     }
 }
 
-/// Fails the run with `message` (core catches the unwind, as for a panicking hook). Unwinds
-/// with `resume_unwind`, so no panic message is printed.
-fn fail_run<T>(outcome: Result<T, String>) -> T {
-    outcome.unwrap_or_else(|message| std::panic::resume_unwind(Box::new(message)))
+/// A Python exception's text as core's hook error (the run records it as a failure).
+fn hook_error<T>(outcome: Result<T, String>) -> Result<T, HookError> {
+    outcome.map_err(HookError::new)
 }
 
 /// What `before_tool_call` may return (every field optional).
@@ -151,6 +159,7 @@ fn before_tool_call(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> Before
                 }))
             },
         )
+        .map(hook_error)
         .boxed()
     })
 }
@@ -205,6 +214,7 @@ fn after_tool_call(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> AfterTo
                 }))
             },
         )
+        .map(hook_error)
         .boxed()
     })
 }
@@ -214,7 +224,7 @@ fn should_stop_after_turn(
     function: Arc<Py<PyAny>>,
     caller_loop: CallerLoop,
 ) -> ShouldStopAfterTurn {
-    Arc::new(move |context| {
+    Arc::new(move |context, _signal| {
         let function = Arc::clone(&function);
         let context = json!({
             "message": Message::Assistant(context.message),
@@ -230,7 +240,7 @@ fn should_stop_after_turn(
                     .map_err(|error| raised(py, HookKind::ShouldStopAfterTurn.name(), &error))
             },
         )
-        .map(fail_run)
+        .map(hook_error)
         .boxed()
     })
 }
@@ -251,7 +261,7 @@ fn transform_context(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> Trans
                     .map_err(|error| raised(py, HookKind::TransformContext.name(), &error))
             },
         )
-        .map(fail_run)
+        .map(hook_error)
         .boxed()
     })
 }
@@ -261,7 +271,7 @@ fn get_api_key(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> GetApiKey {
     Arc::new(move |provider| {
         let function = Arc::clone(&function);
         let provider = provider.to_owned();
-        fail_run(callable::call_blocking(
+        callable::call(
             caller_loop.current(),
             move |py| function.bind(py).call1((provider,)),
             |py, outcome| {
@@ -270,6 +280,8 @@ fn get_api_key(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> GetApiKey {
                     .map(|key| key.map(ApiKey::new))
                     .map_err(|error| raised(py, HookKind::GetApiKey.name(), &error))
             },
-        ))
+        )
+        .map(hook_error)
+        .boxed()
     })
 }

@@ -37,7 +37,10 @@ mod _core {
     #[pymodule_export]
     use super::overflow::is_context_overflow;
     #[pymodule_export]
-    use super::stream::{PyEventStream, acomplete, complete, stream};
+    use super::stream::{
+        PyEventStream, acomplete, acomplete_simple, complete, complete_simple, stream,
+        stream_simple,
+    };
     #[pymodule_export]
     use super::tools::{PyTool, PyToolContext};
 

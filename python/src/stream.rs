@@ -49,6 +49,7 @@ impl PyEventStream {
         model: &Bound<'_, PyAny>,
         context: &Bound<'_, PyAny>,
         mut stream_options: StreamOptions,
+        simple: bool,
     ) -> PyResult<Self> {
         let model = PyModel::extract(model)?;
         let context: Context = parse(context, "context")?;
@@ -57,7 +58,11 @@ impl PyEventStream {
         // Providers spawn their request on the runtime.
         let stream = {
             let _runtime = RUNTIME.enter();
-            ai::stream(&model, &context, &stream_options)
+            if simple {
+                ai::stream_simple(&model, &context, &stream_options)
+            } else {
+                ai::stream(&model, &context, &stream_options)
+            }
         };
         Ok(Self {
             partial: stream.partial(),
@@ -188,7 +193,48 @@ pub(crate) fn stream(
     context: &Bound<'_, PyAny>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<PyEventStream> {
-    PyEventStream::open(model, context, stream_options(options)?)
+    PyEventStream::open(model, context, stream_options(options)?, false)
+}
+
+/// pi's `streamSimple`: like `stream`, but `reasoning` (a level, `"off"` for none) is mapped
+/// onto the provider's own options, thinking is turned off explicitly when no level is given,
+/// and `max_tokens` defaults to `min(model.max_tokens, 32000)` (what the agent uses).
+#[pyfunction]
+#[pyo3(signature = (model, context, **options))]
+pub(crate) fn stream_simple(
+    model: &Bound<'_, PyAny>,
+    context: &Bound<'_, PyAny>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<PyEventStream> {
+    PyEventStream::open(model, context, stream_options(options)?, true)
+}
+
+/// `stream_simple(...)`, then blocks (without the GIL) until the final assistant message.
+#[pyfunction]
+#[pyo3(signature = (model, context, **options))]
+pub(crate) fn complete_simple(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    context: &Bound<'_, PyAny>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Json> {
+    PyEventStream::open(model, context, stream_options(options)?, true)?.result(py)
+}
+
+/// `await acomplete_simple(...)`: `complete_simple` for asyncio.
+#[pyfunction]
+#[pyo3(signature = (model, context, **options))]
+pub(crate) fn acomplete_simple<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyAny>,
+    context: &Bound<'py, PyAny>,
+    options: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let stream = Bound::new(
+        py,
+        PyEventStream::open(model, context, stream_options(options)?, true)?,
+    )?;
+    drive(stream.getattr("_aresult_future")?, [])
 }
 
 /// `stream(...)`, then blocks (without the GIL) until the final assistant message.
@@ -200,7 +246,7 @@ pub(crate) fn complete(
     context: &Bound<'_, PyAny>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Json> {
-    PyEventStream::open(model, context, stream_options(options)?)?.result(py)
+    PyEventStream::open(model, context, stream_options(options)?, false)?.result(py)
 }
 
 /// `await acomplete(...)`: `complete` for asyncio.
@@ -214,7 +260,7 @@ pub(crate) fn acomplete<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let stream = Bound::new(
         py,
-        PyEventStream::open(model, context, stream_options(options)?)?,
+        PyEventStream::open(model, context, stream_options(options)?, false)?,
     )?;
     drive(stream.getattr("_aresult_future")?, [])
 }

@@ -31,6 +31,9 @@ pub(crate) struct PyTool {
     function: Arc<Py<PyAny>>,
     /// The function's parameter annotated with `ToolContext`, if any.
     context_parameter: Option<Arc<str>>,
+    /// `pi_agent._tools.argument_converter(function)`: builds the dataclass, enum and pydantic
+    /// instances the type hints ask for; `None` when the JSON arguments are used as they are.
+    converter: Option<Arc<Py<PyAny>>>,
 }
 
 impl PyTool {
@@ -66,6 +69,7 @@ impl PyTool {
             execution_mode: self.execution_mode,
             function: Arc::clone(&self.function),
             context_parameter: self.context_parameter.clone(),
+            converter: self.converter.clone(),
             caller_loop,
         })
     }
@@ -89,11 +93,11 @@ impl PyTool {
                 type_name(&function)
             )));
         }
-        let context_parameter: Option<String> = function
-            .py()
-            .import("pi_agent._tools")?
+        let tools = function.py().import("pi_agent._tools")?;
+        let context_parameter: Option<String> = tools
             .call_method1("context_parameter", (&function,))?
             .extract()?;
+        let converter = tools.call_method1("argument_converter", (&function,))?;
         Ok(Self {
             name,
             description,
@@ -104,6 +108,7 @@ impl PyTool {
                 .transpose()?,
             function: Arc::new(function.unbind()),
             context_parameter: context_parameter.map(Arc::from),
+            converter: (!converter.is_none()).then(|| Arc::new(converter.unbind())),
         })
     }
 
@@ -187,6 +192,7 @@ struct PythonTool {
     execution_mode: Option<ToolExecutionMode>,
     function: Arc<Py<PyAny>>,
     context_parameter: Option<Arc<str>>,
+    converter: Option<Arc<Py<PyAny>>>,
     caller_loop: CallerLoop,
 }
 
@@ -217,6 +223,7 @@ impl AgentTool for PythonTool {
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
         let function = Arc::clone(&self.function);
         let context_parameter = self.context_parameter.clone();
+        let converter = self.converter.clone();
         let event_loop = self.caller_loop.current();
         Box::pin(callable::call(
             event_loop,
@@ -232,6 +239,13 @@ impl AgentTool for PythonTool {
                 let Ok(kwargs) = arguments.cast::<PyDict>() else {
                     return function.bind(py).call1((arguments,));
                 };
+                let mut kwargs = kwargs.clone();
+                if let Some(converter) = converter {
+                    kwargs = converter
+                        .bind(py)
+                        .call1((&kwargs,))?
+                        .cast_into::<PyDict>()?;
+                }
                 if let Some(parameter) = context_parameter {
                     let context = PyToolContext {
                         tool_call_id,
@@ -241,7 +255,7 @@ impl AgentTool for PythonTool {
                     };
                     kwargs.set_item(&*parameter, context)?;
                 }
-                function.bind(py).call((), Some(kwargs))
+                function.bind(py).call((), Some(&kwargs))
             },
             |py, outcome| match outcome {
                 Ok(value) => tool_result(&value),

@@ -348,7 +348,7 @@ static void test_options(void) {
     EXPECT_ERROR(pi_agent_set_follow_up_mode(agent, NULL), PI_ERROR_KIND_NULL_ARGUMENT);
     OK(pi_agent_snapshot_json(agent, &json));
     CHECK(strstr(json, "\"toolExecution\":\"parallel\"") != NULL);
-    CHECK(strstr(json, "\"thinkingLevel\":null") != NULL);
+    CHECK(strstr(json, "\"thinkingLevel\":\"off\"") != NULL);
     CHECK(strstr(json, "\"followUpMode\":\"all\"") != NULL);
     CHECK(strstr(json, "\"systemPrompt\":\"Be brief.\"") != NULL);
     pi_string_free(json);
@@ -866,7 +866,7 @@ static void test_snapshot_restore(void) {
     OK(pi_agent_follow_up_text(f.agent, "Second question"));
     char *snapshot = NULL;
     OK(pi_agent_snapshot_json(f.agent, &snapshot));
-    CHECK(strstr(snapshot, "\"version\":1") != NULL);
+    CHECK(strstr(snapshot, "\"version\":2") != NULL);
     CHECK(strstr(snapshot, "\"systemPrompt\":\"Be brief.\"") != NULL);
     CHECK(strstr(snapshot, "\"steeringMode\":\"all\"") != NULL);
     CHECK(strstr(snapshot, "\"toolNames\":[\"echo\"]") != NULL);

@@ -335,7 +335,7 @@ static void test_agent_with_tool(void) {
     CHECK(count(json, "\"role\":\"assistant\"") == 3);
     pi_string_free(json);
 
-    pi_agent_reset(agent);
+    OK(pi_agent_reset(agent));
     json = messages_json(agent);
     CHECK(strcmp(json, "[]") == 0);
     pi_string_free(json);

@@ -192,7 +192,7 @@ def test_thinking_budgets_reach_the_request(mock_server: MockServer) -> None:
         id="claude-sonnet-4-5", api="anthropic-messages", provider="anthropic", reasoning=True
     )
     mock_server.push({"status": 500, "body": {"error": "just checking the request"}})
-    pi_agent.complete(
+    pi_agent.complete_simple(
         model, CONTEXT, api_key="k", reasoning="low", thinking_budgets={"low": 2048}, max_retries=0
     )
     mock_server.push({"status": 500, "body": {"error": "just checking the request"}})

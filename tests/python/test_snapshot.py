@@ -52,9 +52,9 @@ def test_snapshot_restore_continue(faux: pi_agent.FauxProvider) -> None:
 
     saved = json.dumps(agent.snapshot())  # plain JSON
     snapshot = json.loads(saved)
-    assert snapshot["version"] == 1
+    assert snapshot["version"] == 2
     assert snapshot["toolNames"] == ["multiply"]
-    assert snapshot["followUpMode"] == "all"
+    assert snapshot["settings"]["followUpMode"] == "all"
     assert [m["role"] for m in snapshot["followUpQueue"]] == ["user"]
 
     seen: List[Any] = []
@@ -90,7 +90,18 @@ def test_a_snapshot_written_by_another_binding_loads(faux: pi_agent.FauxProvider
     snapshot: Dict[str, Any] = json.loads(SNAPSHOT_FROM_ANOTHER_BINDING)
     snapshot["model"] = faux.model.to_dict()
     agent = pi_agent.Agent.restore(snapshot, tools=[multiply])
-    assert agent.snapshot() == snapshot  # the same JSON, field for field
+    # Version 1 (settings at the top level) is read; version 2 nests them under `settings`.
+    written = agent.snapshot()
+    assert written["version"] == 2
+    assert written["settings"] == {
+        "thinkingLevel": "low",
+        "toolExecution": "sequential",
+        "steeringMode": "all",
+        "followUpMode": "one-at-a-time",
+        "streamOptions": {},
+    }
+    for key in ["systemPrompt", "model", "messages", "steeringQueue", "followUpQueue", "toolNames"]:
+        assert written[key] == snapshot[key], key
     assert agent.tool_execution == "sequential" and agent.steering_mode == "all"
 
     contexts: List[Any] = []

@@ -1,64 +1,127 @@
-//! The stateless agent loop (pi's `agent-loop.ts`): call the model, run the tool calls it asks
-//! for, feed the results back, and repeat until the model stops; steering messages are injected
-//! after each turn and follow-up messages when the loop would stop.
+//! The agent loop on tokio (pi's `agent-loop.ts`): drives the [`AgentStepper`] state machine,
+//! performing its actions — call the model, run the tool calls, poll the queues, ask the hooks —
+//! and delivering its events, in pi's order, to an [`EventSink`] that the loop awaits.
 //!
-//! The loop reports through a synchronous `emit` callback, called in pi's exact event order; the
-//! [`Agent`](super::Agent) turns those events into state and fans them out to subscribers.
+//! Every hook is cut short by an abort (and the tool hooks by the tool watchdog), like a tool:
+//! a late hook answer is dropped, and the run ends promptly.
 
-use futures::StreamExt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
-use super::config::{AgentContext, AgentLoopConfig};
+use super::config::{AgentContext, AgentLoopConfig, HookError, MessageSource};
 use super::error::AgentError;
 use super::event::AgentEvent;
 use super::message::AgentMessage;
+use super::step::{AgentStepper, RunStart, Step, StepAction, StepInput, StepperConfig};
+use super::tool::AgentTool;
 use super::tool_calls::execute_tool_calls;
 use crate::ai::event::AssistantMessageEvent;
-use crate::ai::types::{AssistantMessage, Context, StopReason};
+use crate::ai::model::Model;
+use crate::ai::providers::faux::panic_text;
+use crate::ai::types::{AssistantContent, AssistantMessage, Context, StopReason, TextContent};
 
 /// The start of the error message of a turn ended by the stream idle watchdog.
 pub const STREAM_IDLE: &str = "The model stream stalled";
 
-/// The sink a run reports its events to.
-pub type Emit<'a> = dyn FnMut(AgentEvent) + Send + 'a;
+/// The error message of a run step cut short by an abort.
+pub const ABORTED: &str = "Request was aborted";
+
+/// Where a run's events go. The loop awaits every event before it goes on (pi's barrier
+/// semantics: when `before_tool_call` runs, every subscriber has seen the assistant message).
+///
+/// Any `FnMut(AgentEvent) + Send` closure is a sink.
+pub trait EventSink: Send {
+    /// Delivers one event.
+    fn emit(&mut self, event: AgentEvent) -> impl Future<Output = ()> + Send;
+}
+
+impl<F: FnMut(AgentEvent) + Send> EventSink for F {
+    fn emit(&mut self, event: AgentEvent) -> impl Future<Output = ()> + Send {
+        self(event);
+        std::future::ready(())
+    }
+}
+
+/// How a guarded hook future ended.
+pub(crate) enum Guarded<T> {
+    /// It answered.
+    Done(T),
+    /// It panicked (the text).
+    Panicked(String),
+    /// The run was aborted first.
+    Aborted,
+    /// The watchdog fired first.
+    TimedOut(Duration),
+}
+
+/// Runs a hook future, catching panics, cut short by `signal` and by `timeout`. A hook that
+/// blocks its thread cannot be pre-empted here; bindings run host callbacks off the runtime's
+/// threads for that reason.
+pub(crate) async fn guarded<T>(
+    future: impl Future<Output = T>,
+    signal: &CancellationToken,
+    timeout: Option<Duration>,
+) -> Guarded<T> {
+    let deadline = async {
+        match timeout {
+            Some(limit) => tokio::time::sleep(limit).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        () = signal.cancelled() => Guarded::Aborted,
+        outcome = std::panic::AssertUnwindSafe(future).catch_unwind() => match outcome {
+            Ok(value) => Guarded::Done(value),
+            Err(panic) => Guarded::Panicked(panic_text(&*panic)),
+        },
+        () = deadline => Guarded::TimedOut(timeout.unwrap_or_default()),
+    }
+}
 
 /// Runs the loop with new `prompts` appended to `context` and returns the messages the run
 /// added (prompts included).
-pub async fn run_agent_loop(
+pub async fn run_agent_loop<S: EventSink>(
     prompts: Vec<AgentMessage>,
-    mut context: AgentContext,
+    context: AgentContext,
     config: &AgentLoopConfig,
     signal: CancellationToken,
-    emit: &mut Emit<'_>,
+    sink: &mut S,
 ) -> Vec<AgentMessage> {
-    emit(AgentEvent::AgentStart);
-    emit(AgentEvent::TurnStart);
-    for prompt in &prompts {
-        emit(AgentEvent::MessageStart {
-            message: prompt.clone(),
-        });
-        emit(AgentEvent::MessageEnd {
-            message: prompt.clone(),
-        });
-    }
-    context.messages.extend(prompts.iter().cloned());
-    let mut new_messages = prompts;
-    run_loop(&mut context, &mut new_messages, config, &signal, emit).await;
-    new_messages
+    drive(RunStart::Prompt { prompts }, context, config, &signal, sink).await
 }
 
-/// The assistant message that records a run which failed outside the model call (a panicking
-/// hook or stream function): empty text, `stop_reason` error (or aborted), the failure as
-/// `error_message`.
-pub fn run_failure_message(
-    model: &crate::ai::model::Model,
-    error: &str,
-    aborted: bool,
-) -> AssistantMessage {
+/// Runs the loop from the current transcript, whose last message must not be an assistant
+/// message (it is normally a user message or a tool result).
+pub async fn run_agent_loop_continue<S: EventSink>(
+    context: AgentContext,
+    config: &AgentLoopConfig,
+    signal: CancellationToken,
+    sink: &mut S,
+) -> Result<Vec<AgentMessage>, AgentError> {
+    check_can_continue(&context.messages)?;
+    Ok(drive(RunStart::Continue, context, config, &signal, sink).await)
+}
+
+/// Checks that the loop can continue from `messages`' last entry (pi's messages).
+pub fn check_can_continue(messages: &[AgentMessage]) -> Result<(), AgentError> {
+    match messages.last() {
+        None => Err(AgentError::EmptyContext),
+        Some(last) if last.as_assistant().is_some() => Err(AgentError::ContinueFromAssistant),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The assistant message that records a run step which failed outside the model call (a
+/// failing or panicking hook or stream function): empty text, `stop_reason` error (or aborted),
+/// the failure as `error_message` (pi's `handleRunFailure` message).
+pub fn run_failure_message(model: &Model, error: &str, aborted: bool) -> AssistantMessage {
     AssistantMessage {
-        content: vec![crate::ai::types::AssistantContent::Text(
-            crate::ai::types::TextContent::new(""),
-        )],
+        content: vec![AssistantContent::Text(TextContent::new(""))],
         api: model.api.clone(),
         provider: model.provider.clone(),
         model: model.id.clone(),
@@ -73,179 +136,219 @@ pub fn run_failure_message(
     }
 }
 
-/// Checks that the loop can continue from `messages`' last entry (pi's messages).
-pub fn check_can_continue(messages: &[AgentMessage]) -> Result<(), AgentError> {
-    match messages.last() {
-        None => Err(AgentError::EmptyContext),
-        Some(last) if last.as_assistant().is_some() => Err(AgentError::ContinueFromAssistant),
-        Some(_) => Ok(()),
+/// The stepper's static facts for this run.
+fn stepper_config(tools: &[Arc<dyn AgentTool>], config: &AgentLoopConfig) -> StepperConfig {
+    StepperConfig {
+        tool_execution: config.settings.tool_execution,
+        tool_modes: tools
+            .iter()
+            .filter_map(|tool| Some((tool.name().to_owned(), tool.execution_mode()?)))
+            .collect(),
+        should_stop_after_turn: config.hooks.should_stop_after_turn.is_some(),
+        skip_initial_steering_poll: config.skip_initial_steering_poll,
     }
 }
 
-/// Runs the loop from the current transcript, whose last message must not be an assistant
-/// message (it is normally a user message or a tool result).
-pub async fn run_agent_loop_continue(
-    mut context: AgentContext,
-    config: &AgentLoopConfig,
-    signal: CancellationToken,
-    emit: &mut Emit<'_>,
-) -> Result<Vec<AgentMessage>, AgentError> {
-    check_can_continue(&context.messages)?;
-    emit(AgentEvent::AgentStart);
-    emit(AgentEvent::TurnStart);
-    let mut new_messages = Vec::new();
-    run_loop(&mut context, &mut new_messages, config, &signal, emit).await;
-    Ok(new_messages)
-}
-
-fn inject(
-    pending: Vec<AgentMessage>,
-    context: &mut AgentContext,
-    new_messages: &mut Vec<AgentMessage>,
-    emit: &mut Emit<'_>,
-) {
-    for message in pending {
-        emit(AgentEvent::MessageStart {
-            message: message.clone(),
-        });
-        emit(AgentEvent::MessageEnd {
-            message: message.clone(),
-        });
-        context.messages.push(message.clone());
-        new_messages.push(message);
-    }
-}
-
-fn poll(source: Option<&super::config::MessageSource>) -> Vec<AgentMessage> {
+fn poll(source: Option<&MessageSource>) -> Vec<AgentMessage> {
     source.map(|source| source()).unwrap_or_default()
 }
 
-async fn run_loop(
-    context: &mut AgentContext,
-    new_messages: &mut Vec<AgentMessage>,
+async fn drive<S: EventSink>(
+    start: RunStart,
+    context: AgentContext,
     config: &AgentLoopConfig,
     signal: &CancellationToken,
-    emit: &mut Emit<'_>,
-) {
-    let mut first_turn = true;
-    let mut pending = if config.skip_initial_steering_poll {
-        Vec::new()
-    } else {
-        poll(config.get_steering_messages.as_ref())
-    };
+    sink: &mut S,
+) -> Vec<AgentMessage> {
+    let AgentContext {
+        system_prompt,
+        messages,
+        tools,
+    } = context;
+    let (mut stepper, mut step) = AgentStepper::start(
+        stepper_config(&tools, config),
+        system_prompt,
+        messages,
+        start,
+    );
     loop {
-        let mut has_more_tool_calls = true;
-        while has_more_tool_calls || !pending.is_empty() {
-            if first_turn {
-                first_turn = false;
-            } else {
-                emit(AgentEvent::TurnStart);
-            }
-            inject(std::mem::take(&mut pending), context, new_messages, emit);
-
-            let message = stream_assistant_response(context, config, signal, emit).await;
-            new_messages.push(message.clone().into());
-            if message.stop_reason.is_failure() {
-                emit(AgentEvent::TurnEnd {
-                    message: message.into(),
-                    tool_results: Vec::new(),
-                });
-                emit(AgentEvent::AgentEnd {
-                    messages: new_messages.clone(),
-                });
-                return;
-            }
-
-            let tool_calls: Vec<_> = message.tool_calls().cloned().collect();
-            let mut tool_results = Vec::new();
-            has_more_tool_calls = false;
-            if !tool_calls.is_empty() {
-                let batch =
-                    execute_tool_calls(&message, tool_calls, context, config, signal, emit).await;
-                has_more_tool_calls = !batch.terminate;
-                for result in &batch.results {
-                    context.messages.push(result.clone().into());
-                    new_messages.push(result.clone().into());
-                }
-                tool_results = batch.results;
-            }
-            let stop_requested = match &config.should_stop_after_turn {
-                Some(should_stop) => {
-                    should_stop(super::config::ShouldStopAfterTurnContext {
-                        message: message.clone(),
-                        tool_results: tool_results.clone(),
-                        new_messages: new_messages.clone(),
-                    })
-                    .await
-                }
-                None => false,
-            };
-            emit(AgentEvent::TurnEnd {
-                message: message.into(),
-                tool_results,
-            });
-            if stop_requested {
-                emit(AgentEvent::AgentEnd {
-                    messages: new_messages.clone(),
-                });
-                return;
-            }
-            // pi starts another turn after an abort during tools, only for the model call to
-            // fail at once; we stop here and leave the queues untouched instead.
-            if signal.is_cancelled() {
-                emit(AgentEvent::AgentEnd {
-                    messages: new_messages.clone(),
-                });
-                return;
-            }
-            pending = poll(config.get_steering_messages.as_ref());
+        let Step { events, action } = step;
+        for event in events {
+            sink.emit(event).await;
         }
-        let follow_ups = poll(config.get_follow_up_messages.as_ref());
-        if follow_ups.is_empty() {
-            break;
-        }
-        pending = follow_ups;
+        let input = match action {
+            StepAction::Finished { new_messages } => return new_messages,
+            StepAction::PollSteering => StepInput::Steering {
+                messages: poll(config.get_steering_messages.as_ref()),
+            },
+            StepAction::PollFollowUp => StepInput::FollowUp {
+                messages: poll(config.get_follow_up_messages.as_ref()),
+            },
+            StepAction::CallModel => {
+                let (message, start_emitted) =
+                    call_model(&stepper, &tools, config, signal, sink).await;
+                StepInput::ModelResult {
+                    message,
+                    start_emitted,
+                }
+            }
+            StepAction::ExecuteTools {
+                assistant_message,
+                tool_calls,
+                mode,
+            } => {
+                let outcomes = execute_tool_calls(
+                    &assistant_message,
+                    tool_calls,
+                    mode,
+                    &tools,
+                    config,
+                    signal,
+                    sink,
+                )
+                .await;
+                if signal.is_cancelled() {
+                    stepper.abort();
+                }
+                StepInput::ToolResults { outcomes }
+            }
+            StepAction::ShouldStopAfterTurn(hook_context) => {
+                match &config.hooks.should_stop_after_turn {
+                    None => StepInput::ShouldStop { stop: false },
+                    Some(hook) => {
+                        let future = hook(hook_context, signal.clone());
+                        match guarded(future, signal, None).await {
+                            Guarded::Done(Ok(stop)) => StepInput::ShouldStop { stop },
+                            Guarded::Done(Err(HookError(error))) | Guarded::Panicked(error) => {
+                                StepInput::Failed {
+                                    message: run_failure_message(
+                                        &config.model,
+                                        &error,
+                                        signal.is_cancelled(),
+                                    ),
+                                }
+                            }
+                            // The late answer is dropped; the run ends after this turn.
+                            Guarded::Aborted | Guarded::TimedOut(_) => {
+                                stepper.abort();
+                                StepInput::ShouldStop { stop: false }
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        step = match stepper.resume(input) {
+            Ok(step) => step,
+            // A driver bug; record it rather than panic, and end the run.
+            Err(error) => match stepper.resume(StepInput::Failed {
+                message: run_failure_message(
+                    &config.model,
+                    &error.to_string(),
+                    signal.is_cancelled(),
+                ),
+            }) {
+                Ok(step) => step,
+                Err(_) => return stepper.new_messages().to_vec(),
+            },
+        };
     }
-    emit(AgentEvent::AgentEnd {
-        messages: new_messages.clone(),
-    });
 }
 
-/// Calls the model once and reports the assistant message as it streams; returns it final.
-async fn stream_assistant_response(
-    context: &mut AgentContext,
+/// The failure message of the model step, for a hook that failed before the call.
+fn model_step_failure(
+    config: &AgentLoopConfig,
+    error: &str,
+    signal: &CancellationToken,
+) -> AssistantMessage {
+    run_failure_message(&config.model, error, signal.is_cancelled())
+}
+
+/// Calls the model once (transform, convert, key, stream), reporting `message_start` and
+/// `message_update`s as it streams; returns the final message and whether `message_start` was
+/// emitted.
+async fn call_model<S: EventSink>(
+    stepper: &AgentStepper,
+    tools: &[Arc<dyn AgentTool>],
     config: &AgentLoopConfig,
     signal: &CancellationToken,
-    emit: &mut Emit<'_>,
-) -> AssistantMessage {
-    let messages = match &config.transform_context {
-        Some(transform) => Some(transform(context.messages.clone(), signal.clone()).await),
+    sink: &mut S,
+) -> (AssistantMessage, bool) {
+    let hooks = &config.hooks;
+    let transformed = match &hooks.transform_context {
+        Some(transform) => {
+            let future = transform(stepper.messages().to_vec(), signal.clone());
+            match guarded(future, signal, None).await {
+                Guarded::Done(Ok(messages)) => Some(messages),
+                Guarded::Done(Err(HookError(error))) | Guarded::Panicked(error) => {
+                    return (model_step_failure(config, &error, signal), false);
+                }
+                Guarded::Aborted | Guarded::TimedOut(_) => {
+                    return (model_step_failure(config, ABORTED, signal), false);
+                }
+            }
+        }
         None => None,
     };
-    let llm_context = Context {
-        system_prompt: (!context.system_prompt.is_empty()).then(|| context.system_prompt.clone()),
-        messages: (config.convert_to_llm)(messages.as_deref().unwrap_or(&context.messages)),
-        tools: (!context.tools.is_empty())
-            .then(|| context.tools.iter().map(|tool| tool.definition()).collect()),
+    let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        hooks.convert(transformed.as_deref().unwrap_or(stepper.messages()))
+    }));
+    let llm_messages = match converted {
+        Ok(Ok(messages)) => messages,
+        Ok(Err(HookError(error))) => return (model_step_failure(config, &error, signal), false),
+        Err(panic) => {
+            return (
+                model_step_failure(config, &panic_text(&*panic), signal),
+                false,
+            );
+        }
     };
-    let mut options = config.stream_options.clone();
+    let llm_context = Context {
+        system_prompt: (!stepper.system_prompt().is_empty())
+            .then(|| stepper.system_prompt().to_owned()),
+        messages: llm_messages,
+        tools: (!tools.is_empty()).then(|| tools.iter().map(|tool| tool.definition()).collect()),
+    };
+    let mut options = config.settings.stream_options.clone();
+    options.reasoning = config.settings.thinking_level.thinking_level();
     // A child token, so the idle watchdog can cancel this request without aborting the run.
     let request_signal = signal.child_token();
     options.signal = Some(request_signal.clone());
-    if let Some(key) = config
-        .get_api_key
-        .as_ref()
-        .and_then(|get| get(&config.model.provider))
-        .filter(|key| !key.is_empty())
-    {
-        options.api_key = Some(key);
+    if let Some(get_api_key) = &hooks.get_api_key {
+        match guarded(get_api_key(&config.model.provider), signal, None).await {
+            Guarded::Done(Ok(key)) => {
+                // pi's `(await getApiKey(provider)) || config.apiKey`.
+                if let Some(key) = key.filter(|key| !key.is_empty()) {
+                    options.api_key = Some(key);
+                }
+            }
+            Guarded::Done(Err(HookError(error))) | Guarded::Panicked(error) => {
+                return (model_step_failure(config, &error, signal), false);
+            }
+            Guarded::Aborted | Guarded::TimedOut(_) => {
+                return (model_step_failure(config, ABORTED, signal), false);
+            }
+        }
     }
-    let mut stream = (config.stream_fn)(&config.model, &llm_context, &options);
+    let stream_fn = hooks.stream_fn();
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        stream_fn(&config.model, &llm_context, &options)
+    }));
+    let mut stream = match opened {
+        Ok(stream) => stream,
+        Err(panic) => {
+            return (
+                model_step_failure(config, &panic_text(&*panic), signal),
+                false,
+            );
+        }
+    };
     let partial = stream.partial();
+    let idle_limit = config.settings.stream_idle_timeout();
     let mut started = false;
     let mut final_message = None;
     loop {
-        let next = match config.stream_idle_timeout {
+        let next = match idle_limit {
             Some(limit) => match tokio::time::timeout(limit, stream.next()).await {
                 Ok(next) => next,
                 Err(_) => {
@@ -266,9 +369,10 @@ async fn stream_assistant_response(
         match event {
             AssistantMessageEvent::Start { partial: start } => {
                 started = true;
-                emit(AgentEvent::MessageStart {
+                sink.emit(AgentEvent::MessageStart {
                     message: start.into(),
-                });
+                })
+                .await;
             }
             AssistantMessageEvent::Done { message, .. }
             | AssistantMessageEvent::Error { error: message, .. } => {
@@ -277,10 +381,11 @@ async fn stream_assistant_response(
             }
             event => {
                 if started {
-                    emit(AgentEvent::MessageUpdate {
+                    sink.emit(AgentEvent::MessageUpdate {
                         assistant_message_event: event,
                         partial: partial.clone(),
-                    });
+                    })
+                    .await;
                 }
             }
         }
@@ -293,14 +398,5 @@ async fn stream_assistant_response(
         message.error_message = Some(crate::ai::event_stream::STREAM_ENDED_EARLY.to_owned());
         message
     });
-    if !started {
-        emit(AgentEvent::MessageStart {
-            message: message.clone().into(),
-        });
-    }
-    context.messages.push(message.clone().into());
-    emit(AgentEvent::MessageEnd {
-        message: message.clone().into(),
-    });
-    message
+    (message, started)
 }

@@ -22,7 +22,9 @@ pub enum AgentError {
     /// `continue` when the transcript ends with an assistant message and no message is queued.
     #[error("Cannot continue from message role: assistant")]
     ContinueFromAssistant,
-    /// The run's task ended abnormally (a bug; the transcript was repaired).
-    #[error("agent run failed: {0}")]
-    RunFailed(String),
+    /// `reset`, `set_messages` or `append_message` while a run is active.
+    #[error(
+        "Cannot change the transcript while a run is active. Abort the run and wait for idle first, or use steer() or followUp()."
+    )]
+    TranscriptBusy,
 }

@@ -4,35 +4,38 @@
 //!
 //! Unlike pi's, this stream always ends: if the loop fails (a panicking hook or `stream_fn`),
 //! the stream carries a failure message (`message_start`, `message_end`) and `agent_end`.
+//! Dropping the stream aborts the run.
 
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
 use futures::{FutureExt, Stream};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::agent_loop::{
-    check_can_continue, run_agent_loop, run_agent_loop_continue, run_failure_message,
+    EventSink, check_can_continue, run_agent_loop, run_agent_loop_continue, run_failure_message,
 };
 use super::config::{AgentContext, AgentLoopConfig};
 use super::error::AgentError;
 use super::event::AgentEvent;
 use super::message::AgentMessage;
+use super::run::RUN_EVENT_BUFFER;
 use crate::ai::providers::faux::panic_text;
 
-/// The events of one loop run; ends after `agent_end`.
+/// The events of one loop run; ends after `agent_end`. Dropping it aborts the run.
 #[derive(Debug)]
 pub struct AgentEventStream {
-    rx: mpsc::UnboundedReceiver<AgentEvent>,
+    rx: mpsc::Receiver<AgentEvent>,
     new_messages: Option<Vec<AgentMessage>>,
+    _abort_on_drop: DropGuard,
 }
 
 impl AgentEventStream {
     /// Drains the remaining events and returns the messages the run added (`agent_end`'s).
     pub async fn result(mut self) -> Vec<AgentMessage> {
         while futures::StreamExt::next(&mut self).await.is_some() {}
-        self.new_messages.unwrap_or_default()
+        self.new_messages.take().unwrap_or_default()
     }
 }
 
@@ -52,33 +55,52 @@ impl Stream for AgentEventStream {
     }
 }
 
+/// A bounded channel as the run's sink: the run waits for a slow consumer.
+struct ChannelSink(mpsc::Sender<AgentEvent>);
+
+impl EventSink for ChannelSink {
+    async fn emit(&mut self, event: AgentEvent) {
+        let _ = self.0.send(event).await;
+    }
+}
+
 fn spawn_run<F>(config: &AgentLoopConfig, signal: &CancellationToken, run: F) -> AgentEventStream
 where
-    F: FnOnce(mpsc::UnboundedSender<AgentEvent>) -> futures::future::BoxFuture<'static, ()>,
+    F: FnOnce(ChannelSink, CancellationToken) -> futures::future::BoxFuture<'static, ()>,
 {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, rx) = mpsc::channel(RUN_EVENT_BUFFER);
     let failure_tx = tx.clone();
     let model = config.model.clone();
-    let signal = signal.clone();
-    let future = run(tx);
+    // The run's own token: the caller's signal cancels it, and so does dropping the stream.
+    let run_signal = signal.child_token();
+    let future = run(ChannelSink(tx), run_signal.clone());
+    let task_signal = run_signal.clone();
     tokio::spawn(async move {
         if let Err(panic) = std::panic::AssertUnwindSafe(future).catch_unwind().await {
             let message: AgentMessage =
-                run_failure_message(&model, &panic_text(&*panic), signal.is_cancelled()).into();
-            let _ = failure_tx.send(AgentEvent::MessageStart {
-                message: message.clone(),
-            });
-            let _ = failure_tx.send(AgentEvent::MessageEnd {
-                message: message.clone(),
-            });
-            let _ = failure_tx.send(AgentEvent::AgentEnd {
-                messages: vec![message],
-            });
+                run_failure_message(&model, &panic_text(&*panic), task_signal.is_cancelled())
+                    .into();
+            let _ = failure_tx
+                .send(AgentEvent::MessageStart {
+                    message: message.clone(),
+                })
+                .await;
+            let _ = failure_tx
+                .send(AgentEvent::MessageEnd {
+                    message: message.clone(),
+                })
+                .await;
+            let _ = failure_tx
+                .send(AgentEvent::AgentEnd {
+                    messages: vec![message],
+                })
+                .await;
         }
     });
     AgentEventStream {
         rx,
         new_messages: None,
+        _abort_on_drop: run_signal.drop_guard(),
     }
 }
 
@@ -89,13 +111,9 @@ pub fn agent_loop(
     config: AgentLoopConfig,
     signal: CancellationToken,
 ) -> AgentEventStream {
-    let task_signal = signal.clone();
-    spawn_run(&config.clone(), &signal, move |tx| {
+    spawn_run(&config.clone(), &signal, move |mut sink, signal| {
         async move {
-            let mut emit = move |event: AgentEvent| {
-                let _ = tx.send(event);
-            };
-            run_agent_loop(prompts, context, &config, task_signal, &mut emit).await;
+            run_agent_loop(prompts, context, &config, signal, &mut sink).await;
         }
         .boxed()
     })
@@ -109,14 +127,14 @@ pub fn agent_loop_continue(
     signal: CancellationToken,
 ) -> Result<AgentEventStream, AgentError> {
     check_can_continue(&context.messages)?;
-    let task_signal = signal.clone();
-    Ok(spawn_run(&config.clone(), &signal, move |tx| {
-        async move {
-            let mut emit = move |event: AgentEvent| {
-                let _ = tx.send(event);
-            };
-            let _ = run_agent_loop_continue(context, &config, task_signal, &mut emit).await;
-        }
-        .boxed()
-    }))
+    Ok(spawn_run(
+        &config.clone(),
+        &signal,
+        move |mut sink, signal| {
+            async move {
+                let _ = run_agent_loop_continue(context, &config, signal, &mut sink).await;
+            }
+            .boxed()
+        },
+    ))
 }

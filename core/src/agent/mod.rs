@@ -1,4 +1,4 @@
-//! The agent layer: a stateful [`Agent`] over the stateless [`agent_loop`].
+//! The agent layer: a stateful [`Agent`] over the stateless [`agent_loop()`].
 //!
 //! An agent owns a transcript, a tool table and settings; [`Agent::prompt`] runs the loop on a
 //! tokio task and returns when the run has ended. Every run reports one event stream
@@ -14,7 +14,9 @@ pub mod event_stream;
 pub mod message;
 pub mod proxy;
 pub mod queue;
+mod run;
 pub mod snapshot;
+pub mod step;
 pub mod tool;
 mod tool_calls;
 
@@ -23,15 +25,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use futures::FutureExt;
-use tokio::sync::watch;
+use futures::future::BoxFuture;
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-pub use self::agent_loop::{run_agent_loop, run_agent_loop_continue};
+pub use self::agent_loop::{EventSink, run_agent_loop, run_agent_loop_continue};
 pub use self::config::{
-    AfterToolCall, AfterToolCallContext, AfterToolCallResult, AgentContext, AgentLoopConfig,
-    BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult, ConvertToLlm, GetApiKey,
-    MessageSource, ShouldStopAfterTurn, ShouldStopAfterTurnContext, StreamFn, TransformContext,
-    default_stream_fn,
+    AfterToolCall, AfterToolCallContext, AfterToolCallResult, AgentContext, AgentHooks,
+    AgentLoopConfig, AgentSettings, BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult,
+    ConvertToLlm, GetApiKey, HookError, MessageSource, ShouldStopAfterTurn,
+    ShouldStopAfterTurnContext, StreamFn, TransformContext, default_stream_fn,
 };
 pub use self::error::AgentError;
 pub use self::event::AgentEvent;
@@ -39,65 +42,57 @@ pub use self::event_stream::{AgentEventStream, agent_loop, agent_loop_continue};
 pub use self::message::{AgentMessage, CustomMessage, default_convert_to_llm};
 pub use self::proxy::{ProxyOptions, proxy_stream_fn, stream_proxy};
 pub use self::queue::{MessageQueue, QueueMode};
+pub use self::run::{AgentRun, RunOutcome};
 pub use self::snapshot::{AgentSnapshot, SNAPSHOT_VERSION};
+pub use self::step::{
+    AgentStepper, RunStart, Step, StepAction, StepError, StepInput, StepperConfig, ToolOutcome,
+};
 pub use self::tool::{
     AgentTool, AgentToolResult, FnTool, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
 pub use self::tool_calls::{TOOL_ABORTED, TOOL_BLOCKED};
 
+use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::event_stream::PartialMessage;
 use crate::ai::model::Model;
-use crate::ai::options::{StreamOptions, ThinkingLevel};
+use crate::ai::options::StreamOptions;
 use crate::ai::providers::faux::panic_text;
 use crate::ai::types::{
     ImageContent, TextContent, UserContent, UserMessage, UserMessageContent, now_ms,
 };
 
-/// A subscriber: called synchronously, in order, for every event of every run. The loop waits
+/// A subscriber called synchronously, in order, for every event of every run. The loop waits
 /// for it, so keep it quick. A subscriber that panics does not break the run or starve the
 /// others; the panic is recorded (see [`Agent::listener_errors`]).
 pub type Listener = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
 
-/// How to build an [`Agent`]. `Default` gives pi's defaults.
+/// A subscriber that is awaited, in order with the others, for every event (pi's async
+/// listeners): it gets the event and the run's signal. The loop waits for it.
+pub type AsyncListener =
+    Arc<dyn Fn(AgentEvent, CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
+
+#[derive(Clone)]
+enum Subscriber {
+    Sync(Listener),
+    Async(AsyncListener),
+}
+
+/// How to build an [`Agent`]: its initial state (pi's `initialState`), its settings (data) and
+/// its hooks (code). `Default` gives pi's defaults.
 #[derive(Clone, Default)]
 pub struct AgentOptions {
     /// The system prompt.
     pub system_prompt: String,
     /// The model (default: pi's placeholder model `unknown`, which no provider serves).
     pub model: Option<Model>,
-    /// Reasoning level (`None` = off).
-    pub thinking_level: Option<ThinkingLevel>,
     /// Tools.
     pub tools: Vec<Arc<dyn AgentTool>>,
     /// A transcript to start from.
     pub messages: Vec<AgentMessage>,
-    /// Parallel (default) or sequential tool calls.
-    pub tool_execution: ToolExecutionMode,
-    /// How many steering messages one poll takes.
-    pub steering_mode: QueueMode,
-    /// How many follow-up messages one poll takes.
-    pub follow_up_mode: QueueMode,
-    /// How the model is called (default: [`crate::ai::stream_simple`]).
-    pub stream_fn: Option<StreamFn>,
-    /// Transcript → LLM messages (default: drop custom messages).
-    pub convert_to_llm: Option<ConvertToLlm>,
-    /// Per-call API key lookup.
-    pub get_api_key: Option<GetApiKey>,
-    /// Options for every LLM call: API key, temperature, max tokens, headers, session id.
-    /// (`signal` and `reasoning` are set by the agent.)
-    pub stream_options: StreamOptions,
-    /// Rewrites the transcript before each LLM call.
-    pub transform_context: Option<TransformContext>,
-    /// Runs before each tool call (may block it or replace its arguments).
-    pub before_tool_call: Option<BeforeToolCall>,
-    /// Runs after each executed tool call (may replace parts of its result).
-    pub after_tool_call: Option<AfterToolCall>,
-    /// Asked after each turn whether to stop.
-    pub should_stop_after_turn: Option<ShouldStopAfterTurn>,
-    /// Watchdog for a model stream that stops sending.
-    pub stream_idle_timeout: Option<std::time::Duration>,
-    /// Watchdog for a tool call that never finishes.
-    pub tool_timeout: Option<std::time::Duration>,
+    /// Thinking level, tool execution, queue modes, stream options, watchdogs.
+    pub settings: AgentSettings,
+    /// Stream function and hooks.
+    pub hooks: AgentHooks,
 }
 
 impl std::fmt::Debug for AgentOptions {
@@ -130,7 +125,6 @@ enum Streaming {
 struct State {
     system_prompt: String,
     model: Model,
-    thinking_level: Option<ThinkingLevel>,
     tools: Vec<Arc<dyn AgentTool>>,
     messages: Vec<AgentMessage>,
     is_streaming: bool,
@@ -146,21 +140,6 @@ impl std::fmt::Debug for dyn AgentTool {
     }
 }
 
-#[derive(Clone)]
-struct Settings {
-    tool_execution: ToolExecutionMode,
-    stream_fn: StreamFn,
-    convert_to_llm: ConvertToLlm,
-    get_api_key: Option<GetApiKey>,
-    stream_options: StreamOptions,
-    transform_context: Option<TransformContext>,
-    before_tool_call: Option<BeforeToolCall>,
-    after_tool_call: Option<AfterToolCall>,
-    should_stop_after_turn: Option<ShouldStopAfterTurn>,
-    stream_idle_timeout: Option<std::time::Duration>,
-    tool_timeout: Option<std::time::Duration>,
-}
-
 struct ActiveRun {
     signal: CancellationToken,
     idle: watch::Receiver<bool>,
@@ -168,8 +147,9 @@ struct ActiveRun {
 
 struct Inner {
     state: Mutex<State>,
-    settings: Mutex<Settings>,
-    listeners: Mutex<Vec<(u64, Listener)>>,
+    settings: Mutex<AgentSettings>,
+    hooks: Mutex<AgentHooks>,
+    listeners: Mutex<Vec<(u64, Subscriber)>>,
     next_listener: AtomicU64,
     run: Mutex<Option<ActiveRun>>,
     steering: Mutex<MessageQueue>,
@@ -216,8 +196,39 @@ impl Subscription {
     }
 }
 
-/// What a run starts from.
-enum RunStart {
+/// What a run starts from (see [`Agent::start`]).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum RunInput {
+    /// New messages as the prompt (pi's `prompt(messages)`).
+    Prompt(Vec<AgentMessage>),
+    /// From the transcript (pi's `continue()`).
+    Continue,
+}
+
+impl RunInput {
+    /// A text prompt: one user message with one text block, stamped now (pi's
+    /// `prompt(text)`).
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Prompt(vec![UserMessage::text(text).into()])
+    }
+
+    /// A text prompt with images (pi's `prompt(text, images)`).
+    pub fn text_with_images(text: impl Into<String>, images: Vec<ImageContent>) -> Self {
+        let mut blocks = vec![UserContent::Text(TextContent::new(text))];
+        blocks.extend(images.into_iter().map(UserContent::Image));
+        Self::Prompt(vec![
+            UserMessage {
+                content: UserMessageContent::Blocks(blocks),
+                timestamp: now_ms(),
+            }
+            .into(),
+        ])
+    }
+}
+
+/// How the loop starts after `start` resolved the input.
+enum Start {
     Prompt(Vec<AgentMessage>, bool),
     Continue,
 }
@@ -228,7 +239,6 @@ impl Agent {
         let state = State {
             system_prompt: options.system_prompt,
             model: options.model.unwrap_or_else(placeholder_model),
-            thinking_level: options.thinking_level,
             tools: options.tools,
             messages: options.messages,
             is_streaming: false,
@@ -237,31 +247,26 @@ impl Agent {
             error_message: None,
             listener_errors: Vec::new(),
         };
-        let settings = Settings {
-            tool_execution: options.tool_execution,
-            stream_fn: options.stream_fn.unwrap_or_else(default_stream_fn),
-            convert_to_llm: options
-                .convert_to_llm
-                .unwrap_or_else(|| Arc::new(default_convert_to_llm)),
-            get_api_key: options.get_api_key,
-            stream_options: options.stream_options,
-            transform_context: options.transform_context,
-            before_tool_call: options.before_tool_call,
-            after_tool_call: options.after_tool_call,
-            should_stop_after_turn: options.should_stop_after_turn,
-            stream_idle_timeout: options.stream_idle_timeout,
-            tool_timeout: options.tool_timeout,
-        };
         Self {
             inner: Arc::new(Inner {
                 state: Mutex::new(state),
-                settings: Mutex::new(settings),
+                settings: Mutex::new(options.settings),
+                hooks: Mutex::new(options.hooks),
                 listeners: Mutex::new(Vec::new()),
                 next_listener: AtomicU64::new(1),
                 run: Mutex::new(None),
-                steering: Mutex::new(MessageQueue::new(options.steering_mode)),
-                follow_up: Mutex::new(MessageQueue::new(options.follow_up_mode)),
+                steering: Mutex::new(MessageQueue::new()),
+                follow_up: Mutex::new(MessageQueue::new()),
             }),
+        }
+    }
+
+    fn add_subscriber(&self, subscriber: Subscriber) -> Subscription {
+        let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inner.listeners).push((id, subscriber));
+        Subscription {
+            id,
+            agent: Arc::downgrade(&self.inner),
         }
     }
 
@@ -270,88 +275,191 @@ impl Agent {
         &self,
         listener: impl Fn(&AgentEvent) + Send + Sync + 'static,
     ) -> Subscription {
-        let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.listeners).push((id, Arc::new(listener)));
-        Subscription {
-            id,
-            agent: Arc::downgrade(&self.inner),
+        self.add_subscriber(Subscriber::Sync(Arc::new(listener)))
+    }
+
+    /// Adds a subscriber that the loop awaits, in order with the others, for every event (pi's
+    /// async listeners); it gets the run's signal too.
+    pub fn subscribe_async<F, Fut>(&self, listener: F) -> Subscription
+    where
+        F: Fn(AgentEvent, CancellationToken) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = ()> + Send + 'static,
+    {
+        self.add_subscriber(Subscriber::Async(Arc::new(move |event, signal| {
+            listener(event, signal).boxed()
+        })))
+    }
+
+    /// Starts a run and returns it at once. Fails only when a run is already active (pi's
+    /// messages) or, for [`RunInput::Continue`], when there is nothing to continue from. The run
+    /// works on a tokio task; call from inside a runtime.
+    pub fn start(&self, input: RunInput) -> Result<AgentRun, AgentError> {
+        let (start, busy) = match input {
+            RunInput::Prompt(messages) => (
+                Start::Prompt(messages, false),
+                AgentError::AlreadyProcessingPrompt,
+            ),
+            RunInput::Continue => (Start::Continue, AgentError::AlreadyProcessingContinue),
+        };
+        let signal = CancellationToken::new();
+        let (idle_tx, idle_rx) = watch::channel(false);
+        let (events_tx, events_rx) = mpsc::channel(run::RUN_EVENT_BUFFER);
+        let (start, context, config) = {
+            let mut run = lock(&self.inner.run);
+            if run.is_some() {
+                return Err(busy);
+            }
+            let start = match start {
+                Start::Continue => self.resolve_continue()?,
+                prompt => prompt,
+            };
+            *run = Some(ActiveRun {
+                signal: signal.clone(),
+                idle: idle_rx.clone(),
+            });
+            let mut state = lock(&self.inner.state);
+            state.is_streaming = true;
+            state.streaming = None;
+            state.error_message = None;
+            let context = AgentContext {
+                system_prompt: state.system_prompt.clone(),
+                messages: state.messages.clone(),
+                tools: state.tools.clone(),
+            };
+            let steering = Arc::downgrade(&self.inner);
+            let follow_up = Arc::downgrade(&self.inner);
+            let config = AgentLoopConfig {
+                model: state.model.clone(),
+                settings: lock(&self.inner.settings).clone(),
+                hooks: lock(&self.inner.hooks).clone(),
+                get_steering_messages: Some(Arc::new(move || {
+                    steering
+                        .upgrade()
+                        .map(|inner| inner.drain_steering())
+                        .unwrap_or_default()
+                })),
+                get_follow_up_messages: Some(Arc::new(move || {
+                    follow_up
+                        .upgrade()
+                        .map(|inner| inner.drain_follow_up())
+                        .unwrap_or_default()
+                })),
+                skip_initial_steering_poll: matches!(start, Start::Prompt(_, true)),
+            };
+            (start, context, config)
+        };
+
+        let inner = Arc::clone(&self.inner);
+        let task_signal = signal.clone();
+        tokio::spawn(async move {
+            let mut sink = RunSink {
+                inner: Arc::clone(&inner),
+                events: events_tx,
+                signal: task_signal.clone(),
+            };
+            let outcome = std::panic::AssertUnwindSafe(async {
+                // Moved in, so the run's copy of the hooks (and what they hold, such as a
+                // binding's user data) is released before the agent reports idle.
+                let (config, context) = (config, context);
+                match start {
+                    Start::Prompt(messages, _) => {
+                        run_agent_loop(messages, context, &config, task_signal.clone(), &mut sink)
+                            .await;
+                    }
+                    Start::Continue => {
+                        // Checked above, before the run was marked active.
+                        let _ = run_agent_loop_continue(
+                            context,
+                            &config,
+                            task_signal.clone(),
+                            &mut sink,
+                        )
+                        .await;
+                    }
+                }
+            })
+            .catch_unwind()
+            .await;
+            if let Err(panic) = outcome {
+                sink.run_failed(&panic_text(&*panic)).await;
+            }
+            inner.finish_run();
+            drop(sink);
+            let _ = idle_tx.send(true);
+        });
+        Ok(AgentRun::new(events_rx, idle_rx, signal))
+    }
+
+    /// What `continue` runs (pi's rules), decided under the run lock.
+    fn resolve_continue(&self) -> Result<Start, AgentError> {
+        let last_is_assistant = {
+            let state = lock(&self.inner.state);
+            match state.messages.last() {
+                None => return Err(AgentError::NothingToContinue),
+                Some(last) => last.as_assistant().is_some(),
+            }
+        };
+        if !last_is_assistant {
+            return Ok(Start::Continue);
         }
+        let steering = self.inner.drain_steering();
+        if !steering.is_empty() {
+            return Ok(Start::Prompt(steering, true));
+        }
+        let follow_ups = self.inner.drain_follow_up();
+        if !follow_ups.is_empty() {
+            return Ok(Start::Prompt(follow_ups, false));
+        }
+        Err(AgentError::ContinueFromAssistant)
     }
 
     /// Sends a text prompt (one user message with one text block) and waits until the run ends.
-    pub async fn prompt(&self, text: impl Into<String>) -> Result<(), AgentError> {
-        self.prompt_messages(vec![UserMessage::text(text).into()])
-            .await
+    /// Cancelling this future aborts the run.
+    pub async fn prompt(&self, text: impl Into<String>) -> Result<RunOutcome, AgentError> {
+        Ok(self.start(RunInput::text(text))?.result().await)
     }
 
-    /// Sends a prompt with images.
+    /// Sends a prompt with images and waits until the run ends.
     pub async fn prompt_with_images(
         &self,
         text: impl Into<String>,
         images: Vec<ImageContent>,
-    ) -> Result<(), AgentError> {
-        let mut blocks = vec![UserContent::Text(TextContent::new(text))];
-        blocks.extend(images.into_iter().map(UserContent::Image));
-        let message = UserMessage {
-            content: UserMessageContent::Blocks(blocks),
-            timestamp: now_ms(),
-        };
-        self.prompt_messages(vec![message.into()]).await
+    ) -> Result<RunOutcome, AgentError> {
+        Ok(self
+            .start(RunInput::text_with_images(text, images))?
+            .result()
+            .await)
     }
 
     /// Sends messages as the prompt and waits until the run ends. Fails only when a run is
     /// already active (pi's message); model and tool failures end up in the transcript.
-    pub async fn prompt_messages(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
-        self.run(
-            RunStart::Prompt(messages, false),
-            AgentError::AlreadyProcessingPrompt,
-        )
-        .await
+    pub async fn prompt_messages(
+        &self,
+        messages: Vec<AgentMessage>,
+    ) -> Result<RunOutcome, AgentError> {
+        Ok(self.start(RunInput::Prompt(messages))?.result().await)
     }
 
     /// Continues from the transcript: from a user or tool-result tail it calls the model again;
     /// from an assistant tail it runs queued steering (else follow-up) messages.
-    pub async fn continue_run(&self) -> Result<(), AgentError> {
-        let start = {
-            if lock(&self.inner.run).is_some() {
-                return Err(AgentError::AlreadyProcessingContinue);
-            }
-            let state = lock(&self.inner.state);
-            match state.messages.last() {
-                None => return Err(AgentError::NothingToContinue),
-                Some(last) if last.as_assistant().is_some() => {
-                    drop(state);
-                    let steering = lock(&self.inner.steering).drain();
-                    if steering.is_empty() {
-                        let follow_ups = lock(&self.inner.follow_up).drain();
-                        if follow_ups.is_empty() {
-                            return Err(AgentError::ContinueFromAssistant);
-                        }
-                        RunStart::Prompt(follow_ups, false)
-                    } else {
-                        RunStart::Prompt(steering, true)
-                    }
-                }
-                Some(_) => RunStart::Continue,
-            }
-        };
-        self.run(start, AgentError::AlreadyProcessingContinue).await
+    pub async fn continue_run(&self) -> Result<RunOutcome, AgentError> {
+        Ok(self.start(RunInput::Continue)?.result().await)
     }
 
     /// Cancels the active run (no-op when idle). The run ends promptly: the model call ends
-    /// `aborted`, running tools get an aborted result, and `agent_end` is emitted.
+    /// `aborted`, running tools and hooks get an aborted result, and `agent_end` is emitted.
     pub fn abort(&self) {
         if let Some(run) = lock(&self.inner.run).as_ref() {
             run.signal.cancel();
         }
     }
 
-    /// The active run's cancellation token.
+    /// The active run's cancellation token (pi's `agent.signal`).
     pub fn signal(&self) -> Option<CancellationToken> {
         lock(&self.inner.run).as_ref().map(|run| run.signal.clone())
     }
 
-    /// Resolves when no run is active.
+    /// Resolves when no run is active (after an abort, once the abort has completed).
     pub async fn wait_for_idle(&self) {
         let idle = lock(&self.inner.run).as_ref().map(|run| run.idle.clone());
         if let Some(mut idle) = idle {
@@ -359,10 +467,22 @@ impl Agent {
         }
     }
 
-    /// Clears the transcript, queues, streaming state and error. Does not abort a run.
-    pub fn reset(&self) {
+    /// Refuses a transcript change while a run is active: the run appends to the transcript,
+    /// and a change under it would leave tool results without their calls.
+    fn idle_transcript(&self) -> Result<MutexGuard<'_, State>, AgentError> {
+        let run = lock(&self.inner.run);
+        if run.is_some() {
+            return Err(AgentError::TranscriptBusy);
+        }
+        Ok(lock(&self.inner.state))
+    }
+
+    /// Clears the transcript, queues, streaming state and error. Refused while a run is active
+    /// (pi clears under the running loop, which then appends to the cleared transcript): abort
+    /// and [`wait_for_idle`](Self::wait_for_idle) first.
+    pub fn reset(&self) -> Result<(), AgentError> {
         {
-            let mut state = lock(&self.inner.state);
+            let mut state = self.idle_transcript()?;
             state.messages.clear();
             state.is_streaming = false;
             state.streaming = None;
@@ -371,6 +491,7 @@ impl Agent {
         }
         lock(&self.inner.steering).clear();
         lock(&self.inner.follow_up).clear();
+        Ok(())
     }
 
     /// Queues a message to inject after the current turn's tool calls.
@@ -404,14 +525,12 @@ impl Agent {
         lock(&self.inner.steering).has_items() || lock(&self.inner.follow_up).has_items()
     }
 
-    /// Sets the steering queue's mode.
-    pub fn set_steering_mode(&self, mode: QueueMode) {
-        lock(&self.inner.steering).mode = mode;
-    }
-
-    /// Sets the follow-up queue's mode.
-    pub fn set_follow_up_mode(&self, mode: QueueMode) {
-        lock(&self.inner.follow_up).mode = mode;
+    /// The queued steering and follow-up messages, oldest first.
+    pub fn queued_messages(&self) -> (Vec<AgentMessage>, Vec<AgentMessage>) {
+        (
+            lock(&self.inner.steering).messages().cloned().collect(),
+            lock(&self.inner.follow_up).messages().cloned().collect(),
+        )
     }
 
     /// A copy of the transcript.
@@ -419,14 +538,17 @@ impl Agent {
         lock(&self.inner.state).messages.clone()
     }
 
-    /// Replaces the transcript (takes effect for the next run).
-    pub fn set_messages(&self, messages: Vec<AgentMessage>) {
-        lock(&self.inner.state).messages = messages;
+    /// Replaces the transcript. Refused while a run is active.
+    pub fn set_messages(&self, messages: Vec<AgentMessage>) -> Result<(), AgentError> {
+        self.idle_transcript()?.messages = messages;
+        Ok(())
     }
 
-    /// Appends to the transcript.
-    pub fn append_message(&self, message: impl Into<AgentMessage>) {
-        lock(&self.inner.state).messages.push(message.into());
+    /// Appends to the transcript. Refused while a run is active (use
+    /// [`steer`](Self::steer) or [`follow_up`](Self::follow_up) then).
+    pub fn append_message(&self, message: impl Into<AgentMessage>) -> Result<(), AgentError> {
+        self.idle_transcript()?.messages.push(message.into());
+        Ok(())
     }
 
     /// Whether a run is active.
@@ -478,16 +600,6 @@ impl Agent {
         lock(&self.inner.state).model = model;
     }
 
-    /// The reasoning level.
-    pub fn thinking_level(&self) -> Option<ThinkingLevel> {
-        lock(&self.inner.state).thinking_level
-    }
-
-    /// Sets the reasoning level (for later runs).
-    pub fn set_thinking_level(&self, level: Option<ThinkingLevel>) {
-        lock(&self.inner.state).thinking_level = level;
-    }
-
     /// The tools.
     pub fn tools(&self) -> Vec<Arc<dyn AgentTool>> {
         lock(&self.inner.state).tools.clone()
@@ -507,21 +619,6 @@ impl Agent {
         state.tools.push(tool);
     }
 
-    /// Sets parallel or sequential tool execution (for later runs).
-    pub fn set_tool_execution(&self, mode: ToolExecutionMode) {
-        lock(&self.inner.settings).tool_execution = mode;
-    }
-
-    /// Replaces the options sent with every LLM call (for later runs).
-    pub fn set_stream_options(&self, options: StreamOptions) {
-        lock(&self.inner.settings).stream_options = options;
-    }
-
-    /// Replaces how the model is called (for later runs).
-    pub fn set_stream_fn(&self, stream_fn: StreamFn) {
-        lock(&self.inner.settings).stream_fn = stream_fn;
-    }
-
     /// Removes the tool named `name`; returns whether there was one.
     pub fn remove_tool(&self, name: &str) -> bool {
         let mut state = lock(&self.inner.state);
@@ -530,59 +627,35 @@ impl Agent {
         state.tools.len() != before
     }
 
-    /// Sets or clears `transform_context` (for later runs).
-    pub fn set_transform_context(&self, hook: Option<TransformContext>) {
-        lock(&self.inner.settings).transform_context = hook;
+    /// A copy of the settings (thinking level, tool execution, queue modes, stream options,
+    /// watchdogs).
+    pub fn settings(&self) -> AgentSettings {
+        lock(&self.inner.settings).clone()
     }
 
-    /// Sets or clears `before_tool_call` (for later runs).
-    pub fn set_before_tool_call(&self, hook: Option<BeforeToolCall>) {
-        lock(&self.inner.settings).before_tool_call = hook;
+    /// Replaces the settings (for later runs; the queue modes apply at the next poll).
+    pub fn set_settings(&self, settings: AgentSettings) {
+        *lock(&self.inner.settings) = settings;
     }
 
-    /// Sets or clears `after_tool_call` (for later runs).
-    pub fn set_after_tool_call(&self, hook: Option<AfterToolCall>) {
-        lock(&self.inner.settings).after_tool_call = hook;
+    /// Changes the settings in place (for later runs).
+    pub fn update_settings<R>(&self, change: impl FnOnce(&mut AgentSettings) -> R) -> R {
+        change(&mut lock(&self.inner.settings))
     }
 
-    /// Sets or clears `should_stop_after_turn` (for later runs).
-    pub fn set_should_stop_after_turn(&self, hook: Option<ShouldStopAfterTurn>) {
-        lock(&self.inner.settings).should_stop_after_turn = hook;
+    /// The reasoning level.
+    pub fn thinking_level(&self) -> ModelThinkingLevel {
+        lock(&self.inner.settings).thinking_level
     }
 
-    /// Sets or clears the per-call API key lookup (for later runs).
-    pub fn set_get_api_key(&self, hook: Option<GetApiKey>) {
-        lock(&self.inner.settings).get_api_key = hook;
+    /// Sets the reasoning level (for later runs).
+    pub fn set_thinking_level(&self, level: ModelThinkingLevel) {
+        lock(&self.inner.settings).thinking_level = level;
     }
 
-    /// Replaces the transcript → LLM conversion (for later runs).
-    pub fn set_convert_to_llm(&self, convert: ConvertToLlm) {
-        lock(&self.inner.settings).convert_to_llm = convert;
-    }
-
-    /// Sets or clears the stream idle watchdog (for later runs).
-    pub fn set_stream_idle_timeout(&self, timeout: Option<std::time::Duration>) {
-        lock(&self.inner.settings).stream_idle_timeout = timeout;
-    }
-
-    /// Sets or clears the tool watchdog (for later runs).
-    pub fn set_tool_timeout(&self, timeout: Option<std::time::Duration>) {
-        lock(&self.inner.settings).tool_timeout = timeout;
-    }
-
-    /// The stream idle watchdog, if set.
-    pub fn stream_idle_timeout(&self) -> Option<std::time::Duration> {
-        lock(&self.inner.settings).stream_idle_timeout
-    }
-
-    /// The tool watchdog, if set.
-    pub fn tool_timeout(&self) -> Option<std::time::Duration> {
-        lock(&self.inner.settings).tool_timeout
-    }
-
-    /// The options sent with every LLM call.
-    pub fn stream_options(&self) -> StreamOptions {
-        lock(&self.inner.settings).stream_options.clone()
+    /// Sets parallel or sequential tool execution (for later runs).
+    pub fn set_tool_execution(&self, mode: ToolExecutionMode) {
+        lock(&self.inner.settings).tool_execution = mode;
     }
 
     /// The tool execution mode.
@@ -590,110 +663,111 @@ impl Agent {
         lock(&self.inner.settings).tool_execution
     }
 
-    /// The steering and follow-up queue modes.
-    pub fn queue_modes(&self) -> (QueueMode, QueueMode) {
-        (
-            lock(&self.inner.steering).mode,
-            lock(&self.inner.follow_up).mode,
-        )
+    /// Sets the steering queue's mode.
+    pub fn set_steering_mode(&self, mode: QueueMode) {
+        lock(&self.inner.settings).steering_mode = mode;
     }
 
-    async fn run(&self, start: RunStart, busy: AgentError) -> Result<(), AgentError> {
-        let signal = CancellationToken::new();
-        let (idle_tx, idle_rx) = watch::channel(false);
-        let (context, config) = {
-            let mut run = lock(&self.inner.run);
-            if run.is_some() {
-                return Err(busy);
-            }
-            if matches!(start, RunStart::Continue) {
-                agent_loop::check_can_continue(&lock(&self.inner.state).messages)?;
-            }
-            *run = Some(ActiveRun {
-                signal: signal.clone(),
-                idle: idle_rx,
-            });
-            let mut state = lock(&self.inner.state);
-            state.is_streaming = true;
-            state.streaming = None;
-            state.error_message = None;
-            let context = AgentContext {
-                system_prompt: state.system_prompt.clone(),
-                messages: state.messages.clone(),
-                tools: state.tools.clone(),
-            };
-            let settings = lock(&self.inner.settings).clone();
-            let mut stream_options = settings.stream_options;
-            stream_options.reasoning = state.thinking_level;
-            let skip_initial_steering_poll = matches!(start, RunStart::Prompt(_, true));
-            let steering = Arc::downgrade(&self.inner);
-            let follow_up = Arc::downgrade(&self.inner);
-            let config = AgentLoopConfig {
-                model: state.model.clone(),
-                stream_options,
-                tool_execution: settings.tool_execution,
-                stream_fn: settings.stream_fn,
-                convert_to_llm: settings.convert_to_llm,
-                get_api_key: settings.get_api_key,
-                get_steering_messages: Some(Arc::new(move || {
-                    steering
-                        .upgrade()
-                        .map(|inner| lock(&inner.steering).drain())
-                        .unwrap_or_default()
-                })),
-                get_follow_up_messages: Some(Arc::new(move || {
-                    follow_up
-                        .upgrade()
-                        .map(|inner| lock(&inner.follow_up).drain())
-                        .unwrap_or_default()
-                })),
-                skip_initial_steering_poll,
-                transform_context: settings.transform_context,
-                before_tool_call: settings.before_tool_call,
-                after_tool_call: settings.after_tool_call,
-                should_stop_after_turn: settings.should_stop_after_turn,
-                stream_idle_timeout: settings.stream_idle_timeout,
-                tool_timeout: settings.tool_timeout,
-            };
-            (context, config)
-        };
+    /// Sets the follow-up queue's mode.
+    pub fn set_follow_up_mode(&self, mode: QueueMode) {
+        lock(&self.inner.settings).follow_up_mode = mode;
+    }
 
-        let inner = Arc::clone(&self.inner);
-        let task = tokio::spawn(async move {
-            let sink = Arc::clone(&inner);
-            let mut emit = move |event: AgentEvent| sink.process_event(event);
-            let outcome = std::panic::AssertUnwindSafe(async {
-                match start {
-                    RunStart::Prompt(messages, _) => {
-                        run_agent_loop(messages, context, &config, signal.clone(), &mut emit).await;
-                    }
-                    RunStart::Continue => {
-                        // Checked above, before the run was marked active.
-                        let _ =
-                            run_agent_loop_continue(context, &config, signal.clone(), &mut emit)
-                                .await;
-                    }
-                }
-            })
-            .catch_unwind()
-            .await;
-            if let Err(panic) = outcome {
-                inner.handle_run_failure(&panic_text(&*panic), &signal);
-            }
-            inner.finish_run();
-            let _ = idle_tx.send(true);
-        });
-        task.await
-            .map_err(|error| AgentError::RunFailed(error.to_string()))
+    /// The steering and follow-up queue modes.
+    pub fn queue_modes(&self) -> (QueueMode, QueueMode) {
+        let settings = lock(&self.inner.settings);
+        (settings.steering_mode, settings.follow_up_mode)
+    }
+
+    /// The options sent with every LLM call.
+    pub fn stream_options(&self) -> StreamOptions {
+        lock(&self.inner.settings).stream_options.clone()
+    }
+
+    /// Replaces the options sent with every LLM call (for later runs).
+    pub fn set_stream_options(&self, options: StreamOptions) {
+        lock(&self.inner.settings).stream_options = options;
+    }
+
+    /// A copy of the hooks.
+    pub fn hooks(&self) -> AgentHooks {
+        lock(&self.inner.hooks).clone()
+    }
+
+    /// Changes the hooks in place (for later runs), e.g.
+    /// `agent.update_hooks(|hooks| hooks.before_tool_call = Some(hook))`.
+    pub fn update_hooks<R>(&self, change: impl FnOnce(&mut AgentHooks) -> R) -> R {
+        change(&mut lock(&self.inner.hooks))
+    }
+}
+
+/// The sink of one run: reduces each event into the agent's state, awaits every subscriber in
+/// order, then hands the event to the run's own stream.
+struct RunSink {
+    inner: Arc<Inner>,
+    events: mpsc::Sender<AgentEvent>,
+    signal: CancellationToken,
+}
+
+impl EventSink for RunSink {
+    async fn emit(&mut self, event: AgentEvent) {
+        self.inner.process_event(&event, &self.signal).await;
+        // The consumer may have dropped the run (which aborts it); the rest is not wanted.
+        let _ = self.events.send(event).await;
+    }
+}
+
+impl RunSink {
+    /// The loop itself failed (a panic outside the guarded hooks): record a failure message
+    /// with its events, so subscribers see the end of the run.
+    async fn run_failed(&mut self, error: &str) {
+        let model = lock(&self.inner.state).model.clone();
+        let message: AgentMessage =
+            agent_loop::run_failure_message(&model, error, self.signal.is_cancelled()).into();
+        self.emit(AgentEvent::MessageStart {
+            message: message.clone(),
+        })
+        .await;
+        self.emit(AgentEvent::MessageEnd {
+            message: message.clone(),
+        })
+        .await;
+        lock(&self.inner.state).error_message = Some(error.to_owned());
+        self.emit(AgentEvent::AgentEnd {
+            messages: vec![message],
+        })
+        .await;
     }
 }
 
 impl Inner {
-    /// Updates the state from `event`, then hands it to every subscriber.
-    fn process_event(&self, event: AgentEvent) {
+    fn drain_steering(&self) -> Vec<AgentMessage> {
+        let mode = lock(&self.settings).steering_mode;
+        lock(&self.steering).drain(mode)
+    }
+
+    fn drain_follow_up(&self) -> Vec<AgentMessage> {
+        let mode = lock(&self.settings).follow_up_mode;
+        lock(&self.follow_up).drain(mode)
+    }
+
+    fn record_listener_panic(&self, event: &AgentEvent, panic: &(dyn std::any::Any + Send)) {
+        let mut state = lock(&self.state);
+        if state.listener_errors.len() >= 100 {
+            state.listener_errors.remove(0);
+        }
+        state.listener_errors.push(format!(
+            "subscriber panicked on {}: {}",
+            event.kind(),
+            panic_text(panic)
+        ));
+    }
+
+    /// Updates the state from `event`, then hands it to every subscriber, in order.
+    async fn process_event(&self, event: &AgentEvent, signal: &CancellationToken) {
         {
             let mut state = lock(&self.state);
-            match &event {
+            match event {
                 AgentEvent::MessageStart { message } => {
                     state.streaming = Some(Streaming::Whole(message.clone()));
                 }
@@ -704,6 +778,13 @@ impl Inner {
                 }
                 AgentEvent::MessageEnd { message } => {
                     state.streaming = None;
+                    // pi records a failed turn's error at `turn_end`; a run that fails outside
+                    // a turn (a hook) has only this message, so record it here too.
+                    if let Some(error) =
+                        message.as_assistant().and_then(|m| m.error_message.clone())
+                    {
+                        state.error_message = Some(error);
+                    }
                     state.messages.push(message.clone());
                 }
                 AgentEvent::ToolExecutionStart { tool_call_id, .. } => {
@@ -725,43 +806,33 @@ impl Inner {
                 | AgentEvent::ToolExecutionUpdate { .. } => {}
             }
         }
-        let listeners: Vec<Listener> = lock(&self.listeners)
+        let subscribers: Vec<Subscriber> = lock(&self.listeners)
             .iter()
-            .map(|(_, listener)| Arc::clone(listener))
+            .map(|(_, subscriber)| subscriber.clone())
             .collect();
-        for listener in listeners {
-            if let Err(panic) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(&event)))
-            {
-                let mut state = lock(&self.state);
-                if state.listener_errors.len() >= 100 {
-                    state.listener_errors.remove(0);
+        for subscriber in subscribers {
+            match subscriber {
+                Subscriber::Sync(listener) => {
+                    if let Err(panic) =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event)))
+                    {
+                        self.record_listener_panic(event, &*panic);
+                    }
                 }
-                state.listener_errors.push(format!(
-                    "subscriber panicked on {}: {}",
-                    event.kind(),
-                    panic_text(&*panic)
-                ));
+                Subscriber::Async(listener) => {
+                    let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        listener(event.clone(), signal.clone())
+                    }));
+                    let outcome = match delivered {
+                        Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
+                        Err(panic) => Err(panic),
+                    };
+                    if let Err(panic) = outcome {
+                        self.record_listener_panic(event, &*panic);
+                    }
+                }
             }
         }
-    }
-
-    /// The loop itself failed (a panicking `stream_fn` or `convert_to_llm`): record a failure
-    /// message with its events, so subscribers see the end of the run.
-    fn handle_run_failure(&self, error: &str, signal: &CancellationToken) {
-        let model = lock(&self.state).model.clone();
-        let message: AgentMessage =
-            agent_loop::run_failure_message(&model, error, signal.is_cancelled()).into();
-        self.process_event(AgentEvent::MessageStart {
-            message: message.clone(),
-        });
-        self.process_event(AgentEvent::MessageEnd {
-            message: message.clone(),
-        });
-        lock(&self.state).error_message = Some(error.to_owned());
-        self.process_event(AgentEvent::AgentEnd {
-            messages: vec![message],
-        });
     }
 
     fn finish_run(&self) {

@@ -17,21 +17,17 @@ pub enum QueueMode {
     OneAtATime,
 }
 
-/// A FIFO of messages waiting to be injected into a run.
+/// A FIFO of messages waiting to be injected into a run. The mode it drains with is the
+/// agent's setting ([`AgentSettings`](super::AgentSettings)), passed to each drain.
 #[derive(Clone, Debug, Default)]
 pub struct MessageQueue {
     messages: VecDeque<AgentMessage>,
-    /// How [`drain`](Self::drain) takes messages.
-    pub mode: QueueMode,
 }
 
 impl MessageQueue {
-    /// An empty queue with `mode`.
-    pub fn new(mode: QueueMode) -> Self {
-        Self {
-            messages: VecDeque::new(),
-            mode,
-        }
+    /// An empty queue.
+    pub fn new() -> Self {
+        Self::default()
     }
 
     /// Adds a message at the back.
@@ -64,9 +60,9 @@ impl MessageQueue {
         self.messages.iter()
     }
 
-    /// Takes messages according to the mode.
-    pub fn drain(&mut self) -> Vec<AgentMessage> {
-        match self.mode {
+    /// Takes messages according to `mode`.
+    pub fn drain(&mut self, mode: QueueMode) -> Vec<AgentMessage> {
+        match mode {
             QueueMode::All => self.messages.drain(..).collect(),
             QueueMode::OneAtATime => self.messages.pop_front().into_iter().collect(),
         }

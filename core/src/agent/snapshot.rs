@@ -3,22 +3,28 @@
 //!
 //! Tools, hooks and the stream function are code, not data: the snapshot records the tool
 //! names for reference, and the restoring side supplies the tools again in [`AgentOptions`].
+//!
+//! No secret is written: the options' `apiKey` is never serialised, and credential headers
+//! (`authorization`, `x-api-key`, ...) are left out of the stored stream options; supply them
+//! again when restoring (`AgentOptions::settings.stream_options`).
 
 use serde::{Deserialize, Serialize};
 
+use super::config::AgentSettings;
 use super::message::AgentMessage;
 use super::queue::QueueMode;
 use super::tool::ToolExecutionMode;
 use super::{Agent, AgentOptions, lock};
+use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::model::Model;
-use crate::ai::options::ThinkingLevel;
+use crate::ai::options::is_credential_header;
 
-/// The current snapshot format.
-pub const SNAPSHOT_VERSION: u32 = 1;
+/// The current snapshot format (2: settings nested under `settings`; 1 is still read).
+pub const SNAPSHOT_VERSION: u32 = 2;
 
 /// Everything about an agent that is data.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", from = "SnapshotWire")]
 pub struct AgentSnapshot {
     /// Format version ([`SNAPSHOT_VERSION`]).
     pub version: u32,
@@ -26,72 +32,125 @@ pub struct AgentSnapshot {
     pub system_prompt: String,
     /// The model.
     pub model: Model,
-    /// The reasoning level (`null` = off).
-    #[serde(default)]
-    pub thinking_level: Option<ThinkingLevel>,
     /// The transcript.
     pub messages: Vec<AgentMessage>,
-    /// Sequential or parallel tool calls.
-    #[serde(default)]
-    pub tool_execution: ToolExecutionMode,
-    /// Steering queue mode.
-    #[serde(default)]
-    pub steering_mode: QueueMode,
-    /// Follow-up queue mode.
-    #[serde(default)]
-    pub follow_up_mode: QueueMode,
+    /// Thinking level, tool execution, queue modes, stream options (without secrets), watchdogs.
+    pub settings: AgentSettings,
     /// Queued steering messages.
-    #[serde(default)]
     pub steering_queue: Vec<AgentMessage>,
     /// Queued follow-up messages.
-    #[serde(default)]
     pub follow_up_queue: Vec<AgentMessage>,
     /// Names of the tools the agent had (informational).
-    #[serde(default)]
     pub tool_names: Vec<String>,
+}
+
+/// What is read: the current shape, and version 1's settings at the top level.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SnapshotWire {
+    version: u32,
+    system_prompt: String,
+    model: Model,
+    messages: Vec<AgentMessage>,
+    #[serde(default)]
+    settings: Option<AgentSettings>,
+    #[serde(default)]
+    steering_queue: Vec<AgentMessage>,
+    #[serde(default)]
+    follow_up_queue: Vec<AgentMessage>,
+    #[serde(default)]
+    tool_names: Vec<String>,
+    // Version 1.
+    #[serde(default)]
+    thinking_level: Option<ModelThinkingLevel>,
+    #[serde(default)]
+    tool_execution: Option<ToolExecutionMode>,
+    #[serde(default)]
+    steering_mode: Option<QueueMode>,
+    #[serde(default)]
+    follow_up_mode: Option<QueueMode>,
+}
+
+impl From<SnapshotWire> for AgentSnapshot {
+    fn from(wire: SnapshotWire) -> Self {
+        let mut settings = wire.settings.unwrap_or_default();
+        if let Some(level) = wire.thinking_level {
+            settings.thinking_level = level;
+        }
+        if let Some(mode) = wire.tool_execution {
+            settings.tool_execution = mode;
+        }
+        if let Some(mode) = wire.steering_mode {
+            settings.steering_mode = mode;
+        }
+        if let Some(mode) = wire.follow_up_mode {
+            settings.follow_up_mode = mode;
+        }
+        Self {
+            version: wire.version,
+            system_prompt: wire.system_prompt,
+            model: wire.model,
+            messages: wire.messages,
+            settings,
+            steering_queue: wire.steering_queue,
+            follow_up_queue: wire.follow_up_queue,
+            tool_names: wire.tool_names,
+        }
+    }
 }
 
 impl Agent {
     /// Captures the agent's data. During a run, the transcript is as of the last completed
     /// message.
     pub fn snapshot(&self) -> AgentSnapshot {
-        let (system_prompt, model, thinking_level, messages, tool_names) = {
+        let (system_prompt, model, messages, tool_names) = {
             let state = lock(&self.inner.state);
             (
                 state.system_prompt.clone(),
                 state.model.clone(),
-                state.thinking_level,
                 state.messages.clone(),
                 state.tools.iter().map(|t| t.name().to_owned()).collect(),
             )
         };
-        let tool_execution = lock(&self.inner.settings).tool_execution;
-        let steering = lock(&self.inner.steering);
-        let follow_up = lock(&self.inner.follow_up);
+        let mut settings = self.settings();
+        settings
+            .stream_options
+            .headers
+            .retain(|name, _| !is_credential_header(name));
+        let (steering_queue, follow_up_queue) = self.queued_messages();
         AgentSnapshot {
             version: SNAPSHOT_VERSION,
             system_prompt,
             model,
-            thinking_level,
             messages,
-            tool_execution,
-            steering_mode: steering.mode,
-            follow_up_mode: follow_up.mode,
-            steering_queue: steering.messages().cloned().collect(),
-            follow_up_queue: follow_up.messages().cloned().collect(),
+            settings,
+            steering_queue,
+            follow_up_queue,
             tool_names,
         }
     }
 
-    /// A new agent with `options`' code (tools, hooks, stream function) and the snapshot's data.
+    /// A new agent with `options`' code (tools, hooks) and the snapshot's data. Secrets the
+    /// snapshot does not hold (the API key, credential headers) are taken from
+    /// `options.settings.stream_options`.
     pub fn restore(snapshot: AgentSnapshot, mut options: AgentOptions) -> Agent {
+        let supplied = std::mem::take(&mut options.settings.stream_options);
         options.system_prompt = snapshot.system_prompt;
         options.model = Some(snapshot.model);
-        options.thinking_level = snapshot.thinking_level;
         options.messages = snapshot.messages;
-        options.tool_execution = snapshot.tool_execution;
-        options.steering_mode = snapshot.steering_mode;
-        options.follow_up_mode = snapshot.follow_up_mode;
+        options.settings = snapshot.settings;
+        let stream_options = &mut options.settings.stream_options;
+        if stream_options.api_key.is_none() {
+            stream_options.api_key = supplied.api_key;
+        }
+        if stream_options.bearer_token.is_none() {
+            stream_options.bearer_token = supplied.bearer_token;
+        }
+        for (name, value) in supplied.headers {
+            stream_options.headers.entry(name).or_insert(value);
+        }
+        stream_options.on_payload = supplied.on_payload;
+        stream_options.on_response = supplied.on_response;
         let agent = Agent::new(options);
         for message in snapshot.steering_queue {
             agent.steer(message);

@@ -166,9 +166,10 @@ pub trait AgentTool: Send + Sync {
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
         None
     }
-    /// Rewrites raw arguments before validation (a compatibility shim for sloppy models).
-    fn prepare_arguments(&self, arguments: Value) -> Value {
-        arguments
+    /// Rewrites raw arguments before validation (pi's `prepareArguments`, a compatibility shim
+    /// for sloppy models). `Err` becomes an error result the model reads.
+    fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
+        Ok(arguments)
     }
     /// Runs one call.
     fn execute(
@@ -212,8 +213,11 @@ pub struct FnTool {
     parameters: Value,
     label: Option<String>,
     execution_mode: Option<ToolExecutionMode>,
+    prepare: Option<PrepareArguments>,
     handler: Handler,
 }
+
+type PrepareArguments = Arc<dyn Fn(Value) -> Result<Value, ToolError> + Send + Sync>;
 
 impl std::fmt::Debug for FnTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -241,6 +245,7 @@ impl FnTool {
             parameters,
             label: None,
             execution_mode: None,
+            prepare: None,
             handler: Arc::new(move |call| Box::pin(handler(call))),
         }
     }
@@ -256,6 +261,17 @@ impl FnTool {
     #[must_use]
     pub fn with_execution_mode(mut self, mode: ToolExecutionMode) -> Self {
         self.execution_mode = Some(mode);
+        self
+    }
+
+    /// Sets the arguments shim that runs before validation (see
+    /// [`AgentTool::prepare_arguments`]).
+    #[must_use]
+    pub fn with_prepare_arguments(
+        mut self,
+        prepare: impl Fn(Value) -> Result<Value, ToolError> + Send + Sync + 'static,
+    ) -> Self {
+        self.prepare = Some(Arc::new(prepare));
         self
     }
 }
@@ -275,6 +291,12 @@ impl AgentTool for FnTool {
     }
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
         self.execution_mode
+    }
+    fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
+        match &self.prepare {
+            Some(prepare) => prepare(arguments),
+            None => Ok(arguments),
+        }
     }
     fn execute(
         &self,

@@ -13,11 +13,12 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::agent_loop::Emit;
+use super::agent_loop::{EventSink, Guarded, guarded};
 use super::config::{
-    AfterToolCall, AfterToolCallContext, AgentContext, AgentLoopConfig, BeforeToolCallContext,
+    AfterToolCall, AfterToolCallContext, AgentLoopConfig, BeforeToolCallContext, HookError,
 };
 use super::event::AgentEvent;
+use super::step::ToolOutcome;
 use super::tool::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
@@ -30,15 +31,6 @@ pub const TOOL_BLOCKED: &str = "Tool execution was blocked";
 
 /// The text of a tool result for a call cut short by an abort.
 pub const TOOL_ABORTED: &str = "Tool execution was aborted";
-
-/// The results of one batch.
-#[derive(Debug)]
-pub(crate) struct ToolBatch {
-    /// One result per call, in the assistant's order.
-    pub(crate) results: Vec<ToolResultMessage>,
-    /// Every result asked to stop.
-    pub(crate) terminate: bool,
-}
 
 /// A finished call.
 struct Outcome {
@@ -61,19 +53,19 @@ struct Prepared {
     arguments: Value,
 }
 
-fn find_tool<'a>(context: &'a AgentContext, name: &str) -> Option<&'a Arc<dyn AgentTool>> {
-    context.tools.iter().find(|tool| tool.name() == name)
+fn find_tool<'a>(tools: &'a [Arc<dyn AgentTool>], name: &str) -> Option<&'a Arc<dyn AgentTool>> {
+    tools.iter().find(|tool| tool.name() == name)
 }
 
 async fn prepare(
     call: &ToolCall,
     assistant: &AssistantMessage,
-    context: &AgentContext,
+    tools: &[Arc<dyn AgentTool>],
     config: &AgentLoopConfig,
     signal: &CancellationToken,
     schemas: &mut HashMap<String, CompiledToolSchema>,
 ) -> Result<Prepared, Outcome> {
-    let Some(tool) = find_tool(context, &call.name) else {
+    let Some(tool) = find_tool(tools, &call.name) else {
         return Err(Outcome::error(format!("Tool {} not found", call.name)));
     };
     let raw = call.arguments.clone();
@@ -84,29 +76,39 @@ async fn prepare(
                     "prepare_arguments panicked: {}",
                     panic_text(&*panic)
                 ))
-            })?;
+            })?
+            .map_err(|ToolError(message)| Outcome::error(message))?;
     let schema = schemas
         .entry(tool.name().to_owned())
         .or_insert_with(|| CompiledToolSchema::new(tool.name(), tool.parameters()));
     let mut arguments = schema
         .validate_and_coerce(&arguments)
         .map_err(|error| Outcome::error(error.to_string()))?;
-    if let Some(hook) = &config.before_tool_call {
+    if let Some(hook) = &config.hooks.before_tool_call {
         let hook_context = BeforeToolCallContext {
             assistant_message: assistant.clone(),
             tool_call: call.clone(),
             args: arguments.clone(),
         };
-        let decision = std::panic::AssertUnwindSafe(hook(hook_context, signal.clone()))
-            .catch_unwind()
-            .await
-            .map_err(|panic| {
-                Outcome::error(format!(
-                    "before_tool_call panicked: {}",
-                    panic_text(&*panic)
-                ))
-            })?
-            .map_err(Outcome::error)?;
+        // Like the tool itself: an abort or the tool watchdog ends the wait, and the late
+        // answer is dropped.
+        let future = hook(hook_context, signal.clone());
+        let decision = match guarded(future, signal, config.settings.tool_timeout()).await {
+            Guarded::Done(Ok(decision)) => decision,
+            Guarded::Done(Err(HookError(message))) => return Err(Outcome::error(message)),
+            Guarded::Panicked(panic) => {
+                return Err(Outcome::error(format!(
+                    "before_tool_call panicked: {panic}"
+                )));
+            }
+            Guarded::Aborted => return Err(Outcome::error(TOOL_ABORTED)),
+            Guarded::TimedOut(limit) => {
+                return Err(Outcome::error(format!(
+                    "before_tool_call timed out after {} ms",
+                    limit.as_millis()
+                )));
+            }
+        };
         if let Some(decision) = decision {
             if decision.block {
                 return Err(Outcome::error(
@@ -124,12 +126,14 @@ async fn prepare(
     })
 }
 
-/// Applies `after_tool_call` to an executed call's outcome.
+/// Applies `after_tool_call` to an executed call's outcome (cut short by an abort and by the
+/// tool watchdog, like the tool).
 async fn finalize(
     outcome: Outcome,
     hook: Option<AfterToolCall>,
     hook_context: Option<(AssistantMessage, ToolCall, Value)>,
     signal: CancellationToken,
+    timeout: Option<std::time::Duration>,
 ) -> Outcome {
     let (Some(hook), Some((assistant_message, tool_call, args))) = (hook, hook_context) else {
         return outcome;
@@ -141,14 +145,16 @@ async fn finalize(
         result: outcome.result.clone(),
         is_error: outcome.is_error,
     };
-    match std::panic::AssertUnwindSafe(hook(context, signal))
-        .catch_unwind()
-        .await
-    {
-        Err(panic) => Outcome::error(format!("after_tool_call panicked: {}", panic_text(&*panic))),
-        Ok(Err(message)) => Outcome::error(message),
-        Ok(Ok(None)) => outcome,
-        Ok(Ok(Some(change))) => {
+    match guarded(hook(context, signal.clone()), &signal, timeout).await {
+        Guarded::Panicked(panic) => Outcome::error(format!("after_tool_call panicked: {panic}")),
+        Guarded::Aborted => Outcome::error(TOOL_ABORTED),
+        Guarded::TimedOut(limit) => Outcome::error(format!(
+            "after_tool_call timed out after {} ms",
+            limit.as_millis()
+        )),
+        Guarded::Done(Err(HookError(message))) => Outcome::error(message),
+        Guarded::Done(Ok(None)) => outcome,
+        Guarded::Done(Ok(Some(change))) => {
             let mut outcome = outcome;
             if let Some(content) = change.content {
                 outcome.result.content = content;
@@ -191,11 +197,11 @@ fn spawn_call(
     signal: &CancellationToken,
     updates: &mpsc::UnboundedSender<(usize, AgentToolResult)>,
 ) -> futures::future::BoxFuture<'static, (usize, Outcome)> {
-    let hook = config.after_tool_call.clone();
+    let hook = config.hooks.after_tool_call.clone();
     let hook_context = hook
         .as_ref()
         .map(|_| (assistant.clone(), call.clone(), prepared.arguments.clone()));
-    let timeout = config.tool_timeout;
+    let timeout = config.settings.tool_timeout();
     let context = ToolCallContext {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
@@ -205,9 +211,11 @@ fn spawn_call(
     };
     let tool = prepared.tool;
     let name = call.name.clone();
+    // `execute` is called here, in call order (pi starts the executions in order); it may
+    // panic before returning a future.
+    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(context)));
     let handle = tokio::spawn(async move {
-        // `execute` itself may panic before returning a future.
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(context))) {
+        match started {
             Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
             Err(panic) => Err(panic),
         }
@@ -241,106 +249,111 @@ fn spawn_call(
                 Outcome::error(format!("Tool {name} timed out after {} ms", limit.as_millis()))
             }
         };
-        (index, finalize(outcome, hook, hook_context, signal).await)
+        (
+            index,
+            finalize(outcome, hook, hook_context, signal, timeout).await,
+        )
     }
     .boxed()
 }
 
 /// Emits the updates waiting in `updates` for calls of this batch.
-fn drain_updates(
+async fn drain_updates<S: EventSink>(
     updates: &mut mpsc::UnboundedReceiver<(usize, AgentToolResult)>,
     calls: &[ToolCall],
-    emit: &mut Emit<'_>,
+    sink: &mut S,
 ) {
     while let Ok((index, partial_result)) = updates.try_recv() {
-        emit_update(index, partial_result, calls, emit);
+        emit_update(index, partial_result, calls, sink).await;
     }
 }
 
-fn emit_update(
+async fn emit_update<S: EventSink>(
     index: usize,
     partial_result: AgentToolResult,
     calls: &[ToolCall],
-    emit: &mut Emit<'_>,
+    sink: &mut S,
 ) {
     if let Some(call) = calls.get(index) {
-        emit(AgentEvent::ToolExecutionUpdate {
+        sink.emit(AgentEvent::ToolExecutionUpdate {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
             args: call.arguments.clone(),
             partial_result,
-        });
+        })
+        .await;
     }
 }
 
-fn emit_end(call: &ToolCall, outcome: &Outcome, emit: &mut Emit<'_>) {
-    emit(AgentEvent::ToolExecutionEnd {
+async fn emit_start<S: EventSink>(call: &ToolCall, sink: &mut S) {
+    sink.emit(AgentEvent::ToolExecutionStart {
+        tool_call_id: call.id.clone(),
+        tool_name: call.name.clone(),
+        args: call.arguments.clone(),
+    })
+    .await;
+}
+
+async fn emit_end<S: EventSink>(call: &ToolCall, outcome: &Outcome, sink: &mut S) {
+    sink.emit(AgentEvent::ToolExecutionEnd {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         result: outcome.result.clone(),
         is_error: outcome.is_error,
-    });
-}
-
-fn emit_result_message(message: &ToolResultMessage, emit: &mut Emit<'_>) {
-    emit(AgentEvent::MessageStart {
-        message: message.clone().into(),
-    });
-    emit(AgentEvent::MessageEnd {
-        message: message.clone().into(),
-    });
+    })
+    .await;
 }
 
 /// Waits for every running call, reporting updates and ends in the order they happen.
-async fn collect(
+async fn collect<S: EventSink>(
     mut running: Running,
     updates: &mut mpsc::UnboundedReceiver<(usize, AgentToolResult)>,
     calls: &[ToolCall],
     outcomes: &mut [Option<Outcome>],
-    emit: &mut Emit<'_>,
+    sink: &mut S,
 ) {
     while !running.is_empty() {
         tokio::select! {
             biased;
-            Some((index, partial)) = updates.recv() => emit_update(index, partial, calls, emit),
+            Some((index, partial)) = updates.recv() => {
+                emit_update(index, partial, calls, sink).await;
+            }
             Some((index, outcome)) = running.next() => {
-                drain_updates(updates, calls, emit);
-                emit_end(&calls[index], &outcome, emit);
+                drain_updates(updates, calls, sink).await;
+                emit_end(&calls[index], &outcome, sink).await;
                 outcomes[index] = Some(outcome);
             }
         }
     }
 }
 
-/// Runs the tool calls of `assistant`.
-pub(crate) async fn execute_tool_calls(
+/// Runs `calls` of `assistant` in `mode` (the stepper asks for sequential calls one at a time)
+/// and returns one outcome per call, in call order. Emits `tool_execution_*`; the result
+/// messages are the stepper's to emit.
+///
+/// Parallel mode is pi's: every call is prepared first, in order (`tool_execution_start`,
+/// validation, `before_tool_call`; a call that cannot run ends at once), and only then do the
+/// prepared calls start, in call order, and run concurrently — so an approval hook asking about
+/// the second call never sees the first one running.
+pub(crate) async fn execute_tool_calls<S: EventSink>(
     assistant: &AssistantMessage,
     calls: Vec<ToolCall>,
-    context: &AgentContext,
+    mode: ToolExecutionMode,
+    tools: &[Arc<dyn AgentTool>],
     config: &AgentLoopConfig,
     signal: &CancellationToken,
-    emit: &mut Emit<'_>,
-) -> ToolBatch {
-    let sequential = config.tool_execution == ToolExecutionMode::Sequential
-        || calls.iter().any(|call| {
-            find_tool(context, &call.name)
-                .is_some_and(|tool| tool.execution_mode() == Some(ToolExecutionMode::Sequential))
-        });
+    sink: &mut S,
+) -> Vec<ToolOutcome> {
     let mut schemas = HashMap::new();
     let (updates_tx, mut updates_rx) = mpsc::unbounded_channel();
     let mut outcomes: Vec<Option<Outcome>> = calls.iter().map(|_| None).collect();
-    let mut results = Vec::with_capacity(calls.len());
 
-    if sequential {
+    if mode == ToolExecutionMode::Sequential {
         for (index, call) in calls.iter().enumerate() {
-            emit(AgentEvent::ToolExecutionStart {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                args: call.arguments.clone(),
-            });
-            match prepare(call, assistant, context, config, signal, &mut schemas).await {
+            emit_start(call, sink).await;
+            match prepare(call, assistant, tools, config, signal, &mut schemas).await {
                 Err(outcome) => {
-                    emit_end(call, &outcome, emit);
+                    emit_end(call, &outcome, sink).await;
                     outcomes[index] = Some(outcome);
                 }
                 Ok(prepared) => {
@@ -354,53 +367,48 @@ pub(crate) async fn execute_tool_calls(
                         signal,
                         &updates_tx,
                     ));
-                    collect(running, &mut updates_rx, &calls, &mut outcomes, emit).await;
+                    collect(running, &mut updates_rx, &calls, &mut outcomes, sink).await;
                 }
-            }
-            if let Some(outcome) = &outcomes[index] {
-                let message = to_message(call, outcome);
-                emit_result_message(&message, emit);
-                results.push(message);
             }
         }
     } else {
-        let running: Running = FuturesUnordered::new();
+        let mut ready = Vec::new();
         for (index, call) in calls.iter().enumerate() {
-            emit(AgentEvent::ToolExecutionStart {
-                tool_call_id: call.id.clone(),
-                tool_name: call.name.clone(),
-                args: call.arguments.clone(),
-            });
-            match prepare(call, assistant, context, config, signal, &mut schemas).await {
+            emit_start(call, sink).await;
+            match prepare(call, assistant, tools, config, signal, &mut schemas).await {
                 Err(outcome) => {
-                    emit_end(call, &outcome, emit);
+                    emit_end(call, &outcome, sink).await;
                     outcomes[index] = Some(outcome);
                 }
-                Ok(prepared) => running.push(spawn_call(
+                Ok(prepared) => ready.push((index, prepared)),
+            }
+        }
+        let running: Running = ready
+            .into_iter()
+            .map(|(index, prepared)| {
+                spawn_call(
                     index,
-                    call,
+                    &calls[index],
                     assistant,
                     prepared,
                     config,
                     signal,
                     &updates_tx,
-                )),
-            }
-        }
-        collect(running, &mut updates_rx, &calls, &mut outcomes, emit).await;
-        for (call, outcome) in calls.iter().zip(&outcomes) {
-            if let Some(outcome) = outcome {
-                let message = to_message(call, outcome);
-                emit_result_message(&message, emit);
-                results.push(message);
-            }
-        }
+                )
+            })
+            .collect();
+        collect(running, &mut updates_rx, &calls, &mut outcomes, sink).await;
     }
-    let terminate = !outcomes.is_empty()
-        && outcomes.iter().all(|outcome| {
-            outcome
-                .as_ref()
-                .is_some_and(|o| o.result.terminate == Some(true))
-        });
-    ToolBatch { results, terminate }
+    calls
+        .iter()
+        .zip(outcomes)
+        .map(|(call, outcome)| {
+            // Every call has an outcome by now; the fallback only guards the invariant.
+            let outcome = outcome.unwrap_or_else(|| Outcome::error(TOOL_ABORTED));
+            ToolOutcome {
+                message: to_message(call, &outcome),
+                terminate: outcome.result.terminate == Some(true),
+            }
+        })
+        .collect()
 }

@@ -90,10 +90,13 @@ pub fn resolve_model(spec: &str) -> Option<Model> {
 /// A thinking level a model can be asked for, including `off` (pi's `ModelThinkingLevel`,
 /// `"off" | ThinkingLevel`). The variants are in pi's order, from `Off` to `Xhigh`, and compare
 /// in that order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ModelThinkingLevel {
-    /// No reasoning.
+    /// No reasoning (the default).
+    #[default]
     Off,
     /// The least.
     Minimal,

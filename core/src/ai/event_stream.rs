@@ -86,6 +86,8 @@ pub fn channel(
         signal,
         started: false,
         redactor: Redactor::default(),
+        open: Vec::new(),
+        end_blocks_on_abort: false,
     };
     (writer, stream)
 }
@@ -196,12 +198,46 @@ pub struct StreamWriter {
     started: bool,
     /// The request's credentials, hidden from every error message this writer sends.
     redactor: Redactor,
+    /// Per content index: whether the block is still open (started, not ended).
+    open: Vec<bool>,
+    /// End every open block before the `error` of an abort (see [`Self::end_blocks_on_abort`]).
+    end_blocks_on_abort: bool,
 }
 
 impl StreamWriter {
     async fn send(&mut self, event: AssistantMessageEvent) {
         self.acc.apply(&event);
         self.send_raw(event).await;
+    }
+
+    fn mark(&mut self, content_index: usize, open: bool) {
+        if self.open.len() <= content_index {
+            self.open.resize(content_index + 1, false);
+        }
+        self.open[content_index] = open;
+    }
+
+    /// Sends the `*_end` event of every block still open, in content order (what pi's
+    /// openai-completions does at the end of a stream, and before the `error` of an abort).
+    pub async fn end_open_blocks(&mut self) {
+        for content_index in 0..self.open.len() {
+            if !self.open[content_index] {
+                continue;
+            }
+            match self.acc.message().content.get(content_index) {
+                Some(AssistantContent::Text(_)) => self.text_end(content_index).await,
+                Some(AssistantContent::Thinking(_)) => self.thinking_end(content_index).await,
+                Some(AssistantContent::ToolCall(_)) => self.tool_call_end(content_index).await,
+                None => self.mark(content_index, false),
+            }
+        }
+    }
+
+    /// Asks [`drive`](Self::drive) to end the open blocks before the `error` of an abort, as
+    /// pi's openai-completions does (its SDK ends the iteration quietly on abort, then every
+    /// block is finished).
+    pub fn end_blocks_on_abort(&mut self) {
+        self.end_blocks_on_abort = true;
     }
 
     async fn send_raw(&mut self, event: AssistantMessageEvent) {
@@ -218,10 +254,19 @@ impl StreamWriter {
     pub async fn drive(mut self, run: impl AsyncFnOnce(&mut StreamWriter) -> Result<(), String>) {
         let outcome = match self.signal.clone() {
             Some(signal) => {
-                tokio::select! {
+                let outcome = tokio::select! {
                     biased;
-                    () = signal.cancelled() => Err("Request was aborted".to_owned()),
-                    result = run(&mut self) => result,
+                    () = signal.cancelled() => None,
+                    result = run(&mut self) => Some(result),
+                };
+                match outcome {
+                    Some(result) => result,
+                    None => {
+                        if self.end_blocks_on_abort {
+                            self.end_open_blocks().await;
+                        }
+                        Err("Request was aborted".to_owned())
+                    }
                 }
             }
             None => run(&mut self).await,
@@ -289,6 +334,7 @@ impl StreamWriter {
     /// Opens a text block and returns its index.
     pub async fn text_start(&mut self) -> usize {
         let content_index = self.next_index();
+        self.mark(content_index, true);
         self.send(AssistantMessageEvent::TextStart { content_index })
             .await;
         content_index
@@ -310,6 +356,7 @@ impl StreamWriter {
             Some(AssistantContent::Text(text)) => (text.text.clone(), text.text_signature.clone()),
             _ => return,
         };
+        self.mark(content_index, false);
         self.send(AssistantMessageEvent::TextEnd {
             content_index,
             content,
@@ -321,6 +368,7 @@ impl StreamWriter {
     /// Opens a thinking block and returns its index.
     pub async fn thinking_start(&mut self) -> usize {
         let content_index = self.next_index();
+        self.mark(content_index, true);
         self.send(AssistantMessageEvent::ThinkingStart { content_index })
             .await;
         content_index
@@ -352,6 +400,7 @@ impl StreamWriter {
             }
             _ => return,
         };
+        self.mark(content_index, false);
         self.send(AssistantMessageEvent::ThinkingEnd {
             content_index,
             content,
@@ -367,6 +416,7 @@ impl StreamWriter {
         tool_name: impl Into<String>,
     ) -> usize {
         let content_index = self.next_index();
+        self.mark(content_index, true);
         self.send(AssistantMessageEvent::ToolCallStart {
             content_index,
             id: id.into(),
@@ -400,6 +450,7 @@ impl StreamWriter {
             .acc
             .take_arguments(content_index)
             .map(|parser| object_or_empty(parser.into_value()));
+        self.mark(content_index, false);
         let Some(call) = self.tool_call_mut(content_index) else {
             return;
         };

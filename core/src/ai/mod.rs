@@ -11,6 +11,7 @@ pub mod env_keys;
 pub mod event;
 pub mod event_stream;
 pub mod model;
+pub mod oauth;
 pub mod options;
 pub mod overflow;
 pub mod partial_json;
@@ -18,6 +19,7 @@ pub mod providers;
 mod redact;
 pub mod registry;
 pub mod short_hash;
+pub mod simple_options;
 pub mod sse;
 pub mod transform;
 pub mod types;
@@ -31,7 +33,12 @@ pub use catalog::{
 pub use event::AssistantMessageEvent;
 pub use event_stream::{AssistantMessageEventStream, PartialMessage, StreamWriter};
 pub use model::{InputModality, Model, ModelCost, models_are_equal};
-pub use options::{ApiKey, StreamOptions, ThinkingLevel};
+pub use oauth::{
+    OAuthCredentials, OAuthError, OAuthLoginCallbacks, OAuthProvider, get_oauth_api_key,
+    get_oauth_provider, get_oauth_providers, register_oauth_provider, reset_oauth_providers,
+    unregister_oauth_provider,
+};
+pub use options::{ApiKey, GoogleThinking, StreamOptions, ThinkingLevel, Transport};
 pub use registry::{
     ApiProvider, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,
@@ -42,12 +49,13 @@ pub use types::{
     UserMessageContent,
 };
 
-/// Output-token cap that [`stream_simple`] applies when the caller sets none (pi's
-/// `buildBaseOptions`).
-pub const SIMPLE_MAX_TOKENS_CAP: u64 = 32_000;
+pub use simple_options::SIMPLE_MAX_TOKENS_CAP;
 
-/// Starts a request to `model` and returns its event stream. Never fails: an unknown api, like
-/// every other failure, is an `error` event.
+/// Starts a request to `model` and returns its event stream (pi's `stream`). Sends exactly what
+/// the options say: the provider keys (`thinkingEnabled`, `reasoningEffort`, `thinking`, ...)
+/// decide reasoning, and where none is set the provider's default applies. `reasoning` is not
+/// read here; use [`stream_simple`] for that. Never fails: an unknown api, like every other
+/// failure, is an `error` event.
 pub fn stream(
     model: &Model,
     context: &Context,
@@ -55,11 +63,7 @@ pub fn stream(
 ) -> AssistantMessageEventStream {
     match get_api_provider(&model.api) {
         Some(provider) => provider.stream(model, context, options),
-        None => AssistantMessageEventStream::failed(
-            model,
-            StopReason::Error,
-            format!("No API provider registered for api: {}", model.api),
-        ),
+        None => no_provider(model),
     }
 }
 
@@ -72,25 +76,27 @@ pub async fn complete(
     stream(model, context, options).result().await
 }
 
-/// [`stream`] with pi's "simple" defaults: when `max_tokens` is unset it becomes
-/// `min(model.max_tokens, 32000)`, and the reasoning level is clamped to one the model supports
-/// (a non-reasoning model gets none).
+/// [`stream`] with pi's "simple" options (pi's `streamSimple`): `maxTokens` defaults to
+/// `min(model.maxTokens, 32000)`, and the api-independent `reasoning` level is mapped onto the
+/// provider's keys; no level turns thinking off explicitly where the api allows it. This is
+/// what the agent uses.
 pub fn stream_simple(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
 ) -> AssistantMessageEventStream {
-    let mut options = options.clone();
-    if options.max_tokens.is_none() && model.max_tokens > 0 {
-        options.max_tokens = Some(model.max_tokens.min(SIMPLE_MAX_TOKENS_CAP));
+    match get_api_provider(&model.api) {
+        Some(provider) => provider.stream_simple(model, context, options),
+        None => no_provider(model),
     }
-    options.reasoning = match options.reasoning {
-        Some(level) if model.reasoning => {
-            catalog::clamp_thinking_level(model, level.into()).thinking_level()
-        }
-        _ => None,
-    };
-    stream(model, context, &options)
+}
+
+fn no_provider(model: &Model) -> AssistantMessageEventStream {
+    AssistantMessageEventStream::failed(
+        model,
+        StopReason::Error,
+        format!("No API provider registered for api: {}", model.api),
+    )
 }
 
 /// [`stream_simple`], then waits for the final message.

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::model::Model;
@@ -41,6 +41,12 @@ impl fmt::Debug for ApiKey {
 impl fmt::Display for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("<redacted>")
+    }
+}
+
+impl<'de> Deserialize<'de> for ApiKey {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Self)
     }
 }
 
@@ -132,6 +138,26 @@ impl<T: ?Sized> fmt::Debug for Callback<T> {
     }
 }
 
+/// Whether `name` is a header that carries a credential (compared case-insensitively):
+/// `authorization`, `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`,
+/// `cf-aig-authorization`, `cookie`, and any name containing `token`, `secret` or `api-key`.
+pub fn is_credential_header(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    matches!(
+        name.as_str(),
+        "authorization"
+            | "proxy-authorization"
+            | "x-api-key"
+            | "api-key"
+            | "x-goog-api-key"
+            | "cf-aig-authorization"
+            | "cookie"
+    ) || name.contains("token")
+        || name.contains("secret")
+        || name.contains("api-key")
+        || name.contains("apikey")
+}
+
 /// Default number of retries of a request that failed before any byte of the answer.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default cap on a single retry delay, including a server's `Retry-After`.
@@ -175,54 +201,218 @@ impl ThinkingBudgets {
     }
 }
 
-/// Options for one request. Every field is optional; `Default` sends nothing extra.
+/// Options for one request: pi's `StreamOptions`, its `SimpleStreamOptions` additions
+/// (`reasoning`, `thinkingBudgets`), and every provider's own keys, in one flat shape exactly as
+/// pi's `ProviderStreamOptions` accepts them. Every field is optional; `Default` sends nothing
+/// extra. A provider reads the keys of its api and ignores the others.
+///
+/// The JSON form (used by the C ABI and Python) has pi's camelCase names; an unknown key is
+/// refused with a message listing the known ones. Secrets (`apiKey`, `bearerToken`) are read
+/// from JSON but never written back, and the signal and callbacks are not JSON at all.
+///
+/// [`stream`](super::stream) sends what the provider keys say and nothing else; only
+/// [`stream_simple`](super::stream_simple) maps `reasoning` onto them (and turns thinking off
+/// explicitly when it is unset), as pi's `streamSimple` does.
 ///
 /// Its `Debug` output hides credential headers (see `ai/redact.rs`).
-#[derive(Clone, Default)]
+#[derive(Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct StreamOptions {
+    // ---- pi's StreamOptions ------------------------------------------------------------------
     /// Sampling temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
     /// Output-token cap.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u64>,
     /// Cancels the request; the stream then ends with an `error` event whose reason is `aborted`.
+    #[serde(skip)]
     pub signal: Option<CancellationToken>,
-    /// Overrides the key found in the environment.
+    /// Overrides the key found in the environment. Read from JSON, never written to it.
+    #[serde(skip_serializing)]
     pub api_key: Option<ApiKey>,
-    /// Extra HTTP headers, applied last so they override the model's.
-    pub headers: BTreeMap<String, String>,
-    /// Session id, used for prompt-cache keys.
-    pub session_id: Option<String>,
-    /// Reasoning level for reasoning models (`None` = provider default / off).
-    pub reasoning: Option<ThinkingLevel>,
-    /// Passed through as the request's `tool_choice`.
-    pub tool_choice: Option<serde_json::Value>,
-    /// Custom thinking budgets for budget-based providers.
-    pub thinking_budgets: Option<ThinkingBudgets>,
+    /// Transport for APIs that have several (openai-codex-responses); default `auto`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Transport>,
     /// Prompt-cache retention (default: `PI_CACHE_RETENTION`, else short).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_retention: Option<CacheRetention>,
+    /// Session id, used for prompt-cache keys and affinity headers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// See [`OnPayload`].
+    #[serde(skip)]
+    pub on_payload: Option<Callback<OnPayload>>,
+    /// See [`OnResponse`].
+    #[serde(skip)]
+    pub on_response: Option<Callback<OnResponse>>,
+    /// Extra HTTP headers, applied last so they override the model's.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Timeout until the response headers arrive, per attempt, redirects included (pi's
+    /// `timeoutMs`). `None` = [`DEFAULT_REQUEST_TIMEOUT_MS`]; `Some(0)` = no timeout.
+    #[serde(alias = "timeoutMs", skip_serializing_if = "Option::is_none")]
+    pub request_timeout_ms: Option<u64>,
     /// Retries of a request that failed before the first byte of its answer (408, 409, 429,
     /// 5xx, connection errors). Default [`DEFAULT_MAX_RETRIES`]; `Some(0)` disables them.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
     /// Cap on one retry delay (default [`DEFAULT_MAX_RETRY_DELAY_MS`]). A server asking to wait
     /// longer (`Retry-After`) makes the request fail at once, with the server's delay in the
     /// message, instead of sleeping.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_retry_delay_ms: Option<u64>,
-    /// Timeout until the response headers arrive, per attempt (redirects included). `None` =
-    /// [`DEFAULT_REQUEST_TIMEOUT_MS`]; `Some(0)` = no timeout.
-    pub request_timeout_ms: Option<u64>,
+    /// Request metadata; anthropic-messages sends `metadata.user_id` when it is a string.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
     /// Timeout between two chunks of a streamed body; a stalled stream then fails. `None` =
     /// [`DEFAULT_IDLE_TIMEOUT_MS`]; `Some(0)` = no timeout.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_timeout_ms: Option<u64>,
-    /// See [`OnPayload`].
-    pub on_payload: Option<Callback<OnPayload>>,
-    /// See [`OnResponse`].
-    pub on_response: Option<Callback<OnResponse>>,
     /// Cap on one SSE line or event; a larger one ends the stream with an error. `None` =
     /// [`DEFAULT_MAX_EVENT_BYTES`].
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_event_bytes: Option<u64>,
     /// Cap on the part of an error response's body that is read (the rest is dropped). `None` =
     /// [`DEFAULT_MAX_ERROR_BODY_BYTES`].
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_error_body_bytes: Option<u64>,
+
+    // ---- pi's SimpleStreamOptions (read by `stream_simple` only) -----------------------------
+    /// Reasoning level; [`stream_simple`](super::stream_simple) maps it onto the provider keys
+    /// below (`"off"` in JSON means none).
+    #[serde(
+        deserialize_with = "deserialize_reasoning",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reasoning: Option<ThinkingLevel>,
+    /// Custom thinking budgets for budget-based providers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_budgets: Option<ThinkingBudgets>,
+
+    // ---- keys several providers read -----------------------------------------------------------
+    /// Passed through as the request's tool choice (each api's own shape: `"auto"`, `"none"`,
+    /// `"any"`/`"required"`, or an object naming a tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    /// Reasoning effort sent as is, after the model's `thinkingLevelMap` (openai-completions,
+    /// openai-responses, azure-openai-responses, openai-codex-responses, mistral-conversations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Reasoning summary (`auto`, `concise`, `detailed`) for the Responses apis.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_summary: Option<String>,
+    /// Service tier (`auto`, `default`, `flex`, `priority`) for openai-responses and
+    /// openai-codex-responses; the cost follows the tier.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_tier: Option<String>,
+    /// Whether to interleave thinking between tool calls (anthropic-messages and Bedrock Claude;
+    /// default on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interleaved_thinking: Option<bool>,
+    /// How thinking is returned (`summarized`, the default, or `omitted`) by anthropic-messages
+    /// and Bedrock Claude.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_display: Option<String>,
+
+    // ---- anthropic-messages ------------------------------------------------------------------
+    /// `true` sends thinking (adaptive or with a budget), `false` sends `{type: "disabled"}`,
+    /// unset sends nothing (the api's default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_enabled: Option<bool>,
+    /// Thinking budget of non-adaptive models (default 1024).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_budget_tokens: Option<u64>,
+    /// Effort of adaptive-thinking models (`low`, `medium`, `high`, `xhigh`, `max`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<String>,
+
+    // ---- google-generative-ai and google-vertex ------------------------------------------------
+    /// Gemini thinking: `{enabled, budgetTokens?, level?}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<GoogleThinking>,
+    /// Vertex project (else `GOOGLE_CLOUD_PROJECT` / `GCLOUD_PROJECT`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// Vertex location (else `GOOGLE_CLOUD_LOCATION`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub location: Option<String>,
+
+    // ---- mistral-conversations ---------------------------------------------------------------
+    /// `"reasoning"` for Magistral-style reasoning models.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_mode: Option<String>,
+
+    // ---- azure-openai-responses ---------------------------------------------------------------
+    /// Azure API version (else `AZURE_OPENAI_API_VERSION`, else `v1`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub azure_api_version: Option<String>,
+    /// Azure resource name (else `AZURE_OPENAI_RESOURCE_NAME`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub azure_resource_name: Option<String>,
+    /// Azure base URL (else `AZURE_OPENAI_BASE_URL`, the resource name, or the model's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub azure_base_url: Option<String>,
+    /// Deployment sent as `model` (else `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`, else the model id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub azure_deployment_name: Option<String>,
+
+    // ---- bedrock-converse-stream ---------------------------------------------------------------
+    /// AWS region (else `AWS_REGION`, `AWS_DEFAULT_REGION`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// AWS profile of the shared config files (else `AWS_PROFILE`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Bedrock bearer token (else `AWS_BEARER_TOKEN_BEDROCK`). Read from JSON, never written.
+    #[serde(skip_serializing)]
+    pub bearer_token: Option<ApiKey>,
+    /// Bedrock `requestMetadata` (cost allocation tags).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_metadata: Option<Map<String, Value>>,
+
+    // ---- openai-codex-responses ---------------------------------------------------------------
+    /// `text.verbosity` (`low`, the default, `medium`, `high`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_verbosity: Option<String>,
+}
+
+/// Gemini's thinking configuration (pi's `GoogleOptions.thinking`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GoogleThinking {
+    /// `false` turns thinking off where the model allows it.
+    pub enabled: bool,
+    /// Token budget (`-1` = dynamic) for models that take budgets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_tokens: Option<i64>,
+    /// Level (`MINIMAL`, `LOW`, `MEDIUM`, `HIGH`) for Gemini 3 and Gemma 4.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
+}
+
+/// How openai-codex-responses reaches the server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// Server-sent events over HTTP.
+    Sse,
+    /// A WebSocket per request.
+    Websocket,
+    /// A cached WebSocket per session, continuing from the previous response.
+    WebsocketCached,
+    /// WebSocket with a fallback to SSE (pi's default).
+    #[default]
+    Auto,
+}
+
+/// `reasoning` accepts pi's levels and `"off"` (= none), so the value pi's agent stores
+/// (`thinkingLevel: "off"`) can be passed on as is.
+fn deserialize_reasoning<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ThinkingLevel>, D::Error> {
+    let level: Option<super::catalog::ModelThinkingLevel> = Option::deserialize(deserializer)?;
+    Ok(level.and_then(super::catalog::ModelThinkingLevel::thinking_level))
 }
 
 impl StreamOptions {
@@ -231,6 +421,12 @@ impl StreamOptions {
         self.signal
             .as_ref()
             .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// Parses pi-shaped JSON options (`{"maxTokens": 100, "reasoning": "high", ...}`); an
+    /// unknown key or a value of the wrong type is an error naming it.
+    pub fn from_json(json: &str) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(json)
     }
 }
 

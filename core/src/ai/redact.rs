@@ -19,21 +19,10 @@ pub(crate) const REDACTED: &str = "<redacted>";
 /// them would garble ordinary words.
 const MIN_SECRET_LEN: usize = 8;
 
-/// Header names that carry credentials, beyond the ones [`is_credential_header`] recognises by
-/// their words.
-const CREDENTIAL_HEADERS: &[&str] = &["cookie", "set-cookie", "proxy-authorization"];
-
-/// Words that mark a header as a credential (`authorization`, `x-api-key`, `x-goog-api-key`,
-/// `api-key`, `cf-aig-authorization`, `x-amz-security-token`, `x-auth-token`, ...).
-const CREDENTIAL_WORDS: &[&str] = &["auth", "key", "token", "secret", "password", "cookie"];
-
-/// Whether a header (any case) carries a credential: such headers are hidden in `Debug`
-/// output, dropped on a redirect to another origin, and their values are hidden in messages.
-pub(crate) fn is_credential_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    CREDENTIAL_HEADERS.contains(&name.as_str())
-        || CREDENTIAL_WORDS.iter().any(|word| name.contains(word))
-}
+// A header is a credential by `options::is_credential_header`: such headers are hidden in
+// `Debug` output, dropped on a redirect to another origin, and their values are hidden in
+// messages.
+pub(crate) use super::options::is_credential_header;
 
 /// The secrets of one request, and the means to hide them in a text.
 #[derive(Clone, Default)]
@@ -140,40 +129,86 @@ impl fmt::Debug for StreamOptions {
             max_tokens,
             signal,
             api_key,
-            headers,
-            session_id,
-            reasoning,
-            tool_choice,
-            thinking_budgets,
+            transport,
             cache_retention,
-            max_retries,
-            max_retry_delay_ms,
-            request_timeout_ms,
-            idle_timeout_ms,
+            session_id,
             on_payload,
             on_response,
+            headers,
+            request_timeout_ms,
+            max_retries,
+            max_retry_delay_ms,
+            metadata,
+            idle_timeout_ms,
             max_event_bytes,
             max_error_body_bytes,
+            reasoning,
+            thinking_budgets,
+            tool_choice,
+            reasoning_effort,
+            reasoning_summary,
+            service_tier,
+            interleaved_thinking,
+            thinking_display,
+            thinking_enabled,
+            thinking_budget_tokens,
+            effort,
+            thinking,
+            project,
+            location,
+            prompt_mode,
+            azure_api_version,
+            azure_resource_name,
+            azure_base_url,
+            azure_deployment_name,
+            region,
+            profile,
+            bearer_token,
+            request_metadata,
+            text_verbosity,
         } = self;
         f.debug_struct("StreamOptions")
             .field("temperature", temperature)
             .field("max_tokens", max_tokens)
             .field("signal", signal)
             .field("api_key", api_key)
-            .field("headers", &Headers(headers))
-            .field("session_id", session_id)
-            .field("reasoning", reasoning)
-            .field("tool_choice", tool_choice)
-            .field("thinking_budgets", thinking_budgets)
+            .field("transport", transport)
             .field("cache_retention", cache_retention)
-            .field("max_retries", max_retries)
-            .field("max_retry_delay_ms", max_retry_delay_ms)
-            .field("request_timeout_ms", request_timeout_ms)
-            .field("idle_timeout_ms", idle_timeout_ms)
+            .field("session_id", session_id)
             .field("on_payload", on_payload)
             .field("on_response", on_response)
+            .field("headers", &Headers(headers))
+            .field("request_timeout_ms", request_timeout_ms)
+            .field("max_retries", max_retries)
+            .field("max_retry_delay_ms", max_retry_delay_ms)
+            .field("metadata", metadata)
+            .field("idle_timeout_ms", idle_timeout_ms)
             .field("max_event_bytes", max_event_bytes)
             .field("max_error_body_bytes", max_error_body_bytes)
+            .field("reasoning", reasoning)
+            .field("thinking_budgets", thinking_budgets)
+            .field("tool_choice", tool_choice)
+            .field("reasoning_effort", reasoning_effort)
+            .field("reasoning_summary", reasoning_summary)
+            .field("service_tier", service_tier)
+            .field("interleaved_thinking", interleaved_thinking)
+            .field("thinking_display", thinking_display)
+            .field("thinking_enabled", thinking_enabled)
+            .field("thinking_budget_tokens", thinking_budget_tokens)
+            .field("effort", effort)
+            .field("thinking", thinking)
+            .field("project", project)
+            .field("location", location)
+            .field("prompt_mode", prompt_mode)
+            .field("azure_api_version", azure_api_version)
+            .field("azure_resource_name", azure_resource_name)
+            .field("azure_base_url", azure_base_url)
+            .field("azure_deployment_name", azure_deployment_name)
+            .field("region", region)
+            .field("profile", profile)
+            .field("bearer_token", bearer_token)
+            .field("request_metadata", request_metadata)
+            .field("text_verbosity", text_verbosity)
             .finish()
     }
 }

@@ -6,6 +6,7 @@ use std::sync::{Arc, LazyLock, PoisonError, RwLock};
 use super::event_stream::AssistantMessageEventStream;
 use super::model::Model;
 use super::options::StreamOptions;
+use super::simple_options::{base_options, clamped_level};
 use super::types::Context;
 
 /// A wire protocol implementation.
@@ -17,13 +18,29 @@ pub trait ApiProvider: Send + Sync {
     /// The api id this provider serves (`openai-completions`, ...).
     fn api(&self) -> &str;
 
-    /// Starts a request and returns its event stream.
+    /// Starts a request and returns its event stream. Sends what the options' provider keys
+    /// say and nothing more (pi's `stream`).
     fn stream(
         &self,
         model: &Model,
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream;
+
+    /// pi's `streamSimple`: maps the api-independent `reasoning` level onto this api's keys,
+    /// then [`stream`](Self::stream). The default applies the shared defaults
+    /// ([`base_options`]) and leaves `reasoning` clamped to a level the model supports (`None`
+    /// for a model without reasoning), for providers that read `reasoning` themselves.
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        let mut simple = base_options(model, options);
+        simple.reasoning = clamped_level(model, options.reasoning).filter(|_| model.reasoning);
+        self.stream(model, context, &simple)
+    }
 }
 
 type Registry = RwLock<HashMap<String, Arc<dyn ApiProvider>>>;

@@ -1,28 +1,79 @@
-//! Tool-argument validation against the tool's JSON Schema (pi's `validateToolArguments`).
+//! Tool-argument validation against the tool's JSON Schema, as pi's `validateToolArguments` does
+//! it (TypeBox's validator plus pi's AJV-compatible coercion for plain JSON schemas).
 //!
-//! A schema is compiled once ([`CompiledToolSchema::new`]) and reused for every call. Failures
-//! produce pi's report, which is what the model reads in the error tool result:
+//! A schema is compiled once ([`CompiledToolSchema::new`]) and reused for every call. Arguments
+//! are coerced toward the schema (`"42"` → 42 for a number, `"true"` → true…) and the coerced
+//! copy is returned when it validates. Otherwise the error is pi's report, word for word, which
+//! is what the model reads in the error tool result:
 //!
 //! ```text
 //! Validation failed for tool "calc":
-//!   - expression: must be string
+//!   - expression: must have required properties expression
+//!   - precision: must be number
 //!
 //! Received arguments:
-//! { ... }
+//! {
+//!   "precision": "high"
+//! }
 //! ```
+//!
+//! The report lists at most eight problems, in TypeBox's order, with pi's paths (`a.b.0.c`,
+//! `root` for the arguments object itself); the arguments are printed exactly as JavaScript's
+//! `JSON.stringify(args, null, 2)` prints them. `tests/fixtures/pi/validation.json`, recorded
+//! from pi itself, pins all of this down.
+//!
+//! ```
+//! use pi_agent::ai::validation::CompiledToolSchema;
+//! use serde_json::json;
+//!
+//! let schema = json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "number"}}});
+//! let compiled = CompiledToolSchema::new("t", &schema);
+//! assert_eq!(compiled.validate_and_coerce(&json!({"a": "4"})).unwrap(), json!({"a": 4}));
+//! let report = compiled.validate_and_coerce(&json!({})).unwrap_err().to_string();
+//! assert_eq!(report, "Validation failed for tool \"t\":\n  - a: must have required properties a\n\nReceived arguments:\n{}");
+//! ```
+//!
+//! Nothing here panics or recurses without bound: a schema that cannot be compiled (a regex
+//! JavaScript rejects, a `$ref` to something that is not a schema) or that loops (`{"$ref": "#"}`)
+//! gives [`ValidationError::InvalidSchema`], which the agent turns into an error tool result.
+
+mod coerce;
+mod evaluate;
+mod format;
+mod idna;
+mod js;
+mod js_regex;
+mod schema;
 
 use serde_json::Value;
+
+use self::coerce::{CoerceError, Plan, strictly_equal};
+use self::evaluate::{Evaluation, Fault, MAX_EVAL_DEPTH};
+use self::schema::Compiled;
+use crate::ai::types::{Tool, ToolCall};
 
 /// Why arguments were rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ValidationError {
-    /// The tool's own schema is not a valid JSON Schema.
+    /// No tool has the call's name (pi's `validateToolCall`).
+    #[error("Tool \"{name}\" not found")]
+    ToolNotFound {
+        /// The name the model used.
+        name: String,
+    },
+    /// The tool's own schema cannot be used: it does not compile, or it loops.
     #[error("Invalid JSON Schema for tool \"{tool}\": {message}")]
     InvalidSchema {
         /// The tool's name.
         tool: String,
         /// What is wrong with the schema.
         message: String,
+    },
+    /// The arguments nest deeper than validation follows.
+    #[error("Arguments for tool \"{tool}\" nest more than {MAX_EVAL_DEPTH} levels deep")]
+    TooDeep {
+        /// The tool's name.
+        tool: String,
     },
     /// The arguments do not match the schema; the text is pi's report.
     #[error("{report}")]
@@ -37,15 +88,15 @@ pub enum ValidationError {
 /// A tool schema compiled for repeated validation.
 pub struct CompiledToolSchema {
     tool: String,
-    schema: Value,
-    validator: Result<jsonschema::Validator, String>,
+    compiled: Result<Compiled, String>,
+    plan: Result<Plan, String>,
 }
 
 impl std::fmt::Debug for CompiledToolSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompiledToolSchema")
             .field("tool", &self.tool)
-            .field("valid_schema", &self.validator.is_ok())
+            .field("valid_schema", &self.compiled.is_ok())
             .finish()
     }
 }
@@ -56,200 +107,121 @@ impl CompiledToolSchema {
     pub fn new(tool: impl Into<String>, schema: &Value) -> Self {
         Self {
             tool: tool.into(),
-            schema: schema.clone(),
-            validator: jsonschema::validator_for(schema).map_err(|error| error.to_string()),
+            compiled: Compiled::new(schema),
+            plan: Plan::new(schema),
         }
     }
 
-    /// Coerces `arguments` the way AJV's `coerceTypes` does for plain JSON schemas (see
-    /// [`coerce`]), then validates the coerced copy, which is returned. Errors report the
+    fn invalid_schema(&self, message: impl Into<String>) -> ValidationError {
+        ValidationError::InvalidSchema {
+            tool: self.tool.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn fault(&self, fault: Fault) -> ValidationError {
+        match fault {
+            Fault::Loop(reference) => self.invalid_schema(format!(
+                "$ref \"{reference}\" leads back to itself without consuming any input"
+            )),
+            Fault::TooDeep => ValidationError::TooDeep {
+                tool: self.tool.clone(),
+            },
+        }
+    }
+
+    fn compiled(&self) -> Result<&Compiled, ValidationError> {
+        self.compiled
+            .as_ref()
+            .map_err(|message| self.invalid_schema(message.clone()))
+    }
+
+    /// pi's `validateToolArguments`: coerces a copy of `arguments` toward the schema (see the
+    /// module docs) and returns it when it validates; otherwise pi's report, which shows the
     /// arguments as received.
     pub fn validate_and_coerce(&self, arguments: &Value) -> Result<Value, ValidationError> {
-        let coerced = coerce(Some(&self.schema), arguments.clone());
-        match self.validate(&coerced) {
-            Ok(()) => Ok(coerced),
-            Err(ValidationError::InvalidArguments { .. }) => {
-                self.validate(arguments).map(|()| arguments.clone())
-            }
-            Err(other) => Err(other),
+        let compiled = self.compiled()?;
+        let plan = self
+            .plan
+            .as_ref()
+            .map_err(|message| self.invalid_schema(message.clone()))?;
+        let mut coerced = arguments.clone();
+        plan.apply(&mut coerced).map_err(|error| match error {
+            CoerceError::NullSchema => self.invalid_schema("null where a schema belongs"),
+            CoerceError::Fault(fault) => self.fault(fault),
+        })?;
+        let check = |value: &Value| Evaluation::new(compiled).check(value);
+        // pi's quirk for arguments that are not an object: when coercion changed them, it
+        // returns the coerced value if valid and the original otherwise, without an error.
+        if !matches!(arguments, Value::Object(_) | Value::Array(_))
+            && !strictly_equal(arguments, &coerced)
+        {
+            let valid = check(&coerced).map_err(|fault| self.fault(fault))?;
+            return Ok(if valid { coerced } else { arguments.clone() });
         }
+        self.report(compiled, &coerced, arguments)?;
+        Ok(coerced)
     }
 
-    /// Checks `arguments` as they are.
+    /// Checks `arguments` as they are, without coercion.
     pub fn validate(&self, arguments: &Value) -> Result<(), ValidationError> {
-        let validator =
-            self.validator
-                .as_ref()
-                .map_err(|message| ValidationError::InvalidSchema {
-                    tool: self.tool.clone(),
-                    message: message.clone(),
-                })?;
-        let problems: Vec<String> = validator
-            .iter_errors(arguments)
-            .map(|error| {
-                let mut path: Vec<String> = error
-                    .instance_path()
-                    .as_str()
-                    .split('/')
-                    .skip(1)
-                    .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
-                    .collect();
-                if let jsonschema::error::ValidationErrorKind::Required { property } = error.kind()
-                    && let Some(name) = property.as_str()
-                {
-                    path.push(name.to_owned());
-                }
-                let path = if path.is_empty() {
-                    "root".to_owned()
-                } else {
-                    path.join(".")
-                };
-                format!("  - {path}: {error}")
-            })
-            .collect();
-        if problems.is_empty() {
+        self.report(self.compiled()?, arguments, arguments)
+    }
+
+    /// `Ok` when `value` validates, else pi's report of its errors, showing `received`.
+    fn report(
+        &self,
+        compiled: &Compiled,
+        value: &Value,
+        received: &Value,
+    ) -> Result<(), ValidationError> {
+        if Evaluation::new(compiled)
+            .check(value)
+            .map_err(|fault| self.fault(fault))?
+        {
             return Ok(());
         }
-        let received = serde_json::to_string_pretty(arguments).unwrap_or_default();
+        let problems = Evaluation::new(compiled)
+            .errors(value)
+            .map_err(|fault| self.fault(fault))?;
+        let lines = if problems.is_empty() {
+            "Unknown validation error".to_owned()
+        } else {
+            problems
+                .iter()
+                .map(|problem| format!("  - {}: {}", problem.path, problem.message))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
         Err(ValidationError::InvalidArguments {
             tool: self.tool.clone(),
             report: format!(
-                "Validation failed for tool \"{}\":\n{}\n\nReceived arguments:\n{received}",
+                "Validation failed for tool \"{}\":\n{lines}\n\nReceived arguments:\n{}",
                 self.tool,
-                problems.join("\n")
+                js::stringify_pretty(received)
             ),
         })
     }
 }
 
-fn type_matches(kind: &str, value: &Value) -> bool {
-    match kind {
-        "string" => value.is_string(),
-        "number" => value.is_number(),
-        "integer" => value.as_f64().is_some_and(|n| n.fract() == 0.0) && value.is_number(),
-        "boolean" => value.is_boolean(),
-        "null" => value.is_null(),
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        _ => true,
-    }
+/// pi's `validateToolArguments(tool, toolCall)`: validates (and coerces) the call's arguments
+/// against the tool's schema. Compiles the schema each time; keep a [`CompiledToolSchema`] to
+/// validate many calls.
+pub fn validate_tool_arguments(tool: &Tool, call: &ToolCall) -> Result<Value, ValidationError> {
+    CompiledToolSchema::new(call.name.clone(), &tool.parameters)
+        .validate_and_coerce(&call.arguments)
 }
 
-fn number_value(n: f64) -> Value {
-    if n.fract() == 0.0 && n.abs() < 9.0e15 {
-        Value::from(n as i64)
-    } else {
-        serde_json::Number::from_f64(n).map_or(Value::Null, Value::Number)
-    }
-}
-
-/// One primitive coercion (AJV's table); `None` when this value cannot become `kind`.
-fn coerce_primitive(kind: &str, value: &Value) -> Option<Value> {
-    match (kind, value) {
-        ("number" | "integer", Value::Null) => Some(Value::from(0)),
-        ("number" | "integer", Value::Bool(b)) => Some(Value::from(i64::from(*b))),
-        ("number" | "integer", Value::String(text)) => {
-            let n: f64 = text
-                .trim()
-                .parse()
-                .ok()
-                .filter(|n: &f64| n.is_finite() && !text.trim().is_empty())?;
-            (kind == "number" || n.fract() == 0.0).then(|| number_value(n))
-        }
-        ("boolean", Value::String(text)) => match text.as_str() {
-            "true" => Some(Value::Bool(true)),
-            "false" => Some(Value::Bool(false)),
-            _ => None,
-        },
-        ("boolean", Value::Number(n)) => match n.as_f64() {
-            Some(1.0) => Some(Value::Bool(true)),
-            Some(0.0) => Some(Value::Bool(false)),
-            _ => None,
-        },
-        ("boolean", Value::Null) => Some(Value::Bool(false)),
-        ("string", Value::Null) => Some(Value::String(String::new())),
-        ("string", Value::Number(n)) => Some(Value::String(n.to_string())),
-        ("string", Value::Bool(b)) => Some(Value::String(b.to_string())),
-        ("null", Value::String(text)) if text.is_empty() => Some(Value::Null),
-        ("null", Value::Bool(false)) => Some(Value::Null),
-        ("null", Value::Number(n)) if n.as_f64() == Some(0.0) => Some(Value::Null),
-        _ => None,
-    }
-}
-
-/// AJV-compatible type coercion for a plain JSON schema (pi's rules, spec 1.12): primitives
-/// are converted toward the schema's `type` (`"42"` → 42, `"true"` → true, `null` → `""`...),
-/// recursively through `properties`, `additionalProperties`, `items`, `allOf`, and the first
-/// `anyOf`/`oneOf` branch that then validates. JSON strings are never parsed into objects or
-/// arrays (pi's position; a tool's `prepare_arguments` can do that).
-pub fn coerce(schema: Option<&Value>, value: Value) -> Value {
-    let Some(schema) = schema.and_then(Value::as_object) else {
-        return value;
-    };
-    let mut value = value;
-    if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
-        for branch in all {
-            value = coerce(Some(branch), value);
-        }
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(branches) = schema.get(key).and_then(Value::as_array) {
-            if branches
-                .iter()
-                .any(|branch| jsonschema::is_valid(branch, &value))
-            {
-                break;
-            }
-            if let Some(candidate) = branches
-                .iter()
-                .map(|branch| (branch, coerce(Some(branch), value.clone())))
-                .find(|(branch, candidate)| jsonschema::is_valid(branch, candidate))
-                .map(|(_, candidate)| candidate)
-            {
-                value = candidate;
-                break;
-            }
-        }
-    }
-    match schema.get("type") {
-        Some(Value::String(kind)) => {
-            if !type_matches(kind, &value)
-                && let Some(coerced) = coerce_primitive(kind, &value)
-            {
-                value = coerced;
-            }
-        }
-        Some(Value::Array(kinds)) => {
-            let kinds: Vec<&str> = kinds.iter().filter_map(Value::as_str).collect();
-            if !kinds.iter().any(|kind| type_matches(kind, &value))
-                && let Some(coerced) = kinds.iter().find_map(|kind| coerce_primitive(kind, &value))
-            {
-                value = coerced;
-            }
-        }
-        _ => {}
-    }
-    match &mut value {
-        Value::Object(object) => {
-            let properties = schema.get("properties").and_then(Value::as_object);
-            let additional = schema.get("additionalProperties").filter(|v| v.is_object());
-            for (key, field) in object.iter_mut() {
-                let field_schema = properties.and_then(|p| p.get(key)).or(additional);
-                if field_schema.is_some() {
-                    *field = coerce(field_schema, field.take());
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items").filter(|v| v.is_object()) {
-                for item in items.iter_mut() {
-                    *item = coerce(Some(item_schema), item.take());
-                }
-            }
-        }
-        _ => {}
-    }
-    value
+/// pi's `validateToolCall(tools, toolCall)`: finds the tool by exact name, then
+/// [`validate_tool_arguments`].
+pub fn validate_tool_call(tools: &[Tool], call: &ToolCall) -> Result<Value, ValidationError> {
+    let tool = tools
+        .iter()
+        .find(|tool| tool.name == call.name)
+        .ok_or_else(|| ValidationError::ToolNotFound {
+            name: call.name.clone(),
+        })?;
+    validate_tool_arguments(tool, call)
 }
 
 #[cfg(test)]
@@ -258,90 +230,63 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn reports_like_pi() {
-        let schema = json!({
-            "type": "object",
-            "properties": {"expression": {"type": "string"}},
-            "required": ["expression"]
-        });
-        let compiled = CompiledToolSchema::new("calc", &schema);
-        assert!(compiled.validate(&json!({"expression": "1+1"})).is_ok());
-        let error = compiled.validate(&json!({})).unwrap_err().to_string();
-        assert!(
-            error.starts_with("Validation failed for tool \"calc\":\n  - expression:"),
-            "{error}"
-        );
-        assert!(error.ends_with("Received arguments:\n{}"), "{error}");
-        let error = compiled
-            .validate(&json!({"expression": 3}))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("  - expression: 3 is not of type"),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn coerces_like_ajv() {
-        let schema = json!({"type": "object", "properties": {
-            "n": {"type": "number"}, "i": {"type": "integer"}, "b": {"type": "boolean"},
-            "s": {"type": "string"}, "z": {"type": "null"}, "u": {"type": ["integer", "null"]},
-            "list": {"type": "array", "items": {"type": "integer"}},
-            "any": {"anyOf": [{"type": "boolean"}, {"type": "integer"}]}
-        }});
-        let compiled = CompiledToolSchema::new("t", &schema);
-        let coerced = compiled
-            .validate_and_coerce(
-                &json!({"n": "42.5", "i": "42", "b": "true", "s": 7, "z": "",
-                "u": null, "list": ["1", 2], "any": "3"}),
-            )
-            .unwrap();
-        assert_eq!(
-            coerced,
-            json!({"n": 42.5, "i": 42, "b": true, "s": "7", "z": null, "u": null,
-            "list": [1, 2], "any": 3})
-        );
-        assert_eq!(
-            coerce(Some(&json!({"type": "number"})), json!(null)),
-            json!(0)
-        );
-        assert_eq!(
-            coerce(Some(&json!({"type": "boolean"})), json!(0)),
-            json!(false)
-        );
-        assert_eq!(
-            coerce(Some(&json!({"type": "string"})), json!(null)),
-            json!("")
-        );
-        // Invalid coercions are rejected, as AJV does.
-        for (kind, value) in [
-            ("boolean", json!("1")),
-            ("boolean", json!("0")),
-            ("null", json!("null")),
-            ("integer", json!("42.1")),
+    fn broken_schemas_are_reported_not_fatal() {
+        for schema in [
+            json!(true),
+            json!(12),
+            json!({"properties": {"a": {"pattern": "("}}}),
+            json!({"properties": {"a": {"$ref": "#/$defs/N"}}, "$defs": {"N": 5}}),
         ] {
-            let compiled = CompiledToolSchema::new(
-                "t",
-                &json!({"type": "object", "properties": {"v": {"type": kind}}}),
-            );
+            let compiled = CompiledToolSchema::new("bad", &schema);
+            let error = compiled.validate_and_coerce(&json!({"a": 1})).unwrap_err();
             assert!(
-                compiled.validate_and_coerce(&json!({"v": value})).is_err(),
-                "{kind} {value}"
+                matches!(error, ValidationError::InvalidSchema { .. }),
+                "{schema}: {error}"
             );
         }
-        // JSON strings are not parsed into arrays (pi #5697).
-        let compiled = CompiledToolSchema::new(
-            "t",
-            &json!({"type": "object", "properties": {"v": {"type": "array"}}}),
-        );
-        assert!(compiled.validate_and_coerce(&json!({"v": "[1]"})).is_err());
     }
 
     #[test]
-    fn broken_schema_is_reported_not_fatal() {
-        let compiled = CompiledToolSchema::new("bad", &json!({"type": 12}));
-        let error = compiled.validate(&json!({})).unwrap_err();
-        assert!(matches!(error, ValidationError::InvalidSchema { .. }));
+    fn ref_loops_end_in_an_error() {
+        for schema in [
+            json!({"$ref": "#"}),
+            json!({"properties": {"a": {"$ref": "#/$defs/X"}},
+                   "$defs": {"X": {"$ref": "#/$defs/Y"}, "Y": {"allOf": [{"$ref": "#/$defs/X"}]}}}),
+            json!({"type": "object", "properties": {"n": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}}}),
+        ] {
+            let compiled = CompiledToolSchema::new("loop", &schema);
+            let error = compiled
+                .validate_and_coerce(&json!({"a": 1, "n": {}}))
+                .unwrap_err();
+            assert!(
+                error.to_string().contains("leads back to itself"),
+                "{schema}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn tool_call_lookup() {
+        let tool = Tool {
+            name: "add".into(),
+            description: String::new(),
+            parameters: json!({"type": "object", "properties": {"a": {"type": "number"}}}),
+        };
+        let call = |name: &str| ToolCall {
+            id: "1".into(),
+            name: name.into(),
+            arguments: json!({"a": "2"}),
+            thought_signature: None,
+        };
+        assert_eq!(
+            validate_tool_call(std::slice::from_ref(&tool), &call("add")).unwrap(),
+            json!({"a": 2})
+        );
+        assert_eq!(
+            validate_tool_call(&[tool], &call("sub"))
+                .unwrap_err()
+                .to_string(),
+            "Tool \"sub\" not found"
+        );
     }
 }

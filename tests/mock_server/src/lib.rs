@@ -65,6 +65,11 @@
 //!    shape takes any `status` and `headers`, so an oversized or binary
 //!    *error* body is `{"status": 500, "sse": [{"repeat": "x", "bytes": N}],
 //!    "headers": {"content-type": "application/json"}}` (chunked framing).
+//! 5. **Raw bytes**: `"bytes_b64": "<base64>"` or `"bytes_b64": ["<base64>", ...]`,
+//!    each piece decoded and sent verbatim as one write (binary bodies such as
+//!    AWS eventstream frames), with `Content-Type: application/octet-stream`
+//!    unless `headers` sets another (e.g.
+//!    `{"content-type": "application/vnd.amazon.eventstream"}`).
 //!
 //! Any shape may carry `headers` (an object; values that are not strings are
 //! rendered as compact JSON) which override `Content-Type`/`Cache-Control`
@@ -73,9 +78,9 @@
 //!
 //! # Transport shaping
 //!
-//! Applies to the body bytes before framing (HTTP chunks for shapes 2–4,
+//! Applies to the body bytes before framing (HTTP chunks for shapes 2–5,
 //! plain bytes after `Content-Length` for shape 1). By default each SSE
-//! event (each `sse` array element; the whole body for shape 1) is one write
+//! event (each `sse` or `bytes_b64` array element; the whole body for shape 1) is one write
 //! / one HTTP chunk.
 //!
 //! - `"split": n`: pieces of n bytes (anywhere, even inside UTF-8).
@@ -109,6 +114,7 @@
 
 mod body;
 mod http;
+mod raw_bytes;
 pub mod reply;
 mod script;
 mod server;

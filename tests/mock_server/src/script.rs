@@ -23,6 +23,7 @@ const KNOWN_KEYS: &[&str] = &[
     "done",
     "chunks",
     "sse",
+    "bytes_b64",
     "split",
     "split_random",
     "delay_ms",
@@ -47,7 +48,14 @@ const GENERATED_KEYS: &[&str] = &[
 ];
 
 /// Keys that select a streamed (rather than fixed) response.
-const STREAM_CONTENT_KEYS: &[&str] = &["text", "reasoning", "tool_calls", "chunks", "sse"];
+const STREAM_CONTENT_KEYS: &[&str] = &[
+    "text",
+    "reasoning",
+    "tool_calls",
+    "chunks",
+    "sse",
+    "bytes_b64",
+];
 
 /// Headers the server manages itself.
 const FRAMING_HEADERS: &[&str] = &["content-length", "transfer-encoding", "connection"];
@@ -234,9 +242,19 @@ fn streamed(
     extra: Vec<(String, String)>,
     shaping: Shaping,
 ) -> Plan {
+    streamed_as("text/event-stream", status, events, extra, shaping)
+}
+
+fn streamed_as(
+    content_type: &str,
+    status: u16,
+    events: Vec<Piece>,
+    extra: Vec<(String, String)>,
+    shaping: Shaping,
+) -> Plan {
     let headers = merge_headers(
         vec![
-            ("Content-Type".into(), "text/event-stream".into()),
+            ("Content-Type".into(), content_type.into()),
             ("Cache-Control".into(), "no-cache".into()),
         ],
         vec![
@@ -304,6 +322,29 @@ pub(crate) fn plan(reply: &Value, ctx: &Ctx<'_>) -> Result<Plan, String> {
     let headers = parse_headers(obj)?;
     let shaping = parse_shaping(obj)?;
     let generated_present: Vec<&str> = GENERATED_KEYS.iter().copied().filter(|k| has(k)).collect();
+
+    if has("bytes_b64") {
+        if let Some(k) = ["sse", "chunks", "body", "done"]
+            .into_iter()
+            .find(|k| has(k))
+        {
+            return Err(format!("`bytes_b64` cannot be combined with `{k}`"));
+        }
+        if let Some(k) = generated_present.first() {
+            return Err(format!("`bytes_b64` cannot be combined with `{k}`"));
+        }
+        let pieces = crate::raw_bytes::decode_pieces(&obj["bytes_b64"])?
+            .into_iter()
+            .map(Piece::Bytes)
+            .collect();
+        return Ok(streamed_as(
+            crate::raw_bytes::DEFAULT_CONTENT_TYPE,
+            status.unwrap_or(200),
+            pieces,
+            headers,
+            shaping,
+        ));
+    }
 
     if has("sse") {
         if let Some(k) = ["chunks", "body", "done"].into_iter().find(|k| has(k)) {

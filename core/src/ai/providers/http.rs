@@ -1,6 +1,7 @@
 //! HTTP plumbing shared by the HTTP providers: one pooled client, sending with retries,
 //! redirects and time limits ([`send`]), reading a streamed body within its limits
-//! ([`SseEvents`]), and turning a failed response into a readable message.
+//! ([`SseEvents`], or any [`FrameDecoder`] in [`BodyFrames`]), and turning a failed response
+//! into a readable message.
 //!
 //! # Limits (issue 9: never hang, never crash, never leak a key)
 //!
@@ -34,9 +35,12 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub use self::body::{SseEvents, next_chunk};
+pub use self::body::{BodyFrames, FrameDecoder, SseEvents, next_chunk};
 pub use self::limits::{ERROR_BODY_TIMEOUT, TRAILER_TIMEOUT};
-pub use self::retry::{RetryAfter, is_retryable_status, retry_after, send, send_with_retries};
+pub use self::retry::{
+    RetryAfter, is_retryable_status, retry_after, send, send_formatted, send_with_retries,
+    send_with_retries_formatted,
+};
 pub(crate) use self::retry::{error_body_text, send_once};
 
 /// The process-wide client: connections are pooled across requests and providers. Redirects

@@ -91,6 +91,15 @@ impl ApiProvider for MistralProvider {
         tokio::spawn(writer.drive(async move |writer| run(writer, &model, request).await));
         stream
     }
+
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(model, context, &simple_options(model, options))
+    }
 }
 
 struct Request {
@@ -155,6 +164,31 @@ fn uses_reasoning_effort(model: &Model) -> bool {
     )
 }
 
+/// What `stream_simple` asks for (pi's `streamSimpleMistral`): for a reasoning model and a
+/// level (clamped to what the model supports), `reasoning_effort` (the model's map entry, else
+/// `high`) on the models that take it, `prompt_mode: "reasoning"` on the others.
+fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
+    let mut simple = crate::ai::simple_options::base_options(model, options);
+    let level = crate::ai::simple_options::clamped_level(model, options.reasoning)
+        .filter(|_| model.reasoning);
+    simple.prompt_mode = None;
+    simple.reasoning_effort = None;
+    if let Some(level) = level {
+        if uses_reasoning_effort(model) {
+            simple.reasoning_effort = Some(
+                model
+                    .thinking_level_map
+                    .as_ref()
+                    .and_then(|map| map.get(level.as_str()).cloned().flatten())
+                    .unwrap_or_else(|| "high".to_owned()),
+            );
+        } else {
+            simple.prompt_mode = Some("reasoning".to_owned());
+        }
+    }
+    simple
+}
+
 /// The request body.
 pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
     let ids = std::cell::RefCell::new(ToolCallIds::default());
@@ -200,19 +234,16 @@ pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> 
         };
         body.insert("tool_choice".into(), choice);
     }
-    if model.reasoning
-        && let Some(level) = options.reasoning
+    // `stream` sends what the options say; `stream_simple` fills them from the reasoning level.
+    if let Some(mode) = &options.prompt_mode {
+        body.insert("prompt_mode".into(), json!(mode));
+    }
+    if let Some(effort) = options
+        .reasoning_effort
+        .as_deref()
+        .filter(|e| !e.is_empty())
     {
-        if uses_reasoning_effort(model) {
-            let effort = model
-                .thinking_level_map
-                .as_ref()
-                .and_then(|map| map.get(level.as_str()).cloned().flatten())
-                .unwrap_or_else(|| "high".to_owned());
-            body.insert("reasoning_effort".into(), json!(effort));
-        } else {
-            body.insert("prompt_mode".into(), json!("reasoning"));
-        }
+        body.insert("reasoning_effort".into(), json!(effort));
     }
     Value::Object(body)
 }

@@ -99,7 +99,7 @@ impl ApiProvider for AnthropicProvider {
         if has_tools && !compat.supports_eager_tool_input_streaming {
             betas.push(auth::FINE_GRAINED_TOOL_STREAMING_BETA);
         }
-        if !supports_adaptive_thinking(&model.id) {
+        if options.interleaved_thinking.unwrap_or(true) && !supports_adaptive_thinking(&model.id) {
             betas.push(auth::INTERLEAVED_THINKING_BETA);
         }
         let headers = auth::build_headers(&HeaderInputs {
@@ -132,6 +132,15 @@ impl ApiProvider for AnthropicProvider {
         let model = model.clone();
         tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
         stream
+    }
+
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(model, context, &request::simple_options(model, options))
     }
 }
 

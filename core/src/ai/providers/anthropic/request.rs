@@ -7,6 +7,7 @@ use super::auth::{CLAUDE_CODE_IDENTITY, to_claude_code_name};
 use super::compat::Compat;
 use crate::ai::model::Model;
 use crate::ai::options::{CacheRetention, StreamOptions, ThinkingLevel};
+use crate::ai::simple_options::{adjust_max_tokens_for_thinking, base_options};
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, Tool, ToolResultMessage, UserContent,
@@ -73,36 +74,34 @@ pub fn effort_for(model: &Model, level: ThinkingLevel) -> String {
     .to_owned()
 }
 
-/// pi's default thinking budget for `level` (`xhigh` counts as `high`).
-pub fn default_thinking_budget(level: ThinkingLevel) -> u64 {
-    match level {
-        ThinkingLevel::Minimal => 1024,
-        ThinkingLevel::Low => 2048,
-        ThinkingLevel::Medium => 8192,
-        ThinkingLevel::High | ThinkingLevel::Xhigh => 16384,
+/// What `stream_simple` asks for (pi's `streamSimpleAnthropic`; the level is not clamped):
+/// no level turns thinking off; adaptive models get an effort; the others get a token budget
+/// added on top of the output cap.
+pub fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
+    let mut simple = base_options(model, options);
+    simple.effort = None;
+    simple.thinking_budget_tokens = None;
+    // Unlike pi, a model without reasoning ignores the level (pi would add a thinking budget to
+    // its output cap and drop its temperature).
+    match options.reasoning.filter(|_| model.reasoning) {
+        None => simple.thinking_enabled = Some(false),
+        Some(level) if supports_adaptive_thinking(&model.id) => {
+            simple.thinking_enabled = Some(true);
+            simple.effort = Some(effort_for(model, level));
+        }
+        Some(level) => {
+            let (max_tokens, budget) = adjust_max_tokens_for_thinking(
+                simple.max_tokens.unwrap_or(0),
+                model.max_tokens,
+                level,
+                options.thinking_budgets.as_ref(),
+            );
+            simple.max_tokens = Some(max_tokens);
+            simple.thinking_enabled = Some(true);
+            simple.thinking_budget_tokens = Some(budget);
+        }
     }
-}
-
-/// pi's `adjustMaxTokensForThinking`: the thinking budget is added on top of the requested
-/// output (capped by the model's limit, when it has one); if the cap leaves no room for the
-/// budget, the budget shrinks to leave 1024 tokens of output. Returns `(max_tokens, budget)`.
-pub fn adjust_max_tokens_for_thinking(
-    base_max_tokens: u64,
-    model_max_tokens: u64,
-    level: ThinkingLevel,
-    custom: Option<&crate::ai::options::ThinkingBudgets>,
-) -> (u64, u64) {
-    let mut budget = custom
-        .and_then(|budgets| budgets.get(level))
-        .unwrap_or_else(|| default_thinking_budget(level));
-    let mut max_tokens = base_max_tokens.saturating_add(budget);
-    if model_max_tokens > 0 {
-        max_tokens = max_tokens.min(model_max_tokens);
-    }
-    if max_tokens <= budget {
-        budget = max_tokens.saturating_sub(MIN_THINKING_BUDGET);
-    }
-    (max_tokens, budget)
+    simple
 }
 
 /// The `cache_control` marker for `retention`, if any.
@@ -116,9 +115,9 @@ pub fn cache_control(retention: CacheRetention, compat: Compat) -> Option<Value>
     }
 }
 
-/// Whether the request turns thinking on: a reasoning model and a requested level.
-pub fn thinking_enabled(model: &Model, options: &StreamOptions) -> bool {
-    model.reasoning && options.reasoning.is_some()
+/// Whether the request asks for thinking (pi's `thinkingEnabled`; temperature is not sent then).
+pub fn thinking_enabled(options: &StreamOptions) -> bool {
+    options.thinking_enabled == Some(true)
 }
 
 /// The JSON body for `POST /v1/messages`.
@@ -135,35 +134,34 @@ pub fn build_body(inputs: BodyInputs<'_>) -> Value {
         0 => FALLBACK_MAX_TOKENS,
         limit => (limit / 3).max(1),
     };
-    let mut max_tokens = options
+    let max_tokens = options
         .max_tokens
         .filter(|&tokens| tokens > 0)
         .unwrap_or(default_max_tokens);
+    // Thinking is what the options say: `stream` sends nothing unless `thinkingEnabled` is set;
+    // `stream_simple` sets it from the reasoning level (see `simple_options`).
     let mut thinking = None;
     let mut output_config = None;
     if model.reasoning {
-        thinking = Some(match options.reasoning {
-            None => json!({"type": "disabled"}),
-            Some(level) if supports_adaptive_thinking(&model.id) => {
-                output_config = Some(json!({"effort": effort_for(model, level)}));
-                json!({"type": "adaptive", "display": "summarized"})
+        let display = options.thinking_display.as_deref().unwrap_or("summarized");
+        match options.thinking_enabled {
+            Some(true) if supports_adaptive_thinking(&model.id) => {
+                thinking = Some(json!({"type": "adaptive", "display": display}));
+                if let Some(effort) = &options.effort {
+                    output_config = Some(json!({"effort": effort}));
+                }
             }
-            Some(level) => {
-                let (adjusted, budget) = adjust_max_tokens_for_thinking(
-                    max_tokens,
-                    model.max_tokens,
-                    level,
-                    options.thinking_budgets.as_ref(),
-                );
-                max_tokens = adjusted;
-                let budget = if budget == 0 {
-                    MIN_THINKING_BUDGET
-                } else {
-                    budget
-                };
-                json!({"type": "enabled", "budget_tokens": budget, "display": "summarized"})
+            Some(true) => {
+                let budget = options
+                    .thinking_budget_tokens
+                    .filter(|&budget| budget > 0)
+                    .unwrap_or(MIN_THINKING_BUDGET);
+                thinking =
+                    Some(json!({"type": "enabled", "budget_tokens": budget, "display": display}));
             }
-        });
+            Some(false) => thinking = Some(json!({"type": "disabled"})),
+            None => {}
+        }
     }
 
     let mut body = Map::new();
@@ -186,7 +184,7 @@ pub fn build_body(inputs: BodyInputs<'_>) -> Value {
         body.insert("system".into(), Value::Array(system));
     }
     if let Some(temperature) = options.temperature
-        && !thinking_enabled(model, options)
+        && !thinking_enabled(options)
     {
         body.insert("temperature".into(), json!(temperature));
     }
@@ -201,6 +199,14 @@ pub fn build_body(inputs: BodyInputs<'_>) -> Value {
     }
     if let Some(output_config) = output_config {
         body.insert("output_config".into(), output_config);
+    }
+    if let Some(user_id) = options
+        .metadata
+        .as_ref()
+        .and_then(|metadata| metadata.get("user_id"))
+        .filter(|user_id| user_id.is_string())
+    {
+        body.insert("metadata".into(), json!({"user_id": user_id}));
     }
     if let Some(choice) = &options.tool_choice {
         let choice = match choice {
@@ -474,38 +480,6 @@ mod tests {
         assert_eq!(normalize_tool_call_id("a😀b"), "a__b");
         assert_eq!(normalize_tool_call_id(&"x".repeat(100)).len(), 64);
         assert_eq!(normalize_tool_call_id(&"é".repeat(100)), "_".repeat(64));
-    }
-
-    #[test]
-    fn thinking_budgets_like_pi() {
-        assert_eq!(
-            adjust_max_tokens_for_thinking(32_000, 64_000, ThinkingLevel::Medium, None),
-            (40_192, 8192)
-        );
-        assert_eq!(
-            adjust_max_tokens_for_thinking(32_000, 8_000, ThinkingLevel::High, None),
-            (8_000, 6_976)
-        );
-        assert_eq!(
-            adjust_max_tokens_for_thinking(100, 1_000, ThinkingLevel::Minimal, None),
-            (1_000, 0)
-        );
-        assert_eq!(
-            adjust_max_tokens_for_thinking(100, 0, ThinkingLevel::Xhigh, None),
-            (16_484, 16_384)
-        );
-        let custom = crate::ai::options::ThinkingBudgets {
-            medium: Some(4_000),
-            ..Default::default()
-        };
-        assert_eq!(
-            adjust_max_tokens_for_thinking(32_000, 64_000, ThinkingLevel::Medium, Some(&custom)),
-            (36_000, 4_000)
-        );
-        assert_eq!(
-            adjust_max_tokens_for_thinking(100, 0, ThinkingLevel::Xhigh, None),
-            (16_484, 16_384)
-        );
     }
 
     #[test]

@@ -144,6 +144,15 @@ impl ApiProvider for GoogleProvider {
         tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
         stream
     }
+
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(model, context, &request::simple_options(model, options))
+    }
 }
 
 async fn run(

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ai::catalog::{ModelThinkingLevel, clamp_thinking_level};
 use crate::ai::model::Model;
-use crate::ai::options::{StreamOptions, ThinkingLevel};
+use crate::ai::options::{GoogleThinking, StreamOptions, ThinkingLevel};
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, Tool, ToolResultMessage, UserContent,
@@ -67,9 +67,7 @@ pub fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> 
     if let Some(max_tokens) = options.max_tokens {
         generation.insert("maxOutputTokens".into(), json!(max_tokens));
     }
-    if let Some(thinking) =
-        thinking_config(model, options.reasoning, options.thinking_budgets.as_ref())
-    {
+    if let Some(thinking) = thinking_config(model, options.thinking.as_ref()) {
         generation.insert("thinkingConfig".into(), thinking);
     }
     if !generation.is_empty() {
@@ -214,24 +212,56 @@ pub fn is_valid_thought_signature(signature: &str) -> bool {
     }
 }
 
-/// The `thinkingConfig` for a request (pi's `buildParams` plus `streamSimpleGoogle`), or `None`
-/// for models that do not reason.
+/// The `thinkingConfig` for a request (pi's `buildParams`), from the options' `thinking`:
 ///
-/// - No level on a reasoning model turns thinking off: `thinkingBudget: 0` on Gemini 2.x; the
-///   Gemini 3 and Gemma 4 models cannot turn it off and get their lowest `thinkingLevel`
-///   (`LOW` for 3 Pro, `MINIMAL` for 3 Flash and Gemma 4) without `includeThoughts`.
-/// - A level is clamped to what the model supports, then sent as `thinkingLevel` (Gemini 3,
-///   Gemma 4) or as a token budget (everything else) with `includeThoughts: true`.
-pub fn thinking_config(
+/// - `enabled: true` on a reasoning model: `includeThoughts` with the given `level` or
+///   `budgetTokens`;
+/// - `enabled: false` on a reasoning model turns thinking off: `thinkingBudget: 0` on Gemini
+///   2.x; the Gemini 3 and Gemma 4 models cannot turn it off and get their lowest
+///   `thinkingLevel` (`LOW` for 3 Pro, `MINIMAL` for 3 Flash and Gemma 4) without
+///   `includeThoughts`;
+/// - no `thinking` (plain `stream`), or a model that does not reason: nothing, so the
+///   provider's default applies (Gemini 2.5 thinks by default).
+pub fn thinking_config(model: &Model, thinking: Option<&GoogleThinking>) -> Option<Value> {
+    let thinking = thinking.filter(|_| model.reasoning)?;
+    if !thinking.enabled {
+        return Some(disabled_thinking_config(&model.id));
+    }
+    let mut config = Map::new();
+    config.insert("includeThoughts".into(), json!(true));
+    if let Some(level) = &thinking.level {
+        config.insert("thinkingLevel".into(), json!(level));
+    } else if let Some(budget) = thinking.budget_tokens {
+        config.insert("thinkingBudget".into(), json!(budget));
+    }
+    Some(Value::Object(config))
+}
+
+/// pi's `streamSimpleGoogle`: the reasoning level becomes `thinking` (see [`simple_thinking`]).
+pub fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
+    let mut simple = crate::ai::simple_options::base_options(model, options);
+    simple.thinking = Some(simple_thinking(
+        model,
+        options.reasoning,
+        options.thinking_budgets.as_ref(),
+    ));
+    simple
+}
+
+/// What `stream_simple` asks for (pi's `streamSimpleGoogle`): no level turns thinking off; a
+/// level is clamped to what the model supports (`off` counts as `high`), then sent as a
+/// `thinkingLevel` (Gemini 3, Gemma 4) or as a token budget (custom budgets win over the
+/// per-model table).
+pub fn simple_thinking(
     model: &Model,
     reasoning: Option<ThinkingLevel>,
     budgets: Option<&crate::ai::options::ThinkingBudgets>,
-) -> Option<Value> {
-    if !model.reasoning {
-        return None;
-    }
+) -> GoogleThinking {
     let Some(level) = reasoning else {
-        return Some(disabled_thinking_config(&model.id));
+        return GoogleThinking {
+            enabled: false,
+            ..GoogleThinking::default()
+        };
     };
     let effort = match clamp_thinking_level(model, level.into()) {
         ModelThinkingLevel::Off => ThinkingLevel::High,
@@ -239,14 +269,21 @@ pub fn thinking_config(
     };
     let id = model.id.as_str();
     if is_gemini3_pro(id) || is_gemini3_flash(id) || is_gemma4(id) {
-        Some(json!({"includeThoughts": true, "thinkingLevel": thinking_level(effort, id)}))
+        GoogleThinking {
+            enabled: true,
+            level: Some(thinking_level(effort, id).to_owned()),
+            budget_tokens: None,
+        }
     } else {
-        // Custom budgets (pi's `thinkingBudgets`) win over the per-model table.
         let budget = budgets
             .and_then(|budgets| budgets.get(effort))
             .and_then(|b| i64::try_from(b).ok())
             .unwrap_or_else(|| thinking_budget(effort, id));
-        Some(json!({"includeThoughts": true, "thinkingBudget": budget}))
+        GoogleThinking {
+            enabled: true,
+            level: None,
+            budget_tokens: Some(budget),
+        }
     }
 }
 
@@ -749,28 +786,28 @@ mod tests {
             ),
         ];
         for (id, level, expected) in cases {
+            let model = gemini(id);
+            let thinking = simple_thinking(&model, level, None);
             assert_eq!(
-                thinking_config(&gemini(id), level, None),
+                thinking_config(&model, Some(&thinking)),
                 Some(expected),
                 "{id} {level:?}"
             );
         }
         let mut plain = gemini("gemini-2.0-flash");
         plain.reasoning = false;
-        assert_eq!(
-            thinking_config(&plain, Some(ThinkingLevel::High), None),
-            None
-        );
+        let thinking = simple_thinking(&plain, Some(ThinkingLevel::High), None);
+        assert_eq!(thinking_config(&plain, Some(&thinking)), None);
+        // Plain `stream` without `thinking` leaves the provider's default alone.
+        assert_eq!(thinking_config(&gemini("gemini-2.5-pro"), None), None);
         let custom = crate::ai::options::ThinkingBudgets {
             low: Some(777),
             ..Default::default()
         };
+        let model = gemini("gemini-2.5-flash");
+        let thinking = simple_thinking(&model, Some(ThinkingLevel::Low), Some(&custom));
         assert_eq!(
-            thinking_config(
-                &gemini("gemini-2.5-flash"),
-                Some(ThinkingLevel::Low),
-                Some(&custom)
-            ),
+            thinking_config(&model, Some(&thinking)),
             Some(json!({"includeThoughts": true, "thinkingBudget": 777}))
         );
     }

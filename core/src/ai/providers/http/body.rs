@@ -1,5 +1,5 @@
-//! Reading a response body within its limits: the events of a streamed SSE body, and the
-//! (bounded) text of an error body.
+//! Reading a response body within its limits: the frames of a streamed body (SSE events, or
+//! any other [`FrameDecoder`]'s), and the (bounded) text of an error body.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -11,6 +11,38 @@ use super::limits::{self, Limits, TRAILER_TIMEOUT};
 use super::{error_body_message, transport_error_message};
 use crate::ai::options::{DEFAULT_IDLE_TIMEOUT_MS, StreamOptions};
 use crate::ai::sse::{SseDecoder, SseEvent};
+
+/// An incremental decoder of a streamed body into frames (SSE events, eventstream messages):
+/// fed the body's chunks as they arrive, cut anywhere.
+pub trait FrameDecoder {
+    /// What one decoded frame is.
+    type Frame;
+
+    /// Decodes `bytes`, appending every frame they complete to `out`. An error ends the stream.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Self::Frame>) -> Result<(), String>;
+
+    /// The body has ended: appends any frame still pending, or fails on a truncated one.
+    fn finish(&mut self, out: &mut Vec<Self::Frame>) -> Result<(), String>;
+}
+
+impl FrameDecoder for SseDecoder {
+    type Frame = SseEvent;
+
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String> {
+        SseDecoder::feed(self, bytes, out).map_err(|too_large| {
+            format!(
+                "The provider sent an SSE line or event larger than {} bytes \
+                 (max_event_bytes); stopped reading",
+                too_large.limit
+            )
+        })
+    }
+
+    fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), String> {
+        SseDecoder::finish(self, out);
+        Ok(())
+    }
+}
 
 /// A body as a stream of byte chunks; errors are already messages.
 type ByteStream = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, String>> + Send>>;
@@ -51,19 +83,18 @@ async fn with_idle_timeout<T>(
     }
 }
 
-/// The events of a streamed SSE body, decoded incrementally (each byte once) within the
-/// request's limits: an idle timeout between chunks and a cap on one event. Every provider reads
-/// its response through this.
+/// The frames of a streamed body, decoded incrementally (each byte once) by `D` within the
+/// request's limits: an idle timeout between chunks, and whatever the decoder bounds (for SSE,
+/// one event). Every provider reads its response through this.
 ///
-/// When a body yields no event at all, [`incomplete`](Self::incomplete) says what it was
+/// When a body yields no frame at all, [`incomplete`](Self::incomplete) says what it was
 /// instead (JSON, HTML, binary data, compressed data), from the first bytes it kept.
-pub struct SseEvents {
+pub struct BodyFrames<D: FrameDecoder> {
     body: ByteStream,
-    decoder: SseDecoder,
-    pending: VecDeque<SseEvent>,
-    scratch: Vec<SseEvent>,
+    decoder: D,
+    pending: VecDeque<D::Frame>,
+    scratch: Vec<D::Frame>,
     idle_timeout: Option<Duration>,
-    max_event_bytes: usize,
     content_type: Option<String>,
     content_encoding: Option<String>,
     /// The first bytes, while no event has been decoded.
@@ -71,11 +102,31 @@ pub struct SseEvents {
     bytes_seen: u64,
     events_seen: u64,
     ended: bool,
+    /// A decode error, reported once the frames decoded before it have been taken.
+    failed: Option<String>,
 }
 
+/// The events of a streamed SSE body, at most `max_event_bytes` each.
+pub type SseEvents = BodyFrames<SseDecoder>;
+
 impl SseEvents {
-    /// Starts reading `response`'s body within the limits of `options`.
+    /// Starts reading `response`'s body as SSE within the limits of `options`.
     pub fn new(response: reqwest::Response, options: &StreamOptions) -> Self {
+        let decoder = SseDecoder::with_limit(Limits::new(options).max_event_bytes);
+        Self::with_decoder(response, decoder, options)
+    }
+
+    /// Reads an in-memory SSE body, delivered in the given chunks (for tests and fuzzing: the
+    /// same decoding path as a network body, without a network).
+    pub fn from_chunks(chunks: Vec<Vec<u8>>, options: &StreamOptions) -> Self {
+        let decoder = SseDecoder::with_limit(Limits::new(options).max_event_bytes);
+        Self::from_chunks_with_decoder(chunks, decoder, options)
+    }
+}
+
+impl<D: FrameDecoder> BodyFrames<D> {
+    /// Starts reading `response`'s body with `decoder`, within the limits of `options`.
+    pub fn with_decoder(response: reqwest::Response, decoder: D, options: &StreamOptions) -> Self {
         let header = |name: reqwest::header::HeaderName| {
             response
                 .headers()
@@ -88,43 +139,45 @@ impl SseEvents {
         let body = response
             .bytes_stream()
             .map(|chunk| chunk.map_err(|error| transport_error_message(&error)));
-        let mut events = Self::from_stream(Box::pin(body), options);
-        events.content_type = content_type;
-        events.content_encoding = content_encoding;
-        events
+        let mut frames = Self::from_stream(Box::pin(body), decoder, options);
+        frames.content_type = content_type;
+        frames.content_encoding = content_encoding;
+        frames
     }
 
-    /// Reads an in-memory body, delivered in the given chunks (for tests and fuzzing: the same
-    /// decoding path as a network body, without a network).
-    pub fn from_chunks(chunks: Vec<Vec<u8>>, options: &StreamOptions) -> Self {
+    /// Reads an in-memory body with `decoder`, delivered in the given chunks.
+    pub fn from_chunks_with_decoder(
+        chunks: Vec<Vec<u8>>,
+        decoder: D,
+        options: &StreamOptions,
+    ) -> Self {
         let body = futures::stream::iter(
             chunks
                 .into_iter()
                 .map(|chunk| Ok(bytes::Bytes::from(chunk))),
         );
-        Self::from_stream(Box::pin(body), options)
+        Self::from_stream(Box::pin(body), decoder, options)
     }
 
-    fn from_stream(body: ByteStream, options: &StreamOptions) -> Self {
-        let limits = Limits::new(options);
+    fn from_stream(body: ByteStream, decoder: D, options: &StreamOptions) -> Self {
         Self {
             body,
-            decoder: SseDecoder::with_limit(limits.max_event_bytes),
+            decoder,
             pending: VecDeque::new(),
             scratch: Vec::new(),
-            idle_timeout: limits.idle_timeout,
-            max_event_bytes: limits.max_event_bytes,
+            idle_timeout: Limits::new(options).idle_timeout,
             content_type: None,
             content_encoding: None,
             preview: Vec::new(),
             bytes_seen: 0,
             events_seen: 0,
             ended: false,
+            failed: None,
         }
     }
 
-    /// The next event; `Ok(None)` once the body has ended.
-    pub async fn next(&mut self) -> Result<Option<SseEvent>, String> {
+    /// The next frame; `Ok(None)` once the body has ended.
+    pub async fn next(&mut self) -> Result<Option<D::Frame>, String> {
         if let Some(encoding) = self.unreadable_encoding() {
             return Err(format!(
                 "The provider sent a compressed body (content-encoding: {encoding}), which is \
@@ -132,14 +185,18 @@ impl SseEvents {
             ));
         }
         loop {
-            if let Some(event) = self.pending.pop_front() {
+            if let Some(frame) = self.pending.pop_front() {
                 self.events_seen += 1;
-                return Ok(Some(event));
+                return Ok(Some(frame));
+            }
+            if let Some(error) = self.failed.take() {
+                self.ended = true;
+                return Err(error);
             }
             if self.ended {
                 return Ok(None);
             }
-            match with_idle_timeout(self.idle_timeout, self.body.next()).await? {
+            let decoded = match with_idle_timeout(self.idle_timeout, self.body.next()).await? {
                 Some(Ok(bytes)) => {
                     self.bytes_seen += bytes.len() as u64;
                     if self.events_seen == 0 && self.preview.len() < PREVIEW_BYTES {
@@ -147,32 +204,29 @@ impl SseEvents {
                         self.preview
                             .extend_from_slice(&bytes[..room.min(bytes.len())]);
                     }
-                    if self.decoder.feed(&bytes, &mut self.scratch).is_err() {
-                        self.ended = true;
-                        return Err(format!(
-                            "The provider sent an SSE line or event larger than {} bytes \
-                             (max_event_bytes); stopped reading",
-                            self.max_event_bytes
-                        ));
-                    }
+                    self.decoder.feed(&bytes, &mut self.scratch)
                 }
                 Some(Err(error)) => return Err(error),
                 None => {
-                    self.decoder.finish(&mut self.scratch);
                     self.ended = true;
+                    self.decoder.finish(&mut self.scratch)
                 }
-            }
+            };
             if !self.scratch.is_empty() {
                 // The preview is only for bodies that are not event streams.
                 self.preview = Vec::new();
             }
             self.pending.extend(self.scratch.drain(..));
+            // Frames completed before a decode error are still delivered first.
+            if let Err(error) = decoded {
+                self.failed = Some(error);
+            }
         }
     }
 
-    /// The next event that has already arrived, without waiting for more of the body (for a
+    /// The next frame that has already arrived, without waiting for more of the body (for a
     /// protocol whose answer is over but whose last network chunk may hold more).
-    pub fn next_buffered(&mut self) -> Option<SseEvent> {
+    pub fn next_buffered(&mut self) -> Option<D::Frame> {
         let event = self.pending.pop_front()?;
         self.events_seen += 1;
         Some(event)

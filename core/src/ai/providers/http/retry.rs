@@ -202,7 +202,7 @@ fn redactor_for(request: &reqwest::Request, model: &Model, options: &StreamOptio
     }
     // A key in the URL (`?key=...`), as some gateways take it.
     for (name, value) in request.url().query_pairs() {
-        if is_credential_header(&name) {
+        if name.eq_ignore_ascii_case("key") || is_credential_header(&name) {
             redactor.add(&value);
         }
     }
@@ -228,11 +228,37 @@ pub async fn send_with_retries(
     model: &Model,
     diagnostics: &mut Vec<Value>,
 ) -> Result<reqwest::Response, String> {
+    send_with_retries_formatted(build, options, model, diagnostics, default_error).await
+}
+
+/// [`send_with_retries`] with the provider's own wording of a failed response:
+/// `format_error(status, headers, body)` (for APIs whose error type travels in a header, like
+/// AWS's `x-amzn-errortype`). `body` is the part of the error body that was read.
+pub async fn send_with_retries_formatted(
+    build: impl Fn() -> reqwest::RequestBuilder,
+    options: &StreamOptions,
+    model: &Model,
+    diagnostics: &mut Vec<Value>,
+    format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
+) -> Result<reqwest::Response, String> {
     check_headers(model, options)?;
     let request = build().build().map_err(|error| build_error(&error))?;
     let redactor = redactor_for(&request, model, options);
-    let result = attempts(request, options, model, diagnostics, &redactor).await;
+    let result = attempts(
+        request,
+        options,
+        model,
+        diagnostics,
+        &redactor,
+        format_error,
+    )
+    .await;
     result.map_err(|error| redactor.redact(&error))
+}
+
+/// `"<status> <provider message>"`, the shape pi's SDK errors have.
+fn default_error(status: reqwest::StatusCode, _: &HeaderMap, body: &str) -> String {
+    format!("{} {}", status.as_u16(), error_body_message(body))
 }
 
 /// [`send_with_retries`] for a provider's stream: the retries go to the message's
@@ -244,12 +270,32 @@ pub async fn send(
     options: &StreamOptions,
     model: &Model,
 ) -> Result<reqwest::Response, String> {
+    send_formatted(writer, build, options, model, default_error).await
+}
+
+/// [`send`] with the provider's own wording of a failed response (see
+/// [`send_with_retries_formatted`]).
+pub async fn send_formatted(
+    writer: &mut StreamWriter,
+    build: impl Fn() -> reqwest::RequestBuilder,
+    options: &StreamOptions,
+    model: &Model,
+    format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
+) -> Result<reqwest::Response, String> {
     check_headers(model, options)?;
     let request = build().build().map_err(|error| build_error(&error))?;
     let redactor = redactor_for(&request, model, options);
     writer.hide_secrets(redactor.clone());
     let mut diagnostics = Vec::new();
-    let result = attempts(request, options, model, &mut diagnostics, &redactor).await;
+    let result = attempts(
+        request,
+        options,
+        model,
+        &mut diagnostics,
+        &redactor,
+        format_error,
+    )
+    .await;
     if !diagnostics.is_empty() {
         writer.message_mut().diagnostics = Some(diagnostics);
     }
@@ -314,6 +360,7 @@ async fn attempts(
     model: &Model,
     diagnostics: &mut Vec<Value>,
     redactor: &Redactor,
+    format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
 ) -> Result<reqwest::Response, String> {
     let limits = Limits::new(options);
     let max_retries = options.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
@@ -345,8 +392,9 @@ async fn attempts(
                     return Ok(response);
                 }
                 let hint = retry_after(response.headers());
+                let headers = response.headers().clone();
                 let (body, cut) = read_error_body(response, &limits).await;
-                let mut error = format!("{} {}", status.as_u16(), error_body_message(&body));
+                let mut error = format_error(status, &headers, &body);
                 if let Some(cut) = cut {
                     error.push_str(&format!(" ({cut})"));
                 }

@@ -96,6 +96,18 @@ impl ApiProvider for OpenAICompletionsProvider {
         tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
         stream
     }
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(
+            model,
+            context,
+            &crate::ai::simple_options::with_reasoning_effort(model, options),
+        )
+    }
 }
 
 async fn run(
@@ -118,6 +130,8 @@ async fn run(
     };
     let response = http::send(writer, build, &request.options, model).await?;
     writer.start().await;
+    // As pi: blocks stay open until the end of the stream, and an abort ends them first.
+    writer.end_blocks_on_abort();
     read_stream(
         writer,
         model,
@@ -151,7 +165,7 @@ pub(crate) async fn read_stream(
             events.expect_end();
         }
     }
-    state.close_blocks(writer).await;
+    writer.end_open_blocks().await;
     if !state.done_seen && !state.finish_seen && !writer.is_closed() {
         return Err(events.incomplete(INCOMPLETE_RESPONSE));
     }

@@ -7,6 +7,7 @@ use super::compat::{CacheControlFormat, Compat, MaxTokensField, ThinkingFormat};
 use crate::ai::model::Model;
 use crate::ai::options::CacheRetention;
 use crate::ai::options::StreamOptions;
+use crate::ai::simple_options::mapped_effort;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, ToolResultMessage, UserContent,
@@ -209,63 +210,64 @@ fn add_reasoning(
     options: &StreamOptions,
     compat: &Compat,
 ) {
-    let level = options.reasoning.map(|level| level.as_str());
-    let map = model.thinking_level_map.as_ref();
-    let mapped = |level: &str| -> Option<String> {
-        match map.and_then(|map| map.get(level)) {
-            Some(Some(value)) => Some(value.clone()),
-            Some(None) => None,
-            None => Some(level.to_owned()),
-        }
-    };
-    let off_value = map.and_then(|map| map.get("off"));
+    // `stream` sends what `reasoningEffort` says; `stream_simple` fills it from the clamped
+    // reasoning level (pi's split between the two).
+    let effort = options
+        .reasoning_effort
+        .as_deref()
+        .filter(|effort| !effort.is_empty());
+    let off_value = model
+        .thinking_level_map
+        .as_ref()
+        .and_then(|map| map.get("off"));
     match compat.thinking_format {
         ThinkingFormat::Zai | ThinkingFormat::Qwen => {
-            body.insert("enable_thinking".into(), json!(level.is_some()));
+            body.insert("enable_thinking".into(), json!(effort.is_some()));
         }
         ThinkingFormat::QwenChatTemplate => {
             body.insert(
                 "chat_template_kwargs".into(),
-                json!({"enable_thinking": level.is_some(), "preserve_thinking": true}),
+                json!({"enable_thinking": effort.is_some(), "preserve_thinking": true}),
             );
         }
-        ThinkingFormat::Deepseek => match level {
-            Some(level) => {
+        ThinkingFormat::Deepseek => match effort {
+            Some(effort) => {
                 body.insert("thinking".into(), json!({"type": "enabled"}));
-                if let Some(effort) = mapped(level) {
-                    body.insert("reasoning_effort".into(), json!(effort));
-                }
+                body.insert(
+                    "reasoning_effort".into(),
+                    json!(mapped_effort(model, effort)),
+                );
             }
             None => {
                 body.insert("thinking".into(), json!({"type": "disabled"}));
             }
         },
-        ThinkingFormat::Openrouter => match level {
-            Some(level) => {
-                if let Some(effort) = mapped(level) {
-                    body.insert("reasoning".into(), json!({"effort": effort}));
-                }
+        ThinkingFormat::Openrouter => match (effort, off_value) {
+            (Some(effort), _) => {
+                body.insert(
+                    "reasoning".into(),
+                    json!({"effort": mapped_effort(model, effort)}),
+                );
             }
-            None => match off_value {
-                Some(None) => {}
-                Some(Some(value)) => {
-                    body.insert("reasoning".into(), json!({"effort": value}));
-                }
-                None => {
-                    body.insert("reasoning".into(), json!({"effort": "none"}));
-                }
-            },
+            // The model cannot switch reasoning off: send nothing.
+            (None, Some(None)) => {}
+            (None, Some(Some(value))) => {
+                body.insert("reasoning".into(), json!({"effort": value}));
+            }
+            (None, None) => {
+                body.insert("reasoning".into(), json!({"effort": "none"}));
+            }
         },
         ThinkingFormat::Openai => {
             if !compat.supports_reasoning_effort {
                 return;
             }
-            let effort = match level {
-                Some(level) => mapped(level),
+            let value = match effort {
+                Some(effort) => Some(mapped_effort(model, effort)),
                 None => off_value.cloned().flatten(),
             };
-            if let Some(effort) = effort {
-                body.insert("reasoning_effort".into(), json!(effort));
+            if let Some(value) = value {
+                body.insert("reasoning_effort".into(), json!(value));
             }
         }
     }
@@ -631,7 +633,7 @@ mod tests {
         );
         model.reasoning = true;
         let options = StreamOptions {
-            reasoning: Some(crate::ai::options::ThinkingLevel::High),
+            reasoning_effort: Some("high".into()),
             ..StreamOptions::default()
         };
         let body = body_for(&model, &options, true);
@@ -675,7 +677,7 @@ mod tests {
         );
         deepseek.reasoning = true;
         let options = StreamOptions {
-            reasoning: Some(crate::ai::options::ThinkingLevel::Medium),
+            reasoning_effort: Some("medium".into()),
             ..StreamOptions::default()
         };
         let body = body_for(&deepseek, &options, false);

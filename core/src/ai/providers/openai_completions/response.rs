@@ -273,35 +273,6 @@ impl ChunkState {
         };
         writer.tool_call_delta(content_index, arguments).await;
     }
-
-    /// Closes every open block, in content order.
-    pub(super) async fn close_blocks(&mut self, writer: &mut StreamWriter) {
-        enum Kind {
-            Text,
-            Thinking,
-            Tool,
-        }
-        let mut open: Vec<(usize, Kind)> = Vec::new();
-        if let Some(index) = self.text.take() {
-            open.push((index, Kind::Text));
-        }
-        if let Some(index) = self.thinking.take() {
-            open.push((index, Kind::Thinking));
-        }
-        open.extend(
-            self.tools
-                .drain(..)
-                .map(|slot| (slot.content_index, Kind::Tool)),
-        );
-        open.sort_by_key(|(index, _)| *index);
-        for (index, kind) in open {
-            match kind {
-                Kind::Text => writer.text_end(index).await,
-                Kind::Thinking => writer.thinking_end(index).await,
-                Kind::Tool => writer.tool_call_end(index).await,
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -42,27 +42,11 @@ pub const TOOL_CALL_PROVIDERS: &[&str] = &[
     "azure-openai-responses",
 ];
 
-/// The `azure-openai-responses` provider.
-///
-/// The fields are pi's Azure stream options (`azureBaseUrl`, `azureResourceName`,
-/// `azureApiVersion`, `azureDeploymentName`, `reasoningSummary`), which [`StreamOptions`] does
-/// not carry: register a configured instance with
-/// [`register_api_provider`](crate::ai::registry::register_api_provider), or set the
-/// environment variables. The default instance reads only the environment.
-#[derive(Clone, Debug, Default)]
-pub struct AzureOpenAIResponsesProvider {
-    /// The endpoint (wins over `AZURE_OPENAI_BASE_URL`).
-    pub base_url: Option<String>,
-    /// The Azure resource name (wins over `AZURE_OPENAI_RESOURCE_NAME`).
-    pub resource_name: Option<String>,
-    /// The `api-version` query parameter (wins over `AZURE_OPENAI_API_VERSION`; default `v1`).
-    pub api_version: Option<String>,
-    /// The deployment sent as `model` (wins over `AZURE_OPENAI_DEPLOYMENT_NAME_MAP`; default
-    /// the model id).
-    pub deployment_name: Option<String>,
-    /// `reasoning.summary` (`auto` when unset).
-    pub reasoning_summary: Option<String>,
-}
+/// The `azure-openai-responses` provider. pi's Azure options (`azureBaseUrl`,
+/// `azureResourceName`, `azureApiVersion`, `azureDeploymentName`, `reasoningSummary`) are
+/// [`StreamOptions`] keys; the environment variables fill in what they leave unset.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AzureOpenAIResponsesProvider;
 
 impl ApiProvider for AzureOpenAIResponsesProvider {
     fn api(&self) -> &str {
@@ -76,6 +60,19 @@ impl ApiProvider for AzureOpenAIResponsesProvider {
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
         launch(model, options, || self.prepare(model, context, options))
+    }
+
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(
+            model,
+            context,
+            &crate::ai::simple_options::with_reasoning_effort(model, options),
+        )
     }
 }
 
@@ -94,34 +91,34 @@ fn non_empty(value: Option<&String>) -> Option<String> {
 
 impl AzureOpenAIResponsesProvider {
     /// The base URL for `model` (see the module docs), normalised.
-    pub fn resolve_base_url(&self, model: &Model) -> Result<String, String> {
-        let base = non_empty(self.base_url.as_ref())
+    pub fn resolve_base_url(model: &Model, options: &StreamOptions) -> Result<String, String> {
+        let base = non_empty(options.azure_base_url.as_ref())
             .or_else(|| env_value("AZURE_OPENAI_BASE_URL"))
             .or_else(|| {
-                non_empty(self.resource_name.as_ref())
+                non_empty(options.azure_resource_name.as_ref())
                     .or_else(|| env_value("AZURE_OPENAI_RESOURCE_NAME"))
                     .map(|resource| format!("https://{resource}.openai.azure.com/openai/v1"))
             })
             .or_else(|| non_empty(Some(&model.base_url)))
             .ok_or_else(|| {
                 "Azure OpenAI base URL is required. Set AZURE_OPENAI_BASE_URL or \
-                 AZURE_OPENAI_RESOURCE_NAME, configure the provider's base_url or resource_name, \
-                 or set model.baseUrl."
+                 AZURE_OPENAI_RESOURCE_NAME, pass azureBaseUrl or azureResourceName, or set \
+                 model.baseUrl."
                     .to_owned()
             })?;
         normalize_base_url(&base)
     }
 
     /// The `api-version` to send.
-    pub fn resolve_api_version(&self) -> String {
-        non_empty(self.api_version.as_ref())
+    pub fn resolve_api_version(options: &StreamOptions) -> String {
+        non_empty(options.azure_api_version.as_ref())
             .or_else(|| env_value("AZURE_OPENAI_API_VERSION"))
             .unwrap_or_else(|| DEFAULT_API_VERSION.to_owned())
     }
 
     /// The deployment name sent as `model`.
-    pub fn resolve_deployment(&self, model: &Model) -> String {
-        if let Some(name) = non_empty(self.deployment_name.as_ref()) {
+    pub fn resolve_deployment(model: &Model, options: &StreamOptions) -> String {
+        if let Some(name) = non_empty(options.azure_deployment_name.as_ref()) {
             return name;
         }
         std::env::var("AZURE_OPENAI_DEPLOYMENT_NAME_MAP")
@@ -136,7 +133,7 @@ impl AzureOpenAIResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> Result<PreparedRequest, String> {
-        let base_url = self.resolve_base_url(model)?;
+        let base_url = Self::resolve_base_url(model, options)?;
         let api_key = resolve_api_key(model, options, Some(API_KEY_ENV), &base_url);
         if api_key.is_none() && !is_loopback(&base_url) {
             return Err(if env_key_names(&model.provider).is_empty() {
@@ -147,7 +144,7 @@ impl AzureOpenAIResponsesProvider {
                 missing_key_message_for_url(&model.provider, &base_url)
             });
         }
-        let deployment = self.resolve_deployment(model);
+        let deployment = Self::resolve_deployment(model, options);
         let settings = BodySettings {
             model_name: &deployment,
             tool_call_providers: TOOL_CALL_PROVIDERS,
@@ -156,7 +153,7 @@ impl AzureOpenAIResponsesProvider {
             prompt_cache_key: options.session_id.as_deref(),
             long_cache_retention: false,
             service_tier: None,
-            reasoning_summary: self.reasoning_summary.as_deref(),
+            reasoning_summary: options.reasoning_summary.as_deref(),
             explicit_reasoning_off: true,
         };
         let body = request::build_body(model, context, options, &settings);
@@ -167,7 +164,7 @@ impl AzureOpenAIResponsesProvider {
         headers.extend(model.headers.iter().flatten());
         headers.extend(&options.headers);
         Ok(PreparedRequest {
-            url: responses_url(&base_url, &self.resolve_api_version())?,
+            url: responses_url(&base_url, &Self::resolve_api_version(options))?,
             body,
             headers: headers.0,
             pricing: Pricing::default(),
@@ -289,11 +286,14 @@ mod tests {
         assert_eq!(map.len(), 2);
         assert_eq!(map["gpt-5"], "prod-gpt5");
         assert_eq!(map["gpt-4o"], "eu-4o");
-        let provider = AzureOpenAIResponsesProvider {
-            deployment_name: Some("configured".into()),
-            ..Default::default()
+        let options = StreamOptions {
+            azure_deployment_name: Some("configured".into()),
+            ..StreamOptions::default()
         };
         let model = Model::new(API, API, "gpt-5", "");
-        assert_eq!(provider.resolve_deployment(&model), "configured");
+        assert_eq!(
+            AzureOpenAIResponsesProvider::resolve_deployment(&model, &options),
+            "configured"
+        );
     }
 }

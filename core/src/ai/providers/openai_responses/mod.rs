@@ -39,21 +39,10 @@ pub const INCOMPLETE_RESPONSE: &str =
 /// `OPENAI_TOOL_CALL_PROVIDERS`).
 pub const TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "opencode"];
 
-/// The `openai-responses` provider.
-///
-/// The fields are pi's provider-specific stream options, which [`StreamOptions`] does not
-/// carry: register a configured instance with
-/// [`register_api_provider`](crate::ai::registry::register_api_provider) to use them. The
-/// default instance sends neither.
-#[derive(Clone, Debug, Default)]
-pub struct OpenAIResponsesProvider {
-    /// `service_tier` for every request (`auto`, `default`, `flex`, `priority`). The cost of a
-    /// response is scaled by the tier the response reports (else this one): flex ×0.5,
-    /// priority ×2 (×2.5 for `gpt-5.5`).
-    pub service_tier: Option<String>,
-    /// `reasoning.summary` (`auto` when unset; `concise`, `detailed`).
-    pub reasoning_summary: Option<String>,
-}
+/// The `openai-responses` provider. Its own options (`serviceTier`, `reasoningSummary`,
+/// `reasoningEffort`) are [`StreamOptions`] keys.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OpenAIResponsesProvider;
 
 impl ApiProvider for OpenAIResponsesProvider {
     fn api(&self) -> &str {
@@ -67,6 +56,19 @@ impl ApiProvider for OpenAIResponsesProvider {
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
         launch(model, options, || self.prepare(model, context, options))
+    }
+
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(
+            model,
+            context,
+            &crate::ai::simple_options::with_reasoning_effort(model, options),
+        )
     }
 }
 
@@ -95,8 +97,8 @@ impl OpenAIResponsesProvider {
             prompt_cache_key: session_id,
             long_cache_retention: retention == CacheRetention::Long
                 && compat.supports_long_cache_retention,
-            service_tier: self.service_tier.as_deref(),
-            reasoning_summary: self.reasoning_summary.as_deref(),
+            service_tier: options.service_tier.as_deref(),
+            reasoning_summary: options.reasoning_summary.as_deref(),
             explicit_reasoning_off: model.provider != "github-copilot",
         };
         let body = request::build_body(model, context, options, &settings);
@@ -132,7 +134,7 @@ impl OpenAIResponsesProvider {
             headers: headers.0,
             pricing: Pricing {
                 service_tiers: true,
-                requested_tier: self.service_tier.clone(),
+                requested_tier: options.service_tier.clone(),
             },
         })
     }

@@ -11,9 +11,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
-use crate::ai::catalog::clamp_thinking_level;
 use crate::ai::model::Model;
-use crate::ai::options::{StreamOptions, ThinkingLevel};
+use crate::ai::options::StreamOptions;
+use crate::ai::simple_options::mapped_effort;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, TextContent, ThinkingContent, Tool,
@@ -44,7 +44,7 @@ pub struct BodySettings<'a> {
     pub prompt_cache_key: Option<&'a str>,
     /// Send `prompt_cache_retention: "24h"`.
     pub long_cache_retention: bool,
-    /// `service_tier`.
+    /// `service_tier` (pi's `serviceTier`; Azure sends none).
     pub service_tier: Option<&'a str>,
     /// `reasoning.summary` (pi's `reasoningSummary`; `"auto"` when unset).
     pub reasoning_summary: Option<&'a str>,
@@ -92,7 +92,13 @@ pub fn build_body(
         body.insert("tool_choice".into(), choice.clone());
     }
     if model.reasoning {
-        let effort = reasoning_effort(model, options.reasoning);
+        // pi's `thinkingLevelMap[effort] ?? effort`; `stream_simple` fills the effort from the
+        // clamped level.
+        let effort = options
+            .reasoning_effort
+            .as_deref()
+            .filter(|effort| !effort.is_empty())
+            .map(|effort| mapped_effort(model, effort));
         if effort.is_some() || settings.reasoning_summary.is_some() {
             body.insert(
                 "reasoning".into(),
@@ -120,21 +126,6 @@ pub fn build_body(
         }
     }
     Value::Object(body)
-}
-
-/// The effort for `level`: clamped to what the model supports (pi's `streamSimple` does this),
-/// then mapped through `thinkingLevelMap`. `None` when no level is asked or it clamps to off.
-fn reasoning_effort(model: &Model, level: Option<ThinkingLevel>) -> Option<String> {
-    let level = clamp_thinking_level(model, level?.into()).thinking_level()?;
-    let name = level.as_str();
-    match model
-        .thinking_level_map
-        .as_ref()
-        .and_then(|map| map.get(name))
-    {
-        Some(Some(value)) => Some(value.clone()),
-        _ => Some(name.to_owned()),
-    }
 }
 
 /// `tools`: every tool as a non-strict function.

@@ -210,11 +210,15 @@ impl ResponseState {
             }
             "response.reasoning_summary_part.added" => {
                 let position = self.find_or_open(Kind::Reasoning, &value, writer).await;
-                let item = &mut self.open[position];
-                item.summary_parts += 1;
-                if item.summary_parts > 1 {
-                    // Parts are separated by a blank line, as in the final text.
-                    let index = item.content_index;
+                self.open[position].summary_parts += 1;
+            }
+            "response.reasoning_summary_part.done" => {
+                // pi closes every summary part with a blank line (also the last one; the final
+                // text, joined from the item's parts, has none at the end).
+                if let Some(position) = self.find(Kind::Reasoning, &value)
+                    && self.open[position].summary_parts > 0
+                {
+                    let index = self.open[position].content_index;
                     writer.thinking_delta(index, "\n\n").await;
                 }
             }

@@ -1,0 +1,260 @@
+//! api `bedrock-converse-stream`: Amazon Bedrock's ConverseStream API (pi's
+//! `providers/amazon-bedrock.ts`), without the AWS SDK.
+//!
+//! `POST {endpoint}/model/{modelId}/converse-stream` with a JSON body; the answer is an
+//! `application/vnd.amazon.eventstream` body ([`eventstream`]) of JSON events. Requests are
+//! signed with SigV4 ([`sigv4`]) or carry a Bedrock API key as a bearer token; where the
+//! credentials and the region come from is in [`credentials`] and [`config`].
+//!
+//! Like pi, the request's and the model's `headers` are not sent (the request is signed), and
+//! retries follow the shared policy (pi leaves them to the AWS SDK, which retries the same
+//! failures).
+
+pub mod config;
+pub mod credentials;
+pub mod eventstream;
+pub mod model_family;
+pub mod options;
+pub mod profile_file;
+pub mod request;
+pub mod response;
+pub mod sigv4;
+
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use self::config::ClientConfig;
+use self::credentials::{BedrockAuth, Environment};
+use self::eventstream::EventStreamDecoder;
+use self::options::BedrockRequestOptions;
+use self::request::CommandInputs;
+use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
+use self::sigv4::{BEDROCK_SIGNING_NAME, SignableInput};
+use super::http;
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::Model;
+use crate::ai::options::{CacheRetention, StreamOptions};
+use crate::ai::registry::ApiProvider;
+use crate::ai::types::{Context, StopReason};
+
+/// The api id.
+pub const API: &str = "bedrock-converse-stream";
+
+/// The `bedrock-converse-stream` provider.
+///
+/// [`Default`] reads AWS variables from the process environment;
+/// [`with_environment`](Self::with_environment) reads them from a fixed map instead (for
+/// applications that keep credentials out of the process environment, and for tests).
+#[derive(Debug, Default, Clone)]
+pub struct BedrockProvider {
+    env: Environment,
+}
+
+impl BedrockProvider {
+    /// A provider that reads `AWS_*` variables (and `HOME`, for `~/.aws/`) from `vars` only.
+    pub fn with_environment<K, V>(vars: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self {
+            env: Environment::Fixed(
+                vars.into_iter()
+                    .map(|(key, value)| (key.into(), value.into()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// Everything a request needs, resolved before the task starts.
+struct PreparedRequest {
+    url: String,
+    body: Vec<u8>,
+    auth: BedrockAuth,
+    region: String,
+    options: StreamOptions,
+}
+
+impl ApiProvider for BedrockProvider {
+    fn api(&self) -> &str {
+        API
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        if !http::has_runtime() {
+            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+        }
+        match self.prepare(model, context, options) {
+            Ok(prepared) => {
+                let (writer, stream) = channel(model, options.signal.clone());
+                let model = model.clone();
+                tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
+                stream
+            }
+            Err(message) => {
+                let reason = if options.is_aborted() {
+                    StopReason::Aborted
+                } else {
+                    StopReason::Error
+                };
+                AssistantMessageEventStream::failed(model, reason, message)
+            }
+        }
+    }
+
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(model, context, &request::simple_options(model, options))
+    }
+}
+
+impl BedrockProvider {
+    fn prepare(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<PreparedRequest, String> {
+        let bedrock = BedrockRequestOptions::from_stream_options(options);
+        let ClientConfig { region, endpoint } = config::resolve(
+            &self.env,
+            &model.base_url,
+            bedrock.region.as_deref(),
+            bedrock.profile.as_deref(),
+        )?;
+        let auth = credentials::resolve_auth(
+            &self.env,
+            bedrock.bearer_token.as_ref(),
+            bedrock.profile.as_deref(),
+        )
+        .map_err(|error| error.to_string())?;
+        let configured_region = config::configured_region(&self.env, bedrock.region.as_deref());
+        let mut command = request::build_command(
+            CommandInputs {
+                model,
+                options: &bedrock,
+                max_tokens: options.max_tokens,
+                temperature: options.temperature,
+                cache_retention: CacheRetention::resolve(options.cache_retention),
+                configured_region: configured_region.as_deref(),
+                force_cache: self.env.var("AWS_BEDROCK_FORCE_CACHE").as_deref() == Some("1"),
+            },
+            context,
+        )?;
+        if let Some(on_payload) = &options.on_payload
+            && let Some(replacement) = (on_payload.0)(&command, model)
+        {
+            command = replacement;
+        }
+        // `modelId` is the URL's; everything else is the body.
+        let model_id = match &mut command {
+            Value::Object(fields) => match fields.shift_remove("modelId") {
+                Some(Value::String(id)) => id,
+                _ => model.id.clone(),
+            },
+            _ => model.id.clone(),
+        };
+        Ok(PreparedRequest {
+            url: config::converse_stream_url(&endpoint, &model_id),
+            body: serde_json::to_vec(&command).unwrap_or_default(),
+            auth,
+            region,
+            options: options.clone(),
+        })
+    }
+}
+
+/// The request headers of one attempt (SigV4 signs with the current time, so each retry is
+/// signed afresh).
+fn request_headers(request: &PreparedRequest) -> Result<Vec<(String, String)>, String> {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    match &request.auth {
+        BedrockAuth::Bearer(token) => headers.push((
+            "authorization".to_owned(),
+            format!("Bearer {}", token.expose()),
+        )),
+        BedrockAuth::SigV4(credentials) => {
+            let signed = sigv4::sign_request(
+                credentials,
+                &SignableInput {
+                    method: "POST",
+                    url: &request.url,
+                    headers: &[("content-type", "application/json")],
+                    body: &request.body,
+                    region: &request.region,
+                    service: BEDROCK_SIGNING_NAME,
+                    time: SystemTime::now(),
+                    content_sha256_header: true,
+                },
+            )
+            .map_err(|error| error.to_string())?;
+            headers.extend(signed);
+        }
+    }
+    Ok(headers)
+}
+
+async fn run(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: PreparedRequest,
+) -> Result<(), String> {
+    // Signing can only fail on the URL, which does not change between attempts.
+    let first_headers = request_headers(&request)?;
+    let build = || {
+        let headers = request_headers(&request).unwrap_or_else(|_| first_headers.clone());
+        let mut builder = http::client().post(&request.url);
+        for (name, value) in headers {
+            builder = builder.header(name, value);
+        }
+        builder.body(request.body.clone())
+    };
+    let response = http::send_formatted(
+        writer,
+        build,
+        &request.options,
+        model,
+        response::format_http_error,
+    )
+    .await?;
+    let is_json = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if is_json {
+        // A proxy answering 200 with a JSON error instead of an event stream.
+        let body = http::error_body_text(response, &request.options).await;
+        return Err(format!(
+            "Bedrock answered with JSON instead of an event stream: {}",
+            http::error_body_message(&body)
+        ));
+    }
+
+    let mut state = EventState::default();
+    let mut frames =
+        http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), &request.options);
+    while let Some(frame) = frames.next().await? {
+        state.handle(&frame, writer, model).await?;
+        if writer.is_closed() {
+            return Ok(());
+        }
+    }
+    if !state.stopped {
+        return Err(ENDED_BEFORE_MESSAGE_STOP.to_owned());
+    }
+    // A reply without `messageStart` still opens with `start`.
+    writer.start().await;
+    Ok(())
+}

@@ -1,0 +1,405 @@
+//! A run as a value (`Agent::start` → `AgentRun`), cancellation by dropping it, hooks that obey
+//! abort like tools, hook failures as data, async subscribers, pi's parallel preparation order,
+//! and transcript changes refused during a run.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::{FutureExt, StreamExt};
+use pi_agent::agent::{
+    Agent, AgentError, AgentEvent, AgentHooks, AgentMessage, AgentOptions, AgentTool,
+    AgentToolResult, FnTool, HookError, RunInput, TOOL_ABORTED, ToolCallContext, ToolError,
+};
+use pi_agent::ai::providers::faux::{
+    FauxOptions, FauxProvider, faux_assistant_message, faux_text, faux_tool_call_with_id,
+};
+use pi_agent::ai::{StopReason, UserContent, UserMessage};
+use serde_json::json;
+
+/// Generous: only a guard against a hang, never a measurement.
+const HANG_GUARD: Duration = Duration::from_secs(30);
+
+/// A tool that logs when its `execute` is called (the start of an execution).
+struct LogTool {
+    name: &'static str,
+    parameters: serde_json::Value,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl AgentTool for LogTool {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn description(&self) -> &str {
+        "Logs its call"
+    }
+    fn parameters(&self) -> &serde_json::Value {
+        &self.parameters
+    }
+    fn execute(
+        &self,
+        call: ToolCallContext,
+    ) -> futures::future::BoxFuture<'static, Result<AgentToolResult, ToolError>> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("execute {}", call.tool_call_id));
+        async { Ok(AgentToolResult::text("ok")) }.boxed()
+    }
+}
+
+fn log_tool(name: &'static str, log: Arc<Mutex<Vec<String>>>) -> Arc<dyn AgentTool> {
+    Arc::new(LogTool {
+        name,
+        parameters: json!({"type": "object", "properties": {"n": {"type": "number"}}}),
+        log,
+    })
+}
+
+fn first_text(message: &AgentMessage) -> String {
+    match message.as_tool_result().map(|r| &r.content[0]) {
+        Some(UserContent::Text(text)) => text.text.clone(),
+        _ => String::new(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_mode_prepares_every_call_before_any_runs() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![
+        faux_tool_call_with_id("a", "log", json!({"n": 1})),
+        faux_tool_call_with_id("b", "log", json!({"n": 2})),
+        faux_tool_call_with_id("c", "log", json!({"n": 3})),
+    ]));
+    faux.push(faux_assistant_message(vec![faux_text("done")]));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let hook_log = Arc::clone(&log);
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        tools: vec![log_tool("log", Arc::clone(&log))],
+        hooks: AgentHooks {
+            before_tool_call: Some(Arc::new(move |ctx, _| {
+                hook_log
+                    .lock()
+                    .unwrap()
+                    .push(format!("before {}", ctx.tool_call.id));
+                // A slow approval: a call started early would run meanwhile (it must not).
+                async {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    Ok(None)
+                }
+                .boxed()
+            })),
+            ..AgentHooks::default()
+        },
+        ..AgentOptions::default()
+    });
+    agent.prompt("go").await.unwrap();
+    let log = log.lock().unwrap().clone();
+    // pi: every before_tool_call of the batch runs before any tool executes, and the
+    // executions start in call order.
+    assert_eq!(
+        log,
+        [
+            "before a",
+            "before b",
+            "before c",
+            "execute a",
+            "execute b",
+            "execute c"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_run_is_a_stream_of_its_events_with_a_result() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text("hello")]));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        ..AgentOptions::default()
+    });
+    let mut run = agent.start(RunInput::text("hi")).unwrap();
+    // Busy is checked at once, with pi's message.
+    assert_eq!(
+        agent.start(RunInput::text("again")).unwrap_err(),
+        AgentError::AlreadyProcessingPrompt
+    );
+    let mut kinds = Vec::new();
+    while let Some(event) = run.next().await {
+        kinds.push(event.kind());
+    }
+    assert_eq!(kinds.first(), Some(&"agent_start"));
+    assert_eq!(kinds.last(), Some(&"agent_end"));
+    let outcome = run.result().await;
+    assert_eq!(outcome.new_messages.len(), 2);
+    assert!(!agent.is_streaming());
+}
+
+/// A stream function whose stream never sends anything: only an abort ends it.
+fn stalled_model(agent_options: &mut AgentOptions) {
+    let faux = FauxProvider::register_with(FauxOptions {
+        tokens_per_second: Some(0.001),
+        ..FauxOptions::default()
+    });
+    faux.push(faux_assistant_message(vec![faux_text(
+        "a long answer that never comes",
+    )]));
+    agent_options.model = Some(faux.model());
+    // Keep the provider registered for the test's lifetime.
+    std::mem::forget(faux);
+}
+
+#[tokio::test]
+async fn cancelling_the_awaited_prompt_aborts_the_run_and_wait_for_idle_suffices() {
+    let mut options = AgentOptions::default();
+    stalled_model(&mut options);
+    let agent = Agent::new(options);
+    let started = Arc::new(tokio::sync::Notify::new());
+    let notify = Arc::clone(&started);
+    let _subscription = agent.subscribe(move |event| {
+        if event.kind() == "message_update" || event.kind() == "message_start" {
+            notify.notify_one();
+        }
+    });
+    let prompt = agent.prompt("hi");
+    let cancelled = tokio::select! {
+        _ = prompt => false,
+        () = started.notified() => true,
+    };
+    assert!(cancelled, "the run started and was cancelled");
+    // The dropped prompt aborted the run: waiting for idle is enough before the next prompt.
+    tokio::time::timeout(HANG_GUARD, agent.wait_for_idle())
+        .await
+        .expect("the abort completes");
+    assert!(!agent.is_streaming());
+    let last = agent.messages().last().cloned().unwrap();
+    assert_eq!(
+        last.as_assistant().unwrap().stop_reason,
+        StopReason::Aborted
+    );
+}
+
+#[tokio::test]
+async fn dropping_a_run_aborts_it() {
+    let mut options = AgentOptions::default();
+    stalled_model(&mut options);
+    let agent = Agent::new(options);
+    let mut run = agent.start(RunInput::text("hi")).unwrap();
+    // Read until the assistant message has started, then drop the run.
+    while let Some(event) = run.next().await {
+        if event.kind() == "message_start" && event_role(&event) == Some("assistant") {
+            break;
+        }
+    }
+    drop(run);
+    tokio::time::timeout(HANG_GUARD, agent.wait_for_idle())
+        .await
+        .expect("the abort completes");
+    assert!(!agent.is_streaming());
+}
+
+fn event_role(event: &AgentEvent) -> Option<&str> {
+    match event {
+        AgentEvent::MessageStart { message } => Some(message.role()),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn a_hook_that_never_answers_is_cut_short_by_abort_like_a_tool() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_tool_call_with_id(
+        "a",
+        "log",
+        json!({}),
+    )]));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let entered = Arc::new(tokio::sync::Notify::new());
+    let notify = Arc::clone(&entered);
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        tools: vec![log_tool("log", Arc::clone(&log))],
+        hooks: AgentHooks {
+            before_tool_call: Some(Arc::new(move |_, _| {
+                notify.notify_one();
+                // An approval that never comes.
+                std::future::pending().boxed()
+            })),
+            ..AgentHooks::default()
+        },
+        ..AgentOptions::default()
+    });
+    let run = agent.start(RunInput::text("go")).unwrap();
+    entered.notified().await;
+    agent.abort();
+    let outcome = tokio::time::timeout(HANG_GUARD, run.result())
+        .await
+        .expect("the abort ends the run");
+    let result = outcome
+        .new_messages
+        .iter()
+        .find_map(AgentMessage::as_tool_result)
+        .expect("the call still gets its result");
+    assert!(result.is_error);
+    assert_eq!(first_text(&result.clone().into()), TOOL_ABORTED);
+    assert!(log.lock().unwrap().is_empty(), "the tool never ran");
+}
+
+#[tokio::test]
+async fn the_tool_watchdog_bounds_an_after_hook_too() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_tool_call_with_id(
+        "a",
+        "log",
+        json!({}),
+    )]));
+    faux.push(faux_assistant_message(vec![faux_text("done")]));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        tools: vec![log_tool("log", Arc::clone(&log))],
+        settings: pi_agent::agent::AgentSettings {
+            tool_timeout_ms: Some(50),
+            ..Default::default()
+        },
+        hooks: AgentHooks {
+            after_tool_call: Some(Arc::new(|_, _| std::future::pending().boxed())),
+            ..AgentHooks::default()
+        },
+        ..AgentOptions::default()
+    });
+    tokio::time::timeout(HANG_GUARD, agent.prompt("go"))
+        .await
+        .expect("the watchdog ends the hook")
+        .unwrap();
+    let result = agent
+        .messages()
+        .into_iter()
+        .find(|m| m.as_tool_result().is_some())
+        .unwrap();
+    assert!(first_text(&result).contains("after_tool_call timed out"));
+}
+
+#[tokio::test]
+async fn hook_failures_are_data_not_panics() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text("never sent")]));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        hooks: AgentHooks {
+            transform_context: Some(Arc::new(|_, _| {
+                async { Err(HookError::new("summary service down")) }.boxed()
+            })),
+            ..AgentHooks::default()
+        },
+        ..AgentOptions::default()
+    });
+    agent.prompt("hi").await.unwrap();
+    let last = agent.messages().last().cloned().unwrap();
+    let failure = last.as_assistant().unwrap();
+    assert_eq!(failure.stop_reason, StopReason::Error);
+    assert_eq!(
+        failure.error_message.as_deref(),
+        Some("summary service down")
+    );
+    assert_eq!(
+        agent.error_message().as_deref(),
+        Some("summary service down")
+    );
+
+    // should_stop_after_turn failing ends the run with a failure message.
+    faux.push(faux_assistant_message(vec![faux_text("answer")]));
+    agent.update_hooks(|hooks| {
+        hooks.transform_context = None;
+        hooks.should_stop_after_turn = Some(Arc::new(|_, _| {
+            async { Err(HookError::new("policy check failed")) }.boxed()
+        }));
+    });
+    agent.prompt("again").await.unwrap();
+    let last = agent.messages().last().cloned().unwrap();
+    assert_eq!(
+        last.as_assistant().unwrap().error_message.as_deref(),
+        Some("policy check failed")
+    );
+    assert!(!agent.is_streaming());
+}
+
+#[tokio::test]
+async fn async_subscribers_are_awaited_in_order_and_see_the_signal() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text("hi")]));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        ..AgentOptions::default()
+    });
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let first = Arc::clone(&log);
+    let _a = agent.subscribe_async(move |event, signal| {
+        let first = Arc::clone(&first);
+        async move {
+            // Yield before recording: a later subscriber must still come after.
+            tokio::task::yield_now().await;
+            assert!(!signal.is_cancelled());
+            first
+                .lock()
+                .unwrap()
+                .push(format!("async {}", event.kind()));
+        }
+    });
+    let second = Arc::clone(&log);
+    let _b = agent.subscribe(move |event| {
+        second
+            .lock()
+            .unwrap()
+            .push(format!("sync {}", event.kind()));
+    });
+    agent.prompt("x").await.unwrap();
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log[0], "async agent_start");
+    assert_eq!(log[1], "sync agent_start");
+    assert_eq!(log.last().unwrap(), "sync agent_end");
+    // prompt() returns only after every agent_end listener settled.
+    assert!(log.iter().filter(|e| e.ends_with("agent_end")).count() == 2);
+}
+
+#[tokio::test]
+async fn the_transcript_cannot_change_under_a_running_loop() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_tool_call_with_id(
+        "a",
+        "reset",
+        json!({}),
+    )]));
+    faux.push(faux_assistant_message(vec![faux_text("done")]));
+    let slot: Arc<Mutex<Option<Agent>>> = Arc::new(Mutex::new(None));
+    let inside = Arc::clone(&slot);
+    let reset = FnTool::new("reset", "Resets", json!({"type": "object"}), move |_| {
+        let agent = inside.lock().unwrap().clone();
+        async move {
+            let agent = agent.expect("set");
+            let refused = agent.reset().unwrap_err();
+            assert_eq!(refused, AgentError::TranscriptBusy);
+            assert!(agent.set_messages(Vec::new()).is_err());
+            assert!(agent.append_message(UserMessage::text("x")).is_err());
+            Ok(AgentToolResult::text(refused.to_string()))
+        }
+    });
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        tools: vec![Arc::new(reset)],
+        ..AgentOptions::default()
+    });
+    *slot.lock().unwrap() = Some(agent.clone());
+    agent.prompt("go").await.unwrap();
+    // The transcript stayed valid: user, assistant (call), tool result, assistant.
+    let roles: Vec<String> = agent
+        .messages()
+        .iter()
+        .map(|m| m.role().to_owned())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "toolResult", "assistant"]);
+    *slot.lock().unwrap() = None;
+    agent.reset().unwrap();
+    assert!(agent.messages().is_empty());
+}
