@@ -41,7 +41,7 @@ fn decode_and_parse(pieces: &[&[u8]]) -> usize {
     let mut events: Vec<SseEvent> = Vec::new();
     let mut parsed = 0;
     for piece in pieces {
-        decoder.feed(piece, &mut events);
+        decoder.feed(piece, &mut events).expect("no limit");
         for event in events.drain(..) {
             if let Ok(v) = serde_json::from_str::<Value>(&event.data) {
                 parsed += usize::from(v.is_object());
@@ -135,7 +135,7 @@ fn decode_line(pieces: &[&[u8]]) -> usize {
     let mut decoder = SseDecoder::new();
     let mut events = Vec::new();
     for piece in pieces {
-        decoder.feed(piece, &mut events);
+        decoder.feed(piece, &mut events).expect("no limit");
     }
     decoder.finish(&mut events);
     events.iter().map(|e| e.data.len()).sum()

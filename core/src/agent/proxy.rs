@@ -55,7 +55,8 @@ pub fn stream_proxy(
     let (writer, stream) = channel(model, options.signal.clone());
     let url = format!("{}/api/stream", proxy.proxy_url.trim_end_matches('/'));
     let token = proxy.auth_token.clone();
-    tokio::spawn(writer.drive(async move |writer| run(writer, url, token, body).await));
+    let options = options.clone();
+    tokio::spawn(writer.drive(async move |writer| run(writer, url, token, body, &options).await));
     stream
 }
 
@@ -64,6 +65,7 @@ async fn run(
     url: String,
     token: Option<ApiKey>,
     body: Value,
+    options: &StreamOptions,
 ) -> Result<(), String> {
     let mut request = http::client()
         .post(&url)
@@ -72,13 +74,10 @@ async fn run(
     if let Some(token) = &token {
         request = request.bearer_auth(token.expose());
     }
-    let response = request
-        .send()
-        .await
-        .map_err(|error| http::transport_error_message(&error))?;
+    let response = http::send_once(writer, request, options).await?;
     let status = response.status();
     if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
+        let text = http::error_body_text(response, options).await;
         let detail = serde_json::from_str::<Value>(&text)
             .ok()
             .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
@@ -91,13 +90,20 @@ async fn run(
             });
         return Err(format!("Proxy error: {}", detail.trim()));
     }
-    let mut events = http::SseEvents::new(response, None);
+    read_stream(writer, http::SseEvents::new(response, options)).await
+}
+
+/// Reads a proxy's event stream to its end (fuzzing feeds bytes here, without a network).
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    mut events: http::SseEvents,
+) -> Result<(), String> {
     while let Some(event) = events.next().await? {
         if let Some(end) = apply(writer, &event.data).await? {
             return end;
         }
     }
-    Err("Proxy closed the stream before the response was complete".to_owned())
+    Err(events.incomplete("Proxy closed the stream before the response was complete"))
 }
 
 fn usage_of(event: &Value) -> Option<Usage> {

@@ -1,6 +1,33 @@
 //! API keys from the environment, with pi's variable names per provider (pi's `env-api-keys.ts`).
+//!
+//! # Where an environment key may go
+//!
+//! pi sends a provider's environment key to whatever base URL the model names. A model is data
+//! (a JSON file, a restored snapshot, a catalog copy someone edited), so that would let a model
+//! file collect `OPENAI_API_KEY` at any host. Here an environment key is sent only:
+//!
+//! - to the provider's own hosts: the hosts of its base URLs in the catalog (`OPENAI_API_KEY`
+//!   to `api.openai.com`, `GROQ_API_KEY` to `api.groq.com`, ...), over `https`, plus
+//!   `*.openai.azure.com`-style hosts for Azure (and the host of `AZURE_OPENAI_BASE_URL`) and
+//!   `api.*.githubcopilot.com` for Copilot;
+//! - to loopback servers (`localhost`, `127.0.0.0/8`, `::1`): a local proxy or gateway;
+//! - to the hosts listed in [`ENV_KEY_HOSTS_VAR`] (`PI_ENV_KEY_HOSTS`, comma-separated; `*`
+//!   inside a label matches one label, e.g. `*.corp.example`; a lone `*` allows every host),
+//!   set by whoever owns the environment, which is who owns the keys.
+//!
+//! Anywhere else the request fails before anything is sent, with a message naming the variable,
+//! the host, and both ways out: pass the key explicitly ([`StreamOptions::api_key`], which is
+//! sent wherever the caller sends it) or list the host.
+//!
+//! [`StreamOptions::api_key`]: super::options::StreamOptions::api_key
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use super::options::ApiKey;
+
+/// The variable listing extra hosts environment keys may be sent to.
+pub(crate) const ENV_KEY_HOSTS_VAR: &str = "PI_ENV_KEY_HOSTS";
 
 /// The variables that hold an API key for `provider`, in priority order (empty when the
 /// provider has none, e.g. providers that use ambient cloud credentials or OAuth).
@@ -45,6 +72,147 @@ pub fn get_env_api_key(provider: &str) -> Option<ApiKey> {
         .map(ApiKey::new)
 }
 
+/// The first non-empty key variable set for `provider`, if it may be sent to `url` (see the
+/// module docs); `None` otherwise.
+pub(crate) fn get_env_api_key_for_url(provider: &str, url: &str) -> Option<ApiKey> {
+    get_env_api_key(provider).filter(|_| env_key_allowed(provider, url))
+}
+
+/// Whether `provider`'s environment key may be sent to `url` (see the module docs).
+pub(crate) fn env_key_allowed(provider: &str, url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if is_loopback_host(host) {
+        return true;
+    }
+    let listed = std::env::var(ENV_KEY_HOSTS_VAR).unwrap_or_default();
+    if listed
+        .split(',')
+        .map(str::trim)
+        .any(|pattern| pattern == "*" || host_matches(pattern, host))
+    {
+        return true;
+    }
+    url.scheme() == "https" && vendor_hosts(provider).iter().any(|p| host_matches(p, host))
+}
+
+/// Like [`missing_key_message`], but when a key variable is set and was withheld from `url`,
+/// says so and how to send it anyway.
+pub(crate) fn missing_key_message_for_url(provider: &str, url: &str) -> String {
+    let set = find_env_keys(provider);
+    let Some(variable) = set.first().filter(|_| !env_key_allowed(provider, url)) else {
+        return missing_key_message(provider);
+    };
+    let host = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_else(|| url.to_owned());
+    let hosts = vendor_hosts(provider);
+    let own = if hosts.is_empty() {
+        "loopback servers".to_owned()
+    } else {
+        format!("{} and loopback servers", hosts.join(", "))
+    };
+    format!(
+        "No API key for provider: {provider}. {variable} is set, but environment keys are only \
+         sent to {own}, not to `{host}`. Pass the key explicitly, or add the host to \
+         {ENV_KEY_HOSTS_VAR}."
+    )
+}
+
+/// Host patterns of `provider`'s own endpoints.
+fn vendor_hosts(provider: &str) -> Vec<String> {
+    static CATALOG_HOSTS: LazyLock<BTreeMap<String, Vec<String>>> = LazyLock::new(|| {
+        let mut hosts: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for model in super::catalog::all_models() {
+            let Some(pattern) = host_pattern(&model.base_url) else {
+                continue;
+            };
+            let entry = hosts.entry(model.provider.clone()).or_default();
+            if !entry.contains(&pattern) {
+                entry.push(pattern);
+            }
+        }
+        hosts
+    });
+    let mut out = CATALOG_HOSTS.get(provider).cloned().unwrap_or_default();
+    match provider {
+        "azure-openai-responses" => {
+            out.extend(
+                [
+                    "*.openai.azure.com",
+                    "*.cognitiveservices.azure.com",
+                    "*.services.ai.azure.com",
+                ]
+                .map(str::to_owned),
+            );
+            // Set by the user, like the key itself.
+            if let Some(host) = std::env::var("AZURE_OPENAI_BASE_URL")
+                .ok()
+                .and_then(|url| host_pattern(url.trim()))
+            {
+                out.push(host);
+            }
+        }
+        "github-copilot" => {
+            out.extend(["api.githubcopilot.com", "api.*.githubcopilot.com"].map(str::to_owned))
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The host of a catalog base URL as a pattern: `{placeholder}` parts become `*`.
+fn host_pattern(base_url: &str) -> Option<String> {
+    let rest = base_url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    let host = host.split(':').next()?.to_ascii_lowercase();
+    if host.is_empty() {
+        return None;
+    }
+    let mut pattern = String::with_capacity(host.len());
+    let mut rest = host.as_str();
+    while let Some(open) = rest.find('{') {
+        pattern.push_str(&rest[..open]);
+        pattern.push('*');
+        rest = rest[open..].split_once('}').map_or("", |(_, after)| after);
+    }
+    pattern.push_str(rest);
+    Some(pattern)
+}
+
+/// `host` against `pattern`, case-insensitively; `*` matches one or more characters of one
+/// label (letters, digits, `-`).
+fn host_matches(pattern: &str, host: &str) -> bool {
+    fn matches(pattern: &[u8], host: &[u8]) -> bool {
+        match pattern.split_first() {
+            None => host.is_empty(),
+            Some((b'*', rest)) => (1..=host.len())
+                .take_while(|&n| host[n - 1].is_ascii_alphanumeric() || host[n - 1] == b'-')
+                .any(|n| matches(rest, &host[n..])),
+            Some((c, rest)) => host
+                .split_first()
+                .is_some_and(|(h, host)| h.eq_ignore_ascii_case(c) && matches(rest, host)),
+        }
+    }
+    !pattern.is_empty() && matches(pattern.as_bytes(), host.as_bytes())
+}
+
+fn is_loopback_host(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The key variables for `provider` that are set, by name (pi's `findEnvKeys`).
 pub fn find_env_keys(provider: &str) -> Vec<&'static str> {
     env_key_names(provider)
@@ -69,6 +237,70 @@ pub(crate) fn missing_key_message(provider: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vendor_hosts_come_from_the_catalog() {
+        assert!(env_key_allowed("openai", "https://api.openai.com/v1"));
+        assert!(env_key_allowed("anthropic", "https://api.anthropic.com"));
+        assert!(env_key_allowed(
+            "google",
+            "https://generativelanguage.googleapis.com/v1beta/models/x:streamGenerateContent?alt=sse"
+        ));
+        assert!(env_key_allowed("groq", "https://API.GROQ.COM/openai/v1"));
+        assert!(env_key_allowed("mistral", "https://api.mistral.ai"));
+        assert!(env_key_allowed(
+            "cloudflare-ai-gateway",
+            "https://gateway.ai.cloudflare.com/v1/a/b/openai"
+        ));
+        assert!(env_key_allowed(
+            "azure-openai-responses",
+            "https://my-res.openai.azure.com/openai/v1"
+        ));
+        assert!(env_key_allowed(
+            "github-copilot",
+            "https://api.enterprise.githubcopilot.com"
+        ));
+        // Another vendor's host, a look-alike, plain http, or no host.
+        assert!(!env_key_allowed("openai", "https://api.groq.com/openai/v1"));
+        assert!(!env_key_allowed(
+            "openai",
+            "https://api.openai.com.evil.example/v1"
+        ));
+        assert!(!env_key_allowed(
+            "openai",
+            "https://evil.example/api.openai.com"
+        ));
+        assert!(!env_key_allowed("openai", "http://api.openai.com/v1"));
+        assert!(!env_key_allowed("openai", "not a url"));
+        assert!(!env_key_allowed(
+            "azure-openai-responses",
+            "https://x.y.openai.azure.com.evil/v1"
+        ));
+        // Loopback servers may have any provider's key.
+        for url in [
+            "http://localhost:4000/v1",
+            "http://127.0.0.2/v1",
+            "http://[::1]:8080",
+        ] {
+            assert!(env_key_allowed("openai", url), "{url}");
+        }
+    }
+
+    #[test]
+    fn host_patterns() {
+        assert_eq!(
+            host_pattern("https://{location}-aiplatform.googleapis.com").as_deref(),
+            Some("*-aiplatform.googleapis.com")
+        );
+        assert!(host_matches(
+            "*-aiplatform.googleapis.com",
+            "us-east1-aiplatform.googleapis.com"
+        ));
+        assert!(!host_matches("*.corp.example", "corp.example"));
+        assert!(!host_matches("*.corp.example", "a.b.corp.example"));
+        assert!(host_matches("*.corp.example", "a.corp.example"));
+        assert!(!host_matches("", "a"));
+    }
 
     #[test]
     fn missing_key_names_the_variable() {

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::accumulator::{MessageAccumulator, object_or_empty};
 use super::event::AssistantMessageEvent;
 use super::model::Model;
+use super::redact::Redactor;
 use super::types::{
     AssistantContent, AssistantMessage, StopReason, ThinkingContent, ToolCall, now_ms,
 };
@@ -84,6 +85,7 @@ pub fn channel(
         acc: MessageAccumulator::new(header),
         signal,
         started: false,
+        redactor: Redactor::default(),
         open: Vec::new(),
         end_blocks_on_abort: false,
     };
@@ -194,6 +196,8 @@ pub struct StreamWriter {
     acc: MessageAccumulator,
     signal: Option<CancellationToken>,
     started: bool,
+    /// The request's credentials, hidden from every error message this writer sends.
+    redactor: Redactor,
     /// Per content index: whether the block is still open (started, not ended).
     open: Vec<bool>,
     /// End every open block before the `error` of an abort (see [`Self::end_blocks_on_abort`]).
@@ -271,6 +275,12 @@ impl StreamWriter {
             Ok(()) => self.done().await,
             Err(message) => self.fail(message).await,
         }
+    }
+
+    /// Hides the credentials of `redactor` in every error message sent from now on (a server
+    /// may echo the key it received).
+    pub(crate) fn hide_secrets(&mut self, redactor: Redactor) {
+        self.redactor = redactor;
     }
 
     /// `true` once the consumer has dropped its stream.
@@ -487,7 +497,7 @@ impl StreamWriter {
         };
         let mut message = self.acc.snapshot();
         message.stop_reason = reason;
-        message.error_message = Some(error_message.into());
+        message.error_message = Some(self.redactor.redact(&error_message.into()));
         self.send_raw(AssistantMessageEvent::Error {
             reason,
             error: message,
@@ -499,9 +509,10 @@ impl StreamWriter {
     /// `reason`). For providers that build the failure message themselves.
     pub async fn fail_with(mut self, reason: StopReason, mut message: AssistantMessage) {
         message.stop_reason = reason;
-        if message.error_message.is_none() {
-            message.error_message = Some("An unknown error occurred".to_owned());
-        }
+        message.error_message = Some(match &message.error_message {
+            Some(text) => self.redactor.redact(text),
+            None => "An unknown error occurred".to_owned(),
+        });
         self.send_raw(AssistantMessageEvent::Error {
             reason,
             error: message,

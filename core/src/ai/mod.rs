@@ -16,6 +16,7 @@ pub(crate) mod options;
 pub(crate) mod overflow;
 pub(crate) mod partial_json;
 pub mod providers;
+mod redact;
 pub(crate) mod registry;
 pub(crate) mod short_hash;
 pub(crate) mod simple_options;
@@ -42,9 +43,10 @@ pub use oauth::{
     unregister_oauth_provider,
 };
 pub use options::{
-    ApiKey, CacheRetention, Callback, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS,
-    GoogleThinking, OnPayload, OnResponse, StreamOptions, ThinkingBudgets, ThinkingLevel,
-    Transport, is_credential_header,
+    ApiKey, CacheRetention, Callback, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_ERROR_BODY_BYTES,
+    DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS,
+    DEFAULT_REQUEST_TIMEOUT_MS, GoogleThinking, OnPayload, OnResponse, StreamOptions,
+    ThinkingBudgets, ThinkingLevel, Transport, is_credential_header,
 };
 pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
 pub use partial_json::{PartialJsonParser, parse_streaming_json};

@@ -31,8 +31,9 @@ pub struct ModelCost {
     pub cache_write: f64,
 }
 
-/// A model and the endpoint that serves it (pi's `Model<TApi>`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// A model and the endpoint that serves it (pi's `Model<TApi>`). Its `Debug` output hides
+/// credential headers (see `ai/redact.rs`).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Model {
     /// The id sent to the provider.

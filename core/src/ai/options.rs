@@ -162,6 +162,16 @@ pub fn is_credential_header(name: &str) -> bool {
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default cap on a single retry delay, including a server's `Retry-After`.
 pub const DEFAULT_MAX_RETRY_DELAY_MS: u64 = 60_000;
+/// Default time to wait for a response's headers, per attempt (10 minutes, as the OpenAI and
+/// Anthropic SDKs).
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 600_000;
+/// Default time a streamed body may send nothing before the request fails (10 minutes: long
+/// enough for a slow local model or a long silent reasoning phase).
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
+/// Default cap on one SSE line or event (16 MiB: room for an inline image or a huge tool call).
+pub const DEFAULT_MAX_EVENT_BYTES: u64 = 16 << 20;
+/// Default cap on the part of an error body that is read (256 KiB).
+pub const DEFAULT_MAX_ERROR_BODY_BYTES: u64 = 256 << 10;
 
 /// Token budgets per thinking level for budget-based providers (Anthropic's non-adaptive
 /// models, Gemini 2.x); a level left `None` keeps the provider's default (pi's
@@ -203,7 +213,9 @@ impl ThinkingBudgets {
 /// [`stream`](super::stream) sends what the provider keys say and nothing else; only
 /// [`stream_simple`](super::stream_simple) maps `reasoning` onto them (and turns thinking off
 /// explicitly when it is unset), as pi's `streamSimple` does.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+///
+/// Its `Debug` output hides credential headers (see `ai/redact.rs`).
+#[derive(Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct StreamOptions {
     // ---- pi's StreamOptions ------------------------------------------------------------------
@@ -237,7 +249,8 @@ pub struct StreamOptions {
     /// Extra HTTP headers, applied last so they override the model's.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
-    /// Timeout until the response headers arrive, per attempt (pi's `timeoutMs`).
+    /// Timeout until the response headers arrive, per attempt, redirects included (pi's
+    /// `timeoutMs`). `None` = [`DEFAULT_REQUEST_TIMEOUT_MS`]; `Some(0)` = no timeout.
     #[serde(alias = "timeoutMs", skip_serializing_if = "Option::is_none")]
     pub request_timeout_ms: Option<u64>,
     /// Retries of a request that failed before the first byte of its answer (408, 409, 429,
@@ -252,9 +265,18 @@ pub struct StreamOptions {
     /// Request metadata; anthropic-messages sends `metadata.user_id` when it is a string.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
-    /// Timeout between two chunks of a streamed body; a stalled stream then fails.
+    /// Timeout between two chunks of a streamed body; a stalled stream then fails. `None` =
+    /// [`DEFAULT_IDLE_TIMEOUT_MS`]; `Some(0)` = no timeout.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_timeout_ms: Option<u64>,
+    /// Cap on one SSE line or event; a larger one ends the stream with an error. `None` =
+    /// [`DEFAULT_MAX_EVENT_BYTES`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_event_bytes: Option<u64>,
+    /// Cap on the part of an error response's body that is read (the rest is dropped). `None` =
+    /// [`DEFAULT_MAX_ERROR_BODY_BYTES`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_error_body_bytes: Option<u64>,
 
     // ---- pi's SimpleStreamOptions (read by `stream_simple` only) -----------------------------
     /// Reasoning level; [`stream_simple`](super::stream_simple) maps it onto the provider keys

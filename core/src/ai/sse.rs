@@ -6,6 +6,10 @@
 //! only the unterminated tail of the current line and never looks at a byte
 //! twice: total work is linear in the number of bytes fed, whatever the
 //! chunking.
+//!
+//! A decoder made [`with_limit`](SseDecoder::with_limit) also bounds memory:
+//! a line, or the data of one event, longer than the limit stops the decoder
+//! with [`EventTooLarge`] instead of buffering a server's endless line.
 
 use memchr::{memchr, memchr2};
 
@@ -26,18 +30,51 @@ pub struct SseEvent {
     pub id: Option<String>,
 }
 
+/// A line or an event longer than the decoder's limit arrived; the decoder
+/// has stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an SSE line or event is larger than {limit} bytes")]
+pub struct EventTooLarge {
+    /// The limit the decoder was made with.
+    pub limit: usize,
+}
+
 /// Fields of the event being assembled; kept apart from the line buffer so the
 /// buffer can be borrowed while these are mutated.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct EventState {
     data: String,
     has_data: bool,
     event: Option<String>,
     last_id: Option<String>,
+    /// Largest line or event data accepted.
+    limit: usize,
+    /// Set once something exceeded `limit`; nothing is processed afterwards.
+    too_large: bool,
+}
+
+impl Default for EventState {
+    fn default() -> Self {
+        Self {
+            data: String::new(),
+            has_data: false,
+            event: None,
+            last_id: None,
+            limit: usize::MAX,
+            too_large: false,
+        }
+    }
 }
 
 impl EventState {
     fn process_line(&mut self, line: &[u8], out: &mut Vec<SseEvent>) {
+        if self.too_large {
+            return;
+        }
+        if line.len() > self.limit {
+            self.too_large = true;
+            return;
+        }
         if line.is_empty() {
             self.dispatch(out);
             return;
@@ -55,11 +92,17 @@ impl EventState {
         };
         match field {
             b"data" => {
+                // Measured after the lossy decoding, which may triple invalid bytes.
+                let value = String::from_utf8_lossy(value);
+                if self.data.len() + usize::from(self.has_data) + value.len() > self.limit {
+                    self.too_large = true;
+                    return;
+                }
                 if self.has_data {
                     self.data.push('\n');
                 }
                 self.has_data = true;
-                self.data.push_str(&String::from_utf8_lossy(value));
+                self.data.push_str(&value);
             }
             b"event" => {
                 self.event = if value.is_empty() {
@@ -112,13 +155,41 @@ pub struct SseDecoder {
 }
 
 impl SseDecoder {
-    /// Creates a decoder positioned at the start of a stream.
+    /// Creates a decoder positioned at the start of a stream, with no limit.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Creates a decoder that stops at a line, or the data of one event, longer
+    /// than `max_event_bytes`; it then holds at most about that many bytes.
+    pub fn with_limit(max_event_bytes: usize) -> Self {
+        let mut decoder = Self::default();
+        decoder.state.limit = max_event_bytes;
+        decoder
+    }
+
     /// Consumes `bytes` and appends every event they complete to `out`.
-    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
+    ///
+    /// # Errors
+    ///
+    /// [`EventTooLarge`] once a line or an event's data is longer than the
+    /// limit (and on every later call: the decoder has stopped).
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), EventTooLarge> {
+        if !self.state.too_large {
+            self.feed_unchecked(bytes, out);
+        }
+        if self.state.too_large {
+            // What was buffered will never be used.
+            self.buf = Vec::new();
+            self.state.data = String::new();
+            return Err(EventTooLarge {
+                limit: self.state.limit,
+            });
+        }
+        Ok(())
+    }
+
+    fn feed_unchecked(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) {
         if self.bom_done {
             self.feed_lines(bytes, out);
             return;
@@ -148,6 +219,9 @@ impl SseDecoder {
     /// The decoder is reset afterwards (except for the last event ID), so it
     /// can be reused for a new stream.
     pub fn finish(&mut self, out: &mut Vec<SseEvent>) {
+        if self.state.too_large {
+            return;
+        }
         if !self.bom_done {
             let withheld = self.bom_matched;
             self.bom_done = true;
@@ -177,6 +251,10 @@ impl SseDecoder {
             // Common case: decode straight from the caller's slice and only
             // copy the unterminated tail.
             let tail = scan_lines(bytes, 0, &mut self.state, &mut self.pending_cr, out);
+            if bytes.len() - tail > self.state.limit {
+                self.state.too_large = true;
+                return;
+            }
             self.buf.extend_from_slice(&bytes[tail..]);
         } else {
             let scanned = self.buf.len();
@@ -192,6 +270,9 @@ impl SseDecoder {
             // bytes that arrived in this feed.
             if tail > 0 {
                 self.buf.drain(..tail);
+            }
+            if self.buf.len() > self.state.limit {
+                self.state.too_large = true;
             }
         }
     }
@@ -235,7 +316,7 @@ mod tests {
         let mut dec = SseDecoder::new();
         let mut out = Vec::new();
         for c in chunks {
-            dec.feed(c, &mut out);
+            dec.feed(c, &mut out).unwrap();
         }
         dec.finish(&mut out);
         out
@@ -403,9 +484,9 @@ mod tests {
     fn feed_emits_eagerly() {
         let mut dec = SseDecoder::new();
         let mut out = Vec::new();
-        dec.feed(b"data: a\n\ndata: b\n", &mut out);
+        dec.feed(b"data: a\n\ndata: b\n", &mut out).unwrap();
         assert_eq!(out, vec![ev(None, "a", None)]);
-        dec.feed(b"\n", &mut out);
+        dec.feed(b"\n", &mut out).unwrap();
         assert_eq!(out.len(), 2);
         dec.finish(&mut out);
         assert_eq!(out.len(), 2);
@@ -415,9 +496,9 @@ mod tests {
     fn decoder_reusable_after_finish() {
         let mut dec = SseDecoder::new();
         let mut out = Vec::new();
-        dec.feed(b"data: a\r", &mut out);
+        dec.feed(b"data: a\r", &mut out).unwrap();
         dec.finish(&mut out);
-        dec.feed(b"\xEF\xBB\xBF\ndata: b\n\n", &mut out);
+        dec.feed(b"\xEF\xBB\xBF\ndata: b\n\n", &mut out).unwrap();
         // The leading LF of the second stream is a blank line, not half of a
         // CRLF from the previous stream.
         assert_eq!(out, vec![ev(None, "a", None), ev(None, "b", None)]);
@@ -429,6 +510,40 @@ mod tests {
         let input = format!("data: {payload}\n\n");
         let chunks: Vec<&[u8]> = input.as_bytes().chunks(7).collect();
         assert_eq!(decode_chunks(&chunks), vec![ev(None, &payload, None)]);
+    }
+
+    #[test]
+    fn limit_stops_endless_lines_and_events() {
+        // One line that never ends, fed in pieces or at once.
+        let mut dec = SseDecoder::with_limit(100);
+        let mut out = Vec::new();
+        dec.feed(b"data: ok\n\ndata: ", &mut out).unwrap();
+        for _ in 0..3 {
+            dec.feed(&[b'x'; 40], &mut out).unwrap_or(());
+        }
+        assert_eq!(dec.feed(b"x", &mut out), Err(EventTooLarge { limit: 100 }));
+        assert_eq!(out, vec![ev(None, "ok", None)]);
+        assert!(dec.buf.capacity() == 0, "the buffer is released");
+        let mut dec = SseDecoder::with_limit(100);
+        assert!(dec.feed(&[b'y'; 101], &mut out).is_err());
+        // Many short lines of one event count together.
+        let mut dec = SseDecoder::with_limit(100);
+        let lines = "data: 0123456789\n".repeat(10);
+        assert!(dec.feed(lines.as_bytes(), &mut Vec::new()).is_err());
+        // Exactly at the limit is fine, and the limit is per event.
+        let mut dec = SseDecoder::with_limit(16);
+        let mut out = Vec::new();
+        for _ in 0..10 {
+            dec.feed(b"data: 0123456789\n\n", &mut out).unwrap();
+        }
+        assert_eq!(out.len(), 10);
+        // The limit holds for the decoded data, where an invalid byte takes three (found by
+        // the `sse` fuzz target).
+        let mut dec = SseDecoder::with_limit(64);
+        let mut line = b"data: ".to_vec();
+        line.extend_from_slice(&[0xEF; 34]);
+        line.extend_from_slice(b"\n\n");
+        assert!(dec.feed(&line, &mut Vec::new()).is_err());
     }
 
     fn arb_line() -> impl Strategy<Value = String> {

@@ -6,6 +6,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+use crate::body::Piece;
+
 /// Largest accepted request head.
 const MAX_HEAD: usize = 1 << 20;
 /// Largest accepted request body.
@@ -278,6 +280,8 @@ pub(crate) struct Shaping {
     pub(crate) drop_after_bytes: Option<usize>,
     pub(crate) stall_after_bytes: Option<usize>,
     pub(crate) stall_ms: Option<u64>,
+    /// Stall before the response head for this long (or until the client disconnects).
+    pub(crate) head_stall_ms: Option<u64>,
 }
 
 /// Default stall duration when `stall_ms` is not given.
@@ -292,8 +296,23 @@ pub(crate) fn splitmix64(state: &mut u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// Cuts the body into the pieces that are written one at a time.
-pub(crate) fn pieces(events: Vec<Vec<u8>>, shaping: &Shaping) -> Vec<Vec<u8>> {
+/// Cuts the body into the pieces that are written one at a time. Generated pieces are kept as
+/// they are (the script refuses `split` with them).
+pub(crate) fn pieces(events: Vec<Piece>, shaping: &Shaping) -> Vec<Piece> {
+    if events.iter().any(Piece::is_generated) {
+        return events.into_iter().filter(|e| !e.is_empty()).collect();
+    }
+    let bytes = events
+        .into_iter()
+        .map(|piece| match piece {
+            Piece::Bytes(bytes) => bytes,
+            Piece::Repeat { .. } => Vec::new(),
+        })
+        .collect();
+    cut(bytes, shaping).into_iter().map(Piece::Bytes).collect()
+}
+
+fn cut(events: Vec<Vec<u8>>, shaping: &Shaping) -> Vec<Vec<u8>> {
     if let Some(n) = shaping.split {
         let body = events.concat();
         return body.chunks(n.max(1)).map(<[u8]>::to_vec).collect();
@@ -330,7 +349,7 @@ async fn write_piece(stream: &mut TcpStream, framing: Framing, piece: &[u8]) -> 
 
 /// Pauses writing for `ms` (default 60 s) or until the peer disconnects.
 /// Returns `true` if the peer went away.
-async fn stall(stream: &mut TcpStream, ms: Option<u64>) -> bool {
+pub(crate) async fn stall(stream: &mut TcpStream, ms: Option<u64>) -> bool {
     let sleep = tokio::time::sleep(ms.map_or(DEFAULT_STALL, Duration::from_millis));
     tokio::pin!(sleep);
     let mut scratch = [0u8; 1024];
@@ -351,10 +370,15 @@ async fn stall(stream: &mut TcpStream, ms: Option<u64>) -> bool {
 pub(crate) async fn write_response(
     stream: &mut TcpStream,
     head: &[u8],
-    pieces: &[Vec<u8>],
+    pieces: &[Piece],
     framing: Framing,
     shaping: &Shaping,
 ) -> io::Result<()> {
+    if let Some(ms) = shaping.head_stall_ms
+        && stall(stream, Some(ms)).await
+    {
+        return Ok(());
+    }
     stream.write_all(head).await?;
     let mut pos = 0usize;
     let mut stalled = shaping.stall_after_bytes.is_none();
@@ -362,31 +386,34 @@ pub(crate) async fn write_response(
         if i > 0 && shaping.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(shaping.delay_ms)).await;
         }
-        let mut rest = &piece[..];
-        while !rest.is_empty() {
-            if let Some(s) = shaping.stall_after_bytes {
-                if !stalled && pos >= s {
+        for block in piece.blocks() {
+            let mut rest = block;
+            while !rest.is_empty() {
+                if let Some(s) = shaping.stall_after_bytes
+                    && !stalled
+                    && pos >= s
+                {
                     stalled = true;
                     if stall(stream, shaping.stall_ms).await {
                         return Ok(());
                     }
                 }
-            }
-            if shaping.drop_after_bytes.is_some_and(|d| pos >= d) {
-                return Ok(());
-            }
-            let mut take = rest.len();
-            if let Some(d) = shaping.drop_after_bytes {
-                take = take.min(d - pos);
-            }
-            if let Some(s) = shaping.stall_after_bytes {
-                if !stalled {
+                if shaping.drop_after_bytes.is_some_and(|d| pos >= d) {
+                    return Ok(());
+                }
+                let mut take = rest.len();
+                if let Some(d) = shaping.drop_after_bytes {
+                    take = take.min(d - pos);
+                }
+                if let Some(s) = shaping.stall_after_bytes
+                    && !stalled
+                {
                     take = take.min(s - pos);
                 }
+                write_piece(stream, framing, &rest[..take]).await?;
+                pos += take;
+                rest = &rest[take..];
             }
-            write_piece(stream, framing, &rest[..take]).await?;
-            pos += take;
-            rest = &rest[take..];
         }
     }
     if !stalled && stall(stream, shaping.stall_ms).await {

@@ -53,6 +53,18 @@
 //!    `data: <compact json>\n\n` (a string element is sent as
 //!    `data: <string>\n\n`), then `data: [DONE]\n\n` unless `"done": false`.
 //! 4. **Raw SSE**: `"sse": "text"` or `"sse": ["piece", ...]`, sent verbatim.
+//!    An array element may also be a *piece object*, for bodies no test wants
+//!    to spell out:
+//!    - `{"repeat": "<text>", "bytes": N}`: N bytes of `<text>` repeated (the
+//!      last copy cut short), generated while writing, in writes of about
+//!      64 KiB: a 1 GB line never exists in the server's memory;
+//!    - `{"hex": "1f8b08..."}`: raw bytes (binary garbage, gzip data, invalid
+//!      UTF-8); ASCII whitespace between the digits is ignored.
+//!
+//!    With a `repeat` piece, `split`/`split_random` are refused. The `sse`
+//!    shape takes any `status` and `headers`, so an oversized or binary
+//!    *error* body is `{"status": 500, "sse": [{"repeat": "x", "bytes": N}],
+//!    "headers": {"content-type": "application/json"}}` (chunked framing).
 //! 5. **Raw bytes**: `"bytes_b64": "<base64>"` or `"bytes_b64": ["<base64>", ...]`,
 //!    each piece decoded and sent verbatim as one write (binary bodies such as
 //!    AWS eventstream frames), with `Content-Type: application/octet-stream`
@@ -82,7 +94,25 @@
 //!   writing for `stall_ms` (default 60 s) or until the client disconnects,
 //!   then continue. With n >= the body length the stall happens just before
 //!   the terminating chunk.
+//! - `"head_stall_ms": ms`: before the status line, wait `ms` or until the
+//!   client disconnects (a server that accepted the request and says
+//!   nothing).
+//!
+//! # Fault recipes
+//!
+//! | Fault | Reply |
+//! |---|---|
+//! | stall before the headers | `"head_stall_ms": 60000` |
+//! | stall right after the headers | `"stall_after_bytes": 0` |
+//! | stall mid-body | `"stall_after_bytes": n` |
+//! | stall after the terminal event | `"stall_after_bytes"` >= the body length (the stall comes before the terminating chunk) |
+//! | error status whose body stalls | `{"status": 500, "body": "...", "stall_after_bytes": 5}` |
+//! | hostile headers | `"headers": {"retry-after": "inf"}` (any value without CR/LF) |
+//! | a line / error body too large | a `repeat` piece of `sse` |
+//! | gzip or binary body | a `hex` piece of `sse`, plus e.g. `"headers": {"content-encoding": "gzip"}` |
+//! | redirect to another origin | start a second `MockServer` (another port is another origin) and push [`reply::redirect`]`(307, <its URL>)` to the first; the second records the headers that arrived |
 
+mod body;
 mod http;
 mod raw_bytes;
 pub mod reply;

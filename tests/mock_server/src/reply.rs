@@ -48,3 +48,10 @@ pub fn reasoning_then_text(reasoning: impl Into<String>, text: impl Into<String>
 pub fn http_error(status: u16, body: Value) -> Value {
     json!({ "status": status, "body": body })
 }
+
+/// A redirect: `status` (301, 302, 303, 307 or 308) with `Location: location` and an empty
+/// body. Point `location` at a second [`MockServer`](crate::MockServer) to redirect to another
+/// origin and see which headers followed.
+pub fn redirect(status: u16, location: impl Into<String>) -> Value {
+    json!({ "status": status, "body": "", "headers": { "location": location.into() } })
+}

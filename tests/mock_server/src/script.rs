@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use crate::body::{Piece, parse_piece};
 use crate::http::{self, Framing, Shaping};
 
 /// Every key a reply may carry (besides `_comment`-style keys).
@@ -29,6 +30,7 @@ const KNOWN_KEYS: &[&str] = &[
     "drop_after_bytes",
     "stall_after_bytes",
     "stall_ms",
+    "head_stall_ms",
 ];
 
 /// Keys that only make sense for a generated completion stream.
@@ -67,7 +69,7 @@ pub(crate) struct Plan {
     pub(crate) status: u16,
     /// All headers, framing included, in wire order.
     pub(crate) headers: Vec<(String, String)>,
-    pub(crate) pieces: Vec<Vec<u8>>,
+    pub(crate) pieces: Vec<Piece>,
     pub(crate) framing: Framing,
     pub(crate) shaping: Shaping,
 }
@@ -166,6 +168,7 @@ fn parse_shaping(obj: &Map<String, Value>) -> Result<Shaping, String> {
         drop_after_bytes: get_usize(obj, "drop_after_bytes")?,
         stall_after_bytes: get_usize(obj, "stall_after_bytes")?,
         stall_ms: get_u64(obj, "stall_ms")?,
+        head_stall_ms: get_u64(obj, "head_stall_ms")?,
     })
 }
 
@@ -227,7 +230,7 @@ fn fixed(status: u16, body: Vec<u8>, extra: Vec<(String, String)>, shaping: Shap
     Plan {
         status,
         headers,
-        pieces: http::pieces(vec![body], &shaping),
+        pieces: http::pieces(vec![Piece::Bytes(body)], &shaping),
         framing: Framing::Length,
         shaping,
     }
@@ -235,7 +238,7 @@ fn fixed(status: u16, body: Vec<u8>, extra: Vec<(String, String)>, shaping: Shap
 
 fn streamed(
     status: u16,
-    events: Vec<Vec<u8>>,
+    events: Vec<Piece>,
     extra: Vec<(String, String)>,
     shaping: Shaping,
 ) -> Plan {
@@ -245,7 +248,7 @@ fn streamed(
 fn streamed_as(
     content_type: &str,
     status: u16,
-    events: Vec<Vec<u8>>,
+    events: Vec<Piece>,
     extra: Vec<(String, String)>,
     shaping: Shaping,
 ) -> Plan {
@@ -330,7 +333,10 @@ pub(crate) fn plan(reply: &Value, ctx: &Ctx<'_>) -> Result<Plan, String> {
         if let Some(k) = generated_present.first() {
             return Err(format!("`bytes_b64` cannot be combined with `{k}`"));
         }
-        let pieces = crate::raw_bytes::decode_pieces(&obj["bytes_b64"])?;
+        let pieces = crate::raw_bytes::decode_pieces(&obj["bytes_b64"])?
+            .into_iter()
+            .map(Piece::Bytes)
+            .collect();
         return Ok(streamed_as(
             crate::raw_bytes::DEFAULT_CONTENT_TYPE,
             status.unwrap_or(200),
@@ -347,21 +353,20 @@ pub(crate) fn plan(reply: &Value, ctx: &Ctx<'_>) -> Result<Plan, String> {
         if let Some(k) = generated_present.first() {
             return Err(format!("`sse` cannot be combined with `{k}`"));
         }
-        let events = match &obj["sse"] {
-            Value::String(s) => vec![s.as_bytes().to_vec()],
-            Value::Array(items) => items
-                .iter()
-                .map(|item| match item {
-                    Value::String(s) => Ok(s.as_bytes().to_vec()),
-                    other => Err(format!("`sse` array elements must be strings, got {other}")),
-                })
-                .collect::<Result<_, _>>()?,
+        let events: Vec<Piece> = match &obj["sse"] {
+            Value::String(s) => vec![Piece::Bytes(s.as_bytes().to_vec())],
+            Value::Array(items) => items.iter().map(parse_piece).collect::<Result<_, _>>()?,
             other => {
                 return Err(format!(
-                    "`sse` must be a string or array of strings, got {other}"
+                    "`sse` must be a string or array of strings and pieces, got {other}"
                 ));
             }
         };
+        if events.iter().any(Piece::is_generated)
+            && (shaping.split.is_some() || shaping.split_random.is_some())
+        {
+            return Err("`split`/`split_random` cannot re-cut generated (`repeat`) pieces".into());
+        }
         return Ok(streamed(status.unwrap_or(200), events, headers, shaping));
     }
 
@@ -375,15 +380,15 @@ pub(crate) fn plan(reply: &Value, ctx: &Ctx<'_>) -> Result<Plan, String> {
         let Value::Array(items) = &obj["chunks"] else {
             return Err("`chunks` must be an array".into());
         };
-        let mut events: Vec<Vec<u8>> = items
+        let mut events: Vec<Piece> = items
             .iter()
             .map(|item| match item {
-                Value::String(s) => event(s),
-                other => event(&other.to_string()),
+                Value::String(s) => Piece::Bytes(event(s)),
+                other => Piece::Bytes(event(&other.to_string())),
             })
             .collect();
         if get_bool(obj, "done")?.unwrap_or(true) {
-            events.push(event("[DONE]"));
+            events.push(Piece::Bytes(event("[DONE]")));
         }
         return Ok(streamed(status.unwrap_or(200), events, headers, shaping));
     }
@@ -412,7 +417,7 @@ pub(crate) fn plan(reply: &Value, ctx: &Ctx<'_>) -> Result<Plan, String> {
         return Ok(fixed(status, body, headers, shaping));
     }
 
-    let events = generate(obj, ctx)?;
+    let events = generate(obj, ctx)?.into_iter().map(Piece::Bytes).collect();
     Ok(streamed(status.unwrap_or(200), events, headers, shaping))
 }
 

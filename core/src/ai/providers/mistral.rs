@@ -8,7 +8,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Map, Value, json};
 
 use super::http;
-use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -47,12 +47,12 @@ impl ApiProvider for MistralProvider {
             .api_key
             .clone()
             .filter(|key| !key.is_empty())
-            .or_else(|| get_env_api_key(&model.provider));
+            .or_else(|| get_env_api_key_for_url(&model.provider, &model.base_url));
         if api_key.is_none() && !http::is_loopback(&model.base_url) {
             return AssistantMessageEventStream::failed(
                 model,
                 StopReason::Error,
-                missing_key_message(&model.provider),
+                missing_key_message_for_url(&model.provider, &model.base_url),
             );
         }
         let mut body = build_body(model, context, options);
@@ -381,7 +381,25 @@ enum Open {
 struct State {
     current: Option<Open>,
     tools: Vec<(String, usize)>,
+    /// A finish reason arrived: the answer is complete.
     finished: bool,
+    /// `data: [DONE]` arrived: the stream is over.
+    done: bool,
+}
+
+/// The provider's message of an error sent inside the stream (`{"object":"error",
+/// "message":..}` or `{"error":..}`), if `chunk` is one.
+fn stream_error(chunk: &Value) -> Option<String> {
+    let error = chunk.get("error").filter(|error| !error.is_null());
+    if error.is_none() && chunk.get("object").and_then(Value::as_str) != Some("error") {
+        return None;
+    }
+    let message = error
+        .and_then(|error| error.get("message").or(Some(error)))
+        .and_then(Value::as_str)
+        .or_else(|| chunk.get("message").and_then(Value::as_str))
+        .map_or_else(|| chunk.to_string(), str::to_owned);
+    Some(message)
 }
 
 impl State {
@@ -431,11 +449,14 @@ impl State {
         model: &Model,
     ) -> Result<(), String> {
         if data.trim() == "[DONE]" {
-            self.finished = true;
+            self.done = true;
             return Ok(());
         }
         let chunk: Value = serde_json::from_str(data)
             .map_err(|error| format!("Malformed chunk from provider ({error})"))?;
+        if let Some(message) = stream_error(&chunk) {
+            return Err(message);
+        }
         if writer.message().response_id.is_none()
             && let Some(id) = chunk.get("id").and_then(Value::as_str)
         {
@@ -527,25 +548,39 @@ async fn run(writer: &mut StreamWriter, model: &Model, request: Request) -> Resu
         }
         builder.body(request.body.clone())
     };
-    let mut retries = Vec::new();
-    let sent = http::send_with_retries(build, &request.options, model, &mut retries).await;
-    if !retries.is_empty() {
-        writer.message_mut().diagnostics = Some(retries);
-    }
-    let response = sent?;
+    let response = http::send(writer, build, &request.options, model).await?;
     writer.start().await;
+    read_stream(
+        writer,
+        model,
+        http::SseEvents::new(response, &request.options),
+    )
+    .await
+}
+
+/// Reads a response body to its end (fuzzing feeds bytes here, without a network).
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    mut events: http::SseEvents,
+) -> Result<(), String> {
     let mut state = State::default();
-    let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
     let read = loop {
-        match events.next().await {
-            Ok(Some(event)) => {
-                state.handle(&event.data, writer, model).await?;
-                if writer.is_closed() {
-                    break Ok(());
-                }
-            }
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
             Ok(None) => break Ok(()),
+            // A finish reason makes the answer complete: a stall or a cut before `[DONE]`
+            // takes nothing from it.
+            Err(_) if state.finished => break Ok(()),
             Err(error) => break Err(error),
+        };
+        let finished_before = state.finished;
+        state.handle(&event.data, writer, model).await?;
+        if state.done || writer.is_closed() {
+            break Ok(());
+        }
+        if state.finished && !finished_before {
+            events.expect_end();
         }
     };
     // As pi, the blocks are ended when the stream ends, however it ends: the current block,
@@ -555,11 +590,10 @@ async fn run(writer: &mut StreamWriter, model: &Model, request: Request) -> Resu
         writer.tool_call_end(index).await;
     }
     read?;
-    if !state.finished && !writer.is_closed() {
-        return Err(
-            "Connection error: the provider closed the stream before the response was complete"
-                .to_owned(),
-        );
+    if !state.finished && !state.done && !writer.is_closed() {
+        return Err(events.incomplete(
+            "Connection error: the provider closed the stream before the response was complete",
+        ));
     }
     Ok(())
 }

@@ -3,10 +3,11 @@
 //!
 //! Adding a built-in provider: a module with the request mapping, the response mapping, and an
 //! [`ApiProvider`] implementation that sends the request with the shared `http` plumbing
-//! (retries, timeouts, redirects, caps), reads the body with its `SseEvents` (or another
-//! `FrameDecoder` in `BodyFrames`), and drives a [`StreamWriter`](super::StreamWriter); then
-//! add it to `builtins` and replay wire fixtures through the mock server in `core/tests/`. A
-//! program can add its own provider the same way with
+//! (retries, redirects, timeouts, caps, redaction), reads the body with its `SseEvents` (or
+//! another `FrameDecoder` in `BodyFrames`) in a `read_stream` function that stops at the
+//! protocol's end, and drives a [`StreamWriter`](super::StreamWriter); then
+//! add it to `builtins` and replay wire fixtures through the mock server in `core/tests/`, add the API to the `reliability_*` tests' list, and give `read_stream` a fuzz
+//! target (`fuzz/`). A program can add its own provider the same way with
 //! [`register_api_provider`](super::register_api_provider).
 
 use std::sync::Arc;

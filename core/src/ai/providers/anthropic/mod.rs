@@ -16,7 +16,7 @@ use self::compat::Compat;
 use self::request::{BodyInputs, supports_adaptive_thinking};
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use super::http;
-use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -70,9 +70,9 @@ impl ApiProvider for AnthropicProvider {
             .api_key
             .clone()
             .filter(|key| !key.is_empty())
-            .or_else(|| get_env_api_key(&model.provider));
+            .or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
         if key.is_none() && !auth::is_loopback(&base_url) {
-            return failed(missing_key_message(&model.provider));
+            return failed(missing_key_message_for_url(&model.provider, &base_url));
         }
         let mode = AuthMode::detect(&model.provider, key.as_ref());
         let oauth = mode == AuthMode::OAuth;
@@ -156,29 +156,50 @@ async fn run(
         }
         builder.body(request.body.clone())
     };
-    let mut retries = Vec::new();
-    let sent = http::send_with_retries(build, &request.options, model, &mut retries).await;
-    if !retries.is_empty() {
-        writer.message_mut().diagnostics = Some(retries);
-    }
-    let response = sent?;
+    let response = http::send(writer, build, &request.options, model).await?;
     writer.start().await;
+    let events = http::SseEvents::new(response, &request.options);
+    read_stream(writer, model, events, request.oauth_tool_names).await
+}
 
-    let mut state = match request.oauth_tool_names {
+/// Reads a response body to its end (fuzzing feeds bytes here, without a network).
+/// `oauth_tool_names` are the caller's tool names when Claude Code's casing must be mapped back.
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    mut events: http::SseEvents,
+    oauth_tool_names: Option<Vec<String>>,
+) -> Result<(), String> {
+    let mut state = match oauth_tool_names {
         Some(names) => EventState::with_oauth_tool_names(names),
         None => EventState::default(),
     };
-    let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
-    while let Some(event) = events.next().await? {
+    loop {
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            // The stop reason makes the answer complete: a stall or a cut before
+            // `message_stop` takes nothing from it.
+            Err(_) if state.complete => break,
+            Err(error) => return Err(error),
+        };
+        let complete_before = state.complete;
         state
             .handle(event.event.as_deref(), &event.data, writer, model)
             .await?;
         if state.stopped || writer.is_closed() {
             break;
         }
+        if state.complete && !complete_before {
+            events.expect_end();
+        }
     }
     if !state.stopped && !writer.is_closed() {
-        return Err(ENDED_BEFORE_MESSAGE_STOP.to_owned());
+        if state.complete {
+            state.close_open(writer).await;
+            return Ok(());
+        }
+        return Err(events.incomplete(ENDED_BEFORE_MESSAGE_STOP));
     }
     Ok(())
 }

@@ -64,6 +64,9 @@ pub(super) struct EventState {
     oauth_tool_names: Option<Vec<String>>,
     /// `message_stop` arrived.
     pub(super) stopped: bool,
+    /// A `message_delta` with the stop reason arrived: the answer is complete, only
+    /// `message_stop` may follow.
+    pub(super) complete: bool,
 }
 
 /// Parses one event's JSON. Like pi's `parseJsonWithRepair`, raw control characters inside
@@ -168,17 +171,26 @@ impl EventState {
                     close(block, writer).await;
                 }
             }
-            "message_delta" => message_delta(&event, writer, model),
+            "message_delta" => {
+                self.complete |= event
+                    .pointer("/delta/stop_reason")
+                    .is_some_and(Value::is_string);
+                message_delta(&event, writer, model);
+            }
             "message_stop" => {
                 self.stopped = true;
-                // Blocks the server never closed are complete once the message is.
-                for (_, block) in std::mem::take(&mut self.open) {
-                    close(block, writer).await;
-                }
+                self.close_open(writer).await;
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Closes the blocks the server never closed: they are complete once the message is.
+    pub(super) async fn close_open(&mut self, writer: &mut StreamWriter) {
+        for (_, block) in std::mem::take(&mut self.open) {
+            close(block, writer).await;
+        }
     }
 
     fn message_start(&mut self, event: &Value, writer: &mut StreamWriter, model: &Model) {

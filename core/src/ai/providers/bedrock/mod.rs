@@ -220,19 +220,14 @@ async fn run(
         }
         builder.body(request.body.clone())
     };
-    let mut retries = Vec::new();
-    let sent = http::send_with_retries_formatted(
+    let response = http::send_formatted(
+        writer,
         build,
         &request.options,
         model,
-        &mut retries,
         response::format_http_error,
     )
-    .await;
-    if !retries.is_empty() {
-        writer.message_mut().diagnostics = Some(retries);
-    }
-    let response = sent?;
+    .await?;
     let is_json = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
@@ -240,7 +235,7 @@ async fn run(
         .is_some_and(|value| value.starts_with("application/json"));
     if is_json {
         // A proxy answering 200 with a JSON error instead of an event stream.
-        let body = response.text().await.unwrap_or_default();
+        let body = http::error_body_text(response, &request.options).await;
         return Err(format!(
             "Bedrock answered with JSON instead of an event stream: {}",
             http::error_body_message(&body)
@@ -248,11 +243,8 @@ async fn run(
     }
 
     let mut state = EventState::default();
-    let mut frames = http::BodyFrames::with_decoder(
-        response,
-        EventStreamDecoder::new(),
-        request.options.idle_timeout_ms,
-    );
+    let mut frames =
+        http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), &request.options);
     while let Some(frame) = frames.next().await? {
         state.handle(&frame, writer, model).await?;
         if writer.is_closed() {

@@ -31,7 +31,7 @@ use reqwest::header::CONTENT_TYPE;
 
 use self::response::ChunkState;
 use super::http;
-use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -104,16 +104,16 @@ impl ApiProvider for GoogleProvider {
         let headers_authenticate = headers.iter().any(|(name, _)| {
             name.eq_ignore_ascii_case(API_KEY_HEADER) || name.eq_ignore_ascii_case("authorization")
         });
-        let api_key = options
-            .api_key
-            .clone()
-            .filter(|key| !key.is_empty())
-            .or_else(|| get_env_api_key(&model.provider));
         let base_url = if model.base_url.is_empty() {
             DEFAULT_BASE_URL
         } else {
             &model.base_url
         };
+        let api_key = options
+            .api_key
+            .clone()
+            .filter(|key| !key.is_empty())
+            .or_else(|| get_env_api_key_for_url(&model.provider, base_url));
         if api_key.is_none() && !headers_authenticate && !http::is_loopback(base_url) {
             let reason = if options.is_aborted() {
                 StopReason::Aborted
@@ -123,7 +123,7 @@ impl ApiProvider for GoogleProvider {
             return AssistantMessageEventStream::failed(
                 model,
                 reason,
-                missing_key_message(&model.provider),
+                missing_key_message_for_url(&model.provider, base_url),
             );
         }
         let mut body = request::build_body(model, context, options);
@@ -172,16 +172,25 @@ async fn run(
         }
         builder.body(request.body.clone())
     };
-    let mut retries = Vec::new();
-    let sent = http::send_with_retries(build, &request.options, model, &mut retries).await;
-    if !retries.is_empty() {
-        writer.message_mut().diagnostics = Some(retries);
-    }
-    let response = sent?;
+    let response = http::send(writer, build, &request.options, model).await?;
     writer.start().await;
+    read_stream(
+        writer,
+        model,
+        http::SseEvents::new(response, &request.options),
+    )
+    .await
+}
 
+/// Reads a response body to its end (fuzzing feeds bytes here, without a network). The chunk
+/// with the finish reason is Gemini's last: reading stops there (after the events already
+/// received), so a server that then stalls cannot hold a complete answer.
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    mut events: http::SseEvents,
+) -> Result<(), String> {
     let mut state = ChunkState::default();
-    let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
     loop {
         let event = match events.next().await {
             Ok(Some(event)) => event,
@@ -197,10 +206,16 @@ async fn run(
         if writer.is_closed() {
             break;
         }
+        if state.finished {
+            while let Some(event) = events.next_buffered() {
+                state.handle(&event.data, writer, model).await?;
+            }
+            break;
+        }
     }
     state.close_block(writer).await;
     if !state.finished && !writer.is_closed() {
-        return Err(INCOMPLETE_RESPONSE.to_owned());
+        return Err(events.incomplete(INCOMPLETE_RESPONSE));
     }
     Ok(())
 }

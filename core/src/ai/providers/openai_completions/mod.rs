@@ -11,7 +11,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use self::compat::Compat;
 use self::response::ChunkState;
 use super::http;
-use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -56,7 +56,7 @@ impl ApiProvider for OpenAICompletionsProvider {
             .api_key
             .clone()
             .filter(|key| !key.is_empty())
-            .or_else(|| get_env_api_key(&model.provider));
+            .or_else(|| get_env_api_key_for_url(&model.provider, &model.base_url));
         if api_key.is_none() && !http::is_loopback(&model.base_url) {
             let reason = if options.is_aborted() {
                 StopReason::Aborted
@@ -66,7 +66,7 @@ impl ApiProvider for OpenAICompletionsProvider {
             return AssistantMessageEventStream::failed(
                 model,
                 reason,
-                missing_key_message(&model.provider),
+                missing_key_message_for_url(&model.provider, &model.base_url),
             );
         }
         let compat = Compat::for_model(model);
@@ -129,22 +129,32 @@ async fn run(
         }
         builder.body(request.body.clone())
     };
-    let mut retries = Vec::new();
-    let sent = http::send_with_retries(build, &request.options, model, &mut retries).await;
-    if !retries.is_empty() {
-        writer.message_mut().diagnostics = Some(retries);
-    }
-    let response = sent?;
+    let response = http::send(writer, build, &request.options, model).await?;
     writer.start().await;
     // As pi: blocks stay open until the end of the stream, and an abort ends them first.
     writer.end_blocks_on_abort();
+    read_stream(
+        writer,
+        model,
+        http::SseEvents::new(response, &request.options),
+    )
+    .await
+}
 
+/// Reads a response body to its end (fuzzing feeds bytes here, without a network).
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    mut events: http::SseEvents,
+) -> Result<(), String> {
     let mut state = ChunkState::default();
-    let mut events = http::SseEvents::new(response, request.options.idle_timeout_ms);
     loop {
         let event = match events.next().await {
             Ok(Some(event)) => event,
             Ok(None) => break,
+            // A finish reason makes the answer complete: a stall or a cut before `[DONE]` (or
+            // before a usage chunk) takes nothing from it.
+            Err(_) if state.finish_seen => break,
             Err(error) => {
                 // As pi (whose SDK ends the iteration quietly): the open blocks are ended
                 // before the stream ends; unlike pi, a dropped body is an error.
@@ -152,14 +162,18 @@ async fn run(
                 return Err(error);
             }
         };
+        let finished_before = state.finish_seen;
         state.handle(&event.data, writer, model).await?;
         if state.done_seen || writer.is_closed() {
             break;
         }
+        if state.finish_seen && !finished_before {
+            events.expect_end();
+        }
     }
     writer.end_open_blocks().await;
     if !state.done_seen && !state.finish_seen && !writer.is_closed() {
-        return Err(INCOMPLETE_RESPONSE.to_owned());
+        return Err(events.incomplete(INCOMPLETE_RESPONSE));
     }
     Ok(())
 }

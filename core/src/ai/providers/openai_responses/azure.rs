@@ -16,7 +16,7 @@ use reqwest::Url;
 use super::request::{self, BodySettings};
 use super::response::Pricing;
 use super::{Headers, PreparedRequest, launch, resolve_api_key};
-use crate::ai::env_keys::{env_key_names, missing_key_message};
+use crate::ai::env_keys::{env_key_names, missing_key_message_for_url};
 use crate::ai::event_stream::AssistantMessageEventStream;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -134,15 +134,14 @@ impl AzureOpenAIResponsesProvider {
         options: &StreamOptions,
     ) -> Result<PreparedRequest, String> {
         let base_url = Self::resolve_base_url(model, options)?;
-        let api_key = resolve_api_key(model, options, Some(API_KEY_ENV));
+        let api_key = resolve_api_key(model, options, Some(API_KEY_ENV), &base_url);
         if api_key.is_none() && !is_loopback(&base_url) {
             return Err(if env_key_names(&model.provider).is_empty() {
-                format!(
-                    "No API key for provider: {}. Set {API_KEY_ENV} or pass an API key.",
-                    model.provider
-                )
+                // The fallback variable is Azure's, whatever the provider is called.
+                let message = missing_key_message_for_url(API, &base_url);
+                message.replacen(API, &model.provider, 1)
             } else {
-                missing_key_message(&model.provider)
+                missing_key_message_for_url(&model.provider, &base_url)
             });
         }
         let deployment = Self::resolve_deployment(model, options);

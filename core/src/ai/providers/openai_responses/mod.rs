@@ -21,7 +21,7 @@ use self::compat::Compat;
 use self::request::BodySettings;
 use self::response::{Pricing, ResponseState};
 use super::http;
-use crate::ai::env_keys::{get_env_api_key, missing_key_message};
+use crate::ai::env_keys::{env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
@@ -79,10 +79,10 @@ impl OpenAIResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> Result<PreparedRequest, String> {
-        let api_key = resolve_api_key(model, options, None);
         let base_url = resolve_placeholders(model)?;
+        let api_key = resolve_api_key(model, options, None, &base_url);
         if api_key.is_none() && !http::is_loopback(&base_url) {
-            return Err(missing_key_message(&model.provider));
+            return Err(missing_key_message_for_url(&model.provider, &base_url));
         }
         let compat = Compat::for_model(model);
         let retention = CacheRetention::resolve(options.cache_retention);
@@ -205,19 +205,22 @@ fn resolve_placeholders(model: &Model) -> Result<String, String> {
 }
 
 /// The first non-empty key among the request's, the provider's environment variables, and
-/// `fallback_env` (a variable read whatever the provider id is).
+/// `fallback_env` (an Azure variable read whatever the provider id is). Environment keys are
+/// only those that may be sent to `base_url` (see [`crate::ai::env_keys`]).
 fn resolve_api_key(
     model: &Model,
     options: &StreamOptions,
     fallback_env: Option<&str>,
+    base_url: &str,
 ) -> Option<ApiKey> {
     options
         .api_key
         .clone()
         .filter(|key| !key.is_empty())
-        .or_else(|| get_env_api_key(&model.provider))
+        .or_else(|| get_env_api_key_for_url(&model.provider, base_url))
         .or_else(|| {
             fallback_env
+                .filter(|_| env_key_allowed(azure::API, base_url))
                 .and_then(|name| std::env::var(name).ok())
                 .filter(|value| !value.is_empty())
                 .map(ApiKey::new)
@@ -283,16 +286,20 @@ async fn run(
         }
         builder.body(body.clone())
     };
-    let mut retries = Vec::new();
-    let sent = http::send_with_retries(build, options, model, &mut retries).await;
-    if !retries.is_empty() {
-        writer.message_mut().diagnostics = Some(retries);
-    }
-    let response = sent?;
+    let response = http::send(writer, build, options, model).await?;
     writer.start().await;
+    let events = http::SseEvents::new(response, options);
+    read_stream(writer, model, events, request.pricing).await
+}
 
-    let mut state = ResponseState::new(request.pricing);
-    let mut events = http::SseEvents::new(response, options.idle_timeout_ms);
+/// Reads a response body to its end (fuzzing feeds bytes here, without a network).
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    mut events: http::SseEvents,
+    pricing: Pricing,
+) -> Result<(), String> {
+    let mut state = ResponseState::new(pricing);
     while let Some(event) = events.next().await? {
         state.handle(&event, writer, model).await?;
         if state.finished || writer.is_closed() {
@@ -300,7 +307,7 @@ async fn run(
         }
     }
     if !state.finished && !writer.is_closed() {
-        return Err(INCOMPLETE_RESPONSE.to_owned());
+        return Err(events.incomplete(INCOMPLETE_RESPONSE));
     }
     Ok(())
 }

@@ -1,0 +1,121 @@
+//! Following redirects by hand, so that credentials never leave their origin.
+//!
+//! reqwest's own policy drops only `Authorization` and cookies on a change of host, so a 307 to
+//! another host would carry Anthropic's `x-api-key` or Google's `x-goog-api-key` along. The
+//! shared client follows no redirect; [`execute`] does, dropping every credential header when
+//! the scheme, host or port changes.
+
+use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, LOCATION};
+use reqwest::{Method, StatusCode};
+
+use super::{client, transport_error_message};
+use crate::ai::redact::is_credential_header;
+
+/// Redirects followed before giving up (as browsers and reqwest).
+pub(crate) const MAX_REDIRECTS: usize = 10;
+
+/// Why no response came.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// Worth another attempt: the connection failed or was cut.
+    Transient(String),
+    /// Not worth another attempt: a redirect loop.
+    Final(String),
+}
+
+impl Failure {
+    /// The message.
+    pub(crate) fn into_message(self) -> String {
+        match self {
+            Failure::Transient(message) | Failure::Final(message) => message,
+        }
+    }
+}
+
+/// Sends `request`, following up to [`MAX_REDIRECTS`] redirects. A response without a usable
+/// `Location` is returned as it is (its status then reads as an error).
+pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Response, Failure> {
+    for _ in 0..=MAX_REDIRECTS {
+        // The body is in memory, so the request can be sent again.
+        let again = request.try_clone();
+        let from = request.url().clone();
+        let response = client()
+            .execute(request)
+            .await
+            .map_err(|error| Failure::Transient(transport_error_message(&error)))?;
+        let status = response.status();
+        let target = response
+            .headers()
+            .get(LOCATION)
+            .and_then(|location| location.to_str().ok())
+            .and_then(|location| from.join(location).ok())
+            .filter(|target| matches!(target.scheme(), "http" | "https"));
+        let (Some(mut next), Some(target), true) = (again, target, is_redirect(status)) else {
+            return Ok(response);
+        };
+        if target.origin() != from.origin() {
+            strip_credentials(next.headers_mut());
+        }
+        if matches!(
+            status,
+            StatusCode::SEE_OTHER | StatusCode::MOVED_PERMANENTLY | StatusCode::FOUND
+        ) && next.method() == Method::POST
+        {
+            // What fetch and reqwest do: the method becomes GET and the body goes.
+            *next.method_mut() = Method::GET;
+            *next.body_mut() = None;
+            next.headers_mut().remove(CONTENT_TYPE);
+            next.headers_mut().remove(CONTENT_LENGTH);
+        }
+        *next.url_mut() = target;
+        request = next;
+    }
+    Err(Failure::Final(format!(
+        "Too many redirects: more than {MAX_REDIRECTS} in a row"
+    )))
+}
+
+fn is_redirect(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
+}
+
+/// Removes every header that carries a credential.
+fn strip_credentials(headers: &mut HeaderMap) {
+    let names: Vec<_> = headers
+        .keys()
+        .filter(|name| is_credential_header(name.as_str()))
+        .cloned()
+        .collect();
+    for name in names {
+        headers.remove(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_are_stripped_and_the_rest_kept() {
+        let mut headers = HeaderMap::new();
+        for (name, value) in [
+            ("authorization", "Bearer a"),
+            ("x-api-key", "b"),
+            ("x-goog-api-key", "c"),
+            ("api-key", "d"),
+            ("cf-aig-authorization", "e"),
+            ("cookie", "f=g"),
+            ("content-type", "application/json"),
+            ("anthropic-version", "2023-06-01"),
+        ] {
+            headers.insert(
+                reqwest::header::HeaderName::from_static(name),
+                value.parse().unwrap(),
+            );
+        }
+        strip_credentials(&mut headers);
+        let mut left: Vec<&str> = headers.keys().map(|name| name.as_str()).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["anthropic-version", "content-type"]);
+    }
+}
