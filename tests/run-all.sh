@@ -48,7 +48,7 @@ step "rust example"
 cargo run -q -p pi-agent-examples --example agent
 
 step "python package"
-"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest
+"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic
 rm -rf "$CARGO_TARGET_DIR/wheels-ci"
 "$PYTHON" -m maturin build -q --profile dev --manifest-path python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels-ci"
 "$PYTHON" -m pip install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels-ci/*.whl
@@ -59,6 +59,9 @@ PI_MOCK_SERVER="$CARGO_TARGET_DIR/debug/pi-mock-server" "$PYTHON" -m pytest -q t
 
 step "python example"
 "$PYTHON" examples/python/agent.py
+
+step "fuzz smoke (every decoder, a few seconds each)"
+bash tests/fuzz-smoke.sh
 
 echo
 echo "all tests passed"
