@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use pi_agent::ai::providers::faux::{
     FauxOptions, FauxProvider, FauxResponse, NO_MORE_RESPONSES, faux_assistant_message,
     faux_error_message, faux_text, faux_thinking, faux_tool_call, faux_tool_call_with_id,
@@ -279,4 +279,78 @@ async fn stream_simple_caps_tokens_and_clamps_reasoning() {
         "a non-reasoning model gets no level"
     );
     ai::unregister_api_provider("options-probe");
+}
+
+/// pi's usage estimate and prompt-cache simulation, with the numbers pi 0.73.1 itself gives for
+/// this conversation (recorded with `registerFauxProvider` on Node): UTF-16 lengths, the
+/// session's previous prompt as the cache, none without a session.
+#[tokio::test]
+async fn usage_estimate_and_prompt_cache_match_pi() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text(
+        "Hi there, ünïcödé 🌍!",
+    )]));
+    faux.push(faux_assistant_message(vec![faux_text("Second answer.")]));
+    faux.push(faux_assistant_message(vec![faux_text("x")]));
+    let model = faux.model();
+    let mut context: Context = serde_json::from_value(json!({
+        "systemPrompt": "Be brief.",
+        "messages": [{"role": "user", "content": "Hello 🌍", "timestamp": 1}],
+        "tools": [{"name": "calc", "description": "Calculates",
+                   "parameters": {"type": "object", "properties": {"e": {"type": "string"}}}}]
+    }))
+    .unwrap();
+    let session = StreamOptions {
+        session_id: Some("s1".into()),
+        ..StreamOptions::default()
+    };
+    let usage = |u: &pi_agent::ai::Usage| {
+        (
+            u.input,
+            u.output,
+            u.cache_read,
+            u.cache_write,
+            u.total_tokens,
+        )
+    };
+    let first = ai::complete(&model, &context, &session).await;
+    assert_eq!(usage(&first.usage), (38, 6, 0, 38, 82));
+    context.messages.push(first.into());
+    context.messages.push(
+        serde_json::from_value(json!({"role": "user", "content": [
+            {"type": "text", "text": "More"},
+            {"type": "image", "data": "AAAABBBB", "mimeType": "image/png"}], "timestamp": 2}))
+        .unwrap(),
+    );
+    let second = ai::complete(&model, &context, &session).await;
+    assert_eq!(usage(&second.usage), (45, 4, 9, 46, 104));
+    let third = ai::complete(&model, &context, &StreamOptions::default()).await;
+    assert_eq!(usage(&third.usage), (54, 1, 0, 0, 55));
+}
+
+/// An async factory builds the response from the request; its `Err` is an error event.
+#[tokio::test]
+async fn async_factories_build_responses_and_report_failures() {
+    let faux = FauxProvider::register();
+    faux.push(FauxResponse::AsyncFactory(Arc::new(
+        |context, _, call, _| {
+            async move {
+                tokio::task::yield_now().await;
+                Ok(faux_assistant_message(vec![faux_text(format!(
+                    "call {call} saw {} message(s)",
+                    context.messages.len()
+                ))]))
+            }
+            .boxed()
+        },
+    )));
+    faux.push(FauxResponse::AsyncFactory(Arc::new(|_, _, _, _| {
+        async { Err("factory failed".to_owned()) }.boxed()
+    })));
+    let model = faux.model();
+    let first = ai::complete(&model, &context(), &StreamOptions::default()).await;
+    assert_eq!(first.text(), "call 1 saw 1 message(s)");
+    let second = ai::complete(&model, &context(), &StreamOptions::default()).await;
+    assert_eq!(second.stop_reason, StopReason::Error);
+    assert_eq!(second.error_message.as_deref(), Some("factory failed"));
 }

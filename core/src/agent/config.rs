@@ -137,8 +137,9 @@ pub struct AfterToolCallResult {
     /// New content.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<Vec<UserContent>>,
-    /// New details.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// New details; a JSON `null` given explicitly replaces the details with `null` (absent
+    /// keeps them).
+    #[serde(deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     pub details: Option<Value>,
     /// New error flag.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -146,6 +147,11 @@ pub struct AfterToolCallResult {
     /// New terminate flag.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub terminate: Option<bool>,
+}
+
+/// A field that is present — even as `null` — is `Some`.
+fn present<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// Runs after a tool executed (not for calls that never ran: unknown tool, invalid arguments,
@@ -357,4 +363,32 @@ impl AgentLoopConfig {
 /// [`crate::ai::stream_simple`] as a [`StreamFn`].
 pub fn default_stream_fn() -> StreamFn {
     Arc::new(crate::ai::stream_simple)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_results_parse_pi_json_and_refuse_unknown_keys() {
+        let change: AfterToolCallResult =
+            serde_json::from_str(r#"{"details":null,"isError":true}"#).unwrap();
+        assert_eq!(change.details, Some(Value::Null));
+        assert_eq!(change.is_error, Some(true));
+        let change: AfterToolCallResult =
+            serde_json::from_str(r#"{"content":[{"type":"text","text":"x"}]}"#).unwrap();
+        assert_eq!(change.details, None);
+        let error = serde_json::from_str::<AfterToolCallResult>(r#"{"detail":1}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("unknown field `detail`"),
+            "{error}"
+        );
+        let decision: BeforeToolCallResult =
+            serde_json::from_str(r#"{"block":true,"reason":"no"}"#).unwrap();
+        assert!(decision.block);
+        let settings =
+            AgentSettings::from_json(r#"{"thinkingLevel":"off","toolTimeoutMs":5}"#).unwrap();
+        assert_eq!(settings.tool_timeout(), Some(Duration::from_millis(5)));
+        assert!(AgentSettings::from_json(r#"{"reasoning":"high"}"#).is_err());
+    }
 }

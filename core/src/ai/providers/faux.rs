@@ -6,18 +6,21 @@
 //! `start`, then per block `*_start`, `*_delta`…, `*_end`, then `done` (or `error` for a scripted
 //! error or aborted message). Text is cut into small deltas, optionally paced.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::FutureExt;
+use futures::future::BoxFuture;
+
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::{InputModality, Model};
-use crate::ai::options::StreamOptions;
+use crate::ai::options::{CacheRetention, StreamOptions};
 use crate::ai::registry::{ApiProvider, register_api_provider, unregister_api_provider};
 use crate::ai::types::{
-    AssistantContent, AssistantMessage, Context, StopReason, TextContent, ThinkingContent,
-    ToolCall, now_ms,
+    AssistantContent, AssistantMessage, Context, Message, StopReason, TextContent, ThinkingContent,
+    ToolCall, Usage, UserContent, UserMessageContent, now_ms,
 };
 
 /// Error text when a request finds no scripted response.
@@ -27,13 +30,30 @@ pub const NO_MORE_RESPONSES: &str = "No more faux responses queued";
 pub type FauxFactory =
     Arc<dyn Fn(&Context, &StreamOptions, usize, &Model) -> AssistantMessage + Send + Sync>;
 
+/// Builds a response from the request asynchronously (for bindings whose factories are host
+/// callbacks or coroutines): `Err(message)` ends the stream with that error, as pi's throwing
+/// factory does.
+pub type FauxAsyncFactory = Arc<
+    dyn Fn(
+            Context,
+            StreamOptions,
+            usize,
+            Model,
+        ) -> BoxFuture<'static, Result<AssistantMessage, String>>
+        + Send
+        + Sync,
+>;
+
 /// One scripted response.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum FauxResponse {
     /// Stream this message.
     Message(AssistantMessage),
     /// Build the message from the request, then stream it.
     Factory(FauxFactory),
+    /// Build the message from the request asynchronously, then stream it.
+    AsyncFactory(FauxAsyncFactory),
 }
 
 impl std::fmt::Debug for FauxResponse {
@@ -41,6 +61,7 @@ impl std::fmt::Debug for FauxResponse {
         match self {
             Self::Message(message) => f.debug_tuple("Message").field(message).finish(),
             Self::Factory(_) => f.write_str("Factory(..)"),
+            Self::AsyncFactory(_) => f.write_str("AsyncFactory(..)"),
         }
     }
 }
@@ -84,6 +105,8 @@ struct FauxState {
     responses: Mutex<VecDeque<FauxResponse>>,
     calls: AtomicUsize,
     options: FauxOptions,
+    /// The last prompt of each session, for pi's prompt-cache simulation.
+    prompt_cache: Mutex<HashMap<String, Vec<u16>>>,
 }
 
 /// A registered faux provider. Cloning shares the script.
@@ -133,6 +156,7 @@ impl FauxProvider {
             responses: Mutex::new(VecDeque::new()),
             calls: AtomicUsize::new(0),
             options,
+            prompt_cache: Mutex::new(HashMap::new()),
         });
         register_api_provider(Arc::new(FauxApi(Arc::clone(&state))));
         Self { state }
@@ -223,25 +247,53 @@ impl ApiProvider for FauxApi {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop_front();
-        let (writer, stream) = channel(model, options.signal.clone());
+        let (mut writer, stream) = channel(model, options.signal.clone());
         let scripted = match response {
-            None => Err(NO_MORE_RESPONSES.to_owned()),
-            Some(FauxResponse::Message(message)) => Ok(message),
-            Some(FauxResponse::Factory(factory)) => {
+            None => Scripted::Ready(Err(NO_MORE_RESPONSES.to_owned())),
+            Some(FauxResponse::Message(message)) => Scripted::Ready(Ok(message)),
+            Some(FauxResponse::Factory(factory)) => Scripted::Ready(
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     factory(context, options, call, model)
                 }))
-                .map_err(|panic| format!("faux response factory panicked: {}", panic_text(&*panic)))
-            }
+                .map_err(|panic| {
+                    format!("faux response factory panicked: {}", panic_text(&*panic))
+                }),
+            ),
+            Some(FauxResponse::AsyncFactory(factory)) => Scripted::Pending(factory(
+                context.clone(),
+                options.clone(),
+                call,
+                model.clone(),
+            )),
         };
-        let input_chars = serde_json::to_string(context).map_or(0, |s| s.chars().count());
-        let settings = self.0.options.clone();
+        let prompt = serialize_context(context);
+        let state = Arc::clone(&self.0);
+        let options = options.clone();
         let model = model.clone();
         // A panic in this task drops the writer, which the stream reports as an error event.
         tokio::spawn(async move {
+            let scripted = match scripted {
+                Scripted::Ready(result) => result,
+                Scripted::Pending(future) => std::panic::AssertUnwindSafe(future)
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|panic| {
+                        Err(format!(
+                            "faux response factory panicked: {}",
+                            panic_text(&*panic)
+                        ))
+                    }),
+            };
             match scripted {
-                Ok(message) => play(writer, message, &model, input_chars, &settings, call).await,
-                Err(error) => writer.fail(error).await,
+                Ok(message) => {
+                    let usage = state.usage_estimate(&message.content, &prompt, &options);
+                    play(writer, message, &model, usage, &state.options, call).await;
+                }
+                Err(error) => {
+                    // pi estimates the usage of the failure message too.
+                    writer.message_mut().usage = state.usage_estimate(&[], &prompt, &options);
+                    writer.fail(error).await;
+                }
             }
         });
         stream
@@ -308,15 +360,136 @@ async fn pace(writer: &StreamWriter, settings: &FauxOptions, chars: usize) -> bo
     !writer.is_aborted()
 }
 
-fn estimate_tokens(chars: usize) -> u64 {
-    chars.div_ceil(4) as u64
+/// A response that is ready, or a factory's future.
+enum Scripted {
+    Ready(Result<AssistantMessage, String>),
+    Pending(BoxFuture<'static, Result<AssistantMessage, String>>),
+}
+
+/// pi's `estimateTokens`: a quarter of the text's length in UTF-16 code units, rounded up.
+fn estimate_tokens(units: usize) -> u64 {
+    units.div_ceil(4) as u64
+}
+
+/// pi's `serializeContext`, as UTF-16 code units (JavaScript string indices), which the usage
+/// estimate and the prompt-cache simulation count in.
+fn serialize_context(context: &Context) -> Vec<u16> {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
+        parts.push(format!("system:{system}"));
+    }
+    for message in &context.messages {
+        let text = match message {
+            Message::User(user) => match &user.content {
+                UserMessageContent::Text(text) => text.clone(),
+                UserMessageContent::Blocks(blocks) => user_blocks_text(blocks),
+            },
+            Message::Assistant(assistant) => assistant_text(&assistant.content),
+            Message::ToolResult(result) => {
+                let mut lines = vec![result.tool_name.clone()];
+                lines.extend(
+                    result
+                        .content
+                        .iter()
+                        .map(|block| user_blocks_text(std::slice::from_ref(block))),
+                );
+                lines.join("\n")
+            }
+        };
+        parts.push(format!("{}:{text}", message.role()));
+    }
+    if let Some(tools) = context.tools.as_ref().filter(|tools| !tools.is_empty()) {
+        parts.push(format!(
+            "tools:{}",
+            serde_json::to_string(tools).unwrap_or_default()
+        ));
+    }
+    parts.join("\n\n").encode_utf16().collect()
+}
+
+fn user_blocks_text(blocks: &[UserContent]) -> String {
+    blocks
+        .iter()
+        .map(|block| match block {
+            UserContent::Text(text) => text.text.clone(),
+            UserContent::Image(image) => format!(
+                "[image:{}:{}]",
+                image.mime_type,
+                image.data.encode_utf16().count()
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn assistant_text(content: &[AssistantContent]) -> String {
+    content
+        .iter()
+        .map(|block| match block {
+            AssistantContent::Text(text) => text.text.clone(),
+            AssistantContent::Thinking(thinking) => thinking.thinking.clone(),
+            AssistantContent::ToolCall(call) => format!(
+                "{}:{}",
+                call.name,
+                serde_json::to_string(&call.arguments).unwrap_or_default()
+            ),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl FauxState {
+    /// pi's `withUsageEstimate`: input and output at four characters a token; with a session id
+    /// (and a retention other than none), the common prefix with the session's previous prompt
+    /// counts as cache reads and the rest as cache writes.
+    fn usage_estimate(
+        &self,
+        content: &[AssistantContent],
+        prompt: &[u16],
+        options: &StreamOptions,
+    ) -> Usage {
+        let prompt_tokens = estimate_tokens(prompt.len());
+        let output = estimate_tokens(assistant_text(content).encode_utf16().count());
+        let mut input = prompt_tokens;
+        let (mut cache_read, mut cache_write) = (0, 0);
+        if let Some(session) = options.session_id.as_deref()
+            && options.cache_retention != Some(CacheRetention::None)
+        {
+            let mut cache = self
+                .prompt_cache
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            match cache.get(session) {
+                Some(previous) => {
+                    let cached = previous
+                        .iter()
+                        .zip(prompt)
+                        .take_while(|(a, b)| a == b)
+                        .count();
+                    cache_read = estimate_tokens(cached);
+                    cache_write = estimate_tokens(prompt.len() - cached);
+                    input = prompt_tokens.saturating_sub(cache_read);
+                }
+                None => cache_write = prompt_tokens,
+            }
+            cache.insert(session.to_owned(), prompt.to_vec());
+        }
+        Usage {
+            input,
+            output,
+            cache_read,
+            cache_write,
+            total_tokens: input + output + cache_read + cache_write,
+            ..Usage::default()
+        }
+    }
 }
 
 async fn play(
     mut writer: StreamWriter,
     message: AssistantMessage,
     model: &Model,
-    input_chars: usize,
+    usage: Usage,
     settings: &FauxOptions,
     call: usize,
 ) {
@@ -329,7 +502,6 @@ async fn play(
         min: settings.token_size.0.max(1),
         max: settings.token_size.1.max(settings.token_size.0.max(1)),
     };
-    let mut output_chars = 0;
     for block in &message.content {
         match block {
             AssistantContent::Text(text) => {
@@ -338,7 +510,6 @@ async fn play(
                     if !pace(&writer, settings, piece.len()).await {
                         return writer.fail("Request was aborted").await;
                     }
-                    output_chars += piece.chars().count();
                     writer.text_delta(index, piece).await;
                 }
                 writer.message_mut().content[index] = AssistantContent::Text(text.clone());
@@ -350,7 +521,6 @@ async fn play(
                     if !pace(&writer, settings, piece.len()).await {
                         return writer.fail("Request was aborted").await;
                     }
-                    output_chars += piece.chars().count();
                     writer.thinking_delta(index, piece).await;
                 }
                 if let Some(block) = writer.thinking_block_mut(index) {
@@ -368,7 +538,6 @@ async fn play(
                     if !pace(&writer, settings, piece.len()).await {
                         return writer.fail("Request was aborted").await;
                     }
-                    output_chars += piece.chars().count();
                     writer.tool_call_delta(index, piece).await;
                 }
                 if let Some(block) = writer.tool_call_mut(index) {
@@ -384,9 +553,7 @@ async fn play(
     out.stop_reason = message.stop_reason;
     out.error_message.clone_from(&message.error_message);
     out.response_id.clone_from(&message.response_id);
-    out.usage.input = estimate_tokens(input_chars);
-    out.usage.output = estimate_tokens(output_chars);
-    out.usage.total_tokens = out.usage.input + out.usage.output;
+    out.usage = usage;
     model.calculate_cost(&mut out.usage);
     if message.stop_reason == StopReason::Aborted {
         // A scripted aborted message ends as an abort even though no token fired.
