@@ -403,3 +403,29 @@ async fn the_transcript_cannot_change_under_a_running_loop() {
     agent.reset().unwrap();
     assert!(agent.messages().is_empty());
 }
+
+#[tokio::test]
+async fn dropping_the_last_agent_handle_aborts_its_run() {
+    let mut options = AgentOptions::default();
+    stalled_model(&mut options);
+    let agent = Agent::new(options);
+    let mut run = agent.start(RunInput::text("hi")).unwrap();
+    while let Some(event) = run.next().await {
+        if event_role(&event) == Some("assistant") {
+            break;
+        }
+    }
+    // Keep reading the run (its events do not keep the agent alive), drop every handle.
+    drop(agent);
+    let rest: Vec<AgentEvent> = tokio::time::timeout(HANG_GUARD, run.collect())
+        .await
+        .expect("the run ends once the agent is gone");
+    let Some(AgentEvent::AgentEnd { messages }) = rest.last() else {
+        panic!("ends with agent_end")
+    };
+    let last = messages
+        .last()
+        .and_then(AgentMessage::as_assistant)
+        .unwrap();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+}

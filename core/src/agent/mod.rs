@@ -163,10 +163,25 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A stateful agent. Cheap to clone: clones share the agent (so one task can `abort` while
-/// another awaits `prompt`).
+/// another awaits `prompt`). When the last clone is dropped, an active run is aborted (its task
+/// holds the agent's state, not the agent).
 #[derive(Clone)]
 pub struct Agent {
     inner: Arc<Inner>,
+    _owner: Arc<Owner>,
+}
+
+/// Aborts the active run when the last [`Agent`] handle goes away.
+struct Owner(Weak<Inner>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.upgrade()
+            && let Some(run) = lock(&inner.run).as_ref()
+        {
+            run.signal.cancel();
+        }
+    }
 }
 
 impl std::fmt::Debug for Agent {
@@ -247,17 +262,19 @@ impl Agent {
             error_message: None,
             listener_errors: Vec::new(),
         };
+        let inner = Arc::new(Inner {
+            state: Mutex::new(state),
+            settings: Mutex::new(options.settings),
+            hooks: Mutex::new(options.hooks),
+            listeners: Mutex::new(Vec::new()),
+            next_listener: AtomicU64::new(1),
+            run: Mutex::new(None),
+            steering: Mutex::new(MessageQueue::new()),
+            follow_up: Mutex::new(MessageQueue::new()),
+        });
         Self {
-            inner: Arc::new(Inner {
-                state: Mutex::new(state),
-                settings: Mutex::new(options.settings),
-                hooks: Mutex::new(options.hooks),
-                listeners: Mutex::new(Vec::new()),
-                next_listener: AtomicU64::new(1),
-                run: Mutex::new(None),
-                steering: Mutex::new(MessageQueue::new()),
-                follow_up: Mutex::new(MessageQueue::new()),
-            }),
+            _owner: Arc::new(Owner(Arc::downgrade(&inner))),
+            inner,
         }
     }
 

@@ -57,7 +57,15 @@ impl PartialMessage {
     }
 }
 
-/// The caller's end: a `futures::Stream` of events plus [`result`](Self::result).
+/// How [`StreamWriter::drive`]'s request ended.
+enum Ended {
+    Ran(Result<(), String>),
+    Aborted,
+    Dropped,
+}
+
+/// The caller's end: a `futures::Stream` of events plus [`result`](Self::result). Dropping it
+/// cancels the request.
 #[derive(Debug)]
 pub struct AssistantMessageEventStream {
     rx: Option<mpsc::Receiver<AssistantMessageEvent>>,
@@ -251,25 +259,31 @@ impl StreamWriter {
     /// Runs a provider's request to its end: `run` drives this writer; an abort of the
     /// request's token ends it at once with "Request was aborted" (even mid-read); `Ok` ends the
     /// stream with [`done`](Self::done), `Err(message)` with [`fail`](Self::fail).
+    ///
+    /// A consumer that drops its stream cancels the request too: the request (and its
+    /// connection) is dropped at once, whatever the server does.
     pub async fn drive(mut self, run: impl AsyncFnOnce(&mut StreamWriter) -> Result<(), String>) {
-        let outcome = match self.signal.clone() {
-            Some(signal) => {
-                let outcome = tokio::select! {
-                    biased;
-                    () = signal.cancelled() => None,
-                    result = run(&mut self) => Some(result),
-                };
-                match outcome {
-                    Some(result) => result,
-                    None => {
-                        if self.end_blocks_on_abort {
-                            self.end_open_blocks().await;
-                        }
-                        Err("Request was aborted".to_owned())
-                    }
+        let signal = self.signal.clone().unwrap_or_default();
+        let Some(consumer) = self.tx.clone() else {
+            return;
+        };
+        let outcome = tokio::select! {
+            biased;
+            () = signal.cancelled() => Ended::Aborted,
+            () = consumer.closed() => Ended::Dropped,
+            result = run(&mut self) => Ended::Ran(result),
+        };
+        drop(consumer);
+        let outcome = match outcome {
+            Ended::Ran(result) => result,
+            // Nobody listens any more: nothing to report.
+            Ended::Dropped => return,
+            Ended::Aborted => {
+                if self.end_blocks_on_abort {
+                    self.end_open_blocks().await;
                 }
+                Err("Request was aborted".to_owned())
             }
-            None => run(&mut self).await,
         };
         match outcome {
             Ok(()) => self.done().await,
