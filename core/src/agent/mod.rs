@@ -29,7 +29,9 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-pub use self::agent_loop::{EventSink, run_agent_loop, run_agent_loop_continue};
+pub use self::agent_loop::{
+    EventSink, ModelCall, call_model, run_agent_loop, run_agent_loop_continue,
+};
 pub use self::config::{
     AfterToolCall, AfterToolCallContext, AfterToolCallResult, AgentContext, AgentHooks,
     AgentLoopConfig, AgentSettings, BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult,
@@ -50,7 +52,7 @@ pub use self::step::{
 pub use self::tool::{
     AgentTool, AgentToolResult, FnTool, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
-pub use self::tool_calls::{TOOL_ABORTED, TOOL_BLOCKED};
+pub use self::tool_calls::{TOOL_ABORTED, TOOL_BLOCKED, execute_tool_calls};
 
 use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::event_stream::PartialMessage;

@@ -327,15 +327,17 @@ async fn collect<S: EventSink>(
     }
 }
 
-/// Runs `calls` of `assistant` in `mode` (the stepper asks for sequential calls one at a time)
-/// and returns one outcome per call, in call order. Emits `tool_execution_*`; the result
+/// Performs a [`StepAction::ExecuteTools`](super::StepAction::ExecuteTools) as the agent does:
+/// runs `calls` of `assistant` in `mode` (the stepper asks for sequential calls one at a time)
+/// with validation, `prepare_arguments`, the before/after hooks, the tool watchdog and the
+/// abort, and returns one outcome per call, in call order. Emits `tool_execution_*`; the result
 /// messages are the stepper's to emit.
 ///
 /// Parallel mode is pi's: every call is prepared first, in order (`tool_execution_start`,
 /// validation, `before_tool_call`; a call that cannot run ends at once), and only then do the
 /// prepared calls start, in call order, and run concurrently — so an approval hook asking about
 /// the second call never sees the first one running.
-pub(crate) async fn execute_tool_calls<S: EventSink>(
+pub async fn execute_tool_calls<S: EventSink>(
     assistant: &AssistantMessage,
     calls: Vec<ToolCall>,
     mode: ToolExecutionMode,
