@@ -429,3 +429,36 @@ async fn dropping_the_last_agent_handle_aborts_its_run() {
         .unwrap();
     assert_eq!(last.stop_reason, StopReason::Aborted);
 }
+
+#[tokio::test]
+async fn messages_carry_their_measured_timing() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_tool_call_with_id(
+        "a",
+        "log",
+        json!({}),
+    )]));
+    faux.push(faux_assistant_message(vec![faux_text("done")]));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        tools: vec![log_tool("log", log)],
+        ..AgentOptions::default()
+    });
+    agent.prompt("go").await.unwrap();
+    let messages = agent.messages();
+    for assistant in messages.iter().filter_map(AgentMessage::as_assistant) {
+        let timing = assistant.timing.expect("every response is timed");
+        let ttft = timing.ttft_ms.expect("content arrived");
+        assert!(ttft <= timing.duration_ms, "{timing:?}");
+        assert_eq!(timing.retry_wait_ms, 0);
+    }
+    let result = messages
+        .iter()
+        .find_map(AgentMessage::as_tool_result)
+        .unwrap();
+    assert!(result.timing.is_some());
+    // The JSON field is pi-compatible: optional, camelCase, and ignored by pi.
+    let json = serde_json::to_value(messages.last().unwrap()).unwrap();
+    assert!(json["timing"]["durationMs"].is_u64(), "{json}");
+}

@@ -23,7 +23,7 @@ use super::tool::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
 use crate::ai::providers::faux::panic_text;
-use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, now_ms};
+use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, ToolTiming, now_ms};
 use crate::ai::validation::CompiledToolSchema;
 
 /// The text of a tool result for a call that `before_tool_call` blocked without a reason.
@@ -36,6 +36,8 @@ pub const TOOL_ABORTED: &str = "Tool execution was aborted";
 struct Outcome {
     result: AgentToolResult,
     is_error: bool,
+    /// How long it ran (`None` for a call that never ran).
+    duration: Option<std::time::Duration>,
 }
 
 impl Outcome {
@@ -43,6 +45,7 @@ impl Outcome {
         Self {
             result: AgentToolResult::error(message),
             is_error: true,
+            duration: None,
         }
     }
 }
@@ -181,6 +184,9 @@ fn to_message(call: &ToolCall, outcome: &Outcome) -> ToolResultMessage {
         details: (!outcome.result.details.is_null()).then(|| outcome.result.details.clone()),
         is_error: outcome.is_error,
         timestamp: now_ms(),
+        timing: outcome.duration.map(|duration| ToolTiming {
+            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+        }),
     }
 }
 
@@ -221,6 +227,7 @@ fn spawn_call(
         }
     });
     let signal = signal.clone();
+    let started = std::time::Instant::now();
     async move {
         let abort = handle.abort_handle();
         let deadline = async {
@@ -234,10 +241,12 @@ fn spawn_call(
             biased;
             () = signal.cancelled() => {
                 abort.abort();
-                return (index, Outcome::error(TOOL_ABORTED));
+                let mut outcome = Outcome::error(TOOL_ABORTED);
+                outcome.duration = Some(started.elapsed());
+                return (index, outcome);
             }
             joined = handle => match joined {
-                Ok(Ok(Ok(result))) => Outcome { result, is_error: false },
+                Ok(Ok(Ok(result))) => Outcome { result, is_error: false, duration: None },
                 Ok(Ok(Err(ToolError(message)))) => Outcome::error(message),
                 Ok(Err(panic)) => Outcome::error(format!("Tool {name} panicked: {}", panic_text(&*panic))),
                 Err(join) if join.is_panic() => Outcome::error(format!("Tool {name} panicked")),
@@ -249,10 +258,9 @@ fn spawn_call(
                 Outcome::error(format!("Tool {name} timed out after {} ms", limit.as_millis()))
             }
         };
-        (
-            index,
-            finalize(outcome, hook, hook_context, signal, timeout).await,
-        )
+        let mut outcome = finalize(outcome, hook, hook_context, signal, timeout).await;
+        outcome.duration = Some(started.elapsed());
+        (index, outcome)
     }
     .boxed()
 }

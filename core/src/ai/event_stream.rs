@@ -13,8 +13,10 @@
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
 
 use futures::Stream;
+use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -23,7 +25,8 @@ use super::event::AssistantMessageEvent;
 use super::model::Model;
 use super::redact::Redactor;
 use super::types::{
-    AssistantContent, AssistantMessage, StopReason, ThinkingContent, ToolCall, now_ms,
+    AssistantContent, AssistantMessage, ResponseTiming, StopReason, ThinkingContent, ToolCall,
+    now_ms,
 };
 
 /// Events buffered between a provider and its consumer before the provider waits.
@@ -96,6 +99,8 @@ pub fn channel(
         redactor: Redactor::default(),
         open: Vec::new(),
         end_blocks_on_abort: false,
+        started_at: Instant::now(),
+        first_content_at: None,
     };
     (writer, stream)
 }
@@ -210,12 +215,45 @@ pub struct StreamWriter {
     open: Vec<bool>,
     /// End every open block before the `error` of an abort (see [`Self::end_blocks_on_abort`]).
     end_blocks_on_abort: bool,
+    /// When the request started (the writer's creation) and when its first content arrived.
+    started_at: Instant,
+    first_content_at: Option<Instant>,
 }
 
 impl StreamWriter {
     async fn send(&mut self, event: AssistantMessageEvent) {
+        if self.first_content_at.is_none() && event.delta().is_some_and(|d| !d.is_empty()) {
+            self.first_content_at = Some(Instant::now());
+        }
         self.acc.apply(&event);
         self.send_raw(event).await;
+    }
+
+    /// The response's timing, as of now (see [`ResponseTiming`]).
+    fn timing(&self, message: &AssistantMessage) -> ResponseTiming {
+        let now = Instant::now();
+        let millis =
+            |duration: std::time::Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        let output_tokens_per_second = self.first_content_at.and_then(|first| {
+            let seconds = now.duration_since(first).as_secs_f64();
+            (message.usage.output > 0 && seconds > 0.0)
+                .then(|| message.usage.output as f64 / seconds)
+        });
+        let retry_wait_ms = message
+            .diagnostics
+            .iter()
+            .flatten()
+            .filter(|entry| entry["type"] == "retry")
+            .filter_map(|entry| entry.pointer("/details/delayMs").and_then(Value::as_u64))
+            .sum();
+        ResponseTiming {
+            duration_ms: millis(now.duration_since(self.started_at)),
+            ttft_ms: self
+                .first_content_at
+                .map(|first| millis(first.duration_since(self.started_at))),
+            output_tokens_per_second,
+            retry_wait_ms,
+        }
     }
 
     fn mark(&mut self, content_index: usize, open: bool) {
@@ -495,7 +533,8 @@ impl StreamWriter {
                 .unwrap_or_else(|| "An unknown error occurred".to_owned());
             return self.fail(text).await;
         }
-        let message = std::mem::take(self.acc.message_mut());
+        let mut message = std::mem::take(self.acc.message_mut());
+        message.timing = Some(self.timing(&message));
         self.send_raw(AssistantMessageEvent::Done { reason, message })
             .await;
     }
@@ -512,6 +551,7 @@ impl StreamWriter {
         let mut message = self.acc.snapshot();
         message.stop_reason = reason;
         message.error_message = Some(self.redactor.redact(&error_message.into()));
+        message.timing = Some(self.timing(&message));
         self.send_raw(AssistantMessageEvent::Error {
             reason,
             error: message,
@@ -527,6 +567,7 @@ impl StreamWriter {
             Some(text) => self.redactor.redact(text),
             None => "An unknown error occurred".to_owned(),
         });
+        message.timing = Some(self.timing(&message));
         self.send_raw(AssistantMessageEvent::Error {
             reason,
             error: message,

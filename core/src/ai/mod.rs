@@ -62,9 +62,9 @@ pub use transform::{
     transform_messages,
 };
 pub use types::{
-    AssistantContent, AssistantMessage, Context, ImageContent, Message, StopReason, TextContent,
-    ThinkingContent, Tool, ToolCall, ToolResultMessage, Usage, UsageCost, UserContent, UserMessage,
-    UserMessageContent, now_ms,
+    AssistantContent, AssistantMessage, Context, ImageContent, Message, ResponseTiming, StopReason,
+    TextContent, ThinkingContent, Tool, ToolCall, ToolResultMessage, ToolTiming, Usage, UsageCost,
+    UserContent, UserMessage, UserMessageContent, now_ms,
 };
 pub use validation::{
     CompiledToolSchema, ValidationError, validate_tool_arguments, validate_tool_call,

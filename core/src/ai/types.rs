@@ -252,6 +252,40 @@ pub struct AssistantMessage {
     /// Set when `stop_reason` is `error` or `aborted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// How long the response took (ours; pi ignores the field, so transcripts still load there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<ResponseTiming>,
+}
+
+/// How long a model response took, measured by the library on every streamed response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResponseTiming {
+    /// From the start of the request to its end, retries included.
+    pub duration_ms: u64,
+    /// From the start of the request to the first streamed content (time to first token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<u64>,
+    /// Output tokens per second, from the first streamed content to the end (when the provider
+    /// reported output tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_second: Option<f64>,
+    /// Time spent waiting between retries (their `diagnostics` say why).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retry_wait_ms: u64,
+}
+
+/// How long a tool call took, from the start of its execution to its result (after
+/// `after_tool_call`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolTiming {
+    /// The duration.
+    pub duration_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl AssistantMessage {
@@ -294,6 +328,10 @@ pub struct ToolResultMessage {
     /// Unix milliseconds.
     #[serde(default)]
     pub timestamp: i64,
+    /// How long the call took (ours; pi ignores the field). `None` for a call that never ran
+    /// (unknown tool, invalid arguments, blocked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<ToolTiming>,
 }
 
 /// A message an LLM understands (serialised by the message, which carries its `role` tag).
