@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::config::{AgentContext, AgentLoopConfig, HookError, MessageSource};
 use super::error::AgentError;
@@ -171,10 +172,16 @@ async fn drive<S: EventSink>(
         messages,
         start,
     );
+    let mut turn = 0;
+    let mut turn_span = tracing::Span::none();
     loop {
         let Step { events, action } = step;
         for event in events {
             sink.emit(event).await;
+        }
+        if matches!(action, StepAction::CallModel) {
+            turn += 1;
+            turn_span = crate::observability::turn_span(turn);
         }
         let input = match action {
             StepAction::Finished { new_messages } => return new_messages,
@@ -192,6 +199,7 @@ async fn drive<S: EventSink>(
                 signal,
                 sink,
             )
+            .instrument(turn_span.clone())
             .await
             .into(),
             StepAction::ExecuteTools {
@@ -208,6 +216,7 @@ async fn drive<S: EventSink>(
                     signal,
                     sink,
                 )
+                .instrument(turn_span.clone())
                 .await;
                 if signal.is_cancelled() {
                     stepper.abort();

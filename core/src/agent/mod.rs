@@ -370,42 +370,52 @@ impl Agent {
 
         let inner = Arc::clone(&self.inner);
         let task_signal = signal.clone();
-        tokio::spawn(async move {
-            let mut sink = RunSink {
-                inner: Arc::clone(&inner),
-                events: events_tx,
-                signal: task_signal.clone(),
-            };
-            let outcome = std::panic::AssertUnwindSafe(async {
-                // Moved in, so the run's copy of the hooks (and what they hold, such as a
-                // binding's user data) is released before the agent reports idle.
-                let (config, context) = (config, context);
-                match start {
-                    Start::Prompt(messages, _) => {
-                        run_agent_loop(messages, context, &config, task_signal.clone(), &mut sink)
+        let span = crate::observability::agent_span(&config.model);
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let mut sink = RunSink {
+                    inner: Arc::clone(&inner),
+                    events: events_tx,
+                    signal: task_signal.clone(),
+                };
+                let outcome = std::panic::AssertUnwindSafe(async {
+                    // Moved in, so the run's copy of the hooks (and what they hold, such as a
+                    // binding's user data) is released before the agent reports idle.
+                    let (config, context) = (config, context);
+                    match start {
+                        Start::Prompt(messages, _) => {
+                            run_agent_loop(
+                                messages,
+                                context,
+                                &config,
+                                task_signal.clone(),
+                                &mut sink,
+                            )
                             .await;
+                        }
+                        Start::Continue => {
+                            // Checked above, before the run was marked active.
+                            let _ = run_agent_loop_continue(
+                                context,
+                                &config,
+                                task_signal.clone(),
+                                &mut sink,
+                            )
+                            .await;
+                        }
                     }
-                    Start::Continue => {
-                        // Checked above, before the run was marked active.
-                        let _ = run_agent_loop_continue(
-                            context,
-                            &config,
-                            task_signal.clone(),
-                            &mut sink,
-                        )
-                        .await;
-                    }
+                })
+                .catch_unwind()
+                .await;
+                if let Err(panic) = outcome {
+                    sink.run_failed(&panic_text(&*panic)).await;
                 }
-            })
-            .catch_unwind()
-            .await;
-            if let Err(panic) = outcome {
-                sink.run_failed(&panic_text(&*panic)).await;
-            }
-            inner.finish_run();
-            drop(sink);
-            let _ = idle_tx.send(true);
-        });
+                inner.finish_run();
+                drop(sink);
+                let _ = idle_tx.send(true);
+            },
+            span,
+        ));
         Ok(AgentRun::new(events_rx, idle_rx, signal))
     }
 

@@ -12,6 +12,7 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::agent_loop::{EventSink, Guarded, guarded};
 use super::config::{
@@ -219,13 +220,19 @@ fn spawn_call(
     let name = call.name.clone();
     // `execute` is called here, in call order (pi starts the executions in order); it may
     // panic before returning a future.
-    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(context)));
-    let handle = tokio::spawn(async move {
-        match started {
-            Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
-            Err(panic) => Err(panic),
-        }
+    let span = crate::observability::tool_span(&call.name, &call.id);
+    let started = span.in_scope(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(context)))
     });
+    let handle = tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            match started {
+                Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
+                Err(panic) => Err(panic),
+            }
+        },
+        span.clone(),
+    ));
     let signal = signal.clone();
     let started = std::time::Instant::now();
     async move {
@@ -258,8 +265,13 @@ fn spawn_call(
                 Outcome::error(format!("Tool {name} timed out after {} ms", limit.as_millis()))
             }
         };
-        let mut outcome = finalize(outcome, hook, hook_context, signal, timeout).await;
+        let mut outcome = finalize(outcome, hook, hook_context, signal, timeout)
+            .instrument(span.clone())
+            .await;
         outcome.duration = Some(started.elapsed());
+        if outcome.is_error {
+            span.record("error.type", "tool_error");
+        }
         (index, outcome)
     }
     .boxed()

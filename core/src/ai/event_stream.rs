@@ -19,6 +19,7 @@ use futures::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::accumulator::{MessageAccumulator, object_or_empty};
 use super::event::AssistantMessageEvent;
@@ -101,6 +102,7 @@ pub fn channel(
         end_blocks_on_abort: false,
         started_at: Instant::now(),
         first_content_at: None,
+        span: tracing::Span::none(),
     };
     (writer, stream)
 }
@@ -218,6 +220,8 @@ pub struct StreamWriter {
     /// When the request started (the writer's creation) and when its first content arrived.
     started_at: Instant,
     first_content_at: Option<Instant>,
+    /// The request's `chat` span (see [`crate::observability`]), once `drive` opened it.
+    span: tracing::Span,
 }
 
 impl StreamWriter {
@@ -305,11 +309,12 @@ impl StreamWriter {
         let Some(consumer) = self.tx.clone() else {
             return;
         };
+        let span = self.open_span();
         let outcome = tokio::select! {
             biased;
             () = signal.cancelled() => Ended::Aborted,
             () = consumer.closed() => Ended::Dropped,
-            result = run(&mut self) => Ended::Ran(result),
+            result = run(&mut self).instrument(span) => Ended::Ran(result),
         };
         drop(consumer);
         let outcome = match outcome {
@@ -327,6 +332,13 @@ impl StreamWriter {
             Ok(()) => self.done().await,
             Err(message) => self.fail(message).await,
         }
+    }
+
+    /// Opens the request's `chat` span (see [`crate::observability`]); the writer records the
+    /// response on it when the stream ends.
+    pub(crate) fn open_span(&mut self) -> tracing::Span {
+        self.span = crate::observability::chat_span(self.acc.message());
+        self.span.clone()
     }
 
     /// Hides the credentials of `redactor` in every error message sent from now on (a server
@@ -535,6 +547,7 @@ impl StreamWriter {
         }
         let mut message = std::mem::take(self.acc.message_mut());
         message.timing = Some(self.timing(&message));
+        crate::observability::record_response(&self.span, &message);
         self.send_raw(AssistantMessageEvent::Done { reason, message })
             .await;
     }
@@ -552,6 +565,7 @@ impl StreamWriter {
         message.stop_reason = reason;
         message.error_message = Some(self.redactor.redact(&error_message.into()));
         message.timing = Some(self.timing(&message));
+        crate::observability::record_response(&self.span, &message);
         self.send_raw(AssistantMessageEvent::Error {
             reason,
             error: message,
@@ -568,6 +582,7 @@ impl StreamWriter {
             None => "An unknown error occurred".to_owned(),
         });
         message.timing = Some(self.timing(&message));
+        crate::observability::record_response(&self.span, &message);
         self.send_raw(AssistantMessageEvent::Error {
             reason,
             error: message,

@@ -270,32 +270,36 @@ impl ApiProvider for FauxApi {
         let state = Arc::clone(&self.0);
         let options = options.clone();
         let model = model.clone();
+        let span = writer.open_span();
         // A panic in this task drops the writer, which the stream reports as an error event.
-        tokio::spawn(async move {
-            let scripted = match scripted {
-                Scripted::Ready(result) => result,
-                Scripted::Pending(future) => std::panic::AssertUnwindSafe(future)
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|panic| {
-                        Err(format!(
-                            "faux response factory panicked: {}",
-                            panic_text(&*panic)
-                        ))
-                    }),
-            };
-            match scripted {
-                Ok(message) => {
-                    let usage = state.usage_estimate(&message.content, &prompt, &options);
-                    play(writer, message, &model, usage, &state.options, call).await;
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let scripted = match scripted {
+                    Scripted::Ready(result) => result,
+                    Scripted::Pending(future) => std::panic::AssertUnwindSafe(future)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|panic| {
+                            Err(format!(
+                                "faux response factory panicked: {}",
+                                panic_text(&*panic)
+                            ))
+                        }),
+                };
+                match scripted {
+                    Ok(message) => {
+                        let usage = state.usage_estimate(&message.content, &prompt, &options);
+                        play(writer, message, &model, usage, &state.options, call).await;
+                    }
+                    Err(error) => {
+                        // pi estimates the usage of the failure message too.
+                        writer.message_mut().usage = state.usage_estimate(&[], &prompt, &options);
+                        writer.fail(error).await;
+                    }
                 }
-                Err(error) => {
-                    // pi estimates the usage of the failure message too.
-                    writer.message_mut().usage = state.usage_estimate(&[], &prompt, &options);
-                    writer.fail(error).await;
-                }
-            }
-        });
+            },
+            span,
+        ));
         stream
     }
 }

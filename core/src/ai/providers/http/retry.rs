@@ -326,11 +326,42 @@ async fn attempts(
             .unwrap_or(DEFAULT_MAX_RETRY_DELAY_MS),
     );
     let mut attempt = 0;
+    if let Some(host) = request.url().host_str() {
+        tracing::Span::current().record("server.address", host);
+    }
+    tracing::debug!(
+        target: "pi_agent::http",
+        method = %request.method(),
+        "server.address" = request.url().host_str().unwrap_or(""),
+        "url.path" = request.url().path(),
+        body_bytes = request.body().and_then(|body| body.as_bytes()).map_or(0, <[u8]>::len),
+        "sending request"
+    );
     loop {
         let Some(this_attempt) = request.try_clone() else {
             return Err("Could not send the request: its body cannot be sent twice".to_owned());
         };
+        let started = std::time::Instant::now();
         let sent = execute_within(this_attempt, &limits).await;
+        match &sent {
+            Ok(response) => {
+                tracing::Span::current()
+                    .record("http.response.status_code", response.status().as_u16());
+                tracing::debug!(
+                    target: "pi_agent::http",
+                    attempt = attempt + 1,
+                    "http.response.status_code" = response.status().as_u16(),
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "response headers"
+                );
+            }
+            Err(_) => tracing::debug!(
+                target: "pi_agent::http",
+                attempt = attempt + 1,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "request failed before a response"
+            ),
+        }
         let (error, status, hint) = match sent {
             Ok(response) => {
                 let status = response.status();
@@ -377,6 +408,14 @@ async fn attempts(
         }
         let delay = hint.map_or_else(|| backoff(attempt, cap), |hint| hint.delay);
         attempt += 1;
+        tracing::warn!(
+            target: "pi_agent::retry",
+            attempt,
+            delay_ms = delay.as_millis() as u64,
+            "http.response.status_code" = status,
+            error = %error,
+            "retrying the request"
+        );
         diagnostics.push(json!({
             "type": "retry",
             "timestamp": now_ms(),
