@@ -154,3 +154,40 @@ async fn a_request_span_names_the_server_and_never_holds_the_key() {
     let everything = format!("{:?}", recorder.0.lock().unwrap());
     assert!(!everything.contains("sk-secret-123"), "{everything}");
 }
+
+#[tokio::test]
+async fn forwarded_logs_carry_requests_and_retries_without_secrets() {
+    use pi_agent::observability::{ForwardLogs, LogEvent, LogLevel};
+    let seen: Arc<Mutex<Vec<LogEvent>>> = Arc::default();
+    let sink = Arc::clone(&seen);
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(
+        ForwardLogs::new(LogLevel::Debug, move |event| {
+            sink.lock().unwrap().push(event.clone());
+        }),
+    ));
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"status": 503, "body": {"error": {"message": "busy sk-secret-456"}}}));
+    server.push(reply::text("ok"));
+    let model = Model::new("openai-completions", "openai", "gpt-4o-mini", server.base_url());
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("sk-secret-456")),
+        max_retry_delay_ms: Some(10),
+        ..StreamOptions::default()
+    };
+    let context = Context {
+        messages: vec![UserMessage::text("hi").into()],
+        ..Context::default()
+    };
+    assert_eq!(ai::complete(&model, &context, &options).await.text(), "ok");
+    let seen = seen.lock().unwrap().clone();
+    let retry = seen
+        .iter()
+        .find(|event| event.target == "pi_agent::retry")
+        .expect("the retry is logged");
+    assert_eq!(retry.level, LogLevel::Warn);
+    assert!(retry.to_string().contains("503"), "{retry}");
+    assert!(seen.iter().any(|e| e.target == "pi_agent::http" && e.level == LogLevel::Debug));
+    let all: String = seen.iter().map(ToString::to_string).collect();
+    assert!(!all.contains("sk-secret-456"), "{all}");
+    assert_eq!(LogLevel::parse("WARNING"), Some(LogLevel::Warn));
+}
