@@ -168,7 +168,12 @@ async fn forwarded_logs_carry_requests_and_retries_without_secrets() {
     let server = MockServer::start().await.unwrap();
     server.push(json!({"status": 503, "body": {"error": {"message": "busy sk-secret-456"}}}));
     server.push(reply::text("ok"));
-    let model = Model::new("openai-completions", "openai", "gpt-4o-mini", server.base_url());
+    let model = Model::new(
+        "openai-completions",
+        "openai",
+        "gpt-4o-mini",
+        server.base_url(),
+    );
     let options = StreamOptions {
         api_key: Some(ApiKey::new("sk-secret-456")),
         max_retry_delay_ms: Some(10),
@@ -186,7 +191,10 @@ async fn forwarded_logs_carry_requests_and_retries_without_secrets() {
         .expect("the retry is logged");
     assert_eq!(retry.level, LogLevel::Warn);
     assert!(retry.to_string().contains("503"), "{retry}");
-    assert!(seen.iter().any(|e| e.target == "pi_agent::http" && e.level == LogLevel::Debug));
+    assert!(
+        seen.iter()
+            .any(|e| e.target == "pi_agent::http" && e.level == LogLevel::Debug)
+    );
     let all: String = seen.iter().map(ToString::to_string).collect();
     assert!(!all.contains("sk-secret-456"), "{all}");
     assert_eq!(LogLevel::parse("WARNING"), Some(LogLevel::Warn));
