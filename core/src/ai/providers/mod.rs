@@ -19,6 +19,7 @@ pub(crate) mod bedrock;
 pub mod faux;
 pub(crate) mod google;
 pub(crate) mod http;
+pub(crate) mod lenient;
 pub(crate) mod mistral;
 pub(crate) mod openai_completions;
 pub(crate) mod openai_responses;
