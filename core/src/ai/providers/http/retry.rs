@@ -243,14 +243,17 @@ pub(crate) async fn send_formatted(
     let redactor = redactor_for(&request, model, options);
     writer.hide_secrets(redactor.clone());
     let mut diagnostics = Vec::new();
-    let result = attempts(
+    // Boxed: the request phase (retries, redirects, the HTTP client's own futures) is several
+    // KiB of state that is dead once the body streams; inline it would stay in every stream's
+    // task for the whole response.
+    let result = Box::pin(attempts(
         request,
         options,
         model,
         &mut diagnostics,
         &redactor,
         format_error,
-    )
+    ))
     .await;
     if !diagnostics.is_empty() {
         writer.message_mut().diagnostics = Some(diagnostics);
@@ -274,7 +277,8 @@ pub(crate) async fn send_once(
         }
     }
     writer.hide_secrets(redactor);
-    execute_within(request, &Limits::new(options))
+    // Boxed for the reason given in `send_formatted`.
+    Box::pin(execute_within(request, &Limits::new(options)))
         .await
         .map_err(Failure::into_message)
 }

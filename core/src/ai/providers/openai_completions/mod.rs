@@ -93,6 +93,9 @@ impl ApiProvider for OpenAICompletionsProvider {
         };
         let (writer, stream) = channel(model, options.signal.clone());
         let model = model.clone();
+        // Boxed, like the request phase in `run`: a stream's task keeps only what the body
+        // needs while it streams (thousands of streams at once stay small).
+        let prepared = Box::new(prepared);
         tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
         stream
     }
@@ -113,8 +116,23 @@ impl ApiProvider for OpenAICompletionsProvider {
 async fn run(
     writer: &mut StreamWriter,
     model: &Model,
-    request: PreparedRequest,
+    request: Box<PreparedRequest>,
 ) -> Result<(), String> {
+    // The request phase (the prepared request, retries, the client's futures) is freed once
+    // the response head has arrived.
+    let events = Box::pin(send(writer, model, request)).await?;
+    writer.start().await;
+    // As pi: blocks stay open until the end of the stream, and an abort ends them first.
+    writer.end_blocks_on_abort();
+    read_stream(writer, model, events).await
+}
+
+/// Sends the request (with retries) and opens its event stream.
+async fn send(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: Box<PreparedRequest>,
+) -> Result<http::SseEvents, String> {
     let build = || {
         let mut builder = http::client()
             .post(&request.url)
@@ -130,15 +148,7 @@ async fn run(
         builder.body(request.body.clone())
     };
     let response = http::send(writer, build, &request.options, model).await?;
-    writer.start().await;
-    // As pi: blocks stay open until the end of the stream, and an abort ends them first.
-    writer.end_blocks_on_abort();
-    read_stream(
-        writer,
-        model,
-        http::SseEvents::new(response, &request.options),
-    )
-    .await
+    Ok(http::SseEvents::new(response, &request.options))
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).
