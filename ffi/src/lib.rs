@@ -44,17 +44,28 @@
 mod boundary;
 
 pub mod agent;
+pub mod agent_hooks;
+pub mod agent_run;
+pub mod agent_settings;
 pub mod agent_state;
+mod callback;
+pub mod env_keys;
 pub mod error;
 pub mod event;
 pub mod faux;
 pub mod hook;
+pub mod messages;
 pub mod model;
+pub mod model_hooks;
+pub mod oauth;
 mod options;
 pub mod overflow;
 mod runtime;
+pub mod stepper;
 pub mod stream;
+pub mod stream_options;
 pub mod string;
 pub mod tool;
+pub mod tool_object;
 pub mod user_data;
 pub mod version;

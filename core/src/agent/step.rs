@@ -122,8 +122,9 @@ pub enum StepInput {
     },
 }
 
-/// What [`AgentStepper::start`] and [`AgentStepper::resume`] return.
-#[derive(Clone, Debug)]
+/// What [`AgentStepper::start`] and [`AgentStepper::resume`] return. Its JSON form (used by
+/// the bindings) is `{"events": [...], "action": {"type": ...}}`.
+#[derive(Clone, Debug, Serialize)]
 pub struct Step {
     /// Events to deliver now, in order, before performing `action`.
     pub events: Vec<AgentEvent>,
