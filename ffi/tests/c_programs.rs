@@ -1,5 +1,5 @@
 //! Compiles the C programs (`tests/c/ffi_test.c`, `tests/c/ffi_agent_test.c`,
-//! `examples/c/agent.c`) with
+//! `tests/c/ffi_ai_test.c`, `tests/c/ffi_agent_run_test.c`, `examples/c/agent.c`) with
 //! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with `-lpi_agent`
 //! against the cdylib cargo built for this test run (`target/<profile>/deps/libpi_agent_ffi.so`,
 //! found from the test executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an
@@ -197,6 +197,64 @@ fn c_agent_test() {
 fn c_agent_test_under_valgrind() {
     let exe = compile("tests/c/ffi_agent_test.c", "ffi_agent_test_valgrind");
     run_under_valgrind(&exe, &[], "ffi_agent_test");
+}
+
+#[test]
+fn c_ai_test() {
+    let exe = compile("tests/c/ffi_ai_test.c", "ffi_ai_test");
+    let output = run(Command::new(&exe));
+    assert_success(&output, "ffi_ai_test");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_ai_test: ok"));
+}
+
+#[test]
+fn c_ai_test_under_valgrind() {
+    let exe = compile("tests/c/ffi_ai_test.c", "ffi_ai_test_valgrind");
+    run_under_valgrind(&exe, &[], "ffi_ai_test");
+}
+
+/// `on_payload`, `on_response` and `get_api_key` from C, seen from the server.
+#[test]
+fn c_ai_test_mock_server() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push_all([
+        json!({"text": "Hello from the mock server!"}),
+        json!({"text": "Agent reply from the mock server."}),
+    ]);
+    let exe = compile("tests/c/ffi_ai_test.c", "ffi_ai_test_mock");
+    let mut command = Command::new(&exe);
+    command.arg("mock").arg(server.base_url());
+    let output = run(command);
+    assert_success(&output, "ffi_ai_test mock");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    // The C `on_payload` rewrote both bodies; the stream sent its key, the agent the hook's.
+    for request in &requests {
+        assert_eq!(request.body["user"], "c-on-payload", "{}", request.body);
+    }
+    assert_eq!(requests[0].header("authorization"), Some("Bearer test-key"));
+    assert_eq!(requests[1].header("authorization"), Some("Bearer hook-key"));
+    drop(server);
+}
+
+#[test]
+fn c_agent_run_test() {
+    let exe = compile("tests/c/ffi_agent_run_test.c", "ffi_agent_run_test");
+    let output = run(Command::new(&exe));
+    assert_success(&output, "ffi_agent_run_test");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_agent_run_test: ok"));
+}
+
+/// Also the regression test of `pi_agent_free` from callbacks (issue 9: it read freed memory).
+#[test]
+fn c_agent_run_test_under_valgrind() {
+    let exe = compile("tests/c/ffi_agent_run_test.c", "ffi_agent_run_test_valgrind");
+    run_under_valgrind(&exe, &[], "ffi_agent_run_test");
 }
 
 #[test]
