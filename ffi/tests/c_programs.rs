@@ -253,7 +253,10 @@ fn c_agent_run_test() {
 /// Also the regression test of `pi_agent_free` from callbacks (issue 9: it read freed memory).
 #[test]
 fn c_agent_run_test_under_valgrind() {
-    let exe = compile("tests/c/ffi_agent_run_test.c", "ffi_agent_run_test_valgrind");
+    let exe = compile(
+        "tests/c/ffi_agent_run_test.c",
+        "ffi_agent_run_test_valgrind",
+    );
     run_under_valgrind(&exe, &[], "ffi_agent_run_test");
 }
 
