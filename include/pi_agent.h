@@ -14,8 +14,13 @@
  *   says how long it stays valid. Owned char * results are freed with pi_string_free.
  * - Callbacks take void *user_data first; each registration has a nullable free_user_data,
  *   called exactly once. Callbacks run on the library's runtime threads: event callbacks one
- *   event at a time; tool and hook callbacks on its blocking pool, several at once when tool
- *   calls run in parallel.
+ *   event at a time; tools and the callbacks a run awaits (tool hooks, transform_context,
+ *   get_api_key, faux factories, OAuth prompts) on its blocking pool, several at once when
+ *   tool calls run in parallel, so an abort or a watchdog stops waiting for one that blocks;
+ *   the synchronous ones (prepare_arguments, convert_to_llm, stream_fn, on_payload,
+ *   on_response) on the runtime thread that calls them: keep those quick.
+ * - Shapes are core's: options, settings, messages, events, hook contexts and results are the
+ *   JSON of pi-agent's serde types (pi's camelCase names); unknown keys are refused.
  * - Panics never cross the boundary (PI_ERROR_KIND_PANIC, or NULL / false / 0).
  * - Every function documents its thread-safety.
  */

@@ -747,6 +747,21 @@ mod tests {
     }
 
     #[test]
+    fn a_step_serialises_as_events_and_action() {
+        let (_, step) = AgentStepper::start(
+            StepperConfig::default(),
+            String::new(),
+            Vec::new(),
+            RunStart::Continue,
+        );
+        assert_eq!(
+            serde_json::to_value(&step).unwrap(),
+            json!({"events": [{"type": "agent_start"}, {"type": "turn_start"}],
+                   "action": {"type": "poll_steering"}})
+        );
+    }
+
+    #[test]
     fn abort_after_tools_ends_the_run_without_polling() {
         let (mut stepper, _) = AgentStepper::start(
             StepperConfig::default(),
