@@ -14,8 +14,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use pi_agent::ai::oauth::{
-    AnthropicOAuthConfig, AnthropicOAuthProvider, register_oauth_provider, reset_oauth_providers,
+    AnthropicOAuthConfig, AnthropicOAuthProvider, OAuthAuthInfo, OAuthCredentials, OAuthError,
+    OAuthLoginCallbacks, OAuthPrompt, OAuthProvider, OAuthSelectOption, OAuthSelectPrompt,
+    register_oauth_provider, reset_oauth_providers,
 };
 use pi_agent_ffi::error::{
     pi_error, pi_error_free, pi_error_get_kind, pi_error_kind, pi_error_message,
@@ -28,6 +31,7 @@ use pi_agent_ffi::oauth::{
 use pi_agent_ffi::string::{pi_str, pi_string_free};
 use serde_json::{Value, json};
 use support::auth_server::AuthServer;
+use tokio_util::sync::CancellationToken;
 
 /// Hang guard for waits on the login (nothing is timed).
 const GUARD: Duration = Duration::from_secs(120);
@@ -35,6 +39,11 @@ const GUARD: Duration = Duration::from_secs(120);
 /// What the C callbacks share: the URLs shown, progress, and a paste box for the manual input.
 #[derive(Default)]
 struct Host {
+    /// Answer prompts and selections (the `interview` flow) instead of cancelling.
+    answers: bool,
+    /// Decline the selection.
+    decline: bool,
+    instructions: Mutex<Vec<String>>,
     urls: Mutex<Vec<String>>,
     shown: Condvar,
     progress: Mutex<Vec<String>>,
@@ -63,19 +72,42 @@ fn host<'a>(user_data: *mut c_void) -> &'a Host {
 
 extern "C" fn on_auth(user_data: *mut c_void, url: pi_str, instructions: pi_str) {
     let host = host(user_data);
-    assert!(text(instructions).contains("paste the final redirect URL"));
+    host.instructions.lock().unwrap().push(text(instructions));
     host.urls.lock().unwrap().push(text(url));
     host.shown.notify_all();
 }
 
 extern "C" fn on_prompt(
     user_data: *mut c_void,
-    _prompt: pi_str,
-    _answer: *mut pi_oauth_answer,
+    prompt: pi_str,
+    answer: *mut pi_oauth_answer,
 ) -> i32 {
-    // The browser or the manual input answers in these tests: a prompt cancels.
-    host(user_data).prompts.fetch_add(1, Ordering::Relaxed);
-    1
+    let host = host(user_data);
+    host.prompts.fetch_add(1, Ordering::Relaxed);
+    if !host.answers {
+        // The browser or the manual input answers in the login flows: a prompt cancels.
+        return 1;
+    }
+    let prompt: Value = serde_json::from_str(&text(prompt)).unwrap();
+    assert_eq!(
+        prompt,
+        json!({"message": "Domain?", "placeholder": "github.com"})
+    );
+    assert!(pi_oauth_answer_set(answer, c"example.com".as_ptr()).is_null());
+    0
+}
+
+extern "C" fn on_select(
+    user_data: *mut c_void,
+    prompt: pi_str,
+    answer: *mut pi_oauth_answer,
+) -> i32 {
+    let prompt: Value = serde_json::from_str(&text(prompt)).unwrap();
+    assert_eq!(prompt["options"][1], json!({"id": "pro", "label": "Pro"}));
+    if !host(user_data).decline {
+        assert!(pi_oauth_answer_set(answer, c"pro".as_ptr()).is_null());
+    }
+    0
 }
 
 extern "C" fn on_progress(user_data: *mut c_void, message: pi_str) {
@@ -114,7 +146,7 @@ fn callbacks(host: &Arc<Host>, manual: bool) -> pi_oauth_login_callbacks {
         on_prompt: Some(on_prompt),
         on_progress: Some(on_progress),
         on_manual_code_input: manual.then_some(on_manual_code_input as _),
-        on_select: None,
+        on_select: host.answers.then_some(on_select as _),
         free_user_data: Some(free_host),
     }
 }
@@ -239,6 +271,7 @@ fn oauth_login_and_refresh_through_the_c_abi() {
         ["Exchanging authorization code for tokens..."]
     );
     assert_eq!(host.prompts.load(Ordering::Relaxed), 0);
+    assert!(host.instructions.lock().unwrap()[0].contains("paste the final redirect URL"));
     wait_until("free_user_data of login 1", || {
         FREED.load(Ordering::Acquire) == 1
     });
@@ -370,6 +403,98 @@ fn oauth_login_and_refresh_through_the_c_abi() {
     ));
     assert_eq!(kind, pi_error_kind::NotFound);
 
+    // 6. Prompts and selections answered by the C host (a flow registered in Rust that asks
+    //    both, as a host's own flow may).
+    register_oauth_provider(Arc::new(Interview));
+    let interview = |answers: bool, decline: bool, selector: bool| {
+        let host = Arc::new(Host {
+            answers,
+            decline,
+            ..Host::default()
+        });
+        let mut callbacks = callbacks(&host, false);
+        if !selector {
+            callbacks.on_select = None;
+        }
+        let mut json = ptr::null_mut();
+        let result = pi_oauth_provider_login(c"interview".as_ptr(), &callbacks, &mut json);
+        if result.is_null() {
+            let credentials: Value = serde_json::from_str(&take(json).unwrap()).unwrap();
+            Ok(credentials["access"].as_str().unwrap().to_owned())
+        } else {
+            Err(error(result))
+        }
+    };
+    assert_eq!(interview(true, false, true).unwrap(), "example.com/pro");
+    assert_eq!(interview(true, true, true).unwrap(), "example.com/declined");
+    assert_eq!(
+        interview(true, false, false).unwrap(),
+        "example.com/no selector"
+    );
+    let (kind, message) = interview(false, false, true).unwrap_err();
+    assert_eq!(
+        (kind, message.as_str()),
+        (pi_error_kind::Cancelled, "login cancelled")
+    );
+
     reset_oauth_providers();
     drop(server);
+}
+
+/// A flow that asks the host a question and a choice.
+struct Interview;
+
+impl OAuthProvider for Interview {
+    fn id(&self) -> &str {
+        "interview"
+    }
+
+    fn name(&self) -> &str {
+        "Interview"
+    }
+
+    fn login<'a>(
+        &'a self,
+        callbacks: &'a dyn OAuthLoginCallbacks,
+        _cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<OAuthCredentials, OAuthError>> {
+        Box::pin(async move {
+            callbacks.on_auth(OAuthAuthInfo {
+                url: "https://example.invalid/login".to_owned(),
+                instructions: None,
+            });
+            let domain = callbacks
+                .on_prompt(OAuthPrompt {
+                    message: "Domain?".to_owned(),
+                    placeholder: Some("github.com".to_owned()),
+                    allow_empty: None,
+                })
+                .await?;
+            let options = [("free", "Free"), ("pro", "Pro")]
+                .map(|(id, label)| OAuthSelectOption {
+                    id: id.to_owned(),
+                    label: label.to_owned(),
+                })
+                .to_vec();
+            let choice = match callbacks.on_select(OAuthSelectPrompt {
+                message: "Plan?".to_owned(),
+                options,
+            }) {
+                Some(selected) => selected.await?.unwrap_or_else(|| "declined".to_owned()),
+                None => "no selector".to_owned(),
+            };
+            Ok(OAuthCredentials::new(
+                format!("{domain}/{choice}"),
+                "refresh",
+                i64::MAX,
+            ))
+        })
+    }
+
+    fn refresh_token<'a>(
+        &'a self,
+        _credentials: &'a OAuthCredentials,
+    ) -> BoxFuture<'a, Result<OAuthCredentials, OAuthError>> {
+        Box::pin(async { Err(OAuthError::callback("no refresh")) })
+    }
 }
