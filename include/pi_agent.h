@@ -1513,10 +1513,10 @@ struct pi_error *pi_agent_restore(const char *snapshot_json,
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
  * Thread-safety: may be called from any thread.
  */
-struct pi_error *pi_env_api_key_names_json(const char *provider, char **json_out);
+struct pi_error *pi_env_key_names_json(const char *provider, char **json_out);
 
 /**
- * Writes the names (never the values) of the variables of `pi_env_api_key_names_json` that
+ * Writes the names (never the values) of the variables of `pi_env_key_names_json` that
  * are set and not empty, as a JSON array to `*json_out` (free it with `pi_string_free`). `[]`
  * means no key for `provider` in the environment; use it to check for a key without handling
  * the secret.
@@ -1528,7 +1528,7 @@ struct pi_error *pi_find_env_keys_json(const char *provider, char **json_out);
 
 /**
  * Writes the API key for `provider` from the environment (pi's `getEnvApiKey`: the first
- * variable of `pi_env_api_key_names_json` that is set and not empty) to `*api_key_out`, or
+ * variable of `pi_env_key_names_json` that is set and not empty) to `*api_key_out`, or
  * NULL when there is none. This returns a secret: only call it to pass the key on (the
  * library finds it by itself for requests), and free it with `pi_string_free` soon.
  *

@@ -264,10 +264,10 @@ static void test_helpers(void) {
     pi_string_free(json);
 
     /* Environment keys: names, presence, and the value only when asked for. */
-    OK(pi_env_api_key_names_json("anthropic", &json));
+    OK(pi_env_key_names_json("anthropic", &json));
     CHECK(strcmp(json, "[\"ANTHROPIC_OAUTH_TOKEN\",\"ANTHROPIC_API_KEY\"]") == 0);
     pi_string_free(json);
-    OK(pi_env_api_key_names_json("nobody", &json));
+    OK(pi_env_key_names_json("nobody", &json));
     CHECK(strcmp(json, "[]") == 0);
     pi_string_free(json);
     unsetenv("GROQ_API_KEY");
