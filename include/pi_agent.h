@@ -1068,6 +1068,20 @@ struct pi_error *pi_agent_set_stream_fn(struct pi_agent *agent,
                                         pi_free_callback free_user_data);
 
 /**
+ * Sends every model call of the agent through a pi proxy server (core's `proxy_stream_fn`,
+ * pi's `streamProxy`): `POST {proxy_url}/api/stream` with `Authorization: Bearer
+ * <auth_token>` (nullable: none), the server holding the provider keys. It replaces the
+ * stream function (also one set with `pi_agent_set_stream_fn`); a NULL `proxy_url` goes back
+ * to pi's `streamSimple`. Applies from the next run.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`), `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_proxy_stream_fn(struct pi_agent *agent,
+                                              const char *proxy_url,
+                                              const char *auth_token);
+
+/**
  * Starts a run with `text` as a user message (pi's `prompt(text)`) and writes it to
  * `*run_out` (free it with `pi_agent_run_free`). Returns at once; the run works on the
  * library's runtime.
@@ -1348,6 +1362,34 @@ struct pi_error *pi_agent_messages_json(const struct pi_agent *agent, char **jso
  * Thread-safety: may be called from any thread.
  */
 struct pi_error *pi_agent_set_messages_json(struct pi_agent *agent, const char *messages_json);
+
+/**
+ * Appends one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
+ * messages) to the transcript, for the next run.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`; `ALREADY_RUNNING` while a run is
+ * active (use `pi_agent_steer_json` or `pi_agent_follow_up_json` then), and nothing changes.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_agent_append_message_json(struct pi_agent *agent, const char *message_json);
+
+/**
+ * Writes the queued steering messages, oldest first, as a pi-shaped JSON array to
+ * `*json_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_steering_queue_json(const struct pi_agent *agent, char **json_out);
+
+/**
+ * Writes the queued follow-up messages, oldest first, as a pi-shaped JSON array to
+ * `*json_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_follow_up_queue_json(const struct pi_agent *agent, char **json_out);
 
 /**
  * Queues `text` as a user message to inject after the current turn's tool calls (pi's
@@ -2428,6 +2470,23 @@ struct pi_error *pi_stream_open_with_options(const struct pi_model *model,
                                              const struct pi_stream_options *options,
                                              bool simple,
                                              struct pi_stream **stream_out);
+
+/**
+ * Streams one model call through a pi proxy server (core's `stream_proxy`, pi's
+ * `streamProxy`): `POST {proxy_url}/api/stream` with the model, context and options, and
+ * `Authorization: Bearer <auth_token>` (nullable: none); the proxy holds the provider keys and
+ * answers with pi's proxy events, from which the message is rebuilt. Otherwise like
+ * `pi_stream_open_simple` (`options_json` as there).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_stream_open_proxy(const struct pi_model *model,
+                                      const char *context_json,
+                                      const char *options_json,
+                                      const char *proxy_url,
+                                      const char *auth_token,
+                                      struct pi_stream **stream_out);
 
 /**
  * Writes the message as far as it has arrived (pi's `partial`: exactly the events

@@ -2,12 +2,14 @@
 //! hooks themselves are in `hook.rs` (around tool calls and turns) and `model_hooks.rs`
 //! (around model calls).
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
-use ::pi_agent::agent::AgentHooks;
+use ::pi_agent::agent::{AgentHooks, ProxyOptions, proxy_stream_fn};
+use ::pi_agent::ai::ApiKey;
 
 use crate::agent::{pi_agent, shared};
+use crate::boundary::arg_opt_str;
 use crate::callback::CallbackSite;
 use crate::error::pi_error;
 use crate::hook::{
@@ -178,5 +180,34 @@ pub extern "C" fn pi_agent_set_stream_fn(
         install(agent, callback, user_data, free_user_data, model_hooks::stream_fn, |hooks, hook| {
             hooks.stream_fn = hook;
         })
+    }
+}
+
+/// Sends every model call of the agent through a pi proxy server (core's `proxy_stream_fn`,
+/// pi's `streamProxy`): `POST {proxy_url}/api/stream` with `Authorization: Bearer
+/// <auth_token>` (nullable: none), the server holding the provider keys. It replaces the
+/// stream function (also one set with `pi_agent_set_stream_fn`); a NULL `proxy_url` goes back
+/// to pi's `streamSimple`. Applies from the next run.
+///
+/// Errors: `NULL_ARGUMENT` (for `agent`), `INVALID_UTF8`.
+/// Thread-safety: may be called from any thread, also during a run and from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_set_proxy_stream_fn(
+    agent: *mut pi_agent,
+    proxy_url: *const c_char,
+    auth_token: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let shared = shared(agent)?;
+        let stream_fn = match arg_opt_str(proxy_url, "proxy_url")? {
+            Some(proxy_url) => Some(proxy_stream_fn(ProxyOptions {
+                proxy_url: proxy_url.to_owned(),
+                auth_token: arg_opt_str(auth_token, "auth_token")?.map(ApiKey::new),
+            })),
+            None => None,
+        };
+        shared.agent.update_hooks(|hooks| hooks.stream_fn = stream_fn);
+        shared.registrations.prune();
+        Ok(())
     }
 }

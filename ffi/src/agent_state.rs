@@ -68,7 +68,64 @@ pub extern "C" fn pi_agent_set_messages_json(
     }
 }
 
+/// Appends one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
+/// messages) to the transcript, for the next run.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`; `ALREADY_RUNNING` while a run is
+/// active (use `pi_agent_steer_json` or `pi_agent_follow_up_json` then), and nothing changes.
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_append_message_json(
+    agent: *mut pi_agent,
+    message_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let agent = arg_ref(agent, "agent")?;
+        let json = arg_str(message_json, "message_json")?;
+        let message: AgentMessage = parse_json(json, "message_json")?;
+        agent.shared.agent.append_message(message).map_err(pi_error::from_agent)
+    }
+}
+
 // ---------------------------------------------------------------------------------- queues
+
+/// Writes the queued steering messages, oldest first, as a pi-shaped JSON array to
+/// `*json_out` (free it with `pi_string_free`).
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_steering_queue_json(
+    agent: *const pi_agent,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let agent = arg_ref(agent, "agent")?;
+        let out = Out::new(json_out, "json_out")?;
+        let (steering, _) = agent.shared.agent.queued_messages();
+        out.write(into_c_string(to_json(&steering, "messages")?));
+        Ok(())
+    }
+}
+
+/// Writes the queued follow-up messages, oldest first, as a pi-shaped JSON array to
+/// `*json_out` (free it with `pi_string_free`).
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_follow_up_queue_json(
+    agent: *const pi_agent,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let agent = arg_ref(agent, "agent")?;
+        let out = Out::new(json_out, "json_out")?;
+        let (_, follow_up) = agent.shared.agent.queued_messages();
+        out.write(into_c_string(to_json(&follow_up, "messages")?));
+        Ok(())
+    }
+}
 
 /// Queues `text` as a user message to inject after the current turn's tool calls (pi's
 /// `steer`).

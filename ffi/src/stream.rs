@@ -5,7 +5,8 @@ use std::ffi::c_char;
 use std::sync::{Mutex, PoisonError};
 
 use futures::StreamExt;
-use pi_agent::ai::{AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
+use pi_agent::agent::{ProxyOptions, stream_proxy};
+use pi_agent::ai::{ApiKey, AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
@@ -115,7 +116,7 @@ pub extern "C" fn pi_stream_open(
 ) -> *mut pi_error {
     ffi_fallible! {
         let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
-        open(model, context_json, options, false, stream_out)
+        open(model, context_json, options, Via::Stream, stream_out)
     }
 }
 
@@ -135,7 +136,7 @@ pub extern "C" fn pi_stream_open_simple(
 ) -> *mut pi_error {
     ffi_fallible! {
         let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
-        open(model, context_json, options, true, stream_out)
+        open(model, context_json, options, Via::Simple, stream_out)
     }
 }
 
@@ -155,15 +156,53 @@ pub extern "C" fn pi_stream_open_with_options(
 ) -> *mut pi_error {
     ffi_fallible! {
         let options = arg_ref(options, "options")?.options.clone();
-        open(model, context_json, options, simple, stream_out)
+        let via = if simple { Via::Simple } else { Via::Stream };
+        open(model, context_json, options, via, stream_out)
     }
+}
+
+/// Streams one model call through a pi proxy server (core's `stream_proxy`, pi's
+/// `streamProxy`): `POST {proxy_url}/api/stream` with the model, context and options, and
+/// `Authorization: Bearer <auth_token>` (nullable: none); the proxy holds the provider keys and
+/// answers with pi's proxy events, from which the message is rebuilt. Otherwise like
+/// `pi_stream_open_simple` (`options_json` as there).
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_open_proxy(
+    model: *const pi_model,
+    context_json: *const c_char,
+    options_json: *const c_char,
+    proxy_url: *const c_char,
+    auth_token: *const c_char,
+    stream_out: *mut *mut pi_stream,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
+        let proxy = ProxyOptions {
+            proxy_url: arg_str(proxy_url, "proxy_url")?.to_owned(),
+            auth_token: arg_opt_str(auth_token, "auth_token")?.map(ApiKey::new),
+        };
+        open(model, context_json, options, Via::Proxy(proxy), stream_out)
+    }
+}
+
+/// How a stream reaches the model.
+enum Via {
+    /// pi's `stream`.
+    Stream,
+    /// pi's `streamSimple`.
+    Simple,
+    /// pi's `streamProxy`.
+    Proxy(ProxyOptions),
 }
 
 fn open(
     model: *const pi_model,
     context_json: *const c_char,
     mut options: StreamOptions,
-    simple: bool,
+    via: Via,
     stream_out: *mut *mut pi_stream,
 ) -> Result<(), pi_error> {
     let model = arg_ref(model, "model")?;
@@ -173,10 +212,10 @@ fn open(
     options.signal = Some(signal.clone());
     let events = {
         let _runtime = runtime()?.enter();
-        if simple {
-            pi_agent::ai::stream_simple(&model.model, &context, &options)
-        } else {
-            pi_agent::ai::stream(&model.model, &context, &options)
+        match via {
+            Via::Stream => pi_agent::ai::stream(&model.model, &context, &options),
+            Via::Simple => pi_agent::ai::stream_simple(&model.model, &context, &options),
+            Via::Proxy(proxy) => stream_proxy(&model.model, &context, &options, &proxy),
         }
     };
     out.write(into_handle(pi_stream {

@@ -222,9 +222,22 @@ fn c_ai_test_mock_server() {
         .build()
         .unwrap();
     let server = runtime.block_on(MockServer::start()).unwrap();
+    // pi's proxy events, as a pi proxy server sends them.
+    let proxied = json!({"chunks": [
+        {"type": "start"},
+        {"type": "text_start", "contentIndex": 0},
+        {"type": "text_delta", "contentIndex": 0, "delta": "Proxied "},
+        {"type": "text_delta", "contentIndex": 0, "delta": "hello"},
+        {"type": "text_end", "contentIndex": 0},
+        {"type": "done", "reason": "stop", "usage": {"input": 3, "output": 2, "cacheRead": 0,
+            "cacheWrite": 0, "totalTokens": 5, "cost": {"input": 0, "output": 0,
+            "cacheRead": 0, "cacheWrite": 0, "total": 0}}},
+    ], "done": false});
     server.push_all([
         json!({"text": "Hello from the mock server!"}),
         json!({"text": "Agent reply from the mock server."}),
+        proxied.clone(),
+        proxied,
     ]);
     let exe = compile("tests/c/ffi_ai_test.c", "ffi_ai_test_mock");
     let mut command = Command::new(&exe);
@@ -232,13 +245,23 @@ fn c_ai_test_mock_server() {
     let output = run(command);
     assert_success(&output, "ffi_ai_test mock");
     let requests = server.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 4);
     // The C `on_payload` rewrote both bodies; the stream sent its key, the agent the hook's.
-    for request in &requests {
+    for request in &requests[..2] {
         assert_eq!(request.body["user"], "c-on-payload", "{}", request.body);
     }
     assert_eq!(requests[0].header("authorization"), Some("Bearer test-key"));
     assert_eq!(requests[1].header("authorization"), Some("Bearer hook-key"));
+    // The proxy got the model, context and options, with the app's token.
+    for request in &requests[2..] {
+        assert!(request.path.ends_with("/api/stream"), "{}", request.path);
+        assert_eq!(request.header("authorization"), Some("Bearer app-token"));
+        assert_eq!(request.body["model"]["id"], "mock-model");
+    }
+    assert_eq!(
+        requests[3].body["context"]["messages"][0]["content"][0]["text"],
+        "Via the proxy"
+    );
     drop(server);
 }
 

@@ -143,6 +143,10 @@ static void test_run_pull(void) {
     EXPECT_ERROR(pi_agent_run_open(f.agent, "again", &second), PI_ERROR_KIND_ALREADY_RUNNING);
     EXPECT_ERROR(pi_agent_run_open_continue(f.agent, &second), PI_ERROR_KIND_ALREADY_RUNNING);
     CHECK(second == NULL);
+    /* The transcript cannot change under a run. */
+    EXPECT_ERROR(pi_agent_append_message_json(
+                     f.agent, "{\"role\":\"user\",\"content\":\"late\",\"timestamp\":0}"),
+                 PI_ERROR_KIND_ALREADY_RUNNING);
     atomic_store(&g.released, 1);
 
     pi_agent_event event;
@@ -249,6 +253,40 @@ static void test_run_abort(void) {
     pi_agent_run_free(run);
     CHECK(!pi_agent_is_aborted(f.agent));
     pi_agent_run_abort(NULL);
+    teardown(&f);
+}
+
+/* ------------------------------------------------------------ transcript and queues */
+
+static void test_transcript_and_queues(void) {
+    fixture f;
+    setup(&f, "{\"content\":\"Answered.\"}", NULL);
+    EXPECT_ERROR(pi_agent_append_message_json(f.agent, "{\"content\":\"no role\"}"),
+                 PI_ERROR_KIND_INVALID_JSON);
+    OK(pi_agent_append_message_json(
+        f.agent, "{\"role\":\"notification\",\"text\":\"build finished\",\"timestamp\":0}"));
+    OK(pi_agent_append_message_json(
+        f.agent, "{\"role\":\"user\",\"content\":\"Appended question\",\"timestamp\":0}"));
+    OK(pi_agent_steer_text(f.agent, "steer one"));
+    OK(pi_agent_steer_json(f.agent, "{\"role\":\"user\",\"content\":\"steer two\",\"timestamp\":0}"));
+    OK(pi_agent_follow_up_text(f.agent, "follow one"));
+    char *json = NULL;
+    OK(pi_agent_steering_queue_json(f.agent, &json));
+    CHECK(in_order(json, "steer one", "steer two"));
+    CHECK(strstr(json, "follow one") == NULL);
+    pi_string_free(json);
+    OK(pi_agent_follow_up_queue_json(f.agent, &json));
+    CHECK(strstr(json, "follow one") != NULL && strstr(json, "steer") == NULL);
+    pi_string_free(json);
+    pi_agent_clear_queues(f.agent);
+    OK(pi_agent_steering_queue_json(f.agent, &json));
+    CHECK(strcmp(json, "[]") == 0);
+    pi_string_free(json);
+    OK(pi_agent_continue(f.agent)); /* from the appended user message */
+    json = messages_json(f.agent);
+    CHECK(in_order(json, "build finished", "Appended question"));
+    CHECK(in_order(json, "Appended question", "Answered."));
+    pi_string_free(json);
     teardown(&f);
 }
 
@@ -834,6 +872,7 @@ int main(void) {
     test_run_pull();
     test_run_free_before_end();
     test_run_abort();
+    test_transcript_and_queues();
     test_prompt_inputs();
     test_tool_object();
     test_getters_and_settings();

@@ -8,7 +8,7 @@
  *                          transform_messages, validate_tool_call, parse_streaming_json) and
  *                          the sans-IO stepper driving one tool round trip
  *   ffi_ai_test mock URL   against the scripted mock server: on_payload / on_response on a
- *                          stream and on an agent, and the get_api_key hook
+ *                          stream and on an agent, the get_api_key hook, and pi's proxy
  *
  * Exits 0 when every check passed; on the first failed check it prints it and exits 1.
  */
@@ -564,6 +564,24 @@ static void test_mock(const char *base_url) {
     CHECK(atomic_load(&callbacks_freed) == 0);
     pi_agent_free(agent);
     CHECK(wait_equals(&callbacks_freed, 2));
+
+    /* 3. Through a pi proxy server (pi's streamProxy): a stream, then an agent. */
+    OK(pi_stream_open_proxy(model, HELLO_CONTEXT, NULL, base_url, "app-token", &stream));
+    CHECK(drain(stream) == PI_STREAM_EVENT_KIND_DONE);
+    json = result_json(stream);
+    CHECK(strstr(json, "\"text\":\"Proxied hello\"") != NULL);
+    pi_string_free(json);
+    pi_stream_free(stream);
+    EXPECT_ERROR(pi_stream_open_proxy(model, HELLO_CONTEXT, NULL, NULL, NULL, &stream),
+                 PI_ERROR_KIND_NULL_ARGUMENT);
+    OK(pi_agent_new(model, "", NULL, &agent));
+    OK(pi_agent_set_proxy_stream_fn(agent, base_url, "app-token"));
+    OK(pi_agent_prompt(agent, "Via the proxy"));
+    json = messages_json(agent);
+    CHECK(in_order(json, "Via the proxy", "Proxied hello"));
+    pi_string_free(json);
+    OK(pi_agent_set_proxy_stream_fn(agent, NULL, NULL)); /* back to streamSimple */
+    pi_agent_free(agent);
     pi_model_free(model);
 }
 
