@@ -368,12 +368,14 @@ pub extern "C" fn pi_agent_listener_errors_json(
 
 // ------------------------------------------------------------------------------- snapshots
 
-/// Writes everything about the agent that is data as JSON to `*json_out` (free it with
-/// `pi_string_free`): `{"version":1,"systemPrompt":...,"model":{...},"thinkingLevel":...,
-/// "messages":[...],"toolExecution":...,"steeringMode":...,"followUpMode":...,
-/// "steeringQueue":[...],"followUpQueue":[...],"toolNames":[...]}`. Tools, hooks and
-/// subscriptions are code: they are not in it (`toolNames` is for reference). During a run the
-/// transcript is as of the last completed message. Restore it with `pi_agent_restore`.
+/// Writes everything about the agent that is data as core's `AgentSnapshot` JSON to
+/// `*json_out` (free it with `pi_string_free`): `{"version":2,"systemPrompt":...,
+/// "model":{...},"messages":[...],"settings":{...},"steeringQueue":[...],
+/// "followUpQueue":[...],"toolNames":[...]}`, `settings` being the `AgentSettings` of
+/// `pi_agent_settings_json` (no API key, bearer token or credential header: secrets are never
+/// saved). Tools, hooks and subscriptions are code: they are not in it (`toolNames` is for
+/// reference). During a run the transcript is as of the last completed message. Restore it
+/// with `pi_agent_restore`.
 ///
 /// Errors: `NULL_ARGUMENT`.
 /// Thread-safety: may be called from any thread, also from a callback.
