@@ -30,11 +30,12 @@ use crate::user_data::UserData;
 ///
 /// The callback may call non-blocking functions of its agent (`pi_agent_abort`,
 /// `pi_agent_steer_text`, ...) and blocking functions of other agents and streams; on its own
-/// agent, `pi_agent_wait_for_idle` fails with `CALLED_FROM_CALLBACK`. At an abort the run
-/// stops waiting for a callback that is still running and records the error result "Tool
-/// execution was aborted" (unless the callback returned at that same moment); the callback
-/// keeps running until it returns, so long-running tools should poll
-/// `pi_tool_call_is_aborted`.
+/// agent, `pi_agent_wait_for_idle` fails with `CALLED_FROM_CALLBACK`, and `pi_agent_free` is
+/// deferred (see there). At an abort the run stops waiting for a callback that is still running
+/// and records the error result "Tool execution was aborted" (unless the callback returned at
+/// that same moment); the tool watchdog (`toolTimeoutMs`) does the same with "Tool <name> timed
+/// out after N ms". The callback keeps running until it returns, so long-running tools should
+/// poll `pi_tool_call_is_aborted`.
 pub type pi_tool_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, call: *mut pi_tool_call) -> i32>;
 
