@@ -1781,7 +1781,8 @@ struct pi_str pi_before_tool_call_arguments_json(const struct pi_before_tool_cal
 struct pi_str pi_before_tool_call_assistant_message_json(const struct pi_before_tool_call *context);
 
 /**
- * Whether the run was aborted (`false` when `context` is NULL).
+ * Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
+ * (`false` when `context` is NULL). A hook that waits for something should poll it.
  *
  * Thread-safety: may be called from any thread.
  */
@@ -1875,7 +1876,8 @@ struct pi_str pi_after_tool_call_result_json(const struct pi_after_tool_call *co
 bool pi_after_tool_call_is_error(const struct pi_after_tool_call *context);
 
 /**
- * Whether the run was aborted (`false` when `context` is NULL).
+ * Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
+ * (`false` when `context` is NULL).
  *
  * Thread-safety: may be called from any thread.
  */
@@ -2637,8 +2639,9 @@ struct pi_str pi_tool_call_name(const struct pi_tool_call *call);
 struct pi_str pi_tool_call_arguments_json(const struct pi_tool_call *call);
 
 /**
- * Whether the run was aborted (`false` when `call` is NULL). A long-running tool should poll
- * this and return early: the run no longer waits for it.
+ * Whether the run no longer waits for this call: it was aborted, or the tool watchdog
+ * (`toolTimeoutMs`) fired (`false` when `call` is NULL). A long-running tool should poll this
+ * and return early.
  *
  * Thread-safety: may be called from any thread.
  */

@@ -17,7 +17,7 @@ use pi_agent::agent::{
 use pi_agent::ai::Message;
 use serde::Serialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::boundary::{arg_opt_str, arg_ref, arg_str, opt_ref};
 use crate::callback::{CallbackSite, run_callback};
@@ -80,6 +80,15 @@ type TransformFn = unsafe extern "C" fn(*mut c_void, *mut pi_transform_context);
 pub(crate) struct Hook<F> {
     pub(crate) callback: F,
     pub(crate) user_data: Arc<UserData>,
+}
+
+/// A signal for one hook call that also fires when the run stops waiting for it (the guard,
+/// held by the awaited future, cancels it when the future is dropped: an abort or the tool
+/// watchdog), so a C hook that cannot be pre-empted can see either.
+fn stop_on_drop(signal: &CancellationToken) -> (CancellationToken, DropGuard) {
+    let signal = signal.child_token();
+    let guard = signal.clone().drop_guard();
+    (signal, guard)
 }
 
 /// `value` as JSON, made on first use and kept in `cell` (so views of it stay valid).
@@ -173,7 +182,8 @@ pub extern "C" fn pi_before_tool_call_assistant_message_json(
     }
 }
 
-/// Whether the run was aborted (`false` when `context` is NULL).
+/// Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
+/// (`false` when `context` is NULL). A hook that waits for something should poll it.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
@@ -296,7 +306,9 @@ pub(crate) fn before_tool_call(
     Arc::new(move |context, signal| {
         let hook = Arc::clone(&hook);
         let site = site.clone();
+        let (signal, stopped) = stop_on_drop(&signal);
         async move {
+            let _stopped = stopped;
             run_callback(&site, move || hook.invoke(context, signal))
                 .await
                 .unwrap_or_else(|error| Err(format!("before_tool_call hook failed: {error}")))
@@ -406,7 +418,8 @@ pub extern "C" fn pi_after_tool_call_is_error(context: *const pi_after_tool_call
     }
 }
 
-/// Whether the run was aborted (`false` when `context` is NULL).
+/// Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
+/// (`false` when `context` is NULL).
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
@@ -483,7 +496,9 @@ pub(crate) fn after_tool_call(
     Arc::new(move |context, signal| {
         let hook = Arc::clone(&hook);
         let site = site.clone();
+        let (signal, stopped) = stop_on_drop(&signal);
         async move {
+            let _stopped = stopped;
             run_callback(&site, move || hook.invoke(context, signal))
                 .await
                 .unwrap_or_else(|error| Err(format!("after_tool_call hook failed: {error}")))

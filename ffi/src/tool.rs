@@ -10,7 +10,7 @@ use pi_agent::agent::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::boundary::{arg_ref, arg_str, opt_ref};
 use crate::callback::{CallbackSite, run_callback, run_inline};
@@ -98,8 +98,9 @@ pub extern "C" fn pi_tool_call_arguments_json(call: *const pi_tool_call) -> pi_s
     }
 }
 
-/// Whether the run was aborted (`false` when `call` is NULL). A long-running tool should poll
-/// this and return early: the run no longer waits for it.
+/// Whether the run no longer waits for this call: it was aborted, or the tool watchdog
+/// (`toolTimeoutMs`) fired (`false` when `call` is NULL). A long-running tool should poll this
+/// and return early.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
@@ -299,7 +300,9 @@ impl AgentTool for CTool {
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
         let callbacks = Arc::clone(&self.callbacks);
         let site = self.site.clone();
+        let (context, stopped) = stop_on_drop(context);
         Box::pin(async move {
+            let _stopped = stopped;
             run_callback(&site, move || callbacks.invoke(context))
                 .await
                 .unwrap_or_else(|error| {
@@ -307,4 +310,14 @@ impl AgentTool for CTool {
                 })
         })
     }
+}
+
+/// Gives the call a signal of its own that also fires when the run stops waiting for it: the
+/// returned guard, held by the future the run awaits, cancels it when that future is dropped
+/// (an abort, or the tool watchdog). The C callback, which cannot be pre-empted, sees either
+/// with `pi_tool_call_is_aborted`.
+fn stop_on_drop(context: ToolCallContext) -> (ToolCallContext, DropGuard) {
+    let signal = context.signal.child_token();
+    let guard = signal.clone().drop_guard();
+    (ToolCallContext { signal, ..context }, guard)
 }

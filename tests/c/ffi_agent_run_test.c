@@ -486,21 +486,32 @@ static void test_getters_and_settings(void) {
     teardown(&f);
 }
 
-/* The tool watchdog: a tool that blocks gets an error result after toolTimeoutMs; the stream
- * watchdog: a model that goes quiet ends the turn. Only the watchdogs can end these runs. */
+/* Waits until the run no longer waits for it (pi_tool_call_is_aborted). */
+static int32_t until_stopped_tool(void *user_data, pi_tool_call *call) {
+    for (int i = 0; i < 60000 && !pi_tool_call_is_aborted(call); i++) sleep_ms(1);
+    CHECK(pi_tool_call_is_aborted(call));
+    atomic_store((atomic_int *)user_data, 1);
+    return 0;
+}
+
+/* The tool watchdog: a tool that blocks gets an error result after toolTimeoutMs, and sees it
+ * through pi_tool_call_is_aborted; the stream watchdog: a model that goes quiet ends the turn.
+ * Only the watchdogs can end these runs. */
 static void test_watchdogs(void) {
     fixture f;
     setup(&f, "[{\"content\":[" TOOL_CALL("w1", "block", "{}") "]},{\"content\":\"after\"}]",
           NULL);
-    static gate g;
-    OK(pi_agent_add_tool(f.agent, "block", "Blocks", OBJECT_SCHEMA, gated_tool, &g, NULL));
+    static atomic_int stopped;
+    OK(pi_agent_add_tool(f.agent, "block", "Blocks", OBJECT_SCHEMA, until_stopped_tool, &stopped,
+                         NULL));
     OK(pi_agent_set_tool_timeout_ms(f.agent, 200));
     OK(pi_agent_prompt(f.agent, "Run it"));
     char *json = messages_json(f.agent);
     CHECK(strstr(json, "Tool block timed out after 200 ms") != NULL);
     CHECK(strstr(json, "after") != NULL);
     pi_string_free(json);
-    atomic_store(&g.released, 1);
+    CHECK(wait_for(&stopped));
+    CHECK(!pi_agent_is_aborted(f.agent)); /* the run itself was not aborted */
     teardown(&f);
 
     init_long_text();
@@ -756,10 +767,17 @@ static void test_hook_json(void) {
     teardown(&f);
 }
 
-/* A C before_tool_call that blocks does not keep an abort from ending the run. */
+/* A C before_tool_call that blocks does not keep an abort from ending the run; it sees the
+ * abort while it still blocks. */
+static atomic_int hook_saw_abort;
 static int32_t blocking_before(void *user_data, pi_before_tool_call *context) {
-    (void)context;
-    wait_at(user_data);
+    gate *g = user_data;
+    atomic_store(&g->entered, 1);
+    for (int i = 0; i < 60000 && !atomic_load(&g->released); i++) {
+        if (pi_before_tool_call_is_aborted(context)) atomic_store(&hook_saw_abort, 1);
+        sleep_ms(1);
+    }
+    CHECK(atomic_load(&g->released));
     return 0;
 }
 
@@ -783,6 +801,7 @@ static void test_blocking_hook_abort(void) {
     OK(pi_agent_prompt(f.agent, "go")); /* returns although the hook still blocks */
     pthread_join(thread, NULL);
     CHECK(!atomic_load(&g.released));
+    CHECK(wait_for(&hook_saw_abort));
     char *json = messages_json(f.agent);
     CHECK(in_order(json, "\"toolCallId\":\"h1\"", "Tool execution was aborted"));
     CHECK(strstr(json, "never") == NULL);
