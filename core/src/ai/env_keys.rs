@@ -227,7 +227,11 @@ fn vendor_hosts(provider: &str) -> Vec<String> {
         // The global endpoint and the multi-region ones (`aiplatform.us.rep.googleapis.com`)
         // besides the catalog's `{location}-aiplatform.googleapis.com`.
         "google-vertex" => out.extend(
-            ["aiplatform.googleapis.com", "aiplatform.*.rep.googleapis.com"].map(str::to_owned),
+            [
+                "aiplatform.googleapis.com",
+                "aiplatform.*.rep.googleapis.com",
+            ]
+            .map(str::to_owned),
         ),
         _ => {}
     }

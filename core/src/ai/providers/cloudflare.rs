@@ -65,8 +65,16 @@ mod tests {
                 )
             );
         }
-        let other = Model::new("openai-completions", "openai", "m", "https://x/{NOT_EXPANDED}");
-        assert_eq!(resolve_base_url(&other).unwrap(), "https://x/{NOT_EXPANDED}");
+        let other = Model::new(
+            "openai-completions",
+            "openai",
+            "m",
+            "https://x/{NOT_EXPANDED}",
+        );
+        assert_eq!(
+            resolve_base_url(&other).unwrap(),
+            "https://x/{NOT_EXPANDED}"
+        );
         assert!(is_gateway(AI_GATEWAY) && !is_gateway(WORKERS_AI));
     }
 }

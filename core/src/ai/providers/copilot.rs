@@ -54,7 +54,10 @@ mod tests {
     fn initiator_and_vision() {
         assert_eq!(
             dynamic_headers(&[]),
-            [("X-Initiator", "user"), ("Openai-Intent", "conversation-edits")]
+            [
+                ("X-Initiator", "user"),
+                ("Openai-Intent", "conversation-edits")
+            ]
         );
         let user = Message::User(UserMessage::text("hi"));
         let assistant = Message::Assistant(AssistantMessage::default());

@@ -785,7 +785,10 @@ mod tests {
             let thinking = simple_thinking(Variant::Vertex, &model, level, None);
             thinking_config(Variant::Vertex, &model, Some(&thinking))
         };
-        assert_eq!(config("gemma-4-31b-it", None), Some(json!({"thinkingBudget": 0})));
+        assert_eq!(
+            config("gemma-4-31b-it", None),
+            Some(json!({"thinkingBudget": 0}))
+        );
         assert_eq!(
             config("gemma-4-31b-it", Some(ThinkingLevel::Low)),
             Some(json!({"includeThoughts": true, "thinkingBudget": -1}))
@@ -867,15 +870,26 @@ mod tests {
         let mut plain = gemini("gemini-2.0-flash");
         plain.reasoning = false;
         let thinking = simple_thinking(Variant::Gemini, &plain, Some(ThinkingLevel::High), None);
-        assert_eq!(thinking_config(Variant::Gemini, &plain, Some(&thinking)), None);
+        assert_eq!(
+            thinking_config(Variant::Gemini, &plain, Some(&thinking)),
+            None
+        );
         // Plain `stream` without `thinking` leaves the provider's default alone.
-        assert_eq!(thinking_config(Variant::Gemini, &gemini("gemini-2.5-pro"), None), None);
+        assert_eq!(
+            thinking_config(Variant::Gemini, &gemini("gemini-2.5-pro"), None),
+            None
+        );
         let custom = crate::ai::options::ThinkingBudgets {
             low: Some(777),
             ..Default::default()
         };
         let model = gemini("gemini-2.5-flash");
-        let thinking = simple_thinking(Variant::Gemini, &model, Some(ThinkingLevel::Low), Some(&custom));
+        let thinking = simple_thinking(
+            Variant::Gemini,
+            &model,
+            Some(ThinkingLevel::Low),
+            Some(&custom),
+        );
         assert_eq!(
             thinking_config(Variant::Gemini, &model, Some(&thinking)),
             Some(json!({"includeThoughts": true, "thinkingBudget": 777}))

@@ -286,7 +286,11 @@ pub(crate) fn signed_assertion(account: &ServiceAccount, now_secs: u64) -> Resul
     }
     .map_err(|why| format!("its private_key is not a usable RSA key ({why})"))?;
     let mut header = json!({"alg": "RS256", "typ": "JWT"});
-    if let Some(id) = account.private_key_id.as_deref().filter(|id| !id.is_empty()) {
+    if let Some(id) = account
+        .private_key_id
+        .as_deref()
+        .filter(|id| !id.is_empty())
+    {
         header["kid"] = json!(id);
     }
     let claims = json!({
@@ -355,15 +359,6 @@ pub(crate) async fn access_token(
     Ok(token)
 }
 
-/// Forgets every cached token (tests).
-#[cfg(test)]
-pub(crate) fn clear_token_cache() {
-    TOKENS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clear();
-}
-
 #[derive(Deserialize)]
 struct TokenResponse {
     access_token: String,
@@ -383,7 +378,10 @@ async fn fetch_token(
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
             let assertion = signed_assertion(account, now).map_err(|why| {
-                format!("Could not use the service account {}: {why}", account.client_email)
+                format!(
+                    "Could not use the service account {}: {why}",
+                    account.client_email
+                )
             })?;
             redactor.add(&assertion);
             vec![
@@ -480,4 +478,116 @@ fn token_error_message(body: &str) -> String {
         };
     }
     http::error_body_message(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SERVICE_ACCOUNT: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/google-vertex/service_account.json"
+    ));
+    const AUTHORIZED_USER: &str = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/google-vertex/authorized_user.json"
+    ));
+
+    fn decode_part(part: &str) -> Value {
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(part).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn files_parse_and_debug_hides_secrets() {
+        let account = Credentials::parse(SERVICE_ACCOUNT).unwrap();
+        let user = Credentials::parse(AUTHORIZED_USER).unwrap();
+        assert_eq!(user.quota_project(), Some("pi-quota-project"));
+        assert_eq!(user.token_uri(), GOOGLE_TOKEN_URI);
+        assert_eq!(account.quota_project(), None);
+        let shown = format!("{account:?} {user:?}");
+        for secret in [
+            "PRIVATE KEY",
+            "pi-test-client-secret",
+            "pi-test-refresh-token",
+        ] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(shown.contains("pi-test@pi-test-project.iam.gserviceaccount.com"));
+        for (text, why) in [
+            ("{", "not JSON"),
+            ("{}", "no `type` field"),
+            (
+                r#"{"type":"external_account"}"#,
+                "`external_account` are not supported",
+            ),
+            (
+                r#"{"type":"authorized_user","client_id":"a"}"#,
+                "without missing field",
+            ),
+        ] {
+            let error = Credentials::parse(text).unwrap_err();
+            assert!(error.contains(why), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn assertions_are_rs256_jwts_that_verify() {
+        use ring::signature::{
+            KeyPair as _, RSA_PKCS1_2048_8192_SHA256, RsaKeyPair, UnparsedPublicKey,
+        };
+        let Credentials::ServiceAccount(mut account) = Credentials::parse(SERVICE_ACCOUNT).unwrap()
+        else {
+            panic!("a service account");
+        };
+        account.token_uri = Some("http://127.0.0.1:9/token".into());
+        let jwt = signed_assertion(&account, 1_700_000_000).unwrap();
+        let parts: Vec<&str> = jwt.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        assert_eq!(
+            decode_part(parts[0]),
+            json!({"alg": "RS256", "typ": "JWT", "kid": "0123456789abcdef0123456789abcdef01234567"})
+        );
+        assert_eq!(
+            decode_part(parts[1]),
+            json!({"iss": "pi-test@pi-test-project.iam.gserviceaccount.com",
+                   "scope": CLOUD_PLATFORM_SCOPE, "aud": "http://127.0.0.1:9/token",
+                   "iat": 1_700_000_000u64, "exp": 1_700_003_600u64})
+        );
+        let (der, _) = pem_der(&account.private_key).unwrap();
+        let key = RsaKeyPair::from_pkcs8(&der).unwrap();
+        let signature = URL_SAFE_NO_PAD.decode(parts[2]).unwrap();
+        UnparsedPublicKey::new(&RSA_PKCS1_2048_8192_SHA256, key.public_key().as_ref())
+            .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature)
+            .expect("the signature verifies with the account's public key");
+
+        account.private_key =
+            "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n".into();
+        let error = signed_assertion(&account, 0).unwrap_err();
+        assert!(error.contains("not a usable RSA key"), "{error}");
+    }
+
+    #[test]
+    fn the_well_known_file_is_under_home() {
+        let env = Environment::fixed([("HOME", "/home/someone")]);
+        let path = credentials_path(&env).unwrap();
+        assert!(
+            path.ends_with(".config/gcloud/application_default_credentials.json") || cfg!(windows)
+        );
+        let named = Environment::fixed([("GOOGLE_APPLICATION_CREDENTIALS", "/etc/sa.json")]);
+        assert_eq!(
+            credentials_path(&named).unwrap(),
+            PathBuf::from("/etc/sa.json")
+        );
+        let missing = Environment::fixed([("HOME", "/nonexistent-pi-home")]);
+        assert_eq!(load(&missing).unwrap_err(), NO_CREDENTIALS);
+        let named_missing =
+            Environment::fixed([("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent-pi/sa.json")]);
+        let error = load(&named_missing).unwrap_err();
+        assert!(
+            error.starts_with(
+                "Could not read the Application Default Credentials file /nonexistent-pi/sa.json"
+            ),
+            "{error}"
+        );
+    }
 }

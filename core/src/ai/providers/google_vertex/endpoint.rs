@@ -76,7 +76,10 @@ fn is_placeholder(key: &str) -> bool {
 }
 
 /// The project for ADC (pi's `resolveProject`).
-pub(crate) fn resolve_project(options: &StreamOptions, env: &Environment) -> Result<String, String> {
+pub(crate) fn resolve_project(
+    options: &StreamOptions,
+    env: &Environment,
+) -> Result<String, String> {
     non_empty(options.project.as_deref())
         .or_else(|| env.var("GOOGLE_CLOUD_PROJECT"))
         .or_else(|| env.var("GCLOUD_PROJECT"))

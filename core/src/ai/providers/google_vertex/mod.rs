@@ -169,7 +169,10 @@ impl GoogleVertexProvider {
             Some((key, source)) => {
                 let url = endpoint::stream_url(model, &Scope::ApiKey);
                 if source == KeySource::Environment && !env_key_allowed(PROVIDER, &url) {
-                    return Err(withheld("GOOGLE_CLOUD_API_KEY is set, but environment keys", &url));
+                    return Err(withheld(
+                        "GOOGLE_CLOUD_API_KEY is set, but environment keys",
+                        &url,
+                    ));
                 }
                 let auth = if caller_authenticates {
                     Auth::Caller

@@ -48,9 +48,8 @@ impl CodexError {
 
 /// Parses one event's JSON (`what` names the transport in the error).
 pub(crate) fn parse(data: &str, what: &str) -> Result<Value, CodexError> {
-    serde_json::from_str(data).map_err(|error| {
-        CodexError::Protocol(format!("Invalid Codex {what} JSON: {error}"))
-    })
+    serde_json::from_str(data)
+        .map_err(|error| CodexError::Protocol(format!("Invalid Codex {what} JSON: {error}")))
 }
 
 /// Maps one event: `Ok(None)` for an event without a type (ignored), the event to decode
@@ -240,10 +239,14 @@ mod tests {
             map_event(json!({"type": "response.failed"})),
             Err(CodexError::Api("Codex response failed".into()))
         );
-        let done = map_event(json!({"type": "response.done", "response": {"status": "weird", "id": "r"}}))
-            .unwrap()
-            .unwrap();
-        assert_eq!(done, json!({"type": "response.completed", "response": {"id": "r"}}));
+        let done =
+            map_event(json!({"type": "response.done", "response": {"status": "weird", "id": "r"}}))
+                .unwrap()
+                .unwrap();
+        assert_eq!(
+            done,
+            json!({"type": "response.completed", "response": {"id": "r"}})
+        );
         let incomplete =
             map_event(json!({"type": "response.incomplete", "response": {"status": "incomplete"}}))
                 .unwrap()
@@ -261,15 +264,25 @@ mod tests {
             error_message(status(429), &limit),
             "You have hit your ChatGPT usage limit (plus plan)."
         );
-        let far = (SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 600) as f64;
+        let far = (SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 600) as f64;
         let soon = json!({"error": {"type": "rate_limit_exceeded", "resets_at": far}}).to_string();
         let message = error_message(status(400), &soon);
-        assert!(message.starts_with("You have hit your ChatGPT usage limit. Try again in ~"), "{message}");
+        assert!(
+            message.starts_with("You have hit your ChatGPT usage limit. Try again in ~"),
+            "{message}"
+        );
         assert_eq!(
             error_message(status(500), r#"{"error":{"message":"boom"}}"#),
             "boom"
         );
-        assert_eq!(error_message(status(502), "<html>bad gateway</html>"), "<html>bad gateway</html>");
+        assert_eq!(
+            error_message(status(502), "<html>bad gateway</html>"),
+            "<html>bad gateway</html>"
+        );
         assert_eq!(error_message(status(503), ""), "Service Unavailable");
 
         assert!(is_retryable(429, "{}"));

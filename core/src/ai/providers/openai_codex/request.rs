@@ -158,7 +158,12 @@ fn os_release() -> Option<String> {
 
 /// The headers both transports send: the model's and the caller's, then (replacing theirs) the
 /// token, the account id, `originator: pi` and the user agent.
-fn base_headers(model: &Model, options: &StreamOptions, account_id: &str, token: &ApiKey) -> Headers {
+fn base_headers(
+    model: &Model,
+    options: &StreamOptions,
+    account_id: &str,
+    token: &ApiKey,
+) -> Headers {
     let mut headers = Headers::default();
     headers.extend(model.headers.iter().flatten());
     headers.extend(&options.headers);
@@ -196,9 +201,12 @@ pub(crate) fn websocket_headers(
     request_id: &str,
 ) -> Headers {
     let mut headers = base_headers(model, options, account_id, token);
-    headers
-        .0
-        .retain(|(name, _)| !matches!(name.to_ascii_lowercase().as_str(), "accept" | "content-type"));
+    headers.0.retain(|(name, _)| {
+        !matches!(
+            name.to_ascii_lowercase().as_str(),
+            "accept" | "content-type"
+        )
+    });
     headers.set("OpenAI-Beta", WEBSOCKET_BETA);
     headers.set("x-client-request-id", request_id);
     headers.set("session_id", request_id);
@@ -235,7 +243,10 @@ mod tests {
 
     #[test]
     fn urls_like_pi() {
-        assert_eq!(resolve_url(""), "https://chatgpt.com/backend-api/codex/responses");
+        assert_eq!(
+            resolve_url(""),
+            "https://chatgpt.com/backend-api/codex/responses"
+        );
         assert_eq!(
             resolve_url("http://127.0.0.1:9/v1/"),
             "http://127.0.0.1:9/v1/codex/responses"
@@ -249,7 +260,10 @@ mod tests {
             websocket_url(DEFAULT_BASE_URL),
             "wss://chatgpt.com/backend-api/codex/responses"
         );
-        assert_eq!(websocket_url("http://127.0.0.1:9"), "ws://127.0.0.1:9/codex/responses");
+        assert_eq!(
+            websocket_url("http://127.0.0.1:9"),
+            "ws://127.0.0.1:9/codex/responses"
+        );
     }
 
     #[test]
@@ -276,7 +290,12 @@ mod tests {
             ..StreamOptions::default()
         };
         let body = build_body(&model, &context, &options);
-        let keys: Vec<&str> = body.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys: Vec<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(
             keys,
             [
@@ -297,12 +316,18 @@ mod tests {
         assert_eq!(body["instructions"], DEFAULT_INSTRUCTIONS);
         assert_eq!(body["input"][0]["role"], "user");
         assert_eq!(body["tools"][0]["strict"], Value::Null);
-        assert_eq!(body["reasoning"], json!({"effort": "low", "summary": "auto"}));
+        assert_eq!(
+            body["reasoning"],
+            json!({"effort": "low", "summary": "auto"})
+        );
         let off = StreamOptions {
             reasoning_effort: Some("none".into()),
             ..StreamOptions::default()
         };
-        assert_eq!(build_body(&model, &context, &off)["reasoning"]["effort"], "none");
+        assert_eq!(
+            build_body(&model, &context, &off)["reasoning"]["effort"],
+            "none"
+        );
     }
 
     #[test]

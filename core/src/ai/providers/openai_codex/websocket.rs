@@ -451,7 +451,9 @@ async fn connect(
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_owned();
-    let port = parsed.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
+    let port = parsed
+        .port_or_known_default()
+        .unwrap_or(if tls { 443 } else { 80 });
     let mut request = url
         .into_client_request()
         .map_err(|error| transport(ws_error(&error)))?;
@@ -495,12 +497,14 @@ async fn connect(
             .map_err(|error| transport(ws_error(&error)))
     };
     match limits.request_timeout {
-        Some(timeout) => tokio::time::timeout(timeout, open).await.unwrap_or_else(|_| {
-            Err(transport(format!(
-                "WebSocket handshake timed out after {} ms",
-                timeout.as_millis()
-            )))
-        }),
+        Some(timeout) => tokio::time::timeout(timeout, open)
+            .await
+            .unwrap_or_else(|_| {
+                Err(transport(format!(
+                    "WebSocket handshake timed out after {} ms",
+                    timeout.as_millis()
+                )))
+            }),
         None => open.await,
     }
 }
@@ -661,7 +665,10 @@ fn count_request(session_id: Option<&str>, lease: &Lease, use_continuation: bool
         if body.get("store") == Some(&Value::Bool(true)) {
             stats.store_true_requests += 1;
         }
-        let items = body.get("input").and_then(Value::as_array).map_or(0, Vec::len) as u64;
+        let items = body
+            .get("input")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len) as u64;
         stats.last_input_items = items;
         match body.get("previous_response_id").and_then(Value::as_str) {
             Some(previous) => {
@@ -704,15 +711,17 @@ async fn read(
     loop {
         let started = writer.is_started();
         let next = match limits.idle_timeout {
-            Some(idle) => tokio::time::timeout(idle, socket.next()).await.map_err(|_| {
-                (
-                    CodexError::Transport(format!(
-                        "Stream idle timeout: no data for {} ms",
-                        idle.as_millis()
-                    )),
-                    started,
-                )
-            })?,
+            Some(idle) => tokio::time::timeout(idle, socket.next())
+                .await
+                .map_err(|_| {
+                    (
+                        CodexError::Transport(format!(
+                            "Stream idle timeout: no data for {} ms",
+                            idle.as_millis()
+                        )),
+                        started,
+                    )
+                })?,
             None => socket.next().await,
         };
         let text = match next {
@@ -768,7 +777,8 @@ mod tests {
 
     #[test]
     fn continuation_sends_only_new_items() {
-        let previous = json!({"model": "m", "input": [{"role": "user", "content": "a"}], "store": false});
+        let previous =
+            json!({"model": "m", "input": [{"role": "user", "content": "a"}], "store": false});
         let continuation = Continuation {
             request_body: previous,
             response_id: "resp_1".into(),

@@ -12,7 +12,7 @@ use self::compat::Compat;
 use self::response::ChunkState;
 use super::openai_responses::Headers;
 use super::{cloudflare, copilot, http};
-use crate::ai::env_keys::{request_key, get_env_api_key_for_url, missing_key_message_for_url};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -65,8 +65,8 @@ impl ApiProvider for OpenAICompletionsProvider {
             Ok(url) => url,
             Err(message) => return failed(message),
         };
-        let api_key = request_key(options)
-            .or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
+        let api_key =
+            request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
         if api_key.is_none() && !http::is_loopback(&base_url) {
             return failed(missing_key_message_for_url(&model.provider, &base_url));
         }

@@ -21,7 +21,9 @@ use self::compat::Compat;
 use self::request::BodySettings;
 use self::response::{Pricing, ResponseState};
 use super::{cloudflare, copilot, http};
-use crate::ai::env_keys::{request_key, env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url};
+use crate::ai::env_keys::{
+    env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url, request_key,
+};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
@@ -165,7 +167,10 @@ impl Headers {
     }
 
     /// Sets every header of `headers`, in order.
-    pub(crate) fn extend<'a>(&mut self, headers: impl IntoIterator<Item = (&'a String, &'a String)>) {
+    pub(crate) fn extend<'a>(
+        &mut self,
+        headers: impl IntoIterator<Item = (&'a String, &'a String)>,
+    ) {
         for (name, value) in headers {
             self.set(name.clone(), value.clone());
         }
