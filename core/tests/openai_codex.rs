@@ -671,3 +671,33 @@ async fn the_registry_serves_every_codex_catalog_model() {
         assert_eq!(body.get("reasoning"), None, "no level, no reasoning");
     }
 }
+
+#[tokio::test]
+async fn a_stalled_or_oversized_websocket_answer_ends_with_an_error() {
+    // Silence after the first events: the idle timeout ends it (no fallback once started).
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"ws": short_answer(1), "ws_stall_after": 2, "stall_ms": 60_000}));
+    let stalling = StreamOptions {
+        idle_timeout_ms: Some(300),
+        ..options(Transport::Websocket)
+    };
+    let (_, message) = run(&model(&server), &context(), &stalling).await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    let error = message.error_message.unwrap();
+    assert!(error.contains("idle timeout"), "{error}");
+    assert_eq!(methods(&server.requests()), ["GET", "WS"]);
+
+    // A message larger than max_event_bytes.
+    let server = MockServer::start().await.unwrap();
+    let mut events = short_answer(1);
+    events[2]["delta"] = json!("x".repeat(10_000));
+    server.push(json!({"ws": events}));
+    let options = StreamOptions {
+        max_event_bytes: Some(4096),
+        ..options(Transport::Websocket)
+    };
+    let (_, message) = run(&model(&server), &context(), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    let error = message.error_message.unwrap();
+    assert!(error.contains("too large"), "{error}");
+}
