@@ -701,3 +701,78 @@ async fn a_stalled_or_oversized_websocket_answer_ends_with_an_error() {
     let error = message.error_message.unwrap();
     assert!(error.contains("too large"), "{error}");
 }
+
+/// What pi 0.73.1 sent over the WebSocket for two turns of one `websocket-cached` session
+/// (`tests/fixtures/openai-codex/record-pi-websocket.mjs`).
+const PI_WEBSOCKET: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/openai-codex/pi_websocket.json"
+));
+
+fn numbers_as_f64(value: Value) -> Value {
+    match value {
+        Value::Number(n) => json!(n.as_f64()),
+        Value::Array(items) => Value::Array(items.into_iter().map(numbers_as_f64).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, numbers_as_f64(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// A request as compared with pi's: method, path, the headers the provider chose (not the
+/// WebSocket client's own), body.
+fn comparable(request: &RecordedRequest) -> Value {
+    let client = |name: &str| {
+        name.starts_with("sec-websocket-")
+            || matches!(
+                name,
+                "host" | "user-agent" | "upgrade" | "connection" | "pragma" | "cache-control"
+            )
+    };
+    let headers: serde_json::Map<String, Value> = request
+        .headers
+        .iter()
+        .filter(|(name, _)| !client(name))
+        .map(|(name, value)| (name.clone(), json!(value)))
+        .collect();
+    json!({"method": request.method, "path": request.path, "headers": headers, "body": request.body})
+}
+
+#[tokio::test]
+async fn websocket_requests_match_what_pi_sends() {
+    let fixture: Value = serde_json::from_str(PI_WEBSOCKET).unwrap();
+    let server = MockServer::start().await.unwrap();
+    let origin = format!("http://{}", server.addr());
+    server.push_all(fixture["replies"].as_array().unwrap().iter().cloned());
+    let model: Model =
+        serde_json::from_str(&fixture["model"].to_string().replace("{MOCK}", &origin)).unwrap();
+    let mut context: Context = serde_json::from_value(fixture["context"].clone()).unwrap();
+    let options = StreamOptions::from_json(&fixture["options"].to_string()).unwrap();
+    let first = ai::complete(&model, &context, &options).await;
+    context.messages.push(Message::Assistant(first.clone()));
+    context
+        .messages
+        .push(serde_json::from_value(fixture["toolResult"].clone()).unwrap());
+    let second = ai::complete(&model, &context, &options).await;
+    for (ours, pi) in [first, second]
+        .iter()
+        .zip(fixture["results"].as_array().unwrap())
+    {
+        let mut ours = serde_json::to_value(ours).unwrap();
+        ours.as_object_mut().unwrap().shift_remove("timestamp");
+        // JavaScript writes 0.0 as 0.
+        assert_eq!(numbers_as_f64(ours), numbers_as_f64(pi.clone()));
+    }
+    let ours: Vec<Value> = server.requests().iter().map(comparable).collect();
+    let pi: Vec<Value> = fixture["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_str(&r.to_string().replace("{MOCK}", &origin)).unwrap())
+        .collect();
+    assert_eq!(ours, pi);
+    close_openai_codex_websocket_sessions(options.session_id.as_deref());
+}
