@@ -358,6 +358,11 @@ fn is_still_open(socket: &mut Socket) -> bool {
 /// Returns a leased socket: back to its session's cache (with the continuation for the next
 /// request) when `keep`, else closed.
 fn release(lease: Lease, keep: Option<Option<Continuation>>) {
+    release_with_ttl(lease, keep, SESSION_IDLE_TTL);
+}
+
+/// [`release`] with the idle time after which a cached socket is closed.
+fn release_with_ttl(lease: Lease, keep: Option<Option<Continuation>>, ttl: Duration) {
     let Some(id) = lease.cached_for else {
         close_quietly(lease.socket, "done");
         return;
@@ -372,7 +377,7 @@ fn release(lease: Lease, keep: Option<Option<Continuation>>) {
             let generation = lease.generation;
             let timer_id = id.clone();
             let timer = tokio::spawn(async move {
-                tokio::time::sleep(SESSION_IDLE_TTL).await;
+                tokio::time::sleep(ttl).await;
                 let expired = {
                     let mut registry = self::registry();
                     let idle = registry.sessions.get(&timer_id).is_some_and(|session| {
@@ -774,6 +779,97 @@ async fn read(
 mod tests {
     use super::*;
     use serde_json::json;
+    use tokio_tungstenite::tungstenite::protocol::Role;
+
+    /// A socket over an in-memory pipe (the far end is returned to keep it open).
+    async fn pipe_socket() -> (Socket, tokio::io::DuplexStream) {
+        let (near, far) = tokio::io::duplex(1024);
+        let io: Pin<Box<dyn Io>> = Box::pin(near);
+        (
+            WebSocketStream::from_raw_socket(io, Role::Client, None).await,
+            far,
+        )
+    }
+
+    fn cached_lease(id: &str, socket: Socket) -> Lease {
+        let mut registry = registry();
+        registry.next_generation += 1;
+        let generation = registry.next_generation;
+        registry.sessions.insert(
+            id.to_owned(),
+            Session {
+                socket: None,
+                continuation: None,
+                generation,
+                idle_timer: None,
+            },
+        );
+        Lease {
+            socket,
+            cached_for: Some(id.to_owned()),
+            generation,
+            reused: false,
+            continuation: None,
+        }
+    }
+
+    fn cached(id: &str) -> bool {
+        registry()
+            .sessions
+            .get(id)
+            .is_some_and(|session| session.socket.is_some())
+    }
+
+    #[tokio::test]
+    async fn an_idle_socket_is_closed_after_its_ttl_and_a_reused_one_is_not() {
+        let (socket, _far) = pipe_socket().await;
+        release_with_ttl(
+            cached_lease("unit-idle", socket),
+            Some(None),
+            Duration::from_millis(20),
+        );
+        assert!(cached("unit-idle"));
+        // Wait (bounded) for the idle timer.
+        let expired = async {
+            while registry().sessions.contains_key("unit-idle") {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), expired)
+            .await
+            .expect("the idle socket is closed");
+
+        // Checked out again before the timer fires: the old timer leaves it alone (were it to
+        // fire late, the assertion below would pass vacuously, never fail spuriously).
+        let (socket, _far2) = pipe_socket().await;
+        release_with_ttl(
+            cached_lease("unit-busy", socket),
+            Some(None),
+            Duration::from_millis(20),
+        );
+        let lease = {
+            let mut registry = registry();
+            let session = registry.sessions.get_mut("unit-busy").unwrap();
+            session.generation += 1000;
+            Lease {
+                socket: session.socket.take().unwrap(),
+                cached_for: Some("unit-busy".into()),
+                generation: session.generation,
+                reused: true,
+                continuation: None,
+            }
+        };
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert!(
+            registry().sessions.contains_key("unit-busy"),
+            "still checked out"
+        );
+        release(lease, None);
+        assert!(
+            !registry().sessions.contains_key("unit-busy"),
+            "a failed lease is dropped"
+        );
+    }
 
     #[test]
     fn continuation_sends_only_new_items() {
