@@ -61,7 +61,7 @@ mod tests {
         );
         let user = Message::User(UserMessage::text("hi"));
         let assistant = Message::Assistant(AssistantMessage::default());
-        assert_eq!(dynamic_headers(&[user.clone()])[0].1, "user");
+        assert_eq!(dynamic_headers(std::slice::from_ref(&user))[0].1, "user");
         assert_eq!(dynamic_headers(&[user.clone(), assistant])[0].1, "agent");
         let image_result = Message::ToolResult(ToolResultMessage {
             content: vec![UserContent::Image(ImageContent {

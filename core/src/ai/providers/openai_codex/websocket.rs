@@ -599,7 +599,7 @@ pub(crate) async fn stream(
             Transport::WebsocketCached | Transport::Auto
         ) && lease.cached_for.is_some();
         let body = use_continuation
-            .then(|| lease.continuation.as_ref())
+            .then_some(lease.continuation.as_ref())
             .flatten()
             .and_then(|continuation| continued_body(request.body, continuation))
             .unwrap_or_else(|| request.body.clone());

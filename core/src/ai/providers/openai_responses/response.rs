@@ -239,13 +239,13 @@ impl ResponseState {
                 }
             }
             "response.reasoning_summary_part.added" => {
-                let position = self.find_or_open(Kind::Reasoning, &value, writer).await;
+                let position = self.find_or_open(Kind::Reasoning, value, writer).await;
                 self.open[position].summary_parts += 1;
             }
             "response.reasoning_summary_part.done" => {
                 // pi closes every summary part with a blank line (also the last one; the final
                 // text, joined from the item's parts, has none at the end).
-                if let Some(position) = self.find(Kind::Reasoning, &value)
+                if let Some(position) = self.find(Kind::Reasoning, value)
                     && self.open[position].summary_parts > 0
                 {
                     let index = self.open[position].content_index;
@@ -255,7 +255,7 @@ impl ResponseState {
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 let delta = value.get("delta").and_then(Value::as_str).unwrap_or("");
                 if !delta.is_empty() {
-                    let position = self.find_or_open(Kind::Reasoning, &value, writer).await;
+                    let position = self.find_or_open(Kind::Reasoning, value, writer).await;
                     let item = &mut self.open[position];
                     if kind == "response.reasoning_summary_text.delta" {
                         item.summary_parts = item.summary_parts.max(1);
@@ -267,14 +267,14 @@ impl ResponseState {
             "response.output_text.delta" | "response.refusal.delta" => {
                 let delta = value.get("delta").and_then(Value::as_str).unwrap_or("");
                 if !delta.is_empty() {
-                    let position = self.find_or_open(Kind::Message, &value, writer).await;
+                    let position = self.find_or_open(Kind::Message, value, writer).await;
                     let index = self.open[position].content_index;
                     writer.text_delta(index, delta).await;
                 }
             }
             "response.function_call_arguments.delta" => {
                 let delta = value.get("delta").and_then(Value::as_str).unwrap_or("");
-                if let Some(position) = self.find(Kind::FunctionCall, &value) {
+                if let Some(position) = self.find(Kind::FunctionCall, value) {
                     let item = &mut self.open[position];
                     item.arguments.push_str(delta);
                     let index = item.content_index;
@@ -284,7 +284,7 @@ impl ResponseState {
             "response.function_call_arguments.done" => {
                 let arguments = value.get("arguments").and_then(Value::as_str);
                 if let (Some(arguments), Some(position)) =
-                    (arguments, self.find(Kind::FunctionCall, &value))
+                    (arguments, self.find(Kind::FunctionCall, value))
                 {
                     self.complete_arguments(position, arguments, writer).await;
                 }
@@ -306,7 +306,7 @@ impl ResponseState {
                     FAILED_WITHOUT_DETAILS.to_owned()
                 }));
             }
-            "error" => return Err(error_event_message(&value)),
+            "error" => return Err(error_event_message(value)),
             _ => {}
         }
         Ok(())
