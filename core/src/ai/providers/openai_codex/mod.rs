@@ -13,7 +13,8 @@
 //! back to SSE when it fails before any event arrived: the failure is recorded in the message's
 //! `diagnostics` (`provider_transport_failure`) and the session goes straight to SSE from then
 //! on. An API or protocol error on the WebSocket is never retried over SSE, nor is a failure
-//! after events were streamed.
+//! after events were streamed. With an HTTP proxy configured for the host, requests go straight
+//! to SSE (WebSockets do not use the proxy).
 //!
 //! **Retries** over SSE are pi's Codex rules on the shared driver: up to 3 (`max_retries`),
 //! 1 s doubling (or the server's `Retry-After`), for 429, 500, 502, 503, 504 and bodies that
@@ -165,7 +166,10 @@ async fn run(
     let options = &request.options;
     let transport = options.transport.unwrap_or_default();
     let session_id = options.session_id.as_deref();
-    if transport != Transport::Sse && !websocket::take_sse_fallback(session_id) {
+    if transport != Transport::Sse
+        && !websocket::proxied(&request::websocket_url(&request.base_url))
+        && !websocket::take_sse_fallback(session_id)
+    {
         match stream_websocket(writer, model, &request, transport).await {
             Ok(()) => return Ok(()),
             Err(WebSocketFailure {

@@ -16,8 +16,10 @@
 //!
 //! Connections use our own TCP and TLS (rustls with the webpki roots, ring), the request's
 //! timeouts (30 s to connect, `request_timeout_ms` for the handshake, `idle_timeout_ms` between
-//! messages) and `max_event_bytes` as the largest message. Proxies (`HTTPS_PROXY`) are not
-//! used: a WebSocket that cannot connect falls back to SSE, which uses them.
+//! messages) and `max_event_bytes` as the largest message. WebSockets do not go through HTTP
+//! proxies: when `HTTPS_PROXY` (`HTTP_PROXY` for `ws://`, or `ALL_PROXY`) applies to the host
+//! (see `NO_PROXY`), requests go straight to SSE, which uses the proxy, instead of waiting for
+//! a direct connection that may never come.
 
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
@@ -407,6 +409,47 @@ fn release_with_ttl(lease: Lease, keep: Option<Option<Continuation>>, ttl: Durat
             close_quietly(lease.socket, "done");
         }
     }
+}
+
+/// Whether an HTTP proxy configured in the environment applies to `url` (then the WebSocket
+/// transport is skipped).
+pub(crate) fn proxied(url: &str) -> bool {
+    proxied_with(url, |name| std::env::var(name).ok())
+}
+
+fn proxied_with(url: &str, var: impl Fn(&str) -> Option<String>) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = parsed.host_str() else {
+        return false;
+    };
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
+    let first = |names: &[&str]| {
+        names
+            .iter()
+            .filter_map(|name| var(name))
+            .find(|value| !value.trim().is_empty())
+    };
+    let proxy = match parsed.scheme() {
+        "wss" => first(&["HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"]),
+        _ => first(&["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]),
+    };
+    if proxy.is_none() {
+        return false;
+    }
+    let bypassed = first(&["NO_PROXY", "no_proxy"]).is_some_and(|list| {
+        list.split(',').map(str::trim).any(|entry| {
+            let entry = entry.trim_start_matches('.').to_ascii_lowercase();
+            let entry = entry.split(':').next().unwrap_or("");
+            entry == "*"
+                || (!entry.is_empty() && (host == entry || host.ends_with(&format!(".{entry}"))))
+        })
+    });
+    !bypassed
 }
 
 /// The TLS configuration of `wss://` connections: the webpki roots, HTTP/1.1 only.
@@ -869,6 +912,44 @@ mod tests {
             !registry().sessions.contains_key("unit-busy"),
             "a failed lease is dropped"
         );
+    }
+
+    #[test]
+    fn proxies_apply_unless_bypassed() {
+        let env = |vars: Vec<(&'static str, &'static str)>| {
+            move |name: &str| {
+                vars.iter()
+                    .find(|(key, _)| *key == name)
+                    .map(|(_, value)| (*value).to_owned())
+            }
+        };
+        let url = "wss://chatgpt.com/backend-api/codex/responses";
+        assert!(!proxied_with(url, env(vec![])));
+        assert!(proxied_with(
+            url,
+            env(vec![("HTTPS_PROXY", "http://proxy:3128")])
+        ));
+        assert!(proxied_with(
+            url,
+            env(vec![("all_proxy", "socks5://p:1080")])
+        ));
+        assert!(!proxied_with(
+            url,
+            env(vec![("HTTP_PROXY", "http://proxy:3128")])
+        ));
+        for bypass in [
+            "chatgpt.com",
+            ".chatgpt.com",
+            "*",
+            "example.org, chatgpt.com:443",
+        ] {
+            let vars = vec![("HTTPS_PROXY", "http://proxy:3128"), ("NO_PROXY", bypass)];
+            assert!(!proxied_with(url, env(vars)), "{bypass}");
+        }
+        assert!(proxied_with(
+            "ws://127.0.0.1:9/codex/responses",
+            env(vec![("http_proxy", "http://proxy:3128")])
+        ));
     }
 
     #[test]
