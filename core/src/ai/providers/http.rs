@@ -35,8 +35,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents};
-pub(crate) use self::retry::{error_body_text, send_once};
+pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents, read_error_body};
+pub(crate) use self::limits::Limits;
+pub(crate) use self::retry::{RetryPolicy, error_body_text, send_once, send_with_policy};
 pub(crate) use self::retry::{send, send_formatted};
 
 /// Idle connections kept per host between requests.

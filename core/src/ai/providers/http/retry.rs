@@ -137,9 +137,31 @@ fn parse_http_date(text: &str) -> Option<u64> {
     Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
 }
 
-/// Exponential backoff (0.5 s, 1 s, 2 s, ...) with jitter, capped.
-fn backoff(attempt: u32, cap: Duration) -> Duration {
-    let base = Duration::from_millis(500).saturating_mul(1 << attempt.min(16));
+/// Which failed responses a provider retries, how often and how long it waits when the server
+/// names no delay. Connection failures are always retried; a server's `Retry-After` always
+/// wins over the backoff, within `max_retry_delay_ms`.
+#[derive(Clone, Copy)]
+pub(crate) struct RetryPolicy<'a> {
+    /// Retries when the options set no `max_retries`.
+    pub default_max_retries: u32,
+    /// Whether a failed response (status, headers, body) is worth another attempt.
+    pub retryable: &'a (dyn Fn(u16, &HeaderMap, &str) -> bool + Send + Sync),
+    /// The first backoff delay; each retry doubles it (with jitter).
+    pub base_delay: Duration,
+}
+
+impl RetryPolicy<'static> {
+    /// The shared policy: [`is_retryable_status`], [`DEFAULT_MAX_RETRIES`], 0.5 s doubling.
+    pub(crate) const DEFAULT: RetryPolicy<'static> = RetryPolicy {
+        default_max_retries: DEFAULT_MAX_RETRIES,
+        retryable: &|status, _, _| is_retryable_status(status),
+        base_delay: Duration::from_millis(500),
+    };
+}
+
+/// Exponential backoff (0.5 s, 1 s, 2 s, ... for a 0.5 s base) with jitter, capped.
+fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
+    let base = base.saturating_mul(1 << attempt.min(16));
     // Jitter in [0.5, 1.0) without a random-number dependency: the clock's low bits are enough
     // to spread clients apart.
     let nanos = SystemTime::now()
@@ -238,6 +260,26 @@ pub(crate) async fn send_formatted(
     model: &Model,
     format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
 ) -> Result<reqwest::Response, String> {
+    send_with_policy(
+        writer,
+        build,
+        options,
+        model,
+        format_error,
+        RetryPolicy::DEFAULT,
+    )
+    .await
+}
+
+/// [`send_formatted`] with a provider's own retry rules (openai-codex-responses has pi's).
+pub(crate) async fn send_with_policy(
+    writer: &mut StreamWriter,
+    build: impl Fn() -> reqwest::RequestBuilder,
+    options: &StreamOptions,
+    model: &Model,
+    format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
+    policy: RetryPolicy<'_>,
+) -> Result<reqwest::Response, String> {
     check_headers(model, options)?;
     let request = build().build().map_err(|error| build_error(&error))?;
     let redactor = redactor_for(&request, model, options);
@@ -253,10 +295,15 @@ pub(crate) async fn send_formatted(
         &mut diagnostics,
         &redactor,
         format_error,
+        policy,
     ))
     .await;
     if !diagnostics.is_empty() {
-        writer.message_mut().diagnostics = Some(diagnostics);
+        writer
+            .message_mut()
+            .diagnostics
+            .get_or_insert_default()
+            .extend(diagnostics);
     }
     result
 }
@@ -321,9 +368,10 @@ async fn attempts(
     diagnostics: &mut Vec<Value>,
     redactor: &Redactor,
     format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
+    policy: RetryPolicy<'_>,
 ) -> Result<reqwest::Response, String> {
     let limits = Limits::new(options);
-    let max_retries = options.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
+    let max_retries = options.max_retries.unwrap_or(policy.default_max_retries);
     let cap = Duration::from_millis(
         options
             .max_retry_delay_ms
@@ -390,7 +438,7 @@ async fn attempts(
                     error.push_str(&format!(" ({cut})"));
                 }
                 let error = redactor.redact(&error);
-                if !is_retryable_status(status.as_u16()) {
+                if !(policy.retryable)(status.as_u16(), &headers, &body) {
                     return Err(error);
                 }
                 (error, Some(status.as_u16()), hint)
@@ -410,7 +458,10 @@ async fn attempts(
                 cap.as_millis()
             ));
         }
-        let delay = hint.map_or_else(|| backoff(attempt, cap), |hint| hint.delay);
+        let delay = hint.map_or_else(
+            || backoff(attempt, policy.base_delay, cap),
+            |hint| hint.delay,
+        );
         attempt += 1;
         tracing::warn!(
             target: "pi_agent::retry",
