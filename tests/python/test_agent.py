@@ -468,7 +468,7 @@ def test_state_accessors(faux: pi_agent.FauxProvider) -> None:
     assert agent.model.id == "faux-1"
     assert agent.thinking_level == "low"
     agent.thinking_level = None
-    assert agent.thinking_level is None
+    assert agent.thinking_level == "off"
     assert agent.messages == [{"role": "user", "content": "earlier", "timestamp": 1}]
     agent.append_message({"role": "notification", "text": "custom entries round-trip"})
     assert agent.messages[-1] == {"role": "notification", "text": "custom entries round-trip"}
