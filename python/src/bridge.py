@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import inspect
 import threading
+import weakref
 
 # ---------------------------------------------------------------------------------------------
 # Which agents' runs the running code belongs to (a frozenset of agent ids), so that a tool,
@@ -158,6 +159,11 @@ async def _until_finished(run):
             return
         except asyncio.CancelledError:
             continue
+
+
+def on_collect(future, callback):
+    """Calls `callback()` when `future` is garbage-collected (it was abandoned)."""
+    weakref.finalize(future, callback)
 
 
 def set_result(future, value):

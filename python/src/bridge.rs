@@ -234,13 +234,16 @@ struct CancelOnDone {
 
 #[pymethods]
 impl CancelOnDone {
-    fn __call__(&self, _future: &Bound<'_, PyAny>) {
+    #[pyo3(signature = (_future = None))]
+    fn __call__(&self, _future: Option<&Bound<'_, PyAny>>) {
         self.token.cancel();
     }
 }
 
 /// Runs `future` on the runtime and returns an asyncio future of the calling thread's running
-/// loop that gets its result. Cancelling the asyncio future drops `future`.
+/// loop that gets its result. Cancelling the asyncio future drops `future`; so does collecting
+/// it (the runtime only holds it weakly: a task abandoned on a closed loop must not be kept
+/// alive, with the agent run it awaits, by the Rust side waiting to complete it).
 pub(crate) fn future_into_py<F, T>(py: Python<'_>, future: F) -> PyResult<Bound<'_, PyAny>>
 where
     F: Future<Output = PyResult<T>> + Send + 'static,
@@ -249,14 +252,16 @@ where
     let event_loop = running_loop(py)?;
     let py_future = event_loop.call_method0("create_future")?;
     let cancel = CancellationToken::new();
-    py_future.call_method1(
-        "add_done_callback",
-        (CancelOnDone {
+    let on_done = Bound::new(
+        py,
+        CancelOnDone {
             token: cancel.clone(),
-        },),
+        },
     )?;
+    py_future.call_method1("add_done_callback", (&on_done,))?;
+    helper(py, "on_collect")?.call1((&py_future, &on_done))?;
     let event_loop = event_loop.unbind();
-    let target = py_future.clone().unbind();
+    let target = py.import("weakref")?.call_method1("ref", (&py_future,))?.unbind();
     RUNTIME.spawn(async move {
         let outcome = tokio::select! {
             biased;
@@ -264,6 +269,12 @@ where
             outcome = future => outcome,
         };
         with_gil(|py| {
+            let Ok(target) = target.bind(py).call0() else {
+                return;
+            };
+            if target.is_none() {
+                return; // collected: nobody is waiting
+            }
             let (setter, value) = match outcome.and_then(|value| value.into_bound_py_any(py)) {
                 Ok(value) => ("set_result", value),
                 Err(error) => (
