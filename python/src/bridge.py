@@ -281,7 +281,8 @@ class EventPump:
     """Reads a stream function's events — a sync or async iterable — one item per `next()`
     call, made on a worker thread. Async iterables run on the caller's loop when it is usable,
     else on a private loop kept for the whole iteration (one `asyncio.run` per item would
-    close an async generator after its first item)."""
+    close an async generator after its first item); `close()` shuts that loop down, at once
+    or after the read in progress."""
 
     def __init__(self, source, loop):
         if hasattr(source, "__aiter__"):
@@ -295,6 +296,7 @@ class EventPump:
         self._lock = threading.Lock()
         self._pending = None
         self._cancelled = False
+        self._closing = False
 
     def next(self):
         """`(True, event)`, or `(False, None)` at the end."""
@@ -308,12 +310,18 @@ class EventPump:
                 if self._cancelled:
                     future.cancel()
                 self._pending = future
-            item = future.result()
+            try:
+                item = future.result()
+            finally:
+                with self._lock:
+                    self._pending = None
         else:
-            if self._private is None:
-                self._private = asyncio.new_event_loop()
-            task = self._private.create_task(_anext(self._aiter))
             with self._lock:
+                if self._closing:
+                    return False, None
+                if self._private is None:
+                    self._private = asyncio.new_event_loop()
+                task = self._private.create_task(_anext(self._aiter))
                 if self._cancelled:
                     task.cancel()
                 self._pending = task
@@ -322,6 +330,9 @@ class EventPump:
             finally:
                 with self._lock:
                     self._pending = None
+                    closing = self._closing
+                if closing:
+                    self._close_private()
         if item is _END:
             self.close()
             return False, None
@@ -332,19 +343,29 @@ class EventPump:
         with self._lock:
             self._cancelled = True
             pending = self._pending
+            private = self._private
         if pending is None:
             return
-        if self._private is not None and isinstance(pending, asyncio.Future):
+        if private is not None and isinstance(pending, asyncio.Future):
             try:
-                self._private.call_soon_threadsafe(pending.cancel)
+                private.call_soon_threadsafe(pending.cancel)
             except RuntimeError:
                 pass
         else:
             pending.cancel()
 
     def close(self):
-        loop, self._private = self._private, None
-        if loop is not None and not loop.is_running():
+        """Shuts the private loop down (after the read in progress, if any)."""
+        with self._lock:
+            self._closing = True
+            busy = self._pending is not None
+        if not busy:
+            self._close_private()
+
+    def _close_private(self):
+        with self._lock:
+            loop, self._private = self._private, None
+        if loop is not None:
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
             finally:

@@ -261,7 +261,10 @@ where
     py_future.call_method1("add_done_callback", (&on_done,))?;
     helper(py, "on_collect")?.call1((&py_future, &on_done))?;
     let event_loop = event_loop.unbind();
-    let target = py.import("weakref")?.call_method1("ref", (&py_future,))?.unbind();
+    let target = py
+        .import("weakref")?
+        .call_method1("ref", (&py_future,))?
+        .unbind();
     RUNTIME.spawn(async move {
         let outcome = tokio::select! {
             biased;

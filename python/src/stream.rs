@@ -4,6 +4,7 @@
 //! collected) cancels its request.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use pi_agent::ai::{self, AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
@@ -28,10 +29,13 @@ pub(crate) type SharedStream = Arc<tokio::sync::Mutex<AssistantMessageEventStrea
 /// collecting the object.
 #[pyclass(module = "pi_agent", name = "AssistantMessageEventStream", frozen)]
 pub(crate) struct PyEventStream {
-    pub(crate) stream: SharedStream,
+    stream: SharedStream,
     partial: PartialMessage,
     /// Cancels the request: the caller's signal (`signal=` option), or the stream's own.
-    pub(crate) signal: CancellationToken,
+    signal: CancellationToken,
+    /// The stream was handed to an agent (a stream function returned it): the agent reads
+    /// and cancels it from now on, not this object's drop.
+    handed_over: AtomicBool,
 }
 
 /// The next event, or `None` after the terminal one.
@@ -80,7 +84,15 @@ impl PyEventStream {
             partial: stream.partial(),
             stream: Arc::new(tokio::sync::Mutex::new(stream)),
             signal,
+            handed_over: AtomicBool::new(false),
         })
+    }
+
+    /// Gives the stream to a new reader (an agent whose stream function returned it): its
+    /// events and its cancellation token, which this object no longer fires when dropped.
+    pub(crate) fn hand_over(&self) -> (SharedStream, CancellationToken) {
+        self.handed_over.store(true, Ordering::Relaxed);
+        (Arc::clone(&self.stream), self.signal.clone())
     }
 
     fn finished(&self) -> bool {
@@ -99,7 +111,9 @@ impl PyEventStream {
 impl Drop for PyEventStream {
     fn drop(&mut self) {
         // Nobody can read the stream any more: stop its request (after the end: nothing to do).
-        self.signal.cancel();
+        if !self.handed_over.load(Ordering::Relaxed) {
+            self.signal.cancel();
+        }
     }
 }
 

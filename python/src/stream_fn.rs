@@ -23,7 +23,7 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{helper, with_gil};
+use crate::bridge::{Done, helper, spawn_job, with_gil};
 use crate::callable::{self, EXITING, RunScope, Scope, describe};
 use crate::convert::{from_py, parse, serde_to_py, type_name};
 use crate::model::PyModel;
@@ -73,14 +73,28 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// A `bridge.EventPump`; dropping it stops a pending read.
+/// A `bridge.EventPump`; dropping it stops a pending read and shuts its loop down.
 struct Pump(Option<Py<PyAny>>);
 
 impl Drop for Pump {
     fn drop(&mut self) {
         if let Some(pump) = self.0.take() {
             with_gil(|py| {
-                let _ = pump.bind(py).call_method0("cancel");
+                let pump = pump.bind(py);
+                let _ = pump.call_method0("cancel");
+                // Closing runs the generator's cleanup (user code): on a worker thread.
+                let closed = pump.getattr("close").and_then(|close| {
+                    let report = close.clone().unbind();
+                    let done = Done::new(move |py, outcome| {
+                        if let Err(error) = outcome {
+                            error.write_unraisable(py, Some(report.bind(py)));
+                        }
+                    });
+                    spawn_job(py, &close, &PyTuple::empty(py), done, None)
+                });
+                if let Err(error) = closed {
+                    error.write_unraisable(py, Some(pump));
+                }
             });
         }
     }
@@ -153,11 +167,8 @@ async fn call_function(start: Start) -> Source {
                 Err(error) => return failed(format!("stream_fn raised {}", describe(py, &error))),
             };
             if let Ok(stream) = value.cast::<PyEventStream>() {
-                let stream = stream.get();
-                return Source::Stream(
-                    Arc::clone(&stream.stream),
-                    CancelOnDrop(stream.signal.clone()),
-                );
+                let (stream, signal) = stream.get().hand_over();
+                return Source::Stream(stream, CancelOnDrop(signal));
             }
             if value.is_instance_of::<PyDict>() {
                 return match parse::<AssistantMessage>(&value, "stream_fn result") {

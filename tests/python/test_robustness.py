@@ -350,6 +350,28 @@ def test_a_collected_stream_closes_its_connection(stalled: StalledServer) -> Non
     assert stalled.closed.wait(HANG_GUARD), "the request of a collected stream stayed open"
 
 
+def test_a_stream_abandoned_mid_read_closes_its_connection(stalled: StalledServer) -> None:
+    """`async for` on a loop that is closed while it waits for the next event: the pending
+    read, the stream and its request all go once collected."""
+
+    async def start() -> None:
+        events = pi_agent.stream(stalled.model(), CONTEXT, api_key="k", max_retries=0)
+
+        async def read_all() -> None:
+            async for _ in events:
+                pass
+
+        asyncio.ensure_future(read_all())
+        await asyncio.get_running_loop().run_in_executor(None, stalled.accepted.wait, HANG_GUARD)
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(start())
+    loop.close()
+    del loop, start
+    gc.collect()
+    assert stalled.closed.wait(HANG_GUARD), "the request of an abandoned stream stayed open"
+
+
 def test_a_collected_agent_closes_its_connection(stalled: StalledServer) -> None:
     agent = pi_agent.Agent(stalled.model(), api_key="k", max_retries=0)
 
