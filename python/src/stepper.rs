@@ -43,11 +43,11 @@ impl PyAgentStepper {
     /// `StepperConfig` (`{"toolExecution", "toolModes", "shouldStopAfterTurn",
     /// "skipInitialSteeringPoll"}`). Returns `(stepper, first_step)`.
     #[classmethod]
-    #[pyo3(signature = (*, system_prompt = String::new(), messages = None, prompts = None, config = None))]
+    #[pyo3(signature = (*, system_prompt = "", messages = None, prompts = None, config = None))]
     fn start<'py>(
         _cls: &Bound<'py, PyType>,
         py: Python<'py>,
-        system_prompt: String,
+        system_prompt: &str,
         messages: Option<&Bound<'py, PyAny>>,
         prompts: Option<&Bound<'py, PyAny>>,
         config: Option<&Bound<'py, PyAny>>,
@@ -66,7 +66,7 @@ impl PyAgentStepper {
             Some(config) => parse(config, "stepper config")?,
             None => StepperConfig::default(),
         };
-        let (inner, step) = AgentStepper::start(config, system_prompt, messages, start);
+        let (inner, step) = AgentStepper::start(config, system_prompt.to_owned(), messages, start);
         Ok((Self { inner }, step_json(step).into_pyobject(py)?))
     }
 
