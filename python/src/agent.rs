@@ -341,20 +341,19 @@ impl PyAgent {
     /// to `message_update` events. Raises `AgentBusyError` if a run is active.
     #[pyo3(signature = (input, images = None, *, partial = false))]
     fn run(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         input: &Bound<'_, PyAny>,
         images: Option<&Bound<'_, PyAny>>,
         partial: bool,
     ) -> PyResult<PyAgentRun> {
         let input = run_input(input, images)?;
-        self.start(py, input, try_running_loop(py), partial)
+        Self::start(slf, input, try_running_loop(slf.py()), partial)
     }
 
     /// `run()` for continuing from the transcript (as `continue_()`).
     #[pyo3(signature = (*, partial = false))]
-    fn run_continue(&self, py: Python<'_>, partial: bool) -> PyResult<PyAgentRun> {
-        self.start(py, RunInput::Continue, try_running_loop(py), partial)
+    fn run_continue(slf: &Bound<'_, Self>, partial: bool) -> PyResult<PyAgentRun> {
+        Self::start(slf, RunInput::Continue, try_running_loop(slf.py()), partial)
     }
 
     /// Sends a prompt and waits until the run ends: `new_messages = await agent.prompt("hi")`.
@@ -372,13 +371,13 @@ impl PyAgent {
     }
 
     fn _start_prompt<'py>(
-        &self,
-        py: Python<'py>,
+        slf: &Bound<'py, Self>,
         input: &Bound<'py, PyAny>,
         images: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
         let input = run_input(input, Some(images))?;
-        let run = self.start(py, input, Some(running_loop(py)?.unbind()), false)?;
+        let run = Self::start(slf, input, Some(running_loop(py)?.unbind()), false)?;
         helper(py, "finish_run")?.call1((run,))
     }
 
@@ -387,13 +386,12 @@ impl PyAgent {
     /// Ctrl-C aborts the run and waits for the abort to complete.
     #[pyo3(signature = (input, images = None))]
     fn prompt_sync(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         input: &Bound<'_, PyAny>,
         images: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Json> {
         let input = run_input(input, images)?;
-        self.start(py, input, None, false)?.finish_blocking(py)
+        Self::start(slf, input, None, false)?.finish_blocking(slf.py())
     }
 
     /// Continues from the transcript (after an error, or to run queued messages):
@@ -402,20 +400,15 @@ impl PyAgent {
         drive(slf.getattr("_start_continue")?, [])
     }
 
-    fn _start_continue<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let run = self.start(
-            py,
-            RunInput::Continue,
-            Some(running_loop(py)?.unbind()),
-            false,
-        )?;
+    fn _start_continue<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let run = Self::start(slf, RunInput::Continue, Some(running_loop(py)?.unbind()), false)?;
         helper(py, "finish_run")?.call1((run,))
     }
 
     /// `continue_` that blocks (GIL released) until the run ends.
-    fn continue_sync(&self, py: Python<'_>) -> PyResult<Json> {
-        self.start(py, RunInput::Continue, None, false)?
-            .finish_blocking(py)
+    fn continue_sync(slf: &Bound<'_, Self>) -> PyResult<Json> {
+        Self::start(slf, RunInput::Continue, None, false)?.finish_blocking(slf.py())
     }
 
     /// Cancels the active run (thread-safe; does nothing when idle). The run ends promptly:
@@ -862,25 +855,27 @@ impl PyAgent {
         self.hooks().set(&self.agent, &self.scope, kind, function)
     }
 
-    /// Starts a run whose async callbacks go to `event_loop` (the awaiting caller's).
+    /// Starts a run whose async callbacks go to `event_loop` (the awaiting caller's). The run
+    /// value keeps the agent alive (collecting the agent aborts its run).
     fn start(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         input: RunInput,
         event_loop: Option<Py<PyAny>>,
         partial: bool,
     ) -> PyResult<PyAgentRun> {
-        let owners = helper(py, "owners_with")?.call1((self.id,))?.unbind();
+        let py = slf.py();
+        let this = slf.get();
+        let owners = helper(py, "owners_with")?.call1((this.id,))?.unbind();
         // Core spawns the run on the runtime; its callbacks read the scope, which is set
         // under the lock before any of them can.
         let _runtime = RUNTIME.enter();
-        let mut scope = self.scope.lock();
-        let run = self.agent.start(input).map_err(agent_error)?;
+        let mut scope = this.scope.lock();
+        let run = this.agent.start(input).map_err(agent_error)?;
         *scope = Scope {
             event_loop: event_loop.map(Arc::new),
             owners: Some(Arc::new(owners)),
         };
-        Ok(PyAgentRun::new(run, partial))
+        Ok(PyAgentRun::new(run, partial, slf.clone().into_any().unbind()))
     }
 
     /// Refuses a wait for the end of this agent's run from inside that run.

@@ -23,6 +23,8 @@ type SharedRun = Arc<tokio::sync::Mutex<AgentRun>>;
 #[pyclass(module = "pi_agent", name = "AgentRun", frozen)]
 pub(crate) struct PyAgentRun {
     run: SharedRun,
+    /// The agent: kept alive while its run is (collecting an agent aborts its run).
+    _agent: Py<PyAny>,
     signal: CancellationToken,
     /// Whether `message_update` events carry pi's `message` (the partial message).
     partial: bool,
@@ -47,10 +49,11 @@ async fn abort_and_finish(run: SharedRun, signal: CancellationToken) {
 }
 
 impl PyAgentRun {
-    pub(crate) fn new(run: AgentRun, partial: bool) -> Self {
+    pub(crate) fn new(run: AgentRun, partial: bool, agent: Py<PyAny>) -> Self {
         Self {
             signal: run.signal(),
             run: Arc::new(tokio::sync::Mutex::new(run)),
+            _agent: agent,
             partial,
         }
     }

@@ -36,15 +36,35 @@ class AuthServer:
         self.refresh_tokens: set = set()
         self.issued = 0
         self.token_requests: List[Dict[str, Any]] = []
+        self.copilot_requests: List[str] = []
+        self.polls = 0
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def reply(self, status: int, payload: Any) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def do_GET(self) -> None:
                 url = urllib.parse.urlparse(self.path)
                 query = dict(urllib.parse.parse_qsl(url.query))
+                if url.path.endswith("/copilot_internal/v2/token"):
+                    # GitHub Copilot: a GitHub token buys a Copilot token.
+                    with server.lock:
+                        server.copilot_requests.append(url.path)
+                        known = self.headers.get("Authorization") == "Bearer gh-secret-token"
+                    if not known:
+                        self.reply(401, {"message": "Bad credentials"})
+                        return
+                    self.reply(200, {"token": "tid=1;proxy-ep=proxy.example.com;copilot-secret", "expires_at": 4102444800})
+                    return
                 if url.path != "/authorize":
                     self.send_error(404)
                     return
@@ -59,7 +79,25 @@ class AuthServer:
                 self.end_headers()
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                raw = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.path.startswith("/gh/"):
+                    # GitHub's device flow (form bodies): pending once, then a token.
+                    form = dict(urllib.parse.parse_qsl(raw.decode()))
+                    with server.lock:
+                        server.copilot_requests.append(self.path)
+                        if self.path.endswith("/login/device/code"):
+                            answer: Any = {"device_code": "device-1", "user_code": "ABCD-1234", "interval": 1,
+                                           "verification_uri": "https://github.example/login/device", "expires_in": 900}
+                        elif form.get("device_code") != "device-1":
+                            answer = {"error": "incorrect_device_code"}
+                        elif server.polls == 0:
+                            server.polls += 1
+                            answer = {"error": "authorization_pending"}
+                        else:
+                            answer = {"access_token": "gh-secret-token"}
+                    self.reply(200, answer)
+                    return
+                body = json.loads(raw)
                 with server.lock:
                     server.token_requests.append(body)
                     answer = server.token(body)
@@ -253,6 +291,40 @@ def test_login_command_stores_credentials_with_mode_0600(
     assert list(stored) == ["anthropic"] and "type" not in stored["anthropic"]
     assert_no_tokens(repr(oauth.read_auth_file(str(path))))
     assert cli.main(["login", "nope", "--file", str(path)]) == 2
+
+
+def test_copilot_device_flow_with_an_async_prompt(server: AuthServer) -> None:
+    """GitHub Copilot asks (on_prompt, here `async def`) for an enterprise domain, shows the
+    device code (on_auth), polls, and trades the GitHub token for a Copilot token."""
+    oauth.register_provider(
+        "github-copilot",
+        github_url=f"{server.base}/gh/{{domain}}",
+        github_api_url=f"{server.base}/ghapi/{{domain}}",
+        enable_models=False,
+        device_flow_second_ms=5,
+    )
+    prompts: List[Dict[str, Any]] = []
+    infos: List[Dict[str, Any]] = []
+
+    async def on_prompt(prompt: Dict[str, Any]) -> str:
+        prompts.append(prompt)
+        await asyncio.sleep(0)
+        return "company.ghe.com"
+
+    async def main() -> oauth.OAuthCredentials:
+        return await oauth.login("github-copilot", on_auth=infos.append, on_prompt=on_prompt)
+
+    credentials = asyncio.run(asyncio.wait_for(main(), HANG_GUARD))
+    assert prompts == [{"message": "GitHub Enterprise URL/domain (blank for github.com)",
+                        "placeholder": "company.ghe.com", "allowEmpty": True}]
+    assert infos == [{"url": "https://github.example/login/device", "instructions": "Enter code: ABCD-1234"}]
+    assert credentials["refresh"] == "gh-secret-token" and credentials["access"].startswith("tid=1")
+    assert credentials["enterpriseUrl"] == "company.ghe.com"
+    assert all("company.ghe.com" in path for path in server.copilot_requests)
+    assert_no_tokens(repr(credentials))
+    # Refreshing trades the stored GitHub token again.
+    fresh = oauth.refresh_oauth_token_sync("github-copilot", credentials)
+    assert fresh["access"].startswith("tid=1")
 
 
 def test_register_provider_refuses_unknown_settings() -> None:

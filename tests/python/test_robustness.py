@@ -344,7 +344,7 @@ def test_a_collected_stream_closes_its_connection(stalled: StalledServer) -> Non
     for event in events:  # iterated without `with`
         if event["type"] == "text_delta":
             break
-    assert stalled.accepted.is_set()
+    assert stalled.accepted.wait(HANG_GUARD)
     del events
     gc.collect()
     assert stalled.closed.wait(HANG_GUARD), "the request of a collected stream stayed open"

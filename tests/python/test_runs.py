@@ -215,3 +215,13 @@ def test_async_and_sync_twins_follow_one_convention(faux: pi_agent.FauxProvider)
     agent = pi_agent.Agent(faux.model)
     asyncio.run(agent.wait_for_idle())
     agent.wait_for_idle_sync()
+
+
+def test_a_run_keeps_its_agent_alive(faux: pi_agent.FauxProvider) -> None:
+    """Only when nobody holds the agent *or* its run is the run aborted."""
+    faux.push("still here")
+    run = pi_agent.Agent(faux.model).run("hi")  # the agent object is not kept by the caller
+    gc.collect()
+    kinds = [event["type"] for event in run]
+    assert kinds[-1] == "agent_end"
+    assert run.result_sync()[-1]["content"] == [{"type": "text", "text": "still here"}]
