@@ -402,7 +402,12 @@ impl PyAgent {
 
     fn _start_continue<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        let run = Self::start(slf, RunInput::Continue, Some(running_loop(py)?.unbind()), false)?;
+        let run = Self::start(
+            slf,
+            RunInput::Continue,
+            Some(running_loop(py)?.unbind()),
+            false,
+        )?;
         helper(py, "finish_run")?.call1((run,))
     }
 
@@ -875,7 +880,11 @@ impl PyAgent {
             event_loop: event_loop.map(Arc::new),
             owners: Some(Arc::new(owners)),
         };
-        Ok(PyAgentRun::new(run, partial, slf.clone().into_any().unbind()))
+        Ok(PyAgentRun::new(
+            run,
+            partial,
+            slf.clone().into_any().unbind(),
+        ))
     }
 
     /// Refuses a wait for the end of this agent's run from inside that run.
@@ -891,13 +900,21 @@ impl PyAgent {
     }
 }
 
-/// `reasoning` is the AI level's option; an agent's level is `thinking_level`.
+/// Options an agent sets itself: the reasoning level is `thinking_level`, and every run has
+/// its own signal (`agent.signal`, `agent.abort()`).
 fn refuse_reasoning(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
-    if let Some(options) = options
-        && options.contains("reasoning")?
-    {
+    let Some(options) = options else {
+        return Ok(());
+    };
+    if options.contains("reasoning")? {
         return Err(PyTypeError::new_err(
             "an agent's reasoning level is `thinking_level`, not `reasoning`",
+        ));
+    }
+    if options.contains("signal")? {
+        return Err(PyTypeError::new_err(
+            "an agent's runs have their own signal (`agent.signal`, `agent.abort()`), not \
+             `signal`",
         ));
     }
     Ok(())

@@ -103,6 +103,8 @@ def test_an_agents_options_change_after_construction(mock_server: MockServer) ->
     # Watchdogs change too (checked in test_agent_loop); `reasoning` stays the AI level's.
     with pytest.raises(TypeError, match="thinking_level"):
         agent.update_options(reasoning="high")
+    with pytest.raises(TypeError, match="their own signal"):
+        pi_agent.Agent(model, signal=pi_agent.Signal())
 
 
 def test_thinking_level_off_is_accepted_everywhere(faux: pi_agent.FauxProvider) -> None:
