@@ -17,6 +17,7 @@ mod helpers;
 mod hook;
 mod model;
 mod oauth;
+mod oauth_config;
 mod options;
 mod overflow;
 mod runtime;
@@ -54,8 +55,10 @@ mod _core {
     use super::oauth::{
         OAuthError, oauth_get_api_key, oauth_get_api_key_sync, oauth_login, oauth_login_sync,
         oauth_providers, oauth_read_auth_file, oauth_refresh, oauth_refresh_sync,
-        oauth_register_provider, oauth_reset_providers, oauth_write_auth_file,
+        oauth_write_auth_file,
     };
+    #[pymodule_export]
+    use super::oauth_config::{oauth_register_provider, oauth_reset_providers};
     #[pymodule_export]
     use super::options::{PyOnPayload, PyOnResponse};
     #[pymodule_export]

@@ -5,19 +5,17 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use pi_agent::ai::oauth::{
-    self, AnthropicOAuthConfig, AnthropicOAuthProvider, AuthData, GitHubCopilotOAuthConfig,
-    GitHubCopilotOAuthProvider, OAuthAuthInfo, OAuthCredentials, OAuthLoginCallbacks, OAuthPrompt,
-    OAuthProvider, OAuthSelectPrompt, OpenAICodexOAuthConfig, OpenAICodexOAuthProvider,
+    self, AuthData, OAuthAuthInfo, OAuthCredentials, OAuthLoginCallbacks, OAuthPrompt,
+    OAuthProvider, OAuthSelectPrompt,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyTuple;
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -443,131 +441,4 @@ pub(crate) fn oauth_write_auth_file(
 ) -> PyResult<()> {
     let data: AuthData = parse(data, "auth data")?;
     oauth::write_auth_file(path, &data).map_err(oauth_error)
-}
-
-/// Registers a built-in flow (`anthropic`, `github-copilot`, `openai-codex`) with other
-/// endpoints or limits, e.g. a company proxy or a test server; the keywords are the fields of
-/// its core config (`authorize_url`, `token_url`, `client_id`, `callback_port`, ...;
-/// durations in milliseconds: `request_timeout_ms`, `login_timeout_ms`).
-#[pyfunction]
-#[pyo3(signature = (provider_id, **config))]
-pub(crate) fn oauth_register_provider(
-    provider_id: &str,
-    config: Option<&Bound<'_, PyDict>>,
-) -> PyResult<()> {
-    let mut fields: BTreeMap<String, Bound<'_, PyAny>> = BTreeMap::new();
-    if let Some(config) = config {
-        for (key, value) in config.iter() {
-            fields.insert(key.extract()?, value);
-        }
-    }
-    let mut take = |name: &str| fields.remove(name);
-    let ms = |value: Bound<'_, PyAny>| value.extract::<u64>().map(Duration::from_millis);
-    let provider: Arc<dyn OAuthProvider> = match provider_id {
-        "anthropic" => {
-            let mut c = AnthropicOAuthConfig::default();
-            if let Some(v) = take("client_id") {
-                c.client_id = v.extract()?;
-            }
-            if let Some(v) = take("authorize_url") {
-                c.authorize_url = v.extract()?;
-            }
-            if let Some(v) = take("token_url") {
-                c.token_url = v.extract()?;
-            }
-            if let Some(v) = take("scopes") {
-                c.scopes = v.extract()?;
-            }
-            if let Some(v) = take("callback_port") {
-                c.callback_port = v.extract()?;
-            }
-            if let Some(v) = take("callback_path") {
-                c.callback_path = v.extract()?;
-            }
-            if let Some(v) = take("request_timeout_ms") {
-                c.request_timeout = ms(v)?;
-            }
-            if let Some(v) = take("login_timeout_ms") {
-                c.login_timeout = ms(v)?;
-            }
-            Arc::new(AnthropicOAuthProvider::new(c))
-        }
-        "openai-codex" => {
-            let mut c = OpenAICodexOAuthConfig::default();
-            if let Some(v) = take("client_id") {
-                c.client_id = v.extract()?;
-            }
-            if let Some(v) = take("authorize_url") {
-                c.authorize_url = v.extract()?;
-            }
-            if let Some(v) = take("token_url") {
-                c.token_url = v.extract()?;
-            }
-            if let Some(v) = take("scope") {
-                c.scope = v.extract()?;
-            }
-            if let Some(v) = take("originator") {
-                c.originator = v.extract()?;
-            }
-            if let Some(v) = take("callback_port") {
-                c.callback_port = v.extract()?;
-            }
-            if let Some(v) = take("callback_path") {
-                c.callback_path = v.extract()?;
-            }
-            if let Some(v) = take("request_timeout_ms") {
-                c.request_timeout = ms(v)?;
-            }
-            if let Some(v) = take("login_timeout_ms") {
-                c.login_timeout = ms(v)?;
-            }
-            Arc::new(OpenAICodexOAuthProvider::new(c))
-        }
-        "github-copilot" => {
-            let mut c = GitHubCopilotOAuthConfig::default();
-            if let Some(v) = take("client_id") {
-                c.client_id = v.extract()?;
-            }
-            if let Some(v) = take("github_url") {
-                c.github_url = v.extract()?;
-            }
-            if let Some(v) = take("github_api_url") {
-                c.github_api_url = v.extract()?;
-            }
-            if let Some(v) = take("copilot_api_url") {
-                c.copilot_api_url = v.extract()?;
-            }
-            if let Some(v) = take("enable_models") {
-                c.enable_models = v.extract()?;
-            }
-            if let Some(v) = take("device_flow_second_ms") {
-                c.device_flow_second = ms(v)?;
-            }
-            if let Some(v) = take("request_timeout_ms") {
-                c.request_timeout = ms(v)?;
-            }
-            if let Some(v) = take("login_timeout_ms") {
-                c.login_timeout = ms(v)?;
-            }
-            Arc::new(GitHubCopilotOAuthProvider::new(c))
-        }
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "`{other}` is not a built-in OAuth flow (anthropic, github-copilot, openai-codex)"
-            )));
-        }
-    };
-    if let Some(unknown) = fields.keys().next() {
-        return Err(PyTypeError::new_err(format!(
-            "unexpected setting `{unknown}` for the {provider_id} OAuth flow"
-        )));
-    }
-    oauth::register_oauth_provider(provider);
-    Ok(())
-}
-
-/// Restores the built-in OAuth flows with pi's endpoints, dropping every registration.
-#[pyfunction]
-pub(crate) fn oauth_reset_providers() {
-    oauth::reset_oauth_providers();
 }
