@@ -14,8 +14,13 @@
  *   says how long it stays valid. Owned char * results are freed with pi_string_free.
  * - Callbacks take void *user_data first; each registration has a nullable free_user_data,
  *   called exactly once. Callbacks run on the library's runtime threads: event callbacks one
- *   event at a time; tool and hook callbacks on its blocking pool, several at once when tool
- *   calls run in parallel.
+ *   event at a time; tools and the callbacks a run awaits (tool hooks, transform_context,
+ *   get_api_key, faux factories, OAuth prompts) on its blocking pool, several at once when
+ *   tool calls run in parallel, so an abort or a watchdog stops waiting for one that blocks;
+ *   the synchronous ones (prepare_arguments, convert_to_llm, stream_fn, on_payload,
+ *   on_response) on the runtime thread that calls them: keep those quick.
+ * - Shapes are core's: options, settings, messages, events, hook contexts and results are the
+ *   JSON of pi-agent's serde types (pi's camelCase names); unknown keys are refused.
  * - Panics never cross the boundary (PI_ERROR_KIND_PANIC, or NULL / false / 0).
  * - Every function documents its thread-safety.
  */
@@ -200,6 +205,11 @@ enum pi_error_kind
    */
   PI_ERROR_KIND_NOT_FOUND = 5,
   /**
+   * A tool call's arguments do not match the tool's JSON Schema (pi's validation message,
+   * see `pi_validate_tool_call`).
+   */
+  PI_ERROR_KIND_VALIDATION_FAILED = 6,
+  /**
    * The agent is already running (pi's "Agent is already processing ..." messages).
    */
   PI_ERROR_KIND_ALREADY_RUNNING = 100,
@@ -216,6 +226,15 @@ enum pi_error_kind
    * An agent run ended abnormally (a bug in pi-agent; the transcript was repaired).
    */
   PI_ERROR_KIND_RUN_FAILED = 103,
+  /**
+   * An OAuth login or token refresh failed (the message never contains a token).
+   */
+  PI_ERROR_KIND_O_AUTH_FAILED = 104,
+  /**
+   * The operation was cancelled (e.g. `pi_oauth_login_cancel`, or a login callback that
+   * returned non-zero).
+   */
+  PI_ERROR_KIND_CANCELLED = 105,
   /**
    * The async runtime could not be started, or another internal failure.
    */
@@ -246,11 +265,48 @@ typedef struct pi_after_tool_call pi_after_tool_call;
  * the model stops asking for tools.
  *
  * Thread-safe: every function may be called from any thread, concurrently, except
- * `pi_agent_free` (once, when no other call on the agent is in progress). Blocking functions
- * (`pi_agent_prompt`, `pi_agent_continue`, `pi_agent_wait_for_idle`) must not be called from
- * an event callback.
+ * `pi_agent_free` (see there). Blocking functions (`pi_agent_prompt`, `pi_agent_continue`,
+ * `pi_agent_wait_for_idle`, ...) must not be called from an event callback.
  */
 typedef struct pi_agent pi_agent;
+
+/**
+ * One run of an agent, started by `pi_agent_run_open` (or `_open_with_images`,
+ * `_open_messages`, `_open_continue`). Read its events with `pi_agent_run_next` (the same
+ * events, in the same order, as the agent's subscribers get), wait for its end with
+ * `pi_agent_run_result_json`, stop it with `pi_agent_run_abort`. The run goes on while nobody
+ * reads it, until 1024 events wait unread; then it waits for the reader.
+ *
+ * Thread-safety: `pi_agent_run_next` and `pi_agent_run_result_json` from one thread at a time
+ * (they block, so not from an event callback); `pi_agent_run_abort` from any thread at any
+ * time; `pi_agent_run_free` once, after the last other call has returned.
+ */
+typedef struct pi_agent_run pi_agent_run;
+
+/**
+ * One agent run driven by the caller (core's `AgentStepper`). Each step is JSON:
+ * `{"events":[...],"action":{"type":...}}`: the agent events to deliver now (pi's shapes, in
+ * pi's order), then the action to perform and answer with `pi_agent_stepper_resume`:
+ *
+ * - `poll_steering` / `poll_follow_up`: answer `{"type":"steering","messages":[...]}` /
+ *   `{"type":"follow_up","messages":[...]}` (queued messages; may be empty);
+ * - `call_model`: call the model with `pi_agent_stepper_system_prompt` and
+ *   `pi_agent_stepper_messages_json` (e.g. `pi_stream_open_simple`), answer
+ *   `{"type":"model_result","message":{...final assistant message...},"startEmitted":false}`;
+ * - `execute_tools` (`assistantMessage`, `toolCalls`, `mode`): run the calls, answer
+ *   `{"type":"tool_results","outcomes":[{"message":{...toolResult message...},
+ *   "terminate":false}, ...]}`, one per call, in order;
+ * - `should_stop_after_turn` (`message`, `toolResults`, `newMessages`): answer
+ *   `{"type":"should_stop","stop":false}`;
+ * - `finished` (`newMessages`): the run is over.
+ *
+ * A failure outside the model call is answered `{"type":"failed","message":{...}}`. The
+ * stepper has no clock, thread or I/O: the same answers give the same steps, and its state
+ * (`pi_agent_stepper_state_json`) can be stored and restored anywhere.
+ *
+ * Not thread-safe: use it from one thread at a time (`pi_agent_stepper_abort` included).
+ */
+typedef struct pi_agent_stepper pi_agent_stepper;
 
 /**
  * One tool call about to run, passed to a `pi_before_tool_call_callback`. Valid until the
@@ -259,6 +315,14 @@ typedef struct pi_agent pi_agent;
  * Thread-safe: its functions may be called from any thread while the callback runs.
  */
 typedef struct pi_before_tool_call pi_before_tool_call;
+
+/**
+ * The transcript to convert, passed to a `pi_convert_to_llm_callback`. Valid until the
+ * callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_convert_to_llm pi_convert_to_llm;
 
 /**
  * An error returned by a fallible function. Free it with `pi_error_free`.
@@ -277,12 +341,60 @@ typedef struct pi_error pi_error;
 typedef struct pi_faux pi_faux;
 
 /**
+ * A request served by a faux factory, passed to a `pi_faux_factory_callback`. Valid until the
+ * callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_faux_request pi_faux_request;
+
+/**
+ * The provider a key is asked for, passed to a `pi_get_api_key_callback`. Valid until the
+ * callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_get_api_key pi_get_api_key;
+
+/**
  * A model (pi's `Model`): id, wire API, provider, endpoint, limits, prices.
  *
  * Immutable: it may be used from any number of threads at once. Functions that take a model
  * copy what they need, so it may be freed right after.
  */
 typedef struct pi_model pi_model;
+
+/**
+ * Where a login callback writes the user's answer. Valid until the callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_oauth_answer pi_oauth_answer;
+
+/**
+ * A login in progress (or over), started by `pi_oauth_login_start`.
+ *
+ * Thread-safety: `pi_oauth_login_wait` from one thread at a time (it blocks, so not from an
+ * event callback); `pi_oauth_login_cancel` from any thread at any time; `pi_oauth_login_free`
+ * once, after the last other call has returned.
+ */
+typedef struct pi_oauth_login pi_oauth_login;
+
+/**
+ * A request body about to be sent, passed to a `pi_on_payload_callback`. Valid until the
+ * callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_on_payload pi_on_payload;
+
+/**
+ * The raw arguments of one call, passed to a `pi_prepare_arguments_callback`. Valid until the
+ * callback returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_prepare_arguments pi_prepare_arguments;
 
 /**
  * The turn that just ended, passed to a `pi_should_stop_after_turn_callback`. Valid until the
@@ -297,10 +409,35 @@ typedef struct pi_should_stop_after_turn pi_should_stop_after_turn;
  * as the terminal `ERROR` event, never as a `pi_error`.
  *
  * Thread-safety: `pi_stream_next` and `pi_stream_result_json` from one thread at a time (they
- * block, so not from an event callback); `pi_stream_abort` from any thread at any time;
- * `pi_stream_free` once, after the last other call has returned.
+ * block, so not from an event callback); `pi_stream_abort` and `pi_stream_partial_json` from
+ * any thread at any time; `pi_stream_free` once, after the last other call has returned.
  */
 typedef struct pi_stream pi_stream;
+
+/**
+ * One model call of an agent, passed to a `pi_stream_fn_callback`. Valid until the callback
+ * returns.
+ *
+ * Thread-safe: its functions may be called from any thread while the callback runs.
+ */
+typedef struct pi_stream_fn_call pi_stream_fn_call;
+
+/**
+ * The options of a request (core's `StreamOptions`): the JSON data of `pi_stream_open` plus
+ * callbacks. Pass it to `pi_stream_open_with_options` or `pi_agent_set_stream_options`, which
+ * copy it (callbacks included): it may be freed right after.
+ *
+ * Not thread-safe: use it from one thread at a time.
+ */
+typedef struct pi_stream_options pi_stream_options;
+
+/**
+ * A tool not yet added to an agent: made by `pi_tool_new`, completed with `pi_tool_set_*`, and
+ * handed to `pi_agent_add_tool_object` (or freed with `pi_tool_free`).
+ *
+ * Not thread-safe: use it from one thread at a time.
+ */
+typedef struct pi_tool pi_tool;
 
 /**
  * One call of a C tool, passed to its `pi_tool_callback`. Valid until the callback returns.
@@ -329,11 +466,12 @@ typedef struct pi_transform_context pi_transform_context;
  *
  * The callback may call non-blocking functions of its agent (`pi_agent_abort`,
  * `pi_agent_steer_text`, ...) and blocking functions of other agents and streams; on its own
- * agent, `pi_agent_wait_for_idle` fails with `CALLED_FROM_CALLBACK`. At an abort the run
- * stops waiting for a callback that is still running and records the error result "Tool
- * execution was aborted" (unless the callback returned at that same moment); the callback
- * keeps running until it returns, so long-running tools should poll
- * `pi_tool_call_is_aborted`.
+ * agent, `pi_agent_wait_for_idle` fails with `CALLED_FROM_CALLBACK`, and `pi_agent_free` is
+ * deferred (see there). At an abort the run stops waiting for a callback that is still running
+ * and records the error result "Tool execution was aborted" (unless the callback returned at
+ * that same moment); the tool watchdog (`toolTimeoutMs`) does the same with "Tool <name> timed
+ * out after N ms". The callback keeps running until it returns, so long-running tools should
+ * poll `pi_tool_call_is_aborted`.
  */
 typedef int32_t (*pi_tool_callback)(void *user_data, struct pi_tool_call *call);
 
@@ -342,6 +480,67 @@ typedef int32_t (*pi_tool_callback)(void *user_data, struct pi_tool_call *call);
  * thread releases the registration last.
  */
 typedef void (*pi_free_callback)(void *user_data);
+
+/**
+ * A borrowed UTF-8 string: `len` bytes at `data`. Not necessarily NUL-terminated (use `len`);
+ * `data` is never NULL. How long it stays valid is stated by the function that returns it.
+ */
+typedef struct pi_str {
+  /**
+   * The first byte.
+   */
+  const char *data;
+  /**
+   * The length in bytes.
+   */
+  size_t len;
+} pi_str;
+
+/**
+ * One agent event, as passed to a `pi_agent_event_callback` or filled in by
+ * `pi_agent_run_next`. Everything in it is valid until the callback returns (or until the
+ * next call on the run).
+ */
+typedef struct pi_agent_event {
+  /**
+   * The event kind.
+   */
+  pi_agent_event_kind kind;
+  /**
+   * For `MESSAGE_UPDATE`: the kind of the assistant-message event behind it (e.g.
+   * `PI_STREAM_EVENT_KIND_TEXT_DELTA`); `PI_STREAM_EVENT_KIND_NONE` for other events.
+   */
+  pi_stream_event_kind message_event_kind;
+  /**
+   * For `MESSAGE_UPDATE` block events: the content block index; else 0.
+   */
+  size_t content_index;
+  /**
+   * For `MESSAGE_UPDATE` delta events: the new text (or tool-call JSON fragment); else
+   * empty. Readable without parsing `json`.
+   */
+  struct pi_str delta;
+  /**
+   * The whole event as pi-shaped JSON, e.g. `{"type":"message_end","message":{...}}`. A
+   * `message_update` carries the delta (`assistantMessageEvent`), and pi's `message` (the
+   * whole message so far) only for subscriptions made with `pi_agent_subscribe_with_partial`.
+   */
+  struct pi_str json;
+  /**
+   * Whether the run had been aborted when the event was delivered (pi's
+   * `agent.signal.aborted`; the events of an aborted run still arrive, up to `agent_end`).
+   */
+  bool aborted;
+} pi_agent_event;
+
+/**
+ * Receives the events of every run of an agent, synchronously and in pi's order, on a runtime
+ * thread (one event at a time). The run waits for the callback, so keep it short. It may call
+ * non-blocking functions of the agent (`pi_agent_abort`, `pi_agent_is_aborted`,
+ * `pi_agent_messages_json`, `pi_agent_steer_text`, `pi_agent_unsubscribe`, ...) but no
+ * blocking ones (they fail with `CALLED_FROM_CALLBACK`).
+ */
+typedef void (*pi_agent_event_callback)(void *user_data, const struct pi_agent_event *event);
 
 /**
  * Runs before each tool call, after its arguments were validated and before the tool runs
@@ -391,57 +590,121 @@ typedef void (*pi_should_stop_after_turn_callback)(void *user_data,
 typedef void (*pi_transform_context_callback)(void *user_data, struct pi_transform_context *context);
 
 /**
- * A borrowed UTF-8 string: `len` bytes at `data`. Not necessarily NUL-terminated (use `len`);
- * `data` is never NULL. How long it stays valid is stated by the function that returns it.
+ * Resolves the API key before every model call (pi's `getApiKey`, for short-lived tokens such
+ * as OAuth access tokens): read the provider with `pi_get_api_key_provider`, set the key with
+ * `pi_get_api_key_set_api_key`. Setting none (or an empty one) keeps the configured key
+ * (`streamOptions.apiKey`, else the environment). Return 0, or non-zero to fail the turn ("
+ * get_api_key hook returned error code N"). `context` is valid until the callback returns.
+ *
+ * It runs on a thread of the runtime's blocking pool, like a tool callback; an abort stops
+ * the run waiting for it.
  */
-typedef struct pi_str {
-  /**
-   * The first byte.
-   */
-  const char *data;
-  /**
-   * The length in bytes.
-   */
-  size_t len;
-} pi_str;
+typedef int32_t (*pi_get_api_key_callback)(void *user_data, struct pi_get_api_key *context);
 
 /**
- * One agent event, as passed to a `pi_agent_event_callback`. Everything in it is valid until
- * the callback returns.
+ * Turns the transcript into the messages the model gets (pi's `convertToLlm`), e.g. to send
+ * custom messages as user messages: read it with `pi_convert_to_llm_messages_json`, set the
+ * result with `pi_convert_to_llm_set_messages_json` (else pi's default applies: custom
+ * messages are dropped). Return 0, or non-zero to fail the turn ("convert_to_llm hook returned
+ * error code N"). `context` is valid until the callback returns.
+ *
+ * It runs synchronously on a runtime thread (moved out of the worker pool while it runs) before
+ * every model call: keep it quick, and do not call blocking functions of its agent.
  */
-typedef struct pi_agent_event {
-  /**
-   * The event kind.
-   */
-  pi_agent_event_kind kind;
-  /**
-   * For `MESSAGE_UPDATE`: the kind of the assistant-message event behind it (e.g.
-   * `PI_STREAM_EVENT_KIND_TEXT_DELTA`); `PI_STREAM_EVENT_KIND_NONE` for other events.
-   */
-  pi_stream_event_kind message_event_kind;
-  /**
-   * For `MESSAGE_UPDATE` block events: the content block index; else 0.
-   */
-  size_t content_index;
-  /**
-   * For `MESSAGE_UPDATE` delta events: the new text (or tool-call JSON fragment); else
-   * empty. Readable without parsing `json`.
-   */
-  struct pi_str delta;
-  /**
-   * The whole event as pi-shaped JSON, e.g. `{"type":"message_end","message":{...}}`.
-   */
-  struct pi_str json;
-} pi_agent_event;
+typedef int32_t (*pi_convert_to_llm_callback)(void *user_data, struct pi_convert_to_llm *context);
 
 /**
- * Receives the events of every run of an agent, synchronously and in pi's order, on a runtime
- * thread (one event at a time). The run waits for the callback, so keep it short. It may call
- * non-blocking functions of the agent (`pi_agent_abort`, `pi_agent_messages_json`,
- * `pi_agent_steer_text`, `pi_agent_unsubscribe`, ...) but no blocking ones (they fail with
- * `CALLED_FROM_CALLBACK`).
+ * Calls the model for the agent (pi's `streamFn`), e.g. to route calls to another model or
+ * provider, change the context or options, or log requests. Read the request with
+ * `pi_stream_fn_call_model` / `_context_json` / `_options_json` and open the stream the turn
+ * reads with `pi_stream_fn_call_open` (any model, context and options; the run's abort aborts
+ * it). Return 0, or non-zero to fail the turn ("stream_fn callback returned error code N");
+ * returning 0 without opening a stream fails it too. `call` is valid until the callback
+ * returns.
+ *
+ * It runs synchronously on a runtime thread (moved out of the worker pool while it runs) at
+ * the start of every model call: open the stream and return; do not call blocking functions of
+ * its agent.
  */
-typedef void (*pi_agent_event_callback)(void *user_data, const struct pi_agent_event *event);
+typedef int32_t (*pi_stream_fn_callback)(void *user_data, struct pi_stream_fn_call *call);
+
+/**
+ * Builds a scripted response from a request (pi's response factory). Read the request with
+ * `pi_faux_request_context_json` / `_options_json` / `_call_number` / `_model`, set the
+ * response with `pi_faux_request_set_message_json` (the short forms of `pi_faux_push_json`;
+ * a message with `stopReason` `error` scripts a failure). Return 0, or non-zero to end the
+ * stream with the error "faux factory returned error code N" (as pi's throwing factory does);
+ * returning 0 without a message fails the same way ("faux factory set no message").
+ * `request` is valid until the callback returns.
+ *
+ * It runs on a thread of the runtime's blocking pool when the request is served; it may block
+ * (the stream waits) and may call blocking functions.
+ */
+typedef int32_t (*pi_faux_factory_callback)(void *user_data, struct pi_faux_request *request);
+
+/**
+ * Renames a tool-call id for the target model (pi's `normalizeToolCallId`), called for each
+ * tool call of an assistant message from another model. Return NULL to keep `id`, or a
+ * NUL-terminated UTF-8 id that stays valid until the callback is called again or
+ * `pi_transform_messages_json` returns (e.g. a buffer in `user_data`). Tool results are
+ * renamed to match. It runs on the thread that called `pi_transform_messages_json`.
+ */
+typedef const char *(*pi_normalize_tool_call_id_callback)(void *user_data, struct pi_str id);
+
+/**
+ * How a login talks to the user (pi's `OAuthLoginCallbacks`), passed to `pi_oauth_login_start`
+ * (which copies it). Every callback gets `user_data` first.
+ *
+ * - `on_auth` (required): show the user `url` to open and `instructions` (may be empty; for
+ *   GitHub's device flow, the code to enter).
+ * - `on_prompt` (required): ask the question of `prompt_json` (`{"message":...,
+ *   "placeholder":...,"allowEmpty":...}`) and set the answer with `pi_oauth_answer_set`.
+ * - `on_progress` (nullable): report progress.
+ * - `on_manual_code_input` (nullable): let the user paste the authorization code or the final
+ *   redirect URL while the login also waits for the browser; whichever comes first wins. NULL:
+ *   the login waits for the browser, then falls back to `on_prompt`.
+ * - `on_select` (nullable): let the user pick one option of `prompt_json` (`{"message":...,
+ *   "options":[{"id":...,"label":...}]}`); set its `id` with `pi_oauth_answer_set`, or set
+ *   nothing when the user declines.
+ *
+ * `on_prompt`, `on_manual_code_input` and `on_select` may block until the user answers: they
+ * run on the runtime's blocking pool. Return 0, or non-zero when the user cancels (the login
+ * then ends with `CANCELLED`). When the login no longer needs an answer (the browser won, or
+ * it was cancelled or timed out), `pi_oauth_answer_is_cancelled` turns true: a callback that
+ * waits for input should poll it. `on_auth` and `on_progress` run on a runtime thread and must
+ * return quickly. `free_user_data` (nullable) is called with `user_data` exactly once, when
+ * the login is over and no callback runs any more (possibly on a runtime thread).
+ */
+typedef struct pi_oauth_login_callbacks {
+  /**
+   * Passed to every callback.
+   */
+  void *user_data;
+  /**
+   * Shows the URL to open.
+   */
+  void (*on_auth)(void *user_data, struct pi_str url, struct pi_str instructions);
+  /**
+   * Asks a question.
+   */
+  int32_t (*on_prompt)(void *user_data, struct pi_str prompt_json, struct pi_oauth_answer *answer);
+  /**
+   * Reports progress.
+   */
+  void (*on_progress)(void *user_data, struct pi_str message);
+  /**
+   * Accepts a pasted code or redirect URL.
+   */
+  int32_t (*on_manual_code_input)(void *user_data, struct pi_oauth_answer *answer);
+  /**
+   * Lets the user pick an option.
+   */
+  int32_t (*on_select)(void *user_data, struct pi_str prompt_json, struct pi_oauth_answer *answer);
+  /**
+   * Frees `user_data`.
+   */
+  pi_free_callback free_user_data;
+} pi_oauth_login_callbacks;
 
 /**
  * One stream event, filled in by `pi_stream_next`. `delta` and `json` are borrowed from the
@@ -467,26 +730,58 @@ typedef struct pi_event {
   struct pi_str json;
 } pi_event;
 
+/**
+ * Sees a request body before it is sent and may replace it (pi's `onPayload`): read it with
+ * `pi_on_payload_json` (and the model with `pi_on_payload_model`), replace it with
+ * `pi_on_payload_set_json`. `payload` is valid until the callback returns. It runs
+ * synchronously on a runtime thread, once per request (not per retry): keep it quick. Not every
+ * wire API calls it (those of the OpenAI and Google families do).
+ */
+typedef void (*pi_on_payload_callback)(void *user_data, struct pi_on_payload *payload);
+
+/**
+ * Sees the HTTP status and headers of a response before its body is read (pi's
+ * `onResponse`): `headers_json` is a JSON object of lowercase names to values. The strings and
+ * `model` are valid until the callback returns. It runs synchronously on a runtime thread:
+ * keep it quick.
+ */
+typedef void (*pi_on_response_callback)(void *user_data,
+                                        uint16_t status,
+                                        struct pi_str headers_json,
+                                        const struct pi_model *model);
+
+/**
+ * Rewrites the raw arguments of a call before they are validated against the tool's schema
+ * (pi's `prepareArguments`, a compatibility shim for models that send an old argument shape).
+ * Read them with `pi_prepare_arguments_input_json`; set the arguments to validate instead with
+ * `pi_prepare_arguments_set_json` (else they stay as they are), or fail the call with
+ * `pi_prepare_arguments_set_error` or a non-zero return ("prepare_arguments callback returned
+ * error code N"): the model then gets that error result. It gets the tool's `user_data`;
+ * `context` is valid until it returns.
+ *
+ * It runs synchronously on a runtime thread (moved out of the worker pool while it runs), before
+ * `before_tool_call`: keep it quick, and do not call blocking functions of its agent.
+ */
+typedef int32_t (*pi_prepare_arguments_callback)(void *user_data,
+                                                 struct pi_prepare_arguments *context);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
 
 /**
  * Creates an agent for `model` (copied) with `system_prompt` (may be empty, not NULL).
- * `options_json` may be NULL, or an object with any of:
- * - the agent's state: `toolExecution` (`"parallel"`, the default, or `"sequential"`),
- *   `thinkingLevel` (`"off"`, the default, `"minimal"`, `"low"`, `"medium"`, `"high"`,
- *   `"xhigh"`), `steeringMode` / `followUpMode` (`"one-at-a-time"`, the default, or `"all"`),
- *   `messages` (a pi transcript to start from);
- * - its watchdogs: `streamIdleTimeoutMs` (a model stream that sends nothing for this long
- *   ends the turn with an error), `toolTimeoutMs` (a tool call still running after this long
- *   gets an error result);
- * - the options of every model call: those of `pi_stream_open` (`apiKey`, `temperature`,
- *   `maxTokens`, `headers`, `sessionId`, `thinkingBudgets`, `toolChoice`, `cacheRetention`,
- *   `maxRetries`, `maxRetryDelayMs`, `requestTimeoutMs`, `idleTimeoutMs`) except
- *   `reasoning`, which the agent sets from `thinkingLevel`.
- *
- * Unknown keys are rejected. On success `*agent_out` receives the agent; free it with
+ * `settings_json` may be NULL (pi's defaults), or core's `AgentSettings` as JSON, any subset
+ * of: `{"thinkingLevel":"off"|"minimal"|"low"|"medium"|"high"|"xhigh",
+ * "toolExecution":"parallel"|"sequential", "steeringMode":"one-at-a-time"|"all",
+ * "followUpMode":"one-at-a-time"|"all", "streamOptions":{...}, "streamIdleTimeoutMs":N,
+ * "toolTimeoutMs":N}`. `streamOptions` are the options of every model call, the same object
+ * `pi_stream_open` takes (`apiKey`, `maxTokens`, `headers`, `sessionId`, provider keys, ...);
+ * its `reasoning` is set by the agent from `thinkingLevel`. `streamIdleTimeoutMs` ends a turn
+ * whose model stream sends nothing for that long; `toolTimeoutMs` gives a tool call (with its
+ * hooks) still running after that long an error result. Unknown keys are refused (core's
+ * message names the known ones). Start from a saved transcript with
+ * `pi_agent_set_messages_json`. On success `*agent_out` receives the agent; free it with
  * `pi_agent_free`.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
@@ -494,32 +789,38 @@ extern "C" {
  */
 struct pi_error *pi_agent_new(const struct pi_model *model,
                               const char *system_prompt,
-                              const char *options_json,
+                              const char *settings_json,
                               struct pi_agent **agent_out);
 
 /**
  * Frees an agent. An active run is aborted first. Then it waits until the run has ended and
  * every tool and hook callback has returned, and calls the `free_user_data` of each of the
  * agent's tools, hooks and subscriptions not freed yet; so once it returns, no callback of
- * this agent runs any more. NULL is a no-op. It should not be called from a callback; if it
- * is (from an event callback, or a tool or hook callback of this agent), it cannot wait, and
- * each `free_user_data` is called later, on a runtime thread, when the last running callback
- * has returned.
+ * this agent runs any more. NULL is a no-op.
  *
- * Thread-safety: call once, when no other call on the agent is in progress.
+ * From a callback of the agent (an event, tool or hook callback) it cannot wait: the free is
+ * deferred. The handle is gone at once (do not use it again, not even after a blocking call
+ * such as `pi_agent_prompt` in progress on another thread returns), the run is aborted, and the
+ * agent itself is released when the last call or run using it has ended; each `free_user_data`
+ * is then called when its last running callback has returned, possibly on a runtime thread.
+ *
+ * Thread-safety: call once, when no other call on the agent is in progress, except blocking
+ * calls (`pi_agent_prompt`, ...) and runs (`pi_agent_run`) of this agent, which then end
+ * (aborted).
  */
 void pi_agent_free(struct pi_agent *agent);
 
 /**
- * Adds a tool implemented in C, replacing a tool with the same name (for later runs).
- * `parameters_json_schema` is the JSON Schema of the arguments object, e.g.
+ * Adds a tool implemented in C, replacing a tool with the same name (for later runs): the
+ * short form of `pi_tool_new` + `pi_agent_add_tool_object`. `parameters_json_schema` is the
+ * JSON Schema of the arguments object, e.g.
  * `{"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}`;
  * arguments are validated against it before `callback` runs. See `pi_tool_callback` for how
  * and where the callback runs. `free_user_data` (nullable) is called with `user_data` exactly
  * once, when no callback of the tool runs any more: once the tool was replaced or removed and
  * no run uses it (on the thread of a later `pi_agent_add_tool`, `pi_agent_remove_tool`,
- * `pi_agent_set_*` hook call, or when `pi_agent_prompt` / `pi_agent_continue` return), else
- * by `pi_agent_free`. On error nothing is registered and `free_user_data` is not called.
+ * `pi_agent_set_*` hook call, or when a blocking run or `pi_agent_run_free` returns), else by
+ * `pi_agent_free`. On error nothing is registered and `free_user_data` is not called.
  *
  * Errors: `NULL_ARGUMENT` (also for a NULL `callback`), `INVALID_UTF8`, `INVALID_JSON`.
  * Thread-safety: may be called from any thread, also during a run (the run keeps the tools it
@@ -534,6 +835,18 @@ struct pi_error *pi_agent_add_tool(struct pi_agent *agent,
                                    pi_free_callback free_user_data);
 
 /**
+ * Adds a tool made with `pi_tool_new` (with its label, execution mode and
+ * `prepare_arguments`), replacing a tool with the same name (for later runs). Takes ownership
+ * of `tool` in every case: on success the agent keeps it (`free_user_data` is then called as
+ * described at `pi_agent_add_tool`), on error it is freed (with its `free_user_data`). Do not
+ * use `tool` afterwards.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_add_tool_object(struct pi_agent *agent, struct pi_tool *tool);
+
+/**
  * Removes the tool named `name` (for later runs; a run keeps the tools it started with). Its
  * `free_user_data` is called as described at `pi_agent_add_tool`.
  *
@@ -543,65 +856,11 @@ struct pi_error *pi_agent_add_tool(struct pi_agent *agent,
 struct pi_error *pi_agent_remove_tool(struct pi_agent *agent, const char *name);
 
 /**
- * Sets the `before_tool_call` hook (see `pi_before_tool_call_callback`), replacing the one
- * set before; a NULL `callback` removes it (`user_data` and `free_user_data` are then
- * ignored). The change applies from the next run: a run keeps the hooks it started with.
- * `free_user_data` (nullable) is called with `user_data` exactly once, when no run uses the
- * hook any more after it was replaced or removed, or by `pi_agent_free` (on the threads
- * described at `pi_agent_add_tool`).
- *
- * Errors: `NULL_ARGUMENT` (for `agent`; then `free_user_data` is not called).
- * Thread-safety: may be called from any thread, also during a run and from a callback.
- */
-struct pi_error *pi_agent_set_before_tool_call(struct pi_agent *agent,
-                                               pi_before_tool_call_callback callback,
-                                               void *user_data,
-                                               pi_free_callback free_user_data);
-
-/**
- * Sets the `after_tool_call` hook (see `pi_after_tool_call_callback`), replacing the one set
- * before; a NULL `callback` removes it. Applies from the next run; `user_data` and
- * `free_user_data` as for `pi_agent_set_before_tool_call`.
- *
- * Errors: `NULL_ARGUMENT` (for `agent`).
- * Thread-safety: may be called from any thread, also during a run and from a callback.
- */
-struct pi_error *pi_agent_set_after_tool_call(struct pi_agent *agent,
-                                              pi_after_tool_call_callback callback,
-                                              void *user_data,
-                                              pi_free_callback free_user_data);
-
-/**
- * Sets the `should_stop_after_turn` hook (see `pi_should_stop_after_turn_callback`),
- * replacing the one set before; a NULL `callback` removes it. Applies from the next run;
- * `user_data` and `free_user_data` as for `pi_agent_set_before_tool_call`.
- *
- * Errors: `NULL_ARGUMENT` (for `agent`).
- * Thread-safety: may be called from any thread, also during a run and from a callback.
- */
-struct pi_error *pi_agent_set_should_stop_after_turn(struct pi_agent *agent,
-                                                     pi_should_stop_after_turn_callback callback,
-                                                     void *user_data,
-                                                     pi_free_callback free_user_data);
-
-/**
- * Sets the `transform_context` hook (see `pi_transform_context_callback`), replacing the one
- * set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
- * `free_user_data` as for `pi_agent_set_before_tool_call`.
- *
- * Errors: `NULL_ARGUMENT` (for `agent`).
- * Thread-safety: may be called from any thread, also during a run and from a callback.
- */
-struct pi_error *pi_agent_set_transform_context(struct pi_agent *agent,
-                                                pi_transform_context_callback callback,
-                                                void *user_data,
-                                                pi_free_callback free_user_data);
-
-/**
  * Subscribes `callback` to the events of all later runs (see `pi_agent_event_callback`) and
- * writes the subscription id to `*subscription_out`. `free_user_data` (nullable) is called
- * with `user_data` exactly once, by `pi_agent_unsubscribe` or `pi_agent_free`, when no
- * delivery is in progress. On error nothing is registered and `free_user_data` is not called.
+ * writes the subscription id to `*subscription_out`. A `message_update` carries the delta
+ * only; see `pi_agent_subscribe_with_partial`. `free_user_data` (nullable) is called with
+ * `user_data` exactly once, by `pi_agent_unsubscribe` or `pi_agent_free`, when no delivery is
+ * in progress. On error nothing is registered and `free_user_data` is not called.
  *
  * Errors: `NULL_ARGUMENT` (also for a NULL `callback`).
  * Thread-safety: may be called from any thread, also from a callback.
@@ -611,6 +870,21 @@ struct pi_error *pi_agent_subscribe(struct pi_agent *agent,
                                     void *user_data,
                                     pi_free_callback free_user_data,
                                     uint64_t *subscription_out);
+
+/**
+ * Like `pi_agent_subscribe`, but the JSON of every `message_update` also carries pi's
+ * `message`: the whole assistant message so far (`{"type":"message_update",
+ * "assistantMessageEvent":{...},"message":{...}}`, as pi sends it). This costs a copy of the
+ * message per update, which is why it is not the default.
+ *
+ * Errors: `NULL_ARGUMENT` (also for a NULL `callback`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_subscribe_with_partial(struct pi_agent *agent,
+                                                 pi_agent_event_callback callback,
+                                                 void *user_data,
+                                                 pi_free_callback free_user_data,
+                                                 uint64_t *subscription_out);
 
 /**
  * Ends a subscription and frees its `user_data` (after a delivery in progress on another
@@ -623,9 +897,10 @@ struct pi_error *pi_agent_subscribe(struct pi_agent *agent,
 struct pi_error *pi_agent_unsubscribe(struct pi_agent *agent, uint64_t subscription);
 
 /**
- * Sends `text` as a user message and blocks until the run has ended. Model failures and
- * aborts are not errors: they end the run with an assistant message whose `stopReason` is
- * `error` or `aborted` (see `pi_agent_error_message`).
+ * Sends `text` as a user message and blocks until the run has ended (pi's `prompt(text)`).
+ * Model failures and aborts are not errors: they end the run with an assistant message whose
+ * `stopReason` is `error` or `aborted` (see `pi_agent_error_message`). To read the run's events
+ * as they come instead, open it with `pi_agent_run_open`.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `ALREADY_RUNNING` (pi's message: "Agent is already
  * processing a prompt. Use steer() or followUp() to queue messages, or wait for
@@ -633,6 +908,31 @@ struct pi_error *pi_agent_unsubscribe(struct pi_agent *agent, uint64_t subscript
  * Thread-safety: may be called from any thread but not from an event callback.
  */
 struct pi_error *pi_agent_prompt(struct pi_agent *agent, const char *text);
+
+/**
+ * Sends `text` with images as one user message and blocks until the run has ended (pi's
+ * `prompt(text, images)`). `images_json` is a JSON array of image blocks:
+ * `[{"type":"image","data":"<base64>","mimeType":"image/png"}]`. Models without image input
+ * get a placeholder text instead (pi's rule).
+ *
+ * Errors: those of `pi_agent_prompt`, and `INVALID_JSON`.
+ * Thread-safety: may be called from any thread but not from an event callback.
+ */
+struct pi_error *pi_agent_prompt_with_images(struct pi_agent *agent,
+                                             const char *text,
+                                             const char *images_json);
+
+/**
+ * Sends messages as the prompt and blocks until the run has ended (pi's `prompt(messages)`).
+ * `messages_json` is one pi-shaped message or a JSON array of them, of any role (custom
+ * messages are kept in the transcript and not sent to the model), e.g.
+ * `[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image",...}],
+ * "timestamp":0}]`.
+ *
+ * Errors: those of `pi_agent_prompt`, and `INVALID_JSON`.
+ * Thread-safety: may be called from any thread but not from an event callback.
+ */
+struct pi_error *pi_agent_prompt_messages(struct pi_agent *agent, const char *messages_json);
 
 /**
  * Continues from the transcript and blocks until the run has ended: from a user, tool-result
@@ -648,12 +948,22 @@ struct pi_error *pi_agent_continue(struct pi_agent *agent);
 
 /**
  * Aborts the active run, if any (no-op when idle or NULL). Returns at once; the run ends
- * promptly: the model call ends `aborted`, running tools get an aborted error result, and
- * `agent_end` is emitted.
+ * promptly: the model call ends `aborted`, running tools and hooks get an aborted error result
+ * (the run stops waiting for their callbacks), and `agent_end` is emitted.
  *
  * Thread-safety: may be called from any thread, also from any callback.
  */
 void pi_agent_abort(struct pi_agent *agent);
+
+/**
+ * Whether the active run has been aborted (pi's `agent.signal.aborted`): `true` from
+ * `pi_agent_abort` (or a `pi_agent_run_free` before the end) until the run has ended; `false`
+ * when idle or when `agent` is NULL. Lets event callbacks and long-running C code see the
+ * abort.
+ *
+ * Thread-safety: may be called from any thread, also from any callback.
+ */
+bool pi_agent_is_aborted(const struct pi_agent *agent);
 
 /**
  * Blocks until no run is active.
@@ -663,6 +973,367 @@ void pi_agent_abort(struct pi_agent *agent);
  * Thread-safety: may be called from any thread but not from this agent's callbacks.
  */
 struct pi_error *pi_agent_wait_for_idle(struct pi_agent *agent);
+
+/**
+ * Sets the `before_tool_call` hook (see `pi_before_tool_call_callback`), replacing
+ * the one set before; a NULL `callback` removes it (`user_data` and `free_user_data` are then
+ * ignored). The change applies from the next run: a run keeps the hooks it started with.
+ * `free_user_data` (nullable) is called with `user_data` exactly once, when no run uses the
+ * hook any more after it was replaced or removed, or by `pi_agent_free` (on the threads
+ * described at `pi_agent_add_tool`).
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`; then `free_user_data` is not called).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_before_tool_call(struct pi_agent *agent,
+                                               pi_before_tool_call_callback callback,
+                                               void *user_data,
+                                               pi_free_callback free_user_data);
+
+/**
+ * Sets the `after_tool_call` hook (see `pi_after_tool_call_callback`), replacing
+ * the one set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
+ * `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_after_tool_call(struct pi_agent *agent,
+                                              pi_after_tool_call_callback callback,
+                                              void *user_data,
+                                              pi_free_callback free_user_data);
+
+/**
+ * Sets the `should_stop_after_turn` hook (see `pi_should_stop_after_turn_callback`), replacing
+ * the one set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
+ * `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_should_stop_after_turn(struct pi_agent *agent,
+                                                     pi_should_stop_after_turn_callback callback,
+                                                     void *user_data,
+                                                     pi_free_callback free_user_data);
+
+/**
+ * Sets the `transform_context` hook (see `pi_transform_context_callback`), replacing
+ * the one set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
+ * `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_transform_context(struct pi_agent *agent,
+                                                pi_transform_context_callback callback,
+                                                void *user_data,
+                                                pi_free_callback free_user_data);
+
+/**
+ * Sets the `get_api_key` hook (see `pi_get_api_key_callback`), replacing
+ * the one set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
+ * `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_get_api_key(struct pi_agent *agent,
+                                          pi_get_api_key_callback callback,
+                                          void *user_data,
+                                          pi_free_callback free_user_data);
+
+/**
+ * Sets the `convert_to_llm` hook (see `pi_convert_to_llm_callback`), replacing
+ * the one set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
+ * `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_convert_to_llm(struct pi_agent *agent,
+                                             pi_convert_to_llm_callback callback,
+                                             void *user_data,
+                                             pi_free_callback free_user_data);
+
+/**
+ * Sets the stream function (see `pi_stream_fn_callback`; default: pi's `streamSimple`), replacing
+ * the one set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
+ * `free_user_data` as for `pi_agent_set_before_tool_call`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_stream_fn(struct pi_agent *agent,
+                                        pi_stream_fn_callback callback,
+                                        void *user_data,
+                                        pi_free_callback free_user_data);
+
+/**
+ * Sends every model call of the agent through a pi proxy server (core's `proxy_stream_fn`,
+ * pi's `streamProxy`): `POST {proxy_url}/api/stream` with `Authorization: Bearer
+ * <auth_token>` (nullable: none), the server holding the provider keys. It replaces the
+ * stream function (also one set with `pi_agent_set_stream_fn`); a NULL `proxy_url` goes back
+ * to pi's `streamSimple`. Applies from the next run.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`), `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_proxy_stream_fn(struct pi_agent *agent,
+                                              const char *proxy_url,
+                                              const char *auth_token);
+
+/**
+ * Starts a run with `text` as a user message (pi's `prompt(text)`) and writes it to
+ * `*run_out` (free it with `pi_agent_run_free`). Returns at once; the run works on the
+ * library's runtime.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `ALREADY_RUNNING` (pi's message), `RUNTIME`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_run_open(struct pi_agent *agent,
+                                   const char *text,
+                                   struct pi_agent_run **run_out);
+
+/**
+ * Starts a run with `text` and images as one user message (see
+ * `pi_agent_prompt_with_images`) and writes it to `*run_out`.
+ *
+ * Errors: those of `pi_agent_run_open`, and `INVALID_JSON`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_run_open_with_images(struct pi_agent *agent,
+                                               const char *text,
+                                               const char *images_json,
+                                               struct pi_agent_run **run_out);
+
+/**
+ * Starts a run with messages as the prompt (one pi-shaped message or an array, see
+ * `pi_agent_prompt_messages`) and writes it to `*run_out`.
+ *
+ * Errors: those of `pi_agent_run_open`, and `INVALID_JSON`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_run_open_messages(struct pi_agent *agent,
+                                            const char *messages_json,
+                                            struct pi_agent_run **run_out);
+
+/**
+ * Starts a run that continues from the transcript (see `pi_agent_continue`) and writes it to
+ * `*run_out`.
+ *
+ * Errors: `NULL_ARGUMENT`, `ALREADY_RUNNING`, `CANNOT_CONTINUE` (pi's messages), `RUNTIME`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_run_open_continue(struct pi_agent *agent, struct pi_agent_run **run_out);
+
+/**
+ * Blocks until the run's next event, writes it to `*event_out` and returns `true`; returns
+ * `false` (leaving `*event_out` untouched) once `agent_end` has been returned, so
+ * `while (pi_agent_run_next(run, &event))` sees every event exactly once. The event's strings
+ * stay valid until the next call on the run. Also returns `false` for NULL arguments and when
+ * called from an event callback.
+ *
+ * Thread-safety: one thread at a time per run; not from an event callback.
+ */
+bool pi_agent_run_next(struct pi_agent_run *run, struct pi_agent_event *event_out);
+
+/**
+ * Blocks until the run has ended (reading and dropping the events not read yet) and the agent
+ * is idle again, and writes the messages the run added (`agent_end`'s `messages`) as a
+ * pi-shaped JSON array to `*json_out` (free it with `pi_string_free`). May be called again.
+ *
+ * Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK`.
+ * Thread-safety: one thread at a time per run; not from an event callback.
+ */
+struct pi_error *pi_agent_run_result_json(struct pi_agent_run *run, char **json_out);
+
+/**
+ * Aborts the run (no-op once it has ended, or when `run` is NULL). Returns at once; the run
+ * then ends promptly with `agent_end` (see `pi_agent_abort`).
+ *
+ * Thread-safety: may be called from any thread at any time before `pi_agent_run_free`.
+ */
+void pi_agent_run_abort(const struct pi_agent_run *run);
+
+/**
+ * Frees a run. A run that has not ended is aborted, and since C has no background to finish
+ * the abort in, this then blocks until the agent is idle again (so a new run can start right
+ * after). From an event callback, or a tool or hook callback of the agent, it cannot wait: it
+ * aborts and returns. NULL is a no-op.
+ *
+ * Thread-safety: call once, after the last other call on the run has returned.
+ */
+void pi_agent_run_free(struct pi_agent_run *run);
+
+/**
+ * Sets the system prompt (may be empty, not NULL), for later runs.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_system_prompt(struct pi_agent *agent, const char *system_prompt);
+
+/**
+ * Sets the model (copied; `model` may be freed right after), for later runs.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_model(struct pi_agent *agent, const struct pi_model *model);
+
+/**
+ * Sets the reasoning level, for later runs: `level` is `"off"`, `"minimal"`, `"low"`,
+ * `"medium"`, `"high"` or `"xhigh"` (see `pi_model_supported_thinking_levels_json`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `level`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_thinking_level(struct pi_agent *agent, const char *level);
+
+/**
+ * Sets how the tool calls of one assistant message run, for later runs: `mode` is
+ * `"parallel"` (the default: prepared in order, then run concurrently) or `"sequential"`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_tool_execution(struct pi_agent *agent, const char *mode);
+
+/**
+ * Writes the system prompt to `*system_prompt_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_system_prompt(const struct pi_agent *agent, char **system_prompt_out);
+
+/**
+ * Writes a copy of the agent's model to `*model_out` (free it with `pi_model_free`).
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_model(const struct pi_agent *agent, struct pi_model **model_out);
+
+/**
+ * The reasoning level: `"off"` (pi's default), `"minimal"`, `"low"`, `"medium"`, `"high"` or
+ * `"xhigh"` (empty when `agent` is NULL). Static: valid forever.
+ *
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_str pi_agent_thinking_level(const struct pi_agent *agent);
+
+/**
+ * Writes the agent's settings as core's `AgentSettings` JSON to `*json_out` (free it with
+ * `pi_string_free`): `{"thinkingLevel":...,"toolExecution":...,"steeringMode":...,
+ * "followUpMode":...,"streamOptions":{...},"streamIdleTimeoutMs":...,"toolTimeoutMs":...}`
+ * (the shape `pi_agent_new` takes). Secrets (`apiKey`, `bearerToken`) are never written.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_settings_json(const struct pi_agent *agent, char **json_out);
+
+/**
+ * Writes the agent's tools as the model sees them, a JSON array of pi `Tool`s
+ * (`[{"name":...,"description":...,"parameters":{...}}]`, in the order they were added), to
+ * `*json_out` (free it with `pi_string_free`). See `pi_agent_tool_label` and
+ * `pi_agent_tool_execution_mode` for the rest of a tool's description.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_tools_json(const struct pi_agent *agent, char **json_out);
+
+/**
+ * Writes the label of the tool named `name` (pi's `label`; its name unless one was set) to
+ * `*label_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `NOT_FOUND` (no tool with that name).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_tool_label(const struct pi_agent *agent,
+                                     const char *name,
+                                     char **label_out);
+
+/**
+ * Writes the execution mode the tool named `name` forces (pi's `executionMode`) to
+ * `*mode_out`: `"sequential"`, `"parallel"`, or empty when it forces none. Static: valid
+ * forever.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `NOT_FOUND` (no tool with that name).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_tool_execution_mode(const struct pi_agent *agent,
+                                              const char *name,
+                                              struct pi_str *mode_out);
+
+/**
+ * Replaces the options of every model call (the `streamOptions` of the settings) with core's
+ * `StreamOptions` JSON, as `pi_stream_open` takes it; the API key and the `on_payload` /
+ * `on_response` callbacks are replaced too (give `apiKey` again, or use the finer setters
+ * below). `reasoning` is ignored: the agent sets it from its thinking level.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_stream_options_json(struct pi_agent *agent, const char *options_json);
+
+/**
+ * Replaces the options of every model call with a copy of `options` (made with
+ * `pi_stream_options_from_json`, with its `on_payload` / `on_response` callbacks, which then
+ * run for this agent's model calls too). `options` may be freed right after.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_stream_options(struct pi_agent *agent,
+                                             const struct pi_stream_options *options);
+
+/**
+ * Sets the API key of every model call (`streamOptions.apiKey`; copied, never logged or saved
+ * in snapshots); NULL removes it (the provider's environment variable then applies).
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`), `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_api_key(struct pi_agent *agent, const char *api_key);
+
+/**
+ * Sets the session id of every model call (`streamOptions.sessionId`: prompt-cache keys and
+ * affinity headers); NULL removes it.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent`), `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_session_id(struct pi_agent *agent, const char *session_id);
+
+/**
+ * Sets one extra HTTP header of every model call (`streamOptions.headers`, applied last so it
+ * overrides the model's); a NULL `value` removes it.
+ *
+ * Errors: `NULL_ARGUMENT` (for `agent` or `name`), `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_header(struct pi_agent *agent, const char *name, const char *value);
+
+/**
+ * Sets the tool watchdog (`toolTimeoutMs`): a tool call (with its `before` / `after` hooks)
+ * still running after `timeout_ms` milliseconds gets an error result; 0 removes the watchdog.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_tool_timeout_ms(struct pi_agent *agent, uint64_t timeout_ms);
+
+/**
+ * Sets the stream watchdog (`streamIdleTimeoutMs`): a model stream that sends nothing for
+ * `timeout_ms` milliseconds ends the turn with an error message; 0 removes the watchdog.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also during a run and from a callback.
+ */
+struct pi_error *pi_agent_set_stream_idle_timeout_ms(struct pi_agent *agent, uint64_t timeout_ms);
 
 /**
  * Clears the transcript, the steering and follow-up queues and the error message.
@@ -692,6 +1363,34 @@ struct pi_error *pi_agent_messages_json(const struct pi_agent *agent, char **jso
  * Thread-safety: may be called from any thread.
  */
 struct pi_error *pi_agent_set_messages_json(struct pi_agent *agent, const char *messages_json);
+
+/**
+ * Appends one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
+ * messages) to the transcript, for the next run.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`; `ALREADY_RUNNING` while a run is
+ * active (use `pi_agent_steer_json` or `pi_agent_follow_up_json` then), and nothing changes.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_agent_append_message_json(struct pi_agent *agent, const char *message_json);
+
+/**
+ * Writes the queued steering messages, oldest first, as a pi-shaped JSON array to
+ * `*json_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_steering_queue_json(const struct pi_agent *agent, char **json_out);
+
+/**
+ * Writes the queued follow-up messages, oldest first, as a pi-shaped JSON array to
+ * `*json_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_follow_up_queue_json(const struct pi_agent *agent, char **json_out);
 
 /**
  * Queues `text` as a user message to inject after the current turn's tool calls (pi's
@@ -777,40 +1476,6 @@ struct pi_error *pi_agent_set_steering_mode(struct pi_agent *agent, const char *
 struct pi_error *pi_agent_set_follow_up_mode(struct pi_agent *agent, const char *mode);
 
 /**
- * Sets the system prompt (may be empty, not NULL), for later runs.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
- * Thread-safety: may be called from any thread, also from a callback.
- */
-struct pi_error *pi_agent_set_system_prompt(struct pi_agent *agent, const char *system_prompt);
-
-/**
- * Sets the model (copied; `model` may be freed right after), for later runs.
- *
- * Errors: `NULL_ARGUMENT`.
- * Thread-safety: may be called from any thread, also from a callback.
- */
-struct pi_error *pi_agent_set_model(struct pi_agent *agent, const struct pi_model *model);
-
-/**
- * Sets the reasoning level, for later runs: `level` is `"off"`, `"minimal"`, `"low"`,
- * `"medium"`, `"high"` or `"xhigh"` (see `pi_model_supported_thinking_levels_json`).
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `level`).
- * Thread-safety: may be called from any thread, also from a callback.
- */
-struct pi_error *pi_agent_set_thinking_level(struct pi_agent *agent, const char *level);
-
-/**
- * Sets how the tool calls of one assistant message run, for later runs: `mode` is
- * `"parallel"` (the default: prepared in order, then run concurrently) or `"sequential"`.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
- * Thread-safety: may be called from any thread, also from a callback.
- */
-struct pi_error *pi_agent_set_tool_execution(struct pi_agent *agent, const char *mode);
-
-/**
  * Whether a run is active (`false` when `agent` is NULL).
  *
  * Thread-safety: may be called from any thread, also from a callback.
@@ -854,12 +1519,14 @@ struct pi_error *pi_agent_pending_tool_calls_json(const struct pi_agent *agent, 
 struct pi_error *pi_agent_listener_errors_json(const struct pi_agent *agent, char **json_out);
 
 /**
- * Writes everything about the agent that is data as JSON to `*json_out` (free it with
- * `pi_string_free`): `{"version":1,"systemPrompt":...,"model":{...},"thinkingLevel":...,
- * "messages":[...],"toolExecution":...,"steeringMode":...,"followUpMode":...,
- * "steeringQueue":[...],"followUpQueue":[...],"toolNames":[...]}`. Tools, hooks and
- * subscriptions are code: they are not in it (`toolNames` is for reference). During a run the
- * transcript is as of the last completed message. Restore it with `pi_agent_restore`.
+ * Writes everything about the agent that is data as core's `AgentSnapshot` JSON to
+ * `*json_out` (free it with `pi_string_free`): `{"version":2,"systemPrompt":...,
+ * "model":{...},"messages":[...],"settings":{...},"steeringQueue":[...],
+ * "followUpQueue":[...],"toolNames":[...]}`, `settings` being the `AgentSettings` of
+ * `pi_agent_settings_json` (no API key, bearer token or credential header: secrets are never
+ * saved). Tools, hooks and subscriptions are code: they are not in it (`toolNames` is for
+ * reference). During a run the transcript is as of the last completed message. Restore it
+ * with `pi_agent_restore`.
  *
  * Errors: `NULL_ARGUMENT`.
  * Thread-safety: may be called from any thread, also from a callback.
@@ -868,20 +1535,52 @@ struct pi_error *pi_agent_snapshot_json(const struct pi_agent *agent, char **jso
 
 /**
  * Creates an agent from a snapshot made by `pi_agent_snapshot_json` (in this process or
- * another, or by another binding): the same system prompt, model, thinking level, transcript,
- * settings and queued messages. Tools, hooks and subscriptions are not in a snapshot: add
- * them again. `options_json` may be NULL, or an object with the keys of `pi_agent_new`'s
- * options except the agent's state (`toolExecution`, `thinkingLevel`, `steeringMode`,
- * `followUpMode`, `messages`), which come from the snapshot: the request options (`apiKey`,
- * ...) and the watchdogs (`streamIdleTimeoutMs`, `toolTimeoutMs`). On success `*agent_out`
- * receives the agent; free it with `pi_agent_free`.
+ * another, or by another binding): the same system prompt, model, settings, transcript and
+ * queued messages. Tools, hooks and subscriptions are not in a snapshot: add them again.
+ * Secrets are not in a snapshot either: `stream_options_json` (nullable; core's
+ * `StreamOptions` JSON, as for `pi_stream_open`) supplies them: its `apiKey`, `bearerToken`
+ * and headers the snapshot lacks (credential headers are never saved); its other keys are
+ * ignored. On success `*agent_out` receives the agent; free it with `pi_agent_free`.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
  * Thread-safety: may be called from any thread.
  */
 struct pi_error *pi_agent_restore(const char *snapshot_json,
-                                  const char *options_json,
+                                  const char *stream_options_json,
                                   struct pi_agent **agent_out);
+
+/**
+ * Writes the environment variables `provider` reads its API key from, in the order they are
+ * tried, as a JSON array of strings to `*json_out` (free it with `pi_string_free`), e.g.
+ * `["ANTHROPIC_OAUTH_TOKEN","ANTHROPIC_API_KEY"]`; `[]` for a provider without one. Reads no
+ * variable.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_env_key_names_json(const char *provider, char **json_out);
+
+/**
+ * Writes the names (never the values) of the variables of `pi_env_key_names_json` that
+ * are set and not empty, as a JSON array to `*json_out` (free it with `pi_string_free`). `[]`
+ * means no key for `provider` in the environment; use it to check for a key without handling
+ * the secret.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_find_env_keys_json(const char *provider, char **json_out);
+
+/**
+ * Writes the API key for `provider` from the environment (pi's `getEnvApiKey`: the first
+ * variable of `pi_env_key_names_json` that is set and not empty) to `*api_key_out`, or
+ * NULL when there is none. This returns a secret: only call it to pass the key on (the
+ * library finds it by itself for requests), and free it with `pi_string_free` soon.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_get_env_api_key(const char *provider, char **api_key_out);
 
 /**
  * The kind of `error` (`PI_ERROR_KIND_NULL_ARGUMENT` when `error` is NULL).
@@ -914,10 +1613,15 @@ void pi_error_free(struct pi_error *error);
 struct pi_error *pi_faux_new(struct pi_faux **faux_out);
 
 /**
- * Registers a faux provider. `options_json` may be NULL, or an object with any of `api`
- * (default: a fresh `faux:<n>`), `provider` (default `faux`), `models` (array of model ids,
- * default `["faux-1"]`), `tokensPerSecond` (pace the output; default: unpaced) and
- * `tokenSize` (`{"min":3,"max":5}`: delta sizes in tokens of 4 characters).
+ * Registers a faux provider. `options_json` may be NULL, or core's `FauxOptions` (pi's
+ * `registerFauxProvider` options), any subset of `api` (default: a fresh `faux:<n>`),
+ * `provider` (default `faux`), `models` (array of model ids, default `["faux-1"]`),
+ * `tokensPerSecond` (pace the output; default: unpaced) and `tokenSize`
+ * (`{"min":3,"max":5}`: delta sizes in tokens of 4 characters). Unknown keys are refused.
+ *
+ * Like pi's, it simulates usage: input and output tokens at four characters a token, and with
+ * a `sessionId` (and a `cacheRetention` other than `"none"`) the prompt prefix shared with the
+ * session's previous request counts as `cacheRead`, the rest as `cacheWrite`.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
  * Thread-safety: may be called from any thread.
@@ -938,6 +1642,61 @@ struct pi_error *pi_faux_new_with_options(const char *options_json, struct pi_fa
  */
 struct pi_error *pi_faux_push_json(const struct pi_faux *faux,
                                    const char *assistant_message_json);
+
+/**
+ * The request's pi `Context` as JSON (empty when `request` is NULL). Valid while the callback
+ * runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_faux_request_context_json(const struct pi_faux_request *request);
+
+/**
+ * The request's options as core's `StreamOptions` JSON, secrets left out (empty when `request`
+ * is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_faux_request_options_json(const struct pi_faux_request *request);
+
+/**
+ * Which request of the provider this is, counting from 1 (0 when `request` is NULL).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+size_t pi_faux_request_call_number(const struct pi_faux_request *request);
+
+/**
+ * The model asked for (NULL when `request` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+const struct pi_model *pi_faux_request_model(const struct pi_faux_request *request);
+
+/**
+ * Sets the response: one assistant message in the short forms of `pi_faux_push_json`. The
+ * last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_faux_request_set_message_json(struct pi_faux_request *request,
+                                                  const char *assistant_message_json);
+
+/**
+ * Appends a response built by a C callback when its request is served (pi's response
+ * factory; see `pi_faux_factory_callback`). `free_user_data` (nullable) is called with
+ * `user_data` exactly once, after the response was built, or when it is dropped unused
+ * (`pi_faux_free`), possibly on a runtime thread. On error nothing is appended and
+ * `free_user_data` is not called.
+ *
+ * Errors: `NULL_ARGUMENT` (also for a NULL `callback`).
+ * Thread-safety: may be called from any thread, also while a request is being served.
+ */
+struct pi_error *pi_faux_push_factory(const struct pi_faux *faux,
+                                      pi_faux_factory_callback callback,
+                                      void *user_data,
+                                      pi_free_callback free_user_data);
 
 /**
  * Writes a new copy of the provider's first model to `*model_out` (free it with
@@ -974,12 +1733,22 @@ size_t pi_faux_call_count(const struct pi_faux *faux);
 struct pi_error *pi_faux_contexts_json(const struct pi_faux *faux, char **json_out);
 
 /**
- * Unregisters the provider and frees it. Later requests to its models fail with an `error`
+ * Unregisters the provider and frees it, dropping the responses not used yet (calling the
+ * `free_user_data` of their factories). Later requests to its models fail with an `error`
  * event ("No API provider registered ..."). NULL is a no-op.
  *
  * Thread-safety: call once, when no other thread uses `faux`.
  */
 void pi_faux_free(struct pi_faux *faux);
+
+/**
+ * The whole context as core's `BeforeToolCallContext` JSON (pi's, without the agent context):
+ * `{"assistantMessage":{...},"toolCall":{...},"args":{...}}` (empty when `context` is NULL).
+ * Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_before_tool_call_context_json(const struct pi_before_tool_call *context);
 
 /**
  * The call id the model gave (empty when `context` is NULL). Valid while the callback runs.
@@ -1012,7 +1781,8 @@ struct pi_str pi_before_tool_call_arguments_json(const struct pi_before_tool_cal
 struct pi_str pi_before_tool_call_assistant_message_json(const struct pi_before_tool_call *context);
 
 /**
- * Whether the run was aborted (`false` when `context` is NULL).
+ * Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
+ * (`false` when `context` is NULL). A hook that waits for something should poll it.
  *
  * Thread-safety: may be called from any thread.
  */
@@ -1028,6 +1798,18 @@ bool pi_before_tool_call_is_aborted(const struct pi_before_tool_call *context);
 struct pi_error *pi_before_tool_call_block(struct pi_before_tool_call *context, const char *reason);
 
 /**
+ * Sets the hook's whole decision from pi's `BeforeToolCallResult` JSON (core's type):
+ * `{"block":true,"reason":"..."}`, or `{"args":{...}}` to replace the arguments (not
+ * validated again). Unknown keys are refused. Replaces what `pi_before_tool_call_block` and
+ * `pi_before_tool_call_set_arguments_json` set; the last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (the decision is then unchanged).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_before_tool_call_set_result_json(struct pi_before_tool_call *context,
+                                                     const char *before_tool_call_result_json);
+
+/**
  * Replaces the arguments the tool runs with by a JSON object. They are not validated again.
  * The last call wins.
  *
@@ -1037,6 +1819,15 @@ struct pi_error *pi_before_tool_call_block(struct pi_before_tool_call *context, 
  */
 struct pi_error *pi_before_tool_call_set_arguments_json(struct pi_before_tool_call *context,
                                                         const char *arguments_json);
+
+/**
+ * The whole context as core's `AfterToolCallContext` JSON (pi's, without the agent context):
+ * `{"assistantMessage":{...},"toolCall":{...},"args":{...},"result":{...},"isError":false}`
+ * (empty when `context` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_after_tool_call_context_json(const struct pi_after_tool_call *context);
 
 /**
  * The call id the model gave (empty when `context` is NULL). Valid while the callback runs.
@@ -1085,18 +1876,19 @@ struct pi_str pi_after_tool_call_result_json(const struct pi_after_tool_call *co
 bool pi_after_tool_call_is_error(const struct pi_after_tool_call *context);
 
 /**
- * Whether the run was aborted (`false` when `context` is NULL).
+ * Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
+ * (`false` when `context` is NULL).
  *
  * Thread-safety: may be called from any thread.
  */
 bool pi_after_tool_call_is_aborted(const struct pi_after_tool_call *context);
 
 /**
- * Replaces parts of the result, with pi's `AfterToolCallResult` semantics: a JSON object with
- * any of `content` (content blocks, what the model sees), `details` (any JSON), `isError`
- * (bool) and `terminate` (bool); each field present replaces the original whole (no deep
- * merge), absent fields keep it. E.g. `{"content":[{"type":"text","text":"redacted"}]}`.
- * The last call wins.
+ * Replaces parts of the result with pi's `AfterToolCallResult` (core's type): a JSON object
+ * with any of `content` (content blocks, what the model sees), `details` (any JSON; an explicit
+ * `null` replaces them with `null`), `isError` (bool) and `terminate` (bool); each field
+ * present replaces the original whole (no deep merge), absent fields keep it. E.g.
+ * `{"content":[{"type":"text","text":"redacted"}]}`. The last call wins.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (also for unknown keys; the
  * result is then unchanged).
@@ -1104,6 +1896,15 @@ bool pi_after_tool_call_is_aborted(const struct pi_after_tool_call *context);
  */
 struct pi_error *pi_after_tool_call_set_result_json(struct pi_after_tool_call *context,
                                                     const char *after_tool_call_result_json);
+
+/**
+ * The whole context as core's `ShouldStopAfterTurnContext` JSON (pi's, without the agent
+ * context): `{"message":{...},"toolResults":[...],"newMessages":[...]}` (empty when `context`
+ * is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_should_stop_after_turn_context_json(const struct pi_should_stop_after_turn *context);
 
 /**
  * The turn's assistant message as pi-shaped JSON (empty when `context` is NULL). Valid while
@@ -1154,6 +1955,52 @@ bool pi_transform_context_is_aborted(const struct pi_transform_context *context)
  */
 struct pi_error *pi_transform_context_set_messages_json(struct pi_transform_context *context,
                                                         const char *messages_json);
+
+/**
+ * Rewrites a transcript for `target` (pi's `transformMessages`): thinking from other models
+ * becomes text (or is dropped when empty), images the model cannot take become placeholder
+ * text, tool-call ids are renamed with `normalize_tool_call_id` (nullable), and tool calls
+ * without a result get pi's "No result provided" error result. `messages_json` is a JSON
+ * array of pi LLM messages; the result, the same kind of array, is written to
+ * `*messages_json_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8` (also for an id the callback returned),
+ * `INVALID_JSON`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_transform_messages_json(const char *messages_json,
+                                            const struct pi_model *target,
+                                            pi_normalize_tool_call_id_callback normalize_tool_call_id,
+                                            void *user_data,
+                                            char **messages_json_out);
+
+/**
+ * Validates a tool call against the tools (pi's `validateToolCall`): finds the tool by name,
+ * checks the arguments against its JSON Schema (with pi's type coercions, e.g. `"5"` to `5`
+ * for a number) and writes the arguments to use as JSON to `*arguments_json_out` (free it with
+ * `pi_string_free`). `tools_json` is a JSON array of pi `Tool`s
+ * (`[{"name","description","parameters"}]`); `tool_call_json` a pi tool call
+ * (`{"type":"toolCall","id":...,"name":...,"arguments":{...}}`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `NOT_FOUND` (no tool with that
+ * name: pi's message `Tool "x" not found`), `VALIDATION_FAILED` (pi's validation report, what
+ * the model reads; also for a tool schema that cannot be used).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_validate_tool_call(const char *tools_json,
+                                       const char *tool_call_json,
+                                       char **arguments_json_out);
+
+/**
+ * Parses JSON that may be cut off, as streamed tool arguments are (pi's
+ * `parseStreamingJson`): complete what is there as far as it goes (`{"a":1,"b":"te` gives
+ * `{"a":1,"b":"te"}`), `{}` for nothing usable. Writes the value as JSON to `*json_out` (free
+ * it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_parse_streaming_json(const char *partial_json, char **json_out);
 
 /**
  * Parses a model from pi-shaped JSON, e.g.
@@ -1259,6 +2106,211 @@ struct pi_error *pi_model_supported_thinking_levels_json(const struct pi_model *
                                                          char **json_out);
 
 /**
+ * Writes the level to use when `level` is asked of `model` (pi's `clampThinkingLevel`) to
+ * `*level_out`: `level` itself when supported, else the nearest supported level above it,
+ * else the nearest below, else `"off"`. `level` is `"off"`, `"minimal"`, `"low"`, `"medium"`,
+ * `"high"` or `"xhigh"`; the result is static (valid forever).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `level`).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_model_clamp_thinking_level(const struct pi_model *model,
+                                               const char *level,
+                                               struct pi_str *level_out);
+
+/**
+ * Computes what `usage_json` (pi's `Usage`: `{"input":N,"output":N,"cacheRead":N,
+ * "cacheWrite":N,...}`) costs on `model` (pi's `calculateCost`: its prices are USD per million
+ * tokens) and writes the cost as pi's `UsageCost` JSON
+ * (`{"input":...,"output":...,"cacheRead":...,"cacheWrite":...,"total":...}`, USD) to
+ * `*cost_json_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_model_calculate_cost(const struct pi_model *model,
+                                         const char *usage_json,
+                                         char **cost_json_out);
+
+/**
+ * Whether `a` and `b` are the same model (pi's `modelsAreEqual`: the same id and provider;
+ * `false` when either is NULL).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+bool pi_models_are_equal(const struct pi_model *a, const struct pi_model *b);
+
+/**
+ * The provider of the model about to be called, e.g. `anthropic` (empty when `context` is
+ * NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_get_api_key_provider(const struct pi_get_api_key *context);
+
+/**
+ * Sets the API key for this call (copied; never logged). The last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_get_api_key_set_api_key(struct pi_get_api_key *context, const char *api_key);
+
+/**
+ * The transcript (after `transform_context`) as a pi-shaped JSON array, custom messages
+ * included (empty string when `context` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_convert_to_llm_messages_json(const struct pi_convert_to_llm *context);
+
+/**
+ * Sets the messages the model gets: a JSON array of pi's LLM messages (roles `user`,
+ * `assistant`, `toolResult`; any other role is refused). The last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_convert_to_llm_set_messages_json(struct pi_convert_to_llm *context,
+                                                     const char *messages_json);
+
+/**
+ * The agent's model for this call (NULL when `call` is NULL). Valid while the callback runs;
+ * copy it with `pi_model_to_json` and `pi_model_from_json` to keep it.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+const struct pi_model *pi_stream_fn_call_model(const struct pi_stream_fn_call *call);
+
+/**
+ * The request's pi `Context` as JSON: `{"systemPrompt":...,"messages":[...],"tools":[...]}`,
+ * the messages already converted for the model (empty when `call` is NULL). Valid while the
+ * callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_stream_fn_call_context_json(const struct pi_stream_fn_call *call);
+
+/**
+ * The request's options as core's `StreamOptions` JSON (the agent's `streamOptions` with
+ * `reasoning` from its thinking level). Secrets (`apiKey`, `bearerToken`) are not in it (empty
+ * when `call` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_stream_fn_call_options_json(const struct pi_stream_fn_call *call);
+
+/**
+ * Opens the stream the turn reads, with pi's `streamSimple` (what the agent calls by default):
+ * `model` (NULL: the call's), `context_json` (a pi `Context`; NULL: the call's) and
+ * `options_json` (`StreamOptions` JSON; NULL: the call's). The stream always takes the run's
+ * abort signal; the call's API key, bearer token and `on_payload` / `on_response` callbacks
+ * apply unless `options_json` sets its own key or token. A second call replaces the stream.
+ *
+ * Errors: `NULL_ARGUMENT` (for `call`), `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_stream_fn_call_open(struct pi_stream_fn_call *call,
+                                        const struct pi_model *model,
+                                        const char *context_json,
+                                        const char *options_json);
+
+/**
+ * Sets the answer (copied). The last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_oauth_answer_set(struct pi_oauth_answer *answer, const char *text);
+
+/**
+ * Whether the login no longer needs this answer (it ended, was cancelled, or the browser
+ * delivered the code first); `false` when `answer` is NULL. A callback that waits for the
+ * user should poll it and return.
+ *
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+bool pi_oauth_answer_is_cancelled(const struct pi_oauth_answer *answer);
+
+/**
+ * Starts the login of the OAuth provider `provider_id` (`"anthropic"`, `"github-copilot"`,
+ * `"openai-codex"`, or one registered in Rust) with `callbacks` (copied; see
+ * `pi_oauth_login_callbacks`) and writes it to `*login_out` (free it with
+ * `pi_oauth_login_free`). Returns at once: the login runs on the library's runtime, calling
+ * the callbacks. On error nothing runs and `free_user_data` is not called.
+ *
+ * Errors: `NULL_ARGUMENT` (also for a NULL `on_auth` or `on_prompt`), `INVALID_UTF8`,
+ * `NOT_FOUND` (no such provider), `RUNTIME`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_oauth_login_start(const char *provider_id,
+                                      const struct pi_oauth_login_callbacks *callbacks,
+                                      struct pi_oauth_login **login_out);
+
+/**
+ * Blocks until the login has ended and writes the credentials as pi's `OAuthCredentials` JSON
+ * (`{"refresh":...,"access":...,"expires":<unix ms>,...}`: what to store, e.g. in pi's
+ * `auth.json`; it holds the tokens) to `*credentials_json_out` (free it with
+ * `pi_string_free`). May be called again: it gives the same outcome.
+ *
+ * Errors: `NULL_ARGUMENT`, `CANCELLED` (`pi_oauth_login_cancel`, or a callback returned
+ * non-zero), `OAUTH_FAILED` (the message says why: a timeout, an HTTP error of the provider, a
+ * state mismatch, ...; never a token), `CALLED_FROM_CALLBACK`, `RUNTIME`.
+ * Thread-safety: one thread at a time per login; not from an event callback.
+ */
+struct pi_error *pi_oauth_login_wait(struct pi_oauth_login *login, char **credentials_json_out);
+
+/**
+ * Cancels the login (no-op once it has ended, or when `login` is NULL): it ends soon with
+ * `CANCELLED`, closing its localhost callback server.
+ *
+ * Thread-safety: may be called from any thread at any time before `pi_oauth_login_free`.
+ */
+void pi_oauth_login_cancel(const struct pi_oauth_login *login);
+
+/**
+ * Frees a login, cancelling it if it is still running (it then ends in the background).
+ * NULL is a no-op.
+ *
+ * Thread-safety: call once, after the last other call on the login has returned.
+ */
+void pi_oauth_login_free(struct pi_oauth_login *login);
+
+/**
+ * Logs in with the OAuth provider `provider_id` and blocks until the login has ended (core's
+ * `OAuthProvider::login`): `pi_oauth_login_start`, then `pi_oauth_login_wait`, then
+ * `pi_oauth_login_free`. Use those three to cancel from another thread.
+ *
+ * Errors: those of `pi_oauth_login_start` and `pi_oauth_login_wait`.
+ * Thread-safety: may be called from any thread but not from an event callback.
+ */
+struct pi_error *pi_oauth_provider_login(const char *provider_id,
+                                         const struct pi_oauth_login_callbacks *callbacks,
+                                         char **credentials_json_out);
+
+/**
+ * The API key of the OAuth provider `provider_id` from stored credentials (pi's
+ * `getOAuthApiKey`), refreshing them first when they have expired (a blocking HTTP request).
+ * `credentials_json` maps provider ids to pi's `OAuthCredentials`:
+ * `{"anthropic":{"refresh":...,"access":...,"expires":...}}`. On success writes the key to
+ * `*api_key_out` (a secret: pass it on as `apiKey`, e.g. from a `get_api_key` hook, and free
+ * it with `pi_string_free` soon), the credentials to keep (refreshed or as given) as JSON to
+ * `*credentials_json_out` (free it with `pi_string_free`) and whether they were refreshed (so
+ * should be stored again) to `*refreshed_out`. When `credentials_json` has no entry for the
+ * provider, both strings are NULL and `*refreshed_out` is false.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `NOT_FOUND` (no such provider),
+ * `OAUTH_FAILED` (the refresh failed, e.g. a revoked refresh token; never a token in the
+ * message), `CALLED_FROM_CALLBACK`, `RUNTIME`.
+ * Thread-safety: may be called from any thread but not from an event callback.
+ */
+struct pi_error *pi_get_oauth_api_key(const char *provider_id,
+                                      const char *credentials_json,
+                                      char **api_key_out,
+                                      char **credentials_json_out,
+                                      bool *refreshed_out);
+
+/**
  * Writes to `*overflow_out` whether a response failed (or was silently truncated) because the
  * prompt no longer fits the model's context window (pi's `isContextOverflow`), so that the
  * application can compact the transcript and retry. `assistant_message_json` is a pi-shaped
@@ -1275,16 +2327,118 @@ struct pi_error *pi_is_context_overflow(const char *assistant_message_json,
                                         bool *overflow_out);
 
 /**
- * Starts a request to `model` and writes the stream to `*stream_out` (free it with
- * `pi_stream_free`). `context_json` is a pi `Context`:
- * `{"systemPrompt":"...","messages":[...],"tools":[{"name","description","parameters"}]}`.
- * `options_json` may be NULL, or an object with any of `apiKey` (else the provider's
- * environment variable, e.g. `OPENAI_API_KEY`), `temperature`, `maxTokens`, `headers` (object
- * of strings), `sessionId`, `reasoning` (`"minimal"` ... `"xhigh"`; leave it out for none),
- * `thinkingBudgets` (tokens per level for budget-based models:
- * `{"minimal":1024,"low":2048,"medium":8192,"high":16384}`, any subset), `toolChoice` (passed
- * through), `cacheRetention` (`"none"`, `"short"`, `"long"`), `maxRetries`, `maxRetryDelayMs`,
- * `requestTimeoutMs`, `idleTimeoutMs`. Unknown keys are rejected.
+ * Starts a run and writes the stepper to `*stepper_out` (free it with
+ * `pi_agent_stepper_free`) and its first step as JSON to `*step_json_out` (free it with
+ * `pi_string_free`). `config_json` (nullable) is core's `StepperConfig`:
+ * `{"toolExecution":"parallel"|"sequential","toolModes":{"<tool>":"sequential"},
+ * "shouldStopAfterTurn":false,"skipInitialSteeringPoll":false}`; `messages_json` is the
+ * transcript so far (a JSON array); `start_json` is core's `RunStart`:
+ * `{"type":"prompt","prompts":[...messages...]}` or `{"type":"continue"}` (the transcript's
+ * last message must then not be an assistant message).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_agent_stepper_start(const char *config_json,
+                                        const char *system_prompt,
+                                        const char *messages_json,
+                                        const char *start_json,
+                                        struct pi_agent_stepper **stepper_out,
+                                        char **step_json_out);
+
+/**
+ * Answers the pending action with core's `StepInput` JSON (see `pi_agent_stepper`) and writes
+ * the next step as JSON to `*step_json_out` (free it with `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `INVALID_ARGUMENT` (the input does
+ * not answer the pending action, core's message: "step input `x` does not answer the pending
+ * action `y`"; the stepper is then unchanged).
+ * Thread-safety: one thread at a time per stepper.
+ */
+struct pi_error *pi_agent_stepper_resume(struct pi_agent_stepper *stepper,
+                                         const char *input_json,
+                                         char **step_json_out);
+
+/**
+ * The system prompt of the run (empty when `stepper` is NULL). Valid until the stepper is
+ * freed.
+ *
+ * Thread-safety: one thread at a time per stepper.
+ */
+struct pi_str pi_agent_stepper_system_prompt(const struct pi_agent_stepper *stepper);
+
+/**
+ * Writes the transcript as the run sees it now (what `call_model` sends, before the host's
+ * `transform_context` and conversion) as a pi-shaped JSON array to `*json_out` (free it with
+ * `pi_string_free`).
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: one thread at a time per stepper.
+ */
+struct pi_error *pi_agent_stepper_messages_json(const struct pi_agent_stepper *stepper,
+                                                char **json_out);
+
+/**
+ * Records that the run was aborted: after the current turn's tools the run ends instead of
+ * starting another turn, and the queues are not polled. No-op when `stepper` is NULL.
+ *
+ * Thread-safety: one thread at a time per stepper.
+ */
+void pi_agent_stepper_abort(struct pi_agent_stepper *stepper);
+
+/**
+ * Whether the run is over (`false` when `stepper` is NULL).
+ *
+ * Thread-safety: one thread at a time per stepper.
+ */
+bool pi_agent_stepper_is_finished(const struct pi_agent_stepper *stepper);
+
+/**
+ * Writes the stepper's whole state as JSON to `*json_out` (free it with `pi_string_free`), to
+ * store while an action runs and restore with `pi_agent_stepper_from_state_json` (here or in
+ * another process).
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: one thread at a time per stepper.
+ */
+struct pi_error *pi_agent_stepper_state_json(const struct pi_agent_stepper *stepper,
+                                             char **json_out);
+
+/**
+ * Restores a stepper from `pi_agent_stepper_state_json`'s JSON into `*stepper_out` (free it
+ * with `pi_agent_stepper_free`); it continues where the saved one was.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_agent_stepper_from_state_json(const char *state_json,
+                                                  struct pi_agent_stepper **stepper_out);
+
+/**
+ * Frees a stepper. NULL is a no-op.
+ *
+ * Thread-safety: call once, when no other thread uses `stepper`.
+ */
+void pi_agent_stepper_free(struct pi_agent_stepper *stepper);
+
+/**
+ * Starts a request to `model` with pi's `stream` and writes the stream to `*stream_out` (free
+ * it with `pi_stream_free`). It sends exactly what the options say: the provider keys decide
+ * reasoning (`reasoning` is not read; see `pi_stream_open_simple`). `context_json` is a pi
+ * `Context`: `{"systemPrompt":"...","messages":[...],"tools":[{"name","description",
+ * "parameters"}]}`. `options_json` may be NULL, or core's `StreamOptions`: pi's flat options
+ * object with every provider's keys, any subset of `apiKey` (else the provider's environment
+ * variable, e.g. `OPENAI_API_KEY`), `temperature`, `maxTokens`, `headers` (object of strings),
+ * `sessionId`, `cacheRetention` (`"none"`, `"short"`, `"long"`), `metadata`, `toolChoice`,
+ * `maxRetries`, `maxRetryDelayMs`, `requestTimeoutMs` (alias `timeoutMs`), `idleTimeoutMs`,
+ * `maxEventBytes`, `maxErrorBodyBytes`, `transport`, the simple options `reasoning` and
+ * `thinkingBudgets`, and the provider keys: `reasoningEffort`, `reasoningSummary`,
+ * `serviceTier`, `textVerbosity` (OpenAI family), `thinkingEnabled`, `thinkingBudgetTokens`,
+ * `effort`, `interleavedThinking`, `thinkingDisplay` (Anthropic, Bedrock Claude), `thinking`
+ * (`{"enabled":true,"budgetTokens":N,"level":"HIGH"}`), `project`, `location` (Google),
+ * `promptMode` (Mistral), `azureApiVersion`, `azureResourceName`, `azureBaseUrl`,
+ * `azureDeploymentName` (Azure), `region`, `profile`, `bearerToken`, `requestMetadata`
+ * (Bedrock). Unknown keys are refused (core's message lists the known ones).
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
  * Thread-safety: may be called from any thread, also from a callback.
@@ -1293,6 +2447,62 @@ struct pi_error *pi_stream_open(const struct pi_model *model,
                                 const char *context_json,
                                 const char *options_json,
                                 struct pi_stream **stream_out);
+
+/**
+ * Like `pi_stream_open`, with pi's `streamSimple` (what the agent uses): `maxTokens` defaults
+ * to `min(model maxTokens, 32000)`, and `reasoning` (`"minimal"` ... `"xhigh"`; `"off"` or
+ * absent for none) is mapped onto the provider's keys, turning thinking off explicitly where
+ * the API allows it when there is none.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_stream_open_simple(const struct pi_model *model,
+                                       const char *context_json,
+                                       const char *options_json,
+                                       struct pi_stream **stream_out);
+
+/**
+ * Like `pi_stream_open` (`simple` false) or `pi_stream_open_simple` (`simple` true), with the
+ * options of a `pi_stream_options` handle (copied, callbacks included; it may be freed right
+ * after).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_stream_open_with_options(const struct pi_model *model,
+                                             const char *context_json,
+                                             const struct pi_stream_options *options,
+                                             bool simple,
+                                             struct pi_stream **stream_out);
+
+/**
+ * Streams one model call through a pi proxy server (core's `stream_proxy`, pi's
+ * `streamProxy`): `POST {proxy_url}/api/stream` with the model, context and options, and
+ * `Authorization: Bearer <auth_token>` (nullable: none); the proxy holds the provider keys and
+ * answers with pi's proxy events, from which the message is rebuilt. Otherwise like
+ * `pi_stream_open_simple` (`options_json` as there).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_stream_open_proxy(const struct pi_model *model,
+                                      const char *context_json,
+                                      const char *options_json,
+                                      const char *proxy_url,
+                                      const char *auth_token,
+                                      struct pi_stream **stream_out);
+
+/**
+ * Writes the message as far as it has arrived (pi's `partial`: exactly the events
+ * `pi_stream_next` has returned so far, folded; the final message once the stream has ended)
+ * as pi-shaped JSON to `*json_out` (free it with `pi_string_free`). Never blocks: it may be
+ * called while another thread waits in `pi_stream_next`.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread at any time before `pi_stream_free`.
+ */
+struct pi_error *pi_stream_partial_json(const struct pi_stream *stream, char **json_out);
 
 /**
  * Blocks until the next event, writes it to `*event_out` and returns `true`; returns `false`
@@ -1331,6 +2541,75 @@ void pi_stream_abort(const struct pi_stream *stream);
 void pi_stream_free(struct pi_stream *stream);
 
 /**
+ * Parses core's `StreamOptions` JSON (see `pi_stream_open`; NULL: the defaults) into a new
+ * handle at `*options_out` (free it with `pi_stream_options_free`).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (core's message, e.g. for an
+ * unknown key).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_stream_options_from_json(const char *options_json,
+                                             struct pi_stream_options **options_out);
+
+/**
+ * Sets the `on_payload` callback (see `pi_on_payload_callback`), replacing the one set
+ * before; NULL removes it. `free_user_data` (nullable) is called with `user_data` exactly
+ * once, when neither this handle nor any stream or agent that copied it uses the callback any
+ * more (possibly on a runtime thread). On error nothing is set and `free_user_data` is not
+ * called.
+ *
+ * Errors: `NULL_ARGUMENT` (for `options`).
+ * Thread-safety: not concurrently with other calls on `options`.
+ */
+struct pi_error *pi_stream_options_set_on_payload(struct pi_stream_options *options,
+                                                  pi_on_payload_callback callback,
+                                                  void *user_data,
+                                                  pi_free_callback free_user_data);
+
+/**
+ * Sets the `on_response` callback (see `pi_on_response_callback`), replacing the one set
+ * before; NULL removes it. `user_data` and `free_user_data` as for
+ * `pi_stream_options_set_on_payload`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `options`).
+ * Thread-safety: not concurrently with other calls on `options`.
+ */
+struct pi_error *pi_stream_options_set_on_response(struct pi_stream_options *options,
+                                                   pi_on_response_callback callback,
+                                                   void *user_data,
+                                                   pi_free_callback free_user_data);
+
+/**
+ * Frees the handle. Callbacks that streams or agents copied stay with them. NULL is a no-op.
+ *
+ * Thread-safety: call once, when no other thread uses `options`.
+ */
+void pi_stream_options_free(struct pi_stream_options *options);
+
+/**
+ * The body as JSON, in the wire API's own shape (empty when `payload` is NULL). Valid while
+ * the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_on_payload_json(const struct pi_on_payload *payload);
+
+/**
+ * The model of the request (NULL when `payload` is NULL). Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+const struct pi_model *pi_on_payload_model(const struct pi_on_payload *payload);
+
+/**
+ * Sends `body_json` instead of the body (any JSON). The last call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_on_payload_set_json(struct pi_on_payload *payload, const char *body_json);
+
+/**
  * Frees a string returned by this library as `char *`. NULL is a no-op.
  *
  * Thread-safety: call once, when no other thread uses `string`.
@@ -1360,8 +2639,9 @@ struct pi_str pi_tool_call_name(const struct pi_tool_call *call);
 struct pi_str pi_tool_call_arguments_json(const struct pi_tool_call *call);
 
 /**
- * Whether the run was aborted (`false` when `call` is NULL). A long-running tool should poll
- * this and return early: the run no longer waits for it.
+ * Whether the run no longer waits for this call: it was aborted, or the tool watchdog
+ * (`toolTimeoutMs`) fired (`false` when `call` is NULL). A long-running tool should poll this
+ * and return early.
  *
  * Thread-safety: may be called from any thread.
  */
@@ -1420,6 +2700,90 @@ struct pi_error *pi_tool_call_send_update_text(const struct pi_tool_call *call, 
  */
 struct pi_error *pi_tool_call_send_update_json(const struct pi_tool_call *call,
                                                const char *agent_tool_result_json);
+
+/**
+ * Describes a tool implemented in C: its `name`, `description` (for the model) and
+ * `parameters_json_schema` (the JSON Schema of its arguments object; arguments are validated
+ * against it before `callback` runs, see `pi_tool_callback`). `user_data` goes to `callback`
+ * and to the `pi_prepare_arguments_callback`, if set; `free_user_data` (nullable) is called
+ * with it exactly once: by `pi_tool_free`, or, once the tool was added, as described at
+ * `pi_agent_add_tool`. On success `*tool_out` receives the tool; on error nothing is kept and
+ * `free_user_data` is not called.
+ *
+ * Errors: `NULL_ARGUMENT` (also for a NULL `callback`), `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_tool_new(const char *name,
+                             const char *description,
+                             const char *parameters_json_schema,
+                             pi_tool_callback callback,
+                             void *user_data,
+                             pi_free_callback free_user_data,
+                             struct pi_tool **tool_out);
+
+/**
+ * Sets the label user interfaces show for the tool (pi's `label`; default: its name). NULL
+ * removes it.
+ *
+ * Errors: `NULL_ARGUMENT` (for `tool`), `INVALID_UTF8`.
+ * Thread-safety: not concurrently with other calls on `tool`.
+ */
+struct pi_error *pi_tool_set_label(struct pi_tool *tool, const char *label);
+
+/**
+ * Forces how the batch of tool calls this tool is called in runs (pi's `executionMode`):
+ * `"sequential"` makes the whole batch sequential, `"parallel"` leaves it to the agent's
+ * setting; NULL removes the override.
+ *
+ * Errors: `NULL_ARGUMENT` (for `tool`), `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: not concurrently with other calls on `tool`.
+ */
+struct pi_error *pi_tool_set_execution_mode(struct pi_tool *tool, const char *mode);
+
+/**
+ * Sets the argument shim (see `pi_prepare_arguments_callback`); NULL removes it. It gets the
+ * tool's `user_data`.
+ *
+ * Errors: `NULL_ARGUMENT` (for `tool`).
+ * Thread-safety: not concurrently with other calls on `tool`.
+ */
+struct pi_error *pi_tool_set_prepare_arguments(struct pi_tool *tool,
+                                               pi_prepare_arguments_callback callback);
+
+/**
+ * Frees a tool that was not added to an agent, calling its `free_user_data`. NULL is a no-op.
+ *
+ * Thread-safety: call once, when no other thread uses `tool`.
+ */
+void pi_tool_free(struct pi_tool *tool);
+
+/**
+ * The arguments as the model sent them, as JSON (not validated; not necessarily an object).
+ * Empty when `context` is NULL. Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_prepare_arguments_input_json(const struct pi_prepare_arguments *context);
+
+/**
+ * Sets the arguments to validate and run the tool with (any JSON; the schema decides). The
+ * last `pi_prepare_arguments_set_*` call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_prepare_arguments_set_json(struct pi_prepare_arguments *context,
+                                               const char *arguments_json);
+
+/**
+ * Fails the call: the tool does not run and the model gets an error result with `message`.
+ * The last `pi_prepare_arguments_set_*` call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_prepare_arguments_set_error(struct pi_prepare_arguments *context,
+                                                const char *message);
 
 /**
  * The library version, e.g. `"0.1.0"` (static; never freed). It equals

@@ -44,8 +44,9 @@ step "rust tests (core, mock server, C ABI, header drift, C library install, REA
 cargo test --workspace --all-targets
 cargo test -p pi-agent --doc
 
-step "rust example"
+step "rust examples"
 cargo run -q -p pi-agent-examples --example agent
+cargo run -q -p pi-agent-examples --example durable
 
 step "python package"
 "$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic

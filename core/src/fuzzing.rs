@@ -14,17 +14,21 @@ use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::partial_json::PartialJsonParser;
 use crate::ai::providers::http::SseEvents;
-use crate::ai::providers::{anthropic, google, mistral, openai_completions, openai_responses};
+use crate::ai::providers::{
+    anthropic, google, mistral, openai_codex, openai_completions, openai_responses,
+};
 use crate::ai::sse::SseDecoder;
 use crate::ai::{AssistantMessageEvent, StopReason};
 
 /// The wire APIs [`provider_stream`] decodes, plus `proxy` (the agent proxy protocol).
+/// (`google-vertex` reads its body with `google-generative-ai`'s decoder.)
 pub const APIS: &[&str] = &[
     openai_completions::API,
     openai_responses::API,
     anthropic::API,
     google::API,
     mistral::API,
+    openai_codex::API,
     "proxy",
 ];
 
@@ -155,6 +159,9 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         anthropic::API => anthropic::read_stream(writer, &model, events, None).await,
         google::API => google::read_stream(writer, &model, events).await,
         mistral::API => mistral::read_stream(writer, &model, events).await,
+        openai_codex::API => {
+            openai_codex::read_stream(writer, &model, events, Default::default()).await
+        }
         "proxy" => crate::agent::proxy::read_stream(writer, events).await,
         other => panic!("unknown api {other}"),
     });

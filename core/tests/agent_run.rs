@@ -405,6 +405,65 @@ async fn the_transcript_cannot_change_under_a_running_loop() {
 }
 
 #[tokio::test]
+async fn dropping_the_last_agent_handle_aborts_its_run() {
+    let mut options = AgentOptions::default();
+    stalled_model(&mut options);
+    let agent = Agent::new(options);
+    let mut run = agent.start(RunInput::text("hi")).unwrap();
+    while let Some(event) = run.next().await {
+        if event_role(&event) == Some("assistant") {
+            break;
+        }
+    }
+    // Keep reading the run (its events do not keep the agent alive), drop every handle.
+    drop(agent);
+    let rest: Vec<AgentEvent> = tokio::time::timeout(HANG_GUARD, run.collect())
+        .await
+        .expect("the run ends once the agent is gone");
+    let Some(AgentEvent::AgentEnd { messages }) = rest.last() else {
+        panic!("ends with agent_end")
+    };
+    let last = messages
+        .last()
+        .and_then(AgentMessage::as_assistant)
+        .unwrap();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+}
+
+#[tokio::test]
+async fn messages_carry_their_measured_timing() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_tool_call_with_id(
+        "a",
+        "log",
+        json!({}),
+    )]));
+    faux.push(faux_assistant_message(vec![faux_text("done")]));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        tools: vec![log_tool("log", log)],
+        ..AgentOptions::default()
+    });
+    agent.prompt("go").await.unwrap();
+    let messages = agent.messages();
+    for assistant in messages.iter().filter_map(AgentMessage::as_assistant) {
+        let timing = assistant.timing.expect("every response is timed");
+        let ttft = timing.ttft_ms.expect("content arrived");
+        assert!(ttft <= timing.duration_ms, "{timing:?}");
+        assert_eq!(timing.retry_wait_ms, 0);
+    }
+    let result = messages
+        .iter()
+        .find_map(AgentMessage::as_tool_result)
+        .unwrap();
+    assert!(result.timing.is_some());
+    // The JSON field is pi-compatible: optional, camelCase, and ignored by pi.
+    let json = serde_json::to_value(messages.last().unwrap()).unwrap();
+    assert!(json["timing"]["durationMs"].is_u64(), "{json}");
+}
+
+#[tokio::test]
 async fn finish_can_stop_waiting_abort_and_wait_again_for_the_same_outcome() {
     let mut options = AgentOptions::default();
     stalled_model(&mut options);

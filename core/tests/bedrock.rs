@@ -234,6 +234,7 @@ fn assert_same_events(case: &str, events: &[AssistantMessageEvent], pi: &Value) 
 fn message_json(message: &AssistantMessage) -> Value {
     let mut json = serde_json::to_value(Message::Assistant(message.clone())).unwrap();
     json.as_object_mut().unwrap().remove("timestamp");
+    json.as_object_mut().unwrap().remove("timing");
     numbers_as_floats(json)
 }
 

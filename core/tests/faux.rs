@@ -354,3 +354,28 @@ async fn async_factories_build_responses_and_report_failures() {
     assert_eq!(second.stop_reason, StopReason::Error);
     assert_eq!(second.error_message.as_deref(), Some("factory failed"));
 }
+
+/// The options' JSON form has pi's `registerFauxProvider` names (the C ABI takes it as is); an
+/// empty model list means the default model.
+#[test]
+fn options_from_pis_json() {
+    let options: FauxOptions = serde_json::from_value(json!({
+        "provider": "p", "models": ["a", "b"], "tokensPerSecond": 50.0,
+        "tokenSize": {"min": 1, "max": 2}
+    }))
+    .unwrap();
+    assert_eq!(options.model_ids, ["a", "b"]);
+    assert_eq!(options.tokens_per_second, Some(50.0));
+    assert_eq!(options.token_size, (1, 2));
+    let error = serde_json::from_value::<FauxOptions>(json!({"tokensPerSecnd": 1})).unwrap_err();
+    assert!(
+        error.to_string().contains("unknown field `tokensPerSecnd`"),
+        "{error}"
+    );
+    assert!(serde_json::from_value::<FauxOptions>(json!({"tokenSize": {"min": 1}})).is_err());
+
+    let empty: FauxOptions = serde_json::from_value(json!({"models": []})).unwrap();
+    let faux = FauxProvider::register_with(empty);
+    assert_eq!(faux.model().id, "faux-1");
+    faux.unregister();
+}

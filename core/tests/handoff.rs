@@ -45,6 +45,7 @@ fn result(id: &str, content: Vec<UserContent>) -> Message {
         details: None,
         is_error: false,
         timestamp: 1,
+        timing: None,
     })
 }
 

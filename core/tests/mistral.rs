@@ -116,6 +116,7 @@ async fn replay_uses_nine_character_ids_and_tool_messages() {
             details: None,
             is_error: true,
             timestamp: 0,
+            timing: None,
         }));
     let options = StreamOptions {
         session_id: Some("sess".into()),

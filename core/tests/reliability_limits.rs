@@ -57,7 +57,7 @@ async fn an_oversized_error_body_is_cut() {
         let (_, message) = run(&api.model(&server), &options).await;
         let error = message.error_message.clone().unwrap_or_default();
         assert!(
-            error.starts_with("500 {\"error\": \"zzz"),
+            error.starts_with(&api.http_error(500, "{\"error\": \"zzz")),
             "{api:?}: {error:.80}"
         );
         assert!(error.contains("4096 bytes"), "{api:?}: {error:.80}");

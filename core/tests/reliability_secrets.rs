@@ -74,7 +74,10 @@ async fn echoed_credentials_are_redacted_from_errors_and_diagnostics() {
         let (events, message) = run(&api.model(&server), &options).await;
         assert_eq!(message.stop_reason, StopReason::Error);
         let texts = library_texts(&message);
-        assert!(texts.contains("401 you sent"), "{api:?}: {texts}");
+        assert!(
+            texts.contains(&api.http_error(401, "you sent")),
+            "{api:?}: {texts}"
+        );
         assert!(
             texts.contains("a 500"),
             "{api:?}: the retry is recorded: {texts}"

@@ -146,7 +146,7 @@ int main(void) {
     char options[512] = "{}";
     const char *key = getenv("PI_API_KEY");
     if (key != NULL && key[0] != '\0' && strlen(key) < 400 && strchr(key, '"') == NULL) {
-        snprintf(options, sizeof options, "{\"apiKey\":\"%s\"}", key);
+        snprintf(options, sizeof options, "{\"streamOptions\":{\"apiKey\":\"%s\"}}", key);
     }
 
     pi_agent *agent = NULL;

@@ -218,7 +218,7 @@ int main() {
         std::string options = "{}";
         if (const char *key = environment("PI_API_KEY")) {
             if (std::string_view(key).find('"') == std::string_view::npos) {
-                options = std::string(R"({"apiKey":")") + key + "\"}";
+                options = std::string(R"({"streamOptions":{"apiKey":")") + key + "\"}}";
             }
         }
         pi::Agent agent(*model, "You are a careful assistant. Use the calculator for arithmetic.",

@@ -1,59 +1,53 @@
-//! `pi_agent`: a stateful, tool-using agent (pi's `Agent`): its lifetime, C tools, hooks,
-//! event subscriptions and runs. Its state (transcript, queues, settings, snapshots) is in
-//! `agent_state.rs`.
+//! `pi_agent`: a stateful, tool-using agent (pi's `Agent`): its lifetime, C tools, event
+//! subscriptions and blocking runs. Hooks are installed in `agent_hooks.rs`, runs as values are
+//! in `agent_run.rs`, and its state (transcript, queues, settings, snapshots) is in
+//! `agent_state.rs` and `agent_settings.rs`.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use ::pi_agent::agent::{Agent, AgentOptions, Subscription};
+use ::pi_agent::agent::{Agent, AgentMessage, AgentOptions, AgentSettings, RunInput, Subscription};
+use ::pi_agent::ai::ImageContent;
 use serde_json::Value;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::callback::{CallbackSite, CallsInFlight};
 use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::event::{Listener, pi_agent_event_callback};
-use crate::hook::{
-    self, HookSite, pi_after_tool_call_callback, pi_before_tool_call_callback,
-    pi_should_stop_after_turn_callback, pi_transform_context_callback,
-};
 use crate::model::pi_model;
-use crate::options::agent_settings;
 use crate::runtime::{Scope, block_on, current_scope};
-use crate::tool::{CTool, CallsInFlight, pi_tool_callback};
+use crate::tool::pi_tool_callback;
+use crate::tool_object::{pi_tool, pi_tool_free, pi_tool_new};
 use crate::user_data::{Registrations, UserData, pi_free_callback};
 
 /// A stateful agent (pi's `Agent`): a transcript, tools, and a model it calls in a loop until
 /// the model stops asking for tools.
 ///
 /// Thread-safe: every function may be called from any thread, concurrently, except
-/// `pi_agent_free` (once, when no other call on the agent is in progress). Blocking functions
-/// (`pi_agent_prompt`, `pi_agent_continue`, `pi_agent_wait_for_idle`) must not be called from
-/// an event callback.
+/// `pi_agent_free` (see there). Blocking functions (`pi_agent_prompt`, `pi_agent_continue`,
+/// `pi_agent_wait_for_idle`, ...) must not be called from an event callback.
 pub struct pi_agent {
+    pub(crate) shared: Arc<AgentShared>,
+}
+
+/// What a `pi_agent` handle and the calls working on it share. Blocking calls and runs hold a
+/// reference, so the agent outlives a `pi_agent_free` made from one of its callbacks while such
+/// a call is still in progress.
+pub(crate) struct AgentShared {
     pub(crate) agent: Agent,
-    calls: Arc<CallsInFlight>,
+    pub(crate) calls: Arc<CallsInFlight>,
     /// The `user_data` of every tool and hook (see [`Registrations`]).
-    registrations: Registrations,
+    pub(crate) registrations: Registrations,
     subscriptions: Mutex<HashMap<u64, (Subscription, Arc<Listener>)>>,
     next_subscription: AtomicU64,
 }
 
-impl pi_agent {
-    /// Wraps a core agent.
-    pub(crate) fn new(agent: Agent) -> Self {
-        Self {
-            agent,
-            calls: Arc::default(),
-            registrations: Registrations::default(),
-            subscriptions: Mutex::default(),
-            next_subscription: AtomicU64::new(1),
-        }
-    }
-
+impl AgentShared {
     /// Identifies this agent in callback scopes.
-    fn key(&self) -> usize {
-        std::ptr::from_ref(self) as usize
+    pub(crate) fn key(self: &Arc<Self>) -> usize {
+        Arc::as_ptr(self) as usize
     }
 
     fn subscriptions(&self) -> MutexGuard<'_, HashMap<u64, (Subscription, Arc<Listener>)>> {
@@ -62,29 +56,55 @@ impl pi_agent {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn hook_site(&self) -> HookSite {
-        HookSite {
-            calls: Arc::clone(&self.calls),
+    /// Where this agent's callbacks run.
+    pub(crate) fn site(self: &Arc<Self>) -> CallbackSite {
+        CallbackSite {
+            calls: Some(Arc::clone(&self.calls)),
             agent_key: self.key(),
         }
     }
+
+    /// Whether the current thread runs a callback that the agent's run waits for, so that
+    /// waiting for the run here would wait for itself.
+    pub(crate) fn inside_own_callback(self: &Arc<Self>) -> bool {
+        match current_scope() {
+            Scope::Outside => false,
+            Scope::Callback(key) => key == self.key(),
+            Scope::Event(_) => true,
+        }
+    }
+
+    /// Starts a run and blocks until it has ended (the blocking `pi_agent_prompt` family).
+    fn run_blocking(self: &Arc<Self>, what: &str, input: RunInput) -> Result<(), pi_error> {
+        let agent = self.agent.clone();
+        let outcome = block_on(what, async move {
+            match agent.start(input) {
+                Ok(run) => Ok(run.result().await),
+                Err(error) => Err(error),
+            }
+        })?;
+        self.registrations.prune();
+        outcome.map(drop).map_err(pi_error::from_agent)
+    }
+}
+
+/// Borrows the shared part of an agent handle, for calls that may outlive the handle.
+pub(crate) fn shared(agent: *const pi_agent) -> Result<Arc<AgentShared>, pi_error> {
+    Ok(Arc::clone(&arg_ref(agent, "agent")?.shared))
 }
 
 /// Creates an agent for `model` (copied) with `system_prompt` (may be empty, not NULL).
-/// `options_json` may be NULL, or an object with any of:
-/// - the agent's state: `toolExecution` (`"parallel"`, the default, or `"sequential"`),
-///   `thinkingLevel` (`"off"`, the default, `"minimal"`, `"low"`, `"medium"`, `"high"`,
-///   `"xhigh"`), `steeringMode` / `followUpMode` (`"one-at-a-time"`, the default, or `"all"`),
-///   `messages` (a pi transcript to start from);
-/// - its watchdogs: `streamIdleTimeoutMs` (a model stream that sends nothing for this long
-///   ends the turn with an error), `toolTimeoutMs` (a tool call still running after this long
-///   gets an error result);
-/// - the options of every model call: those of `pi_stream_open` (`apiKey`, `temperature`,
-///   `maxTokens`, `headers`, `sessionId`, `thinkingBudgets`, `toolChoice`, `cacheRetention`,
-///   `maxRetries`, `maxRetryDelayMs`, `requestTimeoutMs`, `idleTimeoutMs`) except
-///   `reasoning`, which the agent sets from `thinkingLevel`.
-///
-/// Unknown keys are rejected. On success `*agent_out` receives the agent; free it with
+/// `settings_json` may be NULL (pi's defaults), or core's `AgentSettings` as JSON, any subset
+/// of: `{"thinkingLevel":"off"|"minimal"|"low"|"medium"|"high"|"xhigh",
+/// "toolExecution":"parallel"|"sequential", "steeringMode":"one-at-a-time"|"all",
+/// "followUpMode":"one-at-a-time"|"all", "streamOptions":{...}, "streamIdleTimeoutMs":N,
+/// "toolTimeoutMs":N}`. `streamOptions` are the options of every model call, the same object
+/// `pi_stream_open` takes (`apiKey`, `maxTokens`, `headers`, `sessionId`, provider keys, ...);
+/// its `reasoning` is set by the agent from `thinkingLevel`. `streamIdleTimeoutMs` ends a turn
+/// whose model stream sends nothing for that long; `toolTimeoutMs` gives a tool call (with its
+/// hooks) still running after that long an error result. Unknown keys are refused (core's
+/// message names the known ones). Start from a saved transcript with
+/// `pi_agent_set_messages_json`. On success `*agent_out` receives the agent; free it with
 /// `pi_agent_free`.
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
@@ -93,83 +113,93 @@ impl pi_agent {
 pub extern "C" fn pi_agent_new(
     model: *const pi_model,
     system_prompt: *const c_char,
-    options_json: *const c_char,
+    settings_json: *const c_char,
     agent_out: *mut *mut pi_agent,
 ) -> *mut pi_error {
     ffi_fallible! {
         let model = arg_ref(model, "model")?;
         let system_prompt = arg_str(system_prompt, "system_prompt")?;
-        let settings = agent_settings(arg_opt_str(options_json, "options_json")?)?;
+        let settings: AgentSettings = match arg_opt_str(settings_json, "settings_json")? {
+            Some(json) => parse_json(json, "settings_json")?,
+            None => AgentSettings::default(),
+        };
         let out = Out::new(agent_out, "agent_out")?;
         let agent = Agent::new(AgentOptions {
             system_prompt: system_prompt.to_owned(),
             model: Some(model.model.clone()),
-            messages: settings.messages,
-            settings: ::pi_agent::agent::AgentSettings {
-                thinking_level: settings.thinking_level.into(),
-                tool_execution: settings.tool_execution,
-                steering_mode: settings.steering_mode,
-                follow_up_mode: settings.follow_up_mode,
-                stream_options: settings.run.stream_options,
-                stream_idle_timeout_ms: settings.run.stream_idle_timeout.map(crate::options::millis),
-                tool_timeout_ms: settings.run.tool_timeout.map(crate::options::millis),
-            },
+            settings,
             ..AgentOptions::default()
         });
-        out.write(into_handle(pi_agent::new(agent)));
+        out.write(wrap(agent));
         Ok(())
     }
+}
+
+/// Hands a core agent to C.
+pub(crate) fn wrap(agent: Agent) -> *mut pi_agent {
+    into_handle(pi_agent {
+        shared: Arc::new(AgentShared {
+            agent,
+            calls: Arc::default(),
+            registrations: Registrations::default(),
+            subscriptions: Mutex::default(),
+            next_subscription: AtomicU64::new(1),
+        }),
+    })
 }
 
 /// Frees an agent. An active run is aborted first. Then it waits until the run has ended and
 /// every tool and hook callback has returned, and calls the `free_user_data` of each of the
 /// agent's tools, hooks and subscriptions not freed yet; so once it returns, no callback of
-/// this agent runs any more. NULL is a no-op. It should not be called from a callback; if it
-/// is (from an event callback, or a tool or hook callback of this agent), it cannot wait, and
-/// each `free_user_data` is called later, on a runtime thread, when the last running callback
-/// has returned.
+/// this agent runs any more. NULL is a no-op.
 ///
-/// Thread-safety: call once, when no other call on the agent is in progress.
+/// From a callback of the agent (an event, tool or hook callback) it cannot wait: the free is
+/// deferred. The handle is gone at once (do not use it again, not even after a blocking call
+/// such as `pi_agent_prompt` in progress on another thread returns), the run is aborted, and the
+/// agent itself is released when the last call or run using it has ended; each `free_user_data`
+/// is then called when its last running callback has returned, possibly on a runtime thread.
+///
+/// Thread-safety: call once, when no other call on the agent is in progress, except blocking
+/// calls (`pi_agent_prompt`, ...) and runs (`pi_agent_run`) of this agent, which then end
+/// (aborted).
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_free(agent: *mut pi_agent) {
     ffi_boundary! {
-        let Some(agent) = take_handle(agent) else {
+        let Some(handle) = take_handle(agent) else {
             return;
         };
-        agent.agent.abort();
-        let can_wait = match current_scope() {
-            Scope::Outside => true,
-            Scope::Callback(key) => key != agent.key(),
-            Scope::Event(_) => false,
-        };
-        for (_, (subscription, listener)) in agent.subscriptions().drain() {
+        let shared = handle.shared;
+        shared.agent.abort();
+        let can_wait = !shared.inside_own_callback();
+        for (_, (subscription, listener)) in shared.subscriptions().drain() {
             subscription.unsubscribe();
             listener.release();
         }
         if can_wait {
-            let _ = block_on("pi_agent_free", agent.agent.wait_for_idle());
-            agent.calls.wait_until_idle();
+            let _ = block_on("pi_agent_free", shared.agent.wait_for_idle());
+            shared.calls.wait_until_idle();
         }
-        agent.agent.set_tools(Vec::new());
-        agent.agent.update_hooks(|hooks| *hooks = Default::default());
+        shared.agent.set_tools(Vec::new());
+        shared.agent.update_hooks(|hooks| *hooks = Default::default());
         if can_wait {
-            agent.registrations.release_all();
+            shared.registrations.release_all();
         } else {
             // Each `user_data` is freed when its last running callback returns.
-            agent.registrations.forget_all();
+            shared.registrations.forget_all();
         }
     }
 }
 
-/// Adds a tool implemented in C, replacing a tool with the same name (for later runs).
-/// `parameters_json_schema` is the JSON Schema of the arguments object, e.g.
+/// Adds a tool implemented in C, replacing a tool with the same name (for later runs): the
+/// short form of `pi_tool_new` + `pi_agent_add_tool_object`. `parameters_json_schema` is the
+/// JSON Schema of the arguments object, e.g.
 /// `{"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}`;
 /// arguments are validated against it before `callback` runs. See `pi_tool_callback` for how
 /// and where the callback runs. `free_user_data` (nullable) is called with `user_data` exactly
 /// once, when no callback of the tool runs any more: once the tool was replaced or removed and
 /// no run uses it (on the thread of a later `pi_agent_add_tool`, `pi_agent_remove_tool`,
-/// `pi_agent_set_*` hook call, or when `pi_agent_prompt` / `pi_agent_continue` return), else
-/// by `pi_agent_free`. On error nothing is registered and `free_user_data` is not called.
+/// `pi_agent_set_*` hook call, or when a blocking run or `pi_agent_run_free` returns), else by
+/// `pi_agent_free`. On error nothing is registered and `free_user_data` is not called.
 ///
 /// Errors: `NULL_ARGUMENT` (also for a NULL `callback`), `INVALID_UTF8`, `INVALID_JSON`.
 /// Thread-safety: may be called from any thread, also during a run (the run keeps the tools it
@@ -185,24 +215,60 @@ pub extern "C" fn pi_agent_add_tool(
     free_user_data: pi_free_callback,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let name = arg_str(name, "name")?;
-        let description = arg_str(description, "description")?;
-        let schema = arg_str(parameters_json_schema, "parameters_json_schema")?;
-        let callback = callback.ok_or_else(|| pi_error::null_argument("callback"))?;
-        let parameters: Value = parse_json(schema, "parameters_json_schema")?;
-        let tool = CTool::new(
-            name.to_owned(),
-            description.to_owned(),
-            parameters,
+        let shared = shared(agent)?;
+        let mut tool: *mut pi_tool = std::ptr::null_mut();
+        let error = pi_tool_new(
+            name,
+            description,
+            parameters_json_schema,
             callback,
-            agent.registrations.register(user_data, free_user_data),
-            Arc::clone(&agent.calls),
-            agent.key(),
+            user_data,
+            free_user_data,
+            &mut tool,
         );
-        agent.agent.add_tool(Arc::new(tool));
-        agent.registrations.prune();
+        if let Some(error) = pi_error::from_raw(error) {
+            return Err(error);
+        }
+        add_tool_object(&shared, tool);
         Ok(())
+    }
+}
+
+/// Adds a tool made with `pi_tool_new` (with its label, execution mode and
+/// `prepare_arguments`), replacing a tool with the same name (for later runs). Takes ownership
+/// of `tool` in every case: on success the agent keeps it (`free_user_data` is then called as
+/// described at `pi_agent_add_tool`), on error it is freed (with its `free_user_data`). Do not
+/// use `tool` afterwards.
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread, also during a run and from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_add_tool_object(
+    agent: *mut pi_agent,
+    tool: *mut pi_tool,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let shared = match shared(agent) {
+            Ok(shared) => shared,
+            Err(error) => {
+                pi_tool_free(tool);
+                return Err(error);
+            }
+        };
+        if tool.is_null() {
+            return Err(pi_error::null_argument("tool"));
+        }
+        add_tool_object(&shared, tool);
+        Ok(())
+    }
+}
+
+/// Adds a non-NULL `tool` handle to the agent, consuming it.
+fn add_tool_object(shared: &Arc<AgentShared>, tool: *mut pi_tool) {
+    if let Some(tool) = take_handle(tool) {
+        let tool = tool.into_agent_tool(&shared.registrations, shared.site());
+        shared.agent.add_tool(Arc::new(tool));
+        shared.registrations.prune();
     }
 }
 
@@ -214,10 +280,10 @@ pub extern "C" fn pi_agent_add_tool(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_remove_tool(agent: *mut pi_agent, name: *const c_char) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+        let shared = shared(agent)?;
         let name = arg_str(name, "name")?;
-        let removed = agent.agent.remove_tool(name);
-        agent.registrations.prune();
+        let removed = shared.agent.remove_tool(name);
+        shared.registrations.prune();
         if removed {
             Ok(())
         } else {
@@ -226,113 +292,11 @@ pub extern "C" fn pi_agent_remove_tool(agent: *mut pi_agent, name: *const c_char
     }
 }
 
-/// Sets the `before_tool_call` hook (see `pi_before_tool_call_callback`), replacing the one
-/// set before; a NULL `callback` removes it (`user_data` and `free_user_data` are then
-/// ignored). The change applies from the next run: a run keeps the hooks it started with.
-/// `free_user_data` (nullable) is called with `user_data` exactly once, when no run uses the
-/// hook any more after it was replaced or removed, or by `pi_agent_free` (on the threads
-/// described at `pi_agent_add_tool`).
-///
-/// Errors: `NULL_ARGUMENT` (for `agent`; then `free_user_data` is not called).
-/// Thread-safety: may be called from any thread, also during a run and from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_before_tool_call(
-    agent: *mut pi_agent,
-    callback: pi_before_tool_call_callback,
-    user_data: *mut c_void,
-    free_user_data: pi_free_callback,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let hook = callback.map(|callback| {
-            let user_data = agent.registrations.register(user_data, free_user_data);
-            hook::before_tool_call(callback, user_data, agent.hook_site())
-        });
-        agent.agent.update_hooks(|hooks| hooks.before_tool_call = hook);
-        agent.registrations.prune();
-        Ok(())
-    }
-}
-
-/// Sets the `after_tool_call` hook (see `pi_after_tool_call_callback`), replacing the one set
-/// before; a NULL `callback` removes it. Applies from the next run; `user_data` and
-/// `free_user_data` as for `pi_agent_set_before_tool_call`.
-///
-/// Errors: `NULL_ARGUMENT` (for `agent`).
-/// Thread-safety: may be called from any thread, also during a run and from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_after_tool_call(
-    agent: *mut pi_agent,
-    callback: pi_after_tool_call_callback,
-    user_data: *mut c_void,
-    free_user_data: pi_free_callback,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let hook = callback.map(|callback| {
-            let user_data = agent.registrations.register(user_data, free_user_data);
-            hook::after_tool_call(callback, user_data, agent.hook_site())
-        });
-        agent.agent.update_hooks(|hooks| hooks.after_tool_call = hook);
-        agent.registrations.prune();
-        Ok(())
-    }
-}
-
-/// Sets the `should_stop_after_turn` hook (see `pi_should_stop_after_turn_callback`),
-/// replacing the one set before; a NULL `callback` removes it. Applies from the next run;
-/// `user_data` and `free_user_data` as for `pi_agent_set_before_tool_call`.
-///
-/// Errors: `NULL_ARGUMENT` (for `agent`).
-/// Thread-safety: may be called from any thread, also during a run and from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_should_stop_after_turn(
-    agent: *mut pi_agent,
-    callback: pi_should_stop_after_turn_callback,
-    user_data: *mut c_void,
-    free_user_data: pi_free_callback,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let hook = callback.map(|callback| {
-            let user_data = agent.registrations.register(user_data, free_user_data);
-            hook::should_stop_after_turn(callback, user_data, agent.hook_site())
-        });
-        agent.agent.update_hooks(|hooks| hooks.should_stop_after_turn = hook);
-        agent.registrations.prune();
-        Ok(())
-    }
-}
-
-/// Sets the `transform_context` hook (see `pi_transform_context_callback`), replacing the one
-/// set before; a NULL `callback` removes it. Applies from the next run; `user_data` and
-/// `free_user_data` as for `pi_agent_set_before_tool_call`.
-///
-/// Errors: `NULL_ARGUMENT` (for `agent`).
-/// Thread-safety: may be called from any thread, also during a run and from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_transform_context(
-    agent: *mut pi_agent,
-    callback: pi_transform_context_callback,
-    user_data: *mut c_void,
-    free_user_data: pi_free_callback,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let hook = callback.map(|callback| {
-            let user_data = agent.registrations.register(user_data, free_user_data);
-            hook::transform_context(callback, user_data, agent.hook_site())
-        });
-        agent.agent.update_hooks(|hooks| hooks.transform_context = hook);
-        agent.registrations.prune();
-        Ok(())
-    }
-}
-
 /// Subscribes `callback` to the events of all later runs (see `pi_agent_event_callback`) and
-/// writes the subscription id to `*subscription_out`. `free_user_data` (nullable) is called
-/// with `user_data` exactly once, by `pi_agent_unsubscribe` or `pi_agent_free`, when no
-/// delivery is in progress. On error nothing is registered and `free_user_data` is not called.
+/// writes the subscription id to `*subscription_out`. A `message_update` carries the delta
+/// only; see `pi_agent_subscribe_with_partial`. `free_user_data` (nullable) is called with
+/// `user_data` exactly once, by `pi_agent_unsubscribe` or `pi_agent_free`, when no delivery is
+/// in progress. On error nothing is registered and `free_user_data` is not called.
 ///
 /// Errors: `NULL_ARGUMENT` (also for a NULL `callback`).
 /// Thread-safety: may be called from any thread, also from a callback.
@@ -345,17 +309,57 @@ pub extern "C" fn pi_agent_subscribe(
     subscription_out: *mut u64,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let callback = callback.ok_or_else(|| pi_error::null_argument("callback"))?;
-        let out = Out::new(subscription_out, "subscription_out")?;
-        let listener = Arc::new(Listener::new(callback, UserData::new(user_data, free_user_data)));
-        let id = agent.next_subscription.fetch_add(1, Ordering::Relaxed);
-        let delivering = Arc::clone(&listener);
-        let subscription = agent.agent.subscribe(move |event| delivering.deliver(event));
-        agent.subscriptions().insert(id, (subscription, listener));
-        out.write(id);
-        Ok(())
+        subscribe(agent, callback, user_data, free_user_data, subscription_out, false)
     }
+}
+
+/// Like `pi_agent_subscribe`, but the JSON of every `message_update` also carries pi's
+/// `message`: the whole assistant message so far (`{"type":"message_update",
+/// "assistantMessageEvent":{...},"message":{...}}`, as pi sends it). This costs a copy of the
+/// message per update, which is why it is not the default.
+///
+/// Errors: `NULL_ARGUMENT` (also for a NULL `callback`).
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_subscribe_with_partial(
+    agent: *mut pi_agent,
+    callback: pi_agent_event_callback,
+    user_data: *mut c_void,
+    free_user_data: pi_free_callback,
+    subscription_out: *mut u64,
+) -> *mut pi_error {
+    ffi_fallible! {
+        subscribe(agent, callback, user_data, free_user_data, subscription_out, true)
+    }
+}
+
+fn subscribe(
+    agent: *mut pi_agent,
+    callback: pi_agent_event_callback,
+    user_data: *mut c_void,
+    free_user_data: pi_free_callback,
+    subscription_out: *mut u64,
+    include_partial: bool,
+) -> Result<(), pi_error> {
+    let shared = shared(agent)?;
+    let callback = callback.ok_or_else(|| pi_error::null_argument("callback"))?;
+    let out = Out::new(subscription_out, "subscription_out")?;
+    let listener = Arc::new(Listener::new(
+        callback,
+        UserData::new(user_data, free_user_data),
+        include_partial,
+    ));
+    let id = shared.next_subscription.fetch_add(1, Ordering::Relaxed);
+    let delivering = Arc::clone(&listener);
+    // The awaited kind of subscriber, for the run's signal; the C callback runs synchronously
+    // inside it, so this is as quick as a plain subscriber.
+    let subscription = shared.agent.subscribe_async(move |event, signal| {
+        delivering.deliver(&event, signal.is_cancelled());
+        std::future::ready(())
+    });
+    shared.subscriptions().insert(id, (subscription, listener));
+    out.write(id);
+    Ok(())
 }
 
 /// Ends a subscription and frees its `user_data` (after a delivery in progress on another
@@ -367,8 +371,8 @@ pub extern "C" fn pi_agent_subscribe(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_unsubscribe(agent: *mut pi_agent, subscription: u64) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let removed = agent.subscriptions().remove(&subscription);
+        let shared = shared(agent)?;
+        let removed = shared.subscriptions().remove(&subscription);
         let (subscription, listener) = removed.ok_or_else(|| {
             pi_error::invalid_argument(format!("no subscription with id {subscription}"))
         })?;
@@ -378,9 +382,10 @@ pub extern "C" fn pi_agent_unsubscribe(agent: *mut pi_agent, subscription: u64) 
     }
 }
 
-/// Sends `text` as a user message and blocks until the run has ended. Model failures and
-/// aborts are not errors: they end the run with an assistant message whose `stopReason` is
-/// `error` or `aborted` (see `pi_agent_error_message`).
+/// Sends `text` as a user message and blocks until the run has ended (pi's `prompt(text)`).
+/// Model failures and aborts are not errors: they end the run with an assistant message whose
+/// `stopReason` is `error` or `aborted` (see `pi_agent_error_message`). To read the run's events
+/// as they come instead, open it with `pi_agent_run_open`.
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `ALREADY_RUNNING` (pi's message: "Agent is already
 /// processing a prompt. Use steer() or followUp() to queue messages, or wait for
@@ -389,12 +394,74 @@ pub extern "C" fn pi_agent_unsubscribe(agent: *mut pi_agent, subscription: u64) 
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_prompt(agent: *mut pi_agent, text: *const c_char) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+        let shared = shared(agent)?;
         let text = arg_str(text, "text")?;
-        let outcome = block_on("pi_agent_prompt", agent.agent.prompt(text))?;
-        agent.registrations.prune();
-        outcome.map(drop).map_err(pi_error::from_agent)
+        shared.run_blocking("pi_agent_prompt", RunInput::text(text))
     }
+}
+
+/// Sends `text` with images as one user message and blocks until the run has ended (pi's
+/// `prompt(text, images)`). `images_json` is a JSON array of image blocks:
+/// `[{"type":"image","data":"<base64>","mimeType":"image/png"}]`. Models without image input
+/// get a placeholder text instead (pi's rule).
+///
+/// Errors: those of `pi_agent_prompt`, and `INVALID_JSON`.
+/// Thread-safety: may be called from any thread but not from an event callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_prompt_with_images(
+    agent: *mut pi_agent,
+    text: *const c_char,
+    images_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let shared = shared(agent)?;
+        let input = images_input(text, images_json)?;
+        shared.run_blocking("pi_agent_prompt_with_images", input)
+    }
+}
+
+/// Sends messages as the prompt and blocks until the run has ended (pi's `prompt(messages)`).
+/// `messages_json` is one pi-shaped message or a JSON array of them, of any role (custom
+/// messages are kept in the transcript and not sent to the model), e.g.
+/// `[{"role":"user","content":[{"type":"text","text":"What is this?"},{"type":"image",...}],
+/// "timestamp":0}]`.
+///
+/// Errors: those of `pi_agent_prompt`, and `INVALID_JSON`.
+/// Thread-safety: may be called from any thread but not from an event callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_prompt_messages(
+    agent: *mut pi_agent,
+    messages_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let shared = shared(agent)?;
+        let input = messages_input(messages_json)?;
+        shared.run_blocking("pi_agent_prompt_messages", input)
+    }
+}
+
+/// The input of a text prompt with images.
+pub(crate) fn images_input(
+    text: *const c_char,
+    images_json: *const c_char,
+) -> Result<RunInput, pi_error> {
+    let text = arg_str(text, "text")?;
+    let images: Vec<ImageContent> =
+        parse_json(arg_str(images_json, "images_json")?, "images_json")?;
+    Ok(RunInput::text_with_images(text, images))
+}
+
+/// The input of a prompt made of messages (one message, or an array).
+pub(crate) fn messages_input(messages_json: *const c_char) -> Result<RunInput, pi_error> {
+    let name = "messages_json";
+    let value: Value = parse_json(arg_str(messages_json, name)?, name)?;
+    let messages: Vec<AgentMessage> = if value.is_array() {
+        serde_json::from_value(value)
+    } else {
+        serde_json::from_value(value).map(|message| vec![message])
+    }
+    .map_err(|error| pi_error::invalid_json(name, &error))?;
+    Ok(RunInput::Prompt(messages))
 }
 
 /// Continues from the transcript and blocks until the run has ended: from a user, tool-result
@@ -408,24 +475,37 @@ pub extern "C" fn pi_agent_prompt(agent: *mut pi_agent, text: *const c_char) -> 
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_continue(agent: *mut pi_agent) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let outcome = block_on("pi_agent_continue", agent.agent.continue_run())?;
-        agent.registrations.prune();
-        outcome.map(drop).map_err(pi_error::from_agent)
+        let shared = shared(agent)?;
+        shared.run_blocking("pi_agent_continue", RunInput::Continue)
     }
 }
 
 /// Aborts the active run, if any (no-op when idle or NULL). Returns at once; the run ends
-/// promptly: the model call ends `aborted`, running tools get an aborted error result, and
-/// `agent_end` is emitted.
+/// promptly: the model call ends `aborted`, running tools and hooks get an aborted error result
+/// (the run stops waiting for their callbacks), and `agent_end` is emitted.
 ///
 /// Thread-safety: may be called from any thread, also from any callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_abort(agent: *mut pi_agent) {
     ffi_boundary! {
         if let Some(agent) = opt_ref(agent) {
-            agent.agent.abort();
+            agent.shared.agent.abort();
         }
+    }
+}
+
+/// Whether the active run has been aborted (pi's `agent.signal.aborted`): `true` from
+/// `pi_agent_abort` (or a `pi_agent_run_free` before the end) until the run has ended; `false`
+/// when idle or when `agent` is NULL. Lets event callbacks and long-running C code see the
+/// abort.
+///
+/// Thread-safety: may be called from any thread, also from any callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_is_aborted(agent: *const pi_agent) -> bool {
+    ffi_boundary! {
+        opt_ref(agent)
+            .and_then(|agent| agent.shared.agent.signal())
+            .is_some_and(|signal| signal.is_cancelled())
     }
 }
 
@@ -437,14 +517,14 @@ pub extern "C" fn pi_agent_abort(agent: *mut pi_agent) {
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_wait_for_idle(agent: *mut pi_agent) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        if current_scope() == Scope::Callback(agent.key()) {
+        let shared = shared(agent)?;
+        if current_scope() == Scope::Callback(shared.key()) {
             return Err(pi_error::new(
                 pi_error_kind::CalledFromCallback,
                 "`pi_agent_wait_for_idle` cannot be called from a tool or hook callback of the \
                  same agent: it would wait for itself",
             ));
         }
-        block_on("pi_agent_wait_for_idle", agent.agent.wait_for_idle())
+        block_on("pi_agent_wait_for_idle", shared.agent.wait_for_idle())
     }
 }

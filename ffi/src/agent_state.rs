@@ -1,18 +1,18 @@
-//! The state of a `pi_agent`: its transcript, steering and follow-up queues, settings, what a
-//! run is doing right now, and snapshots to save and restore it all.
+//! The state of a `pi_agent`: its transcript, steering and follow-up queues, what a run is
+//! doing right now, and snapshots to save and restore it all (settings are in
+//! `agent_settings.rs`).
 
 use std::ffi::c_char;
 
 use ::pi_agent::agent::{
-    Agent, AgentMessage, AgentOptions, AgentSnapshot, QueueMode, ToolExecutionMode,
+    Agent, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, QueueMode,
 };
-use ::pi_agent::ai::{ModelThinkingLevel, UserMessage};
+use ::pi_agent::ai::{StreamOptions, UserMessage};
 
-use crate::agent::pi_agent;
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref};
+use crate::agent::{pi_agent, wrap};
+use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, opt_ref};
 use crate::error::{parse_json, pi_error, to_json};
-use crate::model::pi_model;
-use crate::options::{parse_name, restore_settings};
+use crate::options::{parse_name, parse_or_default};
 use crate::string::into_c_string;
 
 // ------------------------------------------------------------------------------ transcript
@@ -26,7 +26,7 @@ use crate::string::into_c_string;
 pub extern "C" fn pi_agent_reset(agent: *mut pi_agent) -> *mut pi_error {
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
-        agent.agent.reset().map_err(pi_error::from_agent)
+        agent.shared.agent.reset().map_err(pi_error::from_agent)
     }
 }
 
@@ -43,7 +43,7 @@ pub extern "C" fn pi_agent_messages_json(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&agent.agent.messages(), "messages")?));
+        out.write(into_c_string(to_json(&agent.shared.agent.messages(), "messages")?));
         Ok(())
     }
 }
@@ -64,11 +64,68 @@ pub extern "C" fn pi_agent_set_messages_json(
         let agent = arg_ref(agent, "agent")?;
         let json = arg_str(messages_json, "messages_json")?;
         let messages: Vec<AgentMessage> = parse_json(json, "messages_json")?;
-        agent.agent.set_messages(messages).map_err(pi_error::from_agent)
+        agent.shared.agent.set_messages(messages).map_err(pi_error::from_agent)
+    }
+}
+
+/// Appends one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
+/// messages) to the transcript, for the next run.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`; `ALREADY_RUNNING` while a run is
+/// active (use `pi_agent_steer_json` or `pi_agent_follow_up_json` then), and nothing changes.
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_append_message_json(
+    agent: *mut pi_agent,
+    message_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let agent = arg_ref(agent, "agent")?;
+        let json = arg_str(message_json, "message_json")?;
+        let message: AgentMessage = parse_json(json, "message_json")?;
+        agent.shared.agent.append_message(message).map_err(pi_error::from_agent)
     }
 }
 
 // ---------------------------------------------------------------------------------- queues
+
+/// Writes the queued steering messages, oldest first, as a pi-shaped JSON array to
+/// `*json_out` (free it with `pi_string_free`).
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_steering_queue_json(
+    agent: *const pi_agent,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let agent = arg_ref(agent, "agent")?;
+        let out = Out::new(json_out, "json_out")?;
+        let (steering, _) = agent.shared.agent.queued_messages();
+        out.write(into_c_string(to_json(&steering, "messages")?));
+        Ok(())
+    }
+}
+
+/// Writes the queued follow-up messages, oldest first, as a pi-shaped JSON array to
+/// `*json_out` (free it with `pi_string_free`).
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_follow_up_queue_json(
+    agent: *const pi_agent,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let agent = arg_ref(agent, "agent")?;
+        let out = Out::new(json_out, "json_out")?;
+        let (_, follow_up) = agent.shared.agent.queued_messages();
+        out.write(into_c_string(to_json(&follow_up, "messages")?));
+        Ok(())
+    }
+}
 
 /// Queues `text` as a user message to inject after the current turn's tool calls (pi's
 /// `steer`).
@@ -80,7 +137,7 @@ pub extern "C" fn pi_agent_steer_text(agent: *mut pi_agent, text: *const c_char)
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let text = arg_str(text, "text")?;
-        agent.agent.steer(UserMessage::text(text));
+        agent.shared.agent.steer(UserMessage::text(text));
         Ok(())
     }
 }
@@ -98,7 +155,7 @@ pub extern "C" fn pi_agent_follow_up_text(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let text = arg_str(text, "text")?;
-        agent.agent.follow_up(UserMessage::text(text));
+        agent.shared.agent.follow_up(UserMessage::text(text));
         Ok(())
     }
 }
@@ -118,7 +175,7 @@ pub extern "C" fn pi_agent_steer_json(
         let agent = arg_ref(agent, "agent")?;
         let json = arg_str(message_json, "message_json")?;
         let message: AgentMessage = parse_json(json, "message_json")?;
-        agent.agent.steer(message);
+        agent.shared.agent.steer(message);
         Ok(())
     }
 }
@@ -137,7 +194,7 @@ pub extern "C" fn pi_agent_follow_up_json(
         let agent = arg_ref(agent, "agent")?;
         let json = arg_str(message_json, "message_json")?;
         let message: AgentMessage = parse_json(json, "message_json")?;
-        agent.agent.follow_up(message);
+        agent.shared.agent.follow_up(message);
         Ok(())
     }
 }
@@ -149,7 +206,7 @@ pub extern "C" fn pi_agent_follow_up_json(
 pub extern "C" fn pi_agent_clear_steering_queue(agent: *mut pi_agent) {
     ffi_boundary! {
         if let Some(agent) = opt_ref(agent) {
-            agent.agent.clear_steering_queue();
+            agent.shared.agent.clear_steering_queue();
         }
     }
 }
@@ -161,7 +218,7 @@ pub extern "C" fn pi_agent_clear_steering_queue(agent: *mut pi_agent) {
 pub extern "C" fn pi_agent_clear_follow_up_queue(agent: *mut pi_agent) {
     ffi_boundary! {
         if let Some(agent) = opt_ref(agent) {
-            agent.agent.clear_follow_up_queue();
+            agent.shared.agent.clear_follow_up_queue();
         }
     }
 }
@@ -173,7 +230,7 @@ pub extern "C" fn pi_agent_clear_follow_up_queue(agent: *mut pi_agent) {
 pub extern "C" fn pi_agent_clear_queues(agent: *mut pi_agent) {
     ffi_boundary! {
         if let Some(agent) = opt_ref(agent) {
-            agent.agent.clear_all_queues();
+            agent.shared.agent.clear_all_queues();
         }
     }
 }
@@ -184,7 +241,7 @@ pub extern "C" fn pi_agent_clear_queues(agent: *mut pi_agent) {
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_has_queued_messages(agent: *const pi_agent) -> bool {
     ffi_boundary! {
-        opt_ref(agent).is_some_and(|agent| agent.agent.has_queued_messages())
+        opt_ref(agent).is_some_and(|agent| agent.shared.agent.has_queued_messages())
     }
 }
 
@@ -201,7 +258,7 @@ pub extern "C" fn pi_agent_set_steering_mode(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let mode: QueueMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.agent.set_steering_mode(mode);
+        agent.shared.agent.set_steering_mode(mode);
         Ok(())
     }
 }
@@ -219,79 +276,7 @@ pub extern "C" fn pi_agent_set_follow_up_mode(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let mode: QueueMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.agent.set_follow_up_mode(mode);
-        Ok(())
-    }
-}
-
-// -------------------------------------------------------------------------------- settings
-
-/// Sets the system prompt (may be empty, not NULL), for later runs.
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
-/// Thread-safety: may be called from any thread, also from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_system_prompt(
-    agent: *mut pi_agent,
-    system_prompt: *const c_char,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let system_prompt = arg_str(system_prompt, "system_prompt")?;
-        agent.agent.set_system_prompt(system_prompt);
-        Ok(())
-    }
-}
-
-/// Sets the model (copied; `model` may be freed right after), for later runs.
-///
-/// Errors: `NULL_ARGUMENT`.
-/// Thread-safety: may be called from any thread, also from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_model(
-    agent: *mut pi_agent,
-    model: *const pi_model,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let model = arg_ref(model, "model")?;
-        agent.agent.set_model(model.model.clone());
-        Ok(())
-    }
-}
-
-/// Sets the reasoning level, for later runs: `level` is `"off"`, `"minimal"`, `"low"`,
-/// `"medium"`, `"high"` or `"xhigh"` (see `pi_model_supported_thinking_levels_json`).
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `level`).
-/// Thread-safety: may be called from any thread, also from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_thinking_level(
-    agent: *mut pi_agent,
-    level: *const c_char,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
-        agent.agent.set_thinking_level(level);
-        Ok(())
-    }
-}
-
-/// Sets how the tool calls of one assistant message run, for later runs: `mode` is
-/// `"parallel"` (the default: prepared in order, then run concurrently) or `"sequential"`.
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
-/// Thread-safety: may be called from any thread, also from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_tool_execution(
-    agent: *mut pi_agent,
-    mode: *const c_char,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let mode: ToolExecutionMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.agent.set_tool_execution(mode);
+        agent.shared.agent.set_follow_up_mode(mode);
         Ok(())
     }
 }
@@ -304,7 +289,7 @@ pub extern "C" fn pi_agent_set_tool_execution(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_is_streaming(agent: *const pi_agent) -> bool {
     ffi_boundary! {
-        opt_ref(agent).is_some_and(|agent| agent.agent.is_streaming())
+        opt_ref(agent).is_some_and(|agent| agent.shared.agent.is_streaming())
     }
 }
 
@@ -316,7 +301,7 @@ pub extern "C" fn pi_agent_is_streaming(agent: *const pi_agent) -> bool {
 pub extern "C" fn pi_agent_error_message(agent: *const pi_agent) -> *mut c_char {
     ffi_boundary! {
         opt_ref(agent)
-            .and_then(|agent| agent.agent.error_message())
+            .and_then(|agent| agent.shared.agent.error_message())
             .map_or(std::ptr::null_mut(), into_c_string)
     }
 }
@@ -334,7 +319,7 @@ pub extern "C" fn pi_agent_streaming_message_json(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let out = Out::new(json_out, "json_out")?;
-        let json = match agent.agent.streaming_message() {
+        let json = match agent.shared.agent.streaming_message() {
             Some(message) => into_c_string(to_json(&message, "message")?),
             None => std::ptr::null_mut(),
         };
@@ -356,7 +341,7 @@ pub extern "C" fn pi_agent_pending_tool_calls_json(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let out = Out::new(json_out, "json_out")?;
-        let ids = agent.agent.pending_tool_calls();
+        let ids = agent.shared.agent.pending_tool_calls();
         out.write(into_c_string(to_json(&ids, "pending tool calls")?));
         Ok(())
     }
@@ -376,19 +361,21 @@ pub extern "C" fn pi_agent_listener_errors_json(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&agent.agent.listener_errors(), "listener errors")?));
+        out.write(into_c_string(to_json(&agent.shared.agent.listener_errors(), "listener errors")?));
         Ok(())
     }
 }
 
 // ------------------------------------------------------------------------------- snapshots
 
-/// Writes everything about the agent that is data as JSON to `*json_out` (free it with
-/// `pi_string_free`): `{"version":1,"systemPrompt":...,"model":{...},"thinkingLevel":...,
-/// "messages":[...],"toolExecution":...,"steeringMode":...,"followUpMode":...,
-/// "steeringQueue":[...],"followUpQueue":[...],"toolNames":[...]}`. Tools, hooks and
-/// subscriptions are code: they are not in it (`toolNames` is for reference). During a run the
-/// transcript is as of the last completed message. Restore it with `pi_agent_restore`.
+/// Writes everything about the agent that is data as core's `AgentSnapshot` JSON to
+/// `*json_out` (free it with `pi_string_free`): `{"version":2,"systemPrompt":...,
+/// "model":{...},"messages":[...],"settings":{...},"steeringQueue":[...],
+/// "followUpQueue":[...],"toolNames":[...]}`, `settings` being the `AgentSettings` of
+/// `pi_agent_settings_json` (no API key, bearer token or credential header: secrets are never
+/// saved). Tools, hooks and subscriptions are code: they are not in it (`toolNames` is for
+/// reference). During a run the transcript is as of the last completed message. Restore it
+/// with `pi_agent_restore`.
 ///
 /// Errors: `NULL_ARGUMENT`.
 /// Thread-safety: may be called from any thread, also from a callback.
@@ -400,46 +387,45 @@ pub extern "C" fn pi_agent_snapshot_json(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&agent.agent.snapshot(), "snapshot")?));
+        out.write(into_c_string(to_json(&agent.shared.agent.snapshot(), "snapshot")?));
         Ok(())
     }
 }
 
 /// Creates an agent from a snapshot made by `pi_agent_snapshot_json` (in this process or
-/// another, or by another binding): the same system prompt, model, thinking level, transcript,
-/// settings and queued messages. Tools, hooks and subscriptions are not in a snapshot: add
-/// them again. `options_json` may be NULL, or an object with the keys of `pi_agent_new`'s
-/// options except the agent's state (`toolExecution`, `thinkingLevel`, `steeringMode`,
-/// `followUpMode`, `messages`), which come from the snapshot: the request options (`apiKey`,
-/// ...) and the watchdogs (`streamIdleTimeoutMs`, `toolTimeoutMs`). On success `*agent_out`
-/// receives the agent; free it with `pi_agent_free`.
+/// another, or by another binding): the same system prompt, model, settings, transcript and
+/// queued messages. Tools, hooks and subscriptions are not in a snapshot: add them again.
+/// Secrets are not in a snapshot either: `stream_options_json` (nullable; core's
+/// `StreamOptions` JSON, as for `pi_stream_open`) supplies them: its `apiKey`, `bearerToken`
+/// and headers the snapshot lacks (credential headers are never saved); its other keys are
+/// ignored. On success `*agent_out` receives the agent; free it with `pi_agent_free`.
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_restore(
     snapshot_json: *const c_char,
-    options_json: *const c_char,
+    stream_options_json: *const c_char,
     agent_out: *mut *mut pi_agent,
 ) -> *mut pi_error {
     ffi_fallible! {
         let snapshot: AgentSnapshot =
             parse_json(arg_str(snapshot_json, "snapshot_json")?, "snapshot_json")?;
-        let run = restore_settings(arg_opt_str(options_json, "options_json")?)?;
+        let name = "stream_options_json";
+        let stream_options: StreamOptions =
+            parse_or_default(arg_opt_str(stream_options_json, name)?, name)?;
         let out = Out::new(agent_out, "agent_out")?;
         let agent = Agent::restore(
             snapshot,
             AgentOptions {
-                settings: ::pi_agent::agent::AgentSettings {
-                    stream_options: run.stream_options,
-                    stream_idle_timeout_ms: run.stream_idle_timeout.map(crate::options::millis),
-                    tool_timeout_ms: run.tool_timeout.map(crate::options::millis),
-                    ..Default::default()
+                settings: AgentSettings {
+                    stream_options,
+                    ..AgentSettings::default()
                 },
                 ..AgentOptions::default()
             },
         );
-        out.write(into_handle(pi_agent::new(agent)));
+        out.write(wrap(agent));
         Ok(())
     }
 }

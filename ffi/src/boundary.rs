@@ -70,7 +70,7 @@ impl Fallback for *mut c_char {
     }
 }
 
-impl Fallback for *const c_char {
+impl<T> Fallback for *const T {
     fn on_panic(_: String) -> Self {
         ptr::null()
     }

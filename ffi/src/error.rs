@@ -21,6 +21,9 @@ pub enum pi_error_kind {
     /// What was looked up does not exist (e.g. no catalog model with that provider and id, or
     /// no tool with that name).
     NotFound = 5,
+    /// A tool call's arguments do not match the tool's JSON Schema (pi's validation message,
+    /// see `pi_validate_tool_call`).
+    ValidationFailed = 6,
     /// The agent is already running (pi's "Agent is already processing ..." messages).
     AlreadyRunning = 100,
     /// `pi_agent_continue` found nothing to continue from (pi's messages).
@@ -30,6 +33,11 @@ pub enum pi_error_kind {
     CalledFromCallback = 102,
     /// An agent run ended abnormally (a bug in pi-agent; the transcript was repaired).
     RunFailed = 103,
+    /// An OAuth login or token refresh failed (the message never contains a token).
+    OAuthFailed = 104,
+    /// The operation was cancelled (e.g. `pi_oauth_login_cancel`, or a login callback that
+    /// returned non-zero).
+    Cancelled = 105,
     /// The async runtime could not be started, or another internal failure.
     Runtime = 200,
     /// pi-agent panicked; the panic was caught at the C boundary.
@@ -39,7 +47,7 @@ pub enum pi_error_kind {
 /// An error returned by a fallible function. Free it with `pi_error_free`.
 ///
 /// Immutable: it may be read from any thread, and freed once by its owner.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct pi_error {
     kind: pi_error_kind,
     message: String,
@@ -79,6 +87,10 @@ impl pi_error {
         Self::new(pi_error_kind::Panic, message)
     }
 
+    pub(crate) fn runtime(message: impl Into<String>) -> Self {
+        Self::new(pi_error_kind::Runtime, message)
+    }
+
     pub(crate) fn from_agent(error: AgentError) -> Self {
         let kind = match error {
             AgentError::AlreadyProcessingPrompt
@@ -95,6 +107,17 @@ impl pi_error {
     pub(crate) fn into_raw(self) -> *mut pi_error {
         into_handle(self)
     }
+
+    /// Takes back an error made by [`pi_error::into_raw`] (NULL gives `None`).
+    pub(crate) fn from_raw(error: *mut pi_error) -> Option<pi_error> {
+        take_handle(error).map(|error| *error)
+    }
+}
+
+/// The message of an error (for tests).
+#[cfg(test)]
+pub(crate) fn message_of(error: &pi_error) -> &str {
+    &error.message
 }
 
 /// Serializes a value for an owned `char *` result.

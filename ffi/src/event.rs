@@ -42,8 +42,9 @@ pub enum pi_agent_event_kind {
     Other = 99,
 }
 
-/// One agent event, as passed to a `pi_agent_event_callback`. Everything in it is valid until
-/// the callback returns.
+/// One agent event, as passed to a `pi_agent_event_callback` or filled in by
+/// `pi_agent_run_next`. Everything in it is valid until the callback returns (or until the
+/// next call on the run).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct pi_agent_event {
@@ -57,23 +58,78 @@ pub struct pi_agent_event {
     /// For `MESSAGE_UPDATE` delta events: the new text (or tool-call JSON fragment); else
     /// empty. Readable without parsing `json`.
     pub delta: pi_str,
-    /// The whole event as pi-shaped JSON, e.g. `{"type":"message_end","message":{...}}`.
+    /// The whole event as pi-shaped JSON, e.g. `{"type":"message_end","message":{...}}`. A
+    /// `message_update` carries the delta (`assistantMessageEvent`), and pi's `message` (the
+    /// whole message so far) only for subscriptions made with `pi_agent_subscribe_with_partial`.
     pub json: pi_str,
+    /// Whether the run had been aborted when the event was delivered (pi's
+    /// `agent.signal.aborted`; the events of an aborted run still arrive, up to `agent_end`).
+    pub aborted: bool,
 }
 
 /// Receives the events of every run of an agent, synchronously and in pi's order, on a runtime
 /// thread (one event at a time). The run waits for the callback, so keep it short. It may call
-/// non-blocking functions of the agent (`pi_agent_abort`, `pi_agent_messages_json`,
-/// `pi_agent_steer_text`, `pi_agent_unsubscribe`, ...) but no blocking ones (they fail with
-/// `CALLED_FROM_CALLBACK`).
+/// non-blocking functions of the agent (`pi_agent_abort`, `pi_agent_is_aborted`,
+/// `pi_agent_messages_json`, `pi_agent_steer_text`, `pi_agent_unsubscribe`, ...) but no
+/// blocking ones (they fail with `CALLED_FROM_CALLBACK`).
 pub type pi_agent_event_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, event: *const pi_agent_event)>;
+
+/// The text an event is shown to C with, owned while the `pi_agent_event` that points into it
+/// is in use.
+#[derive(Default)]
+pub(crate) struct EventText {
+    json: String,
+    delta: String,
+}
+
+impl EventText {
+    /// Writes `event`'s JSON and delta here and returns the C view of it (valid while `self`
+    /// is neither changed nor dropped). With `include_partial`, a `message_update` also carries
+    /// pi's `message` (core's `AgentEvent::to_json(true)`).
+    pub(crate) fn view(
+        &mut self,
+        event: &AgentEvent,
+        include_partial: bool,
+        aborted: bool,
+    ) -> pi_agent_event {
+        self.json = if include_partial && matches!(event, AgentEvent::MessageUpdate { .. }) {
+            event.to_json(true).to_string()
+        } else {
+            serde_json::to_string(event).unwrap_or_default()
+        };
+        self.delta.clear();
+        let (message_event_kind, content_index) = match event {
+            AgentEvent::MessageUpdate {
+                assistant_message_event,
+                ..
+            } => {
+                self.delta
+                    .push_str(assistant_message_event.delta().unwrap_or(""));
+                (
+                    pi_stream_event_kind::of(assistant_message_event),
+                    assistant_message_event.content_index().unwrap_or(0),
+                )
+            }
+            _ => (pi_stream_event_kind::None, 0),
+        };
+        pi_agent_event {
+            kind: agent_event_kind(event),
+            message_event_kind,
+            content_index,
+            delta: pi_str::new(&self.delta),
+            json: pi_str::new(&self.json),
+            aborted,
+        }
+    }
+}
 
 /// A subscribed C callback. Deliveries hold `lock`, so that unsubscribing from another thread
 /// waits for a delivery in progress before `user_data` is freed.
 pub(crate) struct Listener {
     callback: unsafe extern "C" fn(*mut c_void, *const pi_agent_event),
     user_data: UserData,
+    include_partial: bool,
     lock: Mutex<()>,
     /// Set when the callback unsubscribes itself: released after it returns.
     release_after_delivery: AtomicBool,
@@ -83,10 +139,12 @@ impl Listener {
     pub(crate) fn new(
         callback: unsafe extern "C" fn(*mut c_void, *const pi_agent_event),
         user_data: UserData,
+        include_partial: bool,
     ) -> Self {
         Self {
             callback,
             user_data,
+            include_partial,
             lock: Mutex::new(()),
             release_after_delivery: AtomicBool::new(false),
         }
@@ -96,32 +154,14 @@ impl Listener {
         std::ptr::from_ref(self) as usize
     }
 
-    pub(crate) fn deliver(&self, event: &AgentEvent) {
+    /// Calls the C callback with `event`; `aborted` is the state of the run's signal.
+    pub(crate) fn deliver(&self, event: &AgentEvent, aborted: bool) {
         let _delivering = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(user_data) = self.user_data.get() else {
             return;
         };
-        // The same JSON as `event.to_json(false)`, written directly so that the keys keep their
-        // declaration order (`type` first) instead of a `Value` map's sorted order.
-        let json = serde_json::to_string(event).unwrap_or_default();
-        let (message_event_kind, content_index, delta) = match event {
-            AgentEvent::MessageUpdate {
-                assistant_message_event,
-                ..
-            } => (
-                pi_stream_event_kind::of(assistant_message_event),
-                assistant_message_event.content_index().unwrap_or(0),
-                assistant_message_event.delta().unwrap_or(""),
-            ),
-            _ => (pi_stream_event_kind::None, 0, ""),
-        };
-        let c_event = pi_agent_event {
-            kind: agent_event_kind(event),
-            message_event_kind,
-            content_index,
-            delta: pi_str::new(delta),
-            json: pi_str::new(&json),
-        };
+        let mut text = EventText::default();
+        let c_event = text.view(event, self.include_partial, aborted);
         {
             let _scope = ScopeGuard::enter(Scope::Event(self.key()));
             // SAFETY: callback and `user_data` were registered together by the C caller;

@@ -1,17 +1,21 @@
 //! `pi_faux`: core's scripted, offline faux provider, for tests, examples and demos.
 
-use std::ffi::c_char;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use pi_agent::ai::providers::faux::{FauxProvider, FauxResponse};
-use pi_agent::ai::{AssistantMessage, Model};
+use futures::FutureExt;
+use pi_agent::ai::providers::faux::{FauxOptions, FauxProvider, FauxResponse};
+use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
 use serde_json::Value;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::callback::{CallbackSite, run_callback};
 use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
+use crate::hook::{lazy_json, lock};
 use crate::model::pi_model;
-use crate::options::faux_options;
-use crate::string::into_c_string;
+use crate::options::parse_or_default;
+use crate::string::{into_c_string, pi_str};
+use crate::user_data::{UserData, pi_free_callback};
 
 /// A registered faux provider (pi's `registerFauxProvider`): every request to one of its models
 /// pops the next scripted assistant message and streams it like a real provider would.
@@ -35,10 +39,15 @@ pub extern "C" fn pi_faux_new(faux_out: *mut *mut pi_faux) -> *mut pi_error {
     pi_faux_new_with_options(std::ptr::null(), faux_out)
 }
 
-/// Registers a faux provider. `options_json` may be NULL, or an object with any of `api`
-/// (default: a fresh `faux:<n>`), `provider` (default `faux`), `models` (array of model ids,
-/// default `["faux-1"]`), `tokensPerSecond` (pace the output; default: unpaced) and
-/// `tokenSize` (`{"min":3,"max":5}`: delta sizes in tokens of 4 characters).
+/// Registers a faux provider. `options_json` may be NULL, or core's `FauxOptions` (pi's
+/// `registerFauxProvider` options), any subset of `api` (default: a fresh `faux:<n>`),
+/// `provider` (default `faux`), `models` (array of model ids, default `["faux-1"]`),
+/// `tokensPerSecond` (pace the output; default: unpaced) and `tokenSize`
+/// (`{"min":3,"max":5}`: delta sizes in tokens of 4 characters). Unknown keys are refused.
+///
+/// Like pi's, it simulates usage: input and output tokens at four characters a token, and with
+/// a `sessionId` (and a `cacheRetention` other than `"none"`) the prompt prefix shared with the
+/// session's previous request counts as `cacheRead`, the rest as `cacheWrite`.
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
 /// Thread-safety: may be called from any thread.
@@ -48,7 +57,8 @@ pub extern "C" fn pi_faux_new_with_options(
     faux_out: *mut *mut pi_faux,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let options = faux_options(arg_opt_str(options_json, "options_json")?)?;
+        let options: FauxOptions =
+            parse_or_default(arg_opt_str(options_json, "options_json")?, "options_json")?;
         let out = Out::new(faux_out, "faux_out")?;
         let faux = FauxProvider::register_with(options);
         out.write(into_handle(pi_faux {
@@ -89,12 +99,184 @@ pub extern "C" fn pi_faux_push_json(
         faux.faux.append_responses(messages.into_iter().map(|message| {
             let contexts = Arc::clone(&faux.contexts);
             FauxResponse::Factory(Arc::new(move |context, _, _, _| {
-                let context = serde_json::to_value(context).unwrap_or_default();
-                contexts.lock().unwrap_or_else(PoisonError::into_inner).push(context);
+                record(&contexts, context);
                 message.clone()
             }))
         }));
         Ok(())
+    }
+}
+
+/// Records what a request sent.
+fn record(contexts: &Mutex<Vec<Value>>, context: &Context) {
+    let context = serde_json::to_value(context).unwrap_or_default();
+    contexts
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(context);
+}
+
+/// Builds a scripted response from a request (pi's response factory). Read the request with
+/// `pi_faux_request_context_json` / `_options_json` / `_call_number` / `_model`, set the
+/// response with `pi_faux_request_set_message_json` (the short forms of `pi_faux_push_json`;
+/// a message with `stopReason` `error` scripts a failure). Return 0, or non-zero to end the
+/// stream with the error "faux factory returned error code N" (as pi's throwing factory does);
+/// returning 0 without a message fails the same way ("faux factory set no message").
+/// `request` is valid until the callback returns.
+///
+/// It runs on a thread of the runtime's blocking pool when the request is served; it may block
+/// (the stream waits) and may call blocking functions.
+pub type pi_faux_factory_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, request: *mut pi_faux_request) -> i32>;
+
+type FactoryFn = unsafe extern "C" fn(*mut c_void, *mut pi_faux_request) -> i32;
+
+/// A request served by a faux factory, passed to a `pi_faux_factory_callback`. Valid until the
+/// callback returns.
+///
+/// Thread-safe: its functions may be called from any thread while the callback runs.
+pub struct pi_faux_request {
+    context: Context,
+    options: StreamOptions,
+    call_number: usize,
+    model: pi_model,
+    context_json: OnceLock<String>,
+    options_json: OnceLock<String>,
+    message: Mutex<Option<AssistantMessage>>,
+}
+
+/// The request's pi `Context` as JSON (empty when `request` is NULL). Valid while the callback
+/// runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_faux_request_context_json(request: *const pi_faux_request) -> pi_str {
+    ffi_boundary! {
+        opt_ref(request).map_or(pi_str::EMPTY, |r| lazy_json(&r.context_json, || &r.context))
+    }
+}
+
+/// The request's options as core's `StreamOptions` JSON, secrets left out (empty when `request`
+/// is NULL). Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_faux_request_options_json(request: *const pi_faux_request) -> pi_str {
+    ffi_boundary! {
+        opt_ref(request).map_or(pi_str::EMPTY, |r| lazy_json(&r.options_json, || &r.options))
+    }
+}
+
+/// Which request of the provider this is, counting from 1 (0 when `request` is NULL).
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_faux_request_call_number(request: *const pi_faux_request) -> usize {
+    ffi_boundary! {
+        opt_ref(request).map_or(0, |request| request.call_number)
+    }
+}
+
+/// The model asked for (NULL when `request` is NULL). Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_faux_request_model(request: *const pi_faux_request) -> *const pi_model {
+    ffi_boundary! {
+        opt_ref(request).map_or(std::ptr::null(), |request| std::ptr::from_ref(&request.model))
+    }
+}
+
+/// Sets the response: one assistant message in the short forms of `pi_faux_push_json`. The
+/// last call wins.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_faux_request_set_message_json(
+    request: *mut pi_faux_request,
+    assistant_message_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let request = arg_ref(request, "request")?;
+        let json = arg_str(assistant_message_json, "assistant_message_json")?;
+        let value: Value = parse_json(json, "assistant_message_json")?;
+        let message = scripted_message(value, &request.model.model)?;
+        *lock(&request.message) = Some(message);
+        Ok(())
+    }
+}
+
+/// Appends a response built by a C callback when its request is served (pi's response
+/// factory; see `pi_faux_factory_callback`). `free_user_data` (nullable) is called with
+/// `user_data` exactly once, after the response was built, or when it is dropped unused
+/// (`pi_faux_free`), possibly on a runtime thread. On error nothing is appended and
+/// `free_user_data` is not called.
+///
+/// Errors: `NULL_ARGUMENT` (also for a NULL `callback`).
+/// Thread-safety: may be called from any thread, also while a request is being served.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_faux_push_factory(
+    faux: *const pi_faux,
+    callback: pi_faux_factory_callback,
+    user_data: *mut c_void,
+    free_user_data: pi_free_callback,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let faux = arg_ref(faux, "faux")?;
+        let callback = callback.ok_or_else(|| pi_error::null_argument("callback"))?;
+        let user_data = Arc::new(UserData::new(user_data, free_user_data));
+        let contexts = Arc::clone(&faux.contexts);
+        faux.faux.push(FauxResponse::AsyncFactory(Arc::new(
+            move |context, options, call_number, model| {
+                record(&contexts, &context);
+                let user_data = Arc::clone(&user_data);
+                async move {
+                    let build = move || build_response(callback, &user_data, context, options, call_number, model);
+                    run_callback(&CallbackSite::default(), build)
+                        .await
+                        .unwrap_or_else(|error| Err(format!("faux factory failed: {error}")))
+                }
+                .boxed()
+            },
+        )));
+        Ok(())
+    }
+}
+
+/// Runs a C factory for one request (on a blocking-pool thread).
+fn build_response(
+    callback: FactoryFn,
+    user_data: &UserData,
+    context: Context,
+    options: StreamOptions,
+    call_number: usize,
+    model: Model,
+) -> Result<AssistantMessage, String> {
+    let Some(user_data) = user_data.get() else {
+        return Err("the faux factory was released".to_owned());
+    };
+    let request = pi_faux_request {
+        context,
+        options,
+        call_number,
+        model: pi_model { model },
+        context_json: OnceLock::new(),
+        options_json: OnceLock::new(),
+        message: Mutex::new(None),
+    };
+    // SAFETY: the callback and `user_data` were registered together by the C caller; `request`
+    // outlives the call and is only used through this library's functions, which take shared
+    // references (its mutable part is behind a mutex).
+    let code = unsafe { callback(user_data, std::ptr::from_ref(&request).cast_mut()) };
+    let message = request
+        .message
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
+    match message {
+        _ if code != 0 => Err(format!("faux factory returned error code {code}")),
+        Some(message) => Ok(message),
+        None => Err("faux factory set no message".to_owned()),
     }
 }
 
@@ -167,7 +349,8 @@ pub extern "C" fn pi_faux_contexts_json(
     }
 }
 
-/// Unregisters the provider and frees it. Later requests to its models fail with an `error`
+/// Unregisters the provider and frees it, dropping the responses not used yet (calling the
+/// `free_user_data` of their factories). Later requests to its models fail with an `error`
 /// event ("No API provider registered ..."). NULL is a no-op.
 ///
 /// Thread-safety: call once, when no other thread uses `faux`.
@@ -176,6 +359,7 @@ pub extern "C" fn pi_faux_free(faux: *mut pi_faux) {
     ffi_boundary! {
         if let Some(faux) = take_handle(faux) {
             faux.faux.unregister();
+            faux.faux.set_responses(Vec::new());
         }
     }
 }

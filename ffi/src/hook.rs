@@ -14,15 +14,15 @@ use pi_agent::agent::{
     BeforeToolCallContext, BeforeToolCallResult, ShouldStopAfterTurn, ShouldStopAfterTurnContext,
     TransformContext,
 };
-use pi_agent::ai::{Message, UserContent};
-use serde::{Deserialize, Deserializer, Serialize};
+use pi_agent::ai::Message;
+use serde::Serialize;
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::boundary::{arg_opt_str, arg_ref, arg_str, opt_ref};
+use crate::callback::{CallbackSite, run_callback};
 use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::string::pi_str;
-use crate::tool::{CallsInFlight, run_callback};
 use crate::user_data::UserData;
 
 /// Runs before each tool call, after its arguments were validated and before the tool runs
@@ -77,24 +77,29 @@ type ShouldStopFn = unsafe extern "C" fn(*mut c_void, *const pi_should_stop_afte
 type TransformFn = unsafe extern "C" fn(*mut c_void, *mut pi_transform_context);
 
 /// A registered C hook: the callback and its `user_data`.
-struct Hook<F> {
-    callback: F,
-    user_data: Arc<UserData>,
+pub(crate) struct Hook<F> {
+    pub(crate) callback: F,
+    pub(crate) user_data: Arc<UserData>,
 }
 
-/// Where hooks of one agent run: its count of running callbacks and its callback scope key.
-#[derive(Clone)]
-pub(crate) struct HookSite {
-    pub(crate) calls: Arc<CallsInFlight>,
-    pub(crate) agent_key: usize,
+/// A signal for one hook call that also fires when the run stops waiting for it (the guard,
+/// held by the awaited future, cancels it when the future is dropped: an abort or the tool
+/// watchdog), so a C hook that cannot be pre-empted can see either.
+fn stop_on_drop(signal: &CancellationToken) -> (CancellationToken, DropGuard) {
+    let signal = signal.child_token();
+    let guard = signal.clone().drop_guard();
+    (signal, guard)
 }
 
 /// `value` as JSON, made on first use and kept in `cell` (so views of it stay valid).
-fn lazy_json<T: Serialize>(cell: &OnceLock<String>, value: impl FnOnce() -> T) -> pi_str {
+pub(crate) fn lazy_json<T: Serialize>(
+    cell: &OnceLock<String>,
+    value: impl FnOnce() -> T,
+) -> pi_str {
     pi_str::new(cell.get_or_init(|| serde_json::to_string(&value()).unwrap_or_default()))
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -107,9 +112,22 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct pi_before_tool_call {
     context: BeforeToolCallContext,
     signal: CancellationToken,
+    context_json: OnceLock<String>,
     arguments_json: OnceLock<String>,
     assistant_message_json: OnceLock<String>,
     decision: Mutex<BeforeToolCallResult>,
+}
+
+/// The whole context as core's `BeforeToolCallContext` JSON (pi's, without the agent context):
+/// `{"assistantMessage":{...},"toolCall":{...},"args":{...}}` (empty when `context` is NULL).
+/// Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_before_tool_call_context_json(context: *const pi_before_tool_call) -> pi_str {
+    ffi_boundary! {
+        opt_ref(context).map_or(pi_str::EMPTY, |c| lazy_json(&c.context_json, || &c.context))
+    }
 }
 
 /// The call id the model gave (empty when `context` is NULL). Valid while the callback runs.
@@ -164,7 +182,8 @@ pub extern "C" fn pi_before_tool_call_assistant_message_json(
     }
 }
 
-/// Whether the run was aborted (`false` when `context` is NULL).
+/// Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
+/// (`false` when `context` is NULL). A hook that waits for something should poll it.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
@@ -190,6 +209,28 @@ pub extern "C" fn pi_before_tool_call_block(
         let mut decision = lock(&context.decision);
         decision.block = true;
         decision.reason = reason.map(str::to_owned);
+        Ok(())
+    }
+}
+
+/// Sets the hook's whole decision from pi's `BeforeToolCallResult` JSON (core's type):
+/// `{"block":true,"reason":"..."}`, or `{"args":{...}}` to replace the arguments (not
+/// validated again). Unknown keys are refused. Replaces what `pi_before_tool_call_block` and
+/// `pi_before_tool_call_set_arguments_json` set; the last call wins.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (the decision is then unchanged).
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_before_tool_call_set_result_json(
+    context: *mut pi_before_tool_call,
+    before_tool_call_result_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let context = arg_ref(context, "context")?;
+        let name = "before_tool_call_result_json";
+        let decision: BeforeToolCallResult =
+            parse_json(arg_str(before_tool_call_result_json, name)?, name)?;
+        *lock(&context.decision) = decision;
         Ok(())
     }
 }
@@ -232,6 +273,7 @@ impl Hook<BeforeFn> {
         let c_context = pi_before_tool_call {
             context,
             signal,
+            context_json: OnceLock::new(),
             arguments_json: OnceLock::new(),
             assistant_message_json: OnceLock::new(),
             decision: Mutex::default(),
@@ -255,7 +297,7 @@ impl Hook<BeforeFn> {
 pub(crate) fn before_tool_call(
     callback: BeforeFn,
     user_data: Arc<UserData>,
-    site: HookSite,
+    site: CallbackSite,
 ) -> BeforeToolCall {
     let hook = Arc::new(Hook {
         callback,
@@ -264,13 +306,13 @@ pub(crate) fn before_tool_call(
     Arc::new(move |context, signal| {
         let hook = Arc::clone(&hook);
         let site = site.clone();
+        let (signal, stopped) = stop_on_drop(&signal);
         async move {
-            run_callback(&site.calls, site.agent_key, move || {
-                hook.invoke(context, signal)
-            })
-            .await
-            .unwrap_or_else(|error| Err(format!("before_tool_call hook failed: {error}")))
-            .map_err(HookError::from)
+            let _stopped = stopped;
+            run_callback(&site, move || hook.invoke(context, signal))
+                .await
+                .unwrap_or_else(|error| Err(format!("before_tool_call hook failed: {error}")))
+                .map_err(HookError::from)
         }
         .boxed()
     })
@@ -285,10 +327,23 @@ pub(crate) fn before_tool_call(
 pub struct pi_after_tool_call {
     context: AfterToolCallContext,
     signal: CancellationToken,
+    context_json: OnceLock<String>,
     arguments_json: OnceLock<String>,
     assistant_message_json: OnceLock<String>,
     result_json: OnceLock<String>,
     change: Mutex<Option<AfterToolCallResult>>,
+}
+
+/// The whole context as core's `AfterToolCallContext` JSON (pi's, without the agent context):
+/// `{"assistantMessage":{...},"toolCall":{...},"args":{...},"result":{...},"isError":false}`
+/// (empty when `context` is NULL). Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_after_tool_call_context_json(context: *const pi_after_tool_call) -> pi_str {
+    ffi_boundary! {
+        opt_ref(context).map_or(pi_str::EMPTY, |c| lazy_json(&c.context_json, || &c.context))
+    }
 }
 
 /// The call id the model gave (empty when `context` is NULL). Valid while the callback runs.
@@ -363,7 +418,8 @@ pub extern "C" fn pi_after_tool_call_is_error(context: *const pi_after_tool_call
     }
 }
 
-/// Whether the run was aborted (`false` when `context` is NULL).
+/// Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
+/// (`false` when `context` is NULL).
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
@@ -373,11 +429,11 @@ pub extern "C" fn pi_after_tool_call_is_aborted(context: *const pi_after_tool_ca
     }
 }
 
-/// Replaces parts of the result, with pi's `AfterToolCallResult` semantics: a JSON object with
-/// any of `content` (content blocks, what the model sees), `details` (any JSON), `isError`
-/// (bool) and `terminate` (bool); each field present replaces the original whole (no deep
-/// merge), absent fields keep it. E.g. `{"content":[{"type":"text","text":"redacted"}]}`.
-/// The last call wins.
+/// Replaces parts of the result with pi's `AfterToolCallResult` (core's type): a JSON object
+/// with any of `content` (content blocks, what the model sees), `details` (any JSON; an explicit
+/// `null` replaces them with `null`), `isError` (bool) and `terminate` (bool); each field
+/// present replaces the original whole (no deep merge), absent fields keep it. E.g.
+/// `{"content":[{"type":"text","text":"redacted"}]}`. The last call wins.
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (also for unknown keys; the
 /// result is then unchanged).
@@ -391,31 +447,10 @@ pub extern "C" fn pi_after_tool_call_set_result_json(
         let context = arg_ref(context, "context")?;
         let name = "after_tool_call_result_json";
         let json = arg_str(after_tool_call_result_json, name)?;
-        let change: AfterToolCallResultJson = parse_json(json, name)?;
-        *lock(&context.change) = Some(AfterToolCallResult {
-            content: change.content,
-            details: change.details,
-            is_error: change.is_error,
-            terminate: change.terminate,
-        });
+        let change: AfterToolCallResult = parse_json(json, name)?;
+        *lock(&context.change) = Some(change);
         Ok(())
     }
-}
-
-/// pi's `AfterToolCallResult`.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct AfterToolCallResultJson {
-    content: Option<Vec<UserContent>>,
-    /// `Some(Value::Null)` for an explicit `null` (pi's `details !== undefined`).
-    #[serde(default, deserialize_with = "present")]
-    details: Option<Value>,
-    is_error: Option<bool>,
-    terminate: Option<bool>,
-}
-
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
 }
 
 impl Hook<AfterFn> {
@@ -430,6 +465,7 @@ impl Hook<AfterFn> {
         let c_context = pi_after_tool_call {
             context,
             signal,
+            context_json: OnceLock::new(),
             arguments_json: OnceLock::new(),
             assistant_message_json: OnceLock::new(),
             result_json: OnceLock::new(),
@@ -451,7 +487,7 @@ impl Hook<AfterFn> {
 pub(crate) fn after_tool_call(
     callback: AfterFn,
     user_data: Arc<UserData>,
-    site: HookSite,
+    site: CallbackSite,
 ) -> AfterToolCall {
     let hook = Arc::new(Hook {
         callback,
@@ -460,13 +496,13 @@ pub(crate) fn after_tool_call(
     Arc::new(move |context, signal| {
         let hook = Arc::clone(&hook);
         let site = site.clone();
+        let (signal, stopped) = stop_on_drop(&signal);
         async move {
-            run_callback(&site.calls, site.agent_key, move || {
-                hook.invoke(context, signal)
-            })
-            .await
-            .unwrap_or_else(|error| Err(format!("after_tool_call hook failed: {error}")))
-            .map_err(HookError::from)
+            let _stopped = stopped;
+            run_callback(&site, move || hook.invoke(context, signal))
+                .await
+                .unwrap_or_else(|error| Err(format!("after_tool_call hook failed: {error}")))
+                .map_err(HookError::from)
         }
         .boxed()
     })
@@ -480,9 +516,24 @@ pub(crate) fn after_tool_call(
 /// Thread-safe: its functions may be called from any thread while the callback runs.
 pub struct pi_should_stop_after_turn {
     context: ShouldStopAfterTurnContext,
+    context_json: OnceLock<String>,
     message_json: OnceLock<String>,
     tool_results_json: OnceLock<String>,
     new_messages_json: OnceLock<String>,
+}
+
+/// The whole context as core's `ShouldStopAfterTurnContext` JSON (pi's, without the agent
+/// context): `{"message":{...},"toolResults":[...],"newMessages":[...]}` (empty when `context`
+/// is NULL). Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_should_stop_after_turn_context_json(
+    context: *const pi_should_stop_after_turn,
+) -> pi_str {
+    ffi_boundary! {
+        opt_ref(context).map_or(pi_str::EMPTY, |c| lazy_json(&c.context_json, || &c.context))
+    }
 }
 
 /// The turn's assistant message as pi-shaped JSON (empty when `context` is NULL). Valid while
@@ -544,6 +595,7 @@ impl Hook<ShouldStopFn> {
         };
         let c_context = pi_should_stop_after_turn {
             context,
+            context_json: OnceLock::new(),
             message_json: OnceLock::new(),
             tool_results_json: OnceLock::new(),
             new_messages_json: OnceLock::new(),
@@ -561,7 +613,7 @@ impl Hook<ShouldStopFn> {
 pub(crate) fn should_stop_after_turn(
     callback: ShouldStopFn,
     user_data: Arc<UserData>,
-    site: HookSite,
+    site: CallbackSite,
 ) -> ShouldStopAfterTurn {
     let hook = Arc::new(Hook {
         callback,
@@ -571,11 +623,9 @@ pub(crate) fn should_stop_after_turn(
         let hook = Arc::clone(&hook);
         let site = site.clone();
         async move {
-            Ok(
-                run_callback(&site.calls, site.agent_key, move || hook.invoke(context))
-                    .await
-                    .unwrap_or(false),
-            )
+            Ok(run_callback(&site, move || hook.invoke(context))
+                .await
+                .unwrap_or(false))
         }
         .boxed()
     })
@@ -663,7 +713,7 @@ impl Hook<TransformFn> {
 pub(crate) fn transform_context(
     callback: TransformFn,
     user_data: Arc<UserData>,
-    site: HookSite,
+    site: CallbackSite,
 ) -> TransformContext {
     let hook = Arc::new(Hook {
         callback,
@@ -673,11 +723,7 @@ pub(crate) fn transform_context(
         let hook = Arc::clone(&hook);
         let site = site.clone();
         async move {
-            match run_callback(&site.calls, site.agent_key, move || {
-                hook.invoke(messages, signal)
-            })
-            .await
-            {
+            match run_callback(&site, move || hook.invoke(messages, signal)).await {
                 Ok(messages) => Ok(messages),
                 Err(error) => Err(HookError::new(format!(
                     "transform_context hook failed: {error}"
@@ -686,22 +732,4 @@ pub(crate) fn transform_context(
         }
         .boxed()
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn after_tool_call_result_keeps_explicit_null_details() {
-        let change: AfterToolCallResultJson =
-            serde_json::from_str(r#"{"details":null,"isError":true}"#).unwrap();
-        assert_eq!(change.details, Some(Value::Null));
-        assert_eq!(change.is_error, Some(true));
-        let change: AfterToolCallResultJson =
-            serde_json::from_str(r#"{"content":[{"type":"text","text":"x"}]}"#).unwrap();
-        assert_eq!(change.details, None);
-        assert!(change.content.is_some());
-        assert!(serde_json::from_str::<AfterToolCallResultJson>(r#"{"detail":1}"#).is_err());
-    }
 }

@@ -28,9 +28,16 @@
 //! - Callbacks take `void *user_data` first. Each registration also takes a nullable
 //!   `free_user_data`, called exactly once when the library no longer needs `user_data`.
 //!   `user_data` is used from the library's runtime threads, so it must be safe to use there.
-//!   Event callbacks run on the runtime's worker threads, one event at a time; tool and hook
-//!   callbacks (`pi_agent_add_tool`, `pi_agent_set_before_tool_call`, ...) run on its blocking
-//!   pool, several at once when tool calls run in parallel.
+//!   Event callbacks run on the runtime's worker threads, one event at a time. Tools and the
+//!   callbacks a run awaits (`pi_agent_set_before_tool_call`, `_transform_context`,
+//!   `_get_api_key`, faux factories, OAuth prompts, ...) run on its blocking pool, several at
+//!   once when tool calls run in parallel, so an abort or a watchdog stops waiting for one that
+//!   blocks (see `callback.rs`). Synchronous ones (`prepare_arguments`, `convert_to_llm`,
+//!   `stream_fn`, `on_payload`, `on_response`) run on the runtime thread that calls them, which
+//!   leaves the worker pool meanwhile.
+//! - Shapes are core's: every JSON input and output is the serde form of a `pi-agent` type
+//!   (`StreamOptions`, `AgentSettings`, messages, events, hook contexts and results, ...), so
+//!   this crate declares no shapes of its own and core's messages name unknown keys.
 //! - All asynchronous work runs on one process-wide tokio runtime (2 worker threads plus a
 //!   blocking pool), started on first use. Blocking calls (`pi_agent_prompt`,
 //!   `pi_agent_continue`, `pi_agent_wait_for_idle`, `pi_stream_next`, ...) park the calling
@@ -44,17 +51,28 @@
 mod boundary;
 
 pub mod agent;
+pub mod agent_hooks;
+pub mod agent_run;
+pub mod agent_settings;
 pub mod agent_state;
+mod callback;
+pub mod env_keys;
 pub mod error;
 pub mod event;
 pub mod faux;
 pub mod hook;
+pub mod messages;
 pub mod model;
+pub mod model_hooks;
+pub mod oauth;
 mod options;
 pub mod overflow;
 mod runtime;
+pub mod stepper;
 pub mod stream;
+pub mod stream_options;
 pub mod string;
 pub mod tool;
+pub mod tool_object;
 pub mod user_data;
 pub mod version;

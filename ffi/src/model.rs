@@ -4,11 +4,13 @@
 use std::ffi::c_char;
 
 use pi_agent::ai::{
-    Model, get_model, get_models, get_providers, get_supported_thinking_levels, resolve_model,
+    Model, ModelThinkingLevel, Usage, clamp_thinking_level, get_model, get_models, get_providers,
+    get_supported_thinking_levels, models_are_equal, resolve_model,
 };
 
 use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
 use crate::error::{parse_json, pi_error, to_json};
+use crate::options::parse_name;
 use crate::string::{into_c_string, pi_str};
 
 /// A model (pi's `Model`): id, wire API, provider, endpoint, limits, prices.
@@ -201,5 +203,62 @@ pub extern "C" fn pi_model_supported_thinking_levels_json(
         let levels = get_supported_thinking_levels(&model.model);
         out.write(into_c_string(to_json(&levels, "thinking levels")?));
         Ok(())
+    }
+}
+
+/// Writes the level to use when `level` is asked of `model` (pi's `clampThinkingLevel`) to
+/// `*level_out`: `level` itself when supported, else the nearest supported level above it,
+/// else the nearest below, else `"off"`. `level` is `"off"`, `"minimal"`, `"low"`, `"medium"`,
+/// `"high"` or `"xhigh"`; the result is static (valid forever).
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `level`).
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_model_clamp_thinking_level(
+    model: *const pi_model,
+    level: *const c_char,
+    level_out: *mut pi_str,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let model = arg_ref(model, "model")?;
+        let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
+        let out = Out::new(level_out, "level_out")?;
+        out.write(pi_str::new(clamp_thinking_level(&model.model, level).as_str()));
+        Ok(())
+    }
+}
+
+/// Computes what `usage_json` (pi's `Usage`: `{"input":N,"output":N,"cacheRead":N,
+/// "cacheWrite":N,...}`) costs on `model` (pi's `calculateCost`: its prices are USD per million
+/// tokens) and writes the cost as pi's `UsageCost` JSON
+/// (`{"input":...,"output":...,"cacheRead":...,"cacheWrite":...,"total":...}`, USD) to
+/// `*cost_json_out` (free it with `pi_string_free`).
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_model_calculate_cost(
+    model: *const pi_model,
+    usage_json: *const c_char,
+    cost_json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let model = arg_ref(model, "model")?;
+        let mut usage: Usage = parse_json(arg_str(usage_json, "usage_json")?, "usage_json")?;
+        let out = Out::new(cost_json_out, "cost_json_out")?;
+        let cost = model.model.calculate_cost(&mut usage);
+        out.write(into_c_string(to_json(&cost, "cost")?));
+        Ok(())
+    }
+}
+
+/// Whether `a` and `b` are the same model (pi's `modelsAreEqual`: the same id and provider;
+/// `false` when either is NULL).
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_models_are_equal(a: *const pi_model, b: *const pi_model) -> bool {
+    ffi_boundary! {
+        models_are_equal(opt_ref(a).map(|a| &a.model), opt_ref(b).map(|b| &b.model))
     }
 }

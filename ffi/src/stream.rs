@@ -1,17 +1,20 @@
-//! `pi_stream`: one streamed model response (pi's `stream()`), read as a pull iterator.
+//! `pi_stream`: one streamed model response (pi's `stream()` / `streamSimple()`), read as a
+//! pull iterator.
 
 use std::ffi::c_char;
 use std::sync::{Mutex, PoisonError};
 
 use futures::StreamExt;
-use pi_agent::ai::{AssistantMessageEventStream, Context};
+use pi_agent::agent::{ProxyOptions, stream_proxy};
+use pi_agent::ai::{ApiKey, AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
 use tokio_util::sync::CancellationToken;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;
 use crate::options::stream_options;
 use crate::runtime::{block_on, runtime};
+use crate::stream_options::pi_stream_options;
 use crate::string::{into_c_string, pi_str};
 
 /// What a stream event is (pi's `AssistantMessageEvent` `type`).
@@ -69,10 +72,11 @@ pub struct pi_event {
 /// as the terminal `ERROR` event, never as a `pi_error`.
 ///
 /// Thread-safety: `pi_stream_next` and `pi_stream_result_json` from one thread at a time (they
-/// block, so not from an event callback); `pi_stream_abort` from any thread at any time;
-/// `pi_stream_free` once, after the last other call has returned.
+/// block, so not from an event callback); `pi_stream_abort` and `pi_stream_partial_json` from
+/// any thread at any time; `pi_stream_free` once, after the last other call has returned.
 pub struct pi_stream {
     signal: CancellationToken,
+    partial: PartialMessage,
     state: Mutex<StreamState>,
 }
 
@@ -83,16 +87,23 @@ struct StreamState {
     delta: String,
 }
 
-/// Starts a request to `model` and writes the stream to `*stream_out` (free it with
-/// `pi_stream_free`). `context_json` is a pi `Context`:
-/// `{"systemPrompt":"...","messages":[...],"tools":[{"name","description","parameters"}]}`.
-/// `options_json` may be NULL, or an object with any of `apiKey` (else the provider's
-/// environment variable, e.g. `OPENAI_API_KEY`), `temperature`, `maxTokens`, `headers` (object
-/// of strings), `sessionId`, `reasoning` (`"minimal"` ... `"xhigh"`; leave it out for none),
-/// `thinkingBudgets` (tokens per level for budget-based models:
-/// `{"minimal":1024,"low":2048,"medium":8192,"high":16384}`, any subset), `toolChoice` (passed
-/// through), `cacheRetention` (`"none"`, `"short"`, `"long"`), `maxRetries`, `maxRetryDelayMs`,
-/// `requestTimeoutMs`, `idleTimeoutMs`. Unknown keys are rejected.
+/// Starts a request to `model` with pi's `stream` and writes the stream to `*stream_out` (free
+/// it with `pi_stream_free`). It sends exactly what the options say: the provider keys decide
+/// reasoning (`reasoning` is not read; see `pi_stream_open_simple`). `context_json` is a pi
+/// `Context`: `{"systemPrompt":"...","messages":[...],"tools":[{"name","description",
+/// "parameters"}]}`. `options_json` may be NULL, or core's `StreamOptions`: pi's flat options
+/// object with every provider's keys, any subset of `apiKey` (else the provider's environment
+/// variable, e.g. `OPENAI_API_KEY`), `temperature`, `maxTokens`, `headers` (object of strings),
+/// `sessionId`, `cacheRetention` (`"none"`, `"short"`, `"long"`), `metadata`, `toolChoice`,
+/// `maxRetries`, `maxRetryDelayMs`, `requestTimeoutMs` (alias `timeoutMs`), `idleTimeoutMs`,
+/// `maxEventBytes`, `maxErrorBodyBytes`, `transport`, the simple options `reasoning` and
+/// `thinkingBudgets`, and the provider keys: `reasoningEffort`, `reasoningSummary`,
+/// `serviceTier`, `textVerbosity` (OpenAI family), `thinkingEnabled`, `thinkingBudgetTokens`,
+/// `effort`, `interleavedThinking`, `thinkingDisplay` (Anthropic, Bedrock Claude), `thinking`
+/// (`{"enabled":true,"budgetTokens":N,"level":"HIGH"}`), `project`, `location` (Google),
+/// `promptMode` (Mistral), `azureApiVersion`, `azureResourceName`, `azureBaseUrl`,
+/// `azureDeploymentName` (Azure), `region`, `profile`, `bearerToken`, `requestMetadata`
+/// (Bedrock). Unknown keys are refused (core's message lists the known ones).
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
 /// Thread-safety: may be called from any thread, also from a callback.
@@ -104,25 +115,139 @@ pub extern "C" fn pi_stream_open(
     stream_out: *mut *mut pi_stream,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let model = arg_ref(model, "model")?;
-        let context: Context = parse_json(arg_str(context_json, "context_json")?, "context_json")?;
-        let mut options = stream_options(arg_opt_str(options_json, "options_json")?)?;
-        let out = Out::new(stream_out, "stream_out")?;
-        let signal = CancellationToken::new();
-        options.signal = Some(signal.clone());
-        let events = {
-            let _runtime = runtime()?.enter();
-            pi_agent::ai::stream(&model.model, &context, &options)
+        let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
+        open(model, context_json, options, Via::Stream, stream_out)
+    }
+}
+
+/// Like `pi_stream_open`, with pi's `streamSimple` (what the agent uses): `maxTokens` defaults
+/// to `min(model maxTokens, 32000)`, and `reasoning` (`"minimal"` ... `"xhigh"`; `"off"` or
+/// absent for none) is mapped onto the provider's keys, turning thinking off explicitly where
+/// the API allows it when there is none.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_open_simple(
+    model: *const pi_model,
+    context_json: *const c_char,
+    options_json: *const c_char,
+    stream_out: *mut *mut pi_stream,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
+        open(model, context_json, options, Via::Simple, stream_out)
+    }
+}
+
+/// Like `pi_stream_open` (`simple` false) or `pi_stream_open_simple` (`simple` true), with the
+/// options of a `pi_stream_options` handle (copied, callbacks included; it may be freed right
+/// after).
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_open_with_options(
+    model: *const pi_model,
+    context_json: *const c_char,
+    options: *const pi_stream_options,
+    simple: bool,
+    stream_out: *mut *mut pi_stream,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let options = arg_ref(options, "options")?.options.clone();
+        let via = if simple { Via::Simple } else { Via::Stream };
+        open(model, context_json, options, via, stream_out)
+    }
+}
+
+/// Streams one model call through a pi proxy server (core's `stream_proxy`, pi's
+/// `streamProxy`): `POST {proxy_url}/api/stream` with the model, context and options, and
+/// `Authorization: Bearer <auth_token>` (nullable: none); the proxy holds the provider keys and
+/// answers with pi's proxy events, from which the message is rebuilt. Otherwise like
+/// `pi_stream_open_simple` (`options_json` as there).
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `RUNTIME`.
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_open_proxy(
+    model: *const pi_model,
+    context_json: *const c_char,
+    options_json: *const c_char,
+    proxy_url: *const c_char,
+    auth_token: *const c_char,
+    stream_out: *mut *mut pi_stream,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
+        let proxy = ProxyOptions {
+            proxy_url: arg_str(proxy_url, "proxy_url")?.to_owned(),
+            auth_token: arg_opt_str(auth_token, "auth_token")?.map(ApiKey::new),
         };
-        out.write(into_handle(pi_stream {
-            signal,
-            state: Mutex::new(StreamState {
-                events,
-                finished: false,
-                json: String::new(),
-                delta: String::new(),
-            }),
-        }));
+        open(model, context_json, options, Via::Proxy(proxy), stream_out)
+    }
+}
+
+/// How a stream reaches the model.
+enum Via {
+    /// pi's `stream`.
+    Stream,
+    /// pi's `streamSimple`.
+    Simple,
+    /// pi's `streamProxy`.
+    Proxy(ProxyOptions),
+}
+
+fn open(
+    model: *const pi_model,
+    context_json: *const c_char,
+    mut options: StreamOptions,
+    via: Via,
+    stream_out: *mut *mut pi_stream,
+) -> Result<(), pi_error> {
+    let model = arg_ref(model, "model")?;
+    let context: Context = parse_json(arg_str(context_json, "context_json")?, "context_json")?;
+    let out = Out::new(stream_out, "stream_out")?;
+    let signal = CancellationToken::new();
+    options.signal = Some(signal.clone());
+    let events = {
+        let _runtime = runtime()?.enter();
+        match via {
+            Via::Stream => pi_agent::ai::stream(&model.model, &context, &options),
+            Via::Simple => pi_agent::ai::stream_simple(&model.model, &context, &options),
+            Via::Proxy(proxy) => stream_proxy(&model.model, &context, &options, &proxy),
+        }
+    };
+    out.write(into_handle(pi_stream {
+        signal,
+        partial: events.partial(),
+        state: Mutex::new(StreamState {
+            events,
+            finished: false,
+            json: String::new(),
+            delta: String::new(),
+        }),
+    }));
+    Ok(())
+}
+
+/// Writes the message as far as it has arrived (pi's `partial`: exactly the events
+/// `pi_stream_next` has returned so far, folded; the final message once the stream has ended)
+/// as pi-shaped JSON to `*json_out` (free it with `pi_string_free`). Never blocks: it may be
+/// called while another thread waits in `pi_stream_next`.
+///
+/// Errors: `NULL_ARGUMENT`.
+/// Thread-safety: may be called from any thread at any time before `pi_stream_free`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_partial_json(
+    stream: *const pi_stream,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let stream = arg_ref(stream, "stream")?;
+        let out = Out::new(json_out, "json_out")?;
+        let message = stream.partial.snapshot();
+        out.write(into_c_string(to_json(&message, "message")?));
         Ok(())
     }
 }

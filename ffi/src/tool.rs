@@ -1,18 +1,22 @@
 //! Tools implemented in C: `pi_tool_callback`, the `pi_tool_call` handle it receives, and the
-//! `AgentTool` that runs it on the runtime's blocking pool.
+//! `AgentTool` that runs it on the runtime's blocking pool. Building a tool with a label, an
+//! execution mode or a `prepare_arguments` callback is in `tool_object.rs`.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
-use pi_agent::agent::{AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolUpdates};
+use pi_agent::agent::{
+    AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
+};
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::boundary::{arg_ref, arg_str, opt_ref};
+use crate::callback::{CallbackSite, run_callback, run_inline};
 use crate::error::{parse_json, pi_error};
-use crate::runtime::{Scope, ScopeGuard};
 use crate::string::pi_str;
+use crate::tool_object::{PrepareFn, prepare_arguments};
 use crate::user_data::UserData;
 
 /// Runs one call of a C tool. It runs on a thread of the runtime's blocking pool, and calls of
@@ -26,11 +30,12 @@ use crate::user_data::UserData;
 ///
 /// The callback may call non-blocking functions of its agent (`pi_agent_abort`,
 /// `pi_agent_steer_text`, ...) and blocking functions of other agents and streams; on its own
-/// agent, `pi_agent_wait_for_idle` fails with `CALLED_FROM_CALLBACK`. At an abort the run
-/// stops waiting for a callback that is still running and records the error result "Tool
-/// execution was aborted" (unless the callback returned at that same moment); the callback
-/// keeps running until it returns, so long-running tools should poll
-/// `pi_tool_call_is_aborted`.
+/// agent, `pi_agent_wait_for_idle` fails with `CALLED_FROM_CALLBACK`, and `pi_agent_free` is
+/// deferred (see there). At an abort the run stops waiting for a callback that is still running
+/// and records the error result "Tool execution was aborted" (unless the callback returned at
+/// that same moment); the tool watchdog (`toolTimeoutMs`) does the same with "Tool <name> timed
+/// out after N ms". The callback keeps running until it returns, so long-running tools should
+/// poll `pi_tool_call_is_aborted`.
 pub type pi_tool_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, call: *mut pi_tool_call) -> i32>;
 
@@ -93,8 +98,9 @@ pub extern "C" fn pi_tool_call_arguments_json(call: *const pi_tool_call) -> pi_s
     }
 }
 
-/// Whether the run was aborted (`false` when `call` is NULL). A long-running tool should poll
-/// this and return early: the run no longer waits for it.
+/// Whether the run no longer waits for this call: it was aborted, or the tool watchdog
+/// (`toolTimeoutMs`) fired (`false` when `call` is NULL). A long-running tool should poll this
+/// and return early.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
@@ -203,111 +209,29 @@ pub extern "C" fn pi_tool_call_send_update_json(
     }
 }
 
-/// Counts the tool and hook callbacks of one agent that are running, so that `pi_agent_free`
-/// can wait for them before it frees their `user_data`.
-#[derive(Debug, Default)]
-pub(crate) struct CallsInFlight {
-    count: Mutex<usize>,
-    idle: Condvar,
+/// The C side of one registered tool: its callbacks and their `user_data`, shared by every
+/// call.
+pub(crate) struct ToolCallbacks {
+    pub(crate) execute: ToolFn,
+    pub(crate) prepare_arguments: Option<PrepareFn>,
+    pub(crate) user_data: Arc<UserData>,
 }
 
-impl CallsInFlight {
-    fn lock(&self) -> MutexGuard<'_, usize> {
-        self.count.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+pub(crate) type ToolFn = unsafe extern "C" fn(*mut c_void, *mut pi_tool_call) -> i32;
 
-    /// Blocks until no callback runs.
-    pub(crate) fn wait_until_idle(&self) {
-        let mut count = self.lock();
-        while *count > 0 {
-            count = self
-                .idle
-                .wait(count)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
-}
-
-/// One running callback; decrements the count when dropped.
-struct InFlight(Arc<CallsInFlight>);
-
-impl InFlight {
-    fn enter(calls: &Arc<CallsInFlight>) -> Self {
-        *calls.lock() += 1;
-        Self(Arc::clone(calls))
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        let mut count = self.0.lock();
-        *count -= 1;
-        if *count == 0 {
-            self.0.idle.notify_all();
-        }
-    }
-}
-
-/// Runs `invoke` (which calls C) on the runtime's blocking pool, counted in `calls` and marked
-/// as a callback of the agent identified by `agent_key`. Everything `invoke` holds (the
-/// registration's `user_data` among it) is dropped before the count goes down. `Err` when the
-/// task failed (a panic in `invoke`, or a runtime shutting down).
-pub(crate) async fn run_callback<T: Send + 'static>(
-    calls: &Arc<CallsInFlight>,
-    agent_key: usize,
-    invoke: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, tokio::task::JoinError> {
-    let in_flight = InFlight::enter(calls);
-    tokio::task::spawn_blocking(move || {
-        let _in_flight = in_flight;
-        let _scope = ScopeGuard::enter(Scope::Callback(agent_key));
-        invoke()
-    })
-    .await
-}
-
-/// A C callback and its `user_data`, shared by every call of one registered tool.
-pub(crate) struct ToolCallback {
-    callback: unsafe extern "C" fn(*mut c_void, *mut pi_tool_call) -> i32,
-    user_data: Arc<UserData>,
-}
-
-/// The `AgentTool` behind `pi_agent_add_tool`.
+/// The `AgentTool` behind `pi_agent_add_tool` and `pi_agent_add_tool_object` (core's `FnTool`
+/// with C callbacks).
 pub(crate) struct CTool {
-    name: String,
-    description: String,
-    parameters: Value,
-    callback: Arc<ToolCallback>,
-    calls: Arc<CallsInFlight>,
-    /// Identifies the agent, for the callback scope.
-    agent_key: usize,
+    pub(crate) name: String,
+    pub(crate) label: Option<String>,
+    pub(crate) description: String,
+    pub(crate) parameters: Value,
+    pub(crate) execution_mode: Option<ToolExecutionMode>,
+    pub(crate) callbacks: Arc<ToolCallbacks>,
+    pub(crate) site: CallbackSite,
 }
 
-impl CTool {
-    pub(crate) fn new(
-        name: String,
-        description: String,
-        parameters: Value,
-        callback: unsafe extern "C" fn(*mut c_void, *mut pi_tool_call) -> i32,
-        user_data: Arc<UserData>,
-        calls: Arc<CallsInFlight>,
-        agent_key: usize,
-    ) -> Self {
-        Self {
-            name,
-            description,
-            parameters,
-            callback: Arc::new(ToolCallback {
-                callback,
-                user_data,
-            }),
-            calls,
-            agent_key,
-        }
-    }
-}
-
-impl ToolCallback {
+impl ToolCallbacks {
     /// Runs the C callback for one call (on a blocking-pool thread) and reads its outcome.
     fn invoke(&self, context: ToolCallContext) -> Result<AgentToolResult, ToolError> {
         let Some(user_data) = self.user_data.get() else {
@@ -324,7 +248,7 @@ impl ToolCallback {
         // SAFETY: the callback and `user_data` were registered together by the C caller;
         // `call` outlives the call. C only reads `call` through this library's functions,
         // which take shared references (its mutable part is behind a mutex).
-        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&call).cast_mut()) };
+        let code = unsafe { (self.execute)(user_data, std::ptr::from_ref(&call).cast_mut()) };
         match call
             .outcome
             .into_inner()
@@ -353,19 +277,47 @@ impl AgentTool for CTool {
         &self.parameters
     }
 
+    fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.name)
+    }
+
+    fn execution_mode(&self) -> Option<ToolExecutionMode> {
+        self.execution_mode
+    }
+
+    fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
+        match self.callbacks.prepare_arguments {
+            Some(prepare) => run_inline(&self.site, || {
+                prepare_arguments(prepare, &self.callbacks.user_data, arguments)
+            }),
+            None => Ok(arguments),
+        }
+    }
+
     fn execute(
         &self,
         context: ToolCallContext,
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let callback = Arc::clone(&self.callback);
-        let calls = Arc::clone(&self.calls);
-        let agent_key = self.agent_key;
+        let callbacks = Arc::clone(&self.callbacks);
+        let site = self.site.clone();
+        let (context, stopped) = stop_on_drop(context);
         Box::pin(async move {
-            run_callback(&calls, agent_key, move || callback.invoke(context))
+            let _stopped = stopped;
+            run_callback(&site, move || callbacks.invoke(context))
                 .await
                 .unwrap_or_else(|error| {
                     Err(ToolError::new(format!("tool callback failed: {error}")))
                 })
         })
     }
+}
+
+/// Gives the call a signal of its own that also fires when the run stops waiting for it: the
+/// returned guard, held by the future the run awaits, cancels it when that future is dropped
+/// (an abort, or the tool watchdog). The C callback, which cannot be pre-empted, sees either
+/// with `pi_tool_call_is_aborted`.
+fn stop_on_drop(context: ToolCallContext) -> (ToolCallContext, DropGuard) {
+    let signal = context.signal.child_token();
+    let guard = signal.clone().drop_guard();
+    (ToolCallContext { signal, ..context }, guard)
 }

@@ -76,7 +76,12 @@ impl Registrations {
 
     /// Records a new registration (and frees the unused ones).
     pub(crate) fn register(&self, ptr: *mut c_void, free: pi_free_callback) -> Arc<UserData> {
-        let data = Arc::new(UserData::new(ptr, free));
+        self.adopt(UserData::new(ptr, free))
+    }
+
+    /// Records a registration made earlier (e.g. by `pi_tool_new`), and frees the unused ones.
+    pub(crate) fn adopt(&self, data: UserData) -> Arc<UserData> {
+        let data = Arc::new(data);
         self.lock().push(Arc::clone(&data));
         self.prune();
         data

@@ -1,5 +1,5 @@
 //! Compiles the C programs (`tests/c/ffi_test.c`, `tests/c/ffi_agent_test.c`,
-//! `examples/c/agent.c`) with
+//! `tests/c/ffi_ai_test.c`, `tests/c/ffi_agent_run_test.c`, `examples/c/agent.c`) with
 //! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with `-lpi_agent`
 //! against the cdylib cargo built for this test run (`target/<profile>/deps/libpi_agent_ffi.so`,
 //! found from the test executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an
@@ -197,6 +197,90 @@ fn c_agent_test() {
 fn c_agent_test_under_valgrind() {
     let exe = compile("tests/c/ffi_agent_test.c", "ffi_agent_test_valgrind");
     run_under_valgrind(&exe, &[], "ffi_agent_test");
+}
+
+#[test]
+fn c_ai_test() {
+    let exe = compile("tests/c/ffi_ai_test.c", "ffi_ai_test");
+    let output = run(Command::new(&exe));
+    assert_success(&output, "ffi_ai_test");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_ai_test: ok"));
+}
+
+#[test]
+fn c_ai_test_under_valgrind() {
+    let exe = compile("tests/c/ffi_ai_test.c", "ffi_ai_test_valgrind");
+    run_under_valgrind(&exe, &[], "ffi_ai_test");
+}
+
+/// `on_payload`, `on_response` and `get_api_key` from C, seen from the server.
+#[test]
+fn c_ai_test_mock_server() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    // pi's proxy events, as a pi proxy server sends them.
+    let proxied = json!({"chunks": [
+        {"type": "start"},
+        {"type": "text_start", "contentIndex": 0},
+        {"type": "text_delta", "contentIndex": 0, "delta": "Proxied "},
+        {"type": "text_delta", "contentIndex": 0, "delta": "hello"},
+        {"type": "text_end", "contentIndex": 0},
+        {"type": "done", "reason": "stop", "usage": {"input": 3, "output": 2, "cacheRead": 0,
+            "cacheWrite": 0, "totalTokens": 5, "cost": {"input": 0, "output": 0,
+            "cacheRead": 0, "cacheWrite": 0, "total": 0}}},
+    ], "done": false});
+    server.push_all([
+        json!({"text": "Hello from the mock server!"}),
+        json!({"text": "Agent reply from the mock server."}),
+        proxied.clone(),
+        proxied,
+    ]);
+    let exe = compile("tests/c/ffi_ai_test.c", "ffi_ai_test_mock");
+    let mut command = Command::new(&exe);
+    command.arg("mock").arg(server.base_url());
+    let output = run(command);
+    assert_success(&output, "ffi_ai_test mock");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    // The C `on_payload` rewrote both bodies; the stream sent its key, the agent the hook's.
+    for request in &requests[..2] {
+        assert_eq!(request.body["user"], "c-on-payload", "{}", request.body);
+    }
+    assert_eq!(requests[0].header("authorization"), Some("Bearer test-key"));
+    assert_eq!(requests[1].header("authorization"), Some("Bearer hook-key"));
+    // The proxy got the model, context and options, with the app's token.
+    for request in &requests[2..] {
+        assert!(request.path.ends_with("/api/stream"), "{}", request.path);
+        assert_eq!(request.header("authorization"), Some("Bearer app-token"));
+        assert_eq!(request.body["model"]["id"], "mock-model");
+    }
+    assert_eq!(
+        requests[3].body["context"]["messages"][0]["content"][0]["text"],
+        "Via the proxy"
+    );
+    drop(server);
+}
+
+#[test]
+fn c_agent_run_test() {
+    let exe = compile("tests/c/ffi_agent_run_test.c", "ffi_agent_run_test");
+    let output = run(Command::new(&exe));
+    assert_success(&output, "ffi_agent_run_test");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_agent_run_test: ok"));
+}
+
+/// Also the regression test of `pi_agent_free` from callbacks (issue 9: it read freed memory).
+#[test]
+fn c_agent_run_test_under_valgrind() {
+    let exe = compile(
+        "tests/c/ffi_agent_run_test.c",
+        "ffi_agent_run_test_valgrind",
+    );
+    run_under_valgrind(&exe, &[], "ffi_agent_run_test");
 }
 
 #[test]

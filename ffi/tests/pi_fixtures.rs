@@ -1,8 +1,9 @@
 //! Replays every AI-level pi transcript (`tests/fixtures/pi`, see
 //! `scripts/pi-fixtures/README.md`) through the C ABI, the way a C program does: the cdylib
 //! cargo built for this test run is loaded with `dlopen`, and its exported functions are called
-//! with the types `include/pi_agent.h` declares: `pi_model_from_json`, `pi_stream_open` with
-//! the fixture's context and options JSON, `pi_stream_next` until it returns false (calling
+//! with the types `include/pi_agent.h` declares: `pi_model_from_json`, `pi_stream_open` (or
+//! `pi_stream_open_simple` for fixtures of pi's `streamSimple`) with the fixture's context and
+//! options JSON, `pi_stream_next` until it returns false (calling
 //! `pi_stream_abort` where the fixture aborts), `pi_stream_result_json`, the `_free`s. Options
 //! `pi_stream_open` refuses are one mismatch at `/options`. The event
 //! JSON bytes C receives, the final message and the requests we sent are compared with pi's
@@ -67,6 +68,7 @@ struct Api {
     model_from_json: ModelFromJson,
     model_free: Free,
     stream_open: StreamOpen,
+    stream_open_simple: StreamOpen,
     stream_next: StreamNext,
     stream_result_json: ResultJson,
     stream_abort: Free,
@@ -114,6 +116,7 @@ impl Api {
                 model_from_json: function!(c"pi_model_from_json", ModelFromJson),
                 model_free: function!(c"pi_model_free", Free),
                 stream_open: function!(c"pi_stream_open", StreamOpen),
+                stream_open_simple: function!(c"pi_stream_open_simple", StreamOpen),
                 stream_next: function!(c"pi_stream_next", StreamNext),
                 stream_result_json: function!(c"pi_stream_result_json", ResultJson),
                 stream_abort: function!(c"pi_stream_abort", Free),
@@ -209,7 +212,11 @@ fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Result<Value,
             "pi_model_from_json",
         );
         let mut stream: Handle = ptr::null_mut();
-        let error = (api.stream_open)(
+        let open = match fixture.json["call"].as_str() {
+            Some("streamSimple") => api.stream_open_simple,
+            _ => api.stream_open,
+        };
+        let error = open(
             model,
             context_json.as_ptr(),
             options_json.as_ptr(),

@@ -42,6 +42,8 @@ __all__ = [
     "AssistantContent",
     "UsageCost",
     "Usage",
+    "ResponseTiming",
+    "ToolTiming",
     "UserMessage",
     "AssistantMessage",
     "ToolResultMessage",
@@ -216,11 +218,33 @@ class UserMessage(TypedDict):
     timestamp: int
 
 
+class _ResponseTimingOptional(TypedDict, total=False):
+    ttftMs: int
+    """Time to the first streamed content."""
+    outputTokensPerSecond: float
+    retryWaitMs: int
+    """Time spent waiting between retries (left out when none)."""
+
+
+class ResponseTiming(_ResponseTimingOptional):
+    """How long a model response took, measured on every streamed response (ours; pi ignores
+    the field)."""
+
+    durationMs: int
+
+
+class ToolTiming(TypedDict):
+    """How long a tool call took, from the start of its execution to its result."""
+
+    durationMs: int
+
+
 class _AssistantMessageOptional(TypedDict, total=False):
     responseModel: str
     responseId: str
     diagnostics: List[Any]
     errorMessage: str
+    timing: ResponseTiming
 
 
 class AssistantMessage(_AssistantMessageOptional):
@@ -238,6 +262,7 @@ class AssistantMessage(_AssistantMessageOptional):
 
 class _ToolResultMessageOptional(TypedDict, total=False):
     details: Any
+    timing: ToolTiming
 
 
 class ToolResultMessage(_ToolResultMessageOptional):

@@ -9,9 +9,9 @@ use pi_agent::agent::{
 };
 use pi_agent::ai::oauth::{OAuthAuthInfo, OAuthPrompt, OAuthSelectOption, OAuthSelectPrompt};
 use pi_agent::ai::{
-    AssistantMessage, Context, GoogleThinking, ImageContent, Model, ModelCost, StreamOptions,
-    TextContent, ThinkingBudgets, ThinkingContent, Tool, ToolCall, ToolResultMessage, Usage,
-    UsageCost, UserMessage, shape_fields,
+    AssistantMessage, GoogleThinking, ImageContent, Model, ModelCost, ResponseTiming,
+    StreamOptions, TextContent, ThinkingBudgets, ThinkingContent, Tool, ToolCall,
+    ToolResultMessage, ToolTiming, Usage, UsageCost, UserMessage, shape_fields,
 };
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
@@ -35,7 +35,8 @@ pub(crate) fn _shape_fields(name: &str) -> PyResult<Vec<&'static str>> {
         "ThinkingContent" => shape_fields::<ThinkingContent>(),
         "ImageContent" => shape_fields::<ImageContent>(),
         "ToolCall" => shape_fields::<ToolCall>(),
-        "Context" => shape_fields::<Context>(),
+        "ResponseTiming" => shape_fields::<ResponseTiming>(),
+        "ToolTiming" => shape_fields::<ToolTiming>(),
         "Tool" => shape_fields::<Tool>(),
         "AgentToolResult" => shape_fields::<AgentToolResult>(),
         "BeforeToolCallContext" => shape_fields::<BeforeToolCallContext>(),

@@ -12,6 +12,11 @@ import * as responses from "./wire/openai-responses.mjs";
 export const T0 = 1757540514000;
 /** The API key sent everywhere: never a real secret. */
 export const KEY = "test-key";
+/**
+ * What openai-codex-responses takes as a key: a ChatGPT OAuth token, a JWT whose auth claim
+ * names the account (unsigned: never a real token).
+ */
+export const CODEX_KEY = `eyJhbGciOiJub25lIn0.${Buffer.from(JSON.stringify({ "https://api.openai.com/auth": { chatgpt_account_id: "acct-pi-fixtures" } })).toString("base64url")}.test-signature`;
 
 const SYSTEM = "You are a helpful assistant. Answer briefly.";
 const WEATHER_TOOL = {
@@ -102,6 +107,35 @@ export const APIS = {
     toolChoice: "auto",
     extra: ["in_stream_error"],
   },
+  "google-vertex": {
+    wire: google,
+    model: ["google-vertex", "gemini-2.5-flash", "/v1"],
+    reasoningModel: ["google-vertex", "gemini-2.5-flash", "/v1"],
+    wireModel: "gemini-2.5-flash",
+    reasoningWireModel: "gemini-2.5-flash",
+    thinkingOptions: { thinking: { enabled: true, budgetTokens: 2048 } },
+    thinkingSignature: GOOGLE_SIGNATURE,
+    toolIds: ["get_weather_7f3a9c", "get_time_2b8e1d"],
+    toolChoice: "auto",
+    extra: ["in_stream_error"],
+  },
+  // pi's Codex loop retries HTTP failures by itself (1 s, 2 s, 4 s) whatever maxRetries says, so
+  // the HTTP-error scenarios are replayed by core/tests/openai_codex.rs instead. SSE transport:
+  // Node 20 has no WebSocket (pi would try one first, then fall back).
+  "openai-codex-responses": {
+    wire: responses,
+    model: ["openai-codex", "gpt-5.1-codex-mini", ""],
+    reasoningModel: ["openai-codex", "gpt-5.2-codex", ""],
+    wireModel: "gpt-5.1-codex-mini",
+    reasoningWireModel: "gpt-5.2-codex",
+    thinkingOptions: { reasoningEffort: "high" },
+    thinkingSignature: RESPONSES_ENCRYPTED,
+    toolIds: ["call_Xk3vQp9LmT2wRz7YbN4sHd1F|fc_68c1f0a6e4a081a0c1d2e3f4a5b6c7d8", "call_Bq8nM2vL5xT9wR3kP7yZ1cA6|fc_68c1f0a7f5b181a0d2e3f4a5b6c7d8e9"],
+    key: CODEX_KEY,
+    options: { transport: "sse" },
+    extra: ["in_stream_error", "response_failed"],
+    exclude: ["http_429", "http_500"],
+  },
   "mistral-conversations": {
     wire: mistral,
     model: ["mistral", "mistral-large-latest", ""],
@@ -144,8 +178,9 @@ function history(api, cfg, model) {
   const text = { type: "text", text: "Let me check the weather in Zürich." };
   if (api === "anthropic-messages") thinking.thinkingSignature = ANTHROPIC_SIGNATURE;
   if (api === "openai-completions") thinking.thinkingSignature = "reasoning_content";
-  if (api === "google-generative-ai") thinking.thinkingSignature = GOOGLE_SIGNATURE;
-  if (api.endsWith("openai-responses")) {
+  const google = api === "google-generative-ai" || api === "google-vertex";
+  if (google) thinking.thinkingSignature = GOOGLE_SIGNATURE;
+  if (api.endsWith("openai-responses") || api === "openai-codex-responses") {
     thinking.thinkingSignature = JSON.stringify({
       type: "reasoning",
       id: "rs_68c1f0a3c8e081a0a1b2c3d4e5f60718",
@@ -155,7 +190,7 @@ function history(api, cfg, model) {
     text.textSignature = JSON.stringify({ v: 1, id: "msg_68c1f0a5d2f481a0b9c8d7e6f5a4b3c2", phase: "commentary" });
   }
   const call = { type: "toolCall", id: cfg.toolIds[0], name: "get_weather", arguments: { city: "Zürich", unit: "celsius" } };
-  if (api === "google-generative-ai") call.thoughtSignature = GOOGLE_SIGNATURE;
+  if (google) call.thoughtSignature = GOOGLE_SIGNATURE;
   return [
     { role: "user", content: "What's the weather in Zürich?", timestamp: T0 },
     {
@@ -193,7 +228,7 @@ export function scenariosFor(ai, api) {
     messages: [{ role: "user", content: tools ? "What's the weather in Zürich and the time in Tokyo?" : "Hi there!", timestamp: T0 }],
     ...(tools ? { tools } : {}),
   });
-  const base = { apiKey: KEY, maxRetries: 0 };
+  const base = { apiKey: cfg.key ?? KEY, maxRetries: 0, ...cfg.options };
   const plain = () => build({ blocks: [{ type: "text", deltas: TEXT }], stop: "stop", usage: USAGE });
   const thinkingSpec = {
     blocks: [{ type: "thinking", deltas: THINKING, signature: cfg.thinkingSignature }, { type: "text", deltas: TEXT }],
@@ -313,10 +348,10 @@ export function scenariosFor(ai, api) {
   if (cfg.extra?.includes("http_429_then_success")) {
     const error = wire.httpError(429);
     add("http_429_then_success", "HTTP 429 with retry-after-ms: 10, then success, with the default retries (no maxRetries option): pi's SDK retries once.", {
-      options: { apiKey: KEY },
+      options: { apiKey: cfg.key ?? KEY, ...cfg.options },
       replies: [{ ...error, headers: { ...error.headers, "retry-after": undefined, "retry-after-ms": "10" } }, { sse: sse(plain()) }],
     });
   }
-  const selected = cfg.only ? out.filter((s) => cfg.only.includes(s.name)) : out;
+  const selected = (cfg.only ? out.filter((s) => cfg.only.includes(s.name)) : out).filter((s) => !cfg.exclude?.includes(s.name));
   return selected.map((s) => ({ ...s, replies: JSON.parse(JSON.stringify(s.replies)) }));
 }

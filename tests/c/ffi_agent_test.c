@@ -311,20 +311,26 @@ static void test_options(void) {
     const char *bad_stream_options[] = {
         "{\"maxToken\":1}",
         "{\"thinkingBudgets\":{\"hgih\":1}}",
-        "{\"toolTimeoutMs\":1}", /* an agent option */
+        "{\"toolTimeoutMs\":1}", /* an agent setting */
         "{\"cacheRetention\":\"forever\"}",
-        "{\"reasoning\":\"off\"}", /* stream reasoning has no "off": leave it out */
+        "{\"reasoning\":\"max\"}",
     };
     for (size_t i = 0; i < sizeof bad_stream_options / sizeof *bad_stream_options; i++) {
         EXPECT_ERROR(pi_stream_open(model, "{\"messages\":[]}", bad_stream_options[i], &stream),
                      PI_ERROR_KIND_INVALID_JSON);
     }
 
+    /* The unknown-key message is core's, naming the known keys. */
+    pi_error *err = pi_stream_open(model, "{\"messages\":[]}", "{\"apiKye\":\"k\"}", &stream);
+    CHECK(pi_error_get_kind(err) == PI_ERROR_KIND_INVALID_JSON);
+    CHECK(str_contains(pi_error_message(err), "unknown field `apiKye`, expected one of"));
+    pi_error_free(err);
+
     pi_agent *agent = NULL;
     OK(pi_agent_new(model, "",
-                    "{" REQUEST_OPTIONS ",\"toolExecution\":\"sequential\",\"thinkingLevel\":"
-                    "\"low\",\"steeringMode\":\"all\",\"followUpMode\":\"one-at-a-time\","
-                    "\"messages\":[],\"streamIdleTimeoutMs\":60000,\"toolTimeoutMs\":60000}",
+                    "{\"streamOptions\":{" REQUEST_OPTIONS "},\"toolExecution\":\"sequential\","
+                    "\"thinkingLevel\":\"low\",\"steeringMode\":\"all\",\"followUpMode\":"
+                    "\"one-at-a-time\",\"streamIdleTimeoutMs\":60000,\"toolTimeoutMs\":60000}",
                     &agent));
     OK(pi_agent_prompt(agent, "hi"));
     json = messages_json(agent);
@@ -357,6 +363,9 @@ static void test_options(void) {
     agent = NULL;
     const char *bad_agent_options[] = {
         "{\"reasoning\":\"high\"}", /* agents use thinkingLevel */
+        "{\"apiKey\":\"k\"}",       /* request options are in streamOptions */
+        "{\"messages\":[]}",        /* the transcript is set with pi_agent_set_messages_json */
+        "{\"streamOptions\":{\"apiKye\":\"k\"}}",
         "{\"idleTimeout\":1}",
         "{\"toolTimeoutMs\":\"soon\"}",
         "{\"thinkingLevel\":\"max\"}",
@@ -799,11 +808,13 @@ static void transform_hook(void *user_data, pi_transform_context *context) {
 
 static void test_transform_context(void) {
     fixture f;
-    setup(&f, "{\"content\":\"new answer\"}",
-          "{\"messages\":[{\"role\":\"user\",\"content\":\"old question\",\"timestamp\":1},"
-          "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"old answer\"}],"
-          "\"api\":\"x\",\"provider\":\"x\",\"model\":\"x\",\"stopReason\":\"stop\","
-          "\"timestamp\":2}]}");
+    setup(&f, "{\"content\":\"new answer\"}", NULL);
+    OK(pi_agent_set_messages_json(
+        f.agent,
+        "[{\"role\":\"user\",\"content\":\"old question\",\"timestamp\":1},"
+        "{\"role\":\"assistant\",\"content\":[{\"type\":\"text\",\"text\":\"old answer\"}],"
+        "\"api\":\"x\",\"provider\":\"x\",\"model\":\"x\",\"stopReason\":\"stop\","
+        "\"timestamp\":2}]"));
     static hook_state state;
     OK(pi_agent_set_transform_context(f.agent, transform_hook, &state, NULL));
     OK(pi_agent_prompt(f.agent, "new question"));
@@ -879,8 +890,10 @@ static void test_snapshot_restore(void) {
                  PI_ERROR_KIND_INVALID_JSON);
     EXPECT_ERROR(pi_agent_restore(snapshot, "{\"apiKye\":\"k\"}", &agent),
                  PI_ERROR_KIND_INVALID_JSON);
+    EXPECT_ERROR(pi_agent_restore(snapshot, "{\"toolTimeoutMs\":1}", &agent),
+                 PI_ERROR_KIND_INVALID_JSON);
     CHECK(agent == NULL);
-    OK(pi_agent_restore(snapshot, "{\"apiKey\":\"k\",\"toolTimeoutMs\":60000}", &agent));
+    OK(pi_agent_restore(snapshot, "{\"apiKey\":\"k\"}", &agent));
     pi_string_free(snapshot);
     f.agent = agent;
     CHECK(pi_agent_has_queued_messages(agent));

@@ -226,12 +226,16 @@ static void test_arguments(void) {
     EXPECT_ERROR(pi_agent_new(model, "", "{\"toolExecution\":\"sideways\"}", &agent),
                  PI_ERROR_KIND_INVALID_JSON);
     CHECK(agent == NULL);
+    EXPECT_ERROR(pi_agent_new(model, "", "{\"temperature\":0.5}", &agent), /* a stream option */
+                 PI_ERROR_KIND_INVALID_JSON);
+    CHECK(agent == NULL);
     OK(pi_agent_new(model, "You are terse.",
-                    "{\"toolExecution\":\"sequential\",\"temperature\":0.5,\"maxTokens\":100,"
-                    "\"thinkingLevel\":\"off\",\"messages\":[{\"role\":\"user\",\"content\":\"earlier\","
-                    "\"timestamp\":1}]}",
+                    "{\"toolExecution\":\"sequential\",\"streamOptions\":{\"temperature\":0.5,"
+                    "\"maxTokens\":100},\"thinkingLevel\":\"off\"}",
                     &agent));
     pi_model_free(model); /* the agent keeps its own copy */
+    OK(pi_agent_set_messages_json(agent,
+                                  "[{\"role\":\"user\",\"content\":\"earlier\",\"timestamp\":1}]"));
     json = messages_json(agent);
     CHECK(strstr(json, "\"earlier\"") != NULL);
     pi_string_free(json);
@@ -702,7 +706,8 @@ static void test_mock(const char *base_url) {
 
     /* 4 + 5. An agent with the C calculator over HTTP. */
     pi_agent *agent = NULL;
-    OK(pi_agent_new(model, "You are a calculator.", "{\"apiKey\":\"test-key\"}", &agent));
+    OK(pi_agent_new(model, "You are a calculator.", "{\"streamOptions\":{\"apiKey\":\"test-key\"}}",
+                    &agent));
     static atomic_int calls;
     OK(pi_agent_add_tool(agent, "calculator", "Evaluates a op b", CALCULATOR_SCHEMA, calculator,
                          &calls, NULL));

@@ -88,6 +88,13 @@ static inline int wait_for(atomic_int *flag) {
     return atomic_load(flag) != 0;
 }
 
+/* Waits (up to 10 s) until *value == target, e.g. for a free_user_data that runs on a
+ * runtime thread once the library lets go. */
+static inline int wait_equals(atomic_int *value, int target) {
+    for (int i = 0; i < 10000 && atomic_load(value) != target; i++) sleep_ms(1);
+    return atomic_load(value) == target;
+}
+
 /* Copies the first string value of "key" from JSON (no escapes needed here). */
 static inline int json_string(const char *json, size_t len, const char *key, char *out,
                               size_t size) {

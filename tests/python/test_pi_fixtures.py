@@ -161,6 +161,8 @@ def normalise(observation: Dict[str, Any], side: str, fixture: Fixture, pi: Dict
         return value
 
     def ours(obj: Dict[str, Any]) -> None:
+        if obj.get("role") in ("assistant", "toolResult"):  # measured timing (pi has none)
+            obj.pop("timing", None)
         kind = obj.get("type")
         if kind == "start" and len(obj) <= 2:  # rule 2
             obj.pop("partial", None)

@@ -32,7 +32,8 @@ CAMEL_SHAPES: Dict[str, Tuple[str, Set[str]]] = {
     "AssistantMessage": ("AssistantMessage", {"role"}),
     "ToolResultMessage": ("ToolResultMessage", {"role"}),
     "ToolDefinition": ("Tool", set()),
-    "Context": ("Context", set()),
+    "ResponseTiming": ("ResponseTiming", set()),
+    "ToolTiming": ("ToolTiming", set()),
     "AgentToolResult": ("AgentToolResult", set()),
     "ModelCost": ("ModelCost", set()),
     "ModelDict": ("Model", set()),
@@ -85,6 +86,7 @@ def test_every_typed_dict_is_checked() -> None:
         "StreamOptions",  # snake_case keywords, above
         "AgentSnapshot",  # against a real snapshot, below
         "Step",  # against real steps, below
+        "Context",  # against a real request's context (core reads it by hand), below
         "OAuthCredentialsDict",  # providers add keys; the three of pi's shape are checked below
         "OAuthApiKeyDict",
         "OAuthProviderInfo",
@@ -144,6 +146,13 @@ def test_snapshots_and_steps_match_their_typed_dicts(faux: pi_agent.FauxProvider
     assert set(snapshot["settings"]) == keys(t.AgentSettings)
     _, step = pi_agent.AgentStepper.start(prompts=[{"role": "user", "content": "x", "timestamp": 0}])
     assert set(step) == keys(t.Step)
+    contexts: List[Dict[str, Any]] = []
+    faux.push(lambda context, call, model: contexts.append(context) or "ok")
+    tool = pi_agent.Tool("noop", "", {"type": "object"}, lambda: "")
+    pi_agent.Agent(faux.model, system_prompt="s", tools=[tool]).prompt_sync("go")
+    assert set(contexts[0]) == keys(t.Context)
+    with pytest.raises(ValueError, match="unknown field `system_prompt`"):
+        pi_agent.stream(faux.model, {"messages": [], "system_prompt": "snake case is not pi's"})
     assert {"refresh", "access", "expires"} == keys(t.OAuthCredentialsDict)
 
 

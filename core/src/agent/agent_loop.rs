@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::config::{AgentContext, AgentLoopConfig, HookError, MessageSource};
 use super::error::AgentError;
@@ -171,10 +172,16 @@ async fn drive<S: EventSink>(
         messages,
         start,
     );
+    let mut turn = 0;
+    let mut turn_span = tracing::Span::none();
     loop {
         let Step { events, action } = step;
         for event in events {
             sink.emit(event).await;
+        }
+        if matches!(action, StepAction::CallModel) {
+            turn += 1;
+            turn_span = crate::observability::turn_span(turn);
         }
         let input = match action {
             StepAction::Finished { new_messages } => return new_messages,
@@ -184,14 +191,17 @@ async fn drive<S: EventSink>(
             StepAction::PollFollowUp => StepInput::FollowUp {
                 messages: poll(config.get_follow_up_messages.as_ref()),
             },
-            StepAction::CallModel => {
-                let (message, start_emitted) =
-                    call_model(&stepper, &tools, config, signal, sink).await;
-                StepInput::ModelResult {
-                    message,
-                    start_emitted,
-                }
-            }
+            StepAction::CallModel => call_model(
+                stepper.system_prompt(),
+                stepper.messages(),
+                &tools,
+                config,
+                signal,
+                sink,
+            )
+            .instrument(turn_span.clone())
+            .await
+            .into(),
             StepAction::ExecuteTools {
                 assistant_message,
                 tool_calls,
@@ -206,6 +216,7 @@ async fn drive<S: EventSink>(
                     signal,
                     sink,
                 )
+                .instrument(turn_span.clone())
                 .await;
                 if signal.is_cancelled() {
                     stepper.abort();
@@ -264,11 +275,48 @@ fn model_step_failure(
     run_failure_message(&config.model, error, signal.is_cancelled())
 }
 
-/// Calls the model once (transform, convert, key, stream), reporting `message_start` and
-/// `message_update`s as it streams; returns the final message and whether `message_start` was
-/// emitted.
-async fn call_model<S: EventSink>(
-    stepper: &AgentStepper,
+/// What one model step produced (see [`call_model`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelCall {
+    /// The final assistant message (a failure of a hook before the call is one too).
+    pub message: AssistantMessage,
+    /// Whether `message_start` was emitted while streaming.
+    pub start_emitted: bool,
+}
+
+impl From<ModelCall> for StepInput {
+    fn from(call: ModelCall) -> Self {
+        StepInput::ModelResult {
+            message: call.message,
+            start_emitted: call.start_emitted,
+        }
+    }
+}
+
+/// Performs a [`StepAction::CallModel`] as the agent does: `transform_context`,
+/// `convert_to_llm` and `get_api_key` (each cut short by an abort), then the stream function
+/// with the settings' options and reasoning level, reporting `message_start` and
+/// `message_update`s to `sink` as it streams (and the stream idle watchdog). For drivers of
+/// [`AgentStepper`] other than the agent (a durable engine's activity, for one).
+pub async fn call_model<S: EventSink>(
+    system_prompt: &str,
+    messages: &[AgentMessage],
+    tools: &[Arc<dyn AgentTool>],
+    config: &AgentLoopConfig,
+    signal: &CancellationToken,
+    sink: &mut S,
+) -> ModelCall {
+    let (message, start_emitted) =
+        call_model_inner(system_prompt, messages, tools, config, signal, sink).await;
+    ModelCall {
+        message,
+        start_emitted,
+    }
+}
+
+async fn call_model_inner<S: EventSink>(
+    system_prompt: &str,
+    messages: &[AgentMessage],
     tools: &[Arc<dyn AgentTool>],
     config: &AgentLoopConfig,
     signal: &CancellationToken,
@@ -277,7 +325,7 @@ async fn call_model<S: EventSink>(
     let hooks = &config.hooks;
     let transformed = match &hooks.transform_context {
         Some(transform) => {
-            let future = transform(stepper.messages().to_vec(), signal.clone());
+            let future = transform(messages.to_vec(), signal.clone());
             match guarded(future, signal, None).await {
                 Guarded::Done(Ok(messages)) => Some(messages),
                 Guarded::Done(Err(HookError(error))) | Guarded::Panicked(error) => {
@@ -291,7 +339,7 @@ async fn call_model<S: EventSink>(
         None => None,
     };
     let converted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        hooks.convert(transformed.as_deref().unwrap_or(stepper.messages()))
+        hooks.convert(transformed.as_deref().unwrap_or(messages))
     }));
     let llm_messages = match converted {
         Ok(Ok(messages)) => messages,
@@ -304,8 +352,7 @@ async fn call_model<S: EventSink>(
         }
     };
     let llm_context = Context {
-        system_prompt: (!stepper.system_prompt().is_empty())
-            .then(|| stepper.system_prompt().to_owned()),
+        system_prompt: (!system_prompt.is_empty()).then(|| system_prompt.to_owned()),
         messages: llm_messages,
         tools: (!tools.is_empty()).then(|| tools.iter().map(|tool| tool.definition()).collect()),
     };

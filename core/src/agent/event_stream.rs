@@ -75,28 +75,32 @@ where
     let run_signal = signal.child_token();
     let future = run(ChannelSink(tx), run_signal.clone());
     let task_signal = run_signal.clone();
-    tokio::spawn(async move {
-        if let Err(panic) = std::panic::AssertUnwindSafe(future).catch_unwind().await {
-            let message: AgentMessage =
-                run_failure_message(&model, &panic_text(&*panic), task_signal.is_cancelled())
-                    .into();
-            let _ = failure_tx
-                .send(AgentEvent::MessageStart {
-                    message: message.clone(),
-                })
-                .await;
-            let _ = failure_tx
-                .send(AgentEvent::MessageEnd {
-                    message: message.clone(),
-                })
-                .await;
-            let _ = failure_tx
-                .send(AgentEvent::AgentEnd {
-                    messages: vec![message],
-                })
-                .await;
-        }
-    });
+    let span = crate::observability::agent_span(&config.model);
+    tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            if let Err(panic) = std::panic::AssertUnwindSafe(future).catch_unwind().await {
+                let message: AgentMessage =
+                    run_failure_message(&model, &panic_text(&*panic), task_signal.is_cancelled())
+                        .into();
+                let _ = failure_tx
+                    .send(AgentEvent::MessageStart {
+                        message: message.clone(),
+                    })
+                    .await;
+                let _ = failure_tx
+                    .send(AgentEvent::MessageEnd {
+                        message: message.clone(),
+                    })
+                    .await;
+                let _ = failure_tx
+                    .send(AgentEvent::AgentEnd {
+                        messages: vec![message],
+                    })
+                    .await;
+            }
+        },
+        span,
+    ));
     AgentEventStream {
         rx,
         new_messages: None,

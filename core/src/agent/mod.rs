@@ -29,7 +29,9 @@ use futures::future::BoxFuture;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-pub use self::agent_loop::{EventSink, run_agent_loop, run_agent_loop_continue};
+pub use self::agent_loop::{
+    EventSink, ModelCall, call_model, run_agent_loop, run_agent_loop_continue,
+};
 pub use self::config::{
     AfterToolCall, AfterToolCallContext, AfterToolCallResult, AgentContext, AgentHooks,
     AgentLoopConfig, AgentSettings, BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult,
@@ -52,7 +54,7 @@ pub use self::step::{
 pub use self::tool::{
     AgentTool, AgentToolResult, FnTool, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
-pub use self::tool_calls::{TOOL_ABORTED, TOOL_BLOCKED};
+pub use self::tool_calls::{TOOL_ABORTED, TOOL_BLOCKED, execute_tool_calls};
 
 use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::event_stream::PartialMessage;
@@ -165,10 +167,25 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A stateful agent. Cheap to clone: clones share the agent (so one task can `abort` while
-/// another awaits `prompt`).
+/// another awaits `prompt`). When the last clone is dropped, an active run is aborted (its task
+/// holds the agent's state, not the agent).
 #[derive(Clone)]
 pub struct Agent {
     inner: Arc<Inner>,
+    _owner: Arc<Owner>,
+}
+
+/// Aborts the active run when the last [`Agent`] handle goes away.
+struct Owner(Weak<Inner>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if let Some(inner) = self.0.upgrade()
+            && let Some(run) = lock(&inner.run).as_ref()
+        {
+            run.signal.cancel();
+        }
+    }
 }
 
 impl std::fmt::Debug for Agent {
@@ -249,17 +266,19 @@ impl Agent {
             error_message: None,
             listener_errors: Vec::new(),
         };
+        let inner = Arc::new(Inner {
+            state: Mutex::new(state),
+            settings: Mutex::new(options.settings),
+            hooks: Mutex::new(options.hooks),
+            listeners: Mutex::new(Vec::new()),
+            next_listener: AtomicU64::new(1),
+            run: Mutex::new(None),
+            steering: Mutex::new(MessageQueue::new()),
+            follow_up: Mutex::new(MessageQueue::new()),
+        });
         Self {
-            inner: Arc::new(Inner {
-                state: Mutex::new(state),
-                settings: Mutex::new(options.settings),
-                hooks: Mutex::new(options.hooks),
-                listeners: Mutex::new(Vec::new()),
-                next_listener: AtomicU64::new(1),
-                run: Mutex::new(None),
-                steering: Mutex::new(MessageQueue::new()),
-                follow_up: Mutex::new(MessageQueue::new()),
-            }),
+            _owner: Arc::new(Owner(Arc::downgrade(&inner))),
+            inner,
         }
     }
 
@@ -353,42 +372,52 @@ impl Agent {
 
         let inner = Arc::clone(&self.inner);
         let task_signal = signal.clone();
-        tokio::spawn(async move {
-            let mut sink = RunSink {
-                inner: Arc::clone(&inner),
-                events: events_tx,
-                signal: task_signal.clone(),
-            };
-            let outcome = std::panic::AssertUnwindSafe(async {
-                // Moved in, so the run's copy of the hooks (and what they hold, such as a
-                // binding's user data) is released before the agent reports idle.
-                let (config, context) = (config, context);
-                match start {
-                    Start::Prompt(messages, _) => {
-                        run_agent_loop(messages, context, &config, task_signal.clone(), &mut sink)
+        let span = crate::observability::agent_span(&config.model);
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let mut sink = RunSink {
+                    inner: Arc::clone(&inner),
+                    events: events_tx,
+                    signal: task_signal.clone(),
+                };
+                let outcome = std::panic::AssertUnwindSafe(async {
+                    // Moved in, so the run's copy of the hooks (and what they hold, such as a
+                    // binding's user data) is released before the agent reports idle.
+                    let (config, context) = (config, context);
+                    match start {
+                        Start::Prompt(messages, _) => {
+                            run_agent_loop(
+                                messages,
+                                context,
+                                &config,
+                                task_signal.clone(),
+                                &mut sink,
+                            )
                             .await;
+                        }
+                        Start::Continue => {
+                            // Checked above, before the run was marked active.
+                            let _ = run_agent_loop_continue(
+                                context,
+                                &config,
+                                task_signal.clone(),
+                                &mut sink,
+                            )
+                            .await;
+                        }
                     }
-                    Start::Continue => {
-                        // Checked above, before the run was marked active.
-                        let _ = run_agent_loop_continue(
-                            context,
-                            &config,
-                            task_signal.clone(),
-                            &mut sink,
-                        )
-                        .await;
-                    }
+                })
+                .catch_unwind()
+                .await;
+                if let Err(panic) = outcome {
+                    sink.run_failed(&panic_text(&*panic)).await;
                 }
-            })
-            .catch_unwind()
-            .await;
-            if let Err(panic) = outcome {
-                sink.run_failed(&panic_text(&*panic)).await;
-            }
-            inner.finish_run();
-            drop(sink);
-            let _ = idle_tx.send(true);
-        });
+                inner.finish_run();
+                drop(sink);
+                let _ = idle_tx.send(true);
+            },
+            span,
+        ));
         Ok(AgentRun::new(events_rx, idle_rx, signal))
     }
 

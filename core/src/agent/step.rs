@@ -122,8 +122,9 @@ pub enum StepInput {
     },
 }
 
-/// What [`AgentStepper::start`] and [`AgentStepper::resume`] return.
-#[derive(Clone, Debug)]
+/// What [`AgentStepper::start`] and [`AgentStepper::resume`] return. Its JSON form (used by
+/// the bindings) is `{"events": [...], "action": {"type": ...}}`.
+#[derive(Clone, Debug, Serialize)]
 pub struct Step {
     /// Events to deliver now, in order, before performing `action`.
     pub events: Vec<AgentEvent>,
@@ -743,6 +744,21 @@ mod tests {
                 outcomes: vec![result("b")],
             })
             .unwrap();
+    }
+
+    #[test]
+    fn a_step_serialises_as_events_and_action() {
+        let (_, step) = AgentStepper::start(
+            StepperConfig::default(),
+            String::new(),
+            Vec::new(),
+            RunStart::Continue,
+        );
+        assert_eq!(
+            serde_json::to_value(&step).unwrap(),
+            json!({"events": [{"type": "agent_start"}, {"type": "turn_start"}],
+                   "action": {"type": "poll_steering"}})
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use futures::{FutureExt, StreamExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::agent_loop::{EventSink, Guarded, guarded};
 use super::config::{
@@ -23,7 +24,7 @@ use super::tool::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
 use crate::ai::providers::faux::panic_text;
-use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, now_ms};
+use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, ToolTiming, now_ms};
 use crate::ai::validation::CompiledToolSchema;
 
 /// The text of a tool result for a call that `before_tool_call` blocked without a reason.
@@ -36,6 +37,8 @@ pub const TOOL_ABORTED: &str = "Tool execution was aborted";
 struct Outcome {
     result: AgentToolResult,
     is_error: bool,
+    /// How long it ran (`None` for a call that never ran).
+    duration: Option<std::time::Duration>,
 }
 
 impl Outcome {
@@ -43,6 +46,7 @@ impl Outcome {
         Self {
             result: AgentToolResult::error(message),
             is_error: true,
+            duration: None,
         }
     }
 }
@@ -181,6 +185,9 @@ fn to_message(call: &ToolCall, outcome: &Outcome) -> ToolResultMessage {
         details: (!outcome.result.details.is_null()).then(|| outcome.result.details.clone()),
         is_error: outcome.is_error,
         timestamp: now_ms(),
+        timing: outcome.duration.map(|duration| ToolTiming {
+            duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+        }),
     }
 }
 
@@ -213,14 +220,21 @@ fn spawn_call(
     let name = call.name.clone();
     // `execute` is called here, in call order (pi starts the executions in order); it may
     // panic before returning a future.
-    let started = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(context)));
-    let handle = tokio::spawn(async move {
-        match started {
-            Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
-            Err(panic) => Err(panic),
-        }
+    let span = crate::observability::tool_span(&call.name, &call.id);
+    let started = span.in_scope(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(context)))
     });
+    let handle = tokio::spawn(tracing::Instrument::instrument(
+        async move {
+            match started {
+                Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
+                Err(panic) => Err(panic),
+            }
+        },
+        span.clone(),
+    ));
     let signal = signal.clone();
+    let started = std::time::Instant::now();
     async move {
         let abort = handle.abort_handle();
         let deadline = async {
@@ -234,10 +248,12 @@ fn spawn_call(
             biased;
             () = signal.cancelled() => {
                 abort.abort();
-                return (index, Outcome::error(TOOL_ABORTED));
+                let mut outcome = Outcome::error(TOOL_ABORTED);
+                outcome.duration = Some(started.elapsed());
+                return (index, outcome);
             }
             joined = handle => match joined {
-                Ok(Ok(Ok(result))) => Outcome { result, is_error: false },
+                Ok(Ok(Ok(result))) => Outcome { result, is_error: false, duration: None },
                 Ok(Ok(Err(ToolError(message)))) => Outcome::error(message),
                 Ok(Err(panic)) => Outcome::error(format!("Tool {name} panicked: {}", panic_text(&*panic))),
                 Err(join) if join.is_panic() => Outcome::error(format!("Tool {name} panicked")),
@@ -249,10 +265,14 @@ fn spawn_call(
                 Outcome::error(format!("Tool {name} timed out after {} ms", limit.as_millis()))
             }
         };
-        (
-            index,
-            finalize(outcome, hook, hook_context, signal, timeout).await,
-        )
+        let mut outcome = finalize(outcome, hook, hook_context, signal, timeout)
+            .instrument(span.clone())
+            .await;
+        outcome.duration = Some(started.elapsed());
+        if outcome.is_error {
+            span.record("error.type", "tool_error");
+        }
+        (index, outcome)
     }
     .boxed()
 }
@@ -327,15 +347,17 @@ async fn collect<S: EventSink>(
     }
 }
 
-/// Runs `calls` of `assistant` in `mode` (the stepper asks for sequential calls one at a time)
-/// and returns one outcome per call, in call order. Emits `tool_execution_*`; the result
+/// Performs a [`StepAction::ExecuteTools`](super::StepAction::ExecuteTools) as the agent does:
+/// runs `calls` of `assistant` in `mode` (the stepper asks for sequential calls one at a time)
+/// with validation, `prepare_arguments`, the before/after hooks, the tool watchdog and the
+/// abort, and returns one outcome per call, in call order. Emits `tool_execution_*`; the result
 /// messages are the stepper's to emit.
 ///
 /// Parallel mode is pi's: every call is prepared first, in order (`tool_execution_start`,
 /// validation, `before_tool_call`; a call that cannot run ends at once), and only then do the
 /// prepared calls start, in call order, and run concurrently — so an approval hook asking about
 /// the second call never sees the first one running.
-pub(crate) async fn execute_tool_calls<S: EventSink>(
+pub async fn execute_tool_calls<S: EventSink>(
     assistant: &AssistantMessage,
     calls: Vec<ToolCall>,
     mode: ToolExecutionMode,

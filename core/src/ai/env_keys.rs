@@ -22,9 +22,16 @@
 //! [`StreamOptions::api_key`]: super::options::StreamOptions::api_key
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::LazyLock;
 
-use super::options::ApiKey;
+use super::options::{ApiKey, StreamOptions};
+
+/// What [`get_env_api_key`] reports for a provider that authenticates with ambient credentials
+/// (AWS credentials for `amazon-bedrock`, Application Default Credentials for `google-vertex`)
+/// rather than a key: pi's `"<authenticated>"`. It is a marker, never a key: no provider sends
+/// it (see [`request_key`]).
+pub(crate) const AUTHENTICATED: &str = "<authenticated>";
 
 /// The variable listing extra hosts environment keys may be sent to.
 pub(crate) const ENV_KEY_HOSTS_VAR: &str = "PI_ENV_KEY_HOSTS";
@@ -63,19 +70,74 @@ pub fn env_key_names(provider: &str) -> &'static [&'static str] {
     }
 }
 
-/// The first non-empty key variable that is set for `provider` (pi's `getEnvApiKey`).
+/// The first non-empty key variable that is set for `provider` (pi's `getEnvApiKey`); for a
+/// provider with ambient credentials and no key variable set, `"<authenticated>"` when those
+/// credentials are there, as pi reports them:
+///
+/// - `amazon-bedrock`: `AWS_PROFILE`, `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY`,
+///   `AWS_BEARER_TOKEN_BEDROCK`, `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`,
+///   `AWS_CONTAINER_CREDENTIALS_FULL_URI` or `AWS_WEB_IDENTITY_TOKEN_FILE` is set;
+/// - `google-vertex`: an Application Default Credentials file exists
+///   (`GOOGLE_APPLICATION_CREDENTIALS`, else `~/.config/gcloud/application_default_credentials.json`)
+///   and a project (`GOOGLE_CLOUD_PROJECT` / `GCLOUD_PROJECT`) and `GOOGLE_CLOUD_LOCATION` are set.
+///
+/// The marker says "credentials are there"; it is never sent as a key.
 pub fn get_env_api_key(provider: &str) -> Option<ApiKey> {
     env_key_names(provider)
         .iter()
         .filter_map(|name| std::env::var(name).ok())
         .find(|value| !value.is_empty())
         .map(ApiKey::new)
+        .or_else(|| has_ambient_credentials(provider).then(|| ApiKey::new(AUTHENTICATED)))
+}
+
+fn env_set(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|value| !value.is_empty())
+}
+
+/// Whether `provider`'s ambient credentials are present (see [`get_env_api_key`]).
+fn has_ambient_credentials(provider: &str) -> bool {
+    match provider {
+        "amazon-bedrock" => {
+            env_set("AWS_PROFILE")
+                || (env_set("AWS_ACCESS_KEY_ID") && env_set("AWS_SECRET_ACCESS_KEY"))
+                || env_set("AWS_BEARER_TOKEN_BEDROCK")
+                || env_set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+                || env_set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+                || env_set("AWS_WEB_IDENTITY_TOKEN_FILE")
+        }
+        "google-vertex" => {
+            let credentials = match std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS")
+                .filter(|path| !path.is_empty())
+            {
+                Some(path) => Some(PathBuf::from(path)),
+                None => std::env::var_os("HOME").map(|home| {
+                    PathBuf::from(home).join(".config/gcloud/application_default_credentials.json")
+                }),
+            };
+            credentials.is_some_and(|path| path.exists())
+                && (env_set("GOOGLE_CLOUD_PROJECT") || env_set("GCLOUD_PROJECT"))
+                && env_set("GOOGLE_CLOUD_LOCATION")
+        }
+        _ => false,
+    }
+}
+
+/// The request's own key (`options.api_key`), unless it is empty or the `"<authenticated>"`
+/// marker (which an application may pass on from [`get_env_api_key`]).
+pub(crate) fn request_key(options: &StreamOptions) -> Option<ApiKey> {
+    options
+        .api_key
+        .clone()
+        .filter(|key| !key.is_empty() && key.expose() != AUTHENTICATED)
 }
 
 /// The first non-empty key variable set for `provider`, if it may be sent to `url` (see the
-/// module docs); `None` otherwise.
+/// module docs); `None` otherwise, and never the `"<authenticated>"` marker.
 pub(crate) fn get_env_api_key_for_url(provider: &str, url: &str) -> Option<ApiKey> {
-    get_env_api_key(provider).filter(|_| env_key_allowed(provider, url))
+    get_env_api_key(provider)
+        .filter(|key| key.expose() != AUTHENTICATED)
+        .filter(|_| env_key_allowed(provider, url))
 }
 
 /// Whether `provider`'s environment key may be sent to `url` (see the module docs).
@@ -162,6 +224,15 @@ fn vendor_hosts(provider: &str) -> Vec<String> {
         "github-copilot" => {
             out.extend(["api.githubcopilot.com", "api.*.githubcopilot.com"].map(str::to_owned))
         }
+        // The global endpoint and the multi-region ones (`aiplatform.us.rep.googleapis.com`)
+        // besides the catalog's `{location}-aiplatform.googleapis.com`.
+        "google-vertex" => out.extend(
+            [
+                "aiplatform.googleapis.com",
+                "aiplatform.*.rep.googleapis.com",
+            ]
+            .map(str::to_owned),
+        ),
         _ => {}
     }
     out
@@ -213,7 +284,8 @@ fn is_loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// The key variables for `provider` that are set, by name (pi's `findEnvKeys`).
+/// The key variables for `provider` that are set, by name (pi's `findEnvKeys`; ambient
+/// credentials are not listed).
 pub fn find_env_keys(provider: &str) -> Vec<&'static str> {
     env_key_names(provider)
         .iter()

@@ -13,21 +13,22 @@
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
 
 use futures::Stream;
-use tokio::sync::mpsc;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use super::accumulator::{MessageAccumulator, object_or_empty};
 use super::event::AssistantMessageEvent;
+use super::event_queue::{self, Receiver, Sender};
 use super::model::Model;
 use super::redact::Redactor;
 use super::types::{
-    AssistantContent, AssistantMessage, StopReason, ThinkingContent, ToolCall, now_ms,
+    AssistantContent, AssistantMessage, ResponseTiming, StopReason, ThinkingContent, ToolCall,
+    now_ms,
 };
-
-/// Events buffered between a provider and its consumer before the provider waits.
-const CHANNEL_CAPACITY: usize = 256;
 
 /// The message of a stream that ended without `done` or `error`.
 pub const STREAM_ENDED_EARLY: &str = "provider stream ended without a terminal event";
@@ -57,10 +58,18 @@ impl PartialMessage {
     }
 }
 
-/// The caller's end: a `futures::Stream` of events plus [`result`](Self::result).
+/// How [`StreamWriter::drive`]'s request ended.
+enum Ended {
+    Ran(Result<(), String>),
+    Aborted,
+    Dropped,
+}
+
+/// The caller's end: a `futures::Stream` of events plus [`result`](Self::result). Dropping it
+/// cancels the request.
 #[derive(Debug)]
 pub struct AssistantMessageEventStream {
-    rx: Option<mpsc::Receiver<AssistantMessageEvent>>,
+    rx: Option<Receiver>,
     partial: PartialMessage,
     /// Set once the terminal event has been yielded.
     finished: bool,
@@ -71,7 +80,7 @@ pub fn channel(
     model: &Model,
     signal: Option<CancellationToken>,
 ) -> (StreamWriter, AssistantMessageEventStream) {
-    let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
+    let (tx, rx) = event_queue::queue();
     let header = empty_message(model);
     let stream = AssistantMessageEventStream {
         rx: Some(rx),
@@ -88,6 +97,9 @@ pub fn channel(
         redactor: Redactor::default(),
         open: Vec::new(),
         end_blocks_on_abort: false,
+        started_at: Instant::now(),
+        first_content_at: None,
+        span: tracing::Span::none(),
     };
     (writer, stream)
 }
@@ -111,8 +123,8 @@ impl AssistantMessageEventStream {
         message.stop_reason = reason;
         message.error_message = Some(error_message.into());
         stream.partial.lock().finish_with(message.clone());
-        let (tx, rx) = mpsc::channel(1);
-        // A fresh channel of capacity 1 always has room for its first message.
+        let (tx, rx) = event_queue::queue();
+        // A fresh queue always has room for its first event.
         let _ = tx.try_send(AssistantMessageEvent::Error {
             reason,
             error: message,
@@ -192,7 +204,7 @@ impl Stream for AssistantMessageEventStream {
 /// true so the provider can stop reading.
 #[derive(Debug)]
 pub struct StreamWriter {
-    tx: Option<mpsc::Sender<AssistantMessageEvent>>,
+    tx: Option<Sender>,
     acc: MessageAccumulator,
     signal: Option<CancellationToken>,
     started: bool,
@@ -202,12 +214,59 @@ pub struct StreamWriter {
     open: Vec<bool>,
     /// End every open block before the `error` of an abort (see [`Self::end_blocks_on_abort`]).
     end_blocks_on_abort: bool,
+    /// When the request started (the writer's creation) and when its first content arrived.
+    started_at: Instant,
+    first_content_at: Option<Instant>,
+    /// The request's `chat` span (see [`crate::observability`]), once `drive` opened it.
+    span: tracing::Span,
 }
 
 impl StreamWriter {
-    async fn send(&mut self, event: AssistantMessageEvent) {
+    /// Waits while the consumer is [`event_queue::CAPACITY`] events behind. Every public
+    /// method waits here first and then pushes its event without waiting: the event is built
+    /// after the wait, so no provider future carries one across an `await` (each would add
+    /// its size to every stream's task).
+    async fn ready(&mut self) {
+        if let Some(tx) = &self.tx
+            && tx.ready().await.is_err()
+        {
+            self.tx = None;
+        }
+    }
+
+    fn push(&mut self, event: AssistantMessageEvent) {
+        if self.first_content_at.is_none() && event.delta().is_some_and(|d| !d.is_empty()) {
+            self.first_content_at = Some(Instant::now());
+        }
         self.acc.apply(&event);
-        self.send_raw(event).await;
+        self.push_raw(event);
+    }
+
+    /// The response's timing, as of now (see [`ResponseTiming`]).
+    fn timing(&self, message: &AssistantMessage) -> ResponseTiming {
+        let now = Instant::now();
+        let millis =
+            |duration: std::time::Duration| u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        let output_tokens_per_second = self.first_content_at.and_then(|first| {
+            let seconds = now.duration_since(first).as_secs_f64();
+            (message.usage.output > 0 && seconds > 0.0)
+                .then(|| message.usage.output as f64 / seconds)
+        });
+        let retry_wait_ms = message
+            .diagnostics
+            .iter()
+            .flatten()
+            .filter(|entry| entry["type"] == "retry")
+            .filter_map(|entry| entry.pointer("/details/delayMs").and_then(Value::as_u64))
+            .sum();
+        ResponseTiming {
+            duration_ms: millis(now.duration_since(self.started_at)),
+            ttft_ms: self
+                .first_content_at
+                .map(|first| millis(first.duration_since(self.started_at))),
+            output_tokens_per_second,
+            retry_wait_ms,
+        }
     }
 
     fn mark(&mut self, content_index: usize, open: bool) {
@@ -240,9 +299,9 @@ impl StreamWriter {
         self.end_blocks_on_abort = true;
     }
 
-    async fn send_raw(&mut self, event: AssistantMessageEvent) {
+    fn push_raw(&mut self, event: AssistantMessageEvent) {
         if let Some(tx) = &self.tx
-            && tx.send(event).await.is_err()
+            && tx.push(event).is_err()
         {
             self.tx = None;
         }
@@ -251,30 +310,47 @@ impl StreamWriter {
     /// Runs a provider's request to its end: `run` drives this writer; an abort of the
     /// request's token ends it at once with "Request was aborted" (even mid-read); `Ok` ends the
     /// stream with [`done`](Self::done), `Err(message)` with [`fail`](Self::fail).
+    ///
+    /// A consumer that drops its stream cancels the request too: the request (and its
+    /// connection) is dropped at once, whatever the server does.
     pub async fn drive(mut self, run: impl AsyncFnOnce(&mut StreamWriter) -> Result<(), String>) {
-        let outcome = match self.signal.clone() {
-            Some(signal) => {
-                let outcome = tokio::select! {
-                    biased;
-                    () = signal.cancelled() => None,
-                    result = run(&mut self) => Some(result),
-                };
-                match outcome {
-                    Some(result) => result,
-                    None => {
-                        if self.end_blocks_on_abort {
-                            self.end_open_blocks().await;
-                        }
-                        Err("Request was aborted".to_owned())
-                    }
+        let signal = self.signal.clone().unwrap_or_default();
+        let Some(queue) = self.tx.as_ref() else {
+            return;
+        };
+        // Each poll of the provider is one batch: its events reach the consumer with one
+        // wake-up (see `event_queue`).
+        let batch = queue.batcher();
+        let consumer_gone = queue.closed_token();
+        let span = self.open_span();
+        let outcome = tokio::select! {
+            biased;
+            () = signal.cancelled() => Ended::Aborted,
+            () = consumer_gone.cancelled() => Ended::Dropped,
+            result = batch.wrap(run(&mut self).instrument(span)) => Ended::Ran(result),
+        };
+        let outcome = match outcome {
+            Ended::Ran(result) => result,
+            // Nobody listens any more: nothing to report.
+            Ended::Dropped => return,
+            Ended::Aborted => {
+                if self.end_blocks_on_abort {
+                    self.end_open_blocks().await;
                 }
+                Err("Request was aborted".to_owned())
             }
-            None => run(&mut self).await,
         };
         match outcome {
             Ok(()) => self.done().await,
             Err(message) => self.fail(message).await,
         }
+    }
+
+    /// Opens the request's `chat` span (see [`crate::observability`]); the writer records the
+    /// response on it when the stream ends.
+    pub(crate) fn open_span(&mut self) -> tracing::Span {
+        self.span = crate::observability::chat_span(self.acc.message());
+        self.span.clone()
     }
 
     /// Hides the credentials of `redactor` in every error message sent from now on (a server
@@ -285,7 +361,7 @@ impl StreamWriter {
 
     /// `true` once the consumer has dropped its stream.
     pub fn is_closed(&self) -> bool {
-        self.tx.as_ref().is_none_or(mpsc::Sender::is_closed)
+        self.tx.as_ref().is_none_or(Sender::is_closed)
     }
 
     /// `true` once the request's cancellation token has fired.
@@ -318,13 +394,13 @@ impl StreamWriter {
 
     /// Sends `start` (once; later calls do nothing).
     pub async fn start(&mut self) {
+        self.ready().await;
         if self.started {
             return;
         }
         self.started = true;
         let partial = self.acc.message().clone();
-        self.send_raw(AssistantMessageEvent::Start { partial })
-            .await;
+        self.push_raw(AssistantMessageEvent::Start { partial });
     }
 
     fn next_index(&self) -> usize {
@@ -333,55 +409,55 @@ impl StreamWriter {
 
     /// Opens a text block and returns its index.
     pub async fn text_start(&mut self) -> usize {
+        self.ready().await;
         let content_index = self.next_index();
         self.mark(content_index, true);
-        self.send(AssistantMessageEvent::TextStart { content_index })
-            .await;
+        self.push(AssistantMessageEvent::TextStart { content_index });
         content_index
     }
 
     /// Appends text to the block at `content_index`.
     pub async fn text_delta(&mut self, content_index: usize, delta: impl Into<String>) {
+        self.ready().await;
         let delta = delta.into();
-        self.send(AssistantMessageEvent::TextDelta {
+        self.push(AssistantMessageEvent::TextDelta {
             content_index,
             delta,
-        })
-        .await;
+        });
     }
 
     /// Closes the text block at `content_index`.
     pub async fn text_end(&mut self, content_index: usize) {
+        self.ready().await;
         let (content, content_signature) = match self.acc.message().content.get(content_index) {
             Some(AssistantContent::Text(text)) => (text.text.clone(), text.text_signature.clone()),
             _ => return,
         };
         self.mark(content_index, false);
-        self.send(AssistantMessageEvent::TextEnd {
+        self.push(AssistantMessageEvent::TextEnd {
             content_index,
             content,
             content_signature,
-        })
-        .await;
+        });
     }
 
     /// Opens a thinking block and returns its index.
     pub async fn thinking_start(&mut self) -> usize {
+        self.ready().await;
         let content_index = self.next_index();
         self.mark(content_index, true);
-        self.send(AssistantMessageEvent::ThinkingStart { content_index })
-            .await;
+        self.push(AssistantMessageEvent::ThinkingStart { content_index });
         content_index
     }
 
     /// Appends reasoning text to the block at `content_index`.
     pub async fn thinking_delta(&mut self, content_index: usize, delta: impl Into<String>) {
+        self.ready().await;
         let delta = delta.into();
-        self.send(AssistantMessageEvent::ThinkingDelta {
+        self.push(AssistantMessageEvent::ThinkingDelta {
             content_index,
             delta,
-        })
-        .await;
+        });
     }
 
     /// Mutable access to a thinking block (to set its signature or `redacted`).
@@ -394,6 +470,7 @@ impl StreamWriter {
 
     /// Closes the thinking block at `content_index`.
     pub async fn thinking_end(&mut self, content_index: usize) {
+        self.ready().await;
         let (content, content_signature) = match self.acc.message().content.get(content_index) {
             Some(AssistantContent::Thinking(t)) => {
                 (t.thinking.clone(), t.thinking_signature.clone())
@@ -401,12 +478,11 @@ impl StreamWriter {
             _ => return,
         };
         self.mark(content_index, false);
-        self.send(AssistantMessageEvent::ThinkingEnd {
+        self.push(AssistantMessageEvent::ThinkingEnd {
             content_index,
             content,
             content_signature,
-        })
-        .await;
+        });
     }
 
     /// Opens a tool call and returns its index.
@@ -415,14 +491,14 @@ impl StreamWriter {
         id: impl Into<String>,
         tool_name: impl Into<String>,
     ) -> usize {
+        self.ready().await;
         let content_index = self.next_index();
         self.mark(content_index, true);
-        self.send(AssistantMessageEvent::ToolCallStart {
+        self.push(AssistantMessageEvent::ToolCallStart {
             content_index,
             id: id.into(),
             tool_name: tool_name.into(),
-        })
-        .await;
+        });
         content_index
     }
 
@@ -436,16 +512,17 @@ impl StreamWriter {
 
     /// Appends a JSON fragment to the arguments of the call at `content_index`.
     pub async fn tool_call_delta(&mut self, content_index: usize, delta: impl Into<String>) {
+        self.ready().await;
         let delta = delta.into();
-        self.send(AssistantMessageEvent::ToolCallDelta {
+        self.push(AssistantMessageEvent::ToolCallDelta {
             content_index,
             delta,
-        })
-        .await;
+        });
     }
 
     /// Closes the call at `content_index`, parsing its arguments once, tolerantly.
     pub async fn tool_call_end(&mut self, content_index: usize) {
+        self.ready().await;
         let arguments = self
             .acc
             .take_arguments(content_index)
@@ -458,16 +535,16 @@ impl StreamWriter {
             call.arguments = arguments;
         }
         let tool_call = call.clone();
-        self.send(AssistantMessageEvent::ToolCallEnd {
+        self.push(AssistantMessageEvent::ToolCallEnd {
             content_index,
             tool_call,
-        })
-        .await;
+        });
     }
 
     /// Ends the stream with `done`, or with `error` when the message's stop reason is a failure
     /// or the request was aborted.
     pub async fn done(mut self) {
+        self.ready().await;
         if self.is_aborted() {
             return self.fail("Request was aborted").await;
         }
@@ -481,15 +558,17 @@ impl StreamWriter {
                 .unwrap_or_else(|| "An unknown error occurred".to_owned());
             return self.fail(text).await;
         }
-        let message = std::mem::take(self.acc.message_mut());
-        self.send_raw(AssistantMessageEvent::Done { reason, message })
-            .await;
+        let mut message = std::mem::take(self.acc.message_mut());
+        message.timing = Some(self.timing(&message));
+        crate::observability::record_response(&self.span, &message);
+        self.push_raw(AssistantMessageEvent::Done { reason, message });
     }
 
     /// Ends the stream with `error`, keeping the content received so far. The reason is
     /// `aborted` when the request's token fired (abort wins over any other failure), else
     /// `error`.
     pub async fn fail(mut self, error_message: impl Into<String>) {
+        self.ready().await;
         let reason = if self.is_aborted() {
             StopReason::Aborted
         } else {
@@ -498,26 +577,29 @@ impl StreamWriter {
         let mut message = self.acc.snapshot();
         message.stop_reason = reason;
         message.error_message = Some(self.redactor.redact(&error_message.into()));
-        self.send_raw(AssistantMessageEvent::Error {
+        message.timing = Some(self.timing(&message));
+        crate::observability::record_response(&self.span, &message);
+        self.push_raw(AssistantMessageEvent::Error {
             reason,
             error: message,
-        })
-        .await;
+        });
     }
 
     /// Ends the stream with `error` carrying `message` as given (its `stop_reason` is set to
     /// `reason`). For providers that build the failure message themselves.
     pub async fn fail_with(mut self, reason: StopReason, mut message: AssistantMessage) {
+        self.ready().await;
         message.stop_reason = reason;
         message.error_message = Some(match &message.error_message {
             Some(text) => self.redactor.redact(text),
             None => "An unknown error occurred".to_owned(),
         });
-        self.send_raw(AssistantMessageEvent::Error {
+        message.timing = Some(self.timing(&message));
+        crate::observability::record_response(&self.span, &message);
+        self.push_raw(AssistantMessageEvent::Error {
             reason,
             error: message,
-        })
-        .await;
+        });
     }
 }
 

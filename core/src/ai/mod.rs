@@ -9,6 +9,7 @@ pub(crate) mod accumulator;
 pub(crate) mod catalog;
 pub(crate) mod env_keys;
 pub(crate) mod event;
+mod event_queue;
 pub(crate) mod event_stream;
 pub(crate) mod model;
 pub mod oauth;
@@ -64,9 +65,9 @@ pub use transform::{
     transform_messages,
 };
 pub use types::{
-    AssistantContent, AssistantMessage, Context, ImageContent, Message, StopReason, TextContent,
-    ThinkingContent, Tool, ToolCall, ToolResultMessage, Usage, UsageCost, UserContent, UserMessage,
-    UserMessageContent, now_ms,
+    AssistantContent, AssistantMessage, Context, ImageContent, Message, ResponseTiming, StopReason,
+    TextContent, ThinkingContent, Tool, ToolCall, ToolResultMessage, ToolTiming, Usage, UsageCost,
+    UserContent, UserMessage, UserMessageContent, now_ms,
 };
 pub use validation::{
     CompiledToolSchema, ValidationError, validate_tool_arguments, validate_tool_call,

@@ -128,6 +128,7 @@ fn repair_orphans(messages: Vec<Message>) -> Vec<Message> {
                     details: None,
                     is_error: true,
                     timestamp: super::types::now_ms(),
+                    timing: None,
                 }));
             }
         }

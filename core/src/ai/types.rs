@@ -252,6 +252,40 @@ pub struct AssistantMessage {
     /// Set when `stop_reason` is `error` or `aborted`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// How long the response took (ours; pi ignores the field, so transcripts still load there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<ResponseTiming>,
+}
+
+/// How long a model response took, measured by the library on every streamed response.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ResponseTiming {
+    /// From the start of the request to its end, retries included.
+    pub duration_ms: u64,
+    /// From the start of the request to the first streamed content (time to first token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<u64>,
+    /// Output tokens per second, from the first streamed content to the end (when the provider
+    /// reported output tokens).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens_per_second: Option<f64>,
+    /// Time spent waiting between retries (their `diagnostics` say why).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub retry_wait_ms: u64,
+}
+
+/// How long a tool call took, from the start of its execution to its result (after
+/// `after_tool_call`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ToolTiming {
+    /// The duration.
+    pub duration_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 impl AssistantMessage {
@@ -294,6 +328,10 @@ pub struct ToolResultMessage {
     /// Unix milliseconds.
     #[serde(default)]
     pub timestamp: i64,
+    /// How long the call took (ours; pi ignores the field). `None` for a call that never ran
+    /// (unknown tool, invalid arguments, blocked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<ToolTiming>,
 }
 
 /// A message an LLM understands (serialised by the message, which carries its `role` tag).
@@ -378,18 +416,54 @@ pub struct Tool {
 }
 
 /// Everything one request sends: system prompt, messages and tools.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+///
+/// Its JSON form is an object with pi's keys; anything else (an array, an unknown key) is
+/// refused with a message naming what is wrong, as the options are.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Context {
     /// The system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
     /// The conversation so far.
-    #[serde(default)]
     pub messages: Vec<Message>,
     /// The tools the model may call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<Tool>>,
+}
+
+/// [`Context`]'s fields as read: only from an object, unknown keys refused.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ContextFields {
+    #[serde(default)]
+    system_prompt: Option<String>,
+    #[serde(default)]
+    messages: Vec<Message>,
+    #[serde(default)]
+    tools: Option<Vec<Tool>>,
+}
+
+impl<'de> Deserialize<'de> for Context {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object;
+        impl<'de> serde::de::Visitor<'de> for Object {
+            type Value = Context;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a context object {systemPrompt?, messages, tools?}")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Context, A::Error> {
+                let fields =
+                    ContextFields::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(Context {
+                    system_prompt: fields.system_prompt,
+                    messages: fields.messages,
+                    tools: fields.tools,
+                })
+            }
+        }
+        deserializer.deserialize_map(Object)
+    }
 }
 
 #[cfg(test)]
@@ -417,6 +491,24 @@ mod tests {
         let messages: Vec<Message> = serde_json::from_value(pi.clone()).unwrap();
         assert_eq!(messages.len(), 4);
         assert_eq!(serde_json::to_value(&messages).unwrap(), pi);
+    }
+
+    #[test]
+    fn contexts_are_objects_with_pis_keys_only() {
+        let context: Context = serde_json::from_value(json!({
+            "systemPrompt": "s", "messages": [{"role": "user", "content": "hi", "timestamp": 1}]
+        }))
+        .unwrap();
+        assert_eq!(context.messages.len(), 1);
+        let empty: Context = serde_json::from_str("{}").unwrap();
+        assert_eq!(empty, Context::default());
+        let error = serde_json::from_str::<Context>("[]").unwrap_err();
+        assert!(error.to_string().contains("a context object"), "{error}");
+        let error = serde_json::from_value::<Context>(json!({"message": []})).unwrap_err();
+        assert!(
+            error.to_string().contains("unknown field `message`"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Shared by the `reliability_*` tests: the five wire APIs, each with a model pointed at a mock
+//! Shared by the `reliability_*` tests: the SSE wire APIs, each with a model pointed at a mock
 //! server and the bytes of a short complete answer in its own format.
 
 #![allow(dead_code, unreachable_pub)]
@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 /// Generous guard against hangs; a correct run takes well under a second.
 pub const HANG_GUARD: Duration = Duration::from_secs(30);
 
-/// The secret every credential test uses.
-pub const KEY: &str = "sk-secret-0123456789abcdef";
+/// The secret every credential test uses. It is shaped like a ChatGPT OAuth token (a JWT whose
+/// claim names an account) so that openai-codex-responses takes it too.
+pub const KEY: &str = "eyJhbGciOiJub25lIn0.eyJodHRwczovL2FwaS5vcGVuYWkuY29tL2F1dGgiOnsiY2hhdGdwdF9hY2NvdW50X2lkIjoiYWNjdC1yZWxpYWJpbGl0eSJ9fQ.sk-secret-0123456789abcdef";
 
 /// One wire API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,14 +26,18 @@ pub enum Api {
     Anthropic,
     Google,
     Mistral,
+    Vertex,
+    Codex,
 }
 
-pub const ALL: [Api; 5] = [
+pub const ALL: [Api; 7] = [
     Api::Completions,
     Api::Responses,
     Api::Anthropic,
     Api::Google,
     Api::Mistral,
+    Api::Vertex,
+    Api::Codex,
 ];
 
 fn sse_event(name: Option<&str>, data: &Value) -> String {
@@ -50,7 +55,42 @@ impl Api {
             Api::Anthropic => "anthropic-messages",
             Api::Google => "google-generative-ai",
             Api::Mistral => "mistral-conversations",
+            Api::Vertex => "google-vertex",
+            Api::Codex => "openai-codex-responses",
         }
+    }
+
+    /// What a failed response with `status` and the provider message `message` reads like:
+    /// `"<status> <message>"`, except for Codex, which has pi's own wording (no status, and
+    /// its usage-limit sentence for a 429).
+    pub fn http_error(self, status: u16, message: &str) -> String {
+        match self {
+            Api::Codex if status == 429 => "You have hit your ChatGPT usage limit.".to_owned(),
+            Api::Codex => message.to_owned(),
+            _ => format!("{status} {message}"),
+        }
+    }
+
+    /// The options a request of this API needs besides the test's: a key where a loopback
+    /// server is not enough (Vertex's API-key mode, Codex's ChatGPT token) and, for Codex,
+    /// the SSE transport (unless the test names one).
+    pub fn complete_options(self, options: &StreamOptions) -> StreamOptions {
+        let mut options = options.clone();
+        match self {
+            Api::Vertex | Api::Codex if options.api_key.is_none() => {
+                options.api_key = Some(pi_agent::ai::ApiKey::new(KEY));
+            }
+            _ => {}
+        }
+        if self == Api::Codex && options.transport.is_none() {
+            options.transport = Some(pi_agent::ai::Transport::Sse);
+        }
+        options
+    }
+
+    /// The API of a model this module made.
+    pub fn of(model: &Model) -> Option<Api> {
+        ALL.into_iter().find(|api| api.id() == model.api)
     }
 
     /// A model of provider `mock` (no environment key) served by `server`.
@@ -94,7 +134,7 @@ impl Api {
                 ),
                 "data: [DONE]\n\n".to_owned(),
             ],
-            Api::Responses => vec![
+            Api::Responses | Api::Codex => vec![
                 sse_event(
                     None,
                     &json!({"type": "response.created", "response": {"id": "resp_1"}}),
@@ -134,7 +174,7 @@ impl Api {
                 ),
                 sse_event(Some("message_stop"), &json!({"type": "message_stop"})),
             ],
-            Api::Google => vec![sse_event(
+            Api::Google | Api::Vertex => vec![sse_event(
                 None,
                 &json!({"candidates": [{"content": {"parts": [{"text": "hi"}], "role": "model"},
                         "finishReason": "STOP", "index": 0}],
@@ -147,12 +187,16 @@ impl Api {
     pub fn stream_error(self, message: &str) -> String {
         match self {
             Api::Completions => sse_event(None, &json!({"error": {"message": message}})),
-            Api::Responses => sse_event(None, &json!({"type": "error", "message": message})),
+            Api::Responses | Api::Codex => {
+                sse_event(None, &json!({"type": "error", "message": message}))
+            }
             Api::Anthropic => sse_event(
                 Some("error"),
                 &json!({"type": "error", "error": {"type": "api_error", "message": message}}),
             ),
-            Api::Google => sse_event(None, &json!({"error": {"code": 400, "message": message}})),
+            Api::Google | Api::Vertex => {
+                sse_event(None, &json!({"error": {"code": 400, "message": message}}))
+            }
             Api::Mistral => sse_event(
                 None,
                 &json!({"object": "error", "message": message, "type": "invalid_request_error"}),
@@ -182,8 +226,12 @@ pub async fn run(
     model: &Model,
     options: &StreamOptions,
 ) -> (Vec<AssistantMessageEvent>, AssistantMessage) {
+    let options = match Api::of(model) {
+        Some(api) => api.complete_options(options),
+        None => options.clone(),
+    };
     let work = async {
-        let mut stream = ai::stream(model, &context(), options);
+        let mut stream = ai::stream(model, &context(), &options);
         let mut events = Vec::new();
         while let Some(event) = stream.next().await {
             events.push(event);

@@ -232,6 +232,13 @@ pub(crate) fn normalise(observation: &Value, side: Side, fixture: &Fixture, pi: 
         }),
         Side::Ours => {
             walk_objects(&mut value, &mut |object| {
+                // README "Differences": messages carry their measured `timing` (pi has none).
+                if matches!(
+                    object.get("role").and_then(Value::as_str),
+                    Some("assistant" | "toolResult")
+                ) {
+                    object.shift_remove("timing");
+                }
                 match object.get("type").and_then(Value::as_str) {
                     Some("start") if object.len() <= 2 => {
                         object.shift_remove("partial");

@@ -22,6 +22,8 @@
 //! - `GET /_mock/requests`: the JSON array of [`RecordedRequest`]s.
 //! - `GET /_mock/pending`: `{"pending":N}`.
 //! - `POST /_mock/reset`: clears the queue and the request log.
+//! - `GET` with `Upgrade: websocket`: a WebSocket (see shape 6 below); the
+//!   upgrade is recorded as `GET`, each message the client sends as `WS`.
 //! - any other method: 404 with a JSON error body (recorded).
 //!
 //! Control routes (`/_mock/…`) are never recorded.
@@ -71,6 +73,11 @@
 //!    unless `headers` sets another (e.g.
 //!    `{"content-type": "application/vnd.amazon.eventstream"}`).
 //!
+//! 6. **WebSocket** (`"ws": [...]`): answers one message on a WebSocket (the
+//!    openai-codex-responses transport); an upgrade is accepted only when such a
+//!    reply is next. See the `websocket` module for its keys (`ws_close`,
+//!    `ws_drop_after`, `ws_stall_after`, `ws_reject`, `delay_ms`).
+//!
 //! Any shape may carry `headers` (an object; values that are not strings are
 //! rendered as compact JSON) which override `Content-Type`/`Cache-Control`
 //! and are otherwise appended. `Content-Length`, `Transfer-Encoding` and
@@ -118,6 +125,7 @@ mod raw_bytes;
 pub mod reply;
 mod script;
 mod server;
+mod websocket;
 
 use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};

@@ -102,6 +102,9 @@ pub(crate) struct Ctx<'a> {
 
 /// Checks a reply without serving it.
 pub(crate) fn validate(reply: &Value) -> Result<(), String> {
+    if crate::websocket::is_ws_reply(reply) {
+        return crate::websocket::validate(reply);
+    }
     plan(
         reply,
         &Ctx {
@@ -308,6 +311,9 @@ pub(crate) fn plan(reply: &Value, ctx: &Ctx<'_>) -> Result<Plan, String> {
     let Value::Object(obj) = reply else {
         return Err(format!("a reply must be a JSON object, got {reply}"));
     };
+    if crate::websocket::is_ws_reply(reply) {
+        return Err("a WebSocket reply (`ws`) answers only WebSocket messages".into());
+    }
     for key in obj.keys() {
         if !key.starts_with('_') && !KNOWN_KEYS.contains(&key.as_str()) {
             return Err(format!("unknown key `{key}`"));

@@ -47,6 +47,9 @@ fn error_body(message: &str, kind: &str) -> Value {
 async fn handle(mut stream: TcpStream, shared: &Shared) {
     let _ = stream.set_nodelay(true);
     let plan = match http::read_request(&mut stream).await {
+        Ok(request) if crate::websocket::is_upgrade(&request) => {
+            return crate::websocket::serve(stream, request, shared).await;
+        }
         Ok(request) => route(&request, shared),
         Err(ReadError::Closed | ReadError::Io) => return,
         Err(ReadError::Malformed(msg)) => Plan::json(

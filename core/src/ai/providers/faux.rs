@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
+use serde::Deserialize;
 
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::{InputModality, Model};
@@ -72,19 +73,38 @@ impl From<AssistantMessage> for FauxResponse {
     }
 }
 
-/// Settings of a faux provider.
-#[derive(Clone, Debug)]
+/// Settings of a faux provider. The JSON form (used by the C ABI) has the names of pi's
+/// `registerFauxProvider` options: `{"api", "provider", "models": ["faux-1"],
+/// "tokensPerSecond", "tokenSize": {"min", "max"}}`; unknown keys are refused.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FauxOptions {
     /// The api id to register under (default: a fresh `faux:<n>`).
     pub api: Option<String>,
     /// The provider name on its models (default `faux`).
     pub provider: String,
-    /// Model ids to offer (default `["faux-1"]`).
+    /// Model ids to offer (default `["faux-1"]`; an empty list means the default).
+    #[serde(rename = "models")]
     pub model_ids: Vec<String>,
     /// Pace output at this many tokens per second (default: as fast as the consumer reads).
     pub tokens_per_second: Option<f64>,
     /// Delta size range in "tokens" of 4 characters (default 3..=5).
+    #[serde(deserialize_with = "token_size")]
     pub token_size: (usize, usize),
+}
+
+/// pi's `tokenSize: {min, max}`.
+fn token_size<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<(usize, usize), D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct MinMax {
+        min: usize,
+        max: usize,
+    }
+    let MinMax { min, max } = MinMax::deserialize(deserializer)?;
+    Ok((min, max))
 }
 
 impl Default for FauxOptions {
@@ -139,6 +159,10 @@ impl FauxProvider {
             .api
             .clone()
             .unwrap_or_else(|| format!("faux:{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+        let mut options = options;
+        if options.model_ids.is_empty() {
+            options.model_ids = FauxOptions::default().model_ids;
+        }
         let models = options
             .model_ids
             .iter()
@@ -270,32 +294,36 @@ impl ApiProvider for FauxApi {
         let state = Arc::clone(&self.0);
         let options = options.clone();
         let model = model.clone();
+        let span = writer.open_span();
         // A panic in this task drops the writer, which the stream reports as an error event.
-        tokio::spawn(async move {
-            let scripted = match scripted {
-                Scripted::Ready(result) => result,
-                Scripted::Pending(future) => std::panic::AssertUnwindSafe(future)
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|panic| {
-                        Err(format!(
-                            "faux response factory panicked: {}",
-                            panic_text(&*panic)
-                        ))
-                    }),
-            };
-            match scripted {
-                Ok(message) => {
-                    let usage = state.usage_estimate(&message.content, &prompt, &options);
-                    play(writer, message, &model, usage, &state.options, call).await;
+        tokio::spawn(tracing::Instrument::instrument(
+            async move {
+                let scripted = match scripted {
+                    Scripted::Ready(result) => result,
+                    Scripted::Pending(future) => std::panic::AssertUnwindSafe(future)
+                        .catch_unwind()
+                        .await
+                        .unwrap_or_else(|panic| {
+                            Err(format!(
+                                "faux response factory panicked: {}",
+                                panic_text(&*panic)
+                            ))
+                        }),
+                };
+                match scripted {
+                    Ok(message) => {
+                        let usage = state.usage_estimate(&message.content, &prompt, &options);
+                        play(writer, message, &model, usage, &state.options, call).await;
+                    }
+                    Err(error) => {
+                        // pi estimates the usage of the failure message too.
+                        writer.message_mut().usage = state.usage_estimate(&[], &prompt, &options);
+                        writer.fail(error).await;
+                    }
                 }
-                Err(error) => {
-                    // pi estimates the usage of the failure message too.
-                    writer.message_mut().usage = state.usage_estimate(&[], &prompt, &options);
-                    writer.fail(error).await;
-                }
-            }
-        });
+            },
+            span,
+        ));
         stream
     }
 }

@@ -35,9 +35,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents};
-pub(crate) use self::retry::{error_body_text, send_once};
+pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents, read_error_body};
+pub(crate) use self::limits::Limits;
+pub(crate) use self::retry::{RetryPolicy, error_body_text, send_once, send_with_policy};
 pub(crate) use self::retry::{send, send_formatted};
+
+/// Idle connections kept per host between requests.
+const MAX_IDLE_PER_HOST: usize = 32;
 
 /// The process-wide client: connections are pooled across requests and providers. Redirects
 /// are followed by [`send`], which drops credentials on a change of origin; the client itself
@@ -46,6 +50,10 @@ pub(crate) fn client() -> &'static reqwest::Client {
     static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
         reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
+            // Bounded idle pool: a burst of thousands of streams to one host must not leave
+            // thousands of idle sockets (and their buffers) behind it.
+            .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
+            .pool_idle_timeout(Duration::from_secs(30))
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_else(|_| reqwest::Client::new())

@@ -8,7 +8,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Map, Value, json};
 
 use super::http;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -43,10 +43,7 @@ impl ApiProvider for MistralProvider {
         if !http::has_runtime() {
             return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
         }
-        let api_key = options
-            .api_key
-            .clone()
-            .filter(|key| !key.is_empty())
+        let api_key = request_key(options)
             .or_else(|| get_env_api_key_for_url(&model.provider, &model.base_url));
         if api_key.is_none() && !http::is_loopback(&model.base_url) {
             return AssistantMessageEventStream::failed(

@@ -16,10 +16,16 @@ use super::registry::ApiProvider;
 
 pub(crate) mod anthropic;
 pub(crate) mod bedrock;
+pub(crate) mod cloudflare;
+pub(crate) mod copilot;
+pub(crate) mod environment;
 pub mod faux;
 pub(crate) mod google;
+pub(crate) mod google_vertex;
 pub(crate) mod http;
+pub(crate) mod lenient;
 pub(crate) mod mistral;
+pub(crate) mod openai_codex;
 pub(crate) mod openai_completions;
 pub(crate) mod openai_responses;
 
@@ -29,7 +35,14 @@ pub use bedrock::BedrockProvider;
 /// and an encoder for tests and mock servers.
 pub use bedrock::eventstream;
 pub use google::GoogleProvider;
+pub use google_vertex::GoogleVertexProvider;
 pub use mistral::MistralProvider;
+pub use openai_codex::{
+    OpenAICodexResponsesProvider, OpenAICodexWebSocketStats,
+    close_websocket_sessions as close_openai_codex_websocket_sessions,
+    reset_websocket_stats as reset_openai_codex_websocket_stats,
+    websocket_stats as openai_codex_websocket_stats,
+};
 pub use openai_completions::OpenAICompletionsProvider;
 pub use openai_responses::OpenAIResponsesProvider;
 pub use openai_responses::azure::AzureOpenAIResponsesProvider;
@@ -44,5 +57,7 @@ pub(crate) fn builtins() -> Vec<Arc<dyn ApiProvider>> {
         Arc::new(mistral::MistralProvider),
         Arc::new(google::GoogleProvider),
         Arc::new(bedrock::BedrockProvider::default()),
+        Arc::new(google_vertex::GoogleVertexProvider::default()),
+        Arc::new(openai_codex::OpenAICodexResponsesProvider),
     ]
 }

@@ -3,7 +3,7 @@
 
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
-use crate::ai::types::{Message, UserContent, UserMessageContent};
+use crate::ai::types::Message;
 
 /// The `anthropic-version` header every request carries.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -184,45 +184,17 @@ pub(crate) fn build_headers(inputs: &HeaderInputs<'_>) -> HeaderList {
     }
     headers.extend(inputs.model.headers.iter().flatten());
     if inputs.mode == AuthMode::Copilot {
-        let initiator = match inputs.messages.last() {
-            Some(Message::User(_)) | None => "user",
-            Some(_) => "agent",
-        };
-        headers.set("X-Initiator", initiator);
-        headers.set("Openai-Intent", "conversation-edits");
-        if has_image_input(inputs.messages) {
-            headers.set("Copilot-Vision-Request", "true");
+        for (name, value) in super::super::copilot::dynamic_headers(inputs.messages) {
+            headers.set(name, value);
         }
     }
     headers.extend(inputs.options.headers.iter());
     headers
 }
 
-/// Whether any user message or tool result carries an image (Copilot wants to know).
-fn has_image_input(messages: &[Message]) -> bool {
-    let has_image = |blocks: &[UserContent]| {
-        blocks
-            .iter()
-            .any(|block| matches!(block, UserContent::Image(_)))
-    };
-    messages.iter().any(|message| match message {
-        Message::User(user) => match &user.content {
-            UserMessageContent::Blocks(blocks) => has_image(blocks),
-            UserMessageContent::Text(_) => false,
-        },
-        Message::ToolResult(result) => has_image(&result.content),
-        Message::Assistant(_) => false,
-    })
-}
-
 /// Replaces `{VAR}` placeholders in a Cloudflare gateway base URL from the environment (pi's
 /// `resolveCloudflareBaseUrl`).
-pub(crate) fn resolve_base_url(model: &Model) -> Result<String, String> {
-    if model.provider != "cloudflare-ai-gateway" {
-        return Ok(model.base_url.clone());
-    }
-    super::super::http::expand_env_placeholders(&model.base_url, &model.provider)
-}
+pub(crate) use super::super::cloudflare::resolve_base_url;
 
 pub(crate) use super::super::http::is_loopback;
 

@@ -16,7 +16,7 @@ use self::compat::Compat;
 use self::request::{BodyInputs, supports_adaptive_thinking};
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use super::http;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -66,11 +66,8 @@ impl ApiProvider for AnthropicProvider {
             Ok(url) => url,
             Err(message) => return failed(message),
         };
-        let key = options
-            .api_key
-            .clone()
-            .filter(|key| !key.is_empty())
-            .or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
+        let key =
+            request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
         if key.is_none() && !auth::is_loopback(&base_url) {
             return failed(missing_key_message_for_url(&model.provider, &base_url));
         }

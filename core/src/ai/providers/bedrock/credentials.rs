@@ -13,7 +13,6 @@
 //! container and instance metadata) and `credential_process` are not supported; a profile that
 //! uses one is named in the error with the way out.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use thiserror::Error;
@@ -21,39 +20,7 @@ use thiserror::Error;
 use super::profile_file::{Profile, load_profile};
 use crate::ai::options::ApiKey;
 
-/// Where AWS variables (and `HOME`, for the shared files) are read from.
-#[derive(Clone, Default)]
-pub(crate) enum Environment {
-    /// The process environment.
-    #[default]
-    Process,
-    /// A fixed set of variables, in place of the process environment.
-    Fixed(BTreeMap<String, String>),
-}
-
-impl Environment {
-    /// The value of `name` when it is set and not empty.
-    pub(crate) fn var(&self, name: &str) -> Option<String> {
-        match self {
-            Self::Process => std::env::var(name).ok(),
-            Self::Fixed(vars) => vars.get(name).cloned(),
-        }
-        .filter(|value| !value.is_empty())
-    }
-}
-
-impl fmt::Debug for Environment {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Process => f.write_str("Environment::Process"),
-            // Values may be secrets: only the names are shown.
-            Self::Fixed(vars) => f
-                .debug_tuple("Environment::Fixed")
-                .field(&vars.keys().collect::<Vec<_>>())
-                .finish(),
-        }
-    }
-}
+pub(crate) use crate::ai::providers::environment::Environment;
 
 /// AWS credentials for SigV4. `Debug` shows the access key id only.
 #[derive(Clone, PartialEq, Eq)]

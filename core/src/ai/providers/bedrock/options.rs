@@ -7,7 +7,7 @@ use crate::ai::options::{ApiKey, StreamOptions, ThinkingBudgets, ThinkingLevel};
 
 /// The value `getEnvApiKey("amazon-bedrock")` returns when ambient AWS credentials exist; it is
 /// a marker, never a key.
-pub(crate) const AUTHENTICATED_MARKER: &str = "<authenticated>";
+pub(crate) use crate::ai::env_keys::AUTHENTICATED as AUTHENTICATED_MARKER;
 
 /// What a Bedrock request may set beyond the shared options.
 #[derive(Clone, Debug, Default, PartialEq)]

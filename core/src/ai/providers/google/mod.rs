@@ -31,7 +31,7 @@ use reqwest::header::CONTENT_TYPE;
 
 use self::response::ChunkState;
 use super::http;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -109,11 +109,8 @@ impl ApiProvider for GoogleProvider {
         } else {
             &model.base_url
         };
-        let api_key = options
-            .api_key
-            .clone()
-            .filter(|key| !key.is_empty())
-            .or_else(|| get_env_api_key_for_url(&model.provider, base_url));
+        let api_key =
+            request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, base_url));
         if api_key.is_none() && !headers_authenticate && !http::is_loopback(base_url) {
             let reason = if options.is_aborted() {
                 StopReason::Aborted

@@ -36,8 +36,36 @@ pub(crate) const SCHEMA_META_KEYS: [&str; 8] = [
     "definitions",
 ];
 
+/// Which of pi's two Gemini providers a request follows. They send the same body, except for
+/// how thinking is switched off and how a reasoning level becomes a budget or level (pi's
+/// Vertex provider has no Gemma 4 case and no Gemini 2.5 Flash-Lite budget row).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Variant {
+    /// `google-generative-ai` (pi's `google.ts`).
+    Gemini,
+    /// `google-vertex` (pi's `google-vertex.ts`).
+    Vertex,
+}
+
+impl Variant {
+    /// Gemma 4 gets thinking levels (Gemini API only).
+    fn gemma4_levels(self, id: &str) -> bool {
+        self == Variant::Gemini && is_gemma4(id)
+    }
+}
+
 /// The JSON body for `POST …/models/{id}:streamGenerateContent?alt=sse`.
 pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
+    build_body_for(Variant::Gemini, model, context, options)
+}
+
+/// [`build_body`] for either provider.
+pub(crate) fn build_body_for(
+    variant: Variant,
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Value {
     let mut body = Map::new();
     body.insert(
         "contents".into(),
@@ -67,7 +95,7 @@ pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptio
     if let Some(max_tokens) = options.max_tokens {
         generation.insert("maxOutputTokens".into(), json!(max_tokens));
     }
-    if let Some(thinking) = thinking_config(model, options.thinking.as_ref()) {
+    if let Some(thinking) = thinking_config(variant, model, options.thinking.as_ref()) {
         generation.insert("thinkingConfig".into(), thinking);
     }
     // pi's SDK call always carries a config, even an empty one.
@@ -221,10 +249,14 @@ pub(crate) fn is_valid_thought_signature(signature: &str) -> bool {
 ///   `includeThoughts`;
 /// - no `thinking` (plain `stream`), or a model that does not reason: nothing, so the
 ///   provider's default applies (Gemini 2.5 thinks by default).
-pub(crate) fn thinking_config(model: &Model, thinking: Option<&GoogleThinking>) -> Option<Value> {
+pub(crate) fn thinking_config(
+    variant: Variant,
+    model: &Model,
+    thinking: Option<&GoogleThinking>,
+) -> Option<Value> {
     let thinking = thinking.filter(|_| model.reasoning)?;
     if !thinking.enabled {
-        return Some(disabled_thinking_config(&model.id));
+        return Some(disabled_thinking_config(variant, &model.id));
     }
     let mut config = Map::new();
     config.insert("includeThoughts".into(), json!(true));
@@ -238,8 +270,19 @@ pub(crate) fn thinking_config(model: &Model, thinking: Option<&GoogleThinking>) 
 
 /// pi's `streamSimpleGoogle`: the reasoning level becomes `thinking` (see [`simple_thinking`]).
 pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
+    simple_options_for(Variant::Gemini, model, options)
+}
+
+/// [`simple_options`] for either provider (pi's `streamSimpleGoogle` /
+/// `streamSimpleGoogleVertex`).
+pub(crate) fn simple_options_for(
+    variant: Variant,
+    model: &Model,
+    options: &StreamOptions,
+) -> StreamOptions {
     let mut simple = crate::ai::simple_options::base_options(model, options);
     simple.thinking = Some(simple_thinking(
+        variant,
         model,
         options.reasoning,
         options.thinking_budgets.as_ref(),
@@ -252,6 +295,7 @@ pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOp
 /// `thinkingLevel` (Gemini 3, Gemma 4) or as a token budget (custom budgets win over the
 /// per-model table).
 pub(crate) fn simple_thinking(
+    variant: Variant,
     model: &Model,
     reasoning: Option<ThinkingLevel>,
     budgets: Option<&crate::ai::options::ThinkingBudgets>,
@@ -267,17 +311,17 @@ pub(crate) fn simple_thinking(
         other => other.thinking_level().unwrap_or(ThinkingLevel::High),
     };
     let id = model.id.as_str();
-    if is_gemini3_pro(id) || is_gemini3_flash(id) || is_gemma4(id) {
+    if is_gemini3_pro(id) || is_gemini3_flash(id) || variant.gemma4_levels(id) {
         GoogleThinking {
             enabled: true,
-            level: Some(thinking_level(effort, id).to_owned()),
+            level: Some(thinking_level(variant, effort, id).to_owned()),
             budget_tokens: None,
         }
     } else {
         let budget = budgets
             .and_then(|budgets| budgets.get(effort))
             .and_then(|b| i64::try_from(b).ok())
-            .unwrap_or_else(|| thinking_budget(effort, id));
+            .unwrap_or_else(|| thinking_budget(variant, effort, id));
         GoogleThinking {
             enabled: true,
             level: None,
@@ -286,10 +330,10 @@ pub(crate) fn simple_thinking(
     }
 }
 
-fn disabled_thinking_config(id: &str) -> Value {
+fn disabled_thinking_config(variant: Variant, id: &str) -> Value {
     if is_gemini3_pro(id) {
         json!({"thinkingLevel": "LOW"})
-    } else if is_gemini3_flash(id) || is_gemma4(id) {
+    } else if is_gemini3_flash(id) || variant.gemma4_levels(id) {
         json!({"thinkingLevel": "MINIMAL"})
     } else {
         json!({"thinkingBudget": 0})
@@ -297,7 +341,7 @@ fn disabled_thinking_config(id: &str) -> Value {
 }
 
 /// pi's `getThinkingLevel` (`xhigh` counts as `high`).
-fn thinking_level(effort: ThinkingLevel, id: &str) -> &'static str {
+fn thinking_level(variant: Variant, effort: ThinkingLevel, id: &str) -> &'static str {
     use ThinkingLevel::{High, Low, Medium, Minimal, Xhigh};
     if is_gemini3_pro(id) {
         return match effort {
@@ -305,7 +349,7 @@ fn thinking_level(effort: ThinkingLevel, id: &str) -> &'static str {
             Medium | High | Xhigh => "HIGH",
         };
     }
-    if is_gemma4(id) {
+    if variant.gemma4_levels(id) {
         return match effort {
             Minimal | Low => "MINIMAL",
             Medium | High | Xhigh => "HIGH",
@@ -320,10 +364,11 @@ fn thinking_level(effort: ThinkingLevel, id: &str) -> &'static str {
 }
 
 /// pi's `getGoogleBudget` table (`xhigh` counts as `high`; `-1` lets the model decide).
-pub(crate) fn thinking_budget(effort: ThinkingLevel, id: &str) -> i64 {
+/// Vertex has no 2.5 Flash-Lite row: those models take the 2.5 Flash budgets.
+pub(crate) fn thinking_budget(variant: Variant, effort: ThinkingLevel, id: &str) -> i64 {
     let table: [i64; 4] = if id.contains("2.5-pro") {
         [128, 2048, 8192, 32768]
-    } else if id.contains("2.5-flash-lite") {
+    } else if variant == Variant::Gemini && id.contains("2.5-flash-lite") {
         [512, 2048, 8192, 24576]
     } else if id.contains("2.5-flash") {
         [128, 2048, 8192, 24576]
@@ -734,6 +779,35 @@ mod tests {
     }
 
     #[test]
+    fn vertex_thinking_has_no_gemma4_case_and_no_flash_lite_row() {
+        let config = |id: &str, level: Option<ThinkingLevel>| {
+            let model = gemini(id);
+            let thinking = simple_thinking(Variant::Vertex, &model, level, None);
+            thinking_config(Variant::Vertex, &model, Some(&thinking))
+        };
+        assert_eq!(
+            config("gemma-4-31b-it", None),
+            Some(json!({"thinkingBudget": 0}))
+        );
+        assert_eq!(
+            config("gemma-4-31b-it", Some(ThinkingLevel::Low)),
+            Some(json!({"includeThoughts": true, "thinkingBudget": -1}))
+        );
+        assert_eq!(
+            config("gemini-2.5-flash-lite", Some(ThinkingLevel::Minimal)),
+            Some(json!({"includeThoughts": true, "thinkingBudget": 128}))
+        );
+        assert_eq!(
+            config("gemini-3-pro-preview", None),
+            Some(json!({"thinkingLevel": "LOW"}))
+        );
+        assert_eq!(
+            config("gemini-3-flash-preview", Some(ThinkingLevel::Medium)),
+            Some(json!({"includeThoughts": true, "thinkingLevel": "MEDIUM"}))
+        );
+    }
+
+    #[test]
     fn thinking_configs_like_pi() {
         let cases = [
             ("gemini-2.5-pro", None, json!({"thinkingBudget": 0})),
@@ -786,27 +860,38 @@ mod tests {
         ];
         for (id, level, expected) in cases {
             let model = gemini(id);
-            let thinking = simple_thinking(&model, level, None);
+            let thinking = simple_thinking(Variant::Gemini, &model, level, None);
             assert_eq!(
-                thinking_config(&model, Some(&thinking)),
+                thinking_config(Variant::Gemini, &model, Some(&thinking)),
                 Some(expected),
                 "{id} {level:?}"
             );
         }
         let mut plain = gemini("gemini-2.0-flash");
         plain.reasoning = false;
-        let thinking = simple_thinking(&plain, Some(ThinkingLevel::High), None);
-        assert_eq!(thinking_config(&plain, Some(&thinking)), None);
+        let thinking = simple_thinking(Variant::Gemini, &plain, Some(ThinkingLevel::High), None);
+        assert_eq!(
+            thinking_config(Variant::Gemini, &plain, Some(&thinking)),
+            None
+        );
         // Plain `stream` without `thinking` leaves the provider's default alone.
-        assert_eq!(thinking_config(&gemini("gemini-2.5-pro"), None), None);
+        assert_eq!(
+            thinking_config(Variant::Gemini, &gemini("gemini-2.5-pro"), None),
+            None
+        );
         let custom = crate::ai::options::ThinkingBudgets {
             low: Some(777),
             ..Default::default()
         };
         let model = gemini("gemini-2.5-flash");
-        let thinking = simple_thinking(&model, Some(ThinkingLevel::Low), Some(&custom));
+        let thinking = simple_thinking(
+            Variant::Gemini,
+            &model,
+            Some(ThinkingLevel::Low),
+            Some(&custom),
+        );
         assert_eq!(
-            thinking_config(&model, Some(&thinking)),
+            thinking_config(Variant::Gemini, &model, Some(&thinking)),
             Some(json!({"includeThoughts": true, "thinkingBudget": 777}))
         );
     }

@@ -137,9 +137,31 @@ fn parse_http_date(text: &str) -> Option<u64> {
     Some(days * 86_400 + hour * 3_600 + minute * 60 + second)
 }
 
-/// Exponential backoff (0.5 s, 1 s, 2 s, ...) with jitter, capped.
-fn backoff(attempt: u32, cap: Duration) -> Duration {
-    let base = Duration::from_millis(500).saturating_mul(1 << attempt.min(16));
+/// Which failed responses a provider retries, how often and how long it waits when the server
+/// names no delay. Connection failures are always retried; a server's `Retry-After` always
+/// wins over the backoff, within `max_retry_delay_ms`.
+#[derive(Clone, Copy)]
+pub(crate) struct RetryPolicy<'a> {
+    /// Retries when the options set no `max_retries`.
+    pub default_max_retries: u32,
+    /// Whether a failed response (status, headers, body) is worth another attempt.
+    pub retryable: &'a (dyn Fn(u16, &HeaderMap, &str) -> bool + Send + Sync),
+    /// The first backoff delay; each retry doubles it (with jitter).
+    pub base_delay: Duration,
+}
+
+impl RetryPolicy<'static> {
+    /// The shared policy: [`is_retryable_status`], [`DEFAULT_MAX_RETRIES`], 0.5 s doubling.
+    pub(crate) const DEFAULT: RetryPolicy<'static> = RetryPolicy {
+        default_max_retries: DEFAULT_MAX_RETRIES,
+        retryable: &|status, _, _| is_retryable_status(status),
+        base_delay: Duration::from_millis(500),
+    };
+}
+
+/// Exponential backoff (0.5 s, 1 s, 2 s, ... for a 0.5 s base) with jitter, capped.
+fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
+    let base = base.saturating_mul(1 << attempt.min(16));
     // Jitter in [0.5, 1.0) without a random-number dependency: the clock's low bits are enough
     // to spread clients apart.
     let nanos = SystemTime::now()
@@ -238,22 +260,50 @@ pub(crate) async fn send_formatted(
     model: &Model,
     format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
 ) -> Result<reqwest::Response, String> {
+    send_with_policy(
+        writer,
+        build,
+        options,
+        model,
+        format_error,
+        RetryPolicy::DEFAULT,
+    )
+    .await
+}
+
+/// [`send_formatted`] with a provider's own retry rules (openai-codex-responses has pi's).
+pub(crate) async fn send_with_policy(
+    writer: &mut StreamWriter,
+    build: impl Fn() -> reqwest::RequestBuilder,
+    options: &StreamOptions,
+    model: &Model,
+    format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
+    policy: RetryPolicy<'_>,
+) -> Result<reqwest::Response, String> {
     check_headers(model, options)?;
     let request = build().build().map_err(|error| build_error(&error))?;
     let redactor = redactor_for(&request, model, options);
     writer.hide_secrets(redactor.clone());
     let mut diagnostics = Vec::new();
-    let result = attempts(
+    // Boxed: the request phase (retries, redirects, the HTTP client's own futures) is several
+    // KiB of state that is dead once the body streams; inline it would stay in every stream's
+    // task for the whole response.
+    let result = Box::pin(attempts(
         request,
         options,
         model,
         &mut diagnostics,
         &redactor,
         format_error,
-    )
+        policy,
+    ))
     .await;
     if !diagnostics.is_empty() {
-        writer.message_mut().diagnostics = Some(diagnostics);
+        writer
+            .message_mut()
+            .diagnostics
+            .get_or_insert_default()
+            .extend(diagnostics);
     }
     result
 }
@@ -274,7 +324,8 @@ pub(crate) async fn send_once(
         }
     }
     writer.hide_secrets(redactor);
-    execute_within(request, &Limits::new(options))
+    // Boxed for the reason given in `send_formatted`.
+    Box::pin(execute_within(request, &Limits::new(options)))
         .await
         .map_err(Failure::into_message)
 }
@@ -317,20 +368,52 @@ async fn attempts(
     diagnostics: &mut Vec<Value>,
     redactor: &Redactor,
     format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
+    policy: RetryPolicy<'_>,
 ) -> Result<reqwest::Response, String> {
     let limits = Limits::new(options);
-    let max_retries = options.max_retries.unwrap_or(DEFAULT_MAX_RETRIES);
+    let max_retries = options.max_retries.unwrap_or(policy.default_max_retries);
     let cap = Duration::from_millis(
         options
             .max_retry_delay_ms
             .unwrap_or(DEFAULT_MAX_RETRY_DELAY_MS),
     );
     let mut attempt = 0;
+    if let Some(host) = request.url().host_str() {
+        tracing::Span::current().record("server.address", host);
+    }
+    tracing::debug!(
+        target: "pi_agent::http",
+        method = %request.method(),
+        "server.address" = request.url().host_str().unwrap_or(""),
+        "url.path" = request.url().path(),
+        body_bytes = request.body().and_then(|body| body.as_bytes()).map_or(0, <[u8]>::len),
+        "sending request"
+    );
     loop {
         let Some(this_attempt) = request.try_clone() else {
             return Err("Could not send the request: its body cannot be sent twice".to_owned());
         };
+        let started = std::time::Instant::now();
         let sent = execute_within(this_attempt, &limits).await;
+        match &sent {
+            Ok(response) => {
+                tracing::Span::current()
+                    .record("http.response.status_code", response.status().as_u16());
+                tracing::debug!(
+                    target: "pi_agent::http",
+                    attempt = attempt + 1,
+                    "http.response.status_code" = response.status().as_u16(),
+                    elapsed_ms = started.elapsed().as_millis() as u64,
+                    "response headers"
+                );
+            }
+            Err(_) => tracing::debug!(
+                target: "pi_agent::http",
+                attempt = attempt + 1,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "request failed before a response"
+            ),
+        }
         let (error, status, hint) = match sent {
             Ok(response) => {
                 let status = response.status();
@@ -355,7 +438,7 @@ async fn attempts(
                     error.push_str(&format!(" ({cut})"));
                 }
                 let error = redactor.redact(&error);
-                if !is_retryable_status(status.as_u16()) {
+                if !(policy.retryable)(status.as_u16(), &headers, &body) {
                     return Err(error);
                 }
                 (error, Some(status.as_u16()), hint)
@@ -375,8 +458,19 @@ async fn attempts(
                 cap.as_millis()
             ));
         }
-        let delay = hint.map_or_else(|| backoff(attempt, cap), |hint| hint.delay);
+        let delay = hint.map_or_else(
+            || backoff(attempt, policy.base_delay, cap),
+            |hint| hint.delay,
+        );
         attempt += 1;
+        tracing::warn!(
+            target: "pi_agent::retry",
+            attempt,
+            delay_ms = delay.as_millis() as u64,
+            "http.response.status_code" = status,
+            error = %error,
+            "retrying the request"
+        );
         diagnostics.push(json!({
             "type": "retry",
             "timestamp": now_ms(),

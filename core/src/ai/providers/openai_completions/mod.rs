@@ -10,11 +10,12 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
 use self::compat::Compat;
 use self::response::ChunkState;
-use super::http;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url};
+use super::openai_responses::Headers;
+use super::{cloudflare, copilot, http};
+use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
-use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::options::StreamOptions;
 use crate::ai::registry::ApiProvider;
 use crate::ai::types::{Context, StopReason};
 
@@ -33,7 +34,7 @@ pub struct OpenAICompletionsProvider;
 struct PreparedRequest {
     url: String,
     body: Vec<u8>,
-    api_key: Option<ApiKey>,
+    /// Authentication included.
     headers: Vec<(String, String)>,
     options: StreamOptions,
 }
@@ -52,22 +53,22 @@ impl ApiProvider for OpenAICompletionsProvider {
         if !http::has_runtime() {
             return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
         }
-        let api_key = options
-            .api_key
-            .clone()
-            .filter(|key| !key.is_empty())
-            .or_else(|| get_env_api_key_for_url(&model.provider, &model.base_url));
-        if api_key.is_none() && !http::is_loopback(&model.base_url) {
+        let failed = |message: String| {
             let reason = if options.is_aborted() {
                 StopReason::Aborted
             } else {
                 StopReason::Error
             };
-            return AssistantMessageEventStream::failed(
-                model,
-                reason,
-                missing_key_message_for_url(&model.provider, &model.base_url),
-            );
+            AssistantMessageEventStream::failed(model, reason, message)
+        };
+        let base_url = match cloudflare::resolve_base_url(model) {
+            Ok(url) => url,
+            Err(message) => return failed(message),
+        };
+        let api_key =
+            request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
+        if api_key.is_none() && !http::is_loopback(&base_url) {
+            return failed(missing_key_message_for_url(&model.provider, &base_url));
         }
         let compat = Compat::for_model(model);
         let mut body = request::build_body(model, context, options, &compat);
@@ -76,23 +77,43 @@ impl ApiProvider for OpenAICompletionsProvider {
         {
             body = replacement;
         }
-        let mut headers: Vec<(String, String)> = model
-            .headers
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        headers.extend(request::session_headers(options, &compat));
-        headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // pi's order: the SDK's `Authorization`, then the model's headers, Copilot's
+        // per-request headers, the session-affinity headers and the caller's, each replacing
+        // the same name. Cloudflare's gateway takes the key in its own header (set last), and
+        // `Authorization` only if the caller set one (an upstream key for bring-your-own-key
+        // routes).
+        let gateway = cloudflare::is_gateway(&model.provider);
+        let mut headers = Headers::default();
+        if let Some(key) = api_key.as_ref().filter(|_| !gateway) {
+            headers.set("Authorization", format!("Bearer {}", key.expose()));
+        }
+        headers.extend(model.headers.iter().flatten());
+        if model.provider == copilot::PROVIDER {
+            for (name, value) in copilot::dynamic_headers(&context.messages) {
+                headers.set(name, value);
+            }
+        }
+        for (name, value) in request::session_headers(options, &compat) {
+            headers.set(name, value);
+        }
+        headers.extend(&options.headers);
+        if let Some(key) = api_key.as_ref().filter(|_| gateway) {
+            headers.set(
+                cloudflare::GATEWAY_AUTH_HEADER,
+                format!("Bearer {}", key.expose()),
+            );
+        }
         let prepared = PreparedRequest {
-            url: format!("{}/chat/completions", model.base_url.trim_end_matches('/')),
+            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
             body: serde_json::to_vec(&body).unwrap_or_default(),
-            api_key,
-            headers,
+            headers: headers.0,
             options: options.clone(),
         };
         let (writer, stream) = channel(model, options.signal.clone());
         let model = model.clone();
+        // Boxed, like the request phase in `run`: a stream's task keeps only what the body
+        // needs while it streams (thousands of streams at once stay small).
+        let prepared = Box::new(prepared);
         tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
         stream
     }
@@ -113,32 +134,36 @@ impl ApiProvider for OpenAICompletionsProvider {
 async fn run(
     writer: &mut StreamWriter,
     model: &Model,
-    request: PreparedRequest,
+    request: Box<PreparedRequest>,
 ) -> Result<(), String> {
+    // The request phase (the prepared request, retries, the client's futures) is freed once
+    // the response head has arrived.
+    let events = Box::pin(send(writer, model, request)).await?;
+    writer.start().await;
+    // As pi: blocks stay open until the end of the stream, and an abort ends them first.
+    writer.end_blocks_on_abort();
+    read_stream(writer, model, events).await
+}
+
+/// Sends the request (with retries) and opens its event stream.
+async fn send(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: Box<PreparedRequest>,
+) -> Result<http::SseEvents, String> {
     let build = || {
         let mut builder = http::client()
             .post(&request.url)
             .header(CONTENT_TYPE, "application/json")
             // What pi's OpenAI SDK sends, though the answer is a stream.
             .header(ACCEPT, "application/json");
-        if let Some(key) = &request.api_key {
-            builder = builder.bearer_auth(key.expose());
-        }
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }
         builder.body(request.body.clone())
     };
     let response = http::send(writer, build, &request.options, model).await?;
-    writer.start().await;
-    // As pi: blocks stay open until the end of the stream, and an abort ends them first.
-    writer.end_blocks_on_abort();
-    read_stream(
-        writer,
-        model,
-        http::SseEvents::new(response, &request.options),
-    )
-    .await
+    Ok(http::SseEvents::new(response, &request.options))
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).

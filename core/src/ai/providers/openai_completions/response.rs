@@ -4,12 +4,14 @@
 //! block per stream `index`; text arriving after a tool call goes on in the same text block, and
 //! every block is closed at the end of the stream in content order.
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::request::REASONING_FIELDS;
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::partial_json::PartialJsonParser;
+use crate::ai::providers::lenient::{Array, Object, Str, U64};
 use crate::ai::types::{StopReason, Usage};
 
 /// One tool call being streamed.
@@ -96,6 +98,81 @@ pub(super) fn parse_chunk(data: &str) -> Result<Value, String> {
     }
 }
 
+/// The parts of a `chat.completion.chunk` the stream reads, borrowed from the SSE data (see
+/// [`lenient`](crate::ai::providers::lenient): a field of another type reads as absent).
+#[derive(Debug, Default, Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    id: Str<'a>,
+    #[serde(default, borrow)]
+    model: Str<'a>,
+    #[serde(default, borrow)]
+    choices: Array<Object<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    finish_reason: Str<'a>,
+    #[serde(default, borrow)]
+    delta: Object<Delta<'a>>,
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Str<'a>,
+    #[serde(default, borrow)]
+    reasoning_content: Str<'a>,
+    #[serde(default, borrow)]
+    reasoning: Str<'a>,
+    #[serde(default, borrow)]
+    reasoning_text: Str<'a>,
+    #[serde(default, borrow)]
+    tool_calls: Array<Object<ToolCallDelta<'a>>>,
+    #[serde(default)]
+    reasoning_details: Option<Value>,
+}
+
+impl Delta<'_> {
+    /// The reasoning text and the field it came in, in [`REASONING_FIELDS`] order.
+    fn reasoning(&self) -> Option<(&'static str, &str)> {
+        let fields = [
+            &self.reasoning_content,
+            &self.reasoning,
+            &self.reasoning_text,
+        ];
+        REASONING_FIELDS
+            .into_iter()
+            .zip(fields)
+            .find_map(|(name, field)| field.get().filter(|t| !t.is_empty()).map(|t| (name, t)))
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ToolCallDelta<'a> {
+    #[serde(default)]
+    index: U64,
+    #[serde(default, borrow)]
+    id: Str<'a>,
+    #[serde(default, borrow)]
+    function: Object<FunctionDelta<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Str<'a>,
+    #[serde(default, borrow)]
+    arguments: Str<'a>,
+}
+
 impl ChunkState {
     /// Applies one SSE `data` payload.
     pub(super) async fn handle(
@@ -108,11 +185,20 @@ impl ChunkState {
             self.done_seen = true;
             return Ok(());
         }
-        let chunk = parse_chunk(data)?;
-        let Some(object) = chunk.as_object() else {
+        // The typed read borrows from `data`; input it refuses (a duplicated key, raw control
+        // characters) goes through the forgiving `Value` parse and is read the same way.
+        let value;
+        let chunk = match serde_json::from_str::<Object<Chunk<'_>>>(data) {
+            Ok(chunk) => chunk,
+            Err(_) => {
+                value = parse_chunk(data)?;
+                Object::<Chunk<'_>>::deserialize(&value).unwrap_or_default()
+            }
+        };
+        let Some(chunk) = chunk.0 else {
             return Ok(());
         };
-        if let Some(error) = object.get("error").filter(|e| !e.is_null()) {
+        if let Some(error) = &chunk.error {
             let message = error
                 .get("message")
                 .and_then(Value::as_str)
@@ -121,24 +207,26 @@ impl ChunkState {
             return Err(message);
         }
         if writer.message().response_id.is_none()
-            && let Some(id) = object.get("id").and_then(Value::as_str)
+            && let Some(id) = chunk.id.get()
         {
             writer.message_mut().response_id = Some(id.to_owned());
         }
         if writer.message().response_model.is_none()
-            && let Some(name) = object.get("model").and_then(Value::as_str)
+            && let Some(name) = chunk.model.get()
             && !name.is_empty()
             && name != model.id
         {
             writer.message_mut().response_model = Some(name.to_owned());
         }
-        let choice = object
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|choices| choices.first());
-        let usage = object.get("usage").filter(|u| u.is_object()).or_else(|| {
+        let empty = Choice::default();
+        let choice = chunk
+            .choices
+            .items()
+            .first()
+            .map(|choice| choice.0.as_ref().unwrap_or(&empty));
+        let usage = chunk.usage.as_ref().filter(|u| u.is_object()).or_else(|| {
             choice
-                .and_then(|c| c.get("usage"))
+                .and_then(|c| c.usage.as_ref())
                 .filter(|u| u.is_object())
         });
         if let Some(usage) = usage {
@@ -147,42 +235,31 @@ impl ChunkState {
         let Some(choice) = choice else {
             return Ok(());
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        if let Some(reason) = choice.finish_reason.get() {
             self.finish_seen = true;
             let (stop_reason, error_message) = map_finish_reason(reason);
             let message = writer.message_mut();
             message.stop_reason = stop_reason;
             message.error_message = error_message;
         }
-        let Some(delta) = choice.get("delta").filter(|d| d.is_object()) else {
+        let Some(delta) = &choice.delta.0 else {
             return Ok(());
         };
-        for field in REASONING_FIELDS {
-            if let Some(text) = delta
-                .get(field)
-                .and_then(Value::as_str)
-                .filter(|t| !t.is_empty())
-            {
-                let index = match self.thinking {
-                    Some(index) => index,
-                    None => {
-                        let index = writer.thinking_start().await;
-                        if let Some(block) = writer.thinking_block_mut(index) {
-                            block.thinking_signature = Some(field.to_owned());
-                        }
-                        self.thinking = Some(index);
-                        index
+        if let Some((field, text)) = delta.reasoning() {
+            let index = match self.thinking {
+                Some(index) => index,
+                None => {
+                    let index = writer.thinking_start().await;
+                    if let Some(block) = writer.thinking_block_mut(index) {
+                        block.thinking_signature = Some(field.to_owned());
                     }
-                };
-                writer.thinking_delta(index, text).await;
-                break;
-            }
+                    self.thinking = Some(index);
+                    index
+                }
+            };
+            writer.thinking_delta(index, text).await;
         }
-        if let Some(text) = delta
-            .get("content")
-            .and_then(Value::as_str)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(text) = delta.content.get().filter(|t| !t.is_empty()) {
             let index = match self.text {
                 Some(index) => index,
                 None => {
@@ -193,12 +270,13 @@ impl ChunkState {
             };
             writer.text_delta(index, text).await;
         }
-        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-            for call in calls {
-                self.tool_call_delta(call, writer).await;
-            }
+        let no_call = ToolCallDelta::default();
+        for call in delta.tool_calls.items() {
+            // A tool call that is not an object still counts, as an empty one (pi reads it so).
+            self.tool_call_delta(call.0.as_ref().unwrap_or(&no_call), writer)
+                .await;
         }
-        if let Some(details) = delta.get("reasoning_details").and_then(Value::as_array) {
+        if let Some(details) = delta.reasoning_details.as_ref().and_then(Value::as_array) {
             for detail in details {
                 if detail.get("type").and_then(Value::as_str) != Some("reasoning.encrypted") {
                     continue;
@@ -217,17 +295,12 @@ impl ChunkState {
         Ok(())
     }
 
-    async fn tool_call_delta(&mut self, call: &Value, writer: &mut StreamWriter) {
-        let stream_index = call.get("index").and_then(Value::as_u64);
-        let id = call.get("id").and_then(Value::as_str).unwrap_or("");
-        let name = call
-            .pointer("/function/name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let arguments = call
-            .pointer("/function/arguments")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+    async fn tool_call_delta(&mut self, call: &ToolCallDelta<'_>, writer: &mut StreamWriter) {
+        let stream_index = call.index.0;
+        let id = call.id.get().unwrap_or("");
+        let function = call.function.0.as_ref();
+        let name = function.and_then(|f| f.name.get()).unwrap_or("");
+        let arguments = function.and_then(|f| f.arguments.get()).unwrap_or("");
         let existing = self
             .tools
             .iter()

@@ -20,13 +20,15 @@ use serde_json::Value;
 use self::compat::Compat;
 use self::request::BodySettings;
 use self::response::{Pricing, ResponseState};
-use super::http;
-use crate::ai::env_keys::{env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url};
+use super::{cloudflare, copilot, http};
+use crate::ai::env_keys::{
+    env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url, request_key,
+};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
 use crate::ai::registry::ApiProvider;
-use crate::ai::types::{Context, Message, StopReason, UserContent, UserMessageContent};
+use crate::ai::types::{Context, StopReason};
 
 /// The api id.
 pub(crate) const API: &str = "openai-responses";
@@ -104,15 +106,15 @@ impl OpenAIResponsesProvider {
         let body = request::build_body(model, context, options, &settings);
 
         let mut headers = Headers::default();
-        let cloudflare_gateway = model.provider == "cloudflare-ai-gateway";
+        let cloudflare_gateway = cloudflare::is_gateway(&model.provider);
         if let Some(key) = &api_key
             && !cloudflare_gateway
         {
             headers.set("Authorization", format!("Bearer {}", key.expose()));
         }
         headers.extend(model.headers.iter().flatten());
-        if model.provider == "github-copilot" {
-            for (name, value) in copilot_headers(&context.messages) {
+        if model.provider == copilot::PROVIDER {
+            for (name, value) in copilot::dynamic_headers(&context.messages) {
                 headers.set(name, value);
             }
         }
@@ -126,7 +128,10 @@ impl OpenAIResponsesProvider {
         if cloudflare_gateway && let Some(key) = &api_key {
             // The gateway authenticates with its own header; `Authorization` stays only if the
             // caller set one (pi's rule).
-            headers.set("cf-aig-authorization", format!("Bearer {}", key.expose()));
+            headers.set(
+                cloudflare::GATEWAY_AUTH_HEADER,
+                format!("Bearer {}", key.expose()),
+            );
         }
         Ok(PreparedRequest {
             url: format!("{}/responses", base_url.trim_end_matches('/')),
@@ -135,6 +140,7 @@ impl OpenAIResponsesProvider {
             pricing: Pricing {
                 service_tiers: true,
                 requested_tier: options.service_tier.clone(),
+                requested_over_default: false,
             },
         })
     }
@@ -143,10 +149,11 @@ impl OpenAIResponsesProvider {
 /// Request headers in order; setting a name again (in any case) replaces its value. (No
 /// `Debug`: it holds the key.)
 #[derive(Default)]
-struct Headers(Vec<(String, String)>);
+pub(crate) struct Headers(pub(crate) Vec<(String, String)>);
 
 impl Headers {
-    fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
+    /// Sets `name` (replacing any value under that name in any case).
+    pub(crate) fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
         let name = name.into();
         let value = value.into();
         match self
@@ -159,49 +166,21 @@ impl Headers {
         }
     }
 
-    fn extend<'a>(&mut self, headers: impl IntoIterator<Item = (&'a String, &'a String)>) {
+    /// Sets every header of `headers`, in order.
+    pub(crate) fn extend<'a>(
+        &mut self,
+        headers: impl IntoIterator<Item = (&'a String, &'a String)>,
+    ) {
         for (name, value) in headers {
             self.set(name.clone(), value.clone());
         }
     }
 }
 
-/// GitHub Copilot's per-request headers (pi's `buildCopilotDynamicHeaders`).
-fn copilot_headers(messages: &[Message]) -> Vec<(&'static str, &'static str)> {
-    let initiator = match messages.last() {
-        Some(message) if !matches!(message, Message::User(_)) => "agent",
-        _ => "user",
-    };
-    let mut headers = vec![
-        ("X-Initiator", initiator),
-        ("Openai-Intent", "conversation-edits"),
-    ];
-    let is_image = |block: &UserContent| matches!(block, UserContent::Image(_));
-    let has_images = messages.iter().any(|message| match message {
-        Message::User(user) => match &user.content {
-            UserMessageContent::Blocks(blocks) => blocks.iter().any(is_image),
-            UserMessageContent::Text(_) => false,
-        },
-        Message::ToolResult(result) => result.content.iter().any(is_image),
-        Message::Assistant(_) => false,
-    });
-    if has_images {
-        headers.push(("Copilot-Vision-Request", "true"));
-    }
-    headers
-}
-
 /// Cloudflare base URLs carry `{CLOUDFLARE_ACCOUNT_ID}`-style placeholders filled from the
 /// environment (pi's `resolveCloudflareBaseUrl`); other base URLs are returned as they are.
 fn resolve_placeholders(model: &Model) -> Result<String, String> {
-    let cloudflare = matches!(
-        model.provider.as_str(),
-        "cloudflare-ai-gateway" | "cloudflare-workers-ai"
-    );
-    if !cloudflare {
-        return Ok(model.base_url.clone());
-    }
-    http::expand_env_placeholders(&model.base_url, &model.provider)
+    cloudflare::resolve_base_url(model)
 }
 
 /// The first non-empty key among the request's, the provider's environment variables, and
@@ -213,10 +192,7 @@ fn resolve_api_key(
     fallback_env: Option<&str>,
     base_url: &str,
 ) -> Option<ApiKey> {
-    options
-        .api_key
-        .clone()
-        .filter(|key| !key.is_empty())
+    request_key(options)
         .or_else(|| get_env_api_key_for_url(&model.provider, base_url))
         .or_else(|| {
             fallback_env

@@ -130,6 +130,11 @@ pub(crate) fn build_body(
 
 /// `tools`: every tool as a non-strict function.
 pub(crate) fn convert_tools(tools: &[Tool]) -> Vec<Value> {
+    convert_tools_with_strict(tools, &json!(false))
+}
+
+/// `tools` with `strict` set to `strict` (`false` for OpenAI, `null` for Codex).
+pub(crate) fn convert_tools_with_strict(tools: &[Tool], strict: &Value) -> Vec<Value> {
     tools
         .iter()
         .map(|tool| {
@@ -138,7 +143,7 @@ pub(crate) fn convert_tools(tools: &[Tool]) -> Vec<Value> {
                 "name": tool.name,
                 "description": tool.description,
                 "parameters": tool.parameters,
-                "strict": false,
+                "strict": strict,
             })
         })
         .collect()
@@ -316,8 +321,23 @@ pub(crate) fn convert_input(
     context: &Context,
     tool_call_providers: &[&str],
 ) -> Vec<Value> {
+    convert_input_with(model, context, tool_call_providers, true)
+}
+
+/// [`convert_input`], with the system prompt as the first item only if `include_system_prompt`
+/// (Codex sends it as `instructions` instead).
+pub(crate) fn convert_input_with(
+    model: &Model,
+    context: &Context,
+    tool_call_providers: &[&str],
+    include_system_prompt: bool,
+) -> Vec<Value> {
     let mut out = Vec::with_capacity(context.messages.len() + 1);
-    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
+    if let Some(system) = context
+        .system_prompt
+        .as_deref()
+        .filter(|s| include_system_prompt && !s.is_empty())
+    {
         let role = if model.reasoning {
             "developer"
         } else {

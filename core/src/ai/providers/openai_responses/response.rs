@@ -44,13 +44,30 @@ struct OpenItem {
     arguments_replaced: bool,
 }
 
-/// How service-tier prices apply (OpenAI only; pi's Azure provider has none).
+/// How service-tier prices apply (OpenAI and Codex; pi's Azure provider has none).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Pricing {
     /// Apply the service-tier multiplier to the cost.
     pub service_tiers: bool,
     /// The tier the request asked for, used when the response does not say.
     pub requested_tier: Option<String>,
+    /// A response echoing `default` for a request that asked for `flex` or `priority` is
+    /// priced at the requested tier (pi's Codex rule: the ChatGPT backend echoes `default`).
+    pub requested_over_default: bool,
+}
+
+impl Pricing {
+    /// The tier the cost follows, given the one the response names.
+    fn tier<'a>(&'a self, response_tier: Option<&'a str>) -> Option<&'a str> {
+        let requested = self.requested_tier.as_deref();
+        if self.requested_over_default
+            && response_tier == Some("default")
+            && matches!(requested, Some("flex" | "priority"))
+        {
+            return requested;
+        }
+        response_tier.or(requested)
+    }
 }
 
 /// The cost multiplier of a service tier (pi: flex is half price, priority double, and 2.5x for
@@ -163,16 +180,16 @@ fn text_block_mut(writer: &mut StreamWriter, index: usize) -> Option<&mut TextCo
 
 /// The state of one streamed response.
 #[derive(Debug, Default)]
-pub(super) struct ResponseState {
+pub(crate) struct ResponseState {
     open: Vec<OpenItem>,
     pricing: Pricing,
     /// `response.completed` or `response.incomplete` arrived: the response is complete.
-    pub(super) finished: bool,
+    pub(crate) finished: bool,
 }
 
 impl ResponseState {
     /// A state for a response priced by `pricing`.
-    pub(super) fn new(pricing: Pricing) -> Self {
+    pub(crate) fn new(pricing: Pricing) -> Self {
         Self {
             pricing,
             ..Self::default()
@@ -191,10 +208,23 @@ impl ResponseState {
             return Ok(());
         }
         let value = parse_event(data)?;
+        self.handle_value(&value, event.event.as_deref(), writer, model)
+            .await
+    }
+
+    /// Applies one parsed event; its kind is its `type`, else `event_name` (the SSE `event:`
+    /// line). `Err` ends the stream with that message.
+    pub(crate) async fn handle_value(
+        &mut self,
+        value: &Value,
+        event_name: Option<&str>,
+        writer: &mut StreamWriter,
+        model: &Model,
+    ) -> Result<(), String> {
         let kind = value
             .get("type")
             .and_then(Value::as_str)
-            .or(event.event.as_deref())
+            .or(event_name)
             .unwrap_or("");
         match kind {
             "response.created" => {
@@ -209,13 +239,13 @@ impl ResponseState {
                 }
             }
             "response.reasoning_summary_part.added" => {
-                let position = self.find_or_open(Kind::Reasoning, &value, writer).await;
+                let position = self.find_or_open(Kind::Reasoning, value, writer).await;
                 self.open[position].summary_parts += 1;
             }
             "response.reasoning_summary_part.done" => {
                 // pi closes every summary part with a blank line (also the last one; the final
                 // text, joined from the item's parts, has none at the end).
-                if let Some(position) = self.find(Kind::Reasoning, &value)
+                if let Some(position) = self.find(Kind::Reasoning, value)
                     && self.open[position].summary_parts > 0
                 {
                     let index = self.open[position].content_index;
@@ -225,7 +255,7 @@ impl ResponseState {
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
                 let delta = value.get("delta").and_then(Value::as_str).unwrap_or("");
                 if !delta.is_empty() {
-                    let position = self.find_or_open(Kind::Reasoning, &value, writer).await;
+                    let position = self.find_or_open(Kind::Reasoning, value, writer).await;
                     let item = &mut self.open[position];
                     if kind == "response.reasoning_summary_text.delta" {
                         item.summary_parts = item.summary_parts.max(1);
@@ -237,14 +267,14 @@ impl ResponseState {
             "response.output_text.delta" | "response.refusal.delta" => {
                 let delta = value.get("delta").and_then(Value::as_str).unwrap_or("");
                 if !delta.is_empty() {
-                    let position = self.find_or_open(Kind::Message, &value, writer).await;
+                    let position = self.find_or_open(Kind::Message, value, writer).await;
                     let index = self.open[position].content_index;
                     writer.text_delta(index, delta).await;
                 }
             }
             "response.function_call_arguments.delta" => {
                 let delta = value.get("delta").and_then(Value::as_str).unwrap_or("");
-                if let Some(position) = self.find(Kind::FunctionCall, &value) {
+                if let Some(position) = self.find(Kind::FunctionCall, value) {
                     let item = &mut self.open[position];
                     item.arguments.push_str(delta);
                     let index = item.content_index;
@@ -254,7 +284,7 @@ impl ResponseState {
             "response.function_call_arguments.done" => {
                 let arguments = value.get("arguments").and_then(Value::as_str);
                 if let (Some(arguments), Some(position)) =
-                    (arguments, self.find(Kind::FunctionCall, &value))
+                    (arguments, self.find(Kind::FunctionCall, value))
                 {
                     self.complete_arguments(position, arguments, writer).await;
                 }
@@ -276,7 +306,7 @@ impl ResponseState {
                     FAILED_WITHOUT_DETAILS.to_owned()
                 }));
             }
-            "error" => return Err(error_event_message(&value)),
+            "error" => return Err(error_event_message(value)),
             _ => {}
         }
         Ok(())
@@ -567,10 +597,9 @@ impl ResponseState {
         };
         let mut usage = parse_usage(usage, model);
         if self.pricing.service_tiers {
-            let tier = response
-                .get("service_tier")
-                .and_then(Value::as_str)
-                .or(self.pricing.requested_tier.as_deref());
+            let tier = self
+                .pricing
+                .tier(response.get("service_tier").and_then(Value::as_str));
             let multiplier = service_tier_multiplier(&model.id, tier);
             if multiplier != 1.0 {
                 let cost = &mut usage.cost;

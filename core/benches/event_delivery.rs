@@ -1,0 +1,124 @@
+//! Cost per event as a program consumes a stream the way the README shows: a 20,000-delta
+//! `openai-completions` body arrives at once from a plain TCP server (a std thread, so the
+//! server takes no runtime time), and the stream is read from `block_on` on a multi-thread
+//! runtime (as under `#[tokio::main]`: the provider runs on a worker, the consumer on the main
+//! thread) and on a current-thread runtime. Reported per element = per event.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::time::Duration;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use futures::StreamExt;
+use pi_agent::ai::{self, ApiKey, Context, Model, StreamOptions, UserMessage};
+
+const DELTAS: usize = 20_000;
+
+/// The whole response: SSE head and `DELTAS` text chunks, then the finish chunk.
+fn response() -> Vec<u8> {
+    let mut body = String::new();
+    for _ in 0..DELTAS {
+        body.push_str(
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"word \"},\"finish_reason\":null}]}\n\n",
+        );
+    }
+    body.push_str("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+    let mut out = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+/// Serves `response` to every request on a keep-alive connection; returns the port.
+fn serve() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let response = response();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let response = response.clone();
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().expect("clone");
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(value) = lower.strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut request = vec![0; length];
+                    if reader.read_exact(&mut request).is_err()
+                        || writer.write_all(&response).is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+async fn consume(model: &Model, context: &Context, options: &StreamOptions) -> usize {
+    let mut stream = ai::stream(model, context, options);
+    let mut events = 0;
+    while stream.next().await.is_some() {
+        events += 1;
+    }
+    assert!(events > DELTAS, "{:?}", stream.final_message());
+    events
+}
+
+fn delivery(c: &mut Criterion) {
+    let port = serve();
+    let model = Model::new(
+        "openai-completions",
+        "openai",
+        "bench",
+        format!("http://127.0.0.1:{port}/v1"),
+    );
+    let context = Context {
+        messages: vec![UserMessage::text("hi").into()],
+        ..Context::default()
+    };
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("k")),
+        ..StreamOptions::default()
+    };
+    let mut group = c.benchmark_group("event_delivery");
+    group
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(8))
+        .warm_up_time(Duration::from_secs(1))
+        .throughput(Throughput::Elements(DELTAS as u64));
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    group.bench_function("multi_thread_20k", |b| {
+        b.iter(|| multi.block_on(consume(&model, &context, &options)));
+    });
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    group.bench_function("current_thread_20k", |b| {
+        b.iter(|| current.block_on(consume(&model, &context, &options)));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, delivery);
+criterion_main!(benches);

@@ -1,0 +1,390 @@
+//! The bounded queue between a provider and the consumer of its stream, with wake-ups batched.
+//!
+//! A general-purpose channel wakes the consumer for every event. When the provider runs on a
+//! worker thread and the consumer on another (a multi-thread runtime, `#[tokio::main]`), each
+//! of those wake-ups is a cross-thread hand-off that costs more than the event itself. Here the
+//! provider's task marks the span of one poll (everything it parses from the bytes it already
+//! has) as a batch: events pushed inside it reach the queue at once but the consumer is woken
+//! once, when the poll ends or the batch grows large. The consumer then drains the whole queue
+//! under one lock.
+//!
+//! Outside a batch every push wakes the consumer, so a writer used without
+//! [`StreamWriter::drive`](super::event_stream::StreamWriter::drive) behaves like a plain
+//! channel.
+//!
+//! The queue is bounded: a provider that gets [`CAPACITY`] events ahead of its consumer waits,
+//! which slows the HTTP read instead of buffering without limit. Nothing is allocated until the
+//! first event, and a drained queue keeps only the room it needed, so thousands of idle streams
+//! cost little.
+
+use std::collections::VecDeque;
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, Waker};
+
+use tokio_util::sync::CancellationToken;
+
+use super::event::AssistantMessageEvent;
+
+/// Events a provider may get ahead of its consumer before it waits.
+pub(crate) const CAPACITY: usize = 256;
+
+/// Inside a batch, the consumer is still woken once this many events wait, so on a
+/// multi-thread runtime it can work in parallel with a long batch.
+const WAKE_EVERY: usize = 64;
+
+#[derive(Debug, Default)]
+struct State {
+    events: VecDeque<AssistantMessageEvent>,
+    /// The consumer, parked on an empty queue.
+    consumer: Option<Waker>,
+    /// The provider, parked on a full queue.
+    producer: Option<Waker>,
+    /// A provider poll is under way: hold wake-ups until it ends.
+    batching: bool,
+    /// Events were pushed since the consumer was last woken.
+    unannounced: bool,
+    sender_gone: bool,
+    receiver_gone: bool,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    state: Mutex<State>,
+    /// Fired when the consumer drops its end.
+    receiver_gone: CancellationToken,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every update leaves the state consistent, so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Wakes `waker` (if any) after the lock is released.
+fn wake(waker: Option<Waker>) {
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
+/// Creates a connected sender and receiver.
+pub(crate) fn queue() -> (Sender, Receiver) {
+    let shared = Arc::new(Shared::default());
+    (
+        Sender {
+            shared: Arc::clone(&shared),
+        },
+        Receiver {
+            shared,
+            local: VecDeque::new(),
+        },
+    )
+}
+
+/// The consumer went away: the event was not delivered.
+#[derive(Debug)]
+pub(crate) struct Closed;
+
+/// The provider's end. Dropping it ends the queue after the events already in it.
+#[derive(Debug)]
+pub(crate) struct Sender {
+    shared: Arc<Shared>,
+}
+
+impl Sender {
+    /// Waits until the queue has room for an event (or the consumer is gone).
+    pub(crate) async fn ready(&self) -> Result<(), Closed> {
+        poll_fn(|cx| {
+            let mut state = self.shared.lock();
+            if state.receiver_gone {
+                return Poll::Ready(Err(Closed));
+            }
+            if state.events.len() < CAPACITY {
+                return Poll::Ready(Ok(()));
+            }
+            state.producer = Some(cx.waker().clone());
+            // About to wait for room: the consumer must be running to make some.
+            state.unannounced = false;
+            let consumer = state.consumer.take();
+            drop(state);
+            wake(consumer);
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Queues `event` without waiting. Call [`ready`](Self::ready) first: the queue holds at
+    /// most one event more than its capacity per caller that skipped it.
+    pub(crate) fn push(&self, event: AssistantMessageEvent) -> Result<(), Closed> {
+        let mut state = self.shared.lock();
+        if state.receiver_gone {
+            return Err(Closed);
+        }
+        state.events.push_back(event);
+        let consumer = if state.batching && state.events.len() < WAKE_EVERY {
+            state.unannounced = true;
+            None
+        } else {
+            state.unannounced = false;
+            state.consumer.take()
+        };
+        drop(state);
+        wake(consumer);
+        Ok(())
+    }
+
+    /// [`ready`](Self::ready), then [`push`](Self::push).
+    #[cfg(test)]
+    pub(crate) async fn send(&self, event: AssistantMessageEvent) -> Result<(), Closed> {
+        self.ready().await?;
+        self.push(event)
+    }
+
+    /// Queues `event` if there is room (the first event of a fresh queue always fits).
+    pub(crate) fn try_send(&self, event: AssistantMessageEvent) -> Result<(), Closed> {
+        let mut state = self.shared.lock();
+        if state.receiver_gone || state.events.len() >= CAPACITY {
+            return Err(Closed);
+        }
+        state.events.push_back(event);
+        let consumer = state.consumer.take();
+        drop(state);
+        wake(consumer);
+        Ok(())
+    }
+
+    /// `true` once the consumer has dropped its end.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.shared.receiver_gone.is_cancelled()
+    }
+
+    /// Completes when the consumer drops its end.
+    #[cfg(test)]
+    pub(crate) fn closed(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.shared.receiver_gone.cancelled()
+    }
+
+    /// A token fired when the consumer drops its end (usable while the sender is borrowed).
+    pub(crate) fn closed_token(&self) -> CancellationToken {
+        self.shared.receiver_gone.clone()
+    }
+
+    /// What makes a provider's future batch its events (see [`Batcher::wrap`]).
+    pub(crate) fn batcher(&self) -> Batcher {
+        Batcher {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+}
+
+/// Makes each poll of a future one batch of a queue.
+#[derive(Debug)]
+pub(crate) struct Batcher {
+    shared: Arc<Shared>,
+}
+
+impl Batcher {
+    /// Wraps the provider's future so that each of its polls is one batch.
+    pub(crate) fn wrap<F: Future>(self, future: F) -> Batched<F> {
+        Batched {
+            shared: self.shared,
+            future,
+        }
+    }
+}
+
+impl Drop for Sender {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.sender_gone = true;
+        let consumer = state.consumer.take();
+        drop(state);
+        wake(consumer);
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A future whose every poll is one batch of the queue (see the module documentation).
+    pub(crate) struct Batched<F> {
+        shared: Arc<Shared>,
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for Batched<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        this.shared.lock().batching = true;
+        let result = this.future.poll(cx);
+        let mut state = this.shared.lock();
+        state.batching = false;
+        let consumer = if std::mem::take(&mut state.unannounced) {
+            state.consumer.take()
+        } else {
+            None
+        };
+        drop(state);
+        wake(consumer);
+        result
+    }
+}
+
+/// The consumer's end. Dropping it tells the provider nobody listens any more.
+#[derive(Debug)]
+pub(crate) struct Receiver {
+    shared: Arc<Shared>,
+    /// Events taken from the queue in one go, handed out one by one.
+    local: VecDeque<AssistantMessageEvent>,
+}
+
+impl Receiver {
+    /// The next event; `None` once the provider's end is gone and every event was taken.
+    pub(crate) fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<AssistantMessageEvent>> {
+        if let Some(event) = self.local.pop_front() {
+            return Poll::Ready(Some(event));
+        }
+        let mut state = self.shared.lock();
+        if state.events.is_empty() {
+            if state.sender_gone {
+                return Poll::Ready(None);
+            }
+            if !state
+                .consumer
+                .as_ref()
+                .is_some_and(|waker| waker.will_wake(cx.waker()))
+            {
+                state.consumer = Some(cx.waker().clone());
+            }
+            return Poll::Pending;
+        }
+        // Swap buffers: the provider keeps filling the (empty) one we drained last time.
+        std::mem::swap(&mut self.local, &mut state.events);
+        let producer = state.producer.take();
+        drop(state);
+        wake(producer);
+        // A burst that needed a big buffer does not keep it for the rest of a long stream.
+        if self.local.capacity() > CAPACITY && self.local.len() <= WAKE_EVERY {
+            self.local.shrink_to(WAKE_EVERY);
+        }
+        Poll::Ready(self.local.pop_front())
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        let mut state = self.shared.lock();
+        state.receiver_gone = true;
+        state.events.clear();
+        let producer = state.producer.take();
+        drop(state);
+        self.shared.receiver_gone.cancel();
+        wake(producer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::task::noop_waker;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::Wake;
+
+    fn delta(n: usize) -> AssistantMessageEvent {
+        AssistantMessageEvent::TextDelta {
+            content_index: 0,
+            delta: n.to_string(),
+        }
+    }
+
+    fn text(event: &AssistantMessageEvent) -> String {
+        event.delta().unwrap_or_default().to_owned()
+    }
+
+    /// A waker that counts its wake-ups.
+    #[derive(Default)]
+    struct Count(AtomicUsize);
+    impl Wake for Count {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn events_arrive_in_order_then_end() {
+        let (tx, mut rx) = queue();
+        let consumer = tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while let Some(event) = poll_fn(|cx| rx.poll_recv(cx)).await {
+                seen.push(text(&event));
+            }
+            seen
+        });
+        for n in 0..1000 {
+            tx.send(delta(n)).await.expect("open");
+        }
+        drop(tx);
+        let seen = consumer.await.expect("consumer");
+        assert_eq!(seen, (0..1000).map(|n| n.to_string()).collect::<Vec<_>>());
+    }
+
+    #[tokio::test]
+    async fn a_batch_wakes_the_consumer_once_when_the_poll_ends() {
+        let (tx, mut rx) = queue();
+        let count = Arc::new(Count::default());
+        let waker = Waker::from(Arc::clone(&count));
+        let mut cx = Context::from_waker(&waker);
+        assert!(rx.poll_recv(&mut cx).is_pending());
+        let batch = tx.batcher().wrap(async {
+            for n in 0..10 {
+                tx.send(delta(n)).await.expect("open");
+            }
+            assert_eq!(
+                count.0.load(Ordering::SeqCst),
+                0,
+                "no wake-up inside the batch"
+            );
+        });
+        batch.await;
+        assert_eq!(count.0.load(Ordering::SeqCst), 1);
+        for n in 0..10 {
+            let Poll::Ready(Some(event)) = rx.poll_recv(&mut cx) else {
+                panic!("event {n}");
+            };
+            assert_eq!(text(&event), n.to_string());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_makes_the_provider_wait() {
+        let (tx, mut rx) = queue();
+        for n in 0..CAPACITY {
+            tx.try_send(delta(n)).expect("room");
+        }
+        assert!(tx.try_send(delta(0)).is_err(), "bounded");
+        let mut send = std::pin::pin!(tx.send(delta(CAPACITY)));
+        let noop = noop_waker();
+        let mut cx = Context::from_waker(&noop);
+        assert!(send.as_mut().poll(&mut cx).is_pending());
+        assert!(matches!(rx.poll_recv(&mut cx), Poll::Ready(Some(_))));
+        assert!(send.as_mut().poll(&mut cx).is_ready(), "room after a drain");
+    }
+
+    #[tokio::test]
+    async fn dropping_the_receiver_closes_the_sender() {
+        let (tx, rx) = queue();
+        assert!(!tx.is_closed());
+        drop(rx);
+        assert!(tx.is_closed());
+        tx.closed().await;
+        assert!(tx.send(delta(0)).await.is_err());
+    }
+}

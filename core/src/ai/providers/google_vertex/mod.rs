@@ -1,0 +1,259 @@
+//! api `google-vertex`: Gemini on Vertex AI (pi's `providers/google-vertex.ts`, which goes
+//! through the `@google/genai` SDK in Vertex mode; this module speaks the same REST wire).
+//!
+//! The request body and the streamed answer are the Gemini API's: both come from
+//! [`google`](super::google) (with pi's Vertex thinking rules, [`Variant::Vertex`]), and the body
+//! is read by the same `read_stream`. What differs is where the request goes and how it
+//! authenticates ([`endpoint`]): an API key in `x-goog-api-key`, or an OAuth token from
+//! Application Default Credentials ([`adc`]) in `Authorization`, plus `x-goog-user-project`
+//! when the credentials name a quota project. As in the SDK, a caller-supplied `Authorization`
+//! or `x-goog-api-key` header replaces the provider's own.
+//!
+//! Keys and tokens from the environment (`GOOGLE_CLOUD_API_KEY`, ADC) go only to Google's hosts,
+//! loopback servers and `PI_ENV_KEY_HOSTS` (see `env_keys`); a key passed in the request goes
+//! wherever the request goes.
+//!
+//! Differences from pi are those of `google-generative-ai` (see that module), plus: a
+//! caller-supplied `Authorization` header skips ADC altogether (pi's SDK still fetches a token
+//! it then does not send); credential types other than service accounts and `gcloud` user
+//! credentials, and the metadata server, are not supported.
+
+pub(crate) mod adc;
+pub(crate) mod endpoint;
+
+use reqwest::header::CONTENT_TYPE;
+
+use self::adc::Credentials;
+use self::endpoint::{KeySource, Scope};
+use super::environment::Environment;
+use super::google::request::{self, Variant};
+use super::google::{API_KEY_HEADER, read_stream};
+use super::http;
+use crate::ai::env_keys::env_key_allowed;
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::Model;
+use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::registry::ApiProvider;
+use crate::ai::types::{Context, StopReason};
+
+/// The api id.
+pub(crate) const API: &str = "google-vertex";
+
+/// The provider id whose hosts environment credentials may go to.
+const PROVIDER: &str = "google-vertex";
+
+/// The header naming the project billed for quota.
+const USER_PROJECT_HEADER: &str = "x-goog-user-project";
+
+/// The `google-vertex` provider.
+///
+/// [`Default`] reads `GOOGLE_*` variables (and `HOME`, for gcloud's credentials file) from the
+/// process environment; [`with_environment`](Self::with_environment) reads them from a fixed
+/// map instead.
+#[derive(Debug, Default, Clone)]
+pub struct GoogleVertexProvider {
+    env: Environment,
+}
+
+impl GoogleVertexProvider {
+    /// A provider that reads `GOOGLE_CLOUD_API_KEY`, `GOOGLE_APPLICATION_CREDENTIALS`,
+    /// `GOOGLE_CLOUD_PROJECT`, `GCLOUD_PROJECT`, `GOOGLE_CLOUD_LOCATION` and `HOME` from `vars`
+    /// only.
+    pub fn with_environment<K, V>(vars: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self {
+            env: Environment::fixed(vars),
+        }
+    }
+}
+
+/// How a request authenticates.
+enum Auth {
+    /// `x-goog-api-key`.
+    ApiKey(ApiKey),
+    /// A token from these credentials, fetched when the request is sent.
+    Adc(Box<Credentials>),
+    /// The caller's own `Authorization` / `x-goog-api-key` header.
+    Caller,
+}
+
+/// Everything a request needs, resolved before the task starts. (No `Debug`: it holds keys.)
+struct PreparedRequest {
+    url: String,
+    body: Vec<u8>,
+    auth: Auth,
+    headers: Vec<(String, String)>,
+    options: StreamOptions,
+}
+
+impl ApiProvider for GoogleVertexProvider {
+    fn api(&self) -> &str {
+        API
+    }
+
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        if !http::has_runtime() {
+            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+        }
+        match self.prepare(model, context, options) {
+            Ok(prepared) => {
+                let (writer, stream) = channel(model, options.signal.clone());
+                let model = model.clone();
+                tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
+                stream
+            }
+            Err(message) => {
+                let reason = if options.is_aborted() {
+                    StopReason::Aborted
+                } else {
+                    StopReason::Error
+                };
+                AssistantMessageEventStream::failed(model, reason, message)
+            }
+        }
+    }
+
+    fn stream_simple(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        self.stream(
+            model,
+            context,
+            &request::simple_options_for(Variant::Vertex, model, options),
+        )
+    }
+}
+
+/// The message for environment credentials withheld from a host.
+fn withheld(what: &str, url: &str) -> String {
+    let host = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_else(|| url.to_owned());
+    format!(
+        "No API key for provider: {PROVIDER}. {what} are only sent to Google's Vertex AI hosts \
+         and loopback servers, not to `{host}`. Pass an API key explicitly, or add the host to \
+         PI_ENV_KEY_HOSTS."
+    )
+}
+
+impl GoogleVertexProvider {
+    fn prepare(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> Result<PreparedRequest, String> {
+        let mut headers: Vec<(String, String)> = model
+            .headers
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let caller_authenticates = headers.iter().any(|(name, _)| {
+            name.eq_ignore_ascii_case(API_KEY_HEADER) || name.eq_ignore_ascii_case("authorization")
+        });
+        let (url, auth) = match endpoint::resolve_api_key(options, &self.env) {
+            Some((key, source)) => {
+                let url = endpoint::stream_url(model, &Scope::ApiKey);
+                if source == KeySource::Environment && !env_key_allowed(PROVIDER, &url) {
+                    return Err(withheld(
+                        "GOOGLE_CLOUD_API_KEY is set, but environment keys",
+                        &url,
+                    ));
+                }
+                let auth = if caller_authenticates {
+                    Auth::Caller
+                } else {
+                    Auth::ApiKey(key)
+                };
+                (url, auth)
+            }
+            None => {
+                let project = endpoint::resolve_project(options, &self.env)?;
+                let location = endpoint::resolve_location(options, &self.env)?;
+                let url = endpoint::stream_url(model, &Scope::Project { project, location });
+                let auth = if caller_authenticates {
+                    Auth::Caller
+                } else {
+                    let credentials = adc::load(&self.env)?;
+                    if !env_key_allowed(PROVIDER, &url) {
+                        return Err(withheld("Application Default Credentials", &url));
+                    }
+                    if let Some(project) = credentials.quota_project()
+                        && !headers
+                            .iter()
+                            .any(|(name, _)| name.eq_ignore_ascii_case(USER_PROJECT_HEADER))
+                    {
+                        headers.push((USER_PROJECT_HEADER.to_owned(), project.to_owned()));
+                    }
+                    Auth::Adc(Box::new(credentials))
+                };
+                (url, auth)
+            }
+        };
+        let mut body = request::build_body_for(Variant::Vertex, model, context, options);
+        if let Some(on_payload) = &options.on_payload
+            && let Some(replacement) = (on_payload.0)(&body, model)
+        {
+            body = replacement;
+        }
+        Ok(PreparedRequest {
+            url,
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+            auth,
+            headers,
+            options: options.clone(),
+        })
+    }
+}
+
+async fn run(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: PreparedRequest,
+) -> Result<(), String> {
+    let auth_header = match &request.auth {
+        Auth::ApiKey(key) => Some((API_KEY_HEADER, key.clone())),
+        Auth::Adc(credentials) => {
+            let token = adc::access_token(credentials, &request.options).await?;
+            Some((
+                "authorization",
+                ApiKey::new(format!("Bearer {}", token.expose())),
+            ))
+        }
+        Auth::Caller => None,
+    };
+    let build = || {
+        let mut builder = http::client()
+            .post(&request.url)
+            .header(CONTENT_TYPE, "application/json");
+        if let Some((name, value)) = &auth_header {
+            builder = builder.header(*name, value.expose());
+        }
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        builder.body(request.body.clone())
+    };
+    let response = http::send(writer, build, &request.options, model).await?;
+    writer.start().await;
+    read_stream(
+        writer,
+        model,
+        http::SseEvents::new(response, &request.options),
+    )
+    .await
+}

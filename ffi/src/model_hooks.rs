@@ -1,0 +1,401 @@
+//! The hooks around a model call implemented in C (core's `GetApiKey`, `ConvertToLlm` and
+//! `StreamFn`): the callback types, the handles the callbacks receive, and the core hooks that
+//! run them. Installing them is in `agent_hooks.rs`.
+
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use futures::FutureExt;
+use pi_agent::agent::{
+    AgentMessage, ConvertToLlm, GetApiKey, HookError, StreamFn, default_convert_to_llm,
+};
+use pi_agent::ai::{
+    ApiKey, AssistantMessageEventStream, Context, Message, Model, StopReason, StreamOptions,
+};
+
+use crate::boundary::{arg_opt_str, arg_ref, arg_str, opt_ref};
+use crate::callback::{CallbackSite, run_callback, run_inline};
+use crate::error::{parse_json, pi_error};
+use crate::hook::{Hook, lazy_json, lock};
+use crate::model::pi_model;
+use crate::options::stream_options;
+use crate::string::pi_str;
+use crate::user_data::UserData;
+
+// ------------------------------------------------------------------------------ get_api_key
+
+/// Resolves the API key before every model call (pi's `getApiKey`, for short-lived tokens such
+/// as OAuth access tokens): read the provider with `pi_get_api_key_provider`, set the key with
+/// `pi_get_api_key_set_api_key`. Setting none (or an empty one) keeps the configured key
+/// (`streamOptions.apiKey`, else the environment). Return 0, or non-zero to fail the turn ("
+/// get_api_key hook returned error code N"). `context` is valid until the callback returns.
+///
+/// It runs on a thread of the runtime's blocking pool, like a tool callback; an abort stops
+/// the run waiting for it.
+pub type pi_get_api_key_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut pi_get_api_key) -> i32>;
+
+type GetApiKeyFn = unsafe extern "C" fn(*mut c_void, *mut pi_get_api_key) -> i32;
+
+/// The provider a key is asked for, passed to a `pi_get_api_key_callback`. Valid until the
+/// callback returns.
+///
+/// Thread-safe: its functions may be called from any thread while the callback runs.
+pub struct pi_get_api_key {
+    provider: String,
+    api_key: Mutex<Option<ApiKey>>,
+}
+
+/// The provider of the model about to be called, e.g. `anthropic` (empty when `context` is
+/// NULL). Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_get_api_key_provider(context: *const pi_get_api_key) -> pi_str {
+    ffi_boundary! {
+        opt_ref(context).map_or(pi_str::EMPTY, |context| pi_str::new(&context.provider))
+    }
+}
+
+/// Sets the API key for this call (copied; never logged). The last call wins.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_get_api_key_set_api_key(
+    context: *mut pi_get_api_key,
+    api_key: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let context = arg_ref(context, "context")?;
+        let api_key = arg_str(api_key, "api_key")?;
+        *lock(&context.api_key) = Some(ApiKey::new(api_key));
+        Ok(())
+    }
+}
+
+impl Hook<GetApiKeyFn> {
+    fn get_api_key(&self, provider: String) -> Result<Option<ApiKey>, HookError> {
+        let Some(user_data) = self.user_data.get() else {
+            return Ok(None);
+        };
+        let context = pi_get_api_key {
+            provider,
+            api_key: Mutex::new(None),
+        };
+        // SAFETY: the callback and `user_data` were registered together by the C caller;
+        // `context` outlives the call and is only used through this library's functions, which
+        // take shared references (its mutable part is behind a mutex).
+        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&context).cast_mut()) };
+        if code != 0 {
+            return Err(HookError::new(format!(
+                "get_api_key hook returned error code {code}"
+            )));
+        }
+        Ok(context
+            .api_key
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner))
+    }
+}
+
+/// The core hook that runs a C `get_api_key` callback.
+pub(crate) fn get_api_key(
+    callback: GetApiKeyFn,
+    user_data: Arc<UserData>,
+    site: CallbackSite,
+) -> GetApiKey {
+    let hook = Arc::new(Hook {
+        callback,
+        user_data,
+    });
+    Arc::new(move |provider| {
+        let hook = Arc::clone(&hook);
+        let site = site.clone();
+        let provider = provider.to_owned();
+        async move {
+            run_callback(&site, move || hook.get_api_key(provider))
+                .await
+                .unwrap_or_else(|error| {
+                    Err(HookError::new(format!("get_api_key hook failed: {error}")))
+                })
+        }
+        .boxed()
+    })
+}
+
+// --------------------------------------------------------------------------- convert_to_llm
+
+/// Turns the transcript into the messages the model gets (pi's `convertToLlm`), e.g. to send
+/// custom messages as user messages: read it with `pi_convert_to_llm_messages_json`, set the
+/// result with `pi_convert_to_llm_set_messages_json` (else pi's default applies: custom
+/// messages are dropped). Return 0, or non-zero to fail the turn ("convert_to_llm hook returned
+/// error code N"). `context` is valid until the callback returns.
+///
+/// It runs synchronously on a runtime thread (moved out of the worker pool while it runs) before
+/// every model call: keep it quick, and do not call blocking functions of its agent.
+pub type pi_convert_to_llm_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut pi_convert_to_llm) -> i32>;
+
+type ConvertFn = unsafe extern "C" fn(*mut c_void, *mut pi_convert_to_llm) -> i32;
+
+/// The transcript to convert, passed to a `pi_convert_to_llm_callback`. Valid until the
+/// callback returns.
+///
+/// Thread-safe: its functions may be called from any thread while the callback runs.
+pub struct pi_convert_to_llm {
+    messages_json: String,
+    converted: Mutex<Option<Vec<Message>>>,
+}
+
+/// The transcript (after `transform_context`) as a pi-shaped JSON array, custom messages
+/// included (empty string when `context` is NULL). Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_convert_to_llm_messages_json(context: *const pi_convert_to_llm) -> pi_str {
+    ffi_boundary! {
+        opt_ref(context).map_or(pi_str::EMPTY, |context| pi_str::new(&context.messages_json))
+    }
+}
+
+/// Sets the messages the model gets: a JSON array of pi's LLM messages (roles `user`,
+/// `assistant`, `toolResult`; any other role is refused). The last call wins.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_convert_to_llm_set_messages_json(
+    context: *mut pi_convert_to_llm,
+    messages_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let context = arg_ref(context, "context")?;
+        let json = arg_str(messages_json, "messages_json")?;
+        let messages: Vec<Message> = parse_json(json, "messages_json")?;
+        *lock(&context.converted) = Some(messages);
+        Ok(())
+    }
+}
+
+impl Hook<ConvertFn> {
+    fn convert(&self, messages: &[AgentMessage]) -> Result<Vec<Message>, HookError> {
+        let Some(user_data) = self.user_data.get() else {
+            return Ok(default_convert_to_llm(messages));
+        };
+        let context = pi_convert_to_llm {
+            messages_json: serde_json::to_string(messages).unwrap_or_default(),
+            converted: Mutex::new(None),
+        };
+        // SAFETY: as in `get_api_key`.
+        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&context).cast_mut()) };
+        if code != 0 {
+            return Err(HookError::new(format!(
+                "convert_to_llm hook returned error code {code}"
+            )));
+        }
+        let converted = context
+            .converted
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        Ok(converted.unwrap_or_else(|| default_convert_to_llm(messages)))
+    }
+}
+
+/// The core hook that runs a C `convert_to_llm` callback.
+pub(crate) fn convert_to_llm(
+    callback: ConvertFn,
+    user_data: Arc<UserData>,
+    site: CallbackSite,
+) -> ConvertToLlm {
+    let hook = Hook {
+        callback,
+        user_data,
+    };
+    Arc::new(move |messages| run_inline(&site, || hook.convert(messages)))
+}
+
+// -------------------------------------------------------------------------------- stream_fn
+
+/// Calls the model for the agent (pi's `streamFn`), e.g. to route calls to another model or
+/// provider, change the context or options, or log requests. Read the request with
+/// `pi_stream_fn_call_model` / `_context_json` / `_options_json` and open the stream the turn
+/// reads with `pi_stream_fn_call_open` (any model, context and options; the run's abort aborts
+/// it). Return 0, or non-zero to fail the turn ("stream_fn callback returned error code N");
+/// returning 0 without opening a stream fails it too. `call` is valid until the callback
+/// returns.
+///
+/// It runs synchronously on a runtime thread (moved out of the worker pool while it runs) at
+/// the start of every model call: open the stream and return; do not call blocking functions of
+/// its agent.
+pub type pi_stream_fn_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, call: *mut pi_stream_fn_call) -> i32>;
+
+type StreamFnFn = unsafe extern "C" fn(*mut c_void, *mut pi_stream_fn_call) -> i32;
+
+/// One model call of an agent, passed to a `pi_stream_fn_callback`. Valid until the callback
+/// returns.
+///
+/// Thread-safe: its functions may be called from any thread while the callback runs.
+pub struct pi_stream_fn_call {
+    model: pi_model,
+    /// The request, borrowed for the duration of the callback.
+    context: *const Context,
+    options: *const StreamOptions,
+    context_json: OnceLock<String>,
+    options_json: OnceLock<String>,
+    opened: Mutex<Option<AssistantMessageEventStream>>,
+}
+
+// SAFETY: the pointers are only read (through shared references) while the callback runs, and
+// what they point to (core's `Context` and `StreamOptions`) is `Sync`.
+unsafe impl Sync for pi_stream_fn_call {}
+
+impl pi_stream_fn_call {
+    fn context(&self) -> &Context {
+        // SAFETY: points to the request of the running callback, which outlives `self`.
+        unsafe { &*self.context }
+    }
+
+    fn options(&self) -> &StreamOptions {
+        // SAFETY: as in `context`.
+        unsafe { &*self.options }
+    }
+}
+
+/// The agent's model for this call (NULL when `call` is NULL). Valid while the callback runs;
+/// copy it with `pi_model_to_json` and `pi_model_from_json` to keep it.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_fn_call_model(call: *const pi_stream_fn_call) -> *const pi_model {
+    ffi_boundary! {
+        opt_ref(call).map_or(std::ptr::null(), |call| std::ptr::from_ref(&call.model))
+    }
+}
+
+/// The request's pi `Context` as JSON: `{"systemPrompt":...,"messages":[...],"tools":[...]}`,
+/// the messages already converted for the model (empty when `call` is NULL). Valid while the
+/// callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_fn_call_context_json(call: *const pi_stream_fn_call) -> pi_str {
+    ffi_boundary! {
+        opt_ref(call).map_or(pi_str::EMPTY, |call| lazy_json(&call.context_json, || call.context()))
+    }
+}
+
+/// The request's options as core's `StreamOptions` JSON (the agent's `streamOptions` with
+/// `reasoning` from its thinking level). Secrets (`apiKey`, `bearerToken`) are not in it (empty
+/// when `call` is NULL). Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_fn_call_options_json(call: *const pi_stream_fn_call) -> pi_str {
+    ffi_boundary! {
+        opt_ref(call).map_or(pi_str::EMPTY, |call| lazy_json(&call.options_json, || call.options()))
+    }
+}
+
+/// Opens the stream the turn reads, with pi's `streamSimple` (what the agent calls by default):
+/// `model` (NULL: the call's), `context_json` (a pi `Context`; NULL: the call's) and
+/// `options_json` (`StreamOptions` JSON; NULL: the call's). The stream always takes the run's
+/// abort signal; the call's API key, bearer token and `on_payload` / `on_response` callbacks
+/// apply unless `options_json` sets its own key or token. A second call replaces the stream.
+///
+/// Errors: `NULL_ARGUMENT` (for `call`), `INVALID_UTF8`, `INVALID_JSON`.
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_fn_call_open(
+    call: *mut pi_stream_fn_call,
+    model: *const pi_model,
+    context_json: *const c_char,
+    options_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let call = arg_ref(call, "call")?;
+        let model = opt_ref(model).map_or(&call.model.model, |model| &model.model);
+        let context = arg_opt_str(context_json, "context_json")?
+            .map(|json| parse_json::<Context>(json, "context_json"))
+            .transpose()?;
+        let base = call.options();
+        let options = match arg_opt_str(options_json, "options_json")? {
+            None => base.clone(),
+            Some(json) => {
+                let mut options = stream_options(Some(json))?;
+                options.api_key = options.api_key.or_else(|| base.api_key.clone());
+                options.bearer_token = options.bearer_token.or_else(|| base.bearer_token.clone());
+                options.on_payload = base.on_payload.clone();
+                options.on_response = base.on_response.clone();
+                options.signal = base.signal.clone();
+                options
+            }
+        };
+        let stream = pi_agent::ai::stream_simple(
+            model,
+            context.as_ref().unwrap_or_else(|| call.context()),
+            &options,
+        );
+        *lock(&call.opened) = Some(stream);
+        Ok(())
+    }
+}
+
+impl Hook<StreamFnFn> {
+    fn stream(
+        &self,
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+    ) -> AssistantMessageEventStream {
+        let Some(user_data) = self.user_data.get() else {
+            return failed(model, "the stream_fn hook was released");
+        };
+        let call = pi_stream_fn_call {
+            model: pi_model {
+                model: model.clone(),
+            },
+            context,
+            options,
+            context_json: OnceLock::new(),
+            options_json: OnceLock::new(),
+            opened: Mutex::new(None),
+        };
+        // SAFETY: the callback and `user_data` were registered together by the C caller; `call`
+        // (and the request it borrows) outlives the call; C uses it only through this library's
+        // functions, which take shared references.
+        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&call).cast_mut()) };
+        let opened = call
+            .opened
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        match opened {
+            _ if code != 0 => failed(
+                model,
+                &format!("stream_fn callback returned error code {code}"),
+            ),
+            Some(stream) => stream,
+            None => failed(model, "stream_fn callback opened no stream"),
+        }
+    }
+}
+
+fn failed(model: &Model, message: &str) -> AssistantMessageEventStream {
+    AssistantMessageEventStream::failed(model, StopReason::Error, message)
+}
+
+/// The core stream function that runs a C `stream_fn` callback.
+pub(crate) fn stream_fn(
+    callback: StreamFnFn,
+    user_data: Arc<UserData>,
+    site: CallbackSite,
+) -> StreamFn {
+    let hook = Hook {
+        callback,
+        user_data,
+    };
+    Arc::new(move |model, context, options| {
+        run_inline(&site, || hook.stream(model, context, options))
+    })
+}

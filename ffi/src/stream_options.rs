@@ -1,0 +1,248 @@
+//! `pi_stream_options`: core's `StreamOptions` as a handle, for what JSON cannot carry: the
+//! `on_payload` and `on_response` callbacks (pi's `onPayload`, `onResponse`).
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use pi_agent::ai::{Callback, Model, StreamOptions};
+use serde_json::Value;
+
+use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::callback::{CallbackSite, run_inline};
+use crate::error::{parse_json, pi_error};
+use crate::hook::lock;
+use crate::model::pi_model;
+use crate::options::stream_options;
+use crate::string::pi_str;
+use crate::user_data::{UserData, pi_free_callback};
+
+/// The options of a request (core's `StreamOptions`): the JSON data of `pi_stream_open` plus
+/// callbacks. Pass it to `pi_stream_open_with_options` or `pi_agent_set_stream_options`, which
+/// copy it (callbacks included): it may be freed right after.
+///
+/// Not thread-safe: use it from one thread at a time.
+pub struct pi_stream_options {
+    pub(crate) options: StreamOptions,
+}
+
+/// Sees a request body before it is sent and may replace it (pi's `onPayload`): read it with
+/// `pi_on_payload_json` (and the model with `pi_on_payload_model`), replace it with
+/// `pi_on_payload_set_json`. `payload` is valid until the callback returns. It runs
+/// synchronously on a runtime thread, once per request (not per retry): keep it quick. Not every
+/// wire API calls it (those of the OpenAI and Google families do).
+pub type pi_on_payload_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, payload: *mut pi_on_payload)>;
+
+/// Sees the HTTP status and headers of a response before its body is read (pi's
+/// `onResponse`): `headers_json` is a JSON object of lowercase names to values. The strings and
+/// `model` are valid until the callback returns. It runs synchronously on a runtime thread:
+/// keep it quick.
+pub type pi_on_response_callback = Option<
+    unsafe extern "C" fn(
+        user_data: *mut c_void,
+        status: u16,
+        headers_json: pi_str,
+        model: *const pi_model,
+    ),
+>;
+
+type PayloadFn = unsafe extern "C" fn(*mut c_void, *mut pi_on_payload);
+type ResponseFn = unsafe extern "C" fn(*mut c_void, u16, pi_str, *const pi_model);
+
+/// Parses core's `StreamOptions` JSON (see `pi_stream_open`; NULL: the defaults) into a new
+/// handle at `*options_out` (free it with `pi_stream_options_free`).
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (core's message, e.g. for an
+/// unknown key).
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_options_from_json(
+    options_json: *const c_char,
+    options_out: *mut *mut pi_stream_options,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
+        let out = Out::new(options_out, "options_out")?;
+        out.write(into_handle(pi_stream_options { options }));
+        Ok(())
+    }
+}
+
+/// Sets the `on_payload` callback (see `pi_on_payload_callback`), replacing the one set
+/// before; NULL removes it. `free_user_data` (nullable) is called with `user_data` exactly
+/// once, when neither this handle nor any stream or agent that copied it uses the callback any
+/// more (possibly on a runtime thread). On error nothing is set and `free_user_data` is not
+/// called.
+///
+/// Errors: `NULL_ARGUMENT` (for `options`).
+/// Thread-safety: not concurrently with other calls on `options`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_options_set_on_payload(
+    options: *mut pi_stream_options,
+    callback: pi_on_payload_callback,
+    user_data: *mut c_void,
+    free_user_data: pi_free_callback,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let options = options_mut(options)?;
+        options.options.on_payload = callback.map(|callback| {
+            let user_data = UserData::new(user_data, free_user_data);
+            Callback(Arc::new(move |body: &Value, model: &Model| {
+                on_payload(callback, &user_data, body, model)
+            }) as Arc<pi_agent::ai::OnPayload>)
+        });
+        Ok(())
+    }
+}
+
+/// Sets the `on_response` callback (see `pi_on_response_callback`), replacing the one set
+/// before; NULL removes it. `user_data` and `free_user_data` as for
+/// `pi_stream_options_set_on_payload`.
+///
+/// Errors: `NULL_ARGUMENT` (for `options`).
+/// Thread-safety: not concurrently with other calls on `options`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_options_set_on_response(
+    options: *mut pi_stream_options,
+    callback: pi_on_response_callback,
+    user_data: *mut c_void,
+    free_user_data: pi_free_callback,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let options = options_mut(options)?;
+        options.options.on_response = callback.map(|callback| {
+            let user_data = UserData::new(user_data, free_user_data);
+            Callback(Arc::new(
+                move |status: u16, headers: &BTreeMap<String, String>, model: &Model| {
+                    on_response(callback, &user_data, status, headers, model);
+                },
+            ) as Arc<pi_agent::ai::OnResponse>)
+        });
+        Ok(())
+    }
+}
+
+/// Frees the handle. Callbacks that streams or agents copied stay with them. NULL is a no-op.
+///
+/// Thread-safety: call once, when no other thread uses `options`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_options_free(options: *mut pi_stream_options) {
+    ffi_boundary! {
+        drop(take_handle(options));
+    }
+}
+
+fn options_mut<'a>(options: *mut pi_stream_options) -> Result<&'a mut pi_stream_options, pi_error> {
+    // SAFETY: per the API contract, a non-NULL `options` came from
+    // `pi_stream_options_from_json`, is not freed yet, and no other call uses it meanwhile.
+    unsafe { options.as_mut() }.ok_or_else(|| pi_error::null_argument("options"))
+}
+
+// ------------------------------------------------------------------------------ on_payload
+
+/// A request body about to be sent, passed to a `pi_on_payload_callback`. Valid until the
+/// callback returns.
+///
+/// Thread-safe: its functions may be called from any thread while the callback runs.
+pub struct pi_on_payload {
+    body: *const Value,
+    model: pi_model,
+    body_json: OnceLock<String>,
+    replacement: Mutex<Option<Value>>,
+}
+
+// SAFETY: `body` is only read (through a shared reference) while the callback runs, and
+// `Value` is `Sync`.
+unsafe impl Sync for pi_on_payload {}
+
+/// The body as JSON, in the wire API's own shape (empty when `payload` is NULL). Valid while
+/// the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_on_payload_json(payload: *const pi_on_payload) -> pi_str {
+    ffi_boundary! {
+        opt_ref(payload).map_or(pi_str::EMPTY, |payload| {
+            crate::hook::lazy_json(&payload.body_json, || {
+                // SAFETY: points to the body of the running callback, which outlives `payload`.
+                unsafe { &*payload.body }
+            })
+        })
+    }
+}
+
+/// The model of the request (NULL when `payload` is NULL). Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_on_payload_model(payload: *const pi_on_payload) -> *const pi_model {
+    ffi_boundary! {
+        opt_ref(payload).map_or(std::ptr::null(), |payload| std::ptr::from_ref(&payload.model))
+    }
+}
+
+/// Sends `body_json` instead of the body (any JSON). The last call wins.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_on_payload_set_json(
+    payload: *mut pi_on_payload,
+    body_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let payload = arg_ref(payload, "payload")?;
+        let body: Value = parse_json(arg_str(body_json, "body_json")?, "body_json")?;
+        *lock(&payload.replacement) = Some(body);
+        Ok(())
+    }
+}
+
+fn on_payload(
+    callback: PayloadFn,
+    user_data: &UserData,
+    body: &Value,
+    model: &Model,
+) -> Option<Value> {
+    let user_data = user_data.get()?;
+    let payload = pi_on_payload {
+        body,
+        model: pi_model {
+            model: model.clone(),
+        },
+        body_json: OnceLock::new(),
+        replacement: Mutex::new(None),
+    };
+    run_inline(&CallbackSite::default(), || {
+        // SAFETY: the callback and `user_data` were registered together by the C caller;
+        // `payload` (and the body it borrows) outlives the call; C uses it only through this
+        // library's functions, which take shared references.
+        unsafe { callback(user_data, std::ptr::from_ref(&payload).cast_mut()) }
+    });
+    payload
+        .replacement
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn on_response(
+    callback: ResponseFn,
+    user_data: &UserData,
+    status: u16,
+    headers: &BTreeMap<String, String>,
+    model: &Model,
+) {
+    let Some(user_data) = user_data.get() else {
+        return;
+    };
+    let headers = serde_json::to_string(headers).unwrap_or_default();
+    let model = pi_model {
+        model: model.clone(),
+    };
+    run_inline(&CallbackSite::default(), || {
+        // SAFETY: the callback and `user_data` were registered together by the C caller; the
+        // strings and `model` outlive the call.
+        unsafe { callback(user_data, status, pi_str::new(&headers), &model) }
+    });
+}

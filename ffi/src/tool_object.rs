@@ -1,0 +1,272 @@
+//! `pi_tool`: a tool implemented in C, described in full before it is added to an agent (core's
+//! `FnTool` with `with_label`, `with_execution_mode` and `with_prepare_arguments`), and the
+//! `pi_prepare_arguments` handle its argument shim receives.
+
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use pi_agent::agent::{ToolError, ToolExecutionMode};
+use serde_json::Value;
+
+use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::callback::CallbackSite;
+use crate::error::{parse_json, pi_error};
+use crate::options::parse_name;
+use crate::string::pi_str;
+use crate::tool::{CTool, ToolCallbacks, ToolFn, pi_tool_callback};
+use crate::user_data::{Registrations, UserData, pi_free_callback};
+
+/// Rewrites the raw arguments of a call before they are validated against the tool's schema
+/// (pi's `prepareArguments`, a compatibility shim for models that send an old argument shape).
+/// Read them with `pi_prepare_arguments_input_json`; set the arguments to validate instead with
+/// `pi_prepare_arguments_set_json` (else they stay as they are), or fail the call with
+/// `pi_prepare_arguments_set_error` or a non-zero return ("prepare_arguments callback returned
+/// error code N"): the model then gets that error result. It gets the tool's `user_data`;
+/// `context` is valid until it returns.
+///
+/// It runs synchronously on a runtime thread (moved out of the worker pool while it runs), before
+/// `before_tool_call`: keep it quick, and do not call blocking functions of its agent.
+pub type pi_prepare_arguments_callback =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut pi_prepare_arguments) -> i32>;
+
+pub(crate) type PrepareFn = unsafe extern "C" fn(*mut c_void, *mut pi_prepare_arguments) -> i32;
+
+/// A tool not yet added to an agent: made by `pi_tool_new`, completed with `pi_tool_set_*`, and
+/// handed to `pi_agent_add_tool_object` (or freed with `pi_tool_free`).
+///
+/// Not thread-safe: use it from one thread at a time.
+pub struct pi_tool {
+    name: String,
+    label: Option<String>,
+    description: String,
+    parameters: Value,
+    execution_mode: Option<ToolExecutionMode>,
+    execute: ToolFn,
+    prepare_arguments: Option<PrepareFn>,
+    /// Released (its `free_user_data` called) when the tool is freed without being added.
+    user_data: UserData,
+}
+
+impl pi_tool {
+    /// The agent tool, its `user_data` now registered with the agent.
+    pub(crate) fn into_agent_tool(
+        self,
+        registrations: &Registrations,
+        site: CallbackSite,
+    ) -> CTool {
+        CTool {
+            name: self.name,
+            label: self.label,
+            description: self.description,
+            parameters: self.parameters,
+            execution_mode: self.execution_mode,
+            callbacks: Arc::new(ToolCallbacks {
+                execute: self.execute,
+                prepare_arguments: self.prepare_arguments,
+                user_data: registrations.adopt(self.user_data),
+            }),
+            site,
+        }
+    }
+}
+
+/// Describes a tool implemented in C: its `name`, `description` (for the model) and
+/// `parameters_json_schema` (the JSON Schema of its arguments object; arguments are validated
+/// against it before `callback` runs, see `pi_tool_callback`). `user_data` goes to `callback`
+/// and to the `pi_prepare_arguments_callback`, if set; `free_user_data` (nullable) is called
+/// with it exactly once: by `pi_tool_free`, or, once the tool was added, as described at
+/// `pi_agent_add_tool`. On success `*tool_out` receives the tool; on error nothing is kept and
+/// `free_user_data` is not called.
+///
+/// Errors: `NULL_ARGUMENT` (also for a NULL `callback`), `INVALID_UTF8`, `INVALID_JSON`.
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_new(
+    name: *const c_char,
+    description: *const c_char,
+    parameters_json_schema: *const c_char,
+    callback: pi_tool_callback,
+    user_data: *mut c_void,
+    free_user_data: pi_free_callback,
+    tool_out: *mut *mut pi_tool,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let name = arg_str(name, "name")?;
+        let description = arg_str(description, "description")?;
+        let schema = arg_str(parameters_json_schema, "parameters_json_schema")?;
+        let execute = callback.ok_or_else(|| pi_error::null_argument("callback"))?;
+        let parameters: Value = parse_json(schema, "parameters_json_schema")?;
+        let out = Out::new(tool_out, "tool_out")?;
+        out.write(into_handle(pi_tool {
+            name: name.to_owned(),
+            label: None,
+            description: description.to_owned(),
+            parameters,
+            execution_mode: None,
+            execute,
+            prepare_arguments: None,
+            user_data: UserData::new(user_data, free_user_data),
+        }));
+        Ok(())
+    }
+}
+
+/// Sets the label user interfaces show for the tool (pi's `label`; default: its name). NULL
+/// removes it.
+///
+/// Errors: `NULL_ARGUMENT` (for `tool`), `INVALID_UTF8`.
+/// Thread-safety: not concurrently with other calls on `tool`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_set_label(tool: *mut pi_tool, label: *const c_char) -> *mut pi_error {
+    ffi_fallible! {
+        let label = arg_opt_str(label, "label")?.map(str::to_owned);
+        tool_mut(tool)?.label = label;
+        Ok(())
+    }
+}
+
+/// Forces how the batch of tool calls this tool is called in runs (pi's `executionMode`):
+/// `"sequential"` makes the whole batch sequential, `"parallel"` leaves it to the agent's
+/// setting; NULL removes the override.
+///
+/// Errors: `NULL_ARGUMENT` (for `tool`), `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+/// Thread-safety: not concurrently with other calls on `tool`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_set_execution_mode(
+    tool: *mut pi_tool,
+    mode: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let mode = arg_opt_str(mode, "mode")?
+            .map(|mode| parse_name::<ToolExecutionMode>(mode, "mode"))
+            .transpose()?;
+        tool_mut(tool)?.execution_mode = mode;
+        Ok(())
+    }
+}
+
+/// Sets the argument shim (see `pi_prepare_arguments_callback`); NULL removes it. It gets the
+/// tool's `user_data`.
+///
+/// Errors: `NULL_ARGUMENT` (for `tool`).
+/// Thread-safety: not concurrently with other calls on `tool`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_set_prepare_arguments(
+    tool: *mut pi_tool,
+    callback: pi_prepare_arguments_callback,
+) -> *mut pi_error {
+    ffi_fallible! {
+        tool_mut(tool)?.prepare_arguments = callback;
+        Ok(())
+    }
+}
+
+/// Frees a tool that was not added to an agent, calling its `free_user_data`. NULL is a no-op.
+///
+/// Thread-safety: call once, when no other thread uses `tool`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_free(tool: *mut pi_tool) {
+    ffi_boundary! {
+        drop(take_handle(tool));
+    }
+}
+
+fn tool_mut<'a>(tool: *mut pi_tool) -> Result<&'a mut pi_tool, pi_error> {
+    // SAFETY: per the API contract, a non-NULL `tool` came from `pi_tool_new`, is not freed
+    // yet, and no other call uses it at the same time.
+    unsafe { tool.as_mut() }.ok_or_else(|| pi_error::null_argument("tool"))
+}
+
+// ------------------------------------------------------------------------ prepare_arguments
+
+/// The raw arguments of one call, passed to a `pi_prepare_arguments_callback`. Valid until the
+/// callback returns.
+///
+/// Thread-safe: its functions may be called from any thread while the callback runs.
+pub struct pi_prepare_arguments {
+    input_json: String,
+    outcome: Mutex<Option<Result<Value, String>>>,
+}
+
+/// The arguments as the model sent them, as JSON (not validated; not necessarily an object).
+/// Empty when `context` is NULL. Valid while the callback runs.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_prepare_arguments_input_json(context: *const pi_prepare_arguments) -> pi_str {
+    ffi_boundary! {
+        opt_ref(context).map_or(pi_str::EMPTY, |context| pi_str::new(&context.input_json))
+    }
+}
+
+/// Sets the arguments to validate and run the tool with (any JSON; the schema decides). The
+/// last `pi_prepare_arguments_set_*` call wins.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_prepare_arguments_set_json(
+    context: *mut pi_prepare_arguments,
+    arguments_json: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let context = arg_ref(context, "context")?;
+        let arguments: Value =
+            parse_json(arg_str(arguments_json, "arguments_json")?, "arguments_json")?;
+        *lock(&context.outcome) = Some(Ok(arguments));
+        Ok(())
+    }
+}
+
+/// Fails the call: the tool does not run and the model gets an error result with `message`.
+/// The last `pi_prepare_arguments_set_*` call wins.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+/// Thread-safety: may be called from any thread while the callback runs.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_prepare_arguments_set_error(
+    context: *mut pi_prepare_arguments,
+    message: *const c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let context = arg_ref(context, "context")?;
+        let message = arg_str(message, "message")?;
+        *lock(&context.outcome) = Some(Err(message.to_owned()));
+        Ok(())
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs a C `prepare_arguments` callback on `arguments`.
+pub(crate) fn prepare_arguments(
+    callback: PrepareFn,
+    user_data: &UserData,
+    arguments: Value,
+) -> Result<Value, ToolError> {
+    let Some(user_data) = user_data.get() else {
+        return Err(ToolError::new("the tool was released"));
+    };
+    let context = pi_prepare_arguments {
+        input_json: arguments.to_string(),
+        outcome: Mutex::new(None),
+    };
+    // SAFETY: the callback and `user_data` were registered together by the C caller;
+    // `context` outlives the call and is only used through this library's functions, which
+    // take shared references (its mutable part is behind a mutex).
+    let code = unsafe { callback(user_data, std::ptr::from_ref(&context).cast_mut()) };
+    match context
+        .outcome
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner)
+    {
+        Some(Err(message)) => Err(ToolError::new(message)),
+        _ if code != 0 => Err(ToolError::new(format!(
+            "prepare_arguments callback returned error code {code}"
+        ))),
+        Some(Ok(prepared)) => Ok(prepared),
+        None => Ok(arguments),
+    }
+}
