@@ -26,4 +26,5 @@ soname="$(objdump -p "$PI_BENCH_LIB" 2>/dev/null | awk '/SONAME/ {print $2}')"
 
 echo "machine: $(nproc) cores, $(uname -sm), load $(cut -d' ' -f1-3 /proc/loadavg)"
 "$work/stream_bench" text 20000 "$runs"
+PI_BENCH_JSON=1 "$work/stream_bench" text 20000 "$runs" | sed 's/^text/text + event JSON/'
 "$work/stream_bench" tool 4 "$runs"

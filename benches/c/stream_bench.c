@@ -10,7 +10,8 @@
  *                                         read with pi_stream_result_json, as a program that
  *                                         runs the tool would
  *
- * Each event's kind and delta are read (what a program printing text does). The whole response is built before
+ * Each event's kind and delta are read (what a program printing text does); with `PI_BENCH_JSON=1`
+ * each event's JSON as well (pi_stream_event_json). The whole response is built before
  * the clock starts and served at once from a local TCP server in a child process (forked before
  * the library starts), so the timing is the library's: HTTP, SSE, chunk parsing, event
  * delivery, the C view. The peak RSS is this process's (the server is another process) after
@@ -166,6 +167,8 @@ static void check(pi_error *err, const char *what) {
 }
 
 /* One request read to its end; returns the number of events. */
+static int read_json; /* PI_BENCH_JSON=1: read every event's JSON too */
+
 static long run_once(pi_model *model, const char *context, int read_result, size_t *bytes) {
     pi_stream *stream = NULL;
     check(pi_stream_open(model, context, "{\"apiKey\":\"k\"}", &stream), "pi_stream_open");
@@ -176,6 +179,7 @@ static long run_once(pi_model *model, const char *context, int read_result, size
         events++;
         last = event.kind;
         *bytes += event.delta.len;
+        if (read_json) *bytes += pi_stream_event_json(stream).len;
     }
     if (last != PI_STREAM_EVENT_KIND_DONE) {
         char *json = NULL;
@@ -207,6 +211,7 @@ int main(int argc, char **argv) {
     }
     long size = argc > 2 ? strtol(argv[2], NULL, 10) : (tool ? 4 : 20000);
     int runs = argc > 3 ? atoi(argv[3]) : 10;
+    read_json = getenv("PI_BENCH_JSON") != NULL && strcmp(getenv("PI_BENCH_JSON"), "1") == 0;
     if (size <= 0 || runs <= 0 || runs > 1000) {
         fprintf(stderr, "bad size or run count\n");
         return 2;
