@@ -399,6 +399,9 @@ fn c_stream_bench_runs() {
         assert_success(&output, "stream_bench");
         let stdout = String::from_utf8_lossy(&output.stdout);
         assert!(stdout.contains(expected), "{stdout}");
-        assert!(stdout.contains("us/event") && stdout.contains("peak RSS"), "{stdout}");
+        assert!(
+            stdout.contains("us/event") && stdout.contains("peak RSS"),
+            "{stdout}"
+        );
     }
 }

@@ -9,7 +9,7 @@ pub(crate) mod accumulator;
 pub(crate) mod catalog;
 pub(crate) mod env_keys;
 pub(crate) mod event;
-mod event_queue;
+pub(crate) mod event_queue;
 pub(crate) mod event_stream;
 pub(crate) mod model;
 pub mod oauth;
