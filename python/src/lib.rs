@@ -80,6 +80,7 @@ mod _core {
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
         super::bridge::register_exit_hook(module)?;
+        super::errors::register(module)?;
         module.add("__version__", pi_agent::VERSION)
     }
 }
