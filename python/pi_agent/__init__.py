@@ -78,8 +78,25 @@ from ._guards import (
     is_user_message,
     text_of,
 )
-from ._tools import function_schema, tool
-from . import oauth
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs ~10 ms at import
+if TYPE_CHECKING:
+    from . import oauth
+    from ._tools import function_schema, tool
+
+# Imported on first use (PEP 562), so that `import pi_agent` stays fast: `_tools` needs
+# inspect, dataclasses and typing; `oauth` needs typing.
+_LAZY = {"tool": "._tools", "function_schema": "._tools", "oauth": ".oauth"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pi_agent' has no attribute {name!r}")
+    import importlib
+
+    value = importlib.import_module(module, __name__)
+    return value if name == "oauth" else getattr(value, name)
 
 __all__ = [
     "Agent",

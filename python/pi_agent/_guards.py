@@ -9,15 +9,15 @@ a type checker narrows the union after it::
                 if pi_agent.is_tool_call(block):
                     print(block["name"], block["arguments"])
 
-They only look at the tag, as pi does: they do not validate the rest of the dict.
+They only look at the tag of a ``dict``, as pi does: they do not validate the rest of it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
-
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs ~10 ms at import
 if TYPE_CHECKING:
     import sys
+    from typing import Any, Mapping
 
     if sys.version_info >= (3, 10):
         from typing import TypeGuard
@@ -51,7 +51,7 @@ __all__ = [
 
 
 def _tag(value: object, key: str) -> Any:
-    return value.get(key) if isinstance(value, Mapping) else None
+    return value.get(key) if isinstance(value, dict) else None
 
 
 def is_user_message(message: object) -> TypeGuard[UserMessage]:
