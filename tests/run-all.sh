@@ -57,7 +57,7 @@ rm -rf "$CARGO_TARGET_DIR/wheels-ci"
 ls "$CARGO_TARGET_DIR"/wheels-ci/*.whl | grep -q -- '-cp39-abi3-' || { echo "the wheel is not abi3"; exit 1; }
 
 step "python stubs and examples typecheck"
-(cd python && "$PYTHON" -m mypy.stubtest pi_agent._core --allowlist stubtest-allowlist.txt)
+"$PYTHON" -m mypy.stubtest pi_agent._core --allowlist python/stubtest-allowlist.txt
 "$PYTHON" -m mypy --strict examples/python
 
 step "python sdist installs in a clean venv"
