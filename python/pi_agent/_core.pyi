@@ -52,6 +52,8 @@ __all__ = [
     "CannotContinueError",
     "OAuthError",
     "PiError",
+    "PiTypeError",
+    "PiValueError",
     "ToolValidationError",
     "FauxProvider",
     "faux_text",
@@ -112,6 +114,25 @@ class PiError(Exception):
     Only setup mistakes raise. Model, network, tool and abort failures never do: they end the
     run or stream with a message whose ``stopReason`` is ``"error"`` or ``"aborted"``.
     """
+
+class PiValueError(PiError, ValueError):
+    """A value pi_agent cannot use: a bad option value, a malformed message, context or model
+    dict, an object that is not JSON. Also a ``ValueError``.
+
+    ``field`` names what was wrong: ``"options.temperature"``, ``"context"``, ``"messages"``,
+    ``"model_ids"``, ...; ``None`` when unknown."""
+
+    field: Optional[str]
+    def __init__(self, *args: object, field: Optional[str] = None) -> None: ...
+
+class PiTypeError(PiError, TypeError):
+    """An argument of the wrong kind: an unknown option, a hook or callback that is not
+    callable, a key that is not a str. Also a ``TypeError``.
+
+    ``field`` names the argument (``"options.foo"``, ``"before_tool_call"``), or is ``None``."""
+
+    field: Optional[str]
+    def __init__(self, *args: object, field: Optional[str] = None) -> None: ...
 
 class AgentBusyError(PiError):
     """A prompt or continue was started while the agent is running. The message is pi's:
@@ -230,6 +251,10 @@ class Model:
     @property
     def compat(self) -> Optional[dict[str, Any]]: ...
     def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int:
+        """Equal models hash equal (usable as dict keys and in sets)."""
+    def __reduce__(self) -> tuple[Any, tuple[ModelDict]]:
+        """Pickles as pi's JSON shape (``Model.from_dict(model.to_dict())``)."""
 
 def get_model(provider: str, id: str) -> Optional[Model]:
     """The catalog model ``id`` of ``provider`` (pi's ``getModel``), or ``None``."""

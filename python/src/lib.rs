@@ -15,6 +15,7 @@ mod errors;
 mod faux;
 mod helpers;
 mod hook;
+mod logs;
 mod model;
 mod oauth;
 mod oauth_config;
@@ -80,6 +81,8 @@ mod _core {
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
         super::bridge::register_exit_hook(module)?;
+        super::errors::register(module)?;
+        super::logs::install(module.py())?;
         module.add("__version__", pi_agent::VERSION)
     }
 }

@@ -10,12 +10,12 @@
 //! (`{"type": "model_result", "message", "startEmitted"}`, ...).
 
 use pi_agent::agent::{AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
 use serde_json::{Value, json};
 
 use crate::convert::{Json, parse, serde_to_py};
+use crate::errors::value_error;
 
 /// The agent loop as a state machine: `start`, then `resume` with the result of each action.
 #[pyclass(module = "pi_agent", name = "AgentStepper")]
@@ -77,7 +77,7 @@ impl PyAgentStepper {
         self.inner
             .resume(input)
             .map(step_json)
-            .map_err(|error| PyValueError::new_err(error.to_string()))
+            .map_err(|error| value_error(Some("input"), error.to_string()))
     }
 
     /// Records an abort: after the current turn's tools the run ends instead of starting
