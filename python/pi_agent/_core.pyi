@@ -1023,6 +1023,16 @@ class AgentStepper:
         """A stepper from ``to_dict()``'s output."""
     def __eq__(self, other: object, /) -> bool: ...
 
+def execute_tool_calls_sync(
+    action: Mapping[str, Any], tools: Sequence[Union[Tool, Callable[..., Any]]], *, signal: Optional[Signal] = None
+) -> dict[str, Any]:
+    """Performs a stepper's ``execute_tools`` action with ``tools`` as the agent does
+    (``prepare_arguments``, validation, the functions, ``ToolContext`` updates, the abort
+    through ``signal``), blocking (GIL released) until every call ends. Returns
+    ``{"outcomes": [...], "events": [...]}``: answer the stepper with ``{"type":
+    "tool_results", "outcomes": ...}``; ``events`` are the ``tool_execution_*`` events. No
+    agent hooks run: a driver applies its own."""
+
 # ---------------------------------------------------------------------------------------------
 # OAuth (use pi_agent.oauth, which wraps these)
 
