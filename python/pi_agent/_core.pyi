@@ -78,6 +78,7 @@ __all__ = [
     "calculate_cost",
     "clamp_thinking_level",
     "default_convert_to_llm",
+    "execute_tool_calls_sync",
     "find_env_keys",
     "get_env_api_key",
     "get_supported_thinking_levels",
@@ -1047,6 +1048,16 @@ class AgentStepper:
     def from_dict(cls, data: Mapping[str, Any]) -> AgentStepper:
         """A stepper from ``to_dict()``'s output."""
     def __eq__(self, other: object, /) -> bool: ...
+
+def execute_tool_calls_sync(
+    action: Mapping[str, Any], tools: Sequence[Union[Tool, Callable[..., Any]]], *, signal: Optional[Signal] = None
+) -> dict[str, Any]:
+    """Performs a stepper's ``execute_tools`` action with ``tools`` as the agent does
+    (``prepare_arguments``, validation, the functions, ``ToolContext`` updates, the abort
+    through ``signal``), blocking (GIL released) until every call ends. Returns
+    ``{"outcomes": [...], "events": [...]}``: answer the stepper with ``{"type":
+    "tool_results", "outcomes": ...}``; ``events`` are the ``tool_execution_*`` events. No
+    agent hooks run: a driver applies its own."""
 
 # ---------------------------------------------------------------------------------------------
 # OAuth (use pi_agent.oauth, which wraps these)

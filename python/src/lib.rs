@@ -69,7 +69,7 @@ mod _core {
     #[pymodule_export]
     use super::signal::PySignal;
     #[pymodule_export]
-    use super::stepper::PyAgentStepper;
+    use super::stepper::{PyAgentStepper, execute_tool_calls_sync};
     #[pymodule_export]
     use super::stream::{
         PyEventStream, complete, complete_simple, complete_simple_sync, complete_sync, stream,
