@@ -13,15 +13,14 @@
 
 #[path = "support/c_build.rs"]
 mod c_build;
-
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::OnceLock;
+#[path = "support/stream_json.rs"]
+mod stream_json;
 
 use base64::Engine as _;
-use c_build::{assert_success, compile, repo_root, run};
+use c_build::repo_root;
 use pi_mock_server::{MockServer, RecordedRequest};
 use serde_json::{Value, json};
+use stream_json::Observed;
 
 const CASES: [&str; 3] = [
     "thinking_text_tool_use",
@@ -29,23 +28,6 @@ const CASES: [&str; 3] = [
     "throttled_mid_stream",
 ];
 const SECRET_KEY: &str = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
-
-/// The event kind names of `PI_STREAM_EVENT_KIND_*`, by value.
-const KINDS: [&str; 13] = [
-    "none",
-    "start",
-    "text_start",
-    "text_delta",
-    "text_end",
-    "thinking_start",
-    "thinking_delta",
-    "thinking_end",
-    "toolcall_start",
-    "toolcall_delta",
-    "toolcall_end",
-    "done",
-    "error",
-];
 
 fn fixture(name: &str) -> Vec<u8> {
     let path = repo_root().join("tests/fixtures/bedrock").join(name);
@@ -85,69 +67,31 @@ fn catalog_model_json(id: &str, server: &MockServer) -> Value {
     serde_json::to_value(model).expect("model JSON")
 }
 
-fn program() -> PathBuf {
-    static EXE: OnceLock<PathBuf> = OnceLock::new();
-    EXE.get_or_init(|| compile("tests/c/stream_json.c", "stream_json"))
-        .clone()
-}
-
-/// What C received: every event's JSON (checked against its `pi_event` fields) and the final
-/// message's JSON.
-struct Observed {
-    events: Vec<Value>,
-    result: Value,
-}
-
 /// Runs pi's call of `pi` (model, context, options, call) through the C program with exactly
 /// the fixture's AWS variables as its environment (no ambient `AWS_*`, no `~/.aws`).
 fn stream_through_c(pi: &Value, server: &MockServer) -> Observed {
     let model = catalog_model_json(pi["model"].as_str().expect("model id"), server);
-    let call = match pi["call"].as_str() {
-        Some("streamSimple") => "simple",
-        _ => "stream",
-    };
-    let mut command = Command::new(program());
-    command
-        .env_clear()
-        .env("HOME", "/nonexistent-home")
-        .env("AWS_CONFIG_FILE", "/nonexistent")
-        .env("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent");
+    let mut env = vec![
+        ("HOME".to_owned(), "/nonexistent-home".to_owned()),
+        ("AWS_CONFIG_FILE".to_owned(), "/nonexistent".to_owned()),
+        (
+            "AWS_SHARED_CREDENTIALS_FILE".to_owned(),
+            "/nonexistent".to_owned(),
+        ),
+    ];
     for (name, value) in pi["env"].as_object().expect("env object") {
-        command.env(name, value.as_str().expect("string variable"));
+        env.push((
+            name.clone(),
+            value.as_str().expect("string variable").to_owned(),
+        ));
     }
-    command
-        .arg(model.to_string())
-        .arg(pi["context"].to_string())
-        .arg(pi["options"].to_string())
-        .arg(call);
-    let output = run(command);
-    assert_success(&output, "stream_json");
-    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
-    let mut events = Vec::new();
-    let mut result = None;
-    for line in stdout.lines() {
-        if let Some(rest) = line.strip_prefix("event ") {
-            let mut fields = rest.splitn(4, ' ');
-            let mut number = || -> usize { fields.next().unwrap().parse().unwrap() };
-            let (kind, index, delta_len) = (number(), number(), number());
-            let event: Value = serde_json::from_str(fields.next().unwrap()).expect("event JSON");
-            assert_eq!(event["type"], KINDS[kind], "{line}");
-            if let Some(i) = event["contentIndex"].as_u64() {
-                assert_eq!(index as u64, i, "{line}");
-            }
-            let delta = event["delta"].as_str().map_or(0, str::len);
-            assert_eq!(delta_len, delta, "the delta view: {line}");
-            events.push(event);
-        } else if let Some(rest) = line.strip_prefix("result ") {
-            result = Some(serde_json::from_str(rest).expect("message JSON"));
-        } else {
-            panic!("unexpected output line: {line}");
-        }
-    }
-    Observed {
-        events,
-        result: result.expect("a result line"),
-    }
+    stream_json::run(
+        &model,
+        &pi["context"],
+        &pi["options"],
+        pi["call"] == "streamSimple",
+        &env,
+    )
 }
 
 /// Our event as pi's recording has it: without the message snapshots the recorder dropped
