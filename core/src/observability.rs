@@ -2,11 +2,14 @@
 //! names, and log events. Nothing is reported unless the host installs a subscriber, and then
 //! it costs what the subscriber does.
 //!
-//! Spans (`otel.name` gives OpenTelemetry's span name; the fields are its attribute names):
+//! Spans (`otel.name` gives OpenTelemetry's span name, `otel.kind` and `otel.status_code` its
+//! kind and status, as `tracing-opentelemetry` reads them; the other fields are its attribute
+//! names):
 //! - `invoke_agent` — one agent run: `gen_ai.operation.name = "invoke_agent"`,
 //!   `gen_ai.provider.name`, `gen_ai.request.model`;
 //! - `turn` — one turn of a run (a model call and its tool calls): `pi.turn`;
-//! - `chat` — one model request, retries included: `gen_ai.operation.name = "chat"`,
+//! - `chat` — one model request, retries included, of kind client and with status error when
+//!   it fails: `gen_ai.operation.name = "chat"`,
 //!   `gen_ai.provider.name`, `gen_ai.request.model`, `server.address`,
 //!   `http.response.status_code`, and at its end `gen_ai.response.id`, `gen_ai.response.model`,
 //!   `gen_ai.response.finish_reasons`, `gen_ai.usage.input_tokens` (cache reads and writes
@@ -23,6 +26,12 @@
 //! redacted ones). Message content is recorded only when the host opts in
 //! ([`set_capture_content`], or `PI_AGENT_TRACE_CONTENT=1`): the response's content as
 //! `gen_ai.output.messages`.
+//!
+//! With the cargo feature `otlp`, the `otlp` module exports these spans to an OpenTelemetry
+//! collector.
+
+#[cfg(feature = "otlp")]
+pub mod otlp;
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -60,6 +69,8 @@ pub(crate) fn chat_span(message: &AssistantMessage) -> Span {
         target: "pi_agent::ai",
         "chat",
         otel.name = format!("chat {}", message.model),
+        otel.kind = "client",
+        otel.status_code = Empty,
         gen_ai.operation.name = "chat",
         gen_ai.provider.name = %message.provider,
         gen_ai.request.model = %message.model,
@@ -100,6 +111,7 @@ pub(crate) fn record_response(span: &Span, message: &AssistantMessage) {
     span.record("gen_ai.usage.output_tokens", usage.output);
     if message.stop_reason.is_failure() {
         span.record("error.type", message.stop_reason.as_str());
+        span.record("otel.status_code", "error");
     }
     if capture_content() {
         let content = serde_json::to_string(&message.content).unwrap_or_default();
