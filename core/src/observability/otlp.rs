@@ -257,9 +257,7 @@ impl HttpClient for BlockingClient {
         let status = response.status();
         let headers = std::mem::take(response.headers_mut());
         let mut body = Vec::new();
-        response
-            .take(MAX_RESPONSE_BYTES)
-            .read_to_end(&mut body)?;
+        response.take(MAX_RESPONSE_BYTES).read_to_end(&mut body)?;
         let mut answer = Response::builder().status(status).body(Bytes::from(body))?;
         *answer.headers_mut() = headers;
         Ok(answer)
@@ -290,7 +288,9 @@ mod tests {
                 "{bad}"
             );
         }
-        let error = traces_url("http//user:hunter2@host").unwrap_err().to_string();
+        let error = traces_url("http//user:hunter2@host")
+            .unwrap_err()
+            .to_string();
         assert!(!error.contains("hunter2"), "{error}");
     }
 }
