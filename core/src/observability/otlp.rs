@@ -177,13 +177,15 @@ fn tracer_provider(
     endpoint: Option<&str>,
     service_name: Option<&str>,
 ) -> Result<SdkTracerProvider, OtlpError> {
+    // Checked before the HTTP client (and its thread) is started for nothing.
+    let endpoint = endpoint.map(traces_url).transpose()?;
     let mut exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
         .with_protocol(Protocol::HttpBinary)
         .with_http_client(BlockingClient::new()?)
         .with_timeout(EXPORT_TIMEOUT);
     if let Some(endpoint) = endpoint {
-        exporter = exporter.with_endpoint(traces_url(endpoint)?);
+        exporter = exporter.with_endpoint(endpoint);
     }
     let exporter = exporter
         .build()
