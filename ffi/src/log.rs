@@ -63,10 +63,13 @@ fn forward_logs() -> Option<&'static ForwardLogs> {
     .as_ref()
 }
 
-/// Installs the library's log (with `PI_AGENT_LOG`'s stderr log when set) on first use of the
-/// runtime, so the variable works without any call.
+/// Installs the library's log on first use of the runtime when `PI_AGENT_LOG` is set, so the
+/// variable works without any call. Otherwise nothing is installed until a callback is set: a
+/// process that never logs keeps `tracing`'s no-op path.
 pub(crate) fn init() {
-    forward_logs();
+    if observability::log_level_from_env().is_some() {
+        forward_logs();
+    }
 }
 
 /// A C string of `text`, without the NULs C cannot carry.

@@ -431,3 +431,22 @@ fn c_log_test() {
     assert!(!stdout.contains(SECRET), "{stdout}");
     drop(server);
 }
+
+#[test]
+fn c_log_test_under_valgrind() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push_all([
+        json!({"status": 503, "body": {"error": {"message": "overloaded"}}}),
+        json!({"text": "Hello after a retry."}),
+        json!({"text": "Hello again."}),
+        json!({"text": "Hello once more."}),
+    ]);
+    let exe = compile("tests/c/ffi_log_test.c", "ffi_log_test_valgrind");
+    run_under_valgrind(&exe, &[&server.base_url()], "ffi_log_test");
+    drop(server);
+}

@@ -297,12 +297,25 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ForwardLogs {
     }
 }
 
+/// `layer` with a per-layer filter passing only the library's own callsites, so that, in a
+/// subscriber of the bindings' own, other crates' events (hyper's, at TRACE) are never built.
+fn ours_only<S>(layer: ForwardLogs) -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    use tracing_subscriber::Layer as _;
+    layer.with_filter(tracing_subscriber::filter::filter_fn(|metadata| {
+        metadata.target().starts_with("pi_agent")
+    }))
+}
+
 /// Installs `layer` as the process's `tracing` subscriber, unless one is installed already
 /// (then the host's wins and this returns `false`). For bindings, which own their process's
 /// logging setup; a Rust program composes [`ForwardLogs`] into its own subscriber instead.
 pub fn install_global(layer: ForwardLogs) -> bool {
     use tracing_subscriber::layer::SubscriberExt as _;
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).is_ok()
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(ours_only(layer)))
+        .is_ok()
 }
 
 /// As [`install_global`], and when `PI_AGENT_LOG` names a level, a stderr log at that level
@@ -310,7 +323,11 @@ pub fn install_global(layer: ForwardLogs) -> bool {
 /// and the environment's quick log work together.
 pub fn install_global_with_env_log(layer: ForwardLogs) -> bool {
     use tracing_subscriber::layer::SubscriberExt as _;
-    let stderr = log_level_from_env().map(ForwardLogs::stderr);
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer).with(stderr))
-        .is_ok()
+    let stderr = log_level_from_env().map(|level| ours_only(ForwardLogs::stderr(level)));
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::registry()
+            .with(ours_only(layer))
+            .with(stderr),
+    )
+    .is_ok()
 }
