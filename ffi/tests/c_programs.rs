@@ -1,6 +1,6 @@
 //! Compiles the C programs (`tests/c/ffi_test.c`, `tests/c/ffi_agent_test.c`,
 //! `tests/c/ffi_ai_test.c`, `tests/c/ffi_agent_run_test.c`, `tests/c/ffi_log_test.c`,
-//! `examples/c/agent.c`) with
+//! `examples/c/agent.c`, the benchmark `benches/c/stream_bench.c`) with
 //! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with `-lpi_agent`
 //! against the cdylib cargo built for this test run (`target/<profile>/deps/libpi_agent_ffi.so`,
 //! found from the test executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an
@@ -449,4 +449,26 @@ fn c_log_test_under_valgrind() {
     let exe = compile("tests/c/ffi_log_test.c", "ffi_log_test_valgrind");
     run_under_valgrind(&exe, &[&server.base_url()], "ffi_log_test");
     drop(server);
+}
+
+/// The C benchmark (`benches/c/run.sh` runs it on the release library) compiles and runs; a few
+/// events, one run, nothing timed.
+#[test]
+fn c_stream_bench_runs() {
+    let exe = compile("benches/c/stream_bench.c", "stream_bench");
+    for (args, expected) in [
+        (["text", "300", "1"], "text 300 deltas: 304 events"),
+        (["tool", "1", "1"], "tool 1 MiB: "),
+    ] {
+        let mut command = Command::new(&exe);
+        command.args(args).env("PI_BENCH_JSON", "1");
+        let output = run(command);
+        assert_success(&output, "stream_bench");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains(expected), "{stdout}");
+        assert!(
+            stdout.contains("us/event") && stdout.contains("peak RSS"),
+            "{stdout}"
+        );
+    }
 }

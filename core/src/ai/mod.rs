@@ -9,7 +9,7 @@ pub(crate) mod accumulator;
 pub(crate) mod catalog;
 pub(crate) mod env_keys;
 pub(crate) mod event;
-mod event_queue;
+pub(crate) mod event_queue;
 pub(crate) mod event_stream;
 pub(crate) mod model;
 pub mod oauth;
@@ -52,6 +52,7 @@ pub use options::{
 };
 pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
 pub use partial_json::{PartialJsonParser, parse_streaming_json};
+pub use providers::http::forget_connections_after_fork;
 pub use registry::{
     ApiProvider, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,

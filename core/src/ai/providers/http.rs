@@ -30,7 +30,8 @@ mod limits;
 mod redirect;
 mod retry;
 
-use std::sync::LazyLock;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -43,11 +44,34 @@ pub(crate) use self::retry::{send, send_formatted};
 /// Idle connections kept per host between requests.
 const MAX_IDLE_PER_HOST: usize = 32;
 
+/// How many nested `fork`s get a fresh client (see [`forget_connections_after_fork`]).
+const FORK_GENERATIONS: usize = 64;
+
+/// Which of [`CLIENTS`] is this process's: bumped in a forked child. No lock: a lock held by
+/// another thread at the fork would stay locked in the child forever.
+static GENERATION: AtomicUsize = AtomicUsize::new(0);
+
+static CLIENTS: [OnceLock<reqwest::Client>; FORK_GENERATIONS] =
+    [const { OnceLock::new() }; FORK_GENERATIONS];
+
+/// For a process that was forked after it used the library: forgets the connection pool the
+/// parent left behind (its connections are the parent's sockets, driven by the parent's
+/// runtime threads, which the child does not have), so the next request connects afresh. Call
+/// it in the child, before any request (the Python binding does, from `os.register_at_fork`).
+/// Cheap, lock-free; does nothing when no request was made yet. After 63 nested forks that
+/// each used the library, the last client stays.
+pub fn forget_connections_after_fork() {
+    let generation = GENERATION.load(Ordering::Acquire);
+    if CLIENTS[generation].get().is_some() && generation + 1 < FORK_GENERATIONS {
+        GENERATION.store(generation + 1, Ordering::Release);
+    }
+}
+
 /// The process-wide client: connections are pooled across requests and providers. Redirects
 /// are followed by [`send`], which drops credentials on a change of origin; the client itself
 /// follows none.
 pub(crate) fn client() -> &'static reqwest::Client {
-    static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
+    CLIENTS[GENERATION.load(Ordering::Acquire)].get_or_init(|| {
         reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
             // Bounded idle pool: a burst of thousands of streams to one host must not leave
@@ -57,8 +81,7 @@ pub(crate) fn client() -> &'static reqwest::Client {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_else(|_| reqwest::Client::new())
-    });
-    &CLIENT
+    })
 }
 
 /// The message of a stream started outside a tokio runtime.
