@@ -1,0 +1,276 @@
+"""Core's spans reach OpenTelemetry's SDK (`pi_agent.instrument_opentelemetry`), without secrets."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any, Callable, Dict, Iterator, List, Sequence
+
+import pytest
+
+import pi_agent
+from pi_agent import faux_tool_call
+
+from conftest import MockServer
+
+pytest.importorskip("opentelemetry.sdk.trace")
+
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+
+CONTEXT: Dict[str, Any] = {"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
+SECRET = "sk-otel-secret-0123456789"
+
+Spans = Sequence[ReadableSpan]
+
+
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    """Core's spans go to an in-memory exporter for the test, and stop going afterwards."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    pi_agent.instrument_opentelemetry(provider)
+    try:
+        yield memory
+    finally:
+        pi_agent.uninstrument_opentelemetry()
+        provider.shutdown()
+
+
+def finished(exporter: InMemorySpanExporter, done: Callable[[Spans], bool]) -> Spans:
+    """The exported spans once `done` holds (a span ends in core shortly after the call that
+    caused it returns; the deadline only guards against a hang)."""
+    deadline = time.monotonic() + 60
+    while True:
+        pi_agent.flush_opentelemetry()
+        spans = exporter.get_finished_spans()
+        if done(spans):
+            return spans
+        if time.monotonic() > deadline:
+            raise AssertionError(f"spans never completed: {[span.name for span in spans]}")
+        time.sleep(0.01)
+
+
+def named(spans: Spans, name: str) -> List[ReadableSpan]:
+    return [span for span in spans if span.name == name]
+
+
+def everything(spans: Spans) -> str:
+    return "".join(span.to_json() for span in spans)
+
+
+def test_a_request_is_a_client_chat_span_with_genai_attributes_and_no_key(
+    mock_server: MockServer, exporter: InMemorySpanExporter
+) -> None:
+    mock_server.push({"text": "hello"})
+    before = time.time_ns()
+    message = pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key=SECRET)
+    after = time.time_ns()
+    assert message["stopReason"] == "stop"
+
+    spans = finished(exporter, lambda spans: bool(named(spans, "chat mock-gpt")))
+    (chat,) = named(spans, "chat mock-gpt")
+    assert chat.kind == SpanKind.CLIENT
+    assert chat.parent is None
+    assert chat.instrumentation_scope is not None
+    assert chat.instrumentation_scope.name == "pi_agent"
+    assert chat.start_time is not None and chat.end_time is not None
+    assert before <= chat.start_time <= chat.end_time
+    assert chat.start_time <= after
+    attributes = dict(chat.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["gen_ai.request.model"] == "mock-gpt"
+    assert attributes["server.address"] == "127.0.0.1"
+    assert attributes["http.response.status_code"] == 200
+    assert str(attributes["gen_ai.response.id"]).startswith("chatcmpl-mock-")
+    assert attributes["gen_ai.response.finish_reasons"] == "stop"
+    assert isinstance(attributes["gen_ai.usage.output_tokens"], int)
+    assert "error.type" not in attributes
+    assert "gen_ai.output.messages" not in attributes, "content is opt-in"
+    assert not any(key.startswith("otel.") for key in attributes)
+    assert chat.status.status_code == StatusCode.UNSET
+    assert SECRET not in everything(spans)
+
+
+def test_a_failed_request_has_status_error_and_error_type(
+    mock_server: MockServer, exporter: InMemorySpanExporter
+) -> None:
+    mock_server.push({"status": 401, "body": {"error": {"message": f"bad key {SECRET}"}}})
+    message = pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key=SECRET)
+    assert message["stopReason"] == "error"
+
+    spans = finished(exporter, lambda spans: bool(named(spans, "chat mock-gpt")))
+    (chat,) = named(spans, "chat mock-gpt")
+    assert chat.status.status_code == StatusCode.ERROR
+    attributes = dict(chat.attributes or {})
+    assert attributes["error.type"] == "error"
+    assert attributes["http.response.status_code"] == 401
+    assert SECRET not in everything(spans)
+
+
+def test_an_agent_run_is_a_tree_of_agent_turn_chat_and_tool_spans(
+    faux: pi_agent.FauxProvider, exporter: InMemorySpanExporter
+) -> None:
+    @pi_agent.tool
+    def echo(text: str) -> str:
+        """Echoes.
+
+        Args:
+            text: What to echo.
+        """
+        return text
+
+    faux.push([faux_tool_call("echo", {"text": "hi"}, id="call-1")])
+    faux.push("done")
+    agent = pi_agent.Agent(faux.model, tools=[echo])
+    agent.prompt_sync("go")
+
+    spans = finished(
+        exporter,
+        lambda spans: bool(named(spans, "invoke_agent")) and len(named(spans, "turn")) == 2,
+    )
+    (run,) = named(spans, "invoke_agent")
+    assert run.parent is None
+    attributes = dict(run.attributes or {})
+    assert attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert attributes["gen_ai.request.model"] == faux.model.id
+    trace_id = run.context.trace_id
+    turns = named(spans, "turn")
+    for turn in turns:
+        assert turn.parent is not None and turn.parent.span_id == run.context.span_id
+        assert turn.context.trace_id == trace_id
+    turn_ids = {turn.context.span_id for turn in turns}
+    chats = named(spans, f"chat {faux.model.id}")
+    assert len(chats) == 2
+    for chat in chats:
+        assert chat.kind == SpanKind.CLIENT
+        assert chat.parent is not None and chat.parent.span_id in turn_ids
+        assert chat.context.trace_id == trace_id
+    (tool,) = named(spans, "execute_tool echo")
+    assert tool.parent is not None and tool.parent.span_id in turn_ids
+    assert tool.context.trace_id == trace_id
+    tool_attributes = dict(tool.attributes or {})
+    assert tool_attributes["gen_ai.tool.name"] == "echo"
+    assert tool_attributes["gen_ai.tool.call.id"] == "call-1"
+    assert tool.status.status_code == StatusCode.UNSET
+    # Children end before their parents, and inside them.
+    for child in [*turns, *chats, tool]:
+        parent = next(
+            span for span in spans if child.parent and span.context.span_id == child.parent.span_id
+        )
+        assert parent.start_time is not None and parent.end_time is not None
+        assert child.start_time is not None and child.end_time is not None
+        assert parent.start_time <= child.start_time <= child.end_time <= parent.end_time
+
+
+def test_a_failing_tool_has_status_error(
+    faux: pi_agent.FauxProvider, exporter: InMemorySpanExporter
+) -> None:
+    def broken(path: str) -> str:
+        raise FileNotFoundError(f"no such file: {path}")
+
+    faux.push([faux_tool_call("read_file", {"path": "/nope"})])
+    faux.push("sorry")
+    agent = pi_agent.Agent(faux.model, tools=[pi_agent.Tool.from_function(broken, name="read_file")])
+    agent.prompt_sync("read /nope")
+
+    spans = finished(exporter, lambda spans: bool(named(spans, "invoke_agent")))
+    (tool,) = named(spans, "execute_tool read_file")
+    assert tool.status.status_code == StatusCode.ERROR
+    assert dict(tool.attributes or {})["error.type"] == "tool_error"
+
+
+def test_uninstrumenting_stops_the_recording(
+    faux: pi_agent.FauxProvider, exporter: InMemorySpanExporter
+) -> None:
+    pi_agent.uninstrument_opentelemetry()
+    seen = pi_agent._core._otel_stats()[1]
+    faux.push("quiet")
+    pi_agent.complete_sync(faux.model, CONTEXT)
+    pi_agent.flush_opentelemetry()
+    assert pi_agent._core._otel_stats() == (False, seen, 0)
+    assert not exporter.get_finished_spans()
+
+
+def _run(script: str, env: Dict[str, str], *args: str) -> Dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    result: Dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _env(**extra: str) -> Dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("PI_AGENT_OTEL", "PI_AGENT_TRACE_CONTENT", "PI_AGENT_LOG")
+    }
+    env.update(extra)
+    return env
+
+
+def test_without_instrumenting_no_span_is_recorded(mock_server: MockServer) -> None:
+    mock_server.push({"text": "untraced"})
+    script = (
+        "import json, sys, pi_agent\n"
+        "model = pi_agent.Model('mock-gpt', base_url=sys.argv[1])\n"
+        "m = pi_agent.complete_sync(model, {'messages': [{'role': 'user', 'content': 'hi',"
+        " 'timestamp': 0}]}, api_key='k')\n"
+        "enabled, seen, dropped = pi_agent._core._otel_stats()\n"
+        "print(json.dumps({'text': pi_agent.text_of(m), 'enabled': enabled, 'seen': seen,"
+        " 'otel': any(name.startswith('opentelemetry') for name in sys.modules)}))\n"
+    )
+    result = _run(script, _env(), mock_server.url)
+    assert result == {"text": "untraced", "enabled": False, "seen": 0, "otel": False}
+
+
+def test_pi_agent_otel_env_instruments_the_global_provider_with_content_opt_in(
+    mock_server: MockServer,
+) -> None:
+    mock_server.push({"text": "traced content"})
+    script = (
+        "import json, sys\n"
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import"
+        " InMemorySpanExporter\n"
+        "import pi_agent\n"
+        # The global provider set after the import: the tracer is the API's proxy.
+        "memory = InMemorySpanExporter()\n"
+        "provider = TracerProvider()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(memory))\n"
+        "trace.set_tracer_provider(provider)\n"
+        "model = pi_agent.Model('mock-gpt', base_url=sys.argv[1])\n"
+        "pi_agent.complete_sync(model, {'messages': [{'role': 'user', 'content': 'hi',"
+        " 'timestamp': 0}]}, api_key=sys.argv[2])\n"
+        "import time\n"
+        "deadline = time.monotonic() + 60\n"
+        "while not memory.get_finished_spans() and time.monotonic() < deadline:\n"
+        "    pi_agent.flush_opentelemetry(); time.sleep(0.01)\n"
+        "spans = memory.get_finished_spans()\n"
+        "print(json.dumps({'names': [s.name for s in spans],"
+        " 'content': [s.attributes.get('gen_ai.output.messages') for s in spans],"
+        " 'all': ''.join(s.to_json() for s in spans)}))\n"
+    )
+    result = _run(
+        script, _env(PI_AGENT_OTEL="1", PI_AGENT_TRACE_CONTENT="1"), mock_server.url, SECRET
+    )
+    assert result["names"] == ["chat mock-gpt"]
+    assert "traced content" in result["content"][0]
+    assert SECRET not in result["all"]
