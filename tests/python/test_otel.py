@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence
 import pytest
 
 import pi_agent
-from pi_agent import faux_tool_call
+from pi_agent import faux_tool_call, text_of
 
 from conftest import MockServer
 
@@ -170,6 +170,27 @@ def test_an_agent_run_is_a_tree_of_agent_turn_chat_and_tool_spans(
         assert parent.start_time is not None and parent.end_time is not None
         assert child.start_time is not None and child.end_time is not None
         assert parent.start_time <= child.start_time <= child.end_time <= parent.end_time
+
+
+def test_a_provider_request_of_an_agent_run_is_a_child_of_its_turn(
+    mock_server: MockServer, exporter: InMemorySpanExporter
+) -> None:
+    # Providers send their request from a task of their own; the chat span still belongs to
+    # the turn that made it.
+    mock_server.push({"text": "from the server"})
+    agent = pi_agent.Agent(mock_server.model(), get_api_key=lambda provider: SECRET)
+    agent.prompt_sync("go")
+    assert text_of(agent.messages[-1]) == "from the server"
+
+    spans = finished(exporter, lambda spans: bool(named(spans, "invoke_agent")))
+    (run,) = named(spans, "invoke_agent")
+    (turn,) = named(spans, "turn")
+    (chat,) = named(spans, "chat mock-gpt")
+    assert turn.parent is not None and turn.parent.span_id == run.context.span_id
+    assert chat.parent is not None and chat.parent.span_id == turn.context.span_id
+    assert chat.context.trace_id == run.context.trace_id
+    assert dict(chat.attributes or {})["server.address"] == "127.0.0.1"
+    assert SECRET not in everything(spans)
 
 
 def test_a_failing_tool_has_status_error(
