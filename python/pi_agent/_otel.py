@@ -5,7 +5,9 @@ tool call (``execute_tool <name>``) as a ``tracing`` span with OpenTelemetry's G
 names. Once instrumented, the binding records those spans (wall-clock start and end, attributes,
 status, parent) without waiting for Python, and one daemon thread here creates them on an
 OpenTelemetry tracer: a span's start arrives before its children's, so the OpenTelemetry spans
-keep core's parent/child links.
+keep core's parent/child links. When a request or run starts while the caller has a current
+OpenTelemetry span, the binding opens core's spans inside a span standing for the caller's
+context (``_caller_context``), and they become children of the caller's span.
 
 Only imported when instrumenting: ``import pi_agent`` never imports ``opentelemetry``.
 """
@@ -13,10 +15,10 @@ Only imported when instrumenting: ``import pi_agent`` never imports ``openteleme
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from opentelemetry import trace
-from opentelemetry.context import Context
+from opentelemetry.context import Context, get_current
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from . import _core
@@ -42,6 +44,8 @@ class _Recorder:
         # thread drains (the daemon thread or `flush`).
         self.lock = threading.Lock()
         self.live: Dict[int, trace.Span] = {}
+        # The spans standing for a Python caller's context: their children's parent context.
+        self.callers: Dict[int, Context] = {}
         self.thread: Optional[threading.Thread] = None
 
     def start_thread(self) -> None:
@@ -73,21 +77,34 @@ class _Recorder:
         kind: Optional[str],
         start_ns: int,
         attributes: Dict[str, Any],
+        caller: Optional[Context],
     ) -> None:
-        parent_span = self.live.get(parent) if parent is not None else None
-        # No enclosing pi span: a new trace (not the daemon thread's context).
-        context = trace.set_span_in_context(parent_span) if parent_span is not None else Context()
+        context = self._context_of(parent)
+        if caller is not None:
+            # Inside a pi span already (a request made by a tool), that one stays the parent.
+            self.callers[key] = context if context is not None else caller
+            return
         self.live[key] = self.tracer.start_span(
             name,
-            context=context,
+            # No enclosing span: a new trace (not the daemon thread's context).
+            context=context if context is not None else Context(),
             kind=_KINDS.get(kind or "", SpanKind.INTERNAL),
             attributes=attributes,
             start_time=start_ns,
         )
 
+    def _context_of(self, key: Optional[int]) -> Optional[Context]:
+        if key is None:
+            return None
+        span = self.live.get(key)
+        if span is not None:
+            return trace.set_span_in_context(span)
+        return self.callers.get(key)
+
     def _end(
         self, key: int, end_ns: int, attributes: Dict[str, Any], status: Optional[str]
     ) -> None:
+        self.callers.pop(key, None)
         span = self.live.pop(key, None)
         if span is None:
             return
@@ -149,6 +166,10 @@ def instrument_from_env() -> None:
     instrument()
 
 
-def _live_spans() -> List[trace.Span]:
-    """The OpenTelemetry spans started and not yet ended (for tests)."""
-    return [] if _recorder is None else list(_recorder.live.values())
+def _caller_context() -> Optional[Context]:
+    """The caller's OpenTelemetry context, if it has a current span (called by the binding
+    when a request or run starts, on the caller's thread)."""
+    if not trace.get_current_span().get_span_context().is_valid:
+        return None
+    return get_current()
+

@@ -43,8 +43,8 @@ pub(crate) fn _otel_wait(py: Python<'_>, timeout: f64) -> bool {
     })
 }
 
-/// The span records queued, oldest first: `(0, key, parent, name, kind, start_ns, attributes)`
-/// for a start, `(1, key, end_ns, attributes, status)` for an end.
+/// The span records queued, oldest first: `(0, key, parent, name, kind, start_ns, attributes,
+/// caller)` for a start (`caller`: the Python caller's context, for a span standing for it), `(1, key, end_ns, attributes, status)` for an end.
 #[pyfunction]
 pub(crate) fn _otel_take(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     let records = spans::take();
@@ -58,6 +58,7 @@ pub(crate) fn _otel_take(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
                 kind,
                 start_ns,
                 attributes,
+                caller,
             } => PyTuple::new(
                 py,
                 [
@@ -68,6 +69,7 @@ pub(crate) fn _otel_take(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
                     kind.into_pyobject(py)?,
                     start_ns.into_pyobject(py)?.into_any(),
                     attribute_dict(py, attributes)?.into_any(),
+                    caller.map_or_else(|| py.None().into_bound(py), |caller| caller.into_bound(py)),
                 ],
             )?,
             SpanRecord::End {
@@ -89,6 +91,24 @@ pub(crate) fn _otel_take(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         list.append(item)?;
     }
     Ok(list)
+}
+
+/// While the recording is on and the Python caller has a current OpenTelemetry span: a span
+/// to enter while core opens the request's or run's spans, so that they become its children.
+pub(crate) fn caller_span(py: Python<'_>) -> Option<tracing::Span> {
+    if !spans::enabled() {
+        return None;
+    }
+    let otel = py
+        .import("sys")
+        .and_then(|sys| sys.getattr("modules"))
+        .and_then(|modules| modules.get_item("pi_agent._otel"))
+        .ok()?;
+    let context = otel.call_method0("_caller_context").ok()?;
+    if context.is_none() {
+        return None;
+    }
+    spans::caller_span(context.unbind())
 }
 
 fn attribute_dict<'py>(

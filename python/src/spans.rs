@@ -15,11 +15,13 @@
 //! queued is always queued, so no span Python opened stays open (those ends are bounded by
 //! the number of spans open at once).
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use pyo3::{Py, PyAny};
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::subscriber::Interest;
@@ -45,6 +47,14 @@ static QUEUE: Mutex<Queue> = Mutex::new(Queue {
     dropped: 0,
 });
 static READY: Condvar = Condvar::new();
+
+/// The target of the spans that carry a Python caller's OpenTelemetry context ([`caller_span`]).
+const CALLER_TARGET: &str = "pi_agent::python";
+
+thread_local! {
+    /// The context [`caller_span`] hands to the layer, on the thread that opens the span.
+    static PENDING_CONTEXT: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
+}
 
 struct Queue {
     records: VecDeque<SpanRecord>,
@@ -80,6 +90,9 @@ pub(crate) enum SpanRecord {
         kind: Option<String>,
         start_ns: u64,
         attributes: Vec<(&'static str, Value)>,
+        /// For a span of [`caller_span`]: the Python caller's OpenTelemetry context (the span
+        /// only carries it to its children; it is no OpenTelemetry span itself).
+        caller: Option<Py<PyAny>>,
     },
     /// A span closed.
     End {
@@ -120,6 +133,20 @@ pub(crate) fn seen() -> u64 {
 /// Spans dropped because Python was behind.
 pub(crate) fn dropped() -> u64 {
     queue().dropped
+}
+
+/// A span standing for the Python caller's OpenTelemetry `context` (from
+/// `opentelemetry.context.get_current()`): core's spans opened inside it (entered) become, in
+/// OpenTelemetry, children of the caller's current span. `None` while the recording is off.
+pub(crate) fn caller_span(context: Py<PyAny>) -> Option<tracing::Span> {
+    if !enabled() {
+        return None;
+    }
+    PENDING_CONTEXT.with(|pending| *pending.borrow_mut() = Some(context));
+    let span = tracing::info_span!(target: CALLER_TARGET, "python_context");
+    // Taken by the layer when it saw the span; dropped here when it did not.
+    PENDING_CONTEXT.with(|pending| pending.borrow_mut().take());
+    Some(span)
 }
 
 /// Waits up to `timeout` for records; `true` when some are queued.
@@ -263,6 +290,11 @@ where
         let mut fields = Fields::default();
         attrs.record(&mut fields);
         let key = NEXT_KEY.fetch_add(1, Ordering::Relaxed);
+        let caller = if attrs.metadata().target() == CALLER_TARGET {
+            PENDING_CONTEXT.with(|pending| pending.borrow_mut().take())
+        } else {
+            None
+        };
         let start = SpanRecord::Start {
             key,
             parent,
@@ -272,6 +304,7 @@ where
             kind: fields.kind,
             start_ns: now_ns(),
             attributes: fields.attributes,
+            caller,
         };
         if push_start(start) {
             span.extensions_mut().insert(Live {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -191,6 +192,55 @@ def test_a_provider_request_of_an_agent_run_is_a_child_of_its_turn(
     assert chat.context.trace_id == run.context.trace_id
     assert dict(chat.attributes or {})["server.address"] == "127.0.0.1"
     assert SECRET not in everything(spans)
+
+
+def test_requests_and_runs_are_children_of_the_callers_current_span(
+    mock_server: MockServer, faux: pi_agent.FauxProvider, exporter: InMemorySpanExporter
+) -> None:
+    from pi_agent import _otel
+
+    mock_server.push({"text": "one"}, {"text": "two"})
+    faux.push("three")
+    # The caller's span, from a provider of its own (only its context matters).
+    with TracerProvider().get_tracer("test").start_as_current_span("outer") as outer:
+        pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key=SECRET)
+
+        async def in_a_task() -> None:
+            await pi_agent.complete(mock_server.model(), CONTEXT, api_key=SECRET)
+
+        asyncio.run(in_a_task())
+        pi_agent.Agent(faux.model).prompt_sync("go")
+    # Outside any span: a new trace.
+    faux.push("four")
+    pi_agent.complete_sync(faux.model, CONTEXT)
+
+    spans = finished(
+        exporter,
+        lambda spans: len(named(spans, "chat mock-gpt")) == 2
+        and bool(named(spans, "invoke_agent"))
+        and len(named(spans, f"chat {faux.model.id}")) == 2,
+    )
+    outer_id = outer.get_span_context().span_id
+    trace_id = outer.get_span_context().trace_id
+    for chat in named(spans, "chat mock-gpt"):
+        assert chat.parent is not None and chat.parent.span_id == outer_id
+        assert chat.context.trace_id == trace_id
+    (run,) = named(spans, "invoke_agent")
+    assert run.parent is not None and run.parent.span_id == outer_id
+    in_run, alone = sorted(
+        named(spans, f"chat {faux.model.id}"), key=lambda span: span.start_time or 0
+    )
+    assert in_run.context.trace_id == trace_id
+    assert alone.parent is None and alone.context.trace_id != trace_id
+    assert not [span for span in spans if span.name == "python_context"]
+    # The spans standing for the caller's context are forgotten once they end.
+    recorder = _otel._recorder
+    assert recorder is not None
+    deadline = time.monotonic() + 60
+    while (recorder.callers or recorder.live) and time.monotonic() < deadline:
+        pi_agent.flush_opentelemetry()
+        time.sleep(0.01)
+    assert not recorder.callers and not recorder.live
 
 
 def test_a_failing_tool_has_status_error(
