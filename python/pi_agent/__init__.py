@@ -116,9 +116,10 @@ def instrument_opentelemetry(tracer_provider: "Optional[TracerProvider]" = None)
     global one, ``opentelemetry.trace.get_tracer_provider()``). They carry the GenAI
     semantic-convention attributes (``gen_ai.*``, ``server.address``,
     ``http.response.status_code``), status ERROR with ``error.type`` on failure, and never an
-    API key; message content only with ``PI_AGENT_TRACE_CONTENT=1``. A request or agent run
-    started while an OpenTelemetry span is current (``with tracer.start_as_current_span(...)``)
-    is a child of that span; otherwise it starts a new trace.
+    API key; message content only with ``PI_AGENT_TRACE_CONTENT=1``. A request, agent run
+    or ``execute_tool_calls_sync`` started while an OpenTelemetry span is current (``with
+    tracer.start_as_current_span(...)``) is a child of that span; otherwise it starts a new
+    trace.
 
     Spans are handed to OpenTelemetry from a daemon thread, shortly after they end; the request
     never waits for it. ``flush_opentelemetry()`` hands over those already finished. Calling

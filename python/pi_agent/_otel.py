@@ -14,6 +14,7 @@ Only imported when instrumenting: ``import pi_agent`` never imports ``openteleme
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any, Dict, Optional
 
@@ -146,7 +147,16 @@ def instrument(tracer_provider: Optional[trace.TracerProvider] = None) -> None:
         # Registered after the tracer provider's own exit hook, so it runs first: the spans
         # core finished reach the provider before it shuts down.
         atexit.register(flush)
+        # A forked child has none of the parent's threads: it gets its own.
+        os.register_at_fork(after_in_child=_after_fork_in_child)
         _registered_exit = True
+
+
+def _after_fork_in_child() -> None:
+    if _recorder is not None:
+        _recorder.lock = threading.Lock()  # the parent's may have been held at the fork
+        _recorder.thread = None
+        _recorder.start_thread()
 
 
 def uninstrument() -> None:

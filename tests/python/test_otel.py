@@ -243,6 +243,35 @@ def test_requests_and_runs_are_children_of_the_callers_current_span(
     assert not recorder.callers and not recorder.live
 
 
+def test_a_durable_drivers_tool_calls_are_children_of_its_step_span(
+    faux: pi_agent.FauxProvider, exporter: InMemorySpanExporter
+) -> None:
+    @pi_agent.tool
+    def echo(text: str) -> str:
+        """Echoes.
+
+        Args:
+            text: What to echo.
+        """
+        return text
+
+    faux.push([faux_tool_call("echo", {"text": "hi"}, id="call-1")])
+    stepper, _ = pi_agent.AgentStepper.start(
+        prompts=[{"role": "user", "content": "go", "timestamp": 0}]
+    )
+    stepper.resume({"type": "steering", "messages": []})
+    context = {"messages": pi_agent.default_convert_to_llm(stepper.messages)}
+    message = pi_agent.complete_simple_sync(faux.model, context)
+    step = stepper.resume({"type": "model_result", "message": message})
+    with TracerProvider().get_tracer("test").start_as_current_span("step") as outer:
+        pi_agent.execute_tool_calls_sync(step["action"], [echo])
+
+    spans = finished(exporter, lambda spans: bool(named(spans, "execute_tool echo")))
+    (tool,) = named(spans, "execute_tool echo")
+    assert tool.parent is not None
+    assert tool.parent.span_id == outer.get_span_context().span_id
+
+
 def test_a_failing_tool_has_status_error(
     faux: pi_agent.FauxProvider, exporter: InMemorySpanExporter
 ) -> None:
@@ -260,6 +289,30 @@ def test_a_failing_tool_has_status_error(
     assert dict(tool.attributes or {})["error.type"] == "tool_error"
 
 
+def test_spans_are_dropped_not_queued_without_bound_when_python_is_behind(
+    faux: pi_agent.FauxProvider, exporter: InMemorySpanExporter
+) -> None:
+    from pi_agent import _otel
+
+    recorder = _otel._recorder
+    assert recorder is not None
+    _, seen_before, dropped_before = pi_agent._core._otel_stats()
+    # Holding the recorder's lock stalls the thread that hands spans to OpenTelemetry; the
+    # requests go on regardless, and beyond the queue's bound their spans are dropped.
+    with recorder.lock:
+        for _ in range(4200):
+            faux.push("x")
+            pi_agent.complete_sync(faux.model, CONTEXT)
+        _, seen, dropped = pi_agent._core._otel_stats()
+    assert seen - seen_before == 4200
+    assert dropped - dropped_before >= 4200 - 4096
+    accepted = 4200 - (dropped - dropped_before)
+    # Every span that was queued ends in OpenTelemetry; none stays open.
+    spans = finished(exporter, lambda spans: len(spans) >= accepted)
+    assert len(spans) == accepted
+    assert not recorder.live
+
+
 def test_uninstrumenting_stops_the_recording(
     faux: pi_agent.FauxProvider, exporter: InMemorySpanExporter
 ) -> None:
@@ -268,8 +321,39 @@ def test_uninstrumenting_stops_the_recording(
     faux.push("quiet")
     pi_agent.complete_sync(faux.model, CONTEXT)
     pi_agent.flush_opentelemetry()
-    assert pi_agent._core._otel_stats() == (False, seen, 0)
+    assert pi_agent._core._otel_stats()[:2] == (False, seen)
     assert not exporter.get_finished_spans()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_reports_its_spans() -> None:
+    script = (
+        "import json, os, sys, time\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "from opentelemetry.sdk.trace.export import SimpleSpanProcessor\n"
+        "from opentelemetry.sdk.trace.export.in_memory_span_exporter import"
+        " InMemorySpanExporter\n"
+        "import pi_agent\n"
+        "memory = InMemorySpanExporter()\n"
+        "provider = TracerProvider()\n"
+        "provider.add_span_processor(SimpleSpanProcessor(memory))\n"
+        "pi_agent.instrument_opentelemetry(provider)\n"
+        "faux = pi_agent.FauxProvider()\n"
+        "context = {'messages': [{'role': 'user', 'content': 'hi', 'timestamp': 0}]}\n"
+        "faux.push('parent'); pi_agent.complete_sync(faux.model, context)\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    memory.clear()\n"
+        "    faux.push('child'); pi_agent.complete_sync(faux.model, context)\n"
+        # Only the child's own thread hands spans over here: no explicit flush.
+        "    deadline = time.monotonic() + 60\n"
+        "    while not memory.get_finished_spans() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.01)\n"
+        "    os._exit(0 if memory.get_finished_spans() else 3)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(json.dumps({'child': os.waitstatus_to_exitcode(status)}))\n"
+    )
+    assert _run(script, _env()) == {"child": 0}
 
 
 def _run(script: str, env: Dict[str, str], *args: str) -> Dict[str, Any]:
