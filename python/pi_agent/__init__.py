@@ -19,6 +19,9 @@ like pi's JSON (typed in :mod:`pi_agent.types`).
     print(agent.messages[-1]["content"])
 """
 
+import os as _os
+import sys as _sys
+
 from ._core import (
     Agent,
     AgentBusyError,
@@ -82,6 +85,10 @@ from ._guards import (
 
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs ~10 ms at import
 if TYPE_CHECKING:
+    from typing import Optional
+
+    from opentelemetry.trace import TracerProvider
+
     from . import oauth
     from ._tools import function_schema, tool
 
@@ -98,6 +105,54 @@ def __getattr__(name: str) -> object:
 
     value = importlib.import_module(module, __name__)
     return value if name == "oauth" else getattr(value, name)
+
+
+def instrument_opentelemetry(tracer_provider: "Optional[TracerProvider]" = None) -> None:
+    """Reports core's spans to OpenTelemetry (needs ``opentelemetry-api`` and ``-sdk``).
+
+    From now on each model request becomes a span ``chat <model>`` (kind CLIENT), each agent
+    run ``invoke_agent`` with a ``turn`` child per turn, and each tool call ``execute_tool
+    <name>`` under its turn, on the tracer ``pi_agent`` of ``tracer_provider`` (default: the
+    global one, ``opentelemetry.trace.get_tracer_provider()``). They carry the GenAI
+    semantic-convention attributes (``gen_ai.*``, ``server.address``,
+    ``http.response.status_code``), status ERROR with ``error.type`` on failure, and never an
+    API key; message content only with ``PI_AGENT_TRACE_CONTENT=1``. A request, agent run
+    or ``execute_tool_calls_sync`` started while an OpenTelemetry span is current (``with
+    tracer.start_as_current_span(...)``) is a child of that span; otherwise it starts a new
+    trace.
+
+    Spans are handed to OpenTelemetry from a daemon thread, shortly after they end; the request
+    never waits for it. ``flush_opentelemetry()`` hands over those already finished. Calling
+    again switches to another provider. ``PI_AGENT_OTEL=1`` instruments at import with the
+    global provider. Raises ``ImportError`` without OpenTelemetry.
+    """
+    from . import _otel
+
+    _otel.instrument(tracer_provider)
+
+
+def uninstrument_opentelemetry() -> None:
+    """Stops reporting spans (those already open still end in OpenTelemetry)."""
+    if "pi_agent._otel" in _sys.modules:
+        _sys.modules["pi_agent._otel"].uninstrument()
+
+
+def flush_opentelemetry() -> None:
+    """Hands the spans core has finished so far to OpenTelemetry, on this thread (then
+    ``tracer_provider.force_flush()`` exports what the span processors hold)."""
+    if "pi_agent._otel" in _sys.modules:
+        _sys.modules["pi_agent._otel"].flush()
+
+
+if _os.environ.get("PI_AGENT_OTEL", "").strip().lower() in ("1", "true", "yes", "on"):
+    try:
+        instrument_opentelemetry()
+    except ImportError:
+        import warnings
+
+        warnings.warn(
+            "PI_AGENT_OTEL is set but opentelemetry-api/-sdk are not installed", stacklevel=2
+        )
 
 __all__ = [
     "Agent",
@@ -133,12 +188,14 @@ __all__ = [
     "faux_thinking",
     "faux_tool_call",
     "find_env_keys",
+    "flush_opentelemetry",
     "function_schema",
     "get_env_api_key",
     "get_model",
     "get_models",
     "get_providers",
     "get_supported_thinking_levels",
+    "instrument_opentelemetry",
     "is_assistant_message",
     "is_context_overflow",
     "is_image_content",
@@ -157,6 +214,7 @@ __all__ = [
     "text_of",
     "tool",
     "transform_messages",
+    "uninstrument_opentelemetry",
     "validate_tool_arguments",
     "validate_tool_call",
 ]

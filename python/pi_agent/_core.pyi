@@ -91,6 +91,10 @@ __all__ = [
     "ToolContext",
     "__version__",
     "_shape_fields",
+    "_otel_enable",
+    "_otel_stats",
+    "_otel_take",
+    "_otel_wait",
     "oauth_get_api_key",
     "oauth_get_api_key_sync",
     "oauth_login",
@@ -442,6 +446,19 @@ def default_convert_to_llm(messages: Sequence[Union[AgentMessage, Mapping[str, A
 
 def _shape_fields(name: str) -> list[str]:
     """The JSON keys core's serde type ``name`` reads (for the package's own tests)."""
+
+# Span recording for ``pi_agent._otel`` (``instrument_opentelemetry``).
+def _otel_enable(enabled: bool) -> bool:
+    """Turns the recording of core's spans on or off; ``False`` if it cannot run."""
+
+def _otel_stats() -> tuple[bool, int, int]:
+    """``(enabled, spans seen, spans dropped because Python was behind)``."""
+
+def _otel_wait(timeout: float) -> bool:
+    """Waits (GIL released) up to ``timeout`` seconds for span records."""
+
+def _otel_take() -> list[tuple[Any, ...]]:
+    """The span records queued, oldest first (see ``python/src/otel.rs``)."""
 
 # ---------------------------------------------------------------------------------------------
 # Faux provider

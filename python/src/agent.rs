@@ -878,6 +878,9 @@ impl PyAgent {
         // Core spawns the run on the runtime; its callbacks read the scope, which is set
         // under the lock before any of them can.
         let _runtime = runtime().enter();
+        // The run's spans are children of the caller's OpenTelemetry span, if instrumented.
+        let caller = crate::otel::caller_span(py);
+        let _caller = caller.as_ref().map(tracing::Span::enter);
         let mut scope = this.scope.lock();
         let run = this.agent.start(input).map_err(agent_error)?;
         *scope = Scope {

@@ -20,10 +20,12 @@ mod model;
 mod oauth;
 mod oauth_config;
 mod options;
+mod otel;
 mod overflow;
 mod runtime;
 mod shape;
 mod signal;
+mod spans;
 mod stepper;
 mod stream;
 mod stream_fn;
@@ -62,6 +64,8 @@ mod _core {
     use super::oauth_config::{oauth_register_provider, oauth_reset_providers};
     #[pymodule_export]
     use super::options::{PyOnPayload, PyOnResponse};
+    #[pymodule_export]
+    use super::otel::{_otel_enable, _otel_stats, _otel_take, _otel_wait};
     #[pymodule_export]
     use super::overflow::is_context_overflow;
     #[pymodule_export]

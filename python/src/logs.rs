@@ -6,9 +6,7 @@
 //! `PI_AGENT_LOG=debug` (or `info`, `warn`, `trace`) sets the `pi_agent` logger's level and,
 //! when no handler would see its records (neither its own nor the root's), adds one writing to stderr.
 
-use pi_agent::observability::{
-    ForwardLogs, LogEvent, LogLevel, install_global, log_level_from_env,
-};
+use pi_agent::observability::{ForwardLogs, LogEvent, LogLevel, log_level_from_env};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -52,12 +50,24 @@ fn emit_with_gil(py: Python<'_>, event: &LogEvent) -> PyResult<()> {
     Ok(())
 }
 
-/// Installs the forwarding (at import), unless the process already has a `tracing`
-/// subscriber; applies `PI_AGENT_LOG`.
+/// Installs the process's `tracing` subscriber (at import): this forwarding, and beside it the
+/// span recording for OpenTelemetry ([`crate::spans`], off until Python opts in). Unless the
+/// process already has a subscriber (then neither runs). Applies `PI_AGENT_LOG`.
 pub(crate) fn install(py: Python<'_>) -> PyResult<()> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
     let from_env = log_level_from_env();
     let max_level = from_env.map_or(LogLevel::Debug, |level| level.max(LogLevel::Debug));
-    install_global(ForwardLogs::new(max_level, emit));
+    // Only the library's own callsites: other crates' events (hyper's, at TRACE) are never built.
+    let logs = ForwardLogs::new(max_level, emit).with_filter(
+        tracing_subscriber::filter::filter_fn(|metadata| metadata.target().starts_with("pi_agent")),
+    );
+    let subscriber = tracing_subscriber::registry()
+        .with(logs)
+        .with(crate::spans::SpanLayer.with_filter(crate::spans::WhenEnabled));
+    let installed = tracing::subscriber::set_global_default(subscriber).is_ok();
+    crate::spans::set_installed(installed);
     if let Some(level) = from_env {
         let logging = py.import("logging")?;
         let logger = logging.call_method1("getLogger", ("pi_agent",))?;

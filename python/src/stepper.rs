@@ -211,23 +211,29 @@ pub(crate) fn execute_tool_calls_sync(
     ));
     let token = signal.map_or_else(CancellationToken::new, |signal| signal.token.clone());
     let on_interrupt = token.clone();
+    // The tool spans are children of the caller's OpenTelemetry span, if instrumented.
+    let caller = crate::otel::caller_span(py).unwrap_or_else(tracing::Span::none);
     let (outcomes, events) = wait(
         py,
-        async move {
-            let mut events = Vec::new();
-            let mut sink = |event: pi_agent::agent::AgentEvent| events.push(event.to_json(false));
-            let outcomes = execute_tool_calls(
-                &assistant_message,
-                tool_calls,
-                mode,
-                &tools,
-                &config,
-                &token,
-                &mut sink,
-            )
-            .await;
-            (outcomes, events)
-        },
+        tracing::Instrument::instrument(
+            async move {
+                let mut events = Vec::new();
+                let mut sink =
+                    |event: pi_agent::agent::AgentEvent| events.push(event.to_json(false));
+                let outcomes = execute_tool_calls(
+                    &assistant_message,
+                    tool_calls,
+                    mode,
+                    &tools,
+                    &config,
+                    &token,
+                    &mut sink,
+                )
+                .await;
+                (outcomes, events)
+            },
+            caller,
+        ),
         move || {
             on_interrupt.cancel();
             Interrupted::Return

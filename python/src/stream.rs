@@ -70,10 +70,13 @@ impl PyEventStream {
             None => CancellationToken::new(),
         };
         stream_options.signal = Some(signal.clone());
+        // The request's span is a child of the caller's OpenTelemetry span, if instrumented.
+        let caller = crate::otel::caller_span(model.py());
         // Providers spawn their request on the runtime, and may call `on_payload` (Python, on
         // a worker thread) before they return: without the GIL.
         let stream = model.py().detach(|| {
             let _runtime = runtime().enter();
+            let _caller = caller.as_ref().map(tracing::Span::enter);
             if simple {
                 ai::stream_simple(&model_value, &context, &stream_options)
             } else {

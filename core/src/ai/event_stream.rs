@@ -100,6 +100,7 @@ pub fn channel(
         started_at: Instant::now(),
         first_content_at: None,
         span: tracing::Span::none(),
+        caller_span: tracing::Span::current(),
     };
     (writer, stream)
 }
@@ -219,6 +220,9 @@ pub struct StreamWriter {
     first_content_at: Option<Instant>,
     /// The request's `chat` span (see [`crate::observability`]), once `drive` opened it.
     span: tracing::Span,
+    /// The span current where the request was made (an agent's `turn`): the `chat` span's
+    /// parent, although providers open it in a task of their own.
+    caller_span: tracing::Span,
 }
 
 impl StreamWriter {
@@ -349,7 +353,9 @@ impl StreamWriter {
     /// Opens the request's `chat` span (see [`crate::observability`]); the writer records the
     /// response on it when the stream ends.
     pub(crate) fn open_span(&mut self) -> tracing::Span {
-        self.span = crate::observability::chat_span(self.acc.message());
+        self.span = self
+            .caller_span
+            .in_scope(|| crate::observability::chat_span(self.acc.message()));
         self.span.clone()
     }
 
