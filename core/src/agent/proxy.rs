@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::config::StreamFn;
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -66,7 +67,7 @@ async fn run(
     token: Option<ApiKey>,
     body: Value,
     options: &StreamOptions,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let mut request = http::client()
         .post(&url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -88,7 +89,11 @@ async fn run(
                     status.canonical_reason().unwrap_or("")
                 )
             });
-        return Err(format!("Proxy error: {}", detail.trim()));
+        return Err(ProviderError::http(
+            status.as_u16(),
+            format!("Proxy error: {}", detail.trim()),
+            None,
+        ));
     }
     read_stream(writer, http::SseEvents::new(response, options)).await
 }
@@ -97,7 +102,7 @@ async fn run(
 pub(crate) async fn read_stream(
     writer: &mut StreamWriter,
     mut events: http::SseEvents,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     while let Some(event) = events.next().await? {
         if let Some(end) = apply(writer, &event.data).await? {
             return end;
@@ -116,9 +121,9 @@ fn usage_of(event: &Value) -> Option<Usage> {
 async fn apply(
     writer: &mut StreamWriter,
     data: &str,
-) -> Result<Option<Result<(), String>>, String> {
-    let event: Value =
-        serde_json::from_str(data).map_err(|error| format!("Malformed proxy event: {error}"))?;
+) -> Result<Option<Result<(), ProviderError>>, ProviderError> {
+    let event: Value = serde_json::from_str(data)
+        .map_err(|error| ProviderError::Decode(format!("Malformed proxy event: {error}")))?;
     let index = event
         .get("contentIndex")
         .and_then(Value::as_u64)
@@ -130,10 +135,13 @@ async fn apply(
             .unwrap_or("")
             .to_owned()
     };
-    let expect_index =
-        |kind: &str| index.ok_or_else(|| format!("proxy event {kind} without contentIndex"));
+    let expect_index = |kind: &str| {
+        index.ok_or_else(|| {
+            ProviderError::Decode(format!("proxy event {kind} without contentIndex"))
+        })
+    };
     let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
-    let check = |writer: &StreamWriter, index: usize, wanted: &str| -> Result<(), String> {
+    let check = |writer: &StreamWriter, index: usize, wanted: &str| -> Result<(), ProviderError> {
         let actual = writer
             .message()
             .content
@@ -146,9 +154,9 @@ async fn apply(
         if actual == Some(wanted) {
             Ok(())
         } else {
-            Err(format!(
+            Err(ProviderError::Decode(format!(
                 "proxy event {kind} for a block that is not {wanted}"
-            ))
+            )))
         }
     };
     match kind {
@@ -224,7 +232,29 @@ async fn apply(
                 .and_then(Value::as_str)
                 .unwrap_or("Proxy reported an error")
                 .to_owned();
-            return Ok(Some(Err(message)));
+            // A proxy built on this library may pass the error's kind, status and retry
+            // delay on (pi's proxy sends only the text).
+            let kind = event
+                .get("errorKind")
+                .and_then(Value::as_str)
+                .and_then(ErrorKind::from_name);
+            let status = event
+                .get("httpStatus")
+                .and_then(Value::as_u64)
+                .and_then(|status| u16::try_from(status).ok());
+            let error = match status {
+                Some(status) => ProviderError::http(
+                    status,
+                    message,
+                    event.get("retryAfterMs").and_then(Value::as_u64),
+                ),
+                None => ProviderError::Upstream {
+                    message,
+                    kind,
+                    status: None,
+                },
+            };
+            return Ok(Some(Err(error)));
         }
         // Unknown events are skipped, as pi does.
         _ => {}

@@ -8,6 +8,7 @@
 pub(crate) mod accumulator;
 pub(crate) mod catalog;
 pub(crate) mod env_keys;
+pub(crate) mod error;
 pub(crate) mod event;
 mod event_queue;
 pub(crate) mod event_stream;
@@ -32,6 +33,7 @@ pub use catalog::{
     get_supported_thinking_levels, resolve_model,
 };
 pub use env_keys::{env_key_names, find_env_keys, get_env_api_key};
+pub use error::{ErrorKind, ProviderError};
 pub use event::AssistantMessageEvent;
 pub use event_stream::{
     AssistantMessageEventStream, PartialMessage, STREAM_ENDED_EARLY, StreamWriter, channel,

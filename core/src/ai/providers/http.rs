@@ -35,6 +35,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::ai::error::ProviderError;
+
 pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents, read_error_body};
 pub(crate) use self::limits::Limits;
 pub(crate) use self::retry::{RetryPolicy, error_body_text, send_once, send_with_policy};
@@ -109,6 +111,17 @@ pub(crate) fn http_error_message(status: reqwest::StatusCode, body: &str) -> Str
     format!("{} {}", status.as_u16(), error_body_message(body))
 }
 
+/// A transport error as a [`ProviderError`]: `timeout` when a time limit of the client ran out,
+/// else `network` (see [`transport_error_message`]).
+pub(crate) fn transport_error(error: &reqwest::Error) -> ProviderError {
+    let message = transport_error_message(error);
+    if error.is_timeout() {
+        ProviderError::Timeout(message)
+    } else {
+        ProviderError::Network(message)
+    }
+}
+
 /// A transport error without the URL (which may carry a key in a query string).
 pub(crate) fn transport_error_message(error: &reqwest::Error) -> String {
     use std::error::Error as _;
@@ -152,7 +165,7 @@ pub(crate) fn is_loopback(base_url: &str) -> bool {
 /// Replaces `{VAR}` placeholders (upper-case names) in a base URL with environment variables,
 /// as Cloudflare base URLs need (pi's `resolveCloudflareBaseUrl`); `provider` names the
 /// provider in the error for a variable that is not set.
-pub(crate) fn expand_env_placeholders(url: &str, provider: &str) -> Result<String, String> {
+pub(crate) fn expand_env_placeholders(url: &str, provider: &str) -> Result<String, ProviderError> {
     if !url.contains('{') {
         return Ok(url.to_owned());
     }
@@ -174,9 +187,9 @@ pub(crate) fn expand_env_placeholders(url: &str, provider: &str) -> Result<Strin
                 match std::env::var(name) {
                     Ok(value) if !value.is_empty() => out.push_str(&value),
                     _ => {
-                        return Err(format!(
-                            "{name} is required for provider {} but is not set.",
-                            provider
+                        return Err(ProviderError::other(
+                            format!("{name} is required for provider {provider} but is not set."),
+                            None,
                         ));
                     }
                 }
