@@ -2,7 +2,8 @@
 //! `openai-completions` body arrives at once from a plain TCP server (a std thread, so the
 //! server takes no runtime time), and the stream is read from `block_on` on a multi-thread
 //! runtime (as under `#[tokio::main]`: the provider runs on a worker, the consumer on the main
-//! thread) and on a current-thread runtime. Reported per element = per event.
+//! thread) and on a current-thread runtime; and through an `Agent` whose subscriber sees every
+//! `message_update`. Reported per element = per text delta.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -10,7 +11,10 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
+use pi_agent::agent::{Agent, AgentEvent, AgentOptions, AgentSettings};
 use pi_agent::ai::{self, ApiKey, Context, Model, StreamOptions, UserMessage};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const DELTAS: usize = 20_000;
 
@@ -117,6 +121,34 @@ fn delivery(c: &mut Criterion) {
     group.bench_function("current_thread_20k", |b| {
         b.iter(|| current.block_on(consume(&model, &context, &options)));
     });
+    // An agent turn: the same body, every delta a `message_update` to one subscriber.
+    let agent = Agent::new(AgentOptions {
+        model: Some(model.clone()),
+        settings: AgentSettings {
+            stream_options: options.clone(),
+            ..AgentSettings::default()
+        },
+        ..AgentOptions::default()
+    });
+    let updates = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&updates);
+    agent.subscribe(move |event| {
+        if let AgentEvent::MessageUpdate { .. } = event {
+            seen.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    group.bench_function("agent_multi_thread_20k", |b| {
+        b.iter(|| {
+            multi.block_on(async {
+                agent.reset().expect("idle");
+                agent.prompt("hi").await.expect("run");
+            })
+        });
+    });
+    assert!(
+        updates.load(Ordering::Relaxed) >= DELTAS,
+        "the subscriber saw the deltas"
+    );
     group.finish();
 }
 

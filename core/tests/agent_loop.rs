@@ -242,3 +242,106 @@ async fn proxy_stream_fn_rebuilds_the_message() {
         Some("Proxy error: forbidden")
     );
 }
+
+/// Stream functions written in other languages hand over whole messages or pi-shaped events.
+#[tokio::test]
+async fn streams_from_a_message_and_from_events() {
+    use pi_agent::agent::{stream_from_events, stream_message};
+    use pi_agent::ai::{AssistantContent, AssistantMessage, ToolCall, Usage};
+
+    let model = Model::new("mock", "mock", "mock-1", "");
+    let message = AssistantMessage {
+        content: vec![
+            faux_text("hello"),
+            AssistantContent::ToolCall(ToolCall {
+                id: "c1".into(),
+                name: "calc".into(),
+                arguments: json!({"x": 1}),
+                thought_signature: Some("sig".into()),
+            }),
+        ],
+        stop_reason: StopReason::ToolUse,
+        usage: Usage {
+            input: 3,
+            output: 4,
+            ..Usage::default()
+        },
+        response_id: Some("r1".into()),
+        ..faux_assistant_message(Vec::new())
+    };
+    let mut stream = stream_message(&model, None, message.clone());
+    let mut kinds = Vec::new();
+    while let Some(event) = stream.next().await {
+        kinds.push(event.kind());
+    }
+    assert_eq!(
+        kinds,
+        [
+            "start",
+            "text_start",
+            "text_delta",
+            "text_end",
+            "toolcall_start",
+            "toolcall_delta",
+            "toolcall_end",
+            "done"
+        ]
+    );
+    let replayed = stream.final_message().unwrap();
+    assert_eq!(replayed.content, message.content);
+    assert_eq!(replayed.usage.output, 4);
+    assert_eq!(replayed.response_id.as_deref(), Some("r1"));
+    assert_eq!(replayed.stop_reason, StopReason::ToolUse);
+
+    // A failed message ends with `error`.
+    let failed = AssistantMessage {
+        stop_reason: StopReason::Error,
+        error_message: Some("boom".into()),
+        ..faux_assistant_message(Vec::new())
+    };
+    let result = stream_message(&model, None, failed).result().await;
+    assert_eq!(result.stop_reason, StopReason::Error);
+    assert_eq!(result.error_message.as_deref(), Some("boom"));
+
+    // Full events (as a stream yields them) and proxy events mix; `partial` is ignored.
+    let events = vec![
+        Ok(json!({"type": "start", "partial": {}})),
+        Ok(json!({"type": "text_start", "contentIndex": 0})),
+        Ok(json!({"type": "text_delta", "contentIndex": 0, "delta": "hi"})),
+        Ok(json!({"type": "text_end", "contentIndex": 0, "content": "hi"})),
+        Ok(
+            json!({"type": "done", "reason": "stop", "message": {"usage": {"input": 1, "output": 2}}}),
+        ),
+    ];
+    let result = stream_from_events(&model, None, futures::stream::iter(events).boxed())
+        .result()
+        .await;
+    assert_eq!(result.stop_reason, StopReason::Stop);
+    assert_eq!(result.usage.output, 2);
+    assert_eq!(result.content, vec![faux_text("hi")]);
+
+    // A source that fails, or ends early, ends the stream with an error.
+    let events = vec![
+        Ok(json!({"type": "start"})),
+        Err("source failed".to_owned()),
+    ];
+    let result = stream_from_events(&model, None, futures::stream::iter(events).boxed())
+        .result()
+        .await;
+    assert_eq!(result.error_message.as_deref(), Some("source failed"));
+    let result = stream_from_events(&model, None, futures::stream::empty().boxed())
+        .result()
+        .await;
+    assert_eq!(result.stop_reason, StopReason::Error);
+    let result = stream_from_events(
+        &model,
+        None,
+        futures::stream::iter(vec![Ok(
+            json!({"type": "error", "error": {"errorMessage": "nope"}}),
+        )])
+        .boxed(),
+    )
+    .result()
+    .await;
+    assert_eq!(result.error_message.as_deref(), Some("nope"));
+}

@@ -462,3 +462,26 @@ async fn messages_carry_their_measured_timing() {
     let json = serde_json::to_value(messages.last().unwrap()).unwrap();
     assert!(json["timing"]["durationMs"].is_u64(), "{json}");
 }
+
+#[tokio::test]
+async fn finish_can_stop_waiting_abort_and_wait_again_for_the_same_outcome() {
+    let mut options = AgentOptions::default();
+    stalled_model(&mut options);
+    let agent = Agent::new(options);
+    let mut run = agent.start(RunInput::text("hi")).unwrap();
+    // A binding's caller is cancelled while it waits: the wait is dropped, the run goes on.
+    assert!(run.finish().now_or_never().is_none());
+    assert!(!run.is_finished());
+    assert!(agent.is_streaming());
+    run.abort();
+    let outcome = tokio::time::timeout(HANG_GUARD, run.finish())
+        .await
+        .expect("the abort completes");
+    assert!(run.is_finished());
+    assert!(!agent.is_streaming());
+    let last = outcome.new_messages.last().unwrap().as_assistant().unwrap();
+    assert_eq!(last.stop_reason, StopReason::Aborted);
+    // Done: the same outcome again, and a new run starts at once.
+    assert_eq!(run.finish().await, outcome);
+    drop(agent.start(RunInput::text("again")).unwrap());
+}

@@ -42,7 +42,7 @@ def stream_sync(model: pi_agent.Model) -> int:
     with pi_agent.stream(model, CONTEXT, api_key="bench") as events:
         for _ in events:
             count += 1
-        message = events.result()
+        message = events.result_sync()
     assert message["stopReason"] == "stop", message.get("errorMessage")
     return count
 
@@ -53,7 +53,7 @@ def stream_async(model: pi_agent.Model) -> int:
         async with pi_agent.stream(model, CONTEXT, api_key="bench") as events:
             async for _ in events:
                 count += 1
-            message = await events.aresult()
+            message = await events.result()
         assert message["stopReason"] == "stop", message.get("errorMessage")
         return count
 

@@ -1,6 +1,7 @@
 """Stubs of the compiled module ``pi_agent._core`` (hand-written; keep in sync with python/src)."""
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from os import PathLike
 from types import TracebackType
 from typing import Any, Literal, Mapping, Optional, Sequence, Union, final
 
@@ -16,30 +17,42 @@ from .types import (
     AssistantMessageEvent,
     BeforeToolCallHook,
     Context,
+    ConvertToLlmHook,
     GetApiKeyHook,
     ImageContent,
+    Message,
     ModelCost,
     ModelDict,
+    QueueMode,
+    ShouldStopAfterTurnHook,
+    Step,
+    StepInput,
+    StepperConfig,
+    StreamFn,
+    StreamOptions,
+    Subscriber,
     TextContent,
     ThinkingContent,
     ThinkingLevel,
     ToolCall,
     ToolDefinition,
     ToolExecutionMode,
-    QueueMode,
-    ShouldStopAfterTurnHook,
-    StreamOptions,
     TransformContextHook,
+    Usage,
+    UsageCost,
 )
 
 __all__ = [
     "Agent",
     "AgentRun",
+    "AgentStepper",
     "Unsubscribe",
     "AgentBusyError",
     "AgentRunError",
     "CannotContinueError",
+    "OAuthError",
     "PiError",
+    "ToolValidationError",
     "FauxProvider",
     "faux_text",
     "faux_thinking",
@@ -50,13 +63,42 @@ __all__ = [
     "get_providers",
     "resolve_model",
     "AssistantMessageEventStream",
-    "acomplete",
+    "Signal",
+    "OnPayload",
+    "OnResponse",
     "complete",
+    "complete_simple",
+    "complete_simple_sync",
+    "complete_sync",
     "stream",
+    "stream_simple",
     "is_context_overflow",
+    "calculate_cost",
+    "clamp_thinking_level",
+    "default_convert_to_llm",
+    "find_env_keys",
+    "get_env_api_key",
+    "get_supported_thinking_levels",
+    "models_are_equal",
+    "parse_streaming_json",
+    "transform_messages",
+    "validate_tool_arguments",
+    "validate_tool_call",
     "Tool",
     "ToolContext",
     "__version__",
+    "_shape_fields",
+    "oauth_get_api_key",
+    "oauth_get_api_key_sync",
+    "oauth_login",
+    "oauth_login_sync",
+    "oauth_providers",
+    "oauth_read_auth_file",
+    "oauth_refresh",
+    "oauth_refresh_sync",
+    "oauth_register_provider",
+    "oauth_reset_providers",
+    "oauth_write_auth_file",
 ]
 
 __version__: str
@@ -82,6 +124,49 @@ class CannotContinueError(PiError):
 
 class AgentRunError(PiError):
     """The agent's run ended abnormally (a bug in pi_agent; the transcript was repaired)."""
+
+class ToolValidationError(PiError):
+    """Tool-call arguments do not match the tool's schema (pi's validation report), or the
+    tool is unknown (``validate_tool_call``)."""
+
+class OAuthError(PiError):
+    """An OAuth login, refresh or credentials-file operation failed (the message never holds
+    a token)."""
+
+# ---------------------------------------------------------------------------------------------
+# Signals
+
+@final
+class Signal:
+    """A cancellation token (pi's ``AbortSignal`` and ``AbortController`` in one): an agent
+    run's signal (``agent.signal``, ``AgentRun.signal``, ``ToolContext.signal``, the second
+    argument of hooks and subscribers that take one), or one you make to cancel a request
+    (``stream(..., signal=s)``) or a login."""
+
+    def __new__(cls) -> Signal: ...
+    @property
+    def aborted(self) -> bool:
+        """Whether the signal was aborted."""
+    def abort(self) -> None:
+        """Aborts: whatever watches this signal stops (thread-safe)."""
+    def wait(self) -> Coroutine[Any, Any, None]:
+        """Resolves once the signal is aborted."""
+    def wait_sync(self, timeout: Optional[float] = None) -> bool:
+        """Blocks (GIL released) until aborted or ``timeout`` seconds passed; whether it was
+        aborted."""
+
+@final
+class OnPayload:
+    """An ``on_payload`` callback as a stream function's options carry it: pass it on in
+    ``options``, or call it."""
+
+    def __call__(self, payload: Mapping[str, Any], model: Union[Model, ModelDict], /) -> Optional[dict[str, Any]]: ...
+
+@final
+class OnResponse:
+    """An ``on_response`` callback as a stream function's options carry it."""
+
+    def __call__(self, status: int, headers: Mapping[str, str], model: Union[Model, ModelDict], /) -> None: ...
 
 # ---------------------------------------------------------------------------------------------
 # Model
@@ -167,28 +252,32 @@ class AssistantMessageEventStream:
     """The events of one model response, as pi-shaped dicts.
 
     Iterate with ``for`` (blocks per event, GIL released) or ``async for``, not both at once.
-    ``result()`` / ``await aresult()`` give the final message. As a context manager (``with``
-    or ``async with``) it aborts the request if the block exits before the stream ended::
+    ``await result()`` / ``result_sync()`` give the final message. As a context manager
+    (``with`` or ``async with``) it aborts the request if the block exits before the stream
+    ended; so does collecting the object::
 
         with pi_agent.stream(model, context) as events:
             for event in events:
                 if event["type"] == "text_delta":
                     print(event["delta"], end="")
-            message = events.result()
+            message = events.result_sync()
     """
 
     def __iter__(self) -> Iterator[AssistantMessageEvent]: ...
     def __next__(self) -> AssistantMessageEvent: ...
     def __aiter__(self) -> AsyncIterator[AssistantMessageEvent]: ...
     def __anext__(self) -> Awaitable[AssistantMessageEvent]: ...
-    def result(self) -> AssistantMessage:
+    def result(self) -> Coroutine[Any, Any, AssistantMessage]:
         """Waits for the end (consuming the remaining events) and returns the final message;
         failures are a message with ``stopReason`` ``"error"`` or ``"aborted"``."""
-    def aresult(self) -> Coroutine[Any, Any, AssistantMessage]:
-        """``result()`` for asyncio."""
+    def result_sync(self) -> AssistantMessage:
+        """``result()`` that blocks (GIL released); Ctrl-C aborts the request."""
     def abort(self) -> None:
         """Cancels the request (thread-safe): the stream ends with an ``error`` event whose
         reason is ``"aborted"``."""
+    @property
+    def signal(self) -> Signal:
+        """The request's signal (aborting it aborts the request)."""
     @property
     def partial(self) -> AssistantMessage:
         """The message so far: what the events yielded until now add up to."""
@@ -212,29 +301,15 @@ def stream(
     context: Union[Context, Mapping[str, Any]],
     **options: Unpack[StreamOptions],
 ) -> AssistantMessageEventStream:
-    """Starts a request to ``model`` and returns its event stream at once.
+    """Starts a request to ``model`` and returns its event stream at once (pi's ``stream``).
 
     ``context`` is pi's ``Context``: ``{"systemPrompt": ..., "messages": [...], "tools":
-    [...]}`` (tools may be ``Tool`` objects). ``options`` are request options (see
-    ``pi_agent.types.StreamOptions``: ``api_key``, ``temperature``, ``max_tokens``,
-    ``headers``, ...); an unknown name raises ``TypeError``. Never raises for provider
-    failures: they end the stream with an ``error`` event. The API key defaults to the
-    provider's environment variable (``OPENAI_API_KEY``, ...).
-    """
-
-def complete(
-    model: Union[Model, ModelDict],
-    context: Union[Context, Mapping[str, Any]],
-    **options: Unpack[StreamOptions],
-) -> AssistantMessage:
-    """``stream(...)``, then blocks (GIL released) until the final assistant message."""
-
-def acomplete(
-    model: Union[Model, ModelDict],
-    context: Union[Context, Mapping[str, Any]],
-    **options: Unpack[StreamOptions],
-) -> Coroutine[Any, Any, AssistantMessage]:
-    """``complete`` for asyncio: ``message = await pi_agent.acomplete(model, context)``."""
+    [...]}`` (tools may be ``Tool`` objects). ``options`` are core's request options, each
+    named by its pi JSON name in snake_case (``api_key``, ``max_tokens``, ``reasoning_effort``,
+    ``thinking_enabled``, ``azure_deployment_name``, ... see ``pi_agent.types.StreamOptions``);
+    an unknown name raises ``TypeError``, a bad value ``ValueError``, both naming it. Sends
+    exactly what the options say (``reasoning`` is ``stream_simple``'s). Never raises for
+    provider failures: they end the stream with an ``error`` event."""
 
 def stream_simple(
     model: Union[Model, ModelDict],
@@ -244,21 +319,35 @@ def stream_simple(
     """pi's ``streamSimple``: like ``stream``, but ``reasoning`` (a level; ``"off"`` for none)
     is mapped onto the provider's own options, thinking is turned off explicitly when no level
     is given, and ``max_tokens`` defaults to ``min(model.max_tokens, 32000)``. The agent calls
-    models this way. Plain ``stream`` sends only what the provider options say."""
+    models this way."""
+
+def complete(
+    model: Union[Model, ModelDict],
+    context: Union[Context, Mapping[str, Any]],
+    **options: Unpack[StreamOptions],
+) -> Coroutine[Any, Any, AssistantMessage]:
+    """``stream(...)``, then the final assistant message: ``await pi_agent.complete(...)``."""
+
+def complete_sync(
+    model: Union[Model, ModelDict],
+    context: Union[Context, Mapping[str, Any]],
+    **options: Unpack[StreamOptions],
+) -> AssistantMessage:
+    """``complete`` that blocks (GIL released) until the final assistant message."""
 
 def complete_simple(
     model: Union[Model, ModelDict],
     context: Union[Context, Mapping[str, Any]],
     **options: Unpack[StreamOptions],
-) -> AssistantMessage:
-    """``stream_simple(...)``, then blocks (GIL released) until the final assistant message."""
+) -> Coroutine[Any, Any, AssistantMessage]:
+    """``stream_simple(...)``, then the final assistant message."""
 
-def acomplete_simple(
+def complete_simple_sync(
     model: Union[Model, ModelDict],
     context: Union[Context, Mapping[str, Any]],
     **options: Unpack[StreamOptions],
-) -> Coroutine[Any, Any, AssistantMessage]:
-    """``complete_simple`` for asyncio."""
+) -> AssistantMessage:
+    """``complete_simple`` that blocks (GIL released)."""
 
 def is_context_overflow(
     message: Union[AssistantMessage, Mapping[str, Any]], context_window: Optional[int] = None
@@ -271,6 +360,64 @@ def is_context_overflow(
     message dict."""
 
 # ---------------------------------------------------------------------------------------------
+# pi-ai helpers
+
+def calculate_cost(model: Union[Model, ModelDict], usage: Union[Usage, Mapping[str, Any]]) -> UsageCost:
+    """The cost of ``usage`` with ``model``'s prices (pi's ``calculateCost``); like pi, also
+    stores it in ``usage["cost"]`` when ``usage`` is a dict."""
+
+def models_are_equal(
+    a: Optional[Union[Model, ModelDict]], b: Optional[Union[Model, ModelDict]]
+) -> bool:
+    """pi's ``modelsAreEqual``: the same id and provider (``None`` is never equal)."""
+
+def get_supported_thinking_levels(model: Union[Model, ModelDict]) -> list[ThinkingLevel]:
+    """The levels ``model`` supports, ``"off"`` first (pi's ``getSupportedThinkingLevels``)."""
+
+def clamp_thinking_level(model: Union[Model, ModelDict], level: ThinkingLevel) -> ThinkingLevel:
+    """The nearest level ``model`` supports (pi's ``clampThinkingLevel``)."""
+
+def get_env_api_key(provider: str) -> Optional[str]:
+    """The key of ``provider`` from its environment variables (pi's ``getEnvApiKey``)."""
+
+def find_env_keys(provider: str) -> list[str]:
+    """The names of ``provider``'s key variables that are set (pi's ``findEnvKeys``)."""
+
+def transform_messages(
+    messages: Sequence[Union[Message, Mapping[str, Any]]],
+    model: Union[Model, ModelDict],
+    normalize_tool_call_id: Optional[Callable[[str], str]] = None,
+) -> list[Message]:
+    """The messages as they should be sent to ``model`` (pi's ``transformMessages``): other
+    models' thinking becomes text, tool-call ids go through ``normalize_tool_call_id``, images
+    the model cannot read are replaced, orphaned tool calls get results."""
+
+def validate_tool_call(
+    tools: Sequence[Union[ToolDefinition, Tool, Mapping[str, Any]]],
+    tool_call: Union[ToolCall, Mapping[str, Any]],
+) -> Any:
+    """The arguments of ``tool_call`` validated and coerced against the schema of the tool it
+    names (pi's ``validateToolCall``); ``ToolValidationError`` with pi's report otherwise."""
+
+def validate_tool_arguments(
+    tool: Union[ToolDefinition, Tool, Mapping[str, Any]],
+    tool_call: Union[ToolCall, Mapping[str, Any]],
+) -> Any:
+    """The arguments of ``tool_call`` validated against ``tool``'s schema (pi's
+    ``validateToolArguments``)."""
+
+def parse_streaming_json(text: str) -> Any:
+    """pi's ``parseStreamingJson``: the value of possibly incomplete JSON (``{}`` when nothing
+    parses yet)."""
+
+def default_convert_to_llm(messages: Sequence[Union[AgentMessage, Mapping[str, Any]]]) -> list[Message]:
+    """pi's ``defaultConvertToLlm``: the user, assistant and tool-result messages (custom
+    messages dropped)."""
+
+def _shape_fields(name: str) -> list[str]:
+    """The JSON keys core's serde type ``name`` reads (for the package's own tests)."""
+
+# ---------------------------------------------------------------------------------------------
 # Faux provider
 
 _FauxResponse = Union[
@@ -279,6 +426,7 @@ _FauxResponse = Union[
     Sequence[Union[TextContent, ThinkingContent, ToolCall, Mapping[str, Any]]],
     str,
     Callable[[Context, int, Model], Any],
+    Callable[[Context, int, Model], Awaitable[Any]],
 ]
 
 @final
@@ -290,7 +438,10 @@ class FauxProvider:
     A response is an assistant message dict (missing ``api``, ``provider``, ``model``,
     ``usage``, ``timestamp`` are filled in, and ``stopReason`` is ``"toolUse"`` when it has
     tool calls, else ``"stop"``), a list of content blocks, a str (one text block), or a
-    callable ``factory(context, call_number, model)`` returning one of those.
+    callable ``factory(context, call_number, model)`` returning one of those — a plain
+    function (run on a worker thread) or an ``async def`` (core's async factory). A factory
+    that raises ends the stream with an error. Requests with a ``session_id`` get pi's
+    prompt-cache simulation (the repeated prefix of a session counts as ``cacheRead``).
     """
 
     def __new__(
@@ -382,6 +533,7 @@ class Tool:
         *,
         label: Optional[str] = None,
         execution_mode: Optional[ToolExecutionMode] = None,
+        prepare_arguments: Optional[Callable[[Any], Any]] = None,
     ) -> Tool: ...
     @classmethod
     def from_function(
@@ -390,6 +542,10 @@ class Tool:
         name: Optional[str] = None,
         description: Optional[str] = None,
         parameters: Optional[Mapping[str, Any]] = None,
+        *,
+        label: Optional[str] = None,
+        execution_mode: Optional[ToolExecutionMode] = None,
+        prepare_arguments: Optional[Callable[[Any], Any]] = None,
     ) -> Tool:
         """Makes a tool from a function: the name defaults to the function's, the description
         to the first paragraph of its docstring, and the parameters' JSON Schema is derived
@@ -405,6 +561,14 @@ class Tool:
     @property
     def label(self) -> str:
         """A label for user interfaces (default: the name)."""
+    @property
+    def execution_mode(self) -> Optional[ToolExecutionMode]:
+        """``"sequential"`` makes the batch of calls this tool's call is in run one at a time;
+        ``None`` follows the agent's ``tool_execution``."""
+    @property
+    def prepare_arguments(self) -> Optional[Callable[[Any], Any]]:
+        """pi's ``prepareArguments``: called with the model's raw arguments before validation,
+        returns the arguments to validate instead (a shim for sloppy models)."""
     @property
     def function(self) -> Callable[..., Any]: ...
     def to_dict(self) -> ToolDefinition:
@@ -437,6 +601,10 @@ class ToolContext:
         """Whether the run was aborted. The call already has an aborted result then, and a
         sync tool (which cannot be interrupted) should return soon; an ``async def`` tool is
         cancelled instead."""
+    @property
+    def signal(self) -> Signal:
+        """The run's signal: ``ctx.signal.wait_sync(timeout)`` sleeps until the run is
+        aborted."""
     def update(self, partial: Union[str, AgentToolResult, Mapping[str, Any]]) -> None:
         """Reports progress as a ``tool_execution_update`` event: a str (the text) or a tool
         result dict (``{"content": ..., "details": ...}``; ``content`` may be a str). Never
@@ -456,20 +624,52 @@ class Unsubscribe:
 
 @final
 class AgentRun:
-    """The events of one run, as pi-shaped dicts, ending after ``agent_end``::
+    """One run of an agent as a value (core's ``AgentRun``), started by ``agent.run(...)``: an
+    iterator and async iterator of the run's events (pi-shaped dicts, ending after
+    ``agent_end``), its result, its signal and its abort::
 
-        async for event in agent.run("What is 6 * 7?"):
-            print(event["type"])
+        with agent.run("What is 6 * 7?") as run:      # or: async with / async for
+            for event in run:
+                print(event["type"])
+        new_messages = run.result_sync()               # or: await run.result()
 
-    The run starts at the first iteration step (raising ``AgentBusyError`` there if the agent
-    is busy). A plain ``for`` also works (it blocks per event). Leaving the loop early does not
-    stop the run: call ``agent.abort()``.
+    Leaving the ``with`` block before the end aborts the run and waits for the abort;
+    dropping the object aborts it too.
     """
 
-    def __aiter__(self) -> AsyncIterator[AgentEvent]: ...
-    def __anext__(self) -> Awaitable[AgentEvent]: ...
     def __iter__(self) -> Iterator[AgentEvent]: ...
     def __next__(self) -> AgentEvent: ...
+    def __aiter__(self) -> AsyncIterator[AgentEvent]: ...
+    def __anext__(self) -> Awaitable[AgentEvent]: ...
+    def result(self) -> Coroutine[Any, Any, list[AgentMessage]]:
+        """Waits until the run is over (reading the remaining events); the messages it added.
+        Cancelling the awaiting task aborts the run, and the abort completes before the
+        cancellation propagates."""
+    def result_sync(self) -> list[AgentMessage]:
+        """``result()`` that blocks (GIL released); Ctrl-C aborts the run and waits for the
+        abort."""
+    def abort(self) -> None:
+        """Aborts the run (thread-safe); it ends promptly with ``agent_end``."""
+    @property
+    def signal(self) -> Signal:
+        """The run's signal (tools, hooks and subscribers get the same)."""
+    @property
+    def is_finished(self) -> bool:
+        """Whether the run is over (its events read and the agent idle again)."""
+    def __enter__(self) -> AgentRun: ...
+    def __exit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> bool: ...
+    def __aenter__(self) -> Awaitable[AgentRun]: ...
+    def __aexit__(
+        self,
+        exc_type: Optional[type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> Awaitable[bool]: ...
 
 @final
 class Agent:
@@ -479,7 +679,8 @@ class Agent:
     ``agent.prompt_sync(...)``, which blocks with the GIL released and never uses the caller's
     event loop (so it also works inside a running loop, e.g. in Jupyter). Model, tool and abort
     failures do not raise: they end the run with a message in the transcript
-    (``stopReason`` ``"error"``/``"aborted"``, see ``error_message``).
+    (``stopReason`` ``"error"``/``"aborted"``, see ``error_message``). Collecting the object
+    aborts its run.
     """
 
     def __new__(
@@ -497,7 +698,9 @@ class Agent:
         after_tool_call: Optional[AfterToolCallHook] = None,
         should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
         transform_context: Optional[TransformContextHook] = None,
+        convert_to_llm: Optional[ConvertToLlmHook] = None,
         get_api_key: Optional[GetApiKeyHook] = None,
+        stream_fn: Optional[StreamFn] = None,
         stream_idle_timeout_ms: Optional[int] = None,
         tool_timeout_ms: Optional[int] = None,
         proxy_url: Optional[str] = None,
@@ -505,16 +708,15 @@ class Agent:
         **options: Unpack[StreamOptions],
     ) -> Agent:
         """Plain functions in ``tools`` are wrapped with ``Tool.from_function``. Without a
-        model, the first prompt fails (pi's placeholder model ``unknown``). ``options`` are
-        the request options of every model call (``api_key``, ``temperature``, ``headers``,
-        ``thinking_budgets``, ... as for ``pi_agent.stream``; the reasoning level is
-        ``thinking_level``).
+        model, the first prompt fails (pi's placeholder model ``unknown``). ``thinking_level``
+        is pi's (``"off"``, the default, ... ``"xhigh"``). ``options`` are the request options
+        of every model call (as for ``pi_agent.stream``, except ``reasoning``: the level is
+        ``thinking_level``); ``update_options`` changes them later.
 
         The hooks (see the properties of the same names) and watchdogs can also be set later.
-        ``proxy_url`` sends every model call through your server instead (pi's
-        ``streamProxy``: ``POST {proxy_url}/api/stream`` with ``Authorization: Bearer
-        {proxy_token}``, answered with pi's proxy events); provider keys then stay on the
-        server."""
+        ``stream_fn`` calls the model your way; ``proxy_url`` sends every model call through
+        your server instead (pi's ``streamProxy``: ``POST {proxy_url}/api/stream`` with
+        ``Authorization: Bearer {proxy_token}``); give one or the other."""
     @classmethod
     def restore(
         cls,
@@ -525,7 +727,9 @@ class Agent:
         after_tool_call: Optional[AfterToolCallHook] = None,
         should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
         transform_context: Optional[TransformContextHook] = None,
+        convert_to_llm: Optional[ConvertToLlmHook] = None,
         get_api_key: Optional[GetApiKeyHook] = None,
+        stream_fn: Optional[StreamFn] = None,
         stream_idle_timeout_ms: Optional[int] = None,
         tool_timeout_ms: Optional[int] = None,
         proxy_url: Optional[str] = None,
@@ -533,8 +737,10 @@ class Agent:
         **options: Unpack[StreamOptions],
     ) -> Agent:
         """A new agent with the data of ``snapshot`` — transcript, queues, model, system prompt,
-        thinking level, tool execution and queue modes — and the code given here, as for the
-        constructor (tools and hooks are code, so a snapshot cannot hold them).
+        settings — and the code given here, as for the constructor (tools and hooks are code,
+        so a snapshot cannot hold them). Request options given here change the snapshot's
+        (secrets, which a snapshot never holds, included); watchdogs given here replace the
+        snapshot's.
 
         ``snapshot`` is what ``snapshot()`` returned, possibly through ``json.dumps`` /
         ``json.loads``; a snapshot written by the Rust or C side loads too (the same JSON).
@@ -542,33 +748,51 @@ class Agent:
     def snapshot(self) -> AgentSnapshot:
         """The agent's data as a pi-shaped, JSON-serialisable dict (see ``restore``). During a
         run, the transcript is as of the last completed message."""
+    def run(
+        self,
+        input: _PromptInput,
+        images: Optional[Sequence[ImageContent]] = None,
+        *,
+        partial: bool = False,
+    ) -> AgentRun:
+        """Starts a run of ``input`` and returns it at once (see ``AgentRun``); raises
+        ``AgentBusyError`` if a run is active. ``partial=True`` adds pi's ``message`` (the
+        message so far) to ``message_update`` events."""
+    def run_continue(self, *, partial: bool = False) -> AgentRun:
+        """``run()`` continuing from the transcript (as ``continue_()``)."""
     def prompt(
         self, input: _PromptInput, images: Optional[Sequence[ImageContent]] = None
-    ) -> Coroutine[Any, Any, None]:
-        """Sends a prompt (a str, a message dict, or a list of them) and waits until the run
-        ends. Raises ``AgentBusyError`` if a run is active. Cancelling the awaiting task aborts
-        the run."""
+    ) -> Coroutine[Any, Any, list[AgentMessage]]:
+        """Sends a prompt (a str, a message dict, or a list of them), waits until the run ends
+        and returns the messages it added. Raises ``AgentBusyError`` if a run is active.
+        Cancelling the awaiting task aborts the run, and the abort completes before the
+        cancellation propagates (so a new prompt can start at once)."""
     def prompt_sync(
         self, input: _PromptInput, images: Optional[Sequence[ImageContent]] = None
-    ) -> None:
-        """``prompt`` that blocks until the run ends (GIL released; Ctrl-C aborts the run)."""
-    def continue_(self) -> Coroutine[Any, Any, None]:
+    ) -> list[AgentMessage]:
+        """``prompt`` that blocks until the run ends (GIL released; Ctrl-C aborts the run and
+        waits for the abort)."""
+    def continue_(self) -> Coroutine[Any, Any, list[AgentMessage]]:
         """Continues from the transcript: from a user or tool-result message it calls the model
         again; from an assistant message it runs queued steering (else follow-up) messages.
         Raises ``CannotContinueError`` if there is nothing to continue from."""
-    def continue_sync(self) -> None:
+    def continue_sync(self) -> list[AgentMessage]:
         """``continue_`` that blocks until the run ends."""
-    def run(
-        self, input: _PromptInput, images: Optional[Sequence[ImageContent]] = None
-    ) -> AgentRun:
-        """The events of one run of ``input``: ``async for event in agent.run("hi")``."""
     def abort(self) -> None:
         """Cancels the active run (thread-safe; does nothing when idle). The model call ends
         ``aborted`` and running tools get an aborted result, so the transcript stays valid."""
+    @property
+    def signal(self) -> Optional[Signal]:
+        """The active run's signal (pi's ``agent.signal``); ``None`` when idle."""
     def wait_for_idle(self) -> Coroutine[Any, Any, None]:
-        """Resolves when no run is active."""
+        """Resolves when no run is active (after an abort, once it completed). Raises
+        ``PiError`` inside the agent's own run (a tool, hook or subscriber would wait for
+        itself forever)."""
+    def wait_for_idle_sync(self) -> None:
+        """``wait_for_idle`` that blocks (GIL released)."""
     def reset(self) -> None:
-        """Clears the transcript, queues, streaming state and error (does not abort a run)."""
+        """Clears the transcript, queues, streaming state and error; ``AgentBusyError`` during
+        a run."""
     def steer(self, message: Union[str, AgentMessage]) -> None:
         """Queues a message to inject after the current turn's tool calls."""
     def follow_up(self, message: Union[str, AgentMessage]) -> None:
@@ -592,10 +816,12 @@ class Agent:
         """How many follow-up messages one poll takes."""
     @follow_up_mode.setter
     def follow_up_mode(self, mode: QueueMode) -> None: ...
-    def subscribe(self, callback: Callable[[AgentEvent], Any]) -> Unsubscribe:
-        """Calls ``callback(event)`` for every event of every later run, synchronously and in
-        order, on a runtime thread with the GIL held (keep it quick: the run waits for it).
-        An exception in the callback is reported through ``sys.unraisablehook`` and recorded in
+    def subscribe(self, callback: Subscriber, *, partial: bool = False) -> Unsubscribe:
+        """Calls ``callback(event)`` — or ``callback(event, signal)`` when it takes two
+        arguments — for every event of every later run, in order; the run waits for it (an
+        ``async def`` callback is awaited). It runs on a worker thread, so it may block or call
+        other agents. ``partial=True`` adds pi's ``message`` to ``message_update`` events. An
+        exception is reported through ``sys.unraisablehook`` and recorded in
         ``listener_errors``, and does not affect the run. Returns a function that
         unsubscribes."""
     @property
@@ -604,11 +830,12 @@ class Agent:
         ``"subscriber panicked on agent_start: RuntimeError: ..."``."""
     @property
     def messages(self) -> list[AgentMessage]:
-        """A copy of the transcript (assign a list of message dicts to replace it)."""
+        """A copy of the transcript (assign a list of message dicts to replace it, when no run
+        is active)."""
     @messages.setter
     def messages(self, messages: Sequence[AgentMessage]) -> None: ...
     def append_message(self, message: AgentMessage) -> None:
-        """Appends a message dict to the transcript."""
+        """Appends a message dict to the transcript (when no run is active)."""
     @property
     def is_streaming(self) -> bool:
         """Whether a run is active."""
@@ -630,7 +857,9 @@ class Agent:
     @model.setter
     def model(self, model: Union[Model, ModelDict]) -> None: ...
     @property
-    def thinking_level(self) -> Optional[ThinkingLevel]: ...
+    def thinking_level(self) -> ThinkingLevel:
+        """pi's reasoning level: ``"off"`` (the default) ... ``"xhigh"``; setting ``None``
+        means ``"off"``."""
     @thinking_level.setter
     def thinking_level(self, level: Optional[ThinkingLevel]) -> None: ...
     @property
@@ -646,10 +875,17 @@ class Agent:
     @tool_execution.setter
     def tool_execution(self, mode: ToolExecutionMode) -> None: ...
     @property
+    def options(self) -> dict[str, Any]:
+        """The request options of every model call, as keywords (secrets and callbacks left
+        out)."""
+    def update_options(self, **options: Unpack[StreamOptions]) -> None:
+        """Changes request options for later runs: a value replaces, ``None`` unsets, the
+        others stay: ``agent.update_options(api_key=..., session_id=..., headers=...)``."""
+    @property
     def stream_idle_timeout_ms(self) -> Optional[int]:
         """Watchdog: a model stream that sends nothing for this long is cancelled and the turn
         ends with an error message (``"The model stream stalled (N ms without data)"``).
-        ``None`` (default): off."""
+        ``None`` (default): off. Changes apply from the next run."""
     @stream_idle_timeout_ms.setter
     def stream_idle_timeout_ms(self, timeout: Optional[int]) -> None: ...
     @property
@@ -660,24 +896,25 @@ class Agent:
     @tool_timeout_ms.setter
     def tool_timeout_ms(self, timeout: Optional[int]) -> None: ...
 
-    # Hooks. Each may be a plain function or an ``async def``; it runs where tools run (a
-    # worker thread; a coroutine on the loop awaiting ``prompt()``, else in ``asyncio.run`` on
-    # the worker). Setting ``None`` clears it; changes apply from the next run.
+    # Hooks. Each may be a plain function or an ``async def``, and gets the run's ``Signal``
+    # as a second argument when it takes one; it runs where tools run (a worker thread; a
+    # coroutine on the loop awaiting ``prompt()``, else in ``asyncio.run`` on a worker). Setting
+    # ``None`` clears it; changes apply from the next run.
 
     @property
     def before_tool_call(self) -> Optional[BeforeToolCallHook]:
         """Called before each tool call, after its arguments were validated, with
-        ``{"toolCall", "args", "assistantMessage"}``. Return ``None`` to run the call,
+        ``{"assistantMessage", "toolCall", "args"}``. Return ``None`` to run the call,
         ``{"block": True, "reason": ...}`` to give the model an error result instead, or
         ``{"args": {...}}`` to run it with other arguments (not revalidated). If it raises, or
         returns anything else, the call gets an error result with the exception's message
-        (pi's rule) and the run goes on."""
+        (pi's rule) and the run goes on. An abort or the tool watchdog cuts it short."""
     @before_tool_call.setter
     def before_tool_call(self, hook: Optional[BeforeToolCallHook]) -> None: ...
     @property
     def after_tool_call(self) -> Optional[AfterToolCallHook]:
         """Called after each tool call that ran (not for blocked, unknown or invalid calls),
-        with ``{"toolCall", "args", "result", "isError", "assistantMessage"}``. Return ``None``
+        with ``{"assistantMessage", "toolCall", "args", "result", "isError"}``. Return ``None``
         to keep the result, or a dict whose fields ``content`` (a list of blocks or a str),
         ``details``, ``isError`` and ``terminate`` each replace the original whole. If it
         raises, the call gets an error result with the exception's message."""
@@ -686,32 +923,139 @@ class Agent:
     @property
     def should_stop_after_turn(self) -> Optional[ShouldStopAfterTurnHook]:
         """Asked after every turn with ``{"message", "toolResults", "newMessages"}``; a true
-        value ends the run there, without polling the steering and follow-up queues.
-
-        If it raises, the run fails as core fails a run whose hook panics: it ends with an
-        assistant message whose ``stopReason`` is ``"error"`` and whose ``errorMessage`` is
-        ``"should_stop_after_turn raised <Type>: <message>"`` (also ``error_message``);
-        ``prompt()`` does not raise."""
+        value ends the run there, without polling the steering and follow-up queues. If it
+        raises, the run ends with an assistant message whose ``stopReason`` is ``"error"``
+        (``"should_stop_after_turn raised <Type>: <message>"``); ``prompt()`` does not raise."""
     @should_stop_after_turn.setter
     def should_stop_after_turn(self, hook: Optional[ShouldStopAfterTurnHook]) -> None: ...
     @property
     def transform_context(self) -> Optional[TransformContextHook]:
         """Called before each model call with the transcript (a list of message dicts, custom
         ones included); returns the messages to send instead, e.g. pruned or summarised. The
-        result is sent, never stored. Custom messages in it are dropped before the request as
-        usual.
-
-        If it raises, or returns something that is not a list of messages (``None``
-        included), the run fails — the untransformed transcript is *not* sent — with an
-        assistant message whose ``stopReason`` is ``"error"`` and whose ``errorMessage`` is
-        ``"transform_context raised <Type>: <message>"``; ``prompt()`` does not raise."""
+        result is sent, never stored. If it raises, or returns something that is not a list
+        of messages, the run fails — the untransformed transcript is *not* sent — with an
+        assistant message ``"transform_context raised <Type>: <message>"``."""
     @transform_context.setter
     def transform_context(self, hook: Optional[TransformContextHook]) -> None: ...
     @property
+    def convert_to_llm(self) -> Optional[ConvertToLlmHook]:
+        """pi's ``convertToLlm``: turns the (transformed) transcript into the messages the
+        model reads, e.g. custom messages into user messages. Default: custom messages are
+        dropped. It must return LLM messages (user, assistant, tool result); a failure fails
+        the run as for ``transform_context``."""
+    @convert_to_llm.setter
+    def convert_to_llm(self, hook: Optional[ConvertToLlmHook]) -> None: ...
+    @property
     def get_api_key(self) -> Optional[GetApiKeyHook]:
         """Called with the provider name (``"openai"``, ...) before every model call; returns
-        the key to use (for short-lived tokens), or ``None`` for the ``api_key`` option / the
-        environment. If it raises, or returns something that is not a str or ``None``, the run
-        fails as for ``transform_context`` (``"get_api_key raised <Type>: <message>"``)."""
+        the key to use (for short-lived tokens, e.g. ``pi_agent.oauth``), or ``None`` for the
+        ``api_key`` option / the environment."""
     @get_api_key.setter
     def get_api_key(self, hook: Optional[GetApiKeyHook]) -> None: ...
+    @property
+    def stream_fn(self) -> Optional[StreamFn]:
+        """How the model is called (pi's ``streamFn``): ``stream_fn(model, context, options)``
+        with ``options`` as the keywords of ``pi_agent.stream`` (secrets and signal
+        included), returning an ``AssistantMessageEventStream`` (e.g. ``stream_simple(model,
+        context, **options)`` changed your way), a whole assistant message dict, or an
+        iterable or async iterable of pi-shaped event dicts; it may be ``async def``. An
+        exception fails the turn (``"stream_fn raised <Type>: <message>"``). ``None``: pi's
+        ``stream_simple``."""
+    @stream_fn.setter
+    def stream_fn(self, hook: Optional[StreamFn]) -> None: ...
+
+# ---------------------------------------------------------------------------------------------
+# The sans-IO agent loop
+
+@final
+class AgentStepper:
+    """The agent loop as a pure state machine (core's ``AgentStepper``) for your own driver —
+    a durable workflow engine, a test: no runtime, thread or I/O, the same inputs give the
+    same steps, and the state is a JSON dict to store between steps::
+
+        stepper, step = AgentStepper.start(system_prompt="...", messages=history, prompts=[msg])
+        while step["action"]["type"] != "finished":
+            deliver(step["events"])
+            step = stepper.resume(perform(step["action"]))   # e.g. {"type": "model_result", ...}
+
+    Actions: ``poll_steering`` / ``poll_follow_up`` (answer ``{"type": "steering" |
+    "follow_up", "messages"}``), ``call_model`` (``{"type": "model_result", "message",
+    "startEmitted"}``), ``execute_tools`` (``{"type": "tool_results", "outcomes": [{"message",
+    "terminate"}]}``), ``should_stop_after_turn`` (``{"type": "should_stop", "stop"}``),
+    ``finished``; ``{"type": "failed", "message"}`` ends the run with a failure.
+    """
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        system_prompt: str = "",
+        messages: Optional[Sequence[AgentMessage]] = None,
+        prompts: Optional[Sequence[AgentMessage]] = None,
+        config: Optional[Union[StepperConfig, Mapping[str, Any]]] = None,
+    ) -> tuple[AgentStepper, Step]:
+        """Starts a run on ``messages`` (the transcript): with ``prompts`` as pi's
+        ``agentLoop``, without (``None``) as ``agentLoopContinue``. Returns the stepper and
+        its first step."""
+    def resume(self, input: Union[StepInput, Mapping[str, Any]]) -> Step:
+        """Feeds the result of the last action and returns the next step; ``ValueError`` if it
+        does not answer the pending action (the state is unchanged)."""
+    def abort(self) -> None:
+        """Records an abort: after the current turn's tools the run ends, and the queues are
+        not polled."""
+    @property
+    def is_aborted(self) -> bool: ...
+    @property
+    def is_finished(self) -> bool: ...
+    @property
+    def system_prompt(self) -> str: ...
+    @property
+    def messages(self) -> list[AgentMessage]:
+        """The transcript as the run sees it now (what ``call_model`` sends, after your
+        ``transform_context`` / ``convert_to_llm``; see ``default_convert_to_llm``)."""
+    @property
+    def new_messages(self) -> list[AgentMessage]:
+        """The messages this run added so far."""
+    def to_dict(self) -> dict[str, Any]:
+        """The state as a JSON-serialisable dict."""
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentStepper:
+        """A stepper from ``to_dict()``'s output."""
+    def __eq__(self, other: object, /) -> bool: ...
+
+# ---------------------------------------------------------------------------------------------
+# OAuth (use pi_agent.oauth, which wraps these)
+
+def oauth_providers() -> list[dict[str, Any]]: ...
+def oauth_login(
+    provider_id: str,
+    *,
+    on_auth: Callable[..., Any],
+    on_prompt: Callable[..., Any],
+    on_progress: Optional[Callable[..., Any]] = None,
+    on_manual_code_input: Optional[Callable[..., Any]] = None,
+    on_select: Optional[Callable[..., Any]] = None,
+    signal: Optional[Signal] = None,
+) -> Awaitable[dict[str, Any]]: ...
+def oauth_login_sync(
+    provider_id: str,
+    *,
+    on_auth: Callable[..., Any],
+    on_prompt: Callable[..., Any],
+    on_progress: Optional[Callable[..., Any]] = None,
+    on_manual_code_input: Optional[Callable[..., Any]] = None,
+    on_select: Optional[Callable[..., Any]] = None,
+    signal: Optional[Signal] = None,
+) -> dict[str, Any]: ...
+def oauth_get_api_key(
+    provider_id: str, credentials: Mapping[str, Mapping[str, Any]]
+) -> Awaitable[Optional[dict[str, Any]]]: ...
+def oauth_get_api_key_sync(
+    provider_id: str, credentials: Mapping[str, Mapping[str, Any]]
+) -> Optional[dict[str, Any]]: ...
+def oauth_refresh(provider_id: str, credentials: Mapping[str, Any]) -> Awaitable[dict[str, Any]]: ...
+def oauth_refresh_sync(provider_id: str, credentials: Mapping[str, Any]) -> dict[str, Any]: ...
+def oauth_read_auth_file(path: Union[str, PathLike[str]]) -> dict[str, dict[str, Any]]: ...
+def oauth_write_auth_file(path: Union[str, PathLike[str]], data: Mapping[str, Mapping[str, Any]]) -> None: ...
+def oauth_register_provider(provider_id: str, **config: Any) -> None: ...
+def oauth_reset_providers() -> None: ...

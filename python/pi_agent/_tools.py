@@ -16,6 +16,7 @@ from typing import (
     Callable,
     Dict,
     List,
+    Literal,
     Mapping,
     Optional,
     Set,
@@ -74,6 +75,9 @@ def tool(
     name: Optional[str] = None,
     description: Optional[str] = None,
     parameters: Optional[Mapping[str, Any]] = None,
+    label: Optional[str] = None,
+    execution_mode: Optional[Literal["sequential", "parallel"]] = None,
+    prepare_arguments: Optional[Callable[[Any], Any]] = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -84,17 +88,31 @@ def tool(
     name: Optional[str] = None,
     description: Optional[str] = None,
     parameters: Optional[Mapping[str, Any]] = None,
+    label: Optional[str] = None,
+    execution_mode: Optional[Literal["sequential", "parallel"]] = None,
+    prepare_arguments: Optional[Callable[[Any], Any]] = None,
 ) -> Any:
     """Turns a function (sync or ``async def``) into a :class:`Tool`.
 
-    Use bare (``@tool``) or with overrides (``@tool(name="calc")``). The name defaults to the
-    function's name, the description to the first paragraph of its docstring, and the
-    parameters' JSON Schema is derived from the signature (see :func:`function_schema`).
-    The decorated object is still callable like the function.
+    Use bare (``@tool``) or with overrides (``@tool(name="calc", label="Calculator")``). The
+    name defaults to the function's name, the description to the first paragraph of its
+    docstring, and the parameters' JSON Schema is derived from the signature (see
+    :func:`function_schema`). ``label`` is for user interfaces, ``execution_mode="sequential"``
+    makes the batch of calls it is in run one at a time, and ``prepare_arguments(raw)`` (pi's
+    ``prepareArguments``) rewrites the model's raw arguments before validation. The decorated
+    object is still callable like the function.
     """
 
     def wrap(fn: Callable[..., Any]) -> Tool:
-        return Tool.from_function(fn, name=name, description=description, parameters=parameters)
+        return Tool.from_function(
+            fn,
+            name=name,
+            description=description,
+            parameters=parameters,
+            label=label,
+            execution_mode=execution_mode,
+            prepare_arguments=prepare_arguments,
+        )
 
     if function is not None:
         return wrap(function)

@@ -21,6 +21,8 @@ from typing import (
     Callable,
     Dict,
     List,
+    Iterable,
+    AsyncIterable,
     Literal,
     Optional,
     TypedDict,
@@ -28,7 +30,7 @@ from typing import (
 )
 
 if TYPE_CHECKING:
-    from ._core import Model
+    from ._core import AssistantMessageEventStream, Model, OnPayload, OnResponse, Signal
 
 __all__ = [
     "StopReason",
@@ -40,6 +42,8 @@ __all__ = [
     "AssistantContent",
     "UsageCost",
     "Usage",
+    "ResponseTiming",
+    "ToolTiming",
     "UserMessage",
     "AssistantMessage",
     "ToolResultMessage",
@@ -82,7 +86,10 @@ __all__ = [
     "QueueMode",
     "CacheRetention",
     "ThinkingBudgets",
+    "GoogleThinking",
+    "Transport",
     "StreamOptions",
+    "AgentSettings",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "BeforeToolCallHook",
@@ -92,17 +99,34 @@ __all__ = [
     "ShouldStopAfterTurnContext",
     "ShouldStopAfterTurnHook",
     "TransformContextHook",
+    "ConvertToLlmHook",
     "GetApiKeyHook",
+    "StreamFn",
+    "Subscriber",
     "AgentSnapshot",
+    "StepperConfig",
+    "ToolOutcome",
+    "StepInput",
+    "StepAction",
+    "Step",
+    "OAuthAuthInfo",
+    "OAuthPrompt",
+    "OAuthSelectOption",
+    "OAuthSelectPrompt",
+    "OAuthCredentialsDict",
+    "OAuthApiKeyDict",
+    "OAuthProviderInfo",
 ]
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 """Why the model stopped. ``error`` and ``aborted`` come with ``errorMessage``."""
 
-ThinkingLevel = Literal["minimal", "low", "medium", "high", "xhigh"]
+ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+"""pi's levels; ``"off"`` (the default) sends no reasoning."""
 ToolExecutionMode = Literal["parallel", "sequential"]
 QueueMode = Literal["all", "one-at-a-time"]
 CacheRetention = Literal["none", "short", "long"]
+Transport = Literal["sse", "websocket", "websocket-cached", "auto"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,11 +218,33 @@ class UserMessage(TypedDict):
     timestamp: int
 
 
+class _ResponseTimingOptional(TypedDict, total=False):
+    ttftMs: int
+    """Time to the first streamed content."""
+    outputTokensPerSecond: float
+    retryWaitMs: int
+    """Time spent waiting between retries (left out when none)."""
+
+
+class ResponseTiming(_ResponseTimingOptional):
+    """How long a model response took, measured on every streamed response (ours; pi ignores
+    the field)."""
+
+    durationMs: int
+
+
+class ToolTiming(TypedDict):
+    """How long a tool call took, from the start of its execution to its result."""
+
+    durationMs: int
+
+
 class _AssistantMessageOptional(TypedDict, total=False):
     responseModel: str
     responseId: str
     diagnostics: List[Any]
     errorMessage: str
+    timing: ResponseTiming
 
 
 class AssistantMessage(_AssistantMessageOptional):
@@ -216,6 +262,7 @@ class AssistantMessage(_AssistantMessageOptional):
 
 class _ToolResultMessageOptional(TypedDict, total=False):
     details: Any
+    timing: ToolTiming
 
 
 class ToolResultMessage(_ToolResultMessageOptional):
@@ -447,7 +494,12 @@ class MessageStartEvent(TypedDict):
     message: AgentMessage
 
 
-class MessageUpdateEvent(TypedDict):
+class _MessageUpdateEventOptional(TypedDict, total=False):
+    message: AssistantMessage
+    """The message so far (pi's field), for subscribers and runs with ``partial=True``."""
+
+
+class MessageUpdateEvent(_MessageUpdateEventOptional):
     """The assistant message grew by ``assistantMessageEvent`` (a delta; see
     ``Agent.streaming_message`` for the whole message so far)."""
 
@@ -511,7 +563,7 @@ AgentEventType = Literal[
 
 
 # ---------------------------------------------------------------------------------------------
-# Request options
+# Request options (core's StreamOptions; keyword names are its JSON names in snake_case)
 
 
 class ThinkingBudgets(TypedDict, total=False):
@@ -525,50 +577,129 @@ class ThinkingBudgets(TypedDict, total=False):
     high: int
 
 
-class StreamOptions(TypedDict, total=False):
-    """Keyword options of ``stream``/``complete``/``acomplete`` and ``Agent`` (all optional;
-    ``None`` means unset)."""
+class GoogleThinking(TypedDict, total=False):
+    """Gemini's thinking configuration (pi's JSON names)."""
 
-    api_key: str
-    """Overrides the provider's key from the environment (``OPENAI_API_KEY``, ...)."""
+    enabled: bool
+    budgetTokens: int
+    """Token budget (``-1`` = dynamic) for models that take budgets."""
+    level: Literal["MINIMAL", "LOW", "MEDIUM", "HIGH"]
+    """For Gemini 3 and Gemma 4."""
+
+
+class StreamOptions(TypedDict, total=False):
+    """Keyword options of ``stream``/``complete`` and ``Agent`` (all optional; ``None`` means
+    unset): core's ``StreamOptions``, every provider's keys included, each named by its pi
+    JSON name in snake_case. A provider reads the keys of its api and ignores the others.
+    Nested values (``thinking``, ``thinking_budgets``, ``metadata``) are pi's JSON as is."""
+
+    # pi's StreamOptions
     temperature: float
     max_tokens: int
+    api_key: str
+    """Overrides the provider's key from the environment (``OPENAI_API_KEY``, ...)."""
+    transport: Transport
+    """For apis with several transports (openai-codex-responses); default ``auto``."""
+    cache_retention: CacheRetention
+    session_id: str
+    """Used for prompt-cache keys and session-affinity headers."""
     headers: Dict[str, str]
     """Extra HTTP headers, applied last."""
-    session_id: str
-    """Used for prompt-cache keys."""
-    reasoning: ThinkingLevel
-    """Reasoning level (``stream``/``complete`` only; an agent uses ``thinking_level``)."""
-    tool_choice: Any
-    """Sent as the request's ``tool_choice``."""
-    thinking_budgets: ThinkingBudgets
-    """Custom thinking budgets (used with ``reasoning`` / an agent's ``thinking_level``)."""
-    cache_retention: CacheRetention
+    request_timeout_ms: int
+    """Timeout until the response headers arrive, per attempt (``0``: none)."""
+    timeout_ms: int
+    """pi's name for ``request_timeout_ms``."""
     max_retries: int
     """Retries of a request that failed before its answer began (408, 409, 429, 5xx,
     connection errors); ``0`` disables them."""
     max_retry_delay_ms: int
-    request_timeout_ms: int
-    """Timeout until the response headers arrive, per attempt."""
+    metadata: Dict[str, Any]
+    """anthropic-messages sends ``metadata.user_id`` when it is a string."""
     idle_timeout_ms: int
-    """Timeout between two chunks of a streamed body."""
-    on_payload: Callable[[Dict[str, Any], "Model"], Optional[Dict[str, Any]]]
-    """Sees the request body before it is sent; return a dict to send instead."""
-    on_response: Callable[[int, Dict[str, str], "Model"], Any]
+    """Timeout between two chunks of a streamed body (``0``: none)."""
+    max_event_bytes: int
+    """Cap on one SSE line or event (default 16 MiB)."""
+    max_error_body_bytes: int
+    """Cap on the part of an error body that is read (default 256 KiB)."""
+    # pi's SimpleStreamOptions (``stream_simple``/``complete_simple`` only)
+    reasoning: ThinkingLevel
+    """Reasoning level, mapped onto the provider's keys by ``stream_simple`` (an agent uses
+    ``thinking_level``)."""
+    thinking_budgets: ThinkingBudgets
+    # keys several providers read
+    tool_choice: Any
+    """Sent as the request's tool choice (each api's own shape)."""
+    reasoning_effort: str
+    """openai-completions, openai-responses, azure-openai-responses, mistral-conversations."""
+    reasoning_summary: str
+    """``auto``, ``concise``, ``detailed`` (Responses apis)."""
+    service_tier: str
+    """``auto``, ``default``, ``flex``, ``priority`` (openai-responses)."""
+    interleaved_thinking: bool
+    thinking_display: str
+    """``summarized`` (default) or ``omitted`` (anthropic-messages, Bedrock Claude)."""
+    # anthropic-messages
+    thinking_enabled: bool
+    thinking_budget_tokens: int
+    effort: str
+    """Effort of adaptive-thinking models (``low`` ... ``max``)."""
+    # google-generative-ai, google-vertex
+    thinking: GoogleThinking
+    project: str
+    location: str
+    # mistral-conversations
+    prompt_mode: str
+    """``"reasoning"`` for Magistral-style reasoning models."""
+    # azure-openai-responses
+    azure_api_version: str
+    azure_resource_name: str
+    azure_base_url: str
+    azure_deployment_name: str
+    # bedrock-converse-stream
+    region: str
+    profile: str
+    bearer_token: str
+    request_metadata: Dict[str, Any]
+    # openai-codex-responses
+    text_verbosity: str
+    # code, not JSON
+    on_payload: Union[Callable[[Dict[str, Any], "Model"], Any], "OnPayload"]
+    """Sees the request body before it is sent; return a dict to send instead (may be
+    ``async def``)."""
+    on_response: Union[Callable[[int, Dict[str, str], "Model"], Any], "OnResponse"]
     """Sees the HTTP status and (lowercase) headers once a response arrives."""
+    signal: "Signal"
+    """Aborts the request when aborted."""
+
+
+class _AgentSettingsOptional(TypedDict, total=False):
+    streamIdleTimeoutMs: int
+    toolTimeoutMs: int
+
+
+class AgentSettings(_AgentSettingsOptional):
+    """An agent's settings as a snapshot stores them (core's ``AgentSettings``)."""
+
+    thinkingLevel: ThinkingLevel
+    toolExecution: ToolExecutionMode
+    steeringMode: QueueMode
+    followUpMode: QueueMode
+    streamOptions: Dict[str, Any]
+    """The request options in pi's JSON names (no secrets)."""
 
 
 # ---------------------------------------------------------------------------------------------
-# Agent hooks (each may also be an ``async def``)
+# Agent hooks (each may also be an ``async def``, and may take the run's ``Signal`` as a
+# second argument)
 
 
 class BeforeToolCallContext(TypedDict):
     """What ``before_tool_call`` sees: the call as the model made it and its validated
     arguments."""
 
+    assistantMessage: AssistantMessage
     toolCall: ToolCall
     args: Dict[str, Any]
-    assistantMessage: AssistantMessage
 
 
 class BeforeToolCallResult(TypedDict, total=False):
@@ -583,11 +714,11 @@ class BeforeToolCallResult(TypedDict, total=False):
 class AfterToolCallContext(TypedDict):
     """What ``after_tool_call`` sees: the call and the result of running it."""
 
+    assistantMessage: AssistantMessage
     toolCall: ToolCall
     args: Dict[str, Any]
     result: AgentToolResult
     isError: bool
-    assistantMessage: AssistantMessage
 
 
 class AfterToolCallResult(TypedDict, total=False):
@@ -610,18 +741,33 @@ class ShouldStopAfterTurnContext(TypedDict):
 
 
 BeforeToolCallHook = Callable[
-    [BeforeToolCallContext],
-    Union[Optional[BeforeToolCallResult], Awaitable[Optional[BeforeToolCallResult]]],
+    ..., Union[Optional[BeforeToolCallResult], Awaitable[Optional[BeforeToolCallResult]]]
 ]
+"""``(context[, signal]) -> result``."""
 AfterToolCallHook = Callable[
-    [AfterToolCallContext],
-    Union[Optional[AfterToolCallResult], Awaitable[Optional[AfterToolCallResult]]],
+    ..., Union[Optional[AfterToolCallResult], Awaitable[Optional[AfterToolCallResult]]]
 ]
-ShouldStopAfterTurnHook = Callable[[ShouldStopAfterTurnContext], Union[bool, Awaitable[bool]]]
-TransformContextHook = Callable[
-    [List[AgentMessage]], Union[List[AgentMessage], Awaitable[List[AgentMessage]]]
-]
+ShouldStopAfterTurnHook = Callable[..., Union[bool, Awaitable[bool]]]
+TransformContextHook = Callable[..., Union[List[AgentMessage], Awaitable[List[AgentMessage]]]]
+"""``(messages[, signal]) -> messages``: what to send instead (the transcript is unchanged)."""
+ConvertToLlmHook = Callable[..., Union[List[Message], Awaitable[List[Message]]]]
+"""``(messages[, signal]) -> LLM messages``: turns custom messages into ones the model reads."""
 GetApiKeyHook = Callable[[str], Union[Optional[str], Awaitable[Optional[str]]]]
+StreamFn = Callable[
+    ["Model", Context, Dict[str, Any]],
+    Union[
+        "AssistantMessageEventStream",
+        AssistantMessage,
+        Iterable[Dict[str, Any]],
+        AsyncIterable[Dict[str, Any]],
+        Awaitable[Union["AssistantMessageEventStream", AssistantMessage]],
+    ],
+]
+"""``stream_fn(model, context, options)``: how an agent calls its model. ``options`` are the
+keywords ``pi_agent.stream`` takes (secrets and signal included); return a stream, a whole
+assistant message, or an (async) iterable of pi-shaped events."""
+Subscriber = Callable[..., Union[None, Awaitable[None]]]
+"""``(event[, signal])``; may be ``async def`` (awaited in order)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -634,12 +780,112 @@ class AgentSnapshot(TypedDict):
     version: int
     systemPrompt: str
     model: ModelDict
-    thinkingLevel: Optional[ThinkingLevel]
     messages: List[AgentMessage]
-    toolExecution: ToolExecutionMode
-    steeringMode: QueueMode
-    followUpMode: QueueMode
+    settings: AgentSettings
     steeringQueue: List[AgentMessage]
     followUpQueue: List[AgentMessage]
     toolNames: List[str]
     """Informational: the tools are code, given again to ``Agent.restore``."""
+
+
+# ---------------------------------------------------------------------------------------------
+# The sans-IO stepper (``pi_agent.AgentStepper``)
+
+
+class StepperConfig(TypedDict, total=False):
+    """Static facts the stepper decides with."""
+
+    toolExecution: ToolExecutionMode
+    toolModes: Dict[str, ToolExecutionMode]
+    """Tools that force a mode on the batch they are called in."""
+    shouldStopAfterTurn: bool
+    """Whether to ask (action ``should_stop_after_turn``) after every turn."""
+    skipInitialSteeringPoll: bool
+
+
+class _ToolOutcomeOptional(TypedDict, total=False):
+    terminate: bool
+
+
+class ToolOutcome(_ToolOutcomeOptional):
+    """One tool call's outcome, as the driver reports it."""
+
+    message: ToolResultMessage
+
+
+StepInput = Dict[str, Any]
+"""The driver's answer: ``{"type": "steering" | "follow_up", "messages"}``, ``{"type":
+"model_result", "message", "startEmitted"}``, ``{"type": "tool_results", "outcomes"}``,
+``{"type": "should_stop", "stop"}``, ``{"type": "failed", "message"}``."""
+
+StepAction = Dict[str, Any]
+"""What to do next: ``{"type": "poll_steering"}``, ``{"type": "poll_follow_up"}``, ``{"type":
+"call_model"}``, ``{"type": "execute_tools", "assistantMessage", "toolCalls", "mode"}``,
+``{"type": "should_stop_after_turn", "message", "toolResults", "newMessages"}``, ``{"type":
+"finished", "newMessages"}``."""
+
+
+class Step(TypedDict):
+    """What ``AgentStepper.start`` / ``resume`` return."""
+
+    events: List[AgentEvent]
+    action: StepAction
+
+
+# ---------------------------------------------------------------------------------------------
+# OAuth (``pi_agent.oauth``)
+
+
+class _OAuthAuthInfoOptional(TypedDict, total=False):
+    instructions: str
+
+
+class OAuthAuthInfo(_OAuthAuthInfoOptional):
+    """What ``on_auth`` gets: the URL to open."""
+
+    url: str
+
+
+class _OAuthPromptOptional(TypedDict, total=False):
+    placeholder: str
+    allowEmpty: bool
+
+
+class OAuthPrompt(_OAuthPromptOptional):
+    """What ``on_prompt`` gets."""
+
+    message: str
+
+
+class OAuthSelectOption(TypedDict):
+    id: str
+    label: str
+
+
+class OAuthSelectPrompt(TypedDict):
+    """What ``on_select`` gets; it returns an option's ``id`` or ``None``."""
+
+    message: str
+    options: List[OAuthSelectOption]
+
+
+class OAuthCredentialsDict(TypedDict):
+    """Credentials from a login (pi's shape; providers add keys such as ``enterpriseUrl`` or
+    ``accountId``)."""
+
+    refresh: str
+    access: str
+    expires: int
+    """Unix milliseconds."""
+
+
+class OAuthApiKeyDict(TypedDict):
+    apiKey: str
+    newCredentials: OAuthCredentialsDict
+    refreshed: bool
+
+
+class OAuthProviderInfo(TypedDict):
+    id: str
+    name: str
+    usesCallbackServer: bool

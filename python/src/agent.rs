@@ -1,50 +1,51 @@
-//! `Agent`: core's stateful [`Agent`] — construction and `restore`, state and settings, hooks,
-//! subscribers — with asyncio and blocking twins of every waiting method (how a run is started
-//! and awaited is in [`crate::agent_run`]).
+//! `Agent`: core's stateful [`Agent`] — construction and `restore`, runs, state and settings,
+//! hooks, subscribers — with an asyncio form of every waiting method and a blocking `_sync`
+//! twin. A run is core's [`AgentRun`](pi_agent::agent::AgentRun) (see [`crate::agent_run`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pi_agent::agent::{
-    Agent, AgentMessage, AgentOptions, AgentSnapshot, ProxyOptions, QueueMode, Subscription,
-    ToolExecutionMode, proxy_stream_fn,
+    Agent, AgentHooks, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, ProxyOptions,
+    RunInput, Subscription, proxy_stream_fn,
 };
-use pi_agent::ai::UserMessage;
-use pi_agent::ai::{ApiKey, ModelThinkingLevel, ThinkingLevel};
+use pi_agent::ai::{ApiKey, ImageContent, UserMessage};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use serde::Serialize;
-use serde_json::Value;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
 
-use crate::agent_run::{PromptInput, PyAgentRun, RunFuture, run_blocking, run_into_py, start_run};
-use crate::bridge::{drive, future_into_py, running_loop};
-use crate::callable::{CallerLoop, describe};
-use crate::convert::{parse, serde_to_py, to_py, type_name};
+use crate::agent_run::PyAgentRun;
+use crate::bridge::{drive, future_into_py, helper, running_loop, try_running_loop};
+use crate::callable::{self, RunScope, Scope, describe};
+use crate::convert::{Json, parse, parse_value, serde_to_py, to_py, type_name};
+use crate::errors::{PiError, agent_error};
 use crate::hook::{HookKind, Hooks};
 use crate::model::PyModel;
-use crate::options::stream_options;
+use crate::options::{deserialize_named, stream_options, to_keywords, update};
+use crate::runtime::{Interrupted, RUNTIME, wait};
+use crate::signal::PySignal;
 use crate::tools::PyTool;
+
+/// Ids of agents, for `bridge.owners` (which runs the running code belongs to).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A stateful agent: a transcript, tools, a model, and runs of pi's agent loop over them.
 ///
-/// Every waiting method has an asyncio form (`await agent.prompt(...)`) and a blocking form
-/// (`agent.prompt_sync(...)`) that releases the GIL and never uses the caller's event loop.
+/// Every waiting method has an asyncio form (`await agent.prompt(...)`) and a blocking `_sync`
+/// twin (`agent.prompt_sync(...)`) that releases the GIL and never uses the caller's event
+/// loop. Collecting the object aborts its run.
 #[pyclass(module = "pi_agent", name = "Agent", frozen)]
 pub(crate) struct PyAgent {
     agent: Agent,
-    caller_loop: CallerLoop,
+    id: u64,
+    scope: RunScope,
     /// The `Tool` objects behind core's tools, for the `tools` getter.
     tools: Mutex<Vec<Py<PyTool>>>,
     /// The hook functions, for the getters (core keeps only their closures).
     hooks: Mutex<Hooks>,
-    /// The watchdog settings, for the getters (core has no getters for them).
-    timeouts: Mutex<Timeouts>,
-}
-
-/// An agent's watchdogs, in milliseconds.
-struct Timeouts {
-    stream_idle_ms: Option<u64>,
-    tool_ms: Option<u64>,
 }
 
 /// A message to queue: a str (a user message) or a message dict.
@@ -55,46 +56,67 @@ fn queued_message(message: &Bound<'_, PyAny>) -> PyResult<AgentMessage> {
     }
 }
 
-fn parse_mode<T: serde::de::DeserializeOwned>(value: &str, what: &str) -> PyResult<T> {
-    crate::convert::parse_value(Value::String(value.to_owned()), what)
+/// A setting's value from its wire name (`"one-at-a-time"`, `"parallel"`, `"off"`, ...).
+fn parse_name<T: DeserializeOwned>(value: &str, what: &str) -> PyResult<T> {
+    parse_value(Value::String(value.to_owned()), what)
 }
 
-/// The wire name of a mode enum (`"one-at-a-time"`, `"parallel"`, ...).
-fn wire_name(mode: &impl Serialize) -> PyResult<String> {
-    match serde_json::to_value(mode) {
+/// The wire name of a setting.
+fn wire_name(value: &impl Serialize) -> PyResult<String> {
+    match serde_json::to_value(value) {
         Ok(Value::String(name)) => Ok(name),
-        _ => Err(PyTypeError::new_err("a mode without a wire name")),
+        _ => Err(PyTypeError::new_err("a setting without a wire name")),
     }
 }
 
-/// The parts of an agent that are code, not data — tools, hooks, watchdogs, how the model is
-/// called, request options — as given to `Agent(...)` and `Agent.restore(...)`.
+/// What a run starts from: a str (with optional image blocks), a message dict, or a list of
+/// message dicts.
+fn run_input(input: &Bound<'_, PyAny>, images: Option<&Bound<'_, PyAny>>) -> PyResult<RunInput> {
+    let images: Vec<ImageContent> = match images {
+        Some(images) if !images.is_none() => parse(images, "images")?,
+        _ => Vec::new(),
+    };
+    if let Ok(text) = input.cast::<PyString>() {
+        let text = text.to_cow()?.into_owned();
+        return Ok(if images.is_empty() {
+            RunInput::text(text)
+        } else {
+            RunInput::text_with_images(text, images)
+        });
+    }
+    if !images.is_empty() {
+        return Err(PyTypeError::new_err(
+            "images can only go with a text prompt",
+        ));
+    }
+    if input.is_instance_of::<PyList>() || input.is_instance_of::<PyTuple>() {
+        return Ok(RunInput::Prompt(parse(input, "messages")?));
+    }
+    Ok(RunInput::Prompt(vec![parse(input, "message")?]))
+}
+
+/// The parts of an agent that are code, not data — tools, hooks, how the model is called —
+/// as given to `Agent(...)` and `Agent.restore(...)`.
 struct Code<'a, 'py> {
     tools: Option<&'a Bound<'py, PyAny>>,
-    before_tool_call: Option<&'a Bound<'py, PyAny>>,
-    after_tool_call: Option<&'a Bound<'py, PyAny>>,
-    should_stop_after_turn: Option<&'a Bound<'py, PyAny>>,
-    transform_context: Option<&'a Bound<'py, PyAny>>,
-    get_api_key: Option<&'a Bound<'py, PyAny>>,
-    stream_idle_timeout_ms: Option<u64>,
-    tool_timeout_ms: Option<u64>,
+    hooks: [(HookKind, Option<&'a Bound<'py, PyAny>>); 7],
     proxy_url: Option<String>,
     proxy_token: Option<String>,
-    options: Option<&'a Bound<'py, PyDict>>,
 }
 
 impl Code<'_, '_> {
     /// Builds the agent: `make` gets options holding this code and adds the data.
     fn into_agent(self, make: impl FnOnce(AgentOptions) -> Agent) -> PyResult<PyAgent> {
-        if let Some(options) = self.options
-            && options.contains("reasoning")?
-        {
-            return Err(PyTypeError::new_err(
-                "an agent's reasoning level is `thinking_level`, not `reasoning`",
-            ));
-        }
-        let stream_options = stream_options(self.options)?;
+        let has_stream_fn = self
+            .hooks
+            .iter()
+            .any(|(kind, f)| matches!(kind, HookKind::StreamFn) && f.is_some_and(|f| !f.is_none()));
         let stream_fn = match (self.proxy_url, self.proxy_token) {
+            (Some(_), _) if has_stream_fn => {
+                return Err(PyTypeError::new_err(
+                    "give either `proxy_url` or `stream_fn`: both say how the model is called",
+                ));
+            }
             (Some(proxy_url), token) => Some(proxy_stream_fn(ProxyOptions {
                 proxy_url,
                 auth_token: token.map(ApiKey::new),
@@ -104,7 +126,7 @@ impl Code<'_, '_> {
             }
             (None, None) => None,
         };
-        let caller_loop = CallerLoop::default();
+        let scope = RunScope::default();
         let py_tools = match self.tools {
             Some(tools) if !tools.is_none() => extract_tools(tools)?,
             _ => Vec::new(),
@@ -112,39 +134,27 @@ impl Code<'_, '_> {
         let agent = make(AgentOptions {
             tools: py_tools
                 .iter()
-                .map(|tool| tool.get().to_agent_tool(caller_loop.clone()))
+                .map(|tool| tool.get().to_agent_tool(scope.clone()))
                 .collect(),
-            settings: pi_agent::agent::AgentSettings {
-                stream_options,
-                stream_idle_timeout_ms: self.stream_idle_timeout_ms,
-                tool_timeout_ms: self.tool_timeout_ms,
-                ..Default::default()
-            },
-            hooks: pi_agent::agent::AgentHooks {
+            hooks: AgentHooks {
                 stream_fn,
-                ..Default::default()
+                ..AgentHooks::default()
             },
             ..AgentOptions::default()
         });
         let mut hooks = Hooks::default();
-        for (kind, function) in [
-            (HookKind::BeforeToolCall, self.before_tool_call),
-            (HookKind::AfterToolCall, self.after_tool_call),
-            (HookKind::ShouldStopAfterTurn, self.should_stop_after_turn),
-            (HookKind::TransformContext, self.transform_context),
-            (HookKind::GetApiKey, self.get_api_key),
-        ] {
-            hooks.set(&agent, &caller_loop, kind, function)?;
+        for (kind, function) in self.hooks {
+            // Nothing to clear on a new agent (a proxy's stream function stays).
+            if function.is_some_and(|function| !function.is_none()) {
+                hooks.set(&agent, &scope, kind, function)?;
+            }
         }
         Ok(PyAgent {
             agent,
-            caller_loop,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            scope,
             tools: Mutex::new(py_tools),
             hooks: Mutex::new(hooks),
-            timeouts: Mutex::new(Timeouts {
-                stream_idle_ms: self.stream_idle_timeout_ms,
-                tool_ms: self.tool_timeout_ms,
-            }),
         })
     }
 }
@@ -166,7 +176,9 @@ impl PyAgent {
         after_tool_call = None,
         should_stop_after_turn = None,
         transform_context = None,
+        convert_to_llm = None,
         get_api_key = None,
+        stream_fn = None,
         stream_idle_timeout_ms = None,
         tool_timeout_ms = None,
         proxy_url = None,
@@ -187,60 +199,66 @@ impl PyAgent {
         after_tool_call: Option<&Bound<'_, PyAny>>,
         should_stop_after_turn: Option<&Bound<'_, PyAny>>,
         transform_context: Option<&Bound<'_, PyAny>>,
+        convert_to_llm: Option<&Bound<'_, PyAny>>,
         get_api_key: Option<&Bound<'_, PyAny>>,
+        stream_fn: Option<&Bound<'_, PyAny>>,
         stream_idle_timeout_ms: Option<u64>,
         tool_timeout_ms: Option<u64>,
         proxy_url: Option<String>,
         proxy_token: Option<String>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
-        // The data (what a snapshot holds); the rest is code.
-        let system_prompt = system_prompt.to_owned();
+        refuse_reasoning(options)?;
+        // The data (what a snapshot holds) goes through core's settings shape.
+        let settings: Map<String, Value> = [
+            ("thinkingLevel", json!(thinking_level.unwrap_or("off"))),
+            ("toolExecution", json!(tool_execution)),
+            ("steeringMode", json!(steering_mode)),
+            ("followUpMode", json!(follow_up_mode)),
+            ("streamIdleTimeoutMs", json!(stream_idle_timeout_ms)),
+            ("toolTimeoutMs", json!(tool_timeout_ms)),
+        ]
+        .into_iter()
+        .map(|(key, value)| (key.to_owned(), value))
+        .collect();
+        let mut settings: AgentSettings = deserialize_named(settings, "setting")?;
+        settings.stream_options = stream_options(options)?;
         let model = model
             .filter(|model| !model.is_none())
             .map(PyModel::extract)
             .transpose()?;
-        // pi's values, `"off"` (its default) included; `None` is off too.
-        let thinking_level = thinking_level
-            .map(|level| parse_mode::<ModelThinkingLevel>(level, "thinking_level"))
-            .transpose()?
-            .unwrap_or_default();
         let messages = match messages {
             Some(messages) if !messages.is_none() => parse(messages, "messages")?,
             _ => Vec::new(),
         };
-        let tool_execution = parse_mode::<ToolExecutionMode>(tool_execution, "tool_execution")?;
-        let steering_mode = parse_mode::<QueueMode>(steering_mode, "steering_mode")?;
-        let follow_up_mode = parse_mode::<QueueMode>(follow_up_mode, "follow_up_mode")?;
+        let system_prompt = system_prompt.to_owned();
         let code = Code {
             tools,
-            before_tool_call,
-            after_tool_call,
-            should_stop_after_turn,
-            transform_context,
-            get_api_key,
-            stream_idle_timeout_ms,
-            tool_timeout_ms,
+            hooks: [
+                (HookKind::BeforeToolCall, before_tool_call),
+                (HookKind::AfterToolCall, after_tool_call),
+                (HookKind::ShouldStopAfterTurn, should_stop_after_turn),
+                (HookKind::TransformContext, transform_context),
+                (HookKind::ConvertToLlm, convert_to_llm),
+                (HookKind::GetApiKey, get_api_key),
+                (HookKind::StreamFn, stream_fn),
+            ],
             proxy_url,
             proxy_token,
-            options,
         };
-        code.into_agent(|code| {
-            let mut options = code;
+        code.into_agent(|mut options| {
             options.system_prompt = system_prompt;
             options.model = model;
             options.messages = messages;
-            options.settings.thinking_level = thinking_level;
-            options.settings.tool_execution = tool_execution;
-            options.settings.steering_mode = steering_mode;
-            options.settings.follow_up_mode = follow_up_mode;
+            options.settings = settings;
             Agent::new(options)
         })
     }
 
     /// A new agent with the data of `snapshot` (a dict from `snapshot()`, or the same JSON
-    /// written by the Rust or C side) and the code given here: tools, hooks, watchdogs,
-    /// proxy and request options, as for the constructor.
+    /// written by the Rust or C side) and the code given here: tools, hooks, proxy. Request
+    /// options given here change the snapshot's (secrets, which a snapshot never holds,
+    /// included); watchdogs given here replace the snapshot's.
     #[classmethod]
     #[pyo3(signature = (
         snapshot,
@@ -250,7 +268,9 @@ impl PyAgent {
         after_tool_call = None,
         should_stop_after_turn = None,
         transform_context = None,
+        convert_to_llm = None,
         get_api_key = None,
+        stream_fn = None,
         stream_idle_timeout_ms = None,
         tool_timeout_ms = None,
         proxy_url = None,
@@ -266,28 +286,44 @@ impl PyAgent {
         after_tool_call: Option<&Bound<'_, PyAny>>,
         should_stop_after_turn: Option<&Bound<'_, PyAny>>,
         transform_context: Option<&Bound<'_, PyAny>>,
+        convert_to_llm: Option<&Bound<'_, PyAny>>,
         get_api_key: Option<&Bound<'_, PyAny>>,
+        stream_fn: Option<&Bound<'_, PyAny>>,
         stream_idle_timeout_ms: Option<u64>,
         tool_timeout_ms: Option<u64>,
         proxy_url: Option<String>,
         proxy_token: Option<String>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
+        refuse_reasoning(options)?;
         let snapshot: AgentSnapshot = parse(snapshot, "snapshot")?;
         let code = Code {
             tools,
-            before_tool_call,
-            after_tool_call,
-            should_stop_after_turn,
-            transform_context,
-            get_api_key,
-            stream_idle_timeout_ms,
-            tool_timeout_ms,
+            hooks: [
+                (HookKind::BeforeToolCall, before_tool_call),
+                (HookKind::AfterToolCall, after_tool_call),
+                (HookKind::ShouldStopAfterTurn, should_stop_after_turn),
+                (HookKind::TransformContext, transform_context),
+                (HookKind::ConvertToLlm, convert_to_llm),
+                (HookKind::GetApiKey, get_api_key),
+                (HookKind::StreamFn, stream_fn),
+            ],
             proxy_url,
             proxy_token,
-            options,
         };
-        code.into_agent(|code| Agent::restore(snapshot, code))
+        let agent = code.into_agent(|code| Agent::restore(snapshot, code))?;
+        if let Some(options) = options {
+            agent.update_options(Some(options))?;
+        }
+        agent.agent.update_settings(|settings| {
+            if stream_idle_timeout_ms.is_some() {
+                settings.stream_idle_timeout_ms = stream_idle_timeout_ms;
+            }
+            if tool_timeout_ms.is_some() {
+                settings.tool_timeout_ms = tool_timeout_ms;
+            }
+        });
+        Ok(agent)
     }
 
     /// The agent's data as a pi-shaped, JSON-serialisable dict: transcript, queues, model,
@@ -297,7 +333,32 @@ impl PyAgent {
         serde_to_py(py, &self.agent.snapshot())
     }
 
-    /// Sends a prompt and waits until the run ends: `await agent.prompt("hi")`.
+    // ---- runs ---------------------------------------------------------------------------
+
+    /// Starts a run of `input` and returns it at once: an iterator and async iterator of its
+    /// events, with `result()`, `abort()` and `signal`; leaving its `with` block early, or
+    /// dropping it, aborts the run. `partial=True` adds pi's `message` (the message so far)
+    /// to `message_update` events. Raises `AgentBusyError` if a run is active.
+    #[pyo3(signature = (input, images = None, *, partial = false))]
+    fn run(
+        slf: &Bound<'_, Self>,
+        input: &Bound<'_, PyAny>,
+        images: Option<&Bound<'_, PyAny>>,
+        partial: bool,
+    ) -> PyResult<PyAgentRun> {
+        let input = run_input(input, images)?;
+        Self::start(slf, input, try_running_loop(slf.py()), partial)
+    }
+
+    /// `run()` for continuing from the transcript (as `continue_()`).
+    #[pyo3(signature = (*, partial = false))]
+    fn run_continue(slf: &Bound<'_, Self>, partial: bool) -> PyResult<PyAgentRun> {
+        Self::start(slf, RunInput::Continue, try_running_loop(slf.py()), partial)
+    }
+
+    /// Sends a prompt and waits until the run ends: `new_messages = await agent.prompt("hi")`.
+    /// Cancelling the awaiting task aborts the run, and the abort completes before the
+    /// cancellation propagates (so a new prompt can start at once).
     #[pyo3(signature = (input, images = None))]
     fn prompt<'py>(
         slf: &Bound<'py, Self>,
@@ -306,75 +367,53 @@ impl PyAgent {
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let images = images.unwrap_or_else(|| py.None().into_bound(py));
-        drive(slf.getattr("_prompt_future")?, [input, images])
+        drive(slf.getattr("_start_prompt")?, [input, images])
     }
 
-    fn _prompt_future<'py>(
-        &self,
-        py: Python<'py>,
+    fn _start_prompt<'py>(
+        slf: &Bound<'py, Self>,
         input: &Bound<'py, PyAny>,
         images: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let input = PromptInput::extract(input, Some(images))?;
-        let event_loop = running_loop(py)?.unbind();
-        let started = start_run(
-            &self.caller_loop,
-            input.into_future(self.agent.clone()),
-            Some(event_loop),
-        )?;
-        run_into_py(py, &self.agent, started)
+        let py = slf.py();
+        let input = run_input(input, Some(images))?;
+        let run = Self::start(slf, input, Some(running_loop(py)?.unbind()), false)?;
+        helper(py, "finish_run")?.call1((run,))
     }
 
     /// `prompt` that blocks (GIL released) until the run ends. Works from any thread, also one
-    /// with a running event loop: async tools then run in a fresh loop on a worker thread.
+    /// with a running event loop (async tools then run in a fresh loop on a worker thread).
+    /// Ctrl-C aborts the run and waits for the abort to complete.
     #[pyo3(signature = (input, images = None))]
     fn prompt_sync(
-        &self,
-        py: Python<'_>,
+        slf: &Bound<'_, Self>,
         input: &Bound<'_, PyAny>,
         images: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        let input = PromptInput::extract(input, images)?;
-        let started = start_run(
-            &self.caller_loop,
-            input.into_future(self.agent.clone()),
-            None,
-        )?;
-        run_blocking(py, &self.agent, started)
+    ) -> PyResult<Json> {
+        let input = run_input(input, images)?;
+        Self::start(slf, input, None, false)?.finish_blocking(slf.py())
     }
 
     /// Continues from the transcript (after an error, or to run queued messages):
     /// `await agent.continue_()`.
     fn continue_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        drive(slf.getattr("_continue_future")?, [])
+        drive(slf.getattr("_start_continue")?, [])
     }
 
-    fn _continue_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let event_loop = running_loop(py)?.unbind();
-        let started = start_run(&self.caller_loop, self.continue_run(), Some(event_loop))?;
-        run_into_py(py, &self.agent, started)
+    fn _start_continue<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let run = Self::start(
+            slf,
+            RunInput::Continue,
+            Some(running_loop(py)?.unbind()),
+            false,
+        )?;
+        helper(py, "finish_run")?.call1((run,))
     }
 
     /// `continue_` that blocks (GIL released) until the run ends.
-    fn continue_sync(&self, py: Python<'_>) -> PyResult<()> {
-        let started = start_run(&self.caller_loop, self.continue_run(), None)?;
-        run_blocking(py, &self.agent, started)
-    }
-
-    /// Iterates over the events of one run of `input`, ending after `agent_end`:
-    /// `async for event in agent.run("hi")` (or a plain `for`, which blocks per event).
-    #[pyo3(signature = (input, images = None))]
-    fn run(
-        &self,
-        input: &Bound<'_, PyAny>,
-        images: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<PyAgentRun> {
-        let input = PromptInput::extract(input, images)?;
-        Ok(PyAgentRun::new(
-            self.agent.clone(),
-            self.caller_loop.clone(),
-            input,
-        ))
+    fn continue_sync(slf: &Bound<'_, Self>) -> PyResult<Json> {
+        Self::start(slf, RunInput::Continue, None, false)?.finish_blocking(slf.py())
     }
 
     /// Cancels the active run (thread-safe; does nothing when idle). The run ends promptly:
@@ -383,12 +422,21 @@ impl PyAgent {
         self.agent.abort();
     }
 
-    /// Resolves when no run is active: `await agent.wait_for_idle()`.
+    /// The active run's signal (pi's `agent.signal`), `None` when idle.
+    #[getter]
+    fn signal(&self) -> Option<PySignal> {
+        self.agent.signal().map(PySignal::new)
+    }
+
+    /// Resolves when no run is active (after an abort, once it completed):
+    /// `await agent.wait_for_idle()`. Refused inside the agent's own run (a tool, hook or
+    /// subscriber would wait for itself).
     fn wait_for_idle<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
         drive(slf.getattr("_wait_for_idle_future")?, [])
     }
 
     fn _wait_for_idle_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.refuse_inside_own_run(py, "wait_for_idle()")?;
         let agent = self.agent.clone();
         future_into_py(py, async move {
             agent.wait_for_idle().await;
@@ -396,10 +444,19 @@ impl PyAgent {
         })
     }
 
+    /// `wait_for_idle` that blocks (GIL released).
+    fn wait_for_idle_sync(&self, py: Python<'_>) -> PyResult<()> {
+        self.refuse_inside_own_run(py, "wait_for_idle_sync()")?;
+        let agent = self.agent.clone();
+        wait(py, async move { agent.wait_for_idle().await }, || {
+            Interrupted::Return
+        })
+    }
+
     /// Clears the transcript, queues, streaming state and error. Raises `AgentBusyError` while
     /// a run is active (abort it and wait for idle first).
     fn reset(&self) -> PyResult<()> {
-        self.agent.reset().map_err(crate::errors::agent_error)
+        self.agent.reset().map_err(agent_error)
     }
 
     /// Queues a message (str or message dict) to inject after the current turn's tool calls.
@@ -429,6 +486,14 @@ impl PyAgent {
         self.agent.clear_follow_up_queue();
     }
 
+    /// Whether steering or follow-up messages are queued.
+    #[getter]
+    fn has_queued_messages(&self) -> bool {
+        self.agent.has_queued_messages()
+    }
+
+    // ---- settings -------------------------------------------------------------------------
+
     /// How many steering messages one poll takes: `"one-at-a-time"` or `"all"`.
     #[getter]
     fn steering_mode(&self) -> PyResult<String> {
@@ -438,7 +503,7 @@ impl PyAgent {
     #[setter]
     fn set_steering_mode(&self, mode: &str) -> PyResult<()> {
         self.agent
-            .set_steering_mode(parse_mode(mode, "steering_mode")?);
+            .set_steering_mode(parse_name(mode, "steering_mode")?);
         Ok(())
     }
 
@@ -451,7 +516,7 @@ impl PyAgent {
     #[setter]
     fn set_follow_up_mode(&self, mode: &str) -> PyResult<()> {
         self.agent
-            .set_follow_up_mode(parse_mode(mode, "follow_up_mode")?);
+            .set_follow_up_mode(parse_name(mode, "follow_up_mode")?);
         Ok(())
     }
 
@@ -464,7 +529,21 @@ impl PyAgent {
     #[setter]
     fn set_tool_execution(&self, mode: &str) -> PyResult<()> {
         self.agent
-            .set_tool_execution(parse_mode(mode, "tool_execution")?);
+            .set_tool_execution(parse_name(mode, "tool_execution")?);
+        Ok(())
+    }
+
+    /// Reasoning level: `"off"` (pi's default), `"minimal"` ... `"xhigh"`. Setting `None`
+    /// means `"off"`.
+    #[getter]
+    fn thinking_level(&self) -> PyResult<String> {
+        wire_name(&self.agent.thinking_level())
+    }
+
+    #[setter]
+    fn set_thinking_level(&self, level: Option<&str>) -> PyResult<()> {
+        self.agent
+            .set_thinking_level(parse_name(level.unwrap_or("off"), "thinking_level")?);
         Ok(())
     }
 
@@ -472,30 +551,52 @@ impl PyAgent {
     /// off).
     #[getter]
     fn stream_idle_timeout_ms(&self) -> Option<u64> {
-        self.timeouts().stream_idle_ms
+        self.agent.settings().stream_idle_timeout_ms
     }
 
     #[setter]
     fn set_stream_idle_timeout_ms(&self, timeout: Option<u64>) {
-        let mut timeouts = self.timeouts();
         self.agent
             .update_settings(|settings| settings.stream_idle_timeout_ms = timeout);
-        timeouts.stream_idle_ms = timeout;
     }
 
     /// Watchdog: a tool call running this long gets an error result (`None`: off).
     #[getter]
     fn tool_timeout_ms(&self) -> Option<u64> {
-        self.timeouts().tool_ms
+        self.agent.settings().tool_timeout_ms
     }
 
     #[setter]
     fn set_tool_timeout_ms(&self, timeout: Option<u64>) {
-        let mut timeouts = self.timeouts();
         self.agent
             .update_settings(|settings| settings.tool_timeout_ms = timeout);
-        timeouts.tool_ms = timeout;
     }
+
+    /// The request options of every model call, as keywords (without secrets and code).
+    #[getter]
+    fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut options = self.agent.stream_options();
+        options.on_payload = None;
+        options.on_response = None;
+        options.signal = None;
+        to_keywords(py, &options, false)
+    }
+
+    /// Changes request options for later runs (the same keywords as the constructor's; a
+    /// value replaces, `None` unsets): `agent.update_options(api_key=..., session_id=...)`.
+    #[pyo3(signature = (**options))]
+    fn update_options(&self, options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+        let Some(options) = options else {
+            return Ok(());
+        };
+        refuse_reasoning(Some(options))?;
+        let current = self.agent.stream_options();
+        let updated = update(&current, options)?;
+        self.agent.set_stream_options(updated);
+        Ok(())
+    }
+
+    // ---- hooks ----------------------------------------------------------------------------
 
     #[getter]
     fn before_tool_call(&self, py: Python<'_>) -> Option<Py<PyAny>> {
@@ -537,6 +638,16 @@ impl PyAgent {
         self.set_hook(HookKind::TransformContext, function)
     }
 
+    #[getter]
+    fn convert_to_llm(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.hooks().get(py, HookKind::ConvertToLlm)
+    }
+
+    #[setter]
+    fn set_convert_to_llm(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.set_hook(HookKind::ConvertToLlm, function)
+    }
+
     #[getter(get_api_key)]
     fn api_key_hook(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         self.hooks().get(py, HookKind::GetApiKey)
@@ -547,50 +658,83 @@ impl PyAgent {
         self.set_hook(HookKind::GetApiKey, function)
     }
 
-    /// Failures of subscribers, as text, oldest first (at most the last 100).
     #[getter]
-    fn listener_errors(&self) -> Vec<String> {
-        self.agent.listener_errors()
+    fn stream_fn(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.hooks().get(py, HookKind::StreamFn)
     }
 
-    /// Whether steering or follow-up messages are queued.
-    #[getter]
-    fn has_queued_messages(&self) -> bool {
-        self.agent.has_queued_messages()
+    #[setter]
+    fn set_stream_fn(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        self.set_hook(HookKind::StreamFn, function)
     }
 
-    /// Calls `callback(event)` for every event of every later run, in order, on a runtime
-    /// thread with the GIL. Returns a function that unsubscribes. An exception in the callback
-    /// is reported through `sys.unraisablehook` and `listener_errors`, and does not affect the
-    /// run.
-    fn subscribe(&self, callback: Bound<'_, PyAny>) -> PyResult<Unsubscribe> {
+    // ---- subscribers ----------------------------------------------------------------------
+
+    /// Calls `callback(event)` — or `callback(event, signal)` if it takes two arguments — for
+    /// every event of every later run, in order; the run waits for it (an `async def` callback
+    /// is awaited). It runs on a worker thread, so it may block or call other agents.
+    /// `partial=True` adds pi's `message` to `message_update` events. An exception is reported
+    /// through `sys.unraisablehook` and `listener_errors`, and does not affect the run.
+    /// Returns a function that unsubscribes.
+    #[pyo3(signature = (callback, *, partial = false))]
+    fn subscribe(&self, callback: Bound<'_, PyAny>, partial: bool) -> PyResult<Unsubscribe> {
         if !callback.is_callable() {
             return Err(PyTypeError::new_err(format!(
                 "subscriber must be callable, not {}",
                 type_name(&callback)
             )));
         }
+        let with_signal = helper(callback.py(), "takes_second_argument")?
+            .call1((&callback,))?
+            .is_truthy()?;
         let callback = Arc::new(callback.unbind());
-        let subscription = self.agent.subscribe(move |event| {
-            let json = event.to_json(false);
-            let failure = Python::attach(|py| {
-                let callback = callback.bind(py);
-                let outcome = to_py(py, &json).and_then(|event| callback.call1((event,)));
-                outcome.err().map(|error| {
-                    let text = describe(py, &error);
-                    error.write_unraisable(py, Some(callback));
-                    text
-                })
-            });
-            // Core records a failing subscriber in `listener_errors` (and carries on).
-            if let Some(text) = failure {
-                std::panic::resume_unwind(Box::new(text));
+        let scope = self.scope.clone();
+        let subscription = self.agent.subscribe_async(move |event, signal| {
+            let json = event.to_json(partial);
+            let (call, report) = (Arc::clone(&callback), Arc::clone(&callback));
+            let scope: Scope = scope.current();
+            async move {
+                let failure = callable::call(
+                    scope,
+                    move |py| {
+                        let event = to_py(py, &json)?;
+                        let args = if with_signal {
+                            let signal = Bound::new(py, PySignal::new(signal))?.into_any();
+                            PyTuple::new(py, [event, signal])?
+                        } else {
+                            PyTuple::new(py, [event])?
+                        };
+                        Ok((call.bind(py).clone(), args))
+                    },
+                    move |py, outcome| {
+                        outcome.err().map(|error| {
+                            let text = describe(py, &error);
+                            error.write_unraisable(py, Some(report.bind(py)));
+                            text
+                        })
+                    },
+                    || None,
+                )
+                .await;
+                // Core records a failing subscriber in `listener_errors` (and carries on).
+                if let Some(text) = failure {
+                    std::panic::resume_unwind(Box::new(text));
+                }
             }
         });
         Ok(Unsubscribe(Mutex::new(Some(subscription))))
     }
 
-    /// The transcript: a list of pi-shaped message dicts (a copy; assign to replace it).
+    /// Failures of subscribers, as text, oldest first (at most the last 100).
+    #[getter]
+    fn listener_errors(&self) -> Vec<String> {
+        self.agent.listener_errors()
+    }
+
+    // ---- state ----------------------------------------------------------------------------
+
+    /// The transcript: a list of pi-shaped message dicts (a copy; assign to replace it, when
+    /// no run is active).
     #[getter]
     fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         serde_to_py(py, &self.agent.messages())
@@ -600,14 +744,14 @@ impl PyAgent {
     fn set_messages(&self, messages: &Bound<'_, PyAny>) -> PyResult<()> {
         self.agent
             .set_messages(parse(messages, "messages")?)
-            .map_err(crate::errors::agent_error)
+            .map_err(agent_error)
     }
 
-    /// Appends a message dict to the transcript.
+    /// Appends a message dict to the transcript (when no run is active).
     fn append_message(&self, message: &Bound<'_, PyAny>) -> PyResult<()> {
         self.agent
             .append_message(parse::<AgentMessage>(message, "message")?)
-            .map_err(crate::errors::agent_error)
+            .map_err(agent_error)
     }
 
     /// Whether a run is active.
@@ -657,25 +801,6 @@ impl PyAgent {
         Ok(())
     }
 
-    /// Reasoning level (`"minimal"` ... `"xhigh"`, or `None` for off).
-    #[getter]
-    fn thinking_level(&self) -> Option<&'static str> {
-        self.agent
-            .thinking_level()
-            .thinking_level()
-            .map(ThinkingLevel::as_str)
-    }
-
-    #[setter]
-    fn set_thinking_level(&self, level: Option<&str>) -> PyResult<()> {
-        let level = level
-            .map(|level| parse_mode::<ModelThinkingLevel>(level, "thinking_level"))
-            .transpose()?
-            .unwrap_or_default();
-        self.agent.set_thinking_level(level);
-        Ok(())
-    }
-
     #[getter]
     fn tools(&self, py: Python<'_>) -> Vec<Py<PyTool>> {
         self.tools
@@ -691,7 +816,7 @@ impl PyAgent {
         let py_tools = extract_tools(tools)?;
         let agent_tools = py_tools
             .iter()
-            .map(|tool| tool.get().to_agent_tool(self.caller_loop.clone()))
+            .map(|tool| tool.get().to_agent_tool(self.scope.clone()))
             .collect();
         self.agent.set_tools(agent_tools);
         *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = py_tools;
@@ -719,24 +844,80 @@ impl PyAgent {
     }
 }
 
+impl Drop for PyAgent {
+    fn drop(&mut self) {
+        // Nobody can await, read or abort the run any more: stop it (and its request).
+        self.agent.abort();
+    }
+}
+
 impl PyAgent {
     fn hooks(&self) -> MutexGuard<'_, Hooks> {
         self.hooks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn set_hook(&self, kind: HookKind, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.hooks()
-            .set(&self.agent, &self.caller_loop, kind, function)
+        self.hooks().set(&self.agent, &self.scope, kind, function)
     }
 
-    fn timeouts(&self) -> MutexGuard<'_, Timeouts> {
-        self.timeouts.lock().unwrap_or_else(PoisonError::into_inner)
+    /// Starts a run whose async callbacks go to `event_loop` (the awaiting caller's). The run
+    /// value keeps the agent alive (collecting the agent aborts its run).
+    fn start(
+        slf: &Bound<'_, Self>,
+        input: RunInput,
+        event_loop: Option<Py<PyAny>>,
+        partial: bool,
+    ) -> PyResult<PyAgentRun> {
+        let py = slf.py();
+        let this = slf.get();
+        let owners = helper(py, "owners_with")?.call1((this.id,))?.unbind();
+        // Core spawns the run on the runtime; its callbacks read the scope, which is set
+        // under the lock before any of them can.
+        let _runtime = RUNTIME.enter();
+        let mut scope = this.scope.lock();
+        let run = this.agent.start(input).map_err(agent_error)?;
+        *scope = Scope {
+            event_loop: event_loop.map(Arc::new),
+            owners: Some(Arc::new(owners)),
+        };
+        Ok(PyAgentRun::new(
+            run,
+            partial,
+            slf.clone().into_any().unbind(),
+        ))
     }
 
-    fn continue_run(&self) -> RunFuture {
-        let agent = self.agent.clone();
-        Box::pin(async move { agent.continue_run().await.map(drop) })
+    /// Refuses a wait for the end of this agent's run from inside that run.
+    fn refuse_inside_own_run(&self, py: Python<'_>, what: &str) -> PyResult<()> {
+        let owners = helper(py, "owners")?.call0()?;
+        if owners.contains(self.id)? {
+            return Err(PiError::new_err(format!(
+                "{what} called from inside the agent's own run (a tool, hook or subscriber): it \
+                 would wait for itself forever"
+            )));
+        }
+        Ok(())
     }
+}
+
+/// Options an agent sets itself: the reasoning level is `thinking_level`, and every run has
+/// its own signal (`agent.signal`, `agent.abort()`).
+fn refuse_reasoning(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+    let Some(options) = options else {
+        return Ok(());
+    };
+    if options.contains("reasoning")? {
+        return Err(PyTypeError::new_err(
+            "an agent's reasoning level is `thinking_level`, not `reasoning`",
+        ));
+    }
+    if options.contains("signal")? {
+        return Err(PyTypeError::new_err(
+            "an agent's runs have their own signal (`agent.signal`, `agent.abort()`), not \
+             `signal`",
+        ));
+    }
+    Ok(())
 }
 
 /// Reads a list of `Tool`s and plain functions (wrapped with `Tool.from_function`).

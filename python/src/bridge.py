@@ -1,11 +1,120 @@
-"""asyncio glue for pi_agent._core (compiled into the extension; not a public module).
+"""asyncio and thread glue for pi_agent._core (compiled into the extension; not a public module).
 
-Everything here is plumbing between asyncio and the binding's tokio runtime: no agent or
+Everything here is plumbing between Python and the binding's tokio runtime: no agent or
 provider behaviour lives in this file.
+
+Python code that the runtime calls (tools, hooks, subscribers, factories) runs on the daemon
+threads of `Pool`, started by Python itself: the user's function is called from a pure-Python
+frame, never from under a Rust frame. CPython ends such threads with `pthread_exit` when they
+touch the interpreter during its exit, and that forced unwind must not cross Rust code.
 """
 
 import asyncio
+import contextvars
+import inspect
 import threading
+import weakref
+
+# ---------------------------------------------------------------------------------------------
+# Which agents' runs the running code belongs to (a frozenset of agent ids), so that a tool,
+# hook or subscriber that waits for its own agent's run to end can be refused instead of
+# waiting for itself forever.
+
+_OWNERS = contextvars.ContextVar("pi_agent_owners", default=frozenset())
+
+
+def owners():
+    """The ids of the agents whose run the calling code is part of."""
+    return _OWNERS.get()
+
+
+def owners_with(agent_id):
+    """The current owners plus `agent_id` (what the callbacks of a run started here see)."""
+    return _OWNERS.get() | {agent_id}
+
+
+# ---------------------------------------------------------------------------------------------
+# The worker pool
+
+
+class _Worker:
+    __slots__ = ("job", "wake")
+
+    def __init__(self):
+        self.job = None
+        self.wake = threading.Event()
+
+
+class Pool:
+    """Runs jobs on daemon threads: an idle worker if there is one, else a new thread (so a
+    job that waits for another job never starves it). Workers idle for a while exit."""
+
+    IDLE_SECONDS = 30.0
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._idle = []
+
+    def spawn(self, function, args, done, job_owners):
+        """Calls `function(*args)` on a worker, then `done(True, value)` or
+        `done(False, exception)`; `job_owners` is the `owners()` the call sees."""
+        job = (function, args, done, job_owners)
+        with self._lock:
+            if self._idle:
+                worker = self._idle.pop()
+                worker.job = job
+                worker.wake.set()
+                return
+        thread = threading.Thread(target=self._work, args=(job,), name="pi-agent-python", daemon=True)
+        thread.start()
+
+    def _work(self, job):
+        me = _Worker()
+        while job is not None:
+            _run(*job)
+            job = None
+            with self._lock:
+                me.wake.clear()
+                me.job = None
+                self._idle.append(me)
+            if not me.wake.wait(self.IDLE_SECONDS):
+                with self._lock:
+                    if me in self._idle:
+                        self._idle.remove(me)
+                        return
+                # Handed a job while timing out: `spawn` set it under the lock.
+            job = me.job
+
+
+def _run(function, args, done, job_owners):
+    token = _OWNERS.set(job_owners) if job_owners else None
+    try:
+        try:
+            value = function(*args)
+        except BaseException as error:  # noqa: BLE001 - everything goes back to the runtime
+            done(False, error)
+        else:
+            done(True, value)
+    except BaseException:  # noqa: BLE001 - a delivery failure must not kill the worker
+        pass
+    finally:
+        if token is not None:
+            _OWNERS.reset(token)
+
+
+POOL = Pool()
+
+
+def spawn(function, args, done, job_owners):
+    POOL.spawn(function, args, done, job_owners)
+
+
+def is_awaitable(value):
+    return inspect.isawaitable(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# asyncio
 
 
 async def drive(start, *args):
@@ -16,6 +125,45 @@ async def drive(start, *args):
     `await`), and returns an asyncio future that the binding completes from its runtime.
     """
     return await start(*args)
+
+
+async def finish_run(run):
+    """Waits for an agent run to end. If the awaiting task is cancelled, the run is aborted and
+    the abort completes (the agent is idle again) before the cancellation propagates, so the
+    caller can start a new run at once."""
+    try:
+        return await run._finish_future()
+    except asyncio.CancelledError:
+        run.abort()
+        await _until_finished(run)
+        raise
+    except GeneratorExit:  # the coroutine was closed without a loop: abort, do not wait
+        run.abort()
+        raise
+
+
+async def exit_run(run):
+    """`async with agent.run(...)`: leaving the block before the run ended aborts it and waits
+    for the abort to complete."""
+    if not run.is_finished:
+        run.abort()
+        await _until_finished(run)
+    return False
+
+
+async def _until_finished(run):
+    # Further cancellations do not cut this short: the abort ends the run promptly.
+    while True:
+        try:
+            await run._finish_future()
+            return
+        except asyncio.CancelledError:
+            continue
+
+
+def on_collect(future, callback):
+    """Calls `callback()` when `future` is garbage-collected (it was abandoned)."""
+    weakref.finalize(future, callback)
 
 
 def set_result(future, value):
@@ -35,14 +183,16 @@ def loop_is_usable(loop):
     return loop is not None and loop.is_running() and not loop.is_closed()
 
 
-async def _await(awaitable):
+async def _await(awaitable, job_owners):
+    if job_owners:
+        _OWNERS.set(job_owners)  # this task's own context
     return await awaitable
 
 
-def submit(awaitable, loop, done):
+def submit(awaitable, loop, done, job_owners):
     """Schedules `awaitable` on `loop` (another thread's running loop); `done(future)` is
     called with the concurrent.futures.Future when it finishes. Returns that future."""
-    future = asyncio.run_coroutine_threadsafe(_await(awaitable), loop)
+    future = asyncio.run_coroutine_threadsafe(_await(awaitable, job_owners), loop)
     future.add_done_callback(done)
     return future
 
@@ -83,3 +233,140 @@ class FreshLoop:
                     self._loop.call_soon_threadsafe(self._task.cancel)
                 except RuntimeError:  # the loop closed meanwhile
                     pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers of particular callbacks
+
+
+def call_tool(function, converter, arguments, context_name, context):
+    """Calls a tool function with the model's arguments as keywords (converted to the
+    dataclass/enum/pydantic values its hints ask for) and its `ToolContext`, if it takes one."""
+    if not isinstance(arguments, dict):
+        return function(arguments)
+    if converter is not None:
+        arguments = converter(arguments)
+    if context_name is not None:
+        arguments[context_name] = context
+    return function(**arguments)
+
+
+def takes_second_argument(function):
+    """Whether `function` can be called with two positional arguments (a subscriber that wants
+    the run's signal besides the event)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return False
+    positional = 0
+    for parameter in signature.parameters.values():
+        if parameter.kind == parameter.VAR_POSITIONAL:
+            return True
+        if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            positional += 1
+    return positional >= 2
+
+
+_END = object()
+
+
+async def _anext(iterator):
+    try:
+        return await iterator.__anext__()
+    except StopAsyncIteration:
+        return _END
+
+
+class EventPump:
+    """Reads a stream function's events — a sync or async iterable — one item per `next()`
+    call, made on a worker thread. Async iterables run on the caller's loop when it is usable,
+    else on a private loop kept for the whole iteration (one `asyncio.run` per item would
+    close an async generator after its first item); `close()` shuts that loop down, at once
+    or after the read in progress."""
+
+    def __init__(self, source, loop):
+        if hasattr(source, "__aiter__"):
+            self._aiter = source.__aiter__()
+            self._iter = None
+        else:
+            self._iter = iter(source)
+            self._aiter = None
+        self._loop = loop if loop_is_usable(loop) else None
+        self._private = None
+        self._lock = threading.Lock()
+        self._pending = None
+        self._cancelled = False
+        self._closing = False
+
+    def next(self):
+        """`(True, event)`, or `(False, None)` at the end."""
+        if self._iter is not None:
+            for item in self._iter:
+                return True, item
+            return False, None
+        if self._loop is not None:
+            future = asyncio.run_coroutine_threadsafe(_anext(self._aiter), self._loop)
+            with self._lock:
+                if self._cancelled:
+                    future.cancel()
+                self._pending = future
+            try:
+                item = future.result()
+            finally:
+                with self._lock:
+                    self._pending = None
+        else:
+            with self._lock:
+                if self._closing:
+                    return False, None
+                if self._private is None:
+                    self._private = asyncio.new_event_loop()
+                task = self._private.create_task(_anext(self._aiter))
+                if self._cancelled:
+                    task.cancel()
+                self._pending = task
+            try:
+                item = self._private.run_until_complete(task)
+            finally:
+                with self._lock:
+                    self._pending = None
+                    closing = self._closing
+                if closing:
+                    self._close_private()
+        if item is _END:
+            self.close()
+            return False, None
+        return True, item
+
+    def cancel(self):
+        """Stops a pending read (the run was aborted)."""
+        with self._lock:
+            self._cancelled = True
+            pending = self._pending
+            private = self._private
+        if pending is None:
+            return
+        if private is not None and isinstance(pending, asyncio.Future):
+            try:
+                private.call_soon_threadsafe(pending.cancel)
+            except RuntimeError:
+                pass
+        else:
+            pending.cancel()
+
+    def close(self):
+        """Shuts the private loop down (after the read in progress, if any)."""
+        with self._lock:
+            self._closing = True
+            busy = self._pending is not None
+        if not busy:
+            self._close_private()
+
+    def _close_private(self):
+        with self._lock:
+            loop, self._private = self._private, None
+        if loop is not None:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()

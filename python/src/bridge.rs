@@ -1,13 +1,16 @@
-//! asyncio <-> tokio, by hand: Rust futures become asyncio futures completed with
-//! `loop.call_soon_threadsafe`, and Python coroutines run either on the awaiting caller's loop
-//! (`asyncio.run_coroutine_threadsafe`) or in a fresh loop on a worker thread (`asyncio.run`).
-//! The small Python half lives in `bridge.py`, compiled into the extension.
+//! Python <-> tokio, by hand: Rust futures become asyncio futures completed with
+//! `loop.call_soon_threadsafe`; Python functions run on the daemon threads of a Python-side
+//! pool; coroutines run on the awaiting caller's loop (`asyncio.run_coroutine_threadsafe`) or
+//! in a fresh loop on a pool thread (`asyncio.run`). The small Python half lives in
+//! `bridge.py`, compiled into the extension.
 //!
-//! Runtime threads that touch Python after an asyncio caller may already have its result (a
-//! delivery, a cancellation) go through [`attach_unless_exiting`]: CPython kills a thread that
-//! takes the GIL once the interpreter is finalizing (`pthread_exit`), and that forced unwind
-//! through Rust frames aborts the process. An `atexit` hook, which runs before finalization,
-//! waits for such calls and stops new ones.
+//! Interpreter exit. CPython ends a thread that takes the GIL once finalization has begun
+//! (`pthread_exit`), and that forced unwind aborts the process if it crosses Rust frames. So:
+//! - user Python code only runs on pool threads, called from pure-Python frames;
+//! - runtime threads take the GIL only through [`with_gil`], which an `atexit` hook (run
+//!   before finalization) closes, after waiting for the calls in flight;
+//! - a thread blocked in a binding call with the GIL released never takes it back once the
+//!   hook ran ([`park_if_exiting`]): it parks until the process is gone.
 
 use std::ffi::CStr;
 use std::future::Future;
@@ -37,24 +40,42 @@ static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 struct ExitState {
     in_flight: usize,
     exiting: bool,
+    /// The thread that ran the hook (it finalizes the interpreter and may still call us).
+    finalizer: Option<std::thread::ThreadId>,
 }
 
 static EXIT: Mutex<ExitState> = Mutex::new(ExitState {
     in_flight: 0,
     exiting: false,
+    finalizer: None,
 });
 static EXIT_DONE: Condvar = Condvar::new();
 
-/// How long the exit hook waits for calls in flight (they take microseconds).
+/// How long the exit hook waits for calls in flight (conversions: microseconds).
 const EXIT_WAIT: Duration = Duration::from_secs(5);
 
 fn exit_state() -> std::sync::MutexGuard<'static, ExitState> {
     EXIT.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Never returns once the interpreter is exiting: for threads about to take the GIL back
+/// after a blocking wait. The process ends under them. (The thread that finalizes the
+/// interpreter, which ran the hook, carries on.)
+pub(crate) fn park_if_exiting() {
+    let park = {
+        let state = exit_state();
+        state.exiting && state.finalizer != Some(std::thread::current().id())
+    };
+    if park {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 /// Runs `f` with the GIL on a runtime thread, unless the interpreter is exiting (then `None`:
 /// nobody waits for the outcome any more).
-pub(crate) fn attach_unless_exiting<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
+pub(crate) fn with_gil<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
     {
         let mut state = exit_state();
         if state.exiting {
@@ -71,13 +92,14 @@ pub(crate) fn attach_unless_exiting<R>(f: impl FnOnce(Python<'_>) -> R) -> Optio
     Some(outcome)
 }
 
-/// The `atexit` hook: stops new calls of [`attach_unless_exiting`] and waits (GIL released)
-/// for those in flight.
+/// The `atexit` hook: stops new calls of [`with_gil`] and waits (GIL released) for those in
+/// flight.
 #[pyfunction]
 fn wait_for_runtime_calls(py: Python<'_>) {
     py.detach(|| {
         let mut state = exit_state();
         state.exiting = true;
+        state.finalizer = Some(std::thread::current().id());
         let _ = EXIT_DONE.wait_timeout_while(state, EXIT_WAIT, |state| state.in_flight > 0);
     });
 }
@@ -104,6 +126,81 @@ pub(crate) fn helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, Py
         .map(Bound::unbind)
     })?;
     module.bind(py).getattr(name)
+}
+
+/// Whether `value` can be awaited (a coroutine, a future, ...).
+pub(crate) fn is_awaitable(value: &Bound<'_, PyAny>) -> bool {
+    helper(value.py(), "is_awaitable")
+        .and_then(|check| check.call1((value,)))
+        .and_then(|answer| answer.is_truthy())
+        .unwrap_or(false)
+}
+
+/// A one-shot receiver of a pool job's outcome: the pool calls it as `done(ok, value)`.
+#[pyclass(frozen)]
+pub(crate) struct Done {
+    #[allow(clippy::type_complexity)]
+    deliver:
+        Mutex<Option<Box<dyn for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) + Send>>>,
+}
+
+impl Done {
+    /// A receiver that hands the outcome to `deliver` (on the pool thread, with the GIL).
+    pub(crate) fn new(
+        deliver: impl for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) + Send + 'static,
+    ) -> Self {
+        Self {
+            deliver: Mutex::new(Some(Box::new(deliver))),
+        }
+    }
+}
+
+#[pymethods]
+impl Done {
+    fn __call__(&self, py: Python<'_>, ok: bool, value: Bound<'_, PyAny>) {
+        let deliver = self
+            .deliver
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(deliver) = deliver {
+            let outcome = if ok {
+                Ok(value)
+            } else {
+                Err(PyErr::from_value(value))
+            };
+            deliver(py, outcome);
+        }
+    }
+
+    /// As a `concurrent.futures.Future` done-callback (coroutines on another loop).
+    fn future_done(&self, future: &Bound<'_, PyAny>) {
+        let outcome = future.call_method0("result");
+        let deliver = self
+            .deliver
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(deliver) = deliver {
+            deliver(future.py(), outcome);
+        }
+    }
+}
+
+/// Runs `function(*args)` on a pool thread; `done` receives the outcome there.
+pub(crate) fn spawn_job(
+    py: Python<'_>,
+    function: &Bound<'_, PyAny>,
+    args: &Bound<'_, PyTuple>,
+    done: Done,
+    owners: Option<&Py<PyAny>>,
+) -> PyResult<()> {
+    let owners = match owners {
+        Some(owners) => owners.bind(py).clone(),
+        None => py.None().into_bound(py),
+    };
+    helper(py, "spawn")?.call1((function, args, done, owners))?;
+    Ok(())
 }
 
 /// `drive(start, *args)`: a real coroutine that calls `start(*args)` (which returns an asyncio
@@ -137,13 +234,16 @@ struct CancelOnDone {
 
 #[pymethods]
 impl CancelOnDone {
-    fn __call__(&self, _future: &Bound<'_, PyAny>) {
+    #[pyo3(signature = (_future = None))]
+    fn __call__(&self, _future: Option<&Bound<'_, PyAny>>) {
         self.token.cancel();
     }
 }
 
 /// Runs `future` on the runtime and returns an asyncio future of the calling thread's running
-/// loop that gets its result. Cancelling the asyncio future drops `future`.
+/// loop that gets its result. Cancelling the asyncio future drops `future`; so does collecting
+/// it (the runtime only holds it weakly: a task abandoned on a closed loop must not be kept
+/// alive, with the agent run it awaits, by the Rust side waiting to complete it).
 pub(crate) fn future_into_py<F, T>(py: Python<'_>, future: F) -> PyResult<Bound<'_, PyAny>>
 where
     F: Future<Output = PyResult<T>> + Send + 'static,
@@ -152,21 +252,32 @@ where
     let event_loop = running_loop(py)?;
     let py_future = event_loop.call_method0("create_future")?;
     let cancel = CancellationToken::new();
-    py_future.call_method1(
-        "add_done_callback",
-        (CancelOnDone {
+    let on_done = Bound::new(
+        py,
+        CancelOnDone {
             token: cancel.clone(),
-        },),
+        },
     )?;
+    py_future.call_method1("add_done_callback", (&on_done,))?;
+    helper(py, "on_collect")?.call1((&py_future, &on_done))?;
     let event_loop = event_loop.unbind();
-    let target = py_future.clone().unbind();
+    let target = py
+        .import("weakref")?
+        .call_method1("ref", (&py_future,))?
+        .unbind();
     RUNTIME.spawn(async move {
         let outcome = tokio::select! {
             biased;
             () = cancel.cancelled() => return,
             outcome = future => outcome,
         };
-        attach_unless_exiting(|py| {
+        with_gil(|py| {
+            let Ok(target) = target.bind(py).call0() else {
+                return;
+            };
+            if target.is_none() {
+                return; // collected: nobody is waiting
+            }
             let (setter, value) = match outcome.and_then(|value| value.into_bound_py_any(py)) {
                 Ok(value) => ("set_result", value),
                 Err(error) => (
@@ -207,34 +318,13 @@ pub(crate) fn ready_future<'py>(
     Ok(future)
 }
 
-/// Receives the outcome of a coroutine submitted to another thread's loop.
-#[pyclass(frozen)]
-struct SubmittedDone {
-    tx: Mutex<Option<oneshot::Sender<PyResult<Py<PyAny>>>>>,
-}
-
-#[pymethods]
-impl SubmittedDone {
-    fn __call__(&self, future: &Bound<'_, PyAny>) {
-        let outcome = future.call_method0("result").map(Bound::unbind);
-        if let Some(tx) = self
-            .tx
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-        {
-            let _ = tx.send(outcome);
-        }
-    }
-}
-
 /// Cancels a submitted coroutine if the Rust side stops waiting (e.g. the run was aborted).
 struct CancelSubmitted(Option<Py<PyAny>>);
 
 impl Drop for CancelSubmitted {
     fn drop(&mut self) {
         if let Some(future) = self.0.take() {
-            attach_unless_exiting(|py| {
+            with_gil(|py| {
                 let _ = future.bind(py).call_method0("cancel");
             });
         }
@@ -249,74 +339,89 @@ pub(crate) fn loop_is_usable(py: Python<'_>, event_loop: &Py<PyAny>) -> bool {
         .unwrap_or(false)
 }
 
+/// A raw outcome delivered from Python: the value or the exception.
+pub(crate) type Delivered = PyResult<Py<PyAny>>;
+
 /// Runs `coroutine` on `event_loop` (another thread's running loop) and waits for its result
-/// without holding the GIL. Dropping the returned future cancels the coroutine.
+/// without holding the GIL. Dropping the returned future cancels the coroutine. `None`: the
+/// interpreter is exiting.
 pub(crate) async fn run_on_loop(
     event_loop: Py<PyAny>,
     coroutine: Py<PyAny>,
-) -> PyResult<Py<PyAny>> {
-    let (tx, rx) = oneshot::channel();
-    let submitted = Python::attach(|py| {
-        let done = SubmittedDone {
-            tx: Mutex::new(Some(tx)),
+    owners: Option<Arc<Py<PyAny>>>,
+) -> Option<Delivered> {
+    let (tx, rx) = oneshot::channel::<Delivered>();
+    let submitted = with_gil(|py| {
+        let done = Done::new(move |_py, outcome| {
+            let _ = tx.send(outcome.map(Bound::unbind));
+        });
+        let done = Bound::new(py, done)?.getattr("future_done")?;
+        let owners = match &owners {
+            Some(owners) => owners.bind(py).clone(),
+            None => py.None().into_bound(py),
         };
         helper(py, "submit")?
-            .call1((coroutine, event_loop, done))
+            .call1((coroutine, event_loop, done, owners))
             .map(Bound::unbind)
     })?;
+    let submitted = match submitted {
+        Ok(submitted) => submitted,
+        Err(error) => return Some(Err(error)),
+    };
     let mut guard = CancelSubmitted(Some(submitted));
     let outcome = rx.await;
-    // Finished: nothing to cancel (and no GIL needed to drop the handle later).
-    let submitted = guard.0.take();
-    drop(submitted);
-    outcome.unwrap_or_else(|_| {
+    // Finished: nothing to cancel.
+    if let Some(submitted) = guard.0.take() {
+        with_gil(|_py| drop(submitted));
+    }
+    Some(outcome.unwrap_or_else(|_| {
         Err(PyRuntimeError::new_err(
-            "pi_agent: the event loop dropped a tool coroutine",
+            "pi_agent: the event loop dropped a coroutine",
         ))
-    })
+    }))
 }
 
-/// Cancellation handle of a coroutine run by [`run_fresh`] on a worker thread.
-#[derive(Clone, Default)]
-pub(crate) struct FreshCancel(Arc<Mutex<FreshCancelState>>);
+/// Cancellation handle of a coroutine run by [`run_fresh`] on a pool thread.
+struct CancelFresh(Option<Py<PyAny>>);
 
-#[derive(Default)]
-struct FreshCancelState {
-    cancelled: bool,
-    runner: Option<Py<PyAny>>,
-}
-
-impl FreshCancel {
-    /// Cancels the coroutine (now if it runs, or before it starts).
-    pub(crate) fn cancel(&self) {
-        let runner = {
-            let mut state = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-            state.cancelled = true;
-            state.runner.take()
-        };
-        if let Some(runner) = runner {
-            attach_unless_exiting(|py| {
+impl Drop for CancelFresh {
+    fn drop(&mut self) {
+        if let Some(runner) = self.0.take() {
+            with_gil(|py| {
                 let _ = runner.bind(py).call_method0("cancel");
             });
         }
     }
 }
 
-/// Runs `coroutine` to completion with `asyncio.run` on the calling thread (a runtime blocking
-/// thread, attached). `cancel` can stop it from any thread.
-pub(crate) fn run_fresh<'py>(
-    coroutine: Bound<'py, PyAny>,
-    cancel: &FreshCancel,
-) -> PyResult<Bound<'py, PyAny>> {
-    let py = coroutine.py();
-    let runner = helper(py, "FreshLoop")?.call0()?;
-    {
-        let mut state = cancel.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.cancelled {
-            runner.call_method0("cancel")?;
-        } else {
-            state.runner = Some(runner.clone().unbind());
-        }
+/// Runs `coroutine` to completion with `asyncio.run` on a pool thread. Dropping the returned
+/// future cancels it. `None`: the interpreter is exiting.
+pub(crate) async fn run_fresh(
+    coroutine: Py<PyAny>,
+    owners: Option<Arc<Py<PyAny>>>,
+) -> Option<Delivered> {
+    let (tx, rx) = oneshot::channel::<Delivered>();
+    let runner = with_gil(|py| -> PyResult<Py<PyAny>> {
+        let runner = helper(py, "FreshLoop")?.call0()?;
+        let done = Done::new(move |_py, outcome| {
+            let _ = tx.send(outcome.map(Bound::unbind));
+        });
+        let args = PyTuple::new(py, [coroutine.bind(py)])?;
+        spawn_job(py, &runner.getattr("run")?, &args, done, owners.as_deref())?;
+        Ok(runner.unbind())
+    })?;
+    let runner = match runner {
+        Ok(runner) => runner,
+        Err(error) => return Some(Err(error)),
+    };
+    let mut guard = CancelFresh(Some(runner));
+    let outcome = rx.await;
+    if let Some(runner) = guard.0.take() {
+        with_gil(|_py| drop(runner));
     }
-    runner.call_method1("run", (coroutine,))
+    Some(outcome.unwrap_or_else(|_| {
+        Err(PyRuntimeError::new_err(
+            "pi_agent: a coroutine ended without a result",
+        ))
+    }))
 }

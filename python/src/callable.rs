@@ -1,105 +1,147 @@
-//! Python functions that an agent calls from its runtime — tool functions and hooks — sync or
-//! `async def`, in one place.
+//! Python functions that the runtime calls — tools, hooks, subscribers, stream functions,
+//! faux factories, OAuth callbacks — sync or `async def`, in one place.
 //!
-//! A call starts on a runtime blocking thread with the GIL. A sync function's value is used
-//! there. A coroutine runs on the event loop of the caller awaiting the agent's run (`await
-//! agent.prompt()`, `async for ... in agent.run()`) when there is one, else with `asyncio.run`
-//! on the blocking thread, so `prompt_sync` never needs, or blocks, the caller's loop.
+//! A call runs on a pool thread (see `bridge.rs`), never on a runtime thread: Python may block
+//! there (a sync tool, a subscriber calling `complete_sync`) without stalling the runtime, and
+//! the awaiting Rust future can be dropped (abort, watchdog) while the function runs on. A
+//! coroutine it returns runs on the event loop of the caller awaiting the agent's run (`await
+//! agent.prompt()`, `async for ... in agent.run()`) when that loop is running, else with
+//! `asyncio.run` on a pool thread, so `prompt_sync` never needs, or blocks, the caller's loop.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use tokio::sync::oneshot;
 
-use crate::bridge::{FreshCancel, loop_is_usable, run_fresh, run_on_loop};
+use crate::bridge::{
+    Delivered, Done, is_awaitable, loop_is_usable, run_fresh, run_on_loop, spawn_job, with_gil,
+};
 use crate::convert::type_name;
 
-/// The event loop of the caller awaiting an agent's current run (`None` for `prompt_sync` and
-/// sync iteration). Shared by the agent, its tools and its hooks; the agent sets it while it
-/// starts a run, holding the lock so that no call of that run can read it before it is set.
+/// Where the Python callbacks of a run go: the event loop of the caller awaiting it (`None`
+/// for `prompt_sync` and sync iteration), and the ids of the agents whose runs it belongs to
+/// (a `frozenset`, see `bridge.owners`).
 #[derive(Clone, Default)]
-pub(crate) struct CallerLoop(Arc<Mutex<Option<Arc<Py<PyAny>>>>>);
+pub(crate) struct Scope {
+    pub(crate) event_loop: Option<Arc<Py<PyAny>>>,
+    pub(crate) owners: Option<Arc<Py<PyAny>>>,
+}
 
-impl CallerLoop {
+/// An agent's current [`Scope`], shared by the agent, its tools, hooks and subscribers; the
+/// agent sets it while it starts a run, holding the lock so that no call of that run can read
+/// it before it is set.
+#[derive(Clone, Default)]
+pub(crate) struct RunScope(Arc<Mutex<Scope>>);
+
+impl RunScope {
     /// Locks the slot.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Option<Arc<Py<PyAny>>>> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Scope> {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The loop of the current run, if any.
-    pub(crate) fn current(&self) -> Option<Arc<Py<PyAny>>> {
+    /// The scope of the current run.
+    pub(crate) fn current(&self) -> Scope {
         self.lock().clone()
     }
 }
 
-/// What the blocking thread did with a call.
-enum Step<T, F> {
-    /// Finished (a sync function, or a coroutine run with `asyncio.run`).
+/// What a pool thread hands back.
+enum Delivery<T> {
+    /// The function's outcome, finished.
     Done(T),
-    /// A coroutine to run on the caller's loop, and what to do with its outcome.
-    OnLoop(Py<PyAny>, Py<PyAny>, F),
+    /// It returned an awaitable: run it (on this loop, if usable) and finish its outcome.
+    Await(Py<PyAny>, Option<Py<PyAny>>),
 }
 
-/// Cancels a fresh-loop coroutine when core drops the call (abort).
-struct CancelOnDrop(Option<FreshCancel>);
+type Finish<T> = Box<dyn for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) -> T + Send>;
 
-impl CancelOnDrop {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(cancel) = self.0.take() {
-            cancel.cancel();
-        }
-    }
-}
-
-/// Calls a Python function from the runtime. `invoke` calls it (on a blocking thread, with
-/// the GIL) and returns what it returned; `finish` turns the outcome — the value, the
-/// awaited result of a coroutine, or the raised exception — into a `T`, with the GIL.
-/// Dropping the returned future cancels a coroutine that is still running. A panic in
-/// `invoke` or `finish` is passed on to core, which reports it as it does any panic.
-pub(crate) async fn call<T, I, F>(caller_loop: Option<Arc<Py<PyAny>>>, invoke: I, finish: F) -> T
-where
-    T: Send + 'static,
-    I: for<'py> FnOnce(Python<'py>) -> PyResult<Bound<'py, PyAny>> + Send + 'static,
-    F: for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) -> T + Send + 'static,
-{
-    let cancel = FreshCancel::default();
-    let mut guard = CancelOnDrop(Some(cancel.clone()));
-    let step = tokio::task::spawn_blocking(move || {
-        Python::attach(|py| {
-            let value = match invoke(py) {
-                Ok(value) => value,
-                Err(error) => return Step::Done(finish(py, Err(error))),
-            };
-            if !value.hasattr("__await__").unwrap_or(false) {
-                return Step::Done(finish(py, Ok(value)));
-            }
-            if let Some(event_loop) =
-                caller_loop.filter(|event_loop| loop_is_usable(py, event_loop))
-            {
-                return Step::OnLoop(event_loop.clone_ref(py), value.unbind(), finish);
-            }
-            Step::Done(finish(py, run_fresh(value, &cancel)))
-        })
-    })
-    .await
-    .unwrap_or_else(|error| match error.try_into_panic() {
-        Ok(panic) => std::panic::resume_unwind(panic),
-        Err(error) => std::panic::resume_unwind(Box::new(error.to_string())),
-    });
-    let result = match step {
-        Step::Done(result) => result,
-        Step::OnLoop(event_loop, coroutine, finish) => {
-            let outcome = run_on_loop(event_loop, coroutine).await;
-            Python::attach(|py| finish(py, outcome.map(|value| value.into_bound(py))))
-        }
+/// Calls a Python function from the runtime. `prepare` (with the GIL, on the calling thread)
+/// returns the function and its arguments; `finish` (with the GIL) turns the outcome — the
+/// value, the awaited result of a coroutine, or the raised exception — into a `T`; `lost`
+/// makes the `T` when no outcome can come (the interpreter is exiting). Dropping the returned
+/// future cancels a coroutine that is still running; a sync function runs to its end.
+pub(crate) async fn call<T: Send + 'static>(
+    scope: Scope,
+    prepare: impl for<'py> FnOnce(Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)>
+    + Send
+    + 'static,
+    finish: impl for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) -> T + Send + 'static,
+    lost: impl FnOnce() -> T,
+) -> T {
+    let finish: Arc<Mutex<Option<Finish<T>>>> = Arc::new(Mutex::new(Some(Box::new(finish))));
+    let take = |finish: &Mutex<Option<Finish<T>>>| {
+        finish.lock().unwrap_or_else(PoisonError::into_inner).take()
     };
-    guard.disarm();
-    result
+    let (tx, rx) = oneshot::channel::<Delivery<T>>();
+    let on_pool = Arc::clone(&finish);
+    let event_loop = scope.event_loop.clone();
+    let submitted = with_gil(|py| -> Option<T> {
+        let failed = |py, error| take(&finish).map(|finish| finish(py, Err(error)));
+        let (function, args) = match prepare(py) {
+            Ok(call) => call,
+            Err(error) => return failed(py, error),
+        };
+        let done = Done::new(move |py, outcome| {
+            let delivery = match outcome {
+                Ok(value) if is_awaitable(&value) => {
+                    let usable = event_loop
+                        .filter(|event_loop| loop_is_usable(py, event_loop))
+                        .map(|event_loop| event_loop.clone_ref(py));
+                    Delivery::Await(value.unbind(), usable)
+                }
+                outcome => match take(&on_pool) {
+                    Some(finish) => Delivery::Done(finish(py, outcome)),
+                    None => return,
+                },
+            };
+            let _ = tx.send(delivery);
+        });
+        match spawn_job(py, &function, &args, done, scope.owners.as_deref()) {
+            Ok(()) => None,
+            Err(error) => failed(py, error),
+        }
+    });
+    match submitted {
+        None => return lost(),
+        Some(Some(result)) => return result,
+        Some(None) => {}
+    }
+    let (coroutine, event_loop) = match rx.await {
+        Ok(Delivery::Done(result)) => return result,
+        Ok(Delivery::Await(coroutine, event_loop)) => (coroutine, event_loop),
+        Err(_) => return lost(),
+    };
+    let outcome: Option<Delivered> = match event_loop {
+        Some(event_loop) => run_on_loop(event_loop, coroutine, scope.owners.clone()).await,
+        None => run_fresh(coroutine, scope.owners.clone()).await,
+    };
+    let Some(outcome) = outcome else {
+        return lost();
+    };
+    with_gil(|py| take(&finish).map(|finish| finish(py, outcome.map(|value| value.into_bound(py)))))
+        .flatten()
+        .unwrap_or_else(lost)
+}
+
+/// [`call`] for core callbacks that are synchronous (`prepare_arguments`, `on_payload`, OAuth's
+/// `on_auth`): blocks the calling runtime thread, which hands its other tasks to another
+/// worker meanwhile (`block_in_place`).
+pub(crate) fn call_blocking<T: Send + 'static>(
+    scope: Scope,
+    prepare: impl for<'py> FnOnce(Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)>
+    + Send
+    + 'static,
+    finish: impl for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) -> T + Send + 'static,
+    lost: impl FnOnce() -> T,
+) -> T {
+    let block = || futures::executor::block_on(call(scope, prepare, finish, lost));
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(block)
+        }
+        _ => block(),
+    }
 }
 
 /// The text of a raised exception: its message, or its type name when the message is empty
@@ -129,3 +171,6 @@ pub(crate) fn describe(py: Python<'_>, error: &PyErr) -> String {
 pub(crate) fn raised(py: Python<'_>, what: &str, error: &PyErr) -> String {
     format!("{what} raised {}", describe(py, error))
 }
+
+/// The message for calls whose outcome is lost because the interpreter is exiting.
+pub(crate) const EXITING: &str = "the Python interpreter is exiting";

@@ -1,6 +1,10 @@
 //! JSON values <-> Python objects, in one place. Messages, events and contexts cross the
 //! boundary as plain dicts shaped exactly like pi's JSON (core's serde shapes), so this is the
 //! only conversion the binding needs.
+//!
+//! Both directions are safe on hostile input: Python → JSON refuses objects nested deeper than
+//! [`MAX_DEPTH`] (which also catches self-referential ones) instead of overflowing the stack,
+//! and JSON → Python builds the objects without recursion.
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -11,6 +15,10 @@ use serde_json::{Map, Number, Value};
 
 use crate::model::PyModel;
 use crate::tools::PyTool;
+
+/// How deeply a Python object may nest to become JSON: serde_json's own limit for JSON text,
+/// so whatever is accepted here can also be written to a snapshot and read back.
+pub(crate) const MAX_DEPTH: usize = 128;
 
 /// A JSON value on its way to Python (converted once attached, e.g. when an async result is
 /// delivered to the event loop).
@@ -26,8 +34,7 @@ impl<'py> IntoPyObject<'py> for Json {
     }
 }
 
-/// Builds the Python object for `value` (dicts, lists, str, int, float, bool, None).
-pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+fn scalar<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
         Value::Null => py.None().into_bound(py),
         Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
@@ -41,21 +48,42 @@ pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, 
             }
         }
         Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(items) => {
-            let list = PyList::empty(py);
-            for item in items {
-                list.append(to_py(py, item)?)?;
-            }
-            list.into_any()
-        }
-        Value::Object(map) => {
-            let dict = PyDict::new(py);
-            for (key, item) in map {
-                dict.set_item(key, to_py(py, item)?)?;
-            }
-            dict.into_any()
-        }
+        Value::Array(_) => PyList::empty(py).into_any(),
+        Value::Object(_) => PyDict::new(py).into_any(),
     })
+}
+
+/// Builds the Python object for `value` (dicts, lists, str, int, float, bool, None), without
+/// recursion: containers are created empty and filled from a work list.
+pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+    let root = scalar(py, value)?;
+    let mut work: Vec<(&Value, Bound<'py, PyAny>)> = vec![(value, root.clone())];
+    while let Some((value, target)) = work.pop() {
+        match value {
+            Value::Array(items) => {
+                let list = target.cast::<PyList>()?;
+                for item in items {
+                    let child = scalar(py, item)?;
+                    list.append(&child)?;
+                    if matches!(item, Value::Array(_) | Value::Object(_)) {
+                        work.push((item, child));
+                    }
+                }
+            }
+            Value::Object(map) => {
+                let dict = target.cast::<PyDict>()?;
+                for (key, item) in map {
+                    let child = scalar(py, item)?;
+                    dict.set_item(key, &child)?;
+                    if matches!(item, Value::Array(_) | Value::Object(_)) {
+                        work.push((item, child));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(root)
 }
 
 /// Serializes `value` with serde and builds the Python object.
@@ -70,8 +98,13 @@ pub(crate) fn serde_to_py<'py, T: Serialize>(
 
 /// Reads a JSON value from a Python object. Accepts what `json.dumps` accepts (dict with str
 /// keys, list, tuple, str, int, float, bool, None), plus `Model` and `Tool` objects (as their
-/// pi JSON), so a context can list tools directly.
+/// pi JSON), so a context can list tools directly. Deeper than [`MAX_DEPTH`] levels (or
+/// self-referential) is a `ValueError`.
 pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
+    from_py_at(obj, 0)
+}
+
+fn from_py_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     if obj.is_none() {
         return Ok(Value::Null);
     }
@@ -100,27 +133,36 @@ pub(crate) fn from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
             ))
         });
     }
+    let container = obj.is_instance_of::<PyDict>()
+        || obj.is_instance_of::<PyList>()
+        || obj.is_instance_of::<PyTuple>();
+    if container && depth >= MAX_DEPTH {
+        return Err(PyValueError::new_err(format!(
+            "cannot convert to JSON: nested more than {MAX_DEPTH} levels deep (or \
+             self-referential)"
+        )));
+    }
     if let Ok(dict) = obj.cast::<PyDict>() {
         let mut map = Map::with_capacity(dict.len());
         for (key, item) in dict.iter() {
             let key = key.cast::<PyString>().map_err(|_| {
                 PyTypeError::new_err(format!("keys must be str, not {}", type_name(&key)))
             })?;
-            map.insert(key.to_cow()?.into_owned(), from_py(&item)?);
+            map.insert(key.to_cow()?.into_owned(), from_py_at(&item, depth + 1)?);
         }
         return Ok(Value::Object(map));
     }
     if let Ok(list) = obj.cast::<PyList>() {
         return list
             .iter()
-            .map(|item| from_py(&item))
+            .map(|item| from_py_at(&item, depth + 1))
             .collect::<PyResult<_>>()
             .map(Value::Array);
     }
     if let Ok(tuple) = obj.cast::<PyTuple>() {
         return tuple
             .iter()
-            .map(|item| from_py(&item))
+            .map(|item| from_py_at(&item, depth + 1))
             .collect::<PyResult<_>>()
             .map(Value::Array);
     }
@@ -153,4 +195,35 @@ pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
     obj.get_type()
         .name()
         .map_or_else(|_| "?".to_owned(), |name| name.to_string())
+}
+
+/// `max_tokens` → `maxTokens`: Python's keyword names to pi's JSON names, mechanically.
+pub(crate) fn camel_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut upper = false;
+    for c in name.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `maxTokens` → `max_tokens`: the inverse of [`camel_case`] for pi's names.
+pub(crate) fn snake_case(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

@@ -34,6 +34,14 @@ create_exception!(
     "The agent's run ended abnormally (a bug in pi_agent; the transcript was repaired)."
 );
 
+create_exception!(
+    pi_agent,
+    ToolValidationError,
+    PiError,
+    "Tool-call arguments do not match the tool's schema (pi's validation report), or the tool \
+     is unknown."
+);
+
 /// Turns a core agent error into the matching Python exception, with core's (pi's) message.
 pub(crate) fn agent_error(error: AgentError) -> PyErr {
     let message = error.to_string();

@@ -2,13 +2,17 @@
 
 use std::sync::Arc;
 
-use pi_agent::ai::providers::faux::{self, FauxFactory, FauxOptions, FauxProvider, FauxResponse};
-use pi_agent::ai::{AssistantMessage, Context, Model, StopReason, StreamOptions};
+use futures::FutureExt;
+use pi_agent::ai::providers::faux::{
+    self, FauxAsyncFactory, FauxOptions, FauxProvider, FauxResponse,
+};
+use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
 use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::{Value, json};
 
+use crate::callable::{self, EXITING, Scope, describe};
 use crate::convert::{from_py, serde_to_py, type_name};
 use crate::model::PyModel;
 
@@ -152,7 +156,9 @@ impl PyFauxProvider {
             || obj.is_instance_of::<PyList>()
             || obj.is_instance_of::<PyString>();
         if !scripted && obj.is_callable() {
-            return Ok(FauxResponse::Factory(python_factory(obj.clone().unbind())));
+            return Ok(FauxResponse::AsyncFactory(python_factory(
+                obj.clone().unbind(),
+            )));
         }
         let model = self.inner.model();
         Ok(FauxResponse::Message(scripted_message(obj, &model)?))
@@ -174,26 +180,38 @@ fn scripted_message(obj: &Bound<'_, PyAny>, model: &Model) -> PyResult<Assistant
         .map_err(|message| PyValueError::new_err(format!("invalid faux response: {message}")))
 }
 
-/// A factory calling `function(context, call_number, model)` for each request. A raised
-/// exception or an invalid return value becomes a scripted `error` response.
-fn python_factory(function: Py<PyAny>) -> FauxFactory {
+/// A factory calling `function(context, call_number, model)` for each request, plain or
+/// `async def` (core's async factory: it runs on a worker thread, a coroutine in its own
+/// event loop). A raised exception or an invalid return value ends the stream with an error.
+fn python_factory(function: Py<PyAny>) -> FauxAsyncFactory {
     let function = Arc::new(function);
     Arc::new(
-        move |context: &Context, _options: &StreamOptions, call: usize, model: &Model| {
-            Python::attach(|py| {
-                let outcome = serde_to_py(py, context).and_then(|context| {
-                    let model_obj = PyModel {
-                        model: model.clone(),
-                    };
-                    let response = function.bind(py).call1((context, call, model_obj))?;
-                    scripted_message(&response, model)
-                });
-                outcome.unwrap_or_else(|error| AssistantMessage {
-                    stop_reason: StopReason::Error,
-                    error_message: Some(format!("faux response factory failed: {error}")),
-                    ..faux::faux_assistant_message(Vec::new())
-                })
-            })
+        move |context: Context, _options: StreamOptions, call: usize, model: Model| {
+            let function = Arc::clone(&function);
+            let scripted_model = model.clone();
+            callable::call(
+                Scope::default(),
+                move |py| {
+                    let args = PyTuple::new(
+                        py,
+                        [
+                            serde_to_py(py, &context)?,
+                            call.into_pyobject(py)?.into_any(),
+                            Bound::new(py, PyModel { model })?.into_any(),
+                        ],
+                    )?;
+                    Ok((function.bind(py).clone(), args))
+                },
+                move |py, outcome| {
+                    outcome
+                        .and_then(|response| scripted_message(&response, &scripted_model))
+                        .map_err(|error| {
+                            format!("faux response factory failed: {}", describe(py, &error))
+                        })
+                },
+                || Err(EXITING.to_owned()),
+            )
+            .boxed()
         },
     )
 }

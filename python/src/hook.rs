@@ -1,14 +1,13 @@
 //! Agent hooks as Python functions: `before_tool_call`, `after_tool_call`,
-//! `should_stop_after_turn`, `transform_context` and `get_api_key`, made into core's hook
-//! types. They may be sync or `async def` and run where tools run ([`callable`]); contexts and
-//! results cross as pi-shaped dicts.
+//! `should_stop_after_turn`, `transform_context`, `convert_to_llm` and `get_api_key`, made into
+//! core's hook types. They may be sync or `async def` and run where tools run ([`callable`]);
+//! contexts are core's serde types as dicts, results are parsed into core's result types. A
+//! hook that accepts a second positional argument gets the run's `Signal` too (pi passes it).
 //!
-//! Failures take core's paths. A `before_tool_call` or `after_tool_call` that raises (or
-//! returns something that is not a result) gives the call an error result with the
-//! exception's message: core's `Err`, pi's rule for these two. The other three have no error
-//! channel, in pi or in core, so a raise fails the run the way core handles a hook that
-//! panics: the run ends with an assistant message whose `stopReason` is `"error"` and whose
-//! `errorMessage` is `"<hook> raised <Type>: <message>"`, and `prompt()` does not raise.
+//! Failures take core's paths: a hook that raises (or returns something that is not its result
+//! type) returns core's `HookError` — for the tool-call hooks an error result with the
+//! exception's message (pi's rule), for the others a failed run whose message says
+//! `"<hook> raised <Type>: <message>"`.
 
 use std::sync::Arc;
 
@@ -17,15 +16,18 @@ use pi_agent::agent::{
     AfterToolCall, AfterToolCallResult, Agent, AgentMessage, BeforeToolCall, BeforeToolCallResult,
     GetApiKey, HookError, ShouldStopAfterTurn, TransformContext,
 };
-use pi_agent::ai::UserContent;
 use pi_agent::ai::{ApiKey, Message};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use serde::{Deserialize, Deserializer};
-use serde_json::{Value, json};
+use pyo3::types::PyTuple;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
-use crate::callable::{self, CallerLoop, exception_message, raised};
-use crate::convert::{from_py, parse, parse_value, to_py, type_name};
+use crate::bridge::helper;
+use crate::callable::{self, EXITING, RunScope, exception_message, raised};
+use crate::convert::{from_py, parse, parse_value, serde_to_py, type_name};
+use crate::signal::PySignal;
+use crate::stream_fn;
 use crate::tools::text_content_to_blocks;
 
 /// The hooks an agent can have.
@@ -35,42 +37,81 @@ pub(crate) enum HookKind {
     AfterToolCall,
     ShouldStopAfterTurn,
     TransformContext,
+    ConvertToLlm,
     GetApiKey,
+    StreamFn,
 }
 
 impl HookKind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::BeforeToolCall => "before_tool_call",
             Self::AfterToolCall => "after_tool_call",
             Self::ShouldStopAfterTurn => "should_stop_after_turn",
             Self::TransformContext => "transform_context",
+            Self::ConvertToLlm => "convert_to_llm",
             Self::GetApiKey => "get_api_key",
+            Self::StreamFn => "stream_fn",
         }
+    }
+}
+
+/// A Python hook function and whether it takes the signal as a second argument.
+#[derive(Clone)]
+pub(crate) struct PyHook {
+    function: Arc<Py<PyAny>>,
+    with_signal: bool,
+}
+
+impl PyHook {
+    fn new(function: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let with_signal = helper(function.py(), "takes_second_argument")?
+            .call1((function,))?
+            .is_truthy()?;
+        Ok(Self {
+            function: Arc::new(function.clone().unbind()),
+            with_signal,
+        })
+    }
+
+    /// The function and its arguments: `(argument,)` or `(argument, signal)`.
+    fn call_with<'py>(
+        &self,
+        py: Python<'py>,
+        argument: Bound<'py, PyAny>,
+        signal: &CancellationToken,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let args = if self.with_signal {
+            let signal = Bound::new(py, PySignal::new(signal.clone()))?.into_any();
+            PyTuple::new(py, [argument, signal])?
+        } else {
+            PyTuple::new(py, [argument])?
+        };
+        Ok((self.function.bind(py).clone(), args))
     }
 }
 
 /// The Python functions installed as an agent's hooks, kept for the getters.
 #[derive(Default)]
-pub(crate) struct Hooks([Option<Arc<Py<PyAny>>>; 5]);
+pub(crate) struct Hooks([Option<PyHook>; 7]);
 
 impl Hooks {
     /// The function installed as hook `kind`.
     pub(crate) fn get(&self, py: Python<'_>, kind: HookKind) -> Option<Py<PyAny>> {
         self.0[kind as usize]
             .as_ref()
-            .map(|function| function.clone_ref(py))
+            .map(|hook| hook.function.clone_ref(py))
     }
 
     /// Installs `function` as `agent`'s hook `kind`; `None` clears it.
     pub(crate) fn set(
         &mut self,
         agent: &Agent,
-        caller_loop: &CallerLoop,
+        scope: &RunScope,
         kind: HookKind,
         function: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let function = match function.filter(|function| !function.is_none()) {
+        let hook = match function.filter(|function| !function.is_none()) {
             Some(function) if !function.is_callable() => {
                 return Err(PyTypeError::new_err(format!(
                     "{} must be callable or None, not {}",
@@ -78,210 +119,192 @@ impl Hooks {
                     type_name(function)
                 )));
             }
-            function => function.map(|function| Arc::new(function.clone().unbind())),
+            Some(function) => Some(PyHook::new(function)?),
+            None => None,
         };
-        let hook = function.clone();
-        let caller_loop = caller_loop.clone();
+        self.0[kind as usize] = hook.clone();
+        let scope = scope.clone();
         match kind {
-            HookKind::BeforeToolCall => {
-                agent.update_hooks(|hooks| {
-                    hooks.before_tool_call = hook.map(|f| before_tool_call(f, caller_loop));
-                });
+            HookKind::BeforeToolCall => agent.update_hooks(|hooks| {
+                hooks.before_tool_call = hook.map(|hook| before_tool_call(hook, scope));
+            }),
+            HookKind::AfterToolCall => agent.update_hooks(|hooks| {
+                hooks.after_tool_call = hook.map(|hook| after_tool_call(hook, scope));
+            }),
+            HookKind::ShouldStopAfterTurn => agent.update_hooks(|hooks| {
+                hooks.should_stop_after_turn = hook.map(|hook| should_stop_after_turn(hook, scope));
+            }),
+            HookKind::TransformContext | HookKind::ConvertToLlm => {
+                let transform = self.0[HookKind::TransformContext as usize].clone();
+                let convert = self.0[HookKind::ConvertToLlm as usize].clone();
+                let installed = (transform.is_some() || convert.is_some())
+                    .then(|| transform_context(transform, convert, scope));
+                agent.update_hooks(|hooks| hooks.transform_context = installed);
             }
-            HookKind::AfterToolCall => {
-                agent.update_hooks(|hooks| {
-                    hooks.after_tool_call = hook.map(|f| after_tool_call(f, caller_loop));
-                });
-            }
-            HookKind::ShouldStopAfterTurn => {
-                agent.update_hooks(|hooks| {
-                    hooks.should_stop_after_turn =
-                        hook.map(|f| should_stop_after_turn(f, caller_loop));
-                });
-            }
-            HookKind::TransformContext => {
-                agent.update_hooks(|hooks| {
-                    hooks.transform_context = hook.map(|f| transform_context(f, caller_loop));
-                });
-            }
-            HookKind::GetApiKey => {
-                agent.update_hooks(|hooks| {
-                    hooks.get_api_key = hook.map(|f| get_api_key(f, caller_loop));
-                });
-            }
+            HookKind::GetApiKey => agent.update_hooks(|hooks| {
+                hooks.get_api_key = hook.map(|hook| get_api_key(hook, scope));
+            }),
+            HookKind::StreamFn => agent.update_hooks(|hooks| {
+                hooks.stream_fn = hook.map(|hook| stream_fn::stream_fn(hook.function, scope));
+            }),
         }
-        self.0[kind as usize] = function;
         Ok(())
     }
 }
 
-/// A Python exception's text as core's hook error (the run records it as a failure).
-fn hook_error<T>(outcome: Result<T, String>) -> Result<T, HookError> {
-    outcome.map_err(HookError::new)
+/// A core context as the hook's dict argument.
+fn context_arg<'py, T: Serialize>(py: Python<'py>, context: &T) -> PyResult<Bound<'py, PyAny>> {
+    serde_to_py(py, context)
 }
 
-/// What `before_tool_call` may return (every field optional).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BeforeDecision {
-    #[serde(default)]
-    block: bool,
-    reason: Option<String>,
-    args: Option<Value>,
-}
-
-/// `before_tool_call({"toolCall", "args", "assistantMessage"})` → `None` or
-/// `{"block", "reason", "args"}`.
-fn before_tool_call(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> BeforeToolCall {
-    Arc::new(move |context, _signal| {
-        let function = Arc::clone(&function);
-        let context = json!({
-            "toolCall": context.tool_call,
-            "args": context.args,
-            "assistantMessage": Message::Assistant(context.assistant_message),
-        });
+/// `before_tool_call(context[, signal])` → `None` or a `BeforeToolCallResult` dict.
+fn before_tool_call(hook: PyHook, scope: RunScope) -> BeforeToolCall {
+    Arc::new(move |context, signal| {
+        let hook = hook.clone();
         callable::call(
-            caller_loop.current(),
-            move |py| function.bind(py).call1((to_py(py, &context)?,)),
+            scope.current(),
+            move |py| hook.call_with(py, context_arg(py, &context)?, &signal),
             |py, outcome| {
-                let decision = outcome
+                outcome
                     .and_then(|value| {
                         if value.is_none() {
                             return Ok(None);
                         }
-                        parse::<BeforeDecision>(&value, "before_tool_call result").map(Some)
+                        parse::<BeforeToolCallResult>(&value, "before_tool_call result").map(Some)
                     })
-                    .map_err(|error| exception_message(py, &error))?;
-                Ok(decision.map(|decision| BeforeToolCallResult {
-                    block: decision.block,
-                    reason: decision.reason,
-                    args: decision.args,
-                }))
+                    .map_err(|error| HookError::new(exception_message(py, &error)))
             },
+            || Err(HookError::new(EXITING)),
         )
-        .map(hook_error)
         .boxed()
     })
 }
 
-/// What `after_tool_call` may return: each field present replaces the original whole.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct AfterChange {
-    content: Option<Vec<UserContent>>,
-    /// Present (even `None`) replaces the details.
-    #[serde(default, deserialize_with = "present")]
-    details: Option<Value>,
-    is_error: Option<bool>,
-    terminate: Option<bool>,
-}
-
-fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
-    Value::deserialize(deserializer).map(Some)
-}
-
-/// `after_tool_call({"toolCall", "args", "result", "isError", "assistantMessage"})` → `None`
-/// or `{"content", "details", "isError", "terminate"}` (`content` may be a str).
-fn after_tool_call(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> AfterToolCall {
-    Arc::new(move |context, _signal| {
-        let function = Arc::clone(&function);
-        let context = json!({
-            "toolCall": context.tool_call,
-            "args": context.args,
-            "result": context.result,
-            "isError": context.is_error,
-            "assistantMessage": Message::Assistant(context.assistant_message),
-        });
+/// `after_tool_call(context[, signal])` → `None` or an `AfterToolCallResult` dict (`content`
+/// may be a str).
+fn after_tool_call(hook: PyHook, scope: RunScope) -> AfterToolCall {
+    Arc::new(move |context, signal| {
+        let hook = hook.clone();
         callable::call(
-            caller_loop.current(),
-            move |py| function.bind(py).call1((to_py(py, &context)?,)),
+            scope.current(),
+            move |py| hook.call_with(py, context_arg(py, &context)?, &signal),
             |py, outcome| {
-                let change = outcome
+                outcome
                     .and_then(|value| {
                         if value.is_none() {
                             return Ok(None);
                         }
                         let mut change = from_py(&value)?;
                         text_content_to_blocks(&mut change);
-                        parse_value::<AfterChange>(change, "after_tool_call result").map(Some)
+                        parse_value::<AfterToolCallResult>(change, "after_tool_call result")
+                            .map(Some)
                     })
-                    .map_err(|error| exception_message(py, &error))?;
-                Ok(change.map(|change| AfterToolCallResult {
-                    content: change.content,
-                    details: change.details,
-                    is_error: change.is_error,
-                    terminate: change.terminate,
-                }))
+                    .map_err(|error| HookError::new(exception_message(py, &error)))
             },
+            || Err(HookError::new(EXITING)),
         )
-        .map(hook_error)
         .boxed()
     })
 }
 
-/// `should_stop_after_turn({"message", "toolResults", "newMessages"})` → truthy to stop.
-fn should_stop_after_turn(
-    function: Arc<Py<PyAny>>,
-    caller_loop: CallerLoop,
-) -> ShouldStopAfterTurn {
-    Arc::new(move |context, _signal| {
-        let function = Arc::clone(&function);
-        let context = json!({
-            "message": Message::Assistant(context.message),
-            "toolResults": context.tool_results,
-            "newMessages": context.new_messages,
-        });
+/// `should_stop_after_turn(context[, signal])` → truthy to stop.
+fn should_stop_after_turn(hook: PyHook, scope: RunScope) -> ShouldStopAfterTurn {
+    Arc::new(move |context, signal| {
+        let hook = hook.clone();
         callable::call(
-            caller_loop.current(),
-            move |py| function.bind(py).call1((to_py(py, &context)?,)),
+            scope.current(),
+            move |py| hook.call_with(py, context_arg(py, &context)?, &signal),
             |py, outcome| {
                 outcome
                     .and_then(|value| value.is_truthy())
-                    .map_err(|error| raised(py, HookKind::ShouldStopAfterTurn.name(), &error))
+                    .map_err(|error| {
+                        HookError::new(raised(py, HookKind::ShouldStopAfterTurn.name(), &error))
+                    })
             },
+            || Err(HookError::new(EXITING)),
         )
-        .map(hook_error)
         .boxed()
     })
 }
 
-/// `transform_context(messages)` → the messages to send (a list of message dicts).
-fn transform_context(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> TransformContext {
-    Arc::new(move |messages, _signal| {
-        let function = Arc::clone(&function);
-        let messages = serde_json::to_value(&messages).unwrap_or_default();
-        callable::call(
-            caller_loop.current(),
-            move |py| function.bind(py).call1((to_py(py, &messages)?,)),
-            |py, outcome| {
-                outcome
-                    .and_then(|value| {
-                        parse::<Vec<AgentMessage>>(&value, "transform_context result")
-                    })
-                    .map_err(|error| raised(py, HookKind::TransformContext.name(), &error))
-            },
-        )
-        .map(hook_error)
+/// One step of the context pipeline: `transform_context(messages[, signal])` → messages, or
+/// `convert_to_llm(messages[, signal])` → LLM messages.
+async fn context_step(
+    hook: PyHook,
+    kind: HookKind,
+    scope: &RunScope,
+    messages: Vec<AgentMessage>,
+    signal: CancellationToken,
+) -> Result<Vec<AgentMessage>, HookError> {
+    callable::call(
+        scope.current(),
+        move |py| hook.call_with(py, serde_to_py(py, &messages)?, &signal),
+        move |py, outcome| {
+            let messages = outcome.and_then(|value| match kind {
+                HookKind::ConvertToLlm => {
+                    parse::<Vec<Message>>(&value, "convert_to_llm result (LLM messages)")
+                        .map(|messages| messages.into_iter().map(AgentMessage::from).collect())
+                }
+                _ => parse::<Vec<AgentMessage>>(&value, "transform_context result"),
+            });
+            messages.map_err(|error| HookError::new(raised(py, kind.name(), &error)))
+        },
+        || Err(HookError::new(EXITING)),
+    )
+    .await
+}
+
+/// Core's `transform_context`: pi's pipeline before each model call, `transform_context` then
+/// `convert_to_llm` (both awaited, both cut short by an abort). What `convert_to_llm` returns
+/// are LLM messages, which core's default conversion then keeps as they are.
+fn transform_context(
+    transform: Option<PyHook>,
+    convert: Option<PyHook>,
+    scope: RunScope,
+) -> TransformContext {
+    Arc::new(move |messages, signal| {
+        let (transform, convert, scope) = (transform.clone(), convert.clone(), scope.clone());
+        async move {
+            let mut messages = messages;
+            if let Some(transform) = transform {
+                messages = context_step(
+                    transform,
+                    HookKind::TransformContext,
+                    &scope,
+                    messages,
+                    signal.clone(),
+                )
+                .await?;
+            }
+            if let Some(convert) = convert {
+                messages =
+                    context_step(convert, HookKind::ConvertToLlm, &scope, messages, signal).await?;
+            }
+            Ok(messages)
+        }
         .boxed()
     })
 }
 
 /// `get_api_key(provider)` → a key, or `None` for the agent's `api_key` / the environment.
-fn get_api_key(function: Arc<Py<PyAny>>, caller_loop: CallerLoop) -> GetApiKey {
+fn get_api_key(hook: PyHook, scope: RunScope) -> GetApiKey {
     Arc::new(move |provider| {
-        let function = Arc::clone(&function);
+        let function = Arc::clone(&hook.function);
         let provider = provider.to_owned();
         callable::call(
-            caller_loop.current(),
-            move |py| function.bind(py).call1((provider,)),
+            scope.current(),
+            move |py| {
+                let args = PyTuple::new(py, [provider])?;
+                Ok((function.bind(py).clone(), args))
+            },
             |py, outcome| {
                 outcome
                     .and_then(|value| value.extract::<Option<String>>())
                     .map(|key| key.map(ApiKey::new))
-                    .map_err(|error| raised(py, HookKind::GetApiKey.name(), &error))
+                    .map_err(|error| HookError::new(raised(py, HookKind::GetApiKey.name(), &error)))
             },
+            || Err(HookError::new(EXITING)),
         )
-        .map(hook_error)
         .boxed()
     })
 }

@@ -1,8 +1,10 @@
 //! Python bindings of pi-agent (`pi_agent._core`).
 //!
-//! The binding translates and holds no behaviour of its own: messages, events and contexts
-//! cross as pi-shaped dicts (core's serde JSON), every wait releases the GIL, and everything
-//! async runs on the binding's one tokio runtime ([`runtime`]).
+//! The binding translates and holds no behaviour or shape of its own: messages, events,
+//! contexts, options and hook results cross as pi-shaped dicts read and written by core's
+//! serde types, every wait releases the GIL, everything async runs on the binding's one tokio
+//! runtime ([`runtime`]), and Python code the runtime calls runs on Python's own threads
+//! ([`bridge`]).
 
 mod agent;
 mod agent_run;
@@ -11,15 +13,22 @@ mod callable;
 mod convert;
 mod errors;
 mod faux;
+mod helpers;
 mod hook;
 mod model;
+mod oauth;
+mod oauth_config;
 mod options;
 mod overflow;
 mod runtime;
+mod shape;
+mod signal;
+mod stepper;
 mod stream;
+mod stream_fn;
 mod tools;
 
-/// pi-agent's Rust core: models, streams, faux provider, tools and the agent.
+/// pi-agent's Rust core: models, streams, faux provider, tools, the agent, OAuth.
 #[pyo3::pymodule(gil_used = false)]
 mod _core {
     use pyo3::prelude::*;
@@ -29,16 +38,40 @@ mod _core {
     #[pymodule_export]
     use super::agent_run::PyAgentRun;
     #[pymodule_export]
-    use super::errors::{AgentBusyError, AgentRunError, CannotContinueError, PiError};
+    use super::errors::{
+        AgentBusyError, AgentRunError, CannotContinueError, PiError, ToolValidationError,
+    };
     #[pymodule_export]
     use super::faux::{PyFauxProvider, faux_text, faux_thinking, faux_tool_call};
     #[pymodule_export]
+    use super::helpers::{
+        calculate_cost, clamp_thinking_level, default_convert_to_llm, find_env_keys,
+        get_env_api_key, get_supported_thinking_levels, models_are_equal, parse_streaming_json,
+        transform_messages, validate_tool_arguments, validate_tool_call,
+    };
+    #[pymodule_export]
     use super::model::{PyModel, get_model, get_models, get_providers, resolve_model};
+    #[pymodule_export]
+    use super::oauth::{
+        OAuthError, oauth_get_api_key, oauth_get_api_key_sync, oauth_login, oauth_login_sync,
+        oauth_providers, oauth_read_auth_file, oauth_refresh, oauth_refresh_sync,
+        oauth_write_auth_file,
+    };
+    #[pymodule_export]
+    use super::oauth_config::{oauth_register_provider, oauth_reset_providers};
+    #[pymodule_export]
+    use super::options::{PyOnPayload, PyOnResponse};
     #[pymodule_export]
     use super::overflow::is_context_overflow;
     #[pymodule_export]
+    use super::shape::_shape_fields;
+    #[pymodule_export]
+    use super::signal::PySignal;
+    #[pymodule_export]
+    use super::stepper::PyAgentStepper;
+    #[pymodule_export]
     use super::stream::{
-        PyEventStream, acomplete, acomplete_simple, complete, complete_simple, stream,
+        PyEventStream, complete, complete_simple, complete_simple_sync, complete_sync, stream,
         stream_simple,
     };
     #[pymodule_export]

@@ -6,7 +6,7 @@ use pi_agent::ai::{InputModality, Model, ModelCost};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::convert::{from_py, parse, parse_value, serde_to_py, to_py};
+use crate::convert::{camel_case, from_py, parse, parse_value, serde_to_py, to_py};
 
 /// Which wire API to speak, where, and what the model can do and costs (pi's `Model`).
 #[pyclass(module = "pi_agent", name = "Model", frozen, eq)]
@@ -178,23 +178,6 @@ impl PyModel {
             self.model.id, self.model.api, self.model.provider, self.model.base_url
         )
     }
-}
-
-/// `base_url` -> `baseUrl` (pi's field names).
-fn camel_case(name: &str) -> String {
-    let mut out = String::with_capacity(name.len());
-    let mut upper = false;
-    for c in name.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The catalog model `id` of `provider` (pi's `getModel`), or `None`.

@@ -9,14 +9,16 @@ use std::time::Duration;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
+use crate::bridge::park_if_exiting;
+
 /// How often a blocked caller wakes up to let Python deliver signals (Ctrl-C).
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
-/// The runtime every request, agent run and tool call of this process runs on. At least four
-/// workers: subscriber callbacks hold a worker while they wait for the GIL, and requests of
-/// other agents should keep streaming meanwhile. (Sync tools run on its blocking pool.)
+/// The runtime every request, agent run and Python call of this process is driven from.
+/// Python code itself never runs on its threads (see `bridge.rs`), so they are never blocked
+/// by it: two workers are enough whatever Python does.
 pub(crate) static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-    let workers = std::thread::available_parallelism().map_or(4, |n| n.get().max(4));
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("pi-agent-runtime")
@@ -25,42 +27,89 @@ pub(crate) static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| 
         .expect("pi_agent: cannot start the tokio runtime")
 });
 
+/// What a blocked caller did when Python raised a signal (Ctrl-C) while it waited.
+pub(crate) enum Interrupted {
+    /// Stop waiting at once.
+    Return,
+    /// Run this future to its end first (e.g. an abort completing), then return.
+    Finish(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>),
+}
+
 /// Runs `future` on the runtime and blocks the calling thread until it finishes, with the GIL
 /// released. Works from any thread, including one whose asyncio loop is running (the caller's
-/// loop is never used) and a runtime blocking thread (a sync tool calling a sync method).
+/// loop is never used) and a pool thread running a tool.
 ///
-/// While waiting it lets Python deliver signals: if a handler raises (Ctrl-C), `on_interrupt`
-/// runs, the future is dropped and the exception is returned.
-pub(crate) fn wait<F, T>(py: Python<'_>, future: F, on_interrupt: impl FnOnce()) -> PyResult<T>
+/// While waiting it lets Python deliver signals: if a handler raises (Ctrl-C), the future is
+/// dropped and `on_interrupt` says what to do before the exception is returned (a second
+/// Ctrl-C during that stops waiting).
+pub(crate) fn wait<F, T>(
+    py: Python<'_>,
+    future: F,
+    on_interrupt: impl FnOnce() -> Interrupted,
+) -> PyResult<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let task = spawn_with_channel(future);
+    match block_on_channel(py, &task.1) {
+        Waited::Value(value) => Ok(value),
+        Waited::Lost => Err(PyRuntimeError::new_err(
+            "pi_agent: the runtime task ended without a result (it panicked)",
+        )),
+        Waited::Signal(error) => {
+            task.0.abort();
+            if let Interrupted::Finish(finish) = on_interrupt() {
+                let finishing = spawn_with_channel(finish);
+                if let Waited::Signal(_) = block_on_channel(py, &finishing.1) {
+                    finishing.0.abort();
+                }
+            }
+            Err(error)
+        }
+    }
+}
+
+type Receiver<T> = Mutex<mpsc::Receiver<T>>;
+
+fn spawn_with_channel<F, T>(future: F) -> (tokio::task::JoinHandle<()>, Receiver<T>)
 where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
     let (tx, rx) = mpsc::sync_channel(1);
-    // `detach` needs a `Send` closure; the receiver is only `Send`.
-    let rx = Mutex::new(rx);
     let task = RUNTIME.spawn(async move {
         let _ = tx.send(future.await);
     });
+    // `detach` needs a `Send` closure; the receiver is only `Send`.
+    (task, Mutex::new(rx))
+}
+
+enum Waited<T> {
+    Value(T),
+    Lost,
+    Signal(PyErr),
+}
+
+fn block_on_channel<T: Send>(py: Python<'_>, rx: &Receiver<T>) -> Waited<T> {
     loop {
-        match py.detach(|| {
-            rx.lock()
+        let received = py.detach(|| {
+            let received = rx
+                .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .recv_timeout(SIGNAL_POLL)
-        }) {
-            Ok(value) => return Ok(value),
+                .recv_timeout(SIGNAL_POLL);
+            // Taking the GIL back during the interpreter's exit would kill this thread.
+            park_if_exiting();
+            received
+        });
+        match received {
+            Ok(value) => return Waited::Value(value),
             Err(RecvTimeoutError::Timeout) => {
                 if let Err(error) = py.check_signals() {
-                    on_interrupt();
-                    task.abort();
-                    return Err(error);
+                    return Waited::Signal(error);
                 }
             }
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(PyRuntimeError::new_err(
-                    "pi_agent: the runtime task ended without a result (it panicked)",
-                ));
-            }
+            Err(RecvTimeoutError::Disconnected) => return Waited::Lost,
         }
     }
 }

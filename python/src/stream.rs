@@ -1,41 +1,52 @@
-//! The AI level: `stream()` / `complete()` / `acomplete()` over core's [`pi_agent::ai::stream`],
-//! and `AssistantMessageEventStream`, iterable with `for` and `async for`.
+//! The AI level: `stream()` / `stream_simple()` over core's [`pi_agent::ai::stream`] and
+//! [`pi_agent::ai::stream_simple`], `complete*`, and `AssistantMessageEventStream`, iterable
+//! with `for` and `async for`. Dropping a stream (a `with` block left early, or the object
+//! collected) cancels its request.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use pi_agent::ai::{self, AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBool, PyDict};
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{drive, future_into_py, ready, ready_future};
 use crate::convert::{Json, parse, serde_to_py};
 use crate::model::PyModel;
 use crate::options::stream_options;
-use crate::runtime::{RUNTIME, wait};
+use crate::runtime::{Interrupted, RUNTIME, wait};
+use crate::signal::PySignal;
+
+/// A core stream shared with the runtime tasks that wait on it for a Python caller.
+pub(crate) type SharedStream = Arc<tokio::sync::Mutex<AssistantMessageEventStream>>;
 
 /// The events of one model response, as pi-shaped dicts. Iterate with `for` or `async for`
-/// (not both at once); `result()` / `await aresult()` give the final message. As a (sync or
-/// async) context manager it aborts the request if the block exits before the end.
+/// (not both at once); `await result()` / `result_sync()` give the final message. As a (sync
+/// or async) context manager it aborts the request if the block exits before the end; so does
+/// collecting the object.
 #[pyclass(module = "pi_agent", name = "AssistantMessageEventStream", frozen)]
 pub(crate) struct PyEventStream {
-    /// Shared with the runtime tasks that wait on it for a Python caller.
-    stream: Arc<tokio::sync::Mutex<AssistantMessageEventStream>>,
+    stream: SharedStream,
     partial: PartialMessage,
+    /// Cancels the request: the caller's signal (`signal=` option), or the stream's own.
     signal: CancellationToken,
+    /// The stream was handed to an agent (a stream function returned it): the agent reads
+    /// and cancels it from now on, not this object's drop.
+    handed_over: AtomicBool,
 }
 
 /// The next event, or `None` after the terminal one.
-async fn next_event(stream: Arc<tokio::sync::Mutex<AssistantMessageEventStream>>) -> Option<Json> {
+async fn next_event(stream: SharedStream) -> Option<Json> {
     let mut stream = stream.lock().await;
     let event = stream.next().await?;
     Some(Json(serde_json::to_value(&event).unwrap_or_default()))
 }
 
 /// Consumes the rest of the stream and returns the final message.
-async fn final_message(stream: Arc<tokio::sync::Mutex<AssistantMessageEventStream>>) -> Json {
+async fn final_message(stream: SharedStream) -> Json {
     let mut stream = stream.lock().await;
     while stream.next().await.is_some() {}
     let message = stream
@@ -45,36 +56,64 @@ async fn final_message(stream: Arc<tokio::sync::Mutex<AssistantMessageEventStrea
 }
 
 impl PyEventStream {
-    fn open(
+    pub(crate) fn open(
         model: &Bound<'_, PyAny>,
         context: &Bound<'_, PyAny>,
         mut stream_options: StreamOptions,
         simple: bool,
     ) -> PyResult<Self> {
-        let model = PyModel::extract(model)?;
+        let model_value = PyModel::extract(model)?;
         let context: Context = parse(context, "context")?;
-        let signal = CancellationToken::new();
+        // The caller's signal aborts the request; so does the stream's own (abort(), drop).
+        let signal = match &stream_options.signal {
+            Some(signal) => signal.child_token(),
+            None => CancellationToken::new(),
+        };
         stream_options.signal = Some(signal.clone());
-        // Providers spawn their request on the runtime.
-        let stream = {
+        // Providers spawn their request on the runtime, and may call `on_payload` (Python, on
+        // a worker thread) before they return: without the GIL.
+        let stream = model.py().detach(|| {
             let _runtime = RUNTIME.enter();
             if simple {
-                ai::stream_simple(&model, &context, &stream_options)
+                ai::stream_simple(&model_value, &context, &stream_options)
             } else {
-                ai::stream(&model, &context, &stream_options)
+                ai::stream(&model_value, &context, &stream_options)
             }
-        };
+        });
         Ok(Self {
             partial: stream.partial(),
             stream: Arc::new(tokio::sync::Mutex::new(stream)),
             signal,
+            handed_over: AtomicBool::new(false),
         })
+    }
+
+    /// Gives the stream to a new reader (an agent whose stream function returned it): its
+    /// events and its cancellation token, which this object no longer fires when dropped.
+    pub(crate) fn hand_over(&self) -> (SharedStream, CancellationToken) {
+        self.handed_over.store(true, Ordering::Relaxed);
+        (Arc::clone(&self.stream), self.signal.clone())
     }
 
     fn finished(&self) -> bool {
         self.stream
             .try_lock()
             .is_ok_and(|stream| stream.final_message().is_some())
+    }
+
+    fn cancel_unless_finished(&self) {
+        if !self.finished() {
+            self.signal.cancel();
+        }
+    }
+}
+
+impl Drop for PyEventStream {
+    fn drop(&mut self) {
+        // Nobody can read the stream any more: stop its request (after the end: nothing to do).
+        if !self.handed_over.load(Ordering::Relaxed) {
+            self.signal.cancel();
+        }
     }
 }
 
@@ -90,7 +129,10 @@ impl PyEventStream {
             Some(next) => next,
             None => {
                 let signal = self.signal.clone();
-                wait(py, next_event(stream), move || signal.cancel())?
+                wait(py, next_event(stream), move || {
+                    signal.cancel();
+                    Interrupted::Return
+                })?
             }
         };
         next.ok_or_else(|| PyStopIteration::new_err(()))
@@ -117,27 +159,37 @@ impl PyEventStream {
     }
 
     /// Waits for the end of the stream (consuming the remaining events) and returns the final
-    /// assistant message; failures are a message with `stopReason` `"error"` or `"aborted"`.
-    fn result(&self, py: Python<'_>) -> PyResult<Json> {
-        let stream = Arc::clone(&self.stream);
-        let signal = self.signal.clone();
-        wait(py, final_message(stream), move || signal.cancel())
+    /// assistant message: `message = await stream.result()`. Failures are a message with
+    /// `stopReason` `"error"` or `"aborted"`.
+    fn result<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        drive(slf.getattr("_result_future")?, [])
     }
 
-    /// `result()` for asyncio.
-    fn aresult<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        drive(slf.getattr("_aresult_future")?, [])
-    }
-
-    fn _aresult_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    fn _result_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let stream = Arc::clone(&self.stream);
         future_into_py(py, async move { Ok(final_message(stream).await) })
+    }
+
+    /// `result()` that blocks (GIL released); Ctrl-C aborts the request.
+    fn result_sync(&self, py: Python<'_>) -> PyResult<Json> {
+        let stream = Arc::clone(&self.stream);
+        let signal = self.signal.clone();
+        wait(py, final_message(stream), move || {
+            signal.cancel();
+            Interrupted::Return
+        })
     }
 
     /// Cancels the request; the stream then ends with an `error` event whose reason is
     /// `"aborted"`. Thread-safe; does nothing once the stream has ended.
     fn abort(&self) {
         self.signal.cancel();
+    }
+
+    /// The request's signal (aborting it aborts the request).
+    #[getter]
+    fn signal(&self) -> PySignal {
+        PySignal::new(self.signal.clone())
     }
 
     /// The message so far (what the events yielded until now add up to).
@@ -156,9 +208,7 @@ impl PyEventStream {
         _exc: &Bound<'_, PyAny>,
         _traceback: &Bound<'_, PyAny>,
     ) -> bool {
-        if !self.finished() {
-            self.signal.cancel();
-        }
+        self.cancel_unless_finished();
         false
     }
 
@@ -173,19 +223,14 @@ impl PyEventStream {
         _exc: &Bound<'py, PyAny>,
         _traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        if !self.finished() {
-            self.signal.cancel();
-        }
-        ready_future(
-            py,
-            Ok(pyo3::types::PyBool::new(py, false).to_owned().into_any()),
-        )
+        self.cancel_unless_finished();
+        ready_future(py, Ok(PyBool::new(py, false).to_owned().into_any()))
     }
 }
 
 /// Starts a request to `model` with `context` (pi's `Context` dict: `systemPrompt`,
-/// `messages`, `tools`) and returns its event stream at once. Never raises for provider
-/// failures: they end the stream with an `error` event.
+/// `messages`, `tools`) and returns its event stream at once (pi's `stream`). Never raises for
+/// provider failures: they end the stream with an `error` event.
 #[pyfunction]
 #[pyo3(signature = (model, context, **options))]
 pub(crate) fn stream(
@@ -209,58 +254,65 @@ pub(crate) fn stream_simple(
     PyEventStream::open(model, context, stream_options(options)?, true)
 }
 
-/// `stream_simple(...)`, then blocks (without the GIL) until the final assistant message.
-#[pyfunction]
-#[pyo3(signature = (model, context, **options))]
-pub(crate) fn complete_simple(
-    py: Python<'_>,
-    model: &Bound<'_, PyAny>,
-    context: &Bound<'_, PyAny>,
-    options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Json> {
-    PyEventStream::open(model, context, stream_options(options)?, true)?.result(py)
+fn complete_async<'py>(
+    py: Python<'py>,
+    model: &Bound<'py, PyAny>,
+    context: &Bound<'py, PyAny>,
+    options: Option<&Bound<'py, PyDict>>,
+    simple: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let stream = Bound::new(
+        py,
+        PyEventStream::open(model, context, stream_options(options)?, simple)?,
+    )?;
+    drive(stream.getattr("_result_future")?, [])
 }
 
-/// `await acomplete_simple(...)`: `complete_simple` for asyncio.
+/// `stream(...)`, then the final assistant message: `await pi_agent.complete(...)`.
 #[pyfunction]
 #[pyo3(signature = (model, context, **options))]
-pub(crate) fn acomplete_simple<'py>(
+pub(crate) fn complete<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
     context: &Bound<'py, PyAny>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let stream = Bound::new(
-        py,
-        PyEventStream::open(model, context, stream_options(options)?, true)?,
-    )?;
-    drive(stream.getattr("_aresult_future")?, [])
+    complete_async(py, model, context, options, false)
 }
 
-/// `stream(...)`, then blocks (without the GIL) until the final assistant message.
+/// `complete` that blocks (GIL released) until the final assistant message.
 #[pyfunction]
 #[pyo3(signature = (model, context, **options))]
-pub(crate) fn complete(
+pub(crate) fn complete_sync(
     py: Python<'_>,
     model: &Bound<'_, PyAny>,
     context: &Bound<'_, PyAny>,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Json> {
-    PyEventStream::open(model, context, stream_options(options)?, false)?.result(py)
+    PyEventStream::open(model, context, stream_options(options)?, false)?.result_sync(py)
 }
 
-/// `await acomplete(...)`: `complete` for asyncio.
+/// `stream_simple(...)`, then the final assistant message: `await
+/// pi_agent.complete_simple(...)`.
 #[pyfunction]
 #[pyo3(signature = (model, context, **options))]
-pub(crate) fn acomplete<'py>(
+pub(crate) fn complete_simple<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
     context: &Bound<'py, PyAny>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let stream = Bound::new(
-        py,
-        PyEventStream::open(model, context, stream_options(options)?, false)?,
-    )?;
-    drive(stream.getattr("_aresult_future")?, [])
+    complete_async(py, model, context, options, true)
+}
+
+/// `complete_simple` that blocks (GIL released) until the final assistant message.
+#[pyfunction]
+#[pyo3(signature = (model, context, **options))]
+pub(crate) fn complete_simple_sync(
+    py: Python<'_>,
+    model: &Bound<'_, PyAny>,
+    context: &Bound<'_, PyAny>,
+    options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Json> {
+    PyEventStream::open(model, context, stream_options(options)?, true)?.result_sync(py)
 }

@@ -16,8 +16,10 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::callable::{self, CallerLoop, exception_message};
+use crate::bridge::helper;
+use crate::callable::{self, EXITING, RunScope, exception_message};
 use crate::convert::{from_py, parse_value, to_py, type_name};
+use crate::signal::PySignal;
 
 /// A tool: name, description, JSON Schema of its arguments, and the Python function that runs
 /// it. Calling the tool calls the function.
@@ -29,6 +31,8 @@ pub(crate) struct PyTool {
     label: Option<String>,
     execution_mode: Option<ToolExecutionMode>,
     function: Arc<Py<PyAny>>,
+    /// pi's `prepareArguments`: rewrites the raw arguments before validation.
+    prepare_arguments: Option<Arc<Py<PyAny>>>,
     /// The function's parameter annotated with `ToolContext`, if any.
     context_parameter: Option<Arc<str>>,
     /// `pi_agent._tools.argument_converter(function)`: builds the dataclass, enum and pydantic
@@ -53,14 +57,13 @@ impl PyTool {
             Err(_) => {
                 let py = obj.py();
                 let cls = py.get_type::<PyTool>();
-                Ok(Self::from_function(&cls, obj, None, None, None)?.unbind())
+                Ok(Self::from_function(&cls, obj, None, None, None, None, None, None)?.unbind())
             }
         }
     }
 
-    /// The core tool that runs this one for an agent whose awaiting caller's loop is in
-    /// `caller_loop`.
-    pub(crate) fn to_agent_tool(&self, caller_loop: CallerLoop) -> Arc<dyn AgentTool> {
+    /// The core tool that runs this one for an agent whose runs' scope is in `scope`.
+    pub(crate) fn to_agent_tool(&self, scope: RunScope) -> Arc<dyn AgentTool> {
         Arc::new(PythonTool {
             name: self.name.clone(),
             description: self.description.clone(),
@@ -68,17 +71,35 @@ impl PyTool {
             label: self.label.clone(),
             execution_mode: self.execution_mode,
             function: Arc::clone(&self.function),
+            prepare_arguments: self.prepare_arguments.clone(),
             context_parameter: self.context_parameter.clone(),
             converter: self.converter.clone(),
-            caller_loop,
+            scope,
         })
+    }
+}
+
+fn optional_callable(
+    value: Option<&Bound<'_, PyAny>>,
+    what: &str,
+) -> PyResult<Option<Arc<Py<PyAny>>>> {
+    match value.filter(|value| !value.is_none()) {
+        None => Ok(None),
+        Some(value) if value.is_callable() => Ok(Some(Arc::new(value.clone().unbind()))),
+        Some(value) => Err(PyTypeError::new_err(format!(
+            "{what} must be callable or None, not {}",
+            type_name(value)
+        ))),
     }
 }
 
 #[pymethods]
 impl PyTool {
     #[new]
-    #[pyo3(signature = (name, description, parameters, function, *, label = None, execution_mode = None))]
+    #[pyo3(signature = (
+        name, description, parameters, function, *, label = None, execution_mode = None,
+        prepare_arguments = None,
+    ))]
     fn new(
         name: String,
         description: String,
@@ -86,6 +107,7 @@ impl PyTool {
         function: Bound<'_, PyAny>,
         label: Option<String>,
         execution_mode: Option<&Bound<'_, PyAny>>,
+        prepare_arguments: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         if !function.is_callable() {
             return Err(PyTypeError::new_err(format!(
@@ -104,9 +126,11 @@ impl PyTool {
             parameters: from_py(parameters)?,
             label,
             execution_mode: execution_mode
+                .filter(|mode| !mode.is_none())
                 .map(|mode| parse_value(from_py(mode)?, "execution_mode"))
                 .transpose()?,
             function: Arc::new(function.unbind()),
+            prepare_arguments: optional_callable(prepare_arguments, "prepare_arguments")?,
             context_parameter: context_parameter.map(Arc::from),
             converter: (!converter.is_none()).then(|| Arc::new(converter.unbind())),
         })
@@ -117,13 +141,20 @@ impl PyTool {
     /// from its signature and type hints, with per-parameter descriptions from an `Args:`
     /// (Google) or `:param x:` (Sphinx) docstring section.
     #[classmethod]
-    #[pyo3(signature = (function, name = None, description = None, parameters = None))]
+    #[pyo3(signature = (
+        function, name = None, description = None, parameters = None, *, label = None,
+        execution_mode = None, prepare_arguments = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn from_function<'py>(
         cls: &Bound<'py, pyo3::types::PyType>,
         function: &Bound<'py, PyAny>,
         name: Option<String>,
         description: Option<String>,
         parameters: Option<&Bound<'py, PyAny>>,
+        label: Option<String>,
+        execution_mode: Option<&Bound<'py, PyAny>>,
+        prepare_arguments: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTool>> {
         let py = cls.py();
         let spec = py.import("pi_agent._tools")?.call_method1(
@@ -134,7 +165,15 @@ impl PyTool {
             spec.extract()?;
         Bound::new(
             py,
-            Self::new(name, description, &parameters, function.clone(), None, None)?,
+            Self::new(
+                name,
+                description,
+                &parameters,
+                function.clone(),
+                label,
+                execution_mode,
+                prepare_arguments,
+            )?,
         )
     }
 
@@ -153,9 +192,29 @@ impl PyTool {
         to_py(py, &self.parameters)
     }
 
+    /// A label for user interfaces (default: the name).
     #[getter]
     fn label(&self) -> &str {
         self.label.as_deref().unwrap_or(&self.name)
+    }
+
+    /// `"sequential"` forces the batch this tool's calls are in to run one call at a time;
+    /// `None` follows the agent's `tool_execution`.
+    #[getter]
+    fn execution_mode(&self) -> Option<&'static str> {
+        self.execution_mode.map(|mode| match mode {
+            ToolExecutionMode::Sequential => "sequential",
+            ToolExecutionMode::Parallel => "parallel",
+        })
+    }
+
+    /// pi's `prepareArguments`: called with the model's raw arguments before validation;
+    /// returns the arguments to validate instead.
+    #[getter]
+    fn prepare_arguments(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.prepare_arguments
+            .as_ref()
+            .map(|function| function.clone_ref(py))
     }
 
     #[getter]
@@ -191,9 +250,10 @@ struct PythonTool {
     label: Option<String>,
     execution_mode: Option<ToolExecutionMode>,
     function: Arc<Py<PyAny>>,
+    prepare_arguments: Option<Arc<Py<PyAny>>>,
     context_parameter: Option<Arc<str>>,
     converter: Option<Arc<Py<PyAny>>>,
-    caller_loop: CallerLoop,
+    scope: RunScope,
 }
 
 impl AgentTool for PythonTool {
@@ -217,6 +277,28 @@ impl AgentTool for PythonTool {
         self.execution_mode
     }
 
+    fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
+        let Some(prepare) = self.prepare_arguments.clone() else {
+            return Ok(arguments);
+        };
+        callable::call_blocking(
+            self.scope.current(),
+            move |py| {
+                let args = PyTuple::new(py, [to_py(py, &arguments)?])?;
+                Ok((prepare.bind(py).clone(), args))
+            },
+            |py, outcome| {
+                outcome.and_then(|value| from_py(&value)).map_err(|error| {
+                    ToolError::new(format!(
+                        "prepare_arguments failed: {}",
+                        exception_message(py, &error)
+                    ))
+                })
+            },
+            || Err(ToolError::new(EXITING)),
+        )
+    }
+
     fn execute(
         &self,
         call: ToolCallContext,
@@ -224,9 +306,8 @@ impl AgentTool for PythonTool {
         let function = Arc::clone(&self.function);
         let context_parameter = self.context_parameter.clone();
         let converter = self.converter.clone();
-        let event_loop = self.caller_loop.current();
         Box::pin(callable::call(
-            event_loop,
+            self.scope.current(),
             move |py| {
                 let ToolCallContext {
                     tool_call_id,
@@ -235,38 +316,49 @@ impl AgentTool for PythonTool {
                     signal,
                     updates,
                 } = call;
-                let arguments = to_py(py, &arguments)?;
-                let Ok(kwargs) = arguments.cast::<PyDict>() else {
-                    return function.bind(py).call1((arguments,));
+                let context = match context_parameter.as_deref() {
+                    Some(_) => Bound::new(
+                        py,
+                        PyToolContext {
+                            tool_call_id,
+                            tool_name,
+                            signal,
+                            updates,
+                        },
+                    )?
+                    .into_any(),
+                    None => py.None().into_bound(py),
                 };
-                let mut kwargs = kwargs.clone();
-                if let Some(converter) = converter {
-                    kwargs = converter
-                        .bind(py)
-                        .call1((&kwargs,))?
-                        .cast_into::<PyDict>()?;
-                }
-                if let Some(parameter) = context_parameter {
-                    let context = PyToolContext {
-                        tool_call_id,
-                        tool_name,
-                        signal,
-                        updates,
-                    };
-                    kwargs.set_item(&*parameter, context)?;
-                }
-                function.bind(py).call((), Some(&kwargs))
+                let converter = match &converter {
+                    Some(converter) => converter.bind(py).clone(),
+                    None => py.None().into_bound(py),
+                };
+                let args = PyTuple::new(
+                    py,
+                    [
+                        function.bind(py).clone(),
+                        converter,
+                        to_py(py, &arguments)?,
+                        context_parameter.as_deref().map_or_else(
+                            || py.None().into_bound(py),
+                            |name| PyString::new(py, name).into_any(),
+                        ),
+                        context,
+                    ],
+                )?;
+                Ok((helper(py, "call_tool")?, args))
             },
             |py, outcome| match outcome {
                 Ok(value) => tool_result(&value),
                 Err(error) => Err(ToolError::new(exception_message(py, &error))),
             },
+            || Err(ToolError::new(EXITING)),
         ))
     }
 }
 
 /// What a tool function gets in its parameter annotated with `ToolContext`: the call's id
-/// and tool name, whether the run was aborted, and `update()` for progress reports.
+/// and tool name, the run's signal, and `update()` for progress reports.
 #[pyclass(module = "pi_agent", name = "ToolContext", frozen)]
 pub(crate) struct PyToolContext {
     tool_call_id: String,
@@ -296,6 +388,12 @@ impl PyToolContext {
         self.signal.is_cancelled()
     }
 
+    /// The run's signal (`aborted`, `wait()`, `wait_sync(timeout)`).
+    #[getter]
+    fn signal(&self) -> PySignal {
+        PySignal::new(self.signal.clone())
+    }
+
     /// Reports progress as a `tool_execution_update` event: a str (the text) or a tool result
     /// dict (`{"content": ..., "details": ...}`), like a return value. Never blocks; updates
     /// after the call ended are dropped.
@@ -314,7 +412,8 @@ impl PyToolContext {
 }
 
 /// A function's return value as a tool result: a str is the text, a dict with `"content"` is
-/// an `AgentToolResult` (content may be a str), anything else is sent as its JSON text.
+/// an `AgentToolResult` (content may be a str), anything else is sent as its JSON text (or,
+/// when it is not JSON, its `str()`).
 fn tool_result(value: &Bound<'_, PyAny>) -> Result<AgentToolResult, ToolError> {
     if let Ok(text) = value.cast::<PyString>() {
         return Ok(AgentToolResult::text(text.to_string()));
@@ -329,6 +428,13 @@ fn tool_result(value: &Bound<'_, PyAny>) -> Result<AgentToolResult, ToolError> {
     }
     match from_py(value) {
         Ok(json) => Ok(AgentToolResult::text(json.to_string())),
+        Err(error)
+            if value.is_instance_of::<PyDict>()
+                || value.is_instance_of::<pyo3::types::PyList>() =>
+        {
+            // A container that is not JSON (too deep, self-referential, odd keys): say so.
+            Err(ToolError::new(format!("invalid tool result: {error}")))
+        }
         Err(_) => Ok(AgentToolResult::text(
             value.str().map(|s| s.to_string()).unwrap_or_default(),
         )),

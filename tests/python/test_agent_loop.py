@@ -27,7 +27,7 @@ def test_parallel_tool_ends_in_completion_order_results_in_source_order(
 
     def slow() -> str:
         # Finish only once `fast`'s end was reported: a deterministic completion order.
-        assert fast_ended.wait(5)
+        assert fast_ended.wait(30)
         return "slow done"
 
     def fast() -> str:
@@ -204,9 +204,7 @@ def test_abort_during_a_slow_tool_ends_the_run_cleanly(faux: pi_agent.FauxProvid
 
     def slow(ctx: ToolContext) -> str:
         started.set()
-        deadline = time.monotonic() + 5
-        while not ctx.aborted and time.monotonic() < deadline:
-            time.sleep(0.005)
+        ctx.signal.wait_sync(30)  # a hang guard; the abort ends the wait
         if ctx.aborted:
             saw_abort.set()
         return "too late"
@@ -219,13 +217,12 @@ def test_abort_during_a_slow_tool_ends_the_run_cleanly(faux: pi_agent.FauxProvid
 
     async def main() -> None:
         task = asyncio.ensure_future(agent.prompt("go"))
-        while not started.is_set():
-            await asyncio.sleep(0.005)
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 30)
         agent.abort()
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, 30)
 
     asyncio.run(main())
-    assert saw_abort.wait(5)  # the sync tool saw `ctx.aborted` and returned
+    assert saw_abort.wait(30)  # the sync tool saw `ctx.aborted` and returned
     assert not agent.is_streaming and agent.pending_tool_calls == []
     messages = agent.messages
     assert roles(messages) == ["user", "assistant", "toolResult"]  # no extra assistant message
@@ -366,7 +363,7 @@ def test_tool_timeout_and_stream_idle_watchdogs(faux: pi_agent.FauxProvider) -> 
     release = threading.Event()
 
     def hang() -> str:
-        release.wait(5)
+        release.wait(30)  # a hang guard: released after the run
         return "late"
 
     faux.push([faux_tool_call("hang")])
@@ -388,9 +385,7 @@ def test_tool_timeout_and_stream_idle_watchdogs(faux: pi_agent.FauxProvider) -> 
         agent.model = slow.model
         agent.stream_idle_timeout_ms = 100
         assert agent.stream_idle_timeout_ms == 100
-        began = time.monotonic()
         agent.prompt_sync("talk")
-        assert time.monotonic() - began < 3
     last = agent.messages[-1]
     assert last["stopReason"] == "error"
     assert last["errorMessage"].startswith("The model stream stalled")

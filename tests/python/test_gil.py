@@ -49,7 +49,7 @@ def test_background_thread_progresses_during_blocking_stream_iteration() -> None
         worker = threading.Thread(target=spin)
         worker.start()
         try:
-            message = pi_agent.complete(faux.model, {"messages": []})
+            message = pi_agent.complete_sync(faux.model, {"messages": []})
         finally:
             stop.set()
             worker.join()

@@ -18,7 +18,7 @@ def test_text_reply_through_model_from_dict(mock_server: MockServer) -> None:
     model = mock_server.model()
     with pi_agent.stream(model, CONTEXT, api_key="sk-test", temperature=0.5) as events:
         kinds = [event["type"] for event in events]
-        message = events.result()
+        message = events.result_sync()
     assert kinds[0] == "start" and kinds[-1] == "done"
     assert message["content"] == [{"type": "text", "text": "Hello from the mock server!"}]
     assert message["stopReason"] == "stop"
@@ -56,7 +56,7 @@ def test_http_401_is_an_error_message(mock_server: MockServer) -> None:
     mock_server.push(
         {"status": 401, "body": {"error": {"message": "Invalid API key", "type": "auth"}}}
     )
-    message = pi_agent.complete(mock_server.model(), CONTEXT, api_key="sk-wrong")
+    message = pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key="sk-wrong")
     assert message["stopReason"] == "error"
     assert message["errorMessage"] == "401 Invalid API key"
     assert "sk-wrong" not in str(message)
@@ -93,7 +93,7 @@ def test_request_hooks_and_options(mock_server: MockServer) -> None:
         seen["status"] = status
         seen["content_type"] = headers.get("content-type")
 
-    message = pi_agent.complete(
+    message = pi_agent.complete_sync(
         mock_server.model(),
         CONTEXT,
         api_key="sk-test",
@@ -118,7 +118,7 @@ def test_server_errors_are_retried(mock_server: MockServer) -> None:
         {"status": 500, "body": {"error": {"message": "try again"}}},
         {"text": "second time lucky"},
     )
-    message = pi_agent.complete(
+    message = pi_agent.complete_sync(
         mock_server.model(), CONTEXT, api_key="sk-test", max_retries=1, max_retry_delay_ms=50
     )
     assert message["content"][0]["text"] == "second time lucky"
@@ -192,7 +192,7 @@ def test_thinking_budgets_reach_the_request(mock_server: MockServer) -> None:
         id="claude-sonnet-4-5", api="anthropic-messages", provider="anthropic", reasoning=True
     )
     mock_server.push({"status": 500, "body": {"error": "just checking the request"}})
-    pi_agent.complete_simple(
+    pi_agent.complete_simple_sync(
         model, CONTEXT, api_key="k", reasoning="low", thinking_budgets={"low": 2048}, max_retries=0
     )
     mock_server.push({"status": 500, "body": {"error": "just checking the request"}})
@@ -202,5 +202,5 @@ def test_thinking_budgets_reach_the_request(mock_server: MockServer) -> None:
     agent.prompt_sync("hi")
     budgets = [request["body"]["thinking"]["budget_tokens"] for request in mock_server.requests()]
     assert budgets == [2048, 3000]
-    with pytest.raises(ValueError, match="invalid thinking_budgets"):
+    with pytest.raises(ValueError, match="invalid option `thinking_budgets`"):
         pi_agent.stream(model, CONTEXT, thinking_budgets={"low": "lots"})

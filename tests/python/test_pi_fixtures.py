@@ -355,7 +355,7 @@ def replay_stream(server: MockServer, fixture: Fixture) -> Dict[str, Any]:
             events.append(event)
             if len(events) == abort_at:
                 stream.abort()
-        result = stream.result()
+        result = stream.result_sync()
     observed = {"events": events, "result": result, "requests": requests_json(server.requests(), origin)}
     return unmock(observed, origin)
 
@@ -376,13 +376,12 @@ def replay_agent(server: MockServer, fixture: Fixture) -> Dict[str, Any]:
     server.push(*fixture.json["replies"])
     origin = f"http://127.0.0.1:{server.port}"
     spec = fixture.json["agent"]
-    level: Optional[str] = None if spec["thinkingLevel"] == "off" else spec["thinkingLevel"]
     agent = pi_agent.Agent(
         pi_agent.Model.from_dict(fixture.model(origin)),
         system_prompt=spec["systemPrompt"],
         tools=[_fixture_tool(tool) for tool in fixture.json["tools"]],
         tool_execution=spec["toolExecution"],
-        thinking_level=level,  # type: ignore[arg-type]
+        thinking_level=spec["thinkingLevel"],  # pi's value, "off" included
         **keyword_options(fixture.json["options"]),
     )
     events: List[Dict[str, Any]] = []

@@ -75,7 +75,7 @@ def test_recorded_stream_sync(
     model = _model(mock_server, api, provider, model_id, suffix)
     with pi_agent.stream(model, CONTEXT, api_key="test-key", max_retries=0) as events:
         seen = [event["type"] for event in events]
-        message = events.result()
+        message = events.result_sync()
     assert seen[0] == "start" and seen[-1] == "done", seen
     assert message["stopReason"] == "toolUse", message.get("errorMessage")
     assert [block["type"] for block in message["content"]] == kinds
@@ -96,7 +96,7 @@ def test_recorded_stream_async(
         async with pi_agent.stream(model, CONTEXT, api_key="test-key", max_retries=0) as events:
             async for _ in events:
                 pass
-            return await events.aresult()
+            return await events.result()
 
     message = asyncio.run(run())
     assert [block["type"] for block in message["content"]] == kinds
@@ -107,7 +107,7 @@ def test_provider_error_bodies_are_kept(
     mock_server: MockServer, api: str, provider: str, model_id: str, suffix: str
 ) -> None:
     mock_server.push({"status": 400, "body": {"error": {"message": "bad tool schema", "type": "invalid_request_error"}}})
-    message = pi_agent.complete(
+    message = pi_agent.complete_sync(
         _model(mock_server, api, provider, model_id, suffix), CONTEXT, api_key="test-key", max_retries=0
     )
     assert message["stopReason"] == "error"
@@ -120,6 +120,6 @@ def test_missing_key_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("ANTHROPIC_OAUTH_TOKEN", raising=False)
     model = pi_agent.get_model("anthropic", "claude-opus-4-7")
     assert model is not None
-    message = pi_agent.complete(model, CONTEXT)
+    message = pi_agent.complete_sync(model, CONTEXT)
     assert message["stopReason"] == "error"
     assert "ANTHROPIC_API_KEY" in message["errorMessage"]

@@ -22,7 +22,7 @@ def test_sync_iteration_and_result(faux: pi_agent.FauxProvider) -> None:
     faux.push([faux_thinking("Greeting needed."), faux_text(TEXT)])
     with pi_agent.stream(faux.model, CONTEXT) as events:
         seen = list(events)
-        message = events.result()
+        message = events.result_sync()
     kinds = [event["type"] for event in seen]
     assert kinds[0] == "start"
     assert kinds[1:3] == ["thinking_start", "thinking_delta"]
@@ -44,7 +44,7 @@ def test_async_iteration_and_aresult(faux: pi_agent.FauxProvider) -> None:
     async def main() -> tuple[List[Dict[str, Any]], Dict[str, Any]]:
         events = pi_agent.stream(faux.model, CONTEXT)
         seen = [event async for event in events]
-        return seen, await events.aresult()
+        return seen, await events.result()
 
     seen, message = asyncio.run(main())
     start = next(e for e in seen if e["type"] == "toolcall_start")
@@ -62,7 +62,7 @@ def test_context_manager_aborts_on_early_exit() -> None:
             for event in events:
                 if event["type"] == "text_delta":
                     break
-        message = events.result()
+        message = events.result_sync()
         assert message["stopReason"] == "aborted"
         assert message["errorMessage"]
         assert 0 < len(message["content"][0]["text"]) < len("word " * 400)
@@ -74,7 +74,7 @@ def test_context_manager_aborts_on_early_exit() -> None:
                 async for event in events:
                     if event["type"] == "text_delta":
                         break
-            return await events.aresult()
+            return await events.result()
 
         assert asyncio.run(main())["stopReason"] == "aborted"
 
@@ -93,13 +93,13 @@ def test_abort_from_another_thread() -> None:
 
 def test_complete_and_acomplete(faux: pi_agent.FauxProvider) -> None:
     faux.set_responses(["sync answer", "async answer"])
-    assert pi_agent.complete(faux.model, CONTEXT)["content"][0]["text"] == "sync answer"
-    message = asyncio.run(pi_agent.acomplete(faux.model.to_dict(), CONTEXT, temperature=0.2))
+    assert pi_agent.complete_sync(faux.model, CONTEXT)["content"][0]["text"] == "sync answer"
+    message = asyncio.run(pi_agent.complete(faux.model.to_dict(), CONTEXT, temperature=0.2))
     assert message["content"][0]["text"] == "async answer"
 
 
 def test_failures_are_messages_not_exceptions(faux: pi_agent.FauxProvider) -> None:
-    message = pi_agent.complete(pi_agent.Model("x", api="no-such-api"), CONTEXT)
+    message = pi_agent.complete_sync(pi_agent.Model("x", api="no-such-api"), CONTEXT)
     assert message["stopReason"] == "error"
     assert message["errorMessage"] == "No API provider registered for api: no-such-api"
 
@@ -108,7 +108,7 @@ def test_failures_are_messages_not_exceptions(faux: pi_agent.FauxProvider) -> No
     assert events[-1]["type"] == "error"
     assert events[-1]["error"]["errorMessage"] == "scripted"
 
-    message = pi_agent.complete(faux.model, CONTEXT)  # nothing scripted any more
+    message = pi_agent.complete_sync(faux.model, CONTEXT)  # nothing scripted any more
     assert message["stopReason"] == "error"
     assert "No more faux responses" in message["errorMessage"]
 
@@ -121,7 +121,7 @@ def test_tools_in_context_may_be_tool_objects(faux: pi_agent.FauxProvider) -> No
 
     contexts: List[Dict[str, Any]] = []
     faux.push(lambda context, call, model: contexts.append(context) or "ok")
-    pi_agent.complete(faux.model, {**CONTEXT, "tools": [ping]})
+    pi_agent.complete_sync(faux.model, {**CONTEXT, "tools": [ping]})
     assert contexts[0]["tools"] == [ping.to_dict()]
 
 
@@ -137,7 +137,7 @@ def test_unknown_options_raise_type_error(faux: pi_agent.FauxProvider) -> None:
         pi_agent.stream(faux.model, CONTEXT, temprature=0.1)
     with pytest.raises(TypeError, match="thinking_level"):
         pi_agent.Agent(faux.model, reasoning="high")
-    with pytest.raises(ValueError, match="invalid reasoning"):
+    with pytest.raises(ValueError, match="invalid option `reasoning`"):
         pi_agent.stream(faux.model, CONTEXT, reasoning="extreme")
 
 

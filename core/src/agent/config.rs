@@ -76,7 +76,7 @@ pub type TransformContext = Arc<
 >;
 
 /// What `before_tool_call` sees (pi's `BeforeToolCallContext`, without the whole context).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BeforeToolCallContext {
     /// The assistant message that made the call.
@@ -114,7 +114,7 @@ pub type BeforeToolCall = Arc<
 >;
 
 /// What `after_tool_call` sees (pi's `AfterToolCallContext`, without the whole context).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AfterToolCallContext {
     /// The assistant message that made the call.
@@ -168,7 +168,7 @@ pub type AfterToolCall = Arc<
 
 /// What `should_stop_after_turn` sees (pi's `ShouldStopAfterTurnContext`, without the whole
 /// context).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ShouldStopAfterTurnContext {
     /// The turn's assistant message.

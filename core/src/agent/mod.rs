@@ -42,7 +42,9 @@ pub use self::error::AgentError;
 pub use self::event::AgentEvent;
 pub use self::event_stream::{AgentEventStream, agent_loop, agent_loop_continue};
 pub use self::message::{AgentMessage, CustomMessage, default_convert_to_llm};
-pub use self::proxy::{ProxyOptions, proxy_stream_fn, stream_proxy};
+pub use self::proxy::{
+    ProxyOptions, proxy_stream_fn, stream_from_events, stream_message, stream_proxy,
+};
 pub use self::queue::{MessageQueue, QueueMode};
 pub use self::run::{AgentRun, RunOutcome};
 pub use self::snapshot::{AgentSnapshot, SNAPSHOT_VERSION};

@@ -4,10 +4,17 @@
 //!
 //! Differences from pi: a server that closes the stream without `done` or `error` ends the
 //! stream with an error instead of hanging, and `done`'s extra fields (`responseId`) are kept.
+//!
+//! The same event decoding serves stream functions written in other languages:
+//! [`stream_from_events`] turns any source of pi-shaped events into a stream, and
+//! [`stream_message`] replays a finished message as one.
 
 use std::sync::Arc;
 
+use futures::StreamExt;
+use futures::stream::BoxStream;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::config::StreamFn;
 use crate::ai::error::{ErrorKind, ProviderError};
@@ -15,7 +22,7 @@ use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::providers::http;
-use crate::ai::types::{Context, StopReason, Usage};
+use crate::ai::types::{AssistantContent, AssistantMessage, Context, StopReason, Usage};
 
 /// Where the proxy is and how to authenticate.
 #[derive(Clone, Debug)]
@@ -98,6 +105,113 @@ async fn run(
     read_stream(writer, http::SseEvents::new(response, options)).await
 }
 
+/// A stream built from pi-shaped events coming from any source (e.g. a binding's stream
+/// function): `start`, `text_*`, `thinking_*`, `toolcall_*` with their `contentIndex`, then
+/// `done` (with `reason`, and `usage` either at the top as the proxy sends it or in `message`
+/// as [`AssistantMessageEvent`](crate::ai::AssistantMessageEvent) has it) or `error` (with
+/// `errorMessage`, or the `error` message). `partial` fields are ignored: the message is
+/// rebuilt from the deltas. An `Err` item, a malformed event or a source that ends without
+/// `done`/`error` ends the stream with an `error`; `signal` aborts it. Call inside a tokio
+/// runtime.
+pub fn stream_from_events(
+    model: &Model,
+    signal: Option<CancellationToken>,
+    mut events: BoxStream<'static, Result<Value, String>>,
+) -> AssistantMessageEventStream {
+    if !http::has_runtime() {
+        return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+    }
+    let (writer, stream) = channel(model, signal);
+    tokio::spawn(writer.drive(async move |writer| {
+        while let Some(event) = events.next().await {
+            if let Some(end) = apply_event(writer, &event?).await? {
+                return end;
+            }
+        }
+        Err(ProviderError::Decode(
+            "The event source ended before the response was complete".to_owned(),
+        ))
+    }));
+    stream
+}
+
+/// Streams a finished `message` as a provider would have (`start`, one delta per block,
+/// `done`, or `error` when its stop reason is a failure), keeping its signatures, usage and
+/// response fields: what a stream function that computed a whole message at once returns.
+/// Call inside a tokio runtime.
+pub fn stream_message(
+    model: &Model,
+    signal: Option<CancellationToken>,
+    message: AssistantMessage,
+) -> AssistantMessageEventStream {
+    if !http::has_runtime() {
+        return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+    }
+    let (writer, stream) = channel(model, signal);
+    tokio::spawn(writer.drive(async move |writer| {
+        let AssistantMessage {
+            content,
+            usage,
+            stop_reason,
+            response_id,
+            response_model,
+            diagnostics,
+            error_message,
+            error_kind,
+            http_status,
+            retry_after_ms,
+            ..
+        } = message;
+        writer.start().await;
+        for block in content {
+            match block {
+                AssistantContent::Text(text) => {
+                    let index = writer.text_start().await;
+                    writer.text_delta(index, text.text).await;
+                    if let Some(AssistantContent::Text(block)) =
+                        writer.message_mut().content.get_mut(index)
+                    {
+                        block.text_signature = text.text_signature;
+                    }
+                    writer.text_end(index).await;
+                }
+                AssistantContent::Thinking(thinking) => {
+                    let index = writer.thinking_start().await;
+                    writer.thinking_delta(index, thinking.thinking).await;
+                    if let Some(block) = writer.thinking_block_mut(index) {
+                        block.thinking_signature = thinking.thinking_signature;
+                        block.redacted = thinking.redacted;
+                    }
+                    writer.thinking_end(index).await;
+                }
+                AssistantContent::ToolCall(call) => {
+                    let index = writer.tool_call_start(call.id, call.name).await;
+                    writer
+                        .tool_call_delta(index, call.arguments.to_string())
+                        .await;
+                    if let Some(block) = writer.tool_call_mut(index) {
+                        block.thought_signature = call.thought_signature;
+                    }
+                    writer.tool_call_end(index).await;
+                }
+            }
+        }
+        let out = writer.message_mut();
+        out.usage = usage;
+        out.stop_reason = stop_reason;
+        out.response_id = response_id;
+        out.response_model = response_model;
+        out.diagnostics = diagnostics;
+        out.error_message = error_message;
+        out.error_kind = error_kind;
+        out.http_status = http_status;
+        out.retry_after_ms = retry_after_ms;
+        // `done` turns a failure stop reason into the `error` event.
+        Ok(())
+    }));
+    stream
+}
+
 /// Reads a proxy's event stream to its end (fuzzing feeds bytes here, without a network).
 pub(crate) async fn read_stream(
     writer: &mut StreamWriter,
@@ -124,6 +238,14 @@ async fn apply(
 ) -> Result<Option<Result<(), ProviderError>>, ProviderError> {
     let event: Value = serde_json::from_str(data)
         .map_err(|error| ProviderError::Decode(format!("Malformed proxy event: {error}")))?;
+    apply_event(writer, &event).await
+}
+
+/// Applies one decoded event; `Some` when the stream is over.
+async fn apply_event(
+    writer: &mut StreamWriter,
+    event: &Value,
+) -> Result<Option<Result<(), ProviderError>>, ProviderError> {
     let index = event
         .get("contentIndex")
         .and_then(Value::as_u64)
@@ -212,47 +334,54 @@ async fn apply(
             writer.tool_call_end(index).await;
         }
         "done" => {
+            // The proxy's form has the fields at the top; a full event carries the message.
+            let full = event.get("message");
             let message = writer.message_mut();
             message.stop_reason =
                 serde_json::from_value(event["reason"].clone()).unwrap_or(StopReason::Stop);
-            if let Some(usage) = usage_of(&event) {
+            if let Some(usage) = usage_of(event).or_else(|| full.and_then(usage_of)) {
                 message.usage = usage;
             }
-            if let Some(id) = event.get("responseId").and_then(Value::as_str) {
+            if let Some(id) = event
+                .get("responseId")
+                .or_else(|| full.and_then(|m| m.get("responseId")))
+                .and_then(Value::as_str)
+            {
                 message.response_id = Some(id.to_owned());
             }
             return Ok(Some(Ok(())));
         }
         "error" => {
-            if let Some(usage) = usage_of(&event) {
+            let full = event.get("error");
+            if let Some(usage) = usage_of(event).or_else(|| full.and_then(usage_of)) {
                 writer.message_mut().usage = usage;
             }
             let message = event
                 .get("errorMessage")
+                .or_else(|| full.and_then(|m| m.get("errorMessage")))
                 .and_then(Value::as_str)
                 .unwrap_or("Proxy reported an error")
                 .to_owned();
-            // A proxy built on this library may pass the error's kind, status and retry
-            // delay on (pi's proxy sends only the text).
-            let kind = event
-                .get("errorKind")
-                .and_then(Value::as_str)
-                .and_then(ErrorKind::from_name);
-            let status = event
-                .get("httpStatus")
+            // A proxy or stream function built on this library may pass the error's kind,
+            // status and retry delay on (pi's proxy sends only the text).
+            let field = |key: &str| {
+                event
+                    .get(key)
+                    .or_else(|| full.and_then(|m| m.get(key)))
+                    .filter(|v| !v.is_null())
+            };
+            let status = field("httpStatus")
                 .and_then(Value::as_u64)
                 .and_then(|status| u16::try_from(status).ok());
-            let error = match status {
-                Some(status) => ProviderError::http(
-                    status,
-                    message,
-                    event.get("retryAfterMs").and_then(Value::as_u64),
-                ),
-                None => ProviderError::Upstream {
-                    message,
-                    kind,
-                    status: None,
-                },
+            let kind = field("errorKind")
+                .and_then(Value::as_str)
+                .and_then(ErrorKind::from_name)
+                .or_else(|| status.and_then(ErrorKind::from_status));
+            let error = ProviderError::Reported {
+                message,
+                kind,
+                status,
+                retry_after_ms: field("retryAfterMs").and_then(Value::as_u64),
             };
             return Ok(Some(Err(error)));
         }

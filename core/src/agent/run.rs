@@ -64,10 +64,22 @@ impl AgentRun {
     /// Reads the remaining events and waits until the run is over (its `agent_end` delivered to
     /// every subscriber and the agent idle again); returns what it added.
     pub async fn result(mut self) -> RunOutcome {
-        while futures::StreamExt::next(&mut self).await.is_some() {}
+        self.finish().await
+    }
+
+    /// [`result`](Self::result) without giving the run up: cancel-safe, so a binding can stop
+    /// waiting (its caller was cancelled), [`abort`](Self::abort), and wait again until the
+    /// abort has completed. Once over, returns the same outcome every time.
+    pub async fn finish(&mut self) -> RunOutcome {
+        while futures::StreamExt::next(self).await.is_some() {}
         let _ = self.idle.wait_for(|idle| *idle).await;
         self.disarm();
-        self.outcome.take().unwrap_or_default()
+        self.outcome.clone().unwrap_or_default()
+    }
+
+    /// Whether the run is over (every event read and the agent idle again).
+    pub fn is_finished(&self) -> bool {
+        self.abort_on_drop.is_none() && *self.idle.borrow()
     }
 
     fn disarm(&mut self) {

@@ -244,6 +244,20 @@ pub enum ProviderError {
         /// The HTTP-style status the provider put in the error, if any.
         status: Option<u16>,
     },
+    /// A failure another layer already described: a message whose stop reason is a failure
+    /// (a faux response, a custom stream function's message), an `error` event a proxy relayed.
+    /// Its fields are taken as given.
+    #[error("{message}")]
+    Reported {
+        /// The message (`errorMessage`).
+        message: String,
+        /// The kind given (`errorKind`), if any.
+        kind: Option<ErrorKind>,
+        /// The HTTP status given (`httpStatus`), if any.
+        status: Option<u16>,
+        /// The retry delay given (`retryAfterMs`), if any.
+        retry_after_ms: Option<u64>,
+    },
     /// Anything else: a request that could not be made (a missing key, an invalid header, a
     /// configuration error), or a custom provider's message.
     #[error("{message}")]
@@ -298,9 +312,9 @@ impl ProviderError {
             Self::Timeout(_) => return Some(ErrorKind::Timeout),
             Self::Decode(_) => return Some(ErrorKind::Decode),
             Self::Aborted => return Some(ErrorKind::Aborted),
-            Self::Upstream { message, kind, .. } | Self::Other { message, kind } => {
-                (*kind, message)
-            }
+            Self::Upstream { message, kind, .. }
+            | Self::Reported { message, kind, .. }
+            | Self::Other { message, kind } => (*kind, message),
         };
         let may_be_overflow =
             matches!(base, None | Some(ErrorKind::BadRequest | ErrorKind::Server));
@@ -314,7 +328,7 @@ impl ProviderError {
     pub fn http_status(&self) -> Option<u16> {
         match self {
             Self::Http { status, .. } => Some(*status),
-            Self::Upstream { status, .. } => *status,
+            Self::Upstream { status, .. } | Self::Reported { status, .. } => *status,
             _ => None,
         }
     }
@@ -322,7 +336,9 @@ impl ProviderError {
     /// The delay the server asked for before a retry, in milliseconds, when it named one.
     pub fn retry_after_ms(&self) -> Option<u64> {
         match self {
-            Self::Http { retry_after_ms, .. } => *retry_after_ms,
+            Self::Http { retry_after_ms, .. } | Self::Reported { retry_after_ms, .. } => {
+                *retry_after_ms
+            }
             _ => None,
         }
     }
@@ -349,6 +365,17 @@ impl ProviderError {
                 message: f(&message),
                 kind,
                 status,
+            },
+            Self::Reported {
+                message,
+                kind,
+                status,
+                retry_after_ms,
+            } => Self::Reported {
+                message: f(&message),
+                kind,
+                status,
+                retry_after_ms,
             },
             Self::Other { message, kind } => Self::other(f(&message), kind),
         }

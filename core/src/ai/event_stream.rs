@@ -161,6 +161,7 @@ impl AssistantMessageEventStream {
         let mut message = acc.snapshot();
         message.stop_reason = StopReason::Error;
         message.error_message = Some(STREAM_ENDED_EARLY.to_owned());
+        message.error_kind = Some(ErrorKind::Decode);
         acc.finish_with(message.clone());
         AssistantMessageEvent::Error {
             reason: StopReason::Error,
@@ -548,8 +549,8 @@ impl StreamWriter {
     }
 
     /// Ends the stream with `done`, or with `error` when the message's stop reason is a failure
-    /// or the request was aborted. A failure keeps the `error_kind` and `http_status` the
-    /// provider set on the message (a refusal, say).
+    /// or the request was aborted. A failure keeps the `error_kind`, `http_status` and
+    /// `retry_after_ms` the provider set on the message (a refusal, say).
     pub async fn done(mut self) {
         self.ready().await;
         if self.is_aborted() {
@@ -558,13 +559,14 @@ impl StreamWriter {
         let reason = self.acc.message().stop_reason;
         if reason.is_failure() {
             let message = self.acc.message();
-            let error = ProviderError::Upstream {
+            let error = ProviderError::Reported {
                 message: message
                     .error_message
                     .clone()
                     .unwrap_or_else(|| "An unknown error occurred".to_owned()),
                 kind: message.error_kind,
                 status: message.http_status,
+                retry_after_ms: message.retry_after_ms,
             };
             return self.fail(error).await;
         }

@@ -20,6 +20,7 @@ pub(crate) mod partial_json;
 pub mod providers;
 mod redact;
 pub(crate) mod registry;
+pub(crate) mod shape;
 pub(crate) mod short_hash;
 pub(crate) mod simple_options;
 pub mod sse;
@@ -57,6 +58,7 @@ pub use registry::{
     ApiProvider, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,
 };
+pub use shape::shape_fields;
 pub use simple_options::{
     SIMPLE_MAX_TOKENS_CAP, adjust_max_tokens_for_thinking, default_thinking_budget,
 };

@@ -114,7 +114,9 @@ pub(super) fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
 }
 
 /// The parts of a `chat.completion.chunk` the stream reads, borrowed from the SSE data (see
-/// [`lenient`](crate::ai::providers::lenient): a field of another type reads as absent).
+/// [`lenient`](crate::ai::providers::lenient): a field of another type reads as absent). The
+/// rare whole-JSON fields are boxed: every chunk moves these structs around while parsing, and
+/// a `Value` inline would make each move several hundred bytes.
 #[derive(Debug, Default, Deserialize)]
 struct Chunk<'a> {
     #[serde(default, borrow)]
@@ -124,9 +126,9 @@ struct Chunk<'a> {
     #[serde(default, borrow)]
     choices: Array<Object<Choice<'a>>>,
     #[serde(default)]
-    usage: Option<Value>,
+    usage: Option<Box<Value>>,
     #[serde(default)]
-    error: Option<Value>,
+    error: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -136,7 +138,7 @@ struct Choice<'a> {
     #[serde(default, borrow)]
     delta: Object<Delta<'a>>,
     #[serde(default)]
-    usage: Option<Value>,
+    usage: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -152,7 +154,7 @@ struct Delta<'a> {
     #[serde(default, borrow)]
     tool_calls: Array<Object<ToolCallDelta<'a>>>,
     #[serde(default)]
-    reasoning_details: Option<Value>,
+    reasoning_details: Option<Box<Value>>,
 }
 
 impl Delta<'_> {
@@ -288,7 +290,7 @@ impl ChunkState {
             self.tool_call_delta(call.0.as_ref().unwrap_or(&no_call), writer)
                 .await;
         }
-        if let Some(details) = delta.reasoning_details.as_ref().and_then(Value::as_array) {
+        if let Some(details) = delta.reasoning_details.as_deref().and_then(Value::as_array) {
             for detail in details {
                 if detail.get("type").and_then(Value::as_str) != Some("reasoning.encrypted") {
                     continue;

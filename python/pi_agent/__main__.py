@@ -1,0 +1,106 @@
+"""``python -m pi_agent login <provider> --file auth.json``: an OAuth login from a terminal.
+
+Opens (or prints) the authorization URL, accepts the browser's redirect or a pasted code, and
+stores the credentials in the file you name (pi's ``auth.json`` shape, mode 0600). Tokens are
+never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import threading
+import webbrowser
+from typing import Any, Dict, List, Optional
+
+from . import oauth
+
+
+def _open_browser(url: str) -> None:
+    """Opens `url` in a browser if there is one (the URL is printed either way)."""
+    try:
+        webbrowser.open(url)
+    except Exception:  # noqa: BLE001 - no browser: the printed URL is enough
+        pass
+
+
+def _on_auth(info: Dict[str, Any]) -> None:
+    print(f"Open this URL to log in:\n\n  {info['url']}\n", flush=True)
+    if info.get("instructions"):
+        print(info["instructions"], flush=True)
+    _open_browser(info["url"])
+
+
+def _on_prompt(prompt: Dict[str, Any]) -> str:
+    return input(f"{prompt['message']} ")
+
+
+def _on_progress(message: str) -> None:
+    print(message, flush=True)
+
+
+async def _on_manual_code_input() -> str:
+    """Reads a pasted code or redirect URL on a daemon thread, while the browser may win."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future = loop.create_future()
+
+    def read() -> None:
+        try:
+            line = sys.stdin.readline()
+        except Exception as error:  # noqa: BLE001 - handed to the waiting coroutine
+            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_exception(error))
+            return
+        loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(line.strip()))
+
+    threading.Thread(target=read, daemon=True).start()
+    return await answer
+
+
+def _on_select(prompt: Dict[str, Any]) -> Optional[str]:
+    print(prompt["message"])
+    for number, option in enumerate(prompt["options"], 1):
+        print(f"  {number}. {option['label']}")
+    choice = input("Choose a number (empty to cancel): ").strip()
+    if not choice:
+        return None
+    return prompt["options"][int(choice) - 1]["id"]
+
+
+def login(provider_id: str, path: str) -> int:
+    known = [provider["id"] for provider in oauth.providers()]
+    if provider_id not in known:
+        print(f"unknown provider {provider_id!r} (one of: {', '.join(known)})", file=sys.stderr)
+        return 2
+    try:
+        credentials = oauth.login_sync(
+            provider_id,
+            on_auth=_on_auth,
+            on_prompt=_on_prompt,
+            on_progress=_on_progress,
+            on_manual_code_input=_on_manual_code_input,
+            on_select=_on_select,
+        )
+        oauth.save_credentials(path, provider_id, credentials)
+    except oauth.OAuthError as error:
+        print(f"login failed: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("login cancelled", file=sys.stderr)
+        return 130
+    print(f"Logged in to {provider_id}; credentials saved to {path}")
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pi_agent", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    login_parser = commands.add_parser("login", help="log in with OAuth and store the credentials")
+    login_parser.add_argument("provider", help="anthropic, github-copilot or openai-codex")
+    login_parser.add_argument("--file", required=True, help="the auth.json to store the credentials in")
+    arguments = parser.parse_args(argv)
+    return login(arguments.provider, arguments.file)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

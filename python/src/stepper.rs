@@ -1,0 +1,150 @@
+//! `AgentStepper`: core's sans-IO agent loop ([`AgentStepper`]) for Python drivers — a
+//! durable workflow engine, a test, a custom runtime. Pure: no runtime, thread or I/O; the
+//! same inputs give the same steps, and the state is a JSON dict to store between steps.
+//!
+//! A step is `{"events": [...], "action": {...}}`: the events to deliver now (pi-shaped
+//! `AgentEvent` dicts) and what the driver must do next (`{"type": "poll_steering"}`,
+//! `{"type": "call_model"}`, `{"type": "execute_tools", "assistantMessage", "toolCalls",
+//! "mode"}`, `{"type": "should_stop_after_turn", "message", "toolResults", "newMessages"}`,
+//! `{"type": "finished", "newMessages"}`); the driver answers with a `StepInput` dict
+//! (`{"type": "model_result", "message", "startEmitted"}`, ...).
+
+use pi_agent::agent::{AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyType;
+use serde_json::{Value, json};
+
+use crate::convert::{Json, parse, serde_to_py};
+
+/// The agent loop as a state machine: `start`, then `resume` with the result of each action.
+#[pyclass(module = "pi_agent", name = "AgentStepper")]
+pub(crate) struct PyAgentStepper {
+    inner: AgentStepper,
+}
+
+/// A step as a dict: `{"events": [...], "action": {...}}`.
+fn step_json(step: Step) -> Json {
+    let events: Vec<Value> = step
+        .events
+        .iter()
+        .map(|event| event.to_json(false))
+        .collect();
+    Json(json!({
+        "events": events,
+        "action": serde_json::to_value(&step.action).unwrap_or(Value::Null),
+    }))
+}
+
+#[pymethods]
+impl PyAgentStepper {
+    /// Starts a run on `messages` (the transcript): with `prompts` (a list of message dicts)
+    /// as pi's `agentLoop`, or without (`None`) as `agentLoopContinue`. `config` is core's
+    /// `StepperConfig` (`{"toolExecution", "toolModes", "shouldStopAfterTurn",
+    /// "skipInitialSteeringPoll"}`). Returns `(stepper, first_step)`.
+    #[classmethod]
+    #[pyo3(signature = (*, system_prompt = "", messages = None, prompts = None, config = None))]
+    fn start<'py>(
+        _cls: &Bound<'py, PyType>,
+        py: Python<'py>,
+        system_prompt: &str,
+        messages: Option<&Bound<'py, PyAny>>,
+        prompts: Option<&Bound<'py, PyAny>>,
+        config: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<(Self, Bound<'py, PyAny>)> {
+        let messages: Vec<AgentMessage> = match messages.filter(|m| !m.is_none()) {
+            Some(messages) => parse(messages, "messages")?,
+            None => Vec::new(),
+        };
+        let start = match prompts.filter(|p| !p.is_none()) {
+            Some(prompts) => RunStart::Prompt {
+                prompts: parse(prompts, "prompts")?,
+            },
+            None => RunStart::Continue,
+        };
+        let config: StepperConfig = match config.filter(|c| !c.is_none()) {
+            Some(config) => parse(config, "stepper config")?,
+            None => StepperConfig::default(),
+        };
+        let (inner, step) = AgentStepper::start(config, system_prompt.to_owned(), messages, start);
+        Ok((Self { inner }, step_json(step).into_pyobject(py)?))
+    }
+
+    /// Feeds the result of the last action (a `StepInput` dict) and returns the next step.
+    /// `ValueError` if it does not answer the pending action (the state is unchanged).
+    fn resume(&mut self, input: &Bound<'_, PyAny>) -> PyResult<Json> {
+        let input: StepInput = parse(input, "step input")?;
+        self.inner
+            .resume(input)
+            .map(step_json)
+            .map_err(|error| PyValueError::new_err(error.to_string()))
+    }
+
+    /// Records an abort: after the current turn's tools the run ends instead of starting
+    /// another turn, and the queues are not polled.
+    fn abort(&mut self) {
+        self.inner.abort();
+    }
+
+    /// Whether `abort()` was called.
+    #[getter]
+    fn is_aborted(&self) -> bool {
+        self.inner.is_aborted()
+    }
+
+    /// Whether the run is over.
+    #[getter]
+    fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+
+    /// The run's system prompt.
+    #[getter]
+    fn system_prompt(&self) -> &str {
+        self.inner.system_prompt()
+    }
+
+    /// The transcript as the run sees it now (what `call_model` sends, after the driver's
+    /// `transform_context` / `convert_to_llm`).
+    #[getter]
+    fn messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.inner.messages())
+    }
+
+    /// The messages this run added so far.
+    #[getter]
+    fn new_messages<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.inner.new_messages())
+    }
+
+    /// The state as a JSON-serialisable dict (core's serde shape), to store between steps.
+    fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.inner)
+    }
+
+    /// A stepper from `to_dict()`'s output (possibly through `json.dumps` / `json.loads`).
+    #[classmethod]
+    fn from_dict(_cls: &Bound<'_, PyType>, data: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Ok(Self {
+            inner: parse(data, "stepper state")?,
+        })
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<Self>()
+            .is_ok_and(|other| other.borrow().inner == self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "AgentStepper(messages={}, finished={})",
+            self.inner.messages().len(),
+            if self.inner.is_finished() {
+                "True"
+            } else {
+                "False"
+            }
+        )
+    }
+}

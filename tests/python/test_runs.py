@@ -1,0 +1,227 @@
+"""A run as a value (core's ``AgentRun``): iteration, ``with`` / ``async with``, abort on early
+exit and on drop, results; cancellation that completes the abort before it returns; Ctrl-C;
+one naming convention for async/sync twins.
+
+Synchronisation is by events (a subscriber or the run's own events say when the run has
+started), never by sleeping; timeouts are only hang guards."""
+
+from __future__ import annotations
+
+import _thread
+import asyncio
+import gc
+import inspect
+import threading
+from typing import Any, Dict, Iterator, List
+
+import pytest
+
+import pi_agent
+
+HANG_GUARD = 30.0
+LONG = "word " * 2000
+
+
+@pytest.fixture
+def slow() -> Iterator[pi_agent.FauxProvider]:
+    """A faux provider that streams slowly enough that a run is reliably still going."""
+    with pi_agent.FauxProvider(tokens_per_second=200) as provider:
+        yield provider
+
+
+def first_update(run: pi_agent.AgentRun) -> Dict[str, Any]:
+    for event in run:
+        if event["type"] == "message_update":
+            return event
+    raise AssertionError("the run ended before streaming")
+
+
+def test_a_run_iterates_its_events_and_gives_its_result(faux: pi_agent.FauxProvider) -> None:
+    faux.push("hello")
+    agent = pi_agent.Agent(faux.model)
+    run = agent.run("hi")
+    kinds = [event["type"] for event in run]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert run.is_finished
+    new_messages = run.result_sync()
+    assert new_messages == agent.messages
+    assert [m["role"] for m in new_messages] == ["user", "assistant"]
+
+    async def main() -> List[Any]:
+        faux.push("again")
+        run = agent.run("more")
+        seen = [event["type"] async for event in run]
+        assert seen[-1] == "agent_end"
+        return await run.result()
+
+    assert [m["role"] for m in asyncio.run(main())] == ["user", "assistant"]
+    assert agent.prompt_sync("x")[-1]["stopReason"] == "error"  # nothing scripted any more
+
+
+def test_a_run_starts_at_once_and_refuses_a_second(slow: pi_agent.FauxProvider) -> None:
+    slow.push(LONG)
+    agent = pi_agent.Agent(slow.model)
+    run = agent.run("talk")
+    assert agent.is_streaming
+    assert isinstance(agent.signal, pi_agent.Signal) and not run.signal.aborted
+    with pytest.raises(pi_agent.AgentBusyError, match="already processing"):
+        agent.run("again")
+    run.abort()
+    assert run.signal.aborted
+    run.result_sync()
+    assert not agent.is_streaming and agent.signal is None
+    assert agent.messages[-1]["stopReason"] == "aborted"
+
+
+def test_leaving_with_early_aborts_and_waits(slow: pi_agent.FauxProvider) -> None:
+    slow.set_responses([LONG, LONG])
+    agent = pi_agent.Agent(slow.model)
+    with agent.run("talk") as run:
+        first_update(run)
+    # The abort has completed: the agent is idle and takes a new run at once.
+    assert not agent.is_streaming
+    assert agent.messages[-1]["stopReason"] == "aborted"
+
+    async def main() -> None:
+        async with agent.run("talk", partial=True) as run:
+            async for event in run:
+                if event["type"] == "message_update":
+                    assert event["message"]["role"] == "assistant"  # partial=True
+                    break
+        assert not agent.is_streaming
+
+    asyncio.run(asyncio.wait_for(main(), HANG_GUARD))
+    assert agent.messages[-1]["stopReason"] == "aborted"
+
+
+def test_dropping_a_run_aborts_it(slow: pi_agent.FauxProvider) -> None:
+    slow.push(LONG)
+    agent = pi_agent.Agent(slow.model)
+    run = agent.run("talk")
+    first_update(run)
+    del run
+    gc.collect()
+    agent.wait_for_idle_sync()
+    assert agent.messages[-1]["stopReason"] == "aborted"
+
+
+def test_cancelled_prompt_completes_its_abort_before_returning(slow: pi_agent.FauxProvider) -> None:
+    """Issue 9 #12: after `task.cancel()` and `await task`, the agent is idle at once, so the
+    next prompt never meets `AgentBusyError` (before, most of 200 cases were still
+    streaming)."""
+    rounds = 200
+    slow.set_responses([LONG] * rounds)
+    agent = pi_agent.Agent(slow.model)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        started = asyncio.Event()
+
+        def on_event(event: Dict[str, Any]) -> None:
+            if event["type"] == "message_update":
+                loop.call_soon_threadsafe(started.set)
+
+        agent.subscribe(on_event)
+        for _ in range(rounds):
+            started.clear()
+            task = asyncio.create_task(agent.prompt("talk"))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert not agent.is_streaming
+            assert agent.messages[-1]["stopReason"] == "aborted"
+
+    asyncio.run(asyncio.wait_for(main(), 120))
+    assert len(agent.messages) == 2 * rounds
+
+
+def test_ctrl_c_during_prompt_sync_aborts_the_run(slow: pi_agent.FauxProvider) -> None:
+    """The interrupt is sent once the run is streaming (no timer), and `prompt_sync` returns
+    only when the abort has completed."""
+    slow.push(LONG)
+    agent = pi_agent.Agent(slow.model)
+    sent = threading.Event()
+
+    def interrupt_once(event: Dict[str, Any]) -> None:
+        if event["type"] == "message_update" and not sent.is_set():
+            sent.set()
+            _thread.interrupt_main()
+
+    agent.subscribe(interrupt_once)
+    with pytest.raises(KeyboardInterrupt):
+        agent.prompt_sync("talk")
+    assert sent.is_set()
+    assert not agent.is_streaming
+    assert agent.messages[-1]["stopReason"] == "aborted"
+
+
+def test_collecting_an_agent_whose_loop_was_closed_aborts_its_run(
+    slow: pi_agent.FauxProvider,
+) -> None:
+    """A task awaiting `prompt()` on a loop that is closed while it runs is never cancelled;
+    the run stops when the agent and its run are collected."""
+    slow.push(LONG)
+    agent = pi_agent.Agent(slow.model)
+    streaming = threading.Event()
+    agent.subscribe(lambda event: streaming.set() if event["type"] == "message_update" else None)
+    signal = None
+
+    async def start() -> None:
+        nonlocal signal
+        asyncio.ensure_future(agent.prompt("talk"))
+        while agent.signal is None:
+            await asyncio.sleep(0)
+        signal = agent.signal
+
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(start())
+    assert streaming.wait(HANG_GUARD)
+    loop.close()  # the pending task is abandoned, never cancelled
+    del agent, loop, start
+    gc.collect()
+    assert signal is not None
+    assert signal.wait_sync(HANG_GUARD), "collecting the agent aborted its run"
+
+
+def test_async_and_sync_twins_follow_one_convention(faux: pi_agent.FauxProvider) -> None:
+    """The plain name is the asyncio form; the blocking twin ends in `_sync`."""
+    twins = [
+        (pi_agent, "complete"),
+        (pi_agent, "complete_simple"),
+        (pi_agent.Agent, "prompt"),
+        (pi_agent.Agent, "continue_"),
+        (pi_agent.Agent, "wait_for_idle"),
+        (pi_agent.AssistantMessageEventStream, "result"),
+        (pi_agent.AgentRun, "result"),
+        (pi_agent.Signal, "wait"),
+        (pi_agent.oauth, "login"),
+        (pi_agent.oauth, "get_oauth_api_key"),
+        (pi_agent.oauth, "refresh_oauth_token"),
+    ]
+    for owner, name in twins:
+        sync_name = "continue_sync" if name == "continue_" else f"{name}_sync"
+        assert hasattr(owner, name) and hasattr(owner, sync_name), (owner, name)
+    for module in (pi_agent, pi_agent.oauth):
+        assert not [n for n in dir(module) if n.startswith("acomplete") or n == "aresult"]
+    assert not hasattr(pi_agent.AssistantMessageEventStream, "aresult")
+
+    faux.set_responses(["a", "b"])
+    context = {"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
+    coroutine = pi_agent.complete(faux.model, context)
+    assert inspect.isawaitable(coroutine)
+    assert asyncio.run(coroutine)["content"][0]["text"] == "a"
+    assert pi_agent.complete_sync(faux.model, context)["content"][0]["text"] == "b"
+    agent = pi_agent.Agent(faux.model)
+    asyncio.run(agent.wait_for_idle())
+    agent.wait_for_idle_sync()
+
+
+def test_a_run_keeps_its_agent_alive(faux: pi_agent.FauxProvider) -> None:
+    """Only when nobody holds the agent *or* its run is the run aborted."""
+    faux.push("still here")
+    run = pi_agent.Agent(faux.model).run("hi")  # the agent object is not kept by the caller
+    gc.collect()
+    kinds = [event["type"] for event in run]
+    assert kinds[-1] == "agent_end"
+    assert run.result_sync()[-1]["content"] == [{"type": "text", "text": "still here"}]

@@ -1,0 +1,126 @@
+"""The sans-IO agent loop (core's AgentStepper) driven from Python, as a durable workflow engine
+would: every effect is the driver's, the state is stored as JSON after every step, and the
+same inputs give the same steps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List, Tuple
+
+import pytest
+
+import pi_agent
+from pi_agent import faux_tool_call
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}
+
+
+def multiply(a: float, b: float) -> str:
+    return str(a * b)
+
+
+def script(faux: pi_agent.FauxProvider) -> None:
+    faux.push([faux_tool_call("multiply", {"a": 6, "b": 7}, id="c1"), faux_tool_call("multiply", {"a": "2", "b": 3}, id="c2")])
+    faux.push("42 and 6")
+
+
+def drive(
+    model: pi_agent.Model, call_model: Callable[[Dict[str, Any]], Dict[str, Any]]
+) -> Tuple[List[Dict[str, Any]], pi_agent.AgentStepper]:
+    """A deterministic driver: stores the stepper as JSON after every step and resumes from
+    the stored copy, performing each action itself."""
+    tools = [{"name": "multiply", "description": "Multiplies", "parameters": SCHEMA}]
+    prompt = {"role": "user", "content": "6*7 and 2*3?", "timestamp": 0}
+    stepper, step = pi_agent.AgentStepper.start(system_prompt="Be brief.", prompts=[prompt])
+    events: List[Dict[str, Any]] = []
+    while True:
+        events.extend(step["events"])
+        stored = json.dumps(stepper.to_dict())  # e.g. in a workflow's history
+        stepper = pi_agent.AgentStepper.from_dict(json.loads(stored))
+        action = step["action"]
+        kind = action["type"]
+        if kind == "finished":
+            assert action["newMessages"] == stepper.new_messages
+            return events, stepper
+        if kind == "poll_steering":
+            step = stepper.resume({"type": "steering", "messages": []})
+        elif kind == "poll_follow_up":
+            step = stepper.resume({"type": "follow_up", "messages": []})
+        elif kind == "call_model":
+            context = {
+                "systemPrompt": stepper.system_prompt,
+                "messages": pi_agent.default_convert_to_llm(stepper.messages),
+                "tools": tools,
+            }
+            step = stepper.resume({"type": "model_result", "message": call_model(context), "startEmitted": False})
+        elif kind == "execute_tools":
+            outcomes = []
+            for call in action["toolCalls"]:
+                arguments = pi_agent.validate_tool_call(tools, call)
+                outcomes.append({
+                    "message": {
+                        "role": "toolResult",
+                        "toolCallId": call["id"],
+                        "toolName": call["name"],
+                        "content": [{"type": "text", "text": multiply(**arguments)}],
+                        "isError": False,
+                        "timestamp": 0,
+                    }
+                })
+            step = stepper.resume({"type": "tool_results", "outcomes": outcomes})
+        else:
+            raise AssertionError(f"unexpected action {action}")
+
+
+def test_a_python_driver_runs_the_loop_like_the_agent(faux: pi_agent.FauxProvider) -> None:
+    script(faux)
+    events, stepper = drive(faux.model, lambda context: pi_agent.complete_simple_sync(faux.model, context))
+    assert stepper.is_finished and not stepper.is_aborted
+    roles = [m["role"] for m in stepper.messages]
+    assert roles == ["user", "assistant", "toolResult", "toolResult", "assistant"]
+    assert [m["content"][0]["text"] for m in stepper.messages if m["role"] == "toolResult"] == ["42", "6"]
+
+    # The agent runs the same loop: the same structure of events.
+    script(faux)
+    agent = pi_agent.Agent(faux.model, system_prompt="Be brief.", tools=[pi_agent.Tool("multiply", "Multiplies", SCHEMA, multiply)])
+    agent_events: List[Dict[str, Any]] = []
+    agent.subscribe(agent_events.append)
+    agent.prompt_sync("6*7 and 2*3?")
+    driver_emits = ("message_update", "tool_execution_start", "tool_execution_update", "tool_execution_end")
+    assert [e["type"] for e in events] == [e["type"] for e in agent_events if e["type"] not in driver_emits]
+    assert [m["role"] for m in agent.messages] == roles
+
+
+def test_the_stepper_is_pure(faux: pi_agent.FauxProvider) -> None:
+    answers: List[Dict[str, Any]] = []
+    script(faux)
+    first, _ = drive(faux.model, lambda context: answers.append(pi_agent.complete_simple_sync(faux.model, context)) or answers[-1])
+    replayed = iter(answers)
+    second, _ = drive(faux.model, lambda context: next(replayed))  # no model: the recorded answers
+    assert first == second
+
+
+def test_a_wrong_answer_is_refused_and_changes_nothing() -> None:
+    stepper, step = pi_agent.AgentStepper.start(messages=[{"role": "user", "content": "hi", "timestamp": 0}])
+    assert [e["type"] for e in step["events"]] == ["agent_start", "turn_start"]
+    assert step["action"] == {"type": "poll_steering"}
+    before = stepper.to_dict()
+    with pytest.raises(ValueError, match="does not answer the pending action `poll_steering`"):
+        stepper.resume({"type": "should_stop", "stop": True})
+    assert stepper.to_dict() == before
+    with pytest.raises(ValueError, match="invalid step input"):
+        stepper.resume({"type": "nonsense"})
+    step = stepper.resume({"type": "steering", "messages": []})
+    assert step["action"] == {"type": "call_model"}
+    stepper.abort()
+    failure = {"role": "assistant", "content": [], "api": "x", "provider": "x", "model": "x",
+               "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0,
+                         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}},
+               "stopReason": "aborted", "errorMessage": "Request was aborted", "timestamp": 0}
+    step = stepper.resume({"type": "model_result", "message": failure})
+    assert step["action"]["type"] == "finished" and stepper.is_finished and stepper.is_aborted
+    assert [e["type"] for e in step["events"]] == ["message_start", "message_end", "turn_end", "agent_end"]
+    restored = pi_agent.AgentStepper.from_dict(stepper.to_dict())
+    assert restored == stepper
+    with pytest.raises(ValueError, match="invalid stepper state"):
+        pi_agent.AgentStepper.from_dict({"phase": "nowhere"})
