@@ -30,7 +30,7 @@ mod limits;
 mod redirect;
 mod retry;
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -45,22 +45,47 @@ pub(crate) use self::retry::{send, send_formatted};
 /// Idle connections kept per host between requests.
 const MAX_IDLE_PER_HOST: usize = 32;
 
-/// The process-wide client: connections are pooled across requests and providers. Redirects
+/// The library's own client: connections are pooled across requests and providers. Redirects
 /// are followed by [`send`], which drops credentials on a change of origin; the client itself
 /// follows none.
-pub(crate) fn client() -> &'static reqwest::Client {
-    static CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
-        reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            // Bounded idle pool: a burst of thousands of streams to one host must not leave
-            // thousands of idle sockets (and their buffers) behind it.
-            .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
-            .pool_idle_timeout(Duration::from_secs(30))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_else(|_| reqwest::Client::new())
-    });
-    &CLIENT
+static DEFAULT_CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(30))
+        // Bounded idle pool: a burst of thousands of streams to one host must not leave
+        // thousands of idle sockets (and their buffers) behind it.
+        .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
+        .pool_idle_timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_else(|_| reqwest::Client::new())
+});
+
+/// The program's client, when it set one ([`set_http_client`]).
+static CUSTOM_CLIENT: RwLock<Option<reqwest::Client>> = RwLock::new(None);
+
+/// The client every built-in provider, the agent proxy and the OAuth flows send with: the
+/// program's ([`set_http_client`]), else the library's. (A `reqwest::Client` is a handle:
+/// cloning it shares its connection pool.)
+pub(crate) fn client() -> reqwest::Client {
+    let custom = CUSTOM_CLIENT.read().unwrap_or_else(PoisonError::into_inner);
+    custom.as_ref().unwrap_or(&DEFAULT_CLIENT).clone()
+}
+
+/// Makes the built-in providers (and the agent proxy and OAuth flows) send their HTTP requests
+/// with `client` from now on: its proxy, TLS roots and certificates, timeouts, pool and
+/// default headers. `None` goes back to the library's own client. Requests already started
+/// keep the client they started with. The OpenAI Codex WebSocket transport has its own
+/// connection and does not use it.
+///
+/// Build it with `redirect(reqwest::redirect::Policy::none())`: the library follows
+/// redirects itself so that credentials never reach another origin, and a client that
+/// follows them first would bypass that. Use the `reqwest` the library re-exports
+/// ([`pi_agent::reqwest`](crate::reqwest)) so that the versions match. The library's retries,
+/// request and idle timeouts and size limits still apply on top of the client's own.
+pub fn set_http_client(client: Option<reqwest::Client>) {
+    *CUSTOM_CLIENT
+        .write()
+        .unwrap_or_else(PoisonError::into_inner) = client;
 }
 
 /// The message of a stream started outside a tokio runtime.
