@@ -65,6 +65,7 @@ from ._core import (
     validate_tool_arguments,
     validate_tool_call,
 )
+from ._error_kind import error_kind, is_transient_error
 from ._tools import function_schema, tool
 from . import oauth
 
@@ -95,6 +96,7 @@ __all__ = [
     "complete_simple_sync",
     "complete_sync",
     "default_convert_to_llm",
+    "error_kind",
     "faux_text",
     "faux_thinking",
     "faux_tool_call",
@@ -106,6 +108,7 @@ __all__ = [
     "get_providers",
     "get_supported_thinking_levels",
     "is_context_overflow",
+    "is_transient_error",
     "models_are_equal",
     "oauth",
     "parse_streaming_json",
