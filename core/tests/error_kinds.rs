@@ -123,6 +123,21 @@ async fn statuses_name_their_kind() {
 }
 
 #[tokio::test]
+async fn a_missing_key_is_auth_before_anything_is_sent() {
+    // A provider with no environment variable, on a host that is not loopback: no request
+    // can be made without a key.
+    let model = Model::new(
+        "openai-completions",
+        "no-such-vendor",
+        "m",
+        "https://example.invalid/v1",
+    );
+    let message = failed(&model, &StreamOptions::default()).await;
+    assert_eq!(message.error_kind, Some(ErrorKind::Auth), "{message:?}");
+    assert_eq!(message.http_status, None);
+}
+
+#[tokio::test]
 async fn context_overflow_text_is_context_overflow() {
     let text = "This model's maximum context length is 128000 tokens. However, your messages \
                 resulted in 200000 tokens.";
