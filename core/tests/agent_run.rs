@@ -485,3 +485,71 @@ async fn finish_can_stop_waiting_abort_and_wait_again_for_the_same_outcome() {
     assert_eq!(run.finish().await, outcome);
     drop(agent.start(RunInput::text("again")).unwrap());
 }
+
+/// A run longer than the run's event buffer: a consumer that reads a few events and then only
+/// wants the result gets it (the run does not wait for the unread events), and a consumer that
+/// reads everything sees every delta in order, with the subscriber seeing the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_run_reads_in_order_or_gives_its_result_without_the_events() {
+    let faux = FauxProvider::register();
+    let text: String = (0..6000).map(|n| format!("w{n} ")).collect();
+    faux.push(faux_assistant_message(vec![faux_text(&text)]));
+    faux.push(faux_assistant_message(vec![faux_text(&text)]));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        ..AgentOptions::default()
+    });
+    let seen = Arc::new(Mutex::new(String::new()));
+    let sink = Arc::clone(&seen);
+    let _subscription = agent.subscribe(move |event| {
+        if let AgentEvent::MessageUpdate {
+            assistant_message_event,
+            ..
+        } = event
+            && let Some(delta) = assistant_message_event.delta()
+        {
+            sink.lock().unwrap().push_str(delta);
+        }
+    });
+
+    // Read everything: every delta, in order, then the end.
+    let mut run = agent.start(RunInput::text("one")).expect("start");
+    let mut streamed = String::new();
+    let mut updates = 0;
+    let mut last = None;
+    while let Some(event) = tokio::time::timeout(HANG_GUARD, run.next())
+        .await
+        .expect("no hang")
+    {
+        if let AgentEvent::MessageUpdate {
+            assistant_message_event,
+            ..
+        } = &event
+            && let Some(delta) = assistant_message_event.delta()
+        {
+            streamed.push_str(delta);
+            updates += 1;
+        }
+        last = Some(event.kind());
+    }
+    assert!(updates > 1024, "longer than the run's buffer: {updates}");
+    assert_eq!(streamed, text);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        text,
+        "the subscriber saw the same deltas"
+    );
+    assert_eq!(last, Some("agent_end"));
+    assert!(run.is_finished());
+
+    // Read a few, then ask for the result.
+    let mut run = agent.start(RunInput::text("two")).expect("start");
+    for _ in 0..3 {
+        run.next().await.expect("an event");
+    }
+    let outcome = tokio::time::timeout(HANG_GUARD, run.result())
+        .await
+        .expect("no hang");
+    assert_eq!(outcome.new_messages.len(), 2, "prompt and reply");
+    assert_eq!(agent.messages().len(), 4);
+}

@@ -40,9 +40,13 @@ def _evaluate(node: ast.AST) -> Union[int, float]:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.left), _evaluate(node.right))
+        result: Union[int, float] = _OPERATORS[type(node.op)](
+            _evaluate(node.left), _evaluate(node.right)
+        )
+        return result
     if isinstance(node, ast.UnaryOp) and type(node.op) in _OPERATORS:
-        return _OPERATORS[type(node.op)](_evaluate(node.operand))
+        negated: Union[int, float] = _OPERATORS[type(node.op)](_evaluate(node.operand))
+        return negated
     raise ValueError(f"unsupported expression: {ast.unparse(node)}")
 
 

@@ -71,6 +71,28 @@ impl Drop for ScopeGuard {
 /// Runs `future` to completion on the runtime, blocking the calling thread. `what` names the C
 /// function for the error raised when called from an event callback.
 pub(crate) fn block_on<F: Future>(what: &str, future: F) -> Result<F::Output, pi_error> {
+    may_block(what)?;
+    Ok(runtime()?.block_on(future))
+}
+
+/// Like [`block_on`], but first polls `future` once on the calling thread, and parks only if it
+/// is not ready: a stream whose next event is already queued (events arrive in batches) then
+/// costs no trip through the runtime's scheduler. For futures whose poll needs no runtime
+/// context (no tokio I/O or timers of their own).
+pub(crate) fn poll_or_block_on<F: Future>(what: &str, future: F) -> Result<F::Output, pi_error> {
+    may_block(what)?;
+    let mut future = std::pin::pin!(future);
+    // A no-op waker is enough: if the future is pending, `block_on` polls it again with a real
+    // one, which replaces it before anything can be missed.
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+        return Ok(output);
+    }
+    Ok(runtime()?.block_on(future))
+}
+
+/// Fails when the current thread must not block (it runs an event callback).
+fn may_block(what: &str) -> Result<(), pi_error> {
     if let Scope::Event(_) = current_scope() {
         return Err(pi_error::new(
             pi_error_kind::CalledFromCallback,
@@ -80,5 +102,5 @@ pub(crate) fn block_on<F: Future>(what: &str, future: F) -> Result<F::Output, pi
             ),
         ));
     }
-    Ok(runtime()?.block_on(future))
+    Ok(())
 }

@@ -6,14 +6,17 @@ use std::sync::{Mutex, PoisonError};
 
 use futures::StreamExt;
 use pi_agent::agent::{ProxyOptions, stream_proxy};
-use pi_agent::ai::{ApiKey, AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
+use pi_agent::ai::{
+    ApiKey, AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream, Context,
+    PartialMessage, StreamOptions,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
+use crate::error::{parse_json, pi_error, to_json};
 use crate::model::pi_model;
 use crate::options::stream_options;
-use crate::runtime::{block_on, runtime};
+use crate::runtime::{block_on, poll_or_block_on, runtime};
 use crate::stream_options::pi_stream_options;
 use crate::string::{into_c_string, pi_str};
 
@@ -64,7 +67,10 @@ pub struct pi_event {
     pub content_index: usize,
     /// The new text of `*_DELTA` events (for `TOOLCALL_DELTA`: a JSON fragment); else empty.
     pub delta: pi_str,
-    /// The whole event as pi-shaped JSON, e.g. `{"type":"text_delta","contentIndex":0,"delta":"Hi"}`.
+    /// The whole event as pi-shaped JSON, e.g. `{"type":"text_delta","contentIndex":0,"delta":"Hi"}`,
+    /// only when the stream was set to fill it (`pi_stream_set_event_json`); else empty. Without
+    /// that, `pi_stream_event_json` gives it on demand, so events read only for `kind` and
+    /// `delta` cost no serialisation.
     pub json: pi_str,
 }
 
@@ -83,8 +89,49 @@ pub struct pi_stream {
 struct StreamState {
     events: AssistantMessageEventStream,
     finished: bool,
-    json: String,
-    delta: String,
+    /// The event `pi_stream_next` returned last (`delta` points into it). A terminal event is
+    /// kept without its message: the stream's `partial` holds the same final message, and one
+    /// copy of a large message is enough.
+    current: Option<AssistantMessageEvent>,
+    /// `current` as JSON, once asked for.
+    json: Option<String>,
+    /// Whether `pi_stream_next` fills `pi_event.json` (`pi_stream_set_event_json`).
+    eager_json: bool,
+}
+
+impl StreamState {
+    /// Forgets the current event (before the next one arrives, so both are never held).
+    fn clear_current(&mut self) {
+        self.current = None;
+        self.json = None;
+    }
+
+    /// The JSON of the current event, serialised on the first call (empty without an event).
+    fn current_json(&mut self, partial: &PartialMessage) -> pi_str {
+        if self.json.is_none()
+            && let Some(event) = self.current.as_mut()
+        {
+            // A terminal event borrows its message back from `partial` for as long as it takes
+            // to write it.
+            if let Some(message) = terminal_message_mut(event) {
+                *message = partial.snapshot();
+            }
+            self.json = Some(serde_json::to_string(event).unwrap_or_default());
+            if let Some(message) = terminal_message_mut(event) {
+                *message = AssistantMessage::default();
+            }
+        }
+        self.json.as_deref().map_or(pi_str::EMPTY, pi_str::new)
+    }
+}
+
+/// The message a terminal event carries.
+fn terminal_message_mut(event: &mut AssistantMessageEvent) -> Option<&mut AssistantMessage> {
+    match event {
+        AssistantMessageEvent::Done { message, .. } => Some(message),
+        AssistantMessageEvent::Error { error, .. } => Some(error),
+        _ => None,
+    }
 }
 
 /// Starts a request to `model` with pi's `stream` and writes the stream to `*stream_out` (free
@@ -224,8 +271,9 @@ fn open(
         state: Mutex::new(StreamState {
             events,
             finished: false,
-            json: String::new(),
-            delta: String::new(),
+            current: None,
+            json: None,
+            eager_json: false,
         }),
     }));
     Ok(())
@@ -257,6 +305,9 @@ pub extern "C" fn pi_stream_partial_json(
 /// returned, so `while (pi_stream_next(s, &e))` sees every event exactly once. Also returns
 /// `false` for NULL arguments and when called from an event callback.
 ///
+/// The event is not serialised to JSON unless asked (`pi_stream_event_json`, or
+/// `pi_stream_set_event_json` for every event).
+///
 /// Thread-safety: one thread at a time per stream; not from an event callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_event) -> bool {
@@ -271,23 +322,67 @@ pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_even
         if state.finished {
             return false;
         }
-        let Ok(next) = block_on("pi_stream_next", state.events.next()) else {
+        state.clear_current();
+        let Ok(next) = poll_or_block_on("pi_stream_next", state.events.next()) else {
             return false;
         };
-        let Some(event) = next else {
+        let Some(mut event) = next else {
             state.finished = true;
             return false;
         };
         state.finished = event.is_terminal();
-        state.json = serde_json::to_string(&event).unwrap_or_default();
-        state.delta = event.delta().unwrap_or("").to_owned();
+        if let Some(message) = terminal_message_mut(&mut event) {
+            // `partial` holds the same message (see `StreamState::current`).
+            drop(std::mem::take(message));
+        }
+        let kind = pi_stream_event_kind::of(&event);
+        let content_index = event.content_index().unwrap_or(0);
+        let event = state.current.insert(event);
+        let delta = event.delta().map_or(pi_str::EMPTY, pi_str::new);
+        let json = if state.eager_json {
+            state.current_json(&stream.partial)
+        } else {
+            pi_str::EMPTY
+        };
         out.write(pi_event {
-            kind: pi_stream_event_kind::of(&event),
-            content_index: event.content_index().unwrap_or(0),
-            delta: pi_str::new(&state.delta),
-            json: pi_str::new(&state.json),
+            kind,
+            content_index,
+            delta,
+            json,
         });
         true
+    }
+}
+
+/// The pi-shaped JSON of the event `pi_stream_next` returned last (e.g.
+/// `{"type":"done","reason":"stop","message":{...}}`), serialised on the first call for that
+/// event. Empty before the first event, and for NULL. Valid until the next `pi_stream_next`,
+/// `pi_stream_result_json` or `pi_stream_free` on the stream.
+///
+/// Thread-safety: the thread that calls `pi_stream_next`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_event_json(stream: *mut pi_stream) -> pi_str {
+    ffi_boundary! {
+        let Some(stream) = opt_ref(stream) else {
+            return pi_str::EMPTY;
+        };
+        let mut state = stream.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.current_json(&stream.partial)
+    }
+}
+
+/// Whether `pi_stream_next` fills `pi_event.json` for every event (`eager` true) or leaves it
+/// empty (false, the default; `pi_stream_event_json` then gives it on demand). Serialising
+/// every event costs time and, for a `DONE` event, a second copy of the final message. No-op
+/// for NULL.
+///
+/// Thread-safety: the thread that calls `pi_stream_next`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_set_event_json(stream: *mut pi_stream, eager: bool) {
+    ffi_boundary! {
+        if let Some(stream) = opt_ref(stream) {
+            stream.state.lock().unwrap_or_else(PoisonError::into_inner).eager_json = eager;
+        }
     }
 }
 
@@ -308,6 +403,7 @@ pub extern "C" fn pi_stream_result_json(
         let out = Out::new(json_out, "json_out")?;
         let mut state = stream.state.lock().unwrap_or_else(PoisonError::into_inner);
         if !state.finished {
+            state.clear_current();
             block_on("pi_stream_result_json", async {
                 while let Some(event) = state.events.next().await {
                     if event.is_terminal() {
@@ -317,10 +413,11 @@ pub extern "C" fn pi_stream_result_json(
             })?;
             state.finished = true;
         }
-        let message = state.events.final_message().ok_or_else(|| {
-            pi_error::new(pi_error_kind::Runtime, "the stream ended without a final message")
-        })?;
-        let json = serde_json::to_string(&message)
+        // Once the terminal event has been read, `partial` holds the final message: written
+        // from there, without a copy.
+        let json = stream
+            .partial
+            .with(serde_json::to_string)
             .map_err(|error| pi_error::invalid_json("message", &error))?;
         out.write(into_c_string(json));
         Ok(())

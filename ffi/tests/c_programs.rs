@@ -1,145 +1,22 @@
 //! Compiles the C programs (`tests/c/ffi_test.c`, `tests/c/ffi_agent_test.c`,
-//! `tests/c/ffi_ai_test.c`, `tests/c/ffi_agent_run_test.c`, `examples/c/agent.c`) with
+//! `tests/c/ffi_ai_test.c`, `tests/c/ffi_agent_run_test.c`, `examples/c/agent.c`, the benchmark
+//! `benches/c/stream_bench.c`) with
 //! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with `-lpi_agent`
 //! against the cdylib cargo built for this test run (`target/<profile>/deps/libpi_agent_ffi.so`,
 //! found from the test executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an
 //! rpath, and runs them: natively, and the offline cases again under valgrind when it is
 //! installed.
 
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+#[path = "support/c_build.rs"]
+mod c_build;
+
+use std::path::Path;
+use std::process::Command;
+
+use c_build::{assert_success, compile, repo_root, run};
 
 use pi_mock_server::MockServer;
 use serde_json::json;
-
-/// Generous: a debug build under valgrind is slow.
-const TIMEOUT: Duration = Duration::from_secs(300);
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("ffi/ has a parent")
-        .to_path_buf()
-}
-
-/// A directory laid out like an installed library: `libpi_agent.so` (what `-lpi_agent` finds)
-/// and the library's SONAME (what the programs then load), both links to the cdylib cargo built
-/// for this run. Cargo writes it as `target/<profile>/deps/libpi_agent_ffi.so`, next to this
-/// test executable (the lib's `rlib` crate type makes the tests depend on it; only a top-level
-/// `cargo build` copies it up to `target/<profile>`).
-fn library_dir() -> PathBuf {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let exe = std::env::current_exe().expect("current_exe");
-        let library = exe
-            .parent()
-            .expect("the test executable has a directory")
-            .join(format!(
-                "{}pi_agent_ffi{}",
-                std::env::consts::DLL_PREFIX,
-                std::env::consts::DLL_SUFFIX
-            ));
-        assert!(
-            library.exists(),
-            "{} is missing (cargo builds it with the tests)",
-            library.display()
-        );
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("c-lib");
-        std::fs::create_dir_all(&dir).unwrap();
-        for name in ["libpi_agent.so", env!("PI_AGENT_SONAME")] {
-            // Replaced atomically, so a stale link from an earlier run is never half-seen.
-            let staging = dir.join(format!("{name}.tmp"));
-            let _ = std::fs::remove_file(&staging);
-            std::os::unix::fs::symlink(&library, &staging).unwrap();
-            std::fs::rename(&staging, dir.join(name)).unwrap();
-        }
-        dir
-    })
-    .clone()
-}
-
-/// Compiles one C source into an executable in cargo's per-test scratch directory.
-fn compile(source: &str, name: &str) -> PathBuf {
-    let root = repo_root();
-    let lib_dir = library_dir();
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let compiler = std::env::var("CC").unwrap_or_else(|_| "cc".to_owned());
-    let output = Command::new(&compiler)
-        .args(["-Wall", "-Wextra", "-Werror", "-std=c11", "-pthread", "-g"])
-        .arg("-I")
-        .arg(root.join("include"))
-        .arg(root.join(source))
-        .arg("-o")
-        .arg(&out)
-        .arg("-L")
-        .arg(&lib_dir)
-        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
-        .arg("-lpi_agent")
-        .output()
-        .unwrap_or_else(|error| panic!("cannot run {compiler}: {error}"));
-    assert!(
-        output.status.success(),
-        "compiling {source} failed:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    out
-}
-
-/// Runs `command`, killing it after [`TIMEOUT`].
-fn run(mut command: Command) -> Output {
-    let description = format!("{command:?}");
-    // cargo's `LD_LIBRARY_PATH` lists `target/<profile>` (which may hold an older, copied-up
-    // library) and would win over the rpath: point it at the library built for this run.
-    let mut child = command
-        .env("LD_LIBRARY_PATH", library_dir())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|error| panic!("cannot run {description}: {error}"));
-    let mut stdout = child.stdout.take().unwrap();
-    let mut stderr = child.stderr.take().unwrap();
-    let out_reader = std::thread::spawn(move || {
-        let mut buffer = Vec::new();
-        let _ = stdout.read_to_end(&mut buffer);
-        buffer
-    });
-    let err_reader = std::thread::spawn(move || {
-        let mut buffer = Vec::new();
-        let _ = stderr.read_to_end(&mut buffer);
-        buffer
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{description} timed out after {TIMEOUT:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: out_reader.join().unwrap(),
-        stderr: err_reader.join().unwrap(),
-    }
-}
-
-fn assert_success(output: &Output, what: &str) {
-    assert!(
-        output.status.success(),
-        "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
 
 fn valgrind_available() -> bool {
     Command::new("valgrind")
@@ -380,5 +257,27 @@ fn c_stream_every_wire_api() {
         let output = run(command);
         assert_success(&output, api);
         assert_eq!(server.requests().len(), 1, "{api}");
+    }
+}
+
+/// The C benchmark (`benches/c/run.sh` runs it on the release library) compiles and runs; a few
+/// events, one run, nothing timed.
+#[test]
+fn c_stream_bench_runs() {
+    let exe = compile("benches/c/stream_bench.c", "stream_bench");
+    for (args, expected) in [
+        (["text", "300", "1"], "text 300 deltas: 304 events"),
+        (["tool", "1", "1"], "tool 1 MiB: "),
+    ] {
+        let mut command = Command::new(&exe);
+        command.args(args).env("PI_BENCH_JSON", "1");
+        let output = run(command);
+        assert_success(&output, "stream_bench");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains(expected), "{stdout}");
+        assert!(
+            stdout.contains("us/event") && stdout.contains("peak RSS"),
+            "{stdout}"
+        );
     }
 }

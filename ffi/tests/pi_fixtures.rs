@@ -3,8 +3,9 @@
 //! cargo built for this test run is loaded with `dlopen`, and its exported functions are called
 //! with the types `include/pi_agent.h` declares: `pi_model_from_json`, `pi_stream_open` (or
 //! `pi_stream_open_simple` for fixtures of pi's `streamSimple`) with the fixture's context and
-//! options JSON, `pi_stream_next` until it returns false (calling
-//! `pi_stream_abort` where the fixture aborts), `pi_stream_result_json`, the `_free`s. Options
+//! options JSON, `pi_stream_next` until it returns false with each event's JSON from
+//! `pi_stream_event_json` (calling `pi_stream_abort` where the fixture aborts),
+//! `pi_stream_result_json`, the `_free`s. Options
 //! `pi_stream_open` refuses are one mismatch at `/options`. The event
 //! JSON bytes C receives, the final message and the requests we sent are compared with pi's
 //! after the shared normalisation (`core/tests/support/pi_fixtures.rs`); every remaining
@@ -59,6 +60,7 @@ type ModelFromJson = unsafe extern "C" fn(*const c_char, *mut Handle) -> Error;
 type Free = unsafe extern "C" fn(Handle);
 type StreamOpen = unsafe extern "C" fn(Handle, *const c_char, *const c_char, *mut Handle) -> Error;
 type StreamNext = unsafe extern "C" fn(Handle, *mut PiEvent) -> bool;
+type EventJson = unsafe extern "C" fn(Handle) -> PiStr;
 type ResultJson = unsafe extern "C" fn(Handle, *mut *mut c_char) -> Error;
 type StringFree = unsafe extern "C" fn(*mut c_char);
 type ErrorMessage = unsafe extern "C" fn(Error) -> PiStr;
@@ -70,6 +72,7 @@ struct Api {
     stream_open: StreamOpen,
     stream_open_simple: StreamOpen,
     stream_next: StreamNext,
+    stream_event_json: EventJson,
     stream_result_json: ResultJson,
     stream_abort: Free,
     stream_free: Free,
@@ -118,6 +121,7 @@ impl Api {
                 stream_open: function!(c"pi_stream_open", StreamOpen),
                 stream_open_simple: function!(c"pi_stream_open_simple", StreamOpen),
                 stream_next: function!(c"pi_stream_next", StreamNext),
+                stream_event_json: function!(c"pi_stream_event_json", EventJson),
                 stream_result_json: function!(c"pi_stream_result_json", ResultJson),
                 stream_abort: function!(c"pi_stream_abort", Free),
                 stream_free: function!(c"pi_stream_free", Free),
@@ -235,7 +239,10 @@ fn stream_through_c(api: &Api, fixture: &Fixture, origin: &str) -> Result<Value,
             json: empty,
         };
         while (api.stream_next)(stream, &mut event) {
-            let json: Value = serde_json::from_str(&text(event.json)).expect("event JSON from C");
+            // JSON only on demand: the event itself carries none.
+            assert_eq!(event.json.len, 0, "{}: eager JSON", fixture.name);
+            let json: Value = serde_json::from_str(&text((api.stream_event_json)(stream)))
+                .expect("event JSON from C");
             let kind = KINDS.get(event.kind as usize).copied().unwrap_or("?");
             assert_eq!(json["type"], kind, "{}: kind", fixture.name);
             if let Some(delta) = json["delta"].as_str() {

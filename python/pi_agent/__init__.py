@@ -33,6 +33,8 @@ from ._core import (
     OnPayload,
     OnResponse,
     PiError,
+    PiTypeError,
+    PiValueError,
     Signal,
     Tool,
     ToolContext,
@@ -46,6 +48,7 @@ from ._core import (
     complete_simple_sync,
     complete_sync,
     default_convert_to_llm,
+    execute_tool_calls_sync,
     faux_text,
     faux_thinking,
     faux_tool_call,
@@ -65,9 +68,43 @@ from ._core import (
     validate_tool_arguments,
     validate_tool_call,
 )
-from ._error_kind import error_kind, is_transient_error
-from ._tools import function_schema, tool
-from . import oauth
+from ._guards import (
+    is_assistant_message,
+    is_image_content,
+    is_text_content,
+    is_text_delta,
+    is_thinking_content,
+    is_tool_call,
+    is_tool_result_message,
+    is_user_message,
+    text_of,
+)
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs ~10 ms at import
+if TYPE_CHECKING:
+    from . import oauth
+    from ._error_kind import error_kind, is_transient_error
+    from ._tools import function_schema, tool
+
+# Imported on first use (PEP 562), so that `import pi_agent` stays fast: `_tools` needs
+# inspect, dataclasses and typing; `oauth` and `_error_kind` need typing.
+_LAZY = {
+    "tool": "._tools",
+    "function_schema": "._tools",
+    "oauth": ".oauth",
+    "error_kind": "._error_kind",
+    "is_transient_error": "._error_kind",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pi_agent' has no attribute {name!r}")
+    import importlib
+
+    value = importlib.import_module(module, __name__)
+    return value if name == "oauth" else getattr(value, name)
 
 __all__ = [
     "Agent",
@@ -83,6 +120,8 @@ __all__ = [
     "OnPayload",
     "OnResponse",
     "PiError",
+    "PiTypeError",
+    "PiValueError",
     "Signal",
     "Tool",
     "ToolContext",
@@ -97,6 +136,7 @@ __all__ = [
     "complete_sync",
     "default_convert_to_llm",
     "error_kind",
+    "execute_tool_calls_sync",
     "faux_text",
     "faux_thinking",
     "faux_tool_call",
@@ -107,14 +147,23 @@ __all__ = [
     "get_models",
     "get_providers",
     "get_supported_thinking_levels",
+    "is_assistant_message",
     "is_context_overflow",
     "is_transient_error",
+    "is_image_content",
+    "is_text_content",
+    "is_text_delta",
+    "is_thinking_content",
+    "is_tool_call",
+    "is_tool_result_message",
+    "is_user_message",
     "models_are_equal",
     "oauth",
     "parse_streaming_json",
     "resolve_model",
     "stream",
     "stream_simple",
+    "text_of",
     "tool",
     "transform_messages",
     "validate_tool_arguments",

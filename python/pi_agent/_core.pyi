@@ -52,6 +52,8 @@ __all__ = [
     "CannotContinueError",
     "OAuthError",
     "PiError",
+    "PiTypeError",
+    "PiValueError",
     "ToolValidationError",
     "FauxProvider",
     "faux_text",
@@ -76,6 +78,7 @@ __all__ = [
     "calculate_cost",
     "clamp_thinking_level",
     "default_convert_to_llm",
+    "execute_tool_calls_sync",
     "find_env_keys",
     "get_env_api_key",
     "get_supported_thinking_levels",
@@ -112,6 +115,25 @@ class PiError(Exception):
     Only setup mistakes raise. Model, network, tool and abort failures never do: they end the
     run or stream with a message whose ``stopReason`` is ``"error"`` or ``"aborted"``.
     """
+
+class PiValueError(PiError, ValueError):
+    """A value pi_agent cannot use: a bad option value, a malformed message, context or model
+    dict, an object that is not JSON. Also a ``ValueError``.
+
+    ``field`` names what was wrong: ``"options.temperature"``, ``"context"``, ``"messages"``,
+    ``"model_ids"``, ...; ``None`` when unknown."""
+
+    field: Optional[str]
+    def __init__(self, *args: object, field: Optional[str] = None) -> None: ...
+
+class PiTypeError(PiError, TypeError):
+    """An argument of the wrong kind: an unknown option, a hook or callback that is not
+    callable, a key that is not a str. Also a ``TypeError``.
+
+    ``field`` names the argument (``"options.foo"``, ``"before_tool_call"``), or is ``None``."""
+
+    field: Optional[str]
+    def __init__(self, *args: object, field: Optional[str] = None) -> None: ...
 
 class AgentBusyError(PiError):
     """A prompt or continue was started while the agent is running. The message is pi's:
@@ -230,6 +252,10 @@ class Model:
     @property
     def compat(self) -> Optional[dict[str, Any]]: ...
     def __eq__(self, other: object, /) -> bool: ...
+    def __hash__(self) -> int:
+        """Equal models hash equal (usable as dict keys and in sets)."""
+    def __reduce__(self) -> tuple[Any, tuple[ModelDict]]:
+        """Pickles as pi's JSON shape (``Model.from_dict(model.to_dict())``)."""
 
 def get_model(provider: str, id: str) -> Optional[Model]:
     """The catalog model ``id`` of ``provider`` (pi's ``getModel``), or ``None``."""
@@ -1023,6 +1049,16 @@ class AgentStepper:
     def from_dict(cls, data: Mapping[str, Any]) -> AgentStepper:
         """A stepper from ``to_dict()``'s output."""
     def __eq__(self, other: object, /) -> bool: ...
+
+def execute_tool_calls_sync(
+    action: Mapping[str, Any], tools: Sequence[Union[Tool, Callable[..., Any]]], *, signal: Optional[Signal] = None
+) -> dict[str, Any]:
+    """Performs a stepper's ``execute_tools`` action with ``tools`` as the agent does
+    (``prepare_arguments``, validation, the functions, ``ToolContext`` updates, the abort
+    through ``signal``), blocking (GIL released) until every call ends. Returns
+    ``{"outcomes": [...], "events": [...]}``: answer the stepper with ``{"type":
+    "tool_results", "outcomes": ...}``; ``events`` are the ``tool_execution_*`` events. No
+    agent hooks run: a driver applies its own."""
 
 # ---------------------------------------------------------------------------------------------
 # OAuth (use pi_agent.oauth, which wraps these)

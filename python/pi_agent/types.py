@@ -25,9 +25,20 @@ from typing import (
     AsyncIterable,
     Literal,
     Optional,
-    TypedDict,
     Union,
 )
+
+import sys
+
+# pydantic validates TypedDicts only from typing_extensions before Python 3.12 (a declared
+# dependency there); plain typing's is fine for type checkers.
+if sys.version_info >= (3, 12):
+    from typing import TypedDict
+else:
+    try:
+        from typing_extensions import TypedDict
+    except ImportError:  # pragma: no cover - installed without its dependencies
+        from typing import TypedDict
 
 if TYPE_CHECKING:
     from ._core import AssistantMessageEventStream, Model, OnPayload, OnResponse, Signal

@@ -10,7 +10,6 @@ use pi_agent::agent::{
     RunInput, Subscription, proxy_stream_fn,
 };
 use pi_agent::ai::{ApiKey, ImageContent, UserMessage};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use serde::Serialize;
@@ -21,11 +20,11 @@ use crate::agent_run::PyAgentRun;
 use crate::bridge::{drive, future_into_py, helper, running_loop, try_running_loop};
 use crate::callable::{self, RunScope, Scope, describe};
 use crate::convert::{Json, parse, parse_value, serde_to_py, to_py, type_name};
-use crate::errors::{PiError, agent_error};
+use crate::errors::{PiError, agent_error, type_error};
 use crate::hook::{HookKind, Hooks};
 use crate::model::PyModel;
 use crate::options::{deserialize_named, stream_options, to_keywords, update};
-use crate::runtime::{Interrupted, RUNTIME, wait};
+use crate::runtime::{Interrupted, runtime, wait};
 use crate::signal::PySignal;
 use crate::tools::PyTool;
 
@@ -65,7 +64,7 @@ fn parse_name<T: DeserializeOwned>(value: &str, what: &str) -> PyResult<T> {
 fn wire_name(value: &impl Serialize) -> PyResult<String> {
     match serde_json::to_value(value) {
         Ok(Value::String(name)) => Ok(name),
-        _ => Err(PyTypeError::new_err("a setting without a wire name")),
+        _ => Err(type_error(None, "a setting without a wire name")),
     }
 }
 
@@ -85,7 +84,8 @@ fn run_input(input: &Bound<'_, PyAny>, images: Option<&Bound<'_, PyAny>>) -> PyR
         });
     }
     if !images.is_empty() {
-        return Err(PyTypeError::new_err(
+        return Err(type_error(
+            Some("images"),
             "images can only go with a text prompt",
         ));
     }
@@ -113,7 +113,8 @@ impl Code<'_, '_> {
             .any(|(kind, f)| matches!(kind, HookKind::StreamFn) && f.is_some_and(|f| !f.is_none()));
         let stream_fn = match (self.proxy_url, self.proxy_token) {
             (Some(_), _) if has_stream_fn => {
-                return Err(PyTypeError::new_err(
+                return Err(type_error(
+                    Some("proxy_url"),
                     "give either `proxy_url` or `stream_fn`: both say how the model is called",
                 ));
             }
@@ -122,7 +123,10 @@ impl Code<'_, '_> {
                 auth_token: token.map(ApiKey::new),
             })),
             (None, Some(_)) => {
-                return Err(PyTypeError::new_err("`proxy_token` needs `proxy_url`"));
+                return Err(type_error(
+                    Some("proxy_token"),
+                    "`proxy_token` needs `proxy_url`",
+                ));
             }
             (None, None) => None,
         };
@@ -679,10 +683,10 @@ impl PyAgent {
     #[pyo3(signature = (callback, *, partial = false))]
     fn subscribe(&self, callback: Bound<'_, PyAny>, partial: bool) -> PyResult<Unsubscribe> {
         if !callback.is_callable() {
-            return Err(PyTypeError::new_err(format!(
-                "subscriber must be callable, not {}",
-                type_name(&callback)
-            )));
+            return Err(type_error(
+                Some("callback"),
+                format!("subscriber must be callable, not {}", type_name(&callback)),
+            ));
         }
         let with_signal = helper(callback.py(), "takes_second_argument")?
             .call1((&callback,))?
@@ -873,7 +877,7 @@ impl PyAgent {
         let owners = helper(py, "owners_with")?.call1((this.id,))?.unbind();
         // Core spawns the run on the runtime; its callbacks read the scope, which is set
         // under the lock before any of them can.
-        let _runtime = RUNTIME.enter();
+        let _runtime = runtime().enter();
         let mut scope = this.scope.lock();
         let run = this.agent.start(input).map_err(agent_error)?;
         *scope = Scope {
@@ -907,12 +911,14 @@ fn refuse_reasoning(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
         return Ok(());
     };
     if options.contains("reasoning")? {
-        return Err(PyTypeError::new_err(
+        return Err(type_error(
+            Some("options.reasoning"),
             "an agent's reasoning level is `thinking_level`, not `reasoning`",
         ));
     }
     if options.contains("signal")? {
-        return Err(PyTypeError::new_err(
+        return Err(type_error(
+            Some("options.signal"),
             "an agent's runs have their own signal (`agent.signal`, `agent.abort()`), not \
              `signal`",
         ));

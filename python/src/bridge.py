@@ -105,6 +105,12 @@ def _run(function, args, done, job_owners):
 POOL = Pool()
 
 
+def after_fork_in_child():
+    """In a forked child the parent's idle workers do not exist: start a fresh pool."""
+    global POOL
+    POOL = Pool()
+
+
 def spawn(function, args, done, job_owners):
     POOL.spawn(function, args, done, job_owners)
 

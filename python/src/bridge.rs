@@ -26,7 +26,7 @@ use pyo3::types::{PyModule, PyTuple};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::runtime::RUNTIME;
+use crate::runtime::runtime;
 
 const BRIDGE_SOURCE: &CStr =
     match CStr::from_bytes_with_nul(concat!(include_str!("bridge.py"), "\0").as_bytes()) {
@@ -104,13 +104,28 @@ fn wait_for_runtime_calls(py: Python<'_>) {
     });
 }
 
-/// Registers the exit hook (once, at import).
+/// The `os.register_at_fork(after_in_child=...)` hook: the child gets its own runtime and
+/// worker pool on first use (the parent's threads do not exist in it).
+#[pyfunction]
+fn after_fork_in_child(py: Python<'_>) -> PyResult<()> {
+    crate::runtime::after_fork_in_child();
+    if let Some(module) = BRIDGE.get(py) {
+        module.bind(py).getattr("after_fork_in_child")?.call0()?;
+    }
+    Ok(())
+}
+
+/// Registers the exit and fork hooks (once, at import).
 pub(crate) fn register_exit_hook(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
     let hook = wrap_pyfunction!(wait_for_runtime_calls, module)?;
-    module
-        .py()
-        .import("atexit")?
-        .call_method1("register", (hook,))?;
+    py.import("atexit")?.call_method1("register", (hook,))?;
+    let fork_hook = wrap_pyfunction!(after_fork_in_child, module)?;
+    let keywords = pyo3::types::PyDict::new(py);
+    keywords.set_item("after_in_child", fork_hook)?;
+    py.import("os")?
+        .getattr("register_at_fork")?
+        .call((), Some(&keywords))?;
     Ok(())
 }
 
@@ -265,7 +280,7 @@ where
         .import("weakref")?
         .call_method1("ref", (&py_future,))?
         .unbind();
-    RUNTIME.spawn(async move {
+    runtime().spawn(async move {
         let outcome = tokio::select! {
             biased;
             () = cancel.cancelled() => return,
@@ -301,7 +316,7 @@ where
 /// here without a trip through the runtime; `None` if it would wait (it is then dropped, so it
 /// must be cancel-safe).
 pub(crate) fn ready<F: Future>(future: F) -> Option<F::Output> {
-    let _runtime = RUNTIME.enter();
+    let _runtime = runtime().enter();
     future.now_or_never()
 }
 

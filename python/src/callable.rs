@@ -159,7 +159,9 @@ pub(crate) fn exception_message(py: Python<'_>, error: &PyErr) -> String {
 /// `"<Type>: <message>"` (or just the type), like the last line of a traceback.
 pub(crate) fn describe(py: Python<'_>, error: &PyErr) -> String {
     let value = error.value(py);
-    let kind = type_name(value.as_any());
+    // The binding's own input errors read as the builtin they extend, as before they existed.
+    let kind = crate::errors::builtin_name(py, error)
+        .map_or_else(|| type_name(value.as_any()), str::to_owned);
     match value.str().map(|s| s.to_string()) {
         Ok(message) if !message.is_empty() => format!("{kind}: {message}"),
         _ => kind,

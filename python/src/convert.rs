@@ -6,13 +6,14 @@
 //! [`MAX_DEPTH`] (which also catches self-referential ones) instead of overflowing the stack,
 //! and JSON → Python builds the objects without recursion.
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
+use crate::errors::{type_error, value_error, with_field};
 use crate::model::PyModel;
 use crate::tools::PyTool;
 
@@ -121,32 +122,37 @@ fn from_py_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         if let Ok(u) = obj.extract::<u64>() {
             return Ok(Value::from(u));
         }
-        return Err(PyValueError::new_err(format!(
-            "integer {obj} is too large for JSON"
-        )));
+        return Err(value_error(
+            None,
+            format!("integer {obj} is too large for JSON"),
+        ));
     }
     if let Ok(f) = obj.cast::<PyFloat>() {
         let value = f.value();
         return Number::from_f64(value).map(Value::Number).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "out of range float values are not JSON compliant: {value}"
-            ))
+            value_error(
+                None,
+                format!("out of range float values are not JSON compliant: {value}"),
+            )
         });
     }
     let container = obj.is_instance_of::<PyDict>()
         || obj.is_instance_of::<PyList>()
         || obj.is_instance_of::<PyTuple>();
     if container && depth >= MAX_DEPTH {
-        return Err(PyValueError::new_err(format!(
-            "cannot convert to JSON: nested more than {MAX_DEPTH} levels deep (or \
-             self-referential)"
-        )));
+        return Err(value_error(
+            None,
+            format!(
+                "cannot convert to JSON: nested more than {MAX_DEPTH} levels deep (or \
+                 self-referential)"
+            ),
+        ));
     }
     if let Ok(dict) = obj.cast::<PyDict>() {
         let mut map = Map::with_capacity(dict.len());
         for (key, item) in dict.iter() {
             let key = key.cast::<PyString>().map_err(|_| {
-                PyTypeError::new_err(format!("keys must be str, not {}", type_name(&key)))
+                type_error(None, format!("keys must be str, not {}", type_name(&key)))
             })?;
             map.insert(key.to_cow()?.into_owned(), from_py_at(&item, depth + 1)?);
         }
@@ -173,21 +179,30 @@ fn from_py_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
     if let Ok(tool) = obj.cast::<PyTool>() {
         return Ok(tool.get().definition_json());
     }
-    Err(PyTypeError::new_err(format!(
-        "Object of type {} is not JSON serializable",
-        type_name(obj)
-    )))
+    Err(type_error(
+        None,
+        format!("Object of type {} is not JSON serializable", type_name(obj)),
+    ))
 }
 
-/// Reads `obj` as a `T` through its JSON shape; a shape error is a `ValueError` naming `what`.
+/// Reads `obj` as a `T` through its JSON shape; a shape error is a `PiValueError` naming
+/// `what` (its `field` is `what` as an identifier, see [`field_of`]).
 pub(crate) fn parse<T: DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
-    parse_value(from_py(obj)?, what)
+    let value = from_py(obj).map_err(|error| with_field(error, &field_of(what)))?;
+    parse_value(value, what)
 }
 
-/// Deserializes `value` as a `T`; a shape error is a `ValueError` naming `what`.
+/// Deserializes `value` as a `T`; a shape error is a `PiValueError` naming `what`.
 pub(crate) fn parse_value<T: DeserializeOwned>(value: Value, what: &str) -> PyResult<T> {
     serde_json::from_value(value)
-        .map_err(|error| PyValueError::new_err(format!("invalid {what}: {error}")))
+        .map_err(|error| value_error(Some(&field_of(what)), format!("invalid {what}: {error}")))
+}
+
+/// The field name of a value described as `what` in messages: `"tool call"` → `tool_call`,
+/// `"convert_to_llm result (LLM messages)"` → `convert_to_llm_result`.
+pub(crate) fn field_of(what: &str) -> String {
+    let head = what.split(" (").next().unwrap_or(what);
+    head.trim().replace(' ', "_")
 }
 
 /// The name of `obj`'s type, for error messages.

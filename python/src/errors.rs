@@ -3,10 +3,14 @@
 //! Setup mistakes raise; model, network, tool and abort failures never do: they end the run
 //! or stream with a message whose `stopReason` is `error` or `aborted` (pi's rule).
 
+use std::ffi::CStr;
+
 use pi_agent::agent::AgentError;
 use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyModule, PyType};
 
 create_exception!(
     pi_agent,
@@ -54,5 +58,110 @@ pub(crate) fn agent_error(error: AgentError) -> PyErr {
         | AgentError::ContinueFromAssistant => CannotContinueError::new_err(message),
         AgentError::TranscriptBusy => AgentBusyError::new_err(message),
         _ => PiError::new_err(message),
+    }
+}
+
+const ERRORS_SOURCE: &CStr =
+    match CStr::from_bytes_with_nul(concat!(include_str!("errors.py"), "\0").as_bytes()) {
+        Ok(source) => source,
+        Err(_) => panic!("errors.py contains a NUL byte"),
+    };
+
+/// `PiValueError` and `PiTypeError`, made once (they need two bases, see `errors.py`).
+static INPUT_ERRORS: PyOnceLock<(Py<PyType>, Py<PyType>)> = PyOnceLock::new();
+
+fn input_errors(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>)> {
+    INPUT_ERRORS.get_or_try_init(py, || {
+        let module = PyModule::from_code(
+            py,
+            ERRORS_SOURCE,
+            c"pi_agent/_errors.py",
+            c"pi_agent._errors",
+        )?;
+        let (value, type_) = module
+            .getattr("make")?
+            .call1((py.get_type::<PiError>(),))?
+            .extract::<(Bound<'_, PyType>, Bound<'_, PyType>)>()?;
+        Ok((value.unbind(), type_.unbind()))
+    })
+}
+
+/// Adds `PiValueError` and `PiTypeError` to the module (at import).
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let (value, type_) = input_errors(module.py())?;
+    module.add("PiValueError", value.bind(module.py()))?;
+    module.add("PiTypeError", type_.bind(module.py()))
+}
+
+/// Which builtin an input error also is.
+#[derive(Clone, Copy)]
+enum Kind {
+    Value,
+    Type,
+}
+
+fn input_error(kind: Kind, field: Option<&str>, message: String) -> PyErr {
+    Python::attach(|py| {
+        let made = input_errors(py).and_then(|(value, type_)| {
+            let class = match kind {
+                Kind::Value => value.bind(py),
+                Kind::Type => type_.bind(py),
+            };
+            let keywords = PyDict::new(py);
+            keywords.set_item("field", field)?;
+            class.call((&message,), Some(&keywords))
+        });
+        match made {
+            Ok(error) => PyErr::from_value(error),
+            // Only if the classes cannot be made at all: still the builtin the caller expects.
+            Err(_) => match kind {
+                Kind::Value => PyValueError::new_err(message),
+                Kind::Type => PyTypeError::new_err(message),
+            },
+        }
+    })
+}
+
+/// A `PiValueError` (a `ValueError`): a value pi_agent cannot use; `field` names it.
+pub(crate) fn value_error(field: Option<&str>, message: impl Into<String>) -> PyErr {
+    input_error(Kind::Value, field, message.into())
+}
+
+/// A `PiTypeError` (a `TypeError`): an argument of the wrong kind; `field` names it.
+pub(crate) fn type_error(field: Option<&str>, message: impl Into<String>) -> PyErr {
+    input_error(Kind::Type, field, message.into())
+}
+
+/// `error` with its field set to `field` when it is an input error that names none yet (an
+/// inner conversion failed where the caller knows what was being read). Other errors pass.
+pub(crate) fn with_field(error: PyErr, field: &str) -> PyErr {
+    Python::attach(|py| {
+        let Ok((value, type_)) = input_errors(py) else {
+            return error;
+        };
+        let is_input =
+            error.is_instance(py, value.bind(py)) || error.is_instance(py, type_.bind(py));
+        if is_input {
+            let instance = error.value(py);
+            if instance
+                .getattr("field")
+                .is_ok_and(|current| current.is_none())
+            {
+                let _ = instance.setattr("field", field);
+            }
+        }
+        error
+    })
+}
+
+/// `"ValueError"` / `"TypeError"` for a `PiValueError` / `PiTypeError`, else `None`.
+pub(crate) fn builtin_name(py: Python<'_>, error: &PyErr) -> Option<&'static str> {
+    let (value, type_) = input_errors(py).ok()?;
+    if error.is_instance(py, value.bind(py)) {
+        Some("ValueError")
+    } else if error.is_instance(py, type_.bind(py)) {
+        Some("TypeError")
+    } else {
+        None
     }
 }

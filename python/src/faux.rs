@@ -7,13 +7,14 @@ use pi_agent::ai::providers::faux::{
     self, FauxAsyncFactory, FauxOptions, FauxProvider, FauxResponse,
 };
 use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
-use pyo3::exceptions::{PyKeyError, PyTypeError, PyValueError};
+use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::{Value, json};
 
 use crate::callable::{self, EXITING, Scope, describe};
 use crate::convert::{from_py, serde_to_py, type_name};
+use crate::errors::{type_error, value_error};
 use crate::model::PyModel;
 
 /// A registered faux provider: each request pops the next scripted response and streams it
@@ -43,7 +44,8 @@ impl PyFauxProvider {
     ) -> PyResult<Self> {
         let model_ids = model_ids.unwrap_or_else(|| vec!["faux-1".to_owned()]);
         if model_ids.is_empty() {
-            return Err(pyo3::exceptions::PyValueError::new_err(
+            return Err(value_error(
+                Some("model_ids"),
                 "model_ids must name at least one model",
             ));
         }
@@ -170,14 +172,21 @@ impl PyFauxProvider {
 fn scripted_message(obj: &Bound<'_, PyAny>, model: &Model) -> PyResult<AssistantMessage> {
     let value = from_py(obj)?;
     if !matches!(value, Value::String(_) | Value::Array(_) | Value::Object(_)) {
-        return Err(PyTypeError::new_err(format!(
-            "a faux response is a message dict, a list of content blocks, a str or a \
-             callable, not {}",
-            type_name(obj)
-        )));
+        return Err(type_error(
+            Some("response"),
+            format!(
+                "a faux response is a message dict, a list of content blocks, a str or a \
+                 callable, not {}",
+                type_name(obj)
+            ),
+        ));
     }
-    pi_agent::ai::providers::faux::faux_message_from_json(value, model)
-        .map_err(|message| PyValueError::new_err(format!("invalid faux response: {message}")))
+    pi_agent::ai::providers::faux::faux_message_from_json(value, model).map_err(|message| {
+        value_error(
+            Some("response"),
+            format!("invalid faux response: {message}"),
+        )
+    })
 }
 
 /// A factory calling `function(context, call_number, model)` for each request, plain or

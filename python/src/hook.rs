@@ -17,7 +17,6 @@ use pi_agent::agent::{
     GetApiKey, HookError, ShouldStopAfterTurn, TransformContext,
 };
 use pi_agent::ai::{ApiKey, Message};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use serde::Serialize;
@@ -26,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bridge::helper;
 use crate::callable::{self, EXITING, RunScope, exception_message, raised};
 use crate::convert::{from_py, parse, parse_value, serde_to_py, type_name};
+use crate::errors::type_error;
 use crate::signal::PySignal;
 use crate::stream_fn;
 use crate::tools::text_content_to_blocks;
@@ -113,11 +113,14 @@ impl Hooks {
     ) -> PyResult<()> {
         let hook = match function.filter(|function| !function.is_none()) {
             Some(function) if !function.is_callable() => {
-                return Err(PyTypeError::new_err(format!(
-                    "{} must be callable or None, not {}",
-                    kind.name(),
-                    type_name(function)
-                )));
+                return Err(type_error(
+                    Some(kind.name()),
+                    format!(
+                        "{} must be callable or None, not {}",
+                        kind.name(),
+                        type_name(function)
+                    ),
+                ));
             }
             Some(function) => Some(PyHook::new(function)?),
             None => None,

@@ -15,6 +15,7 @@ mod errors;
 mod faux;
 mod helpers;
 mod hook;
+mod logs;
 mod model;
 mod oauth;
 mod oauth_config;
@@ -68,7 +69,7 @@ mod _core {
     #[pymodule_export]
     use super::signal::PySignal;
     #[pymodule_export]
-    use super::stepper::PyAgentStepper;
+    use super::stepper::{PyAgentStepper, execute_tool_calls_sync};
     #[pymodule_export]
     use super::stream::{
         PyEventStream, complete, complete_simple, complete_simple_sync, complete_sync, stream,
@@ -80,6 +81,8 @@ mod _core {
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
         super::bridge::register_exit_hook(module)?;
+        super::errors::register(module)?;
+        super::logs::install(module.py())?;
         module.add("__version__", pi_agent::VERSION)
     }
 }

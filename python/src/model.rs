@@ -172,6 +172,23 @@ impl PyModel {
         }
     }
 
+    /// Equal models hash equal: the hash covers the identifying fields (`==` compares all).
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        let model = &self.model;
+        (&model.api, &model.provider, &model.id, &model.base_url).hash(&mut hasher);
+        hasher.finish()
+    }
+
+    /// Pickles as pi's JSON shape, rebuilt by `Model.from_dict`.
+    fn __reduce__<'py>(
+        slf: &Bound<'py, Self>,
+    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyAny>,))> {
+        let from_dict = slf.get_type().getattr("from_dict")?;
+        Ok((from_dict, (serde_to_py(slf.py(), &slf.get().model)?,)))
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "Model(id={:?}, api={:?}, provider={:?}, base_url={:?})",

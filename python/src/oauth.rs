@@ -13,7 +13,7 @@ use pi_agent::ai::oauth::{
     OAuthProvider, OAuthSelectPrompt,
 };
 use pyo3::create_exception;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use serde::Serialize;
@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bridge::{future_into_py, running_loop};
 use crate::callable::{Scope, call, call_blocking, describe};
 use crate::convert::{Json, parse, serde_to_py, type_name};
-use crate::errors::PiError;
+use crate::errors::{PiError, type_error};
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 
@@ -200,10 +200,10 @@ fn callable(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Arc
     match value.filter(|value| !value.is_none()) {
         None => Ok(None),
         Some(value) if value.is_callable() => Ok(Some(Arc::new(value.clone().unbind()))),
-        Some(value) => Err(PyTypeError::new_err(format!(
-            "{what} must be callable, not {}",
-            type_name(value)
-        ))),
+        Some(value) => Err(type_error(
+            Some(what),
+            format!("{what} must be callable, not {}", type_name(value)),
+        )),
     }
 }
 
@@ -228,12 +228,12 @@ impl Login {
     ) -> PyResult<Self> {
         let required = |value: &Bound<'_, PyAny>, what: &str| {
             callable(Some(value), what)?
-                .ok_or_else(|| PyTypeError::new_err(format!("{what} is required")))
+                .ok_or_else(|| type_error(Some(what), format!("{what} is required")))
         };
         let cancel = match signal.filter(|signal| !signal.is_none()) {
             Some(signal) => signal
                 .cast::<PySignal>()
-                .map_err(|_| PyTypeError::new_err("signal must be a pi_agent.Signal"))?
+                .map_err(|_| type_error(Some("signal"), "signal must be a pi_agent.Signal"))?
                 .get()
                 .token
                 .child_token(),

@@ -10,9 +10,10 @@ use pi_agent::ai::oauth::{
     self, AnthropicOAuthConfig, AnthropicOAuthProvider, GitHubCopilotOAuthConfig,
     GitHubCopilotOAuthProvider, OAuthProvider, OpenAICodexOAuthConfig, OpenAICodexOAuthProvider,
 };
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+
+use crate::errors::{type_error, value_error};
 
 /// Registers a built-in flow (`anthropic`, `github-copilot`, `openai-codex`) with other
 /// endpoints or limits, e.g. a company proxy or a test server; the keywords are the fields of
@@ -69,15 +70,20 @@ pub(crate) fn oauth_register_provider(
             Arc::new(GitHubCopilotOAuthProvider::new(c))
         }
         other => {
-            return Err(PyValueError::new_err(format!(
-                "`{other}` is not a built-in OAuth flow (anthropic, github-copilot, openai-codex)"
-            )));
+            return Err(value_error(
+                Some("provider_id"),
+                format!(
+                    "`{other}` is not a built-in OAuth flow (anthropic, github-copilot, \
+                     openai-codex)"
+                ),
+            ));
         }
     };
     if let Some(unknown) = given.0.keys().next() {
-        return Err(PyTypeError::new_err(format!(
-            "unexpected setting `{unknown}` for the {provider_id} OAuth flow"
-        )));
+        return Err(type_error(
+            Some(unknown),
+            format!("unexpected setting `{unknown}` for the {provider_id} OAuth flow"),
+        ));
     }
     oauth::register_oauth_provider(provider);
     Ok(())

@@ -7,13 +7,13 @@
 use std::sync::Arc;
 
 use pi_agent::ai::{Callback, Model, OnPayload, OnResponse, StreamOptions, shape_fields};
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use serde_json::{Map, Value};
 
 use crate::callable::{Scope, call_blocking};
 use crate::convert::{camel_case, from_py, snake_case, to_py, type_name};
+use crate::errors::{type_error, value_error, with_field};
 use crate::model::PyModel;
 use crate::signal::PySignal;
 
@@ -36,10 +36,13 @@ fn json_name(key: &str) -> PyResult<String> {
     let camel = camel_case(key);
     let known = shape_fields::<StreamOptions>().unwrap_or_default();
     if key.chars().any(|c| c.is_ascii_uppercase()) || !known.contains(&camel.as_str()) {
-        return Err(PyTypeError::new_err(format!(
-            "unexpected option `{key}` (options, in snake_case: {})",
-            option_names()
-        )));
+        return Err(type_error(
+            Some(&format!("options.{key}")),
+            format!(
+                "unexpected option `{key}` (options, in snake_case: {})",
+                option_names()
+            ),
+        ));
     }
     Ok(camel)
 }
@@ -61,13 +64,17 @@ pub(crate) fn deserialize_named<T: serde::de::DeserializeOwned>(
             for (key, value) in json {
                 let one: Map<String, Value> = std::iter::once((key.clone(), value)).collect();
                 if let Err(error) = serde_json::from_value::<T>(Value::Object(one)) {
-                    return Err(PyValueError::new_err(format!(
-                        "invalid {what} `{}`: {error}",
-                        snake_case(&key)
-                    )));
+                    let name = snake_case(&key);
+                    return Err(value_error(
+                        Some(&format!("{what}s.{name}")),
+                        format!("invalid {what} `{name}`: {error}"),
+                    ));
                 }
             }
-            Err(PyValueError::new_err(format!("invalid {what}s: {error}")))
+            Err(value_error(
+                Some(&format!("{what}s")),
+                format!("invalid {what}s: {error}"),
+            ))
         }
     }
 }
@@ -98,10 +105,13 @@ impl Code {
                             .cast::<PySignal>()
                             .map(|signal| signal.get().token.clone())
                             .map_err(|_| {
-                                PyTypeError::new_err(format!(
-                                    "signal must be a pi_agent.Signal, not {}",
-                                    type_name(value)
-                                ))
+                                type_error(
+                                    Some("options.signal"),
+                                    format!(
+                                        "signal must be a pi_agent.Signal, not {}",
+                                        type_name(value)
+                                    ),
+                                )
                             })
                     })
                     .transpose()?;
@@ -154,7 +164,9 @@ pub(crate) fn update(
         if value.is_none() {
             json.remove(&name);
         } else {
-            json.insert(name, from_py(&value)?);
+            let value =
+                from_py(&value).map_err(|error| with_field(error, &format!("options.{key}")))?;
+            json.insert(name, value);
         }
     }
     let mut options = deserialize(json)?;
@@ -206,10 +218,10 @@ fn callable(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Arc<Py<PyAny>>> {
     if value.is_callable() {
         Ok(Arc::new(value.clone().unbind()))
     } else {
-        Err(PyTypeError::new_err(format!(
-            "{what} must be callable, not {}",
-            type_name(value)
-        )))
+        Err(type_error(
+            Some(&format!("options.{what}")),
+            format!("{what} must be callable, not {}", type_name(value)),
+        ))
     }
 }
 

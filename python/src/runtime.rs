@@ -2,30 +2,56 @@
 //! every `*_sync` method and sync iterator uses.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use tokio::runtime::Runtime;
 
 use crate::bridge::park_if_exiting;
 
 /// How often a blocked caller wakes up to let Python deliver signals (Ctrl-C).
 const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
+/// How many nested `fork`s get a fresh runtime (see [`after_fork_in_child`]).
+const FORK_GENERATIONS: usize = 64;
+
+/// Which of [`RUNTIMES`] is this process's: bumped in a forked child. No lock: a lock held by
+/// another thread at the fork would stay locked in the child forever.
+static GENERATION: AtomicUsize = AtomicUsize::new(0);
+
+static RUNTIMES: [OnceLock<Runtime>; FORK_GENERATIONS] =
+    [const { OnceLock::new() }; FORK_GENERATIONS];
+
 /// The runtime every request, agent run and Python call of this process is driven from.
 /// Python code itself never runs on its threads (see `bridge.rs`), so they are never blocked
 /// by it: two workers are enough whatever Python does.
-pub(crate) static RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name("pi-agent-runtime")
-        .enable_all()
-        .build()
-        .expect("pi_agent: cannot start the tokio runtime")
-});
+pub(crate) fn runtime() -> &'static Runtime {
+    RUNTIMES[GENERATION.load(Ordering::Acquire)].get_or_init(|| {
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 8));
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .thread_name("pi-agent-runtime")
+            .enable_all()
+            .build()
+            .expect("pi_agent: cannot start the tokio runtime")
+    })
+}
+
+/// In a forked child (`os.fork`, multiprocessing's `fork`, gunicorn, celery): the parent's
+/// runtime has no threads here, so the next use builds a new one (the old one is left as is:
+/// dropping it would wait for threads that do not exist); the HTTP connections the parent
+/// pooled are forgotten too. Registered with `os.register_at_fork(after_in_child=...)`.
+pub(crate) fn after_fork_in_child() {
+    let generation = GENERATION.load(Ordering::Acquire);
+    if RUNTIMES[generation].get().is_some() && generation + 1 < FORK_GENERATIONS {
+        GENERATION.store(generation + 1, Ordering::Release);
+    }
+    pi_agent::ai::forget_connections_after_fork();
+}
 
 /// What a blocked caller did when Python raised a signal (Ctrl-C) while it waited.
 pub(crate) enum Interrupted {
@@ -78,7 +104,7 @@ where
     T: Send + 'static,
 {
     let (tx, rx) = mpsc::sync_channel(1);
-    let task = RUNTIME.spawn(async move {
+    let task = runtime().spawn(async move {
         let _ = tx.send(future.await);
     });
     // `detach` needs a `Send` closure; the receiver is only `Send`.

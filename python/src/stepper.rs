@@ -9,13 +9,23 @@
 //! `{"type": "finished", "newMessages"}`); the driver answers with a `StepInput` dict
 //! (`{"type": "model_result", "message", "startEmitted"}`, ...).
 
-use pi_agent::agent::{AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig};
-use pyo3::exceptions::PyValueError;
+use pi_agent::agent::{
+    AgentLoopConfig, AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig,
+    ToolExecutionMode, execute_tool_calls,
+};
+use pi_agent::ai::{AssistantMessage, Model, ToolCall};
 use pyo3::prelude::*;
 use pyo3::types::PyType;
+use serde::Deserialize;
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
+use crate::callable::RunScope;
 use crate::convert::{Json, parse, serde_to_py};
+use crate::errors::value_error;
+use crate::runtime::{Interrupted, wait};
+use crate::signal::PySignal;
+use crate::tools::PyTool;
 
 /// The agent loop as a state machine: `start`, then `resume` with the result of each action.
 #[pyclass(module = "pi_agent", name = "AgentStepper")]
@@ -77,7 +87,7 @@ impl PyAgentStepper {
         self.inner
             .resume(input)
             .map(step_json)
-            .map_err(|error| PyValueError::new_err(error.to_string()))
+            .map_err(|error| value_error(Some("input"), error.to_string()))
     }
 
     /// Records an abort: after the current turn's tools the run ends instead of starting
@@ -147,4 +157,84 @@ impl PyAgentStepper {
             }
         )
     }
+}
+
+/// A step's `execute_tools` action as the driver hands it back (`StepAction::ExecuteTools`
+/// is only serialized by core).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExecuteTools {
+    #[serde(rename = "type")]
+    kind: String,
+    assistant_message: AssistantMessage,
+    tool_calls: Vec<ToolCall>,
+    mode: ToolExecutionMode,
+}
+
+/// Performs an `execute_tools` action (the dict a step's `action` holds) with `tools` as the
+/// agent does — `prepare_arguments`, validation, the tool functions, `ToolContext` updates,
+/// the abort through `signal` — and blocks (GIL released) until every call has its outcome.
+/// Returns `{"outcomes": [...], "events": [...]}`: the outcomes to answer the stepper with
+/// (`{"type": "tool_results", "outcomes": ...}`) and the `tool_execution_*` events, in order.
+/// No agent hooks run here: a driver applies its own around the call.
+#[pyfunction]
+#[pyo3(signature = (action, tools, *, signal = None))]
+pub(crate) fn execute_tool_calls_sync(
+    py: Python<'_>,
+    action: &Bound<'_, PyAny>,
+    tools: &Bound<'_, PyAny>,
+    signal: Option<PyRef<'_, PySignal>>,
+) -> PyResult<Json> {
+    let ExecuteTools {
+        kind,
+        assistant_message,
+        tool_calls,
+        mode,
+    } = parse(action, "execute_tools action")?;
+    if kind != "execute_tools" {
+        return Err(value_error(
+            Some("action"),
+            format!("execute_tool_calls_sync: the action is `{kind}`, not `execute_tools`"),
+        ));
+    }
+    let scope = RunScope::default();
+    let tools = tools
+        .try_iter()?
+        .map(|tool| Ok(PyTool::extract(&tool?)?.get().to_agent_tool(scope.clone())))
+        .collect::<PyResult<Vec<_>>>()?;
+    // The tools never see the model; the config only carries the settings (watchdog).
+    let config = AgentLoopConfig::new(Model::new(
+        assistant_message.api.clone(),
+        assistant_message.provider.clone(),
+        assistant_message.model.clone(),
+        "",
+    ));
+    let token = signal.map_or_else(CancellationToken::new, |signal| signal.token.clone());
+    let on_interrupt = token.clone();
+    let (outcomes, events) = wait(
+        py,
+        async move {
+            let mut events = Vec::new();
+            let mut sink = |event: pi_agent::agent::AgentEvent| events.push(event.to_json(false));
+            let outcomes = execute_tool_calls(
+                &assistant_message,
+                tool_calls,
+                mode,
+                &tools,
+                &config,
+                &token,
+                &mut sink,
+            )
+            .await;
+            (outcomes, events)
+        },
+        move || {
+            on_interrupt.cancel();
+            Interrupted::Return
+        },
+    )?;
+    Ok(Json(json!({
+        "outcomes": serde_json::to_value(outcomes).unwrap_or(Value::Null),
+        "events": events,
+    })))
 }

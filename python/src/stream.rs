@@ -17,7 +17,7 @@ use crate::bridge::{drive, future_into_py, ready, ready_future};
 use crate::convert::{Json, parse, serde_to_py};
 use crate::model::PyModel;
 use crate::options::stream_options;
-use crate::runtime::{Interrupted, RUNTIME, wait};
+use crate::runtime::{Interrupted, runtime, wait};
 use crate::signal::PySignal;
 
 /// A core stream shared with the runtime tasks that wait on it for a Python caller.
@@ -73,7 +73,7 @@ impl PyEventStream {
         // Providers spawn their request on the runtime, and may call `on_payload` (Python, on
         // a worker thread) before they return: without the GIL.
         let stream = model.py().detach(|| {
-            let _runtime = RUNTIME.enter();
+            let _runtime = runtime().enter();
             if simple {
                 ai::stream_simple(&model_value, &context, &stream_options)
             } else {

@@ -173,7 +173,7 @@ async fn call_function(start: Start) -> Source {
             if value.is_instance_of::<PyDict>() {
                 return match parse::<AssistantMessage>(&value, "stream_fn result") {
                     Ok(message) => {
-                        let _runtime = crate::runtime::RUNTIME.enter();
+                        let _runtime = crate::runtime::runtime().enter();
                         // The replay follows the request's signal; nothing else to cancel.
                         let replay = stream_message(&model_for_message, signal.clone(), message);
                         Source::Stream(

@@ -10,7 +10,6 @@ use futures::future::BoxFuture;
 use pi_agent::agent::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
 };
-use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
@@ -19,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bridge::helper;
 use crate::callable::{self, EXITING, RunScope, exception_message};
 use crate::convert::{from_py, parse_value, to_py, type_name};
+use crate::errors::{type_error, value_error};
 use crate::signal::PySignal;
 
 /// A tool: name, description, JSON Schema of its arguments, and the Python function that runs
@@ -86,10 +86,10 @@ fn optional_callable(
     match value.filter(|value| !value.is_none()) {
         None => Ok(None),
         Some(value) if value.is_callable() => Ok(Some(Arc::new(value.clone().unbind()))),
-        Some(value) => Err(PyTypeError::new_err(format!(
-            "{what} must be callable or None, not {}",
-            type_name(value)
-        ))),
+        Some(value) => Err(type_error(
+            Some(what),
+            format!("{what} must be callable or None, not {}", type_name(value)),
+        )),
     }
 }
 
@@ -110,10 +110,13 @@ impl PyTool {
         prepare_arguments: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         if !function.is_callable() {
-            return Err(PyTypeError::new_err(format!(
-                "tool function must be callable, not {}",
-                type_name(&function)
-            )));
+            return Err(type_error(
+                Some("function"),
+                format!(
+                    "tool function must be callable, not {}",
+                    type_name(&function)
+                ),
+            ));
         }
         let tools = function.py().import("pi_agent._tools")?;
         let context_parameter: Option<String> = tools
@@ -398,7 +401,8 @@ impl PyToolContext {
     /// dict (`{"content": ..., "details": ...}`), like a return value. Never blocks; updates
     /// after the call ended are dropped.
     fn update(&self, partial: &Bound<'_, PyAny>) -> PyResult<()> {
-        let partial = tool_result(partial).map_err(|error| PyValueError::new_err(error.0))?;
+        let partial =
+            tool_result(partial).map_err(|error| value_error(Some("partial"), error.0))?;
         self.updates.send(partial);
         Ok(())
     }

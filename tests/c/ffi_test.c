@@ -549,28 +549,54 @@ static const char *CONTEXT =
     "{\"systemPrompt\":\"Be brief.\",\"messages\":[{\"role\":\"user\",\"content\":\"Say hello\","
     "\"timestamp\":0}]}";
 
-/* Reads a stream to its end; returns the terminal kind, with the text deltas in `text`. */
-static pi_stream_event_kind drain(pi_stream *stream, char *text, size_t size) {
+/* Reads a stream to its end; returns the terminal kind, with the text deltas in `text`. Each
+ * event's JSON is asked for (pi_stream_event_json); `eager` says whether the stream was set to
+ * fill `event.json` itself (pi_stream_set_event_json), which is otherwise empty. */
+static pi_stream_event_kind drain_events(pi_stream *stream, char *text, size_t size, int eager) {
     pi_event event;
     pi_stream_event_kind last = PI_STREAM_EVENT_KIND_NONE;
     int events = 0;
     text[0] = '\0';
     while (pi_stream_next(stream, &event)) {
         CHECK(last != PI_STREAM_EVENT_KIND_DONE && last != PI_STREAM_EVENT_KIND_ERROR);
-        CHECK(event.json.len > 0 && event.json.data[0] == '{');
+        if (eager) {
+            CHECK(event.json.len > 0);
+        } else {
+            CHECK(event.json.len == 0);
+        }
+        pi_str json = pi_stream_event_json(stream);
+        CHECK(json.len > 0 && json.data[0] == '{');
+        /* Written once per event: the same text every time, and the one `event.json` shows. */
+        CHECK(pi_stream_event_json(stream).data == json.data);
+        CHECK(!eager || (event.json.data == json.data && event.json.len == json.len));
         if (event.kind == PI_STREAM_EVENT_KIND_TEXT_DELTA) {
+            CHECK(str_contains(json, "\"type\":\"text_delta\""));
             CHECK(strlen(text) + event.delta.len < size);
             strncat(text, event.delta.data, event.delta.len);
         } else if (event.kind != PI_STREAM_EVENT_KIND_THINKING_DELTA &&
                    event.kind != PI_STREAM_EVENT_KIND_TOOLCALL_DELTA) {
             CHECK(event.delta.len == 0);
         }
+        /* A terminal event's JSON carries the whole message. */
+        if (event.kind == PI_STREAM_EVENT_KIND_DONE) {
+            CHECK(str_contains(json, "{\"type\":\"done\",\"reason\":\"stop\",\"message\":{"));
+            CHECK(str_contains(json, text));
+        } else if (event.kind == PI_STREAM_EVENT_KIND_ERROR) {
+            CHECK(str_contains(json, "\"type\":\"error\""));
+            CHECK(str_contains(json, "\"errorMessage\":"));
+        }
         last = event.kind;
         events++;
     }
     CHECK(events > 0);
     CHECK(!pi_stream_next(stream, &event)); /* stays ended */
+    /* The last event's JSON stays readable after the end. */
+    CHECK(pi_stream_event_json(stream).len > 0);
     return last;
+}
+
+static pi_stream_event_kind drain(pi_stream *stream, char *text, size_t size) {
+    return drain_events(stream, text, size, 0);
 }
 
 static char *stream_result(pi_stream *stream) {
@@ -606,6 +632,20 @@ static void test_stream_faux(void) {
     CHECK(strstr(json, reply) != NULL);
     pi_string_free(json);
     pi_stream_free(stream);
+
+    /* Events carry their JSON only when asked, or when the stream is set to fill it. */
+    OK(pi_faux_push_json(faux, script));
+    OK(pi_stream_open(model, CONTEXT, NULL, &stream));
+    CHECK(pi_stream_event_json(stream).len == 0); /* no event yet */
+    pi_stream_set_event_json(stream, true);
+    CHECK(drain_events(stream, text, sizeof text, 1) == PI_STREAM_EVENT_KIND_DONE);
+    CHECK(strcmp(text, reply) == 0);
+    json = stream_result(stream);
+    CHECK(strstr(json, reply) != NULL);
+    pi_string_free(json);
+    pi_stream_free(stream);
+    CHECK(pi_stream_event_json(NULL).len == 0);
+    pi_stream_set_event_json(NULL, true);
 
     /* With nothing scripted, the stream ends with an error event, not a pi_error. */
     OK(pi_stream_open(model, CONTEXT, NULL, &stream));

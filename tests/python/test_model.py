@@ -72,3 +72,24 @@ def test_invalid_dicts_raise_value_error() -> None:
         pi_agent.Model.from_dict({"id": "x", "provider": "p"})
     with pytest.raises(ValueError, match="invalid input"):
         pi_agent.Model("x", input=["smell"])  # type: ignore[list-item]
+
+
+def test_models_pickle_hash_and_compare_by_value() -> None:
+    import copy
+    import pickle
+
+    model = pi_agent.Model(
+        "m", provider="acme", base_url="http://127.0.0.1:1/v1", compat={"supportsStore": False}
+    )
+    for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+        again = pickle.loads(pickle.dumps(model, protocol))
+        assert again == model and hash(again) == hash(model)
+        assert again.to_dict() == model.to_dict()
+    assert copy.deepcopy(model) == model
+    catalog = pi_agent.get_model("openai", "gpt-4o-mini")
+    assert catalog is not None
+    assert pi_agent.get_model("openai", "gpt-4o-mini") == catalog
+    assert len({catalog, pi_agent.get_model("openai", "gpt-4o-mini"), model}) == 2
+    assert {model: 1}[pickle.loads(pickle.dumps(model))] == 1
+    other = model.replace(max_tokens=1)
+    assert other != model

@@ -124,3 +124,26 @@ def test_a_wrong_answer_is_refused_and_changes_nothing() -> None:
     assert restored == stepper
     with pytest.raises(ValueError, match="invalid stepper state"):
         pi_agent.AgentStepper.from_dict({"phase": "nowhere"})
+
+
+def test_execute_tool_calls_sync_performs_an_execute_tools_action(faux: pi_agent.FauxProvider) -> None:
+    """A driver runs the stepper's tool calls as the agent does: an unknown tool is an error
+    result, the events come back in order, and the outcomes answer the stepper."""
+    script(faux)
+    tool = pi_agent.Tool("multiply", "Multiplies", SCHEMA, multiply)
+    stepper, step = pi_agent.AgentStepper.start(prompts=[{"role": "user", "content": "go", "timestamp": 0}])
+    step = stepper.resume({"type": "steering", "messages": []})
+    context = {"messages": pi_agent.default_convert_to_llm(stepper.messages), "tools": [tool.to_dict()]}
+    step = stepper.resume({"type": "model_result", "message": pi_agent.complete_simple_sync(faux.model, context)})
+    action = step["action"]
+    assert action["type"] == "execute_tools"
+    result = pi_agent.execute_tool_calls_sync(action, [tool])
+    texts = [outcome["message"]["content"][0]["text"] for outcome in result["outcomes"]]
+    assert texts == ["42", "6"]  # "2" coerced by the schema, as in pi
+    missing = pi_agent.execute_tool_calls_sync(action, [])
+    assert all(outcome["message"]["isError"] for outcome in missing["outcomes"])
+    assert [e["type"] for e in result["events"]].count("tool_execution_end") == 2
+    step = stepper.resume({"type": "tool_results", "outcomes": result["outcomes"]})
+    assert [m["role"] for m in stepper.messages] == ["user", "assistant", "toolResult", "toolResult"]
+    with pytest.raises(ValueError, match="not `execute_tools`"):
+        pi_agent.execute_tool_calls_sync({**action, "type": "call_model"}, [tool])

@@ -7,10 +7,10 @@
 //! Dropping the stream aborts the run.
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use futures::{FutureExt, Stream};
-use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::agent_loop::{
@@ -21,12 +21,13 @@ use super::error::AgentError;
 use super::event::AgentEvent;
 use super::message::AgentMessage;
 use super::run::RUN_EVENT_BUFFER;
+use crate::ai::event_queue::{self, Receiver, Sender};
 use crate::ai::providers::faux::panic_text;
 
 /// The events of one loop run; ends after `agent_end`. Dropping it aborts the run.
 #[derive(Debug)]
 pub struct AgentEventStream {
-    rx: mpsc::Receiver<AgentEvent>,
+    rx: Receiver<AgentEvent>,
     new_messages: Option<Vec<AgentMessage>>,
     _abort_on_drop: DropGuard,
 }
@@ -55,8 +56,9 @@ impl Stream for AgentEventStream {
     }
 }
 
-/// A bounded channel as the run's sink: the run waits for a slow consumer.
-struct ChannelSink(mpsc::Sender<AgentEvent>);
+/// A bounded queue as the run's sink: the run waits for a slow consumer. Shared with the task
+/// that reports a panicking run, so the queue stays open for its failure events.
+struct ChannelSink(Arc<Sender<AgentEvent>>);
 
 impl EventSink for ChannelSink {
     async fn emit(&mut self, event: AgentEvent) {
@@ -68,8 +70,11 @@ fn spawn_run<F>(config: &AgentLoopConfig, signal: &CancellationToken, run: F) ->
 where
     F: FnOnce(ChannelSink, CancellationToken) -> futures::future::BoxFuture<'static, ()>,
 {
-    let (tx, rx) = mpsc::channel(RUN_EVENT_BUFFER);
-    let failure_tx = tx.clone();
+    let (tx, rx) = event_queue::bounded(RUN_EVENT_BUFFER);
+    let tx = Arc::new(tx);
+    let failure_tx = Arc::clone(&tx);
+    // Each poll of the run is one batch: its events wake the consumer once.
+    let batcher = tx.batcher();
     let model = config.model.clone();
     // The run's own token: the caller's signal cancels it, and so does dropping the stream.
     let run_signal = signal.child_token();
@@ -77,7 +82,7 @@ where
     let task_signal = run_signal.clone();
     let span = crate::observability::agent_span(&config.model);
     tokio::spawn(tracing::Instrument::instrument(
-        async move {
+        batcher.wrap(async move {
             if let Err(panic) = std::panic::AssertUnwindSafe(future).catch_unwind().await {
                 let message: AgentMessage =
                     run_failure_message(&model, &panic_text(&*panic), task_signal.is_cancelled())
@@ -98,7 +103,7 @@ where
                     })
                     .await;
             }
-        },
+        }),
         span,
     ));
     AgentEventStream {

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 pub use self::agent_loop::{
@@ -153,7 +153,8 @@ struct Inner {
     state: Mutex<State>,
     settings: Mutex<AgentSettings>,
     hooks: Mutex<AgentHooks>,
-    listeners: Mutex<Vec<(u64, Subscriber)>>,
+    /// Copied on write, so delivering an event takes the list without copying it.
+    listeners: Mutex<Arc<Vec<(u64, Subscriber)>>>,
     next_listener: AtomicU64,
     run: Mutex<Option<ActiveRun>>,
     steering: Mutex<MessageQueue>,
@@ -210,7 +211,7 @@ impl Subscription {
     /// Stops delivering events to this subscriber (events already being delivered finish).
     pub fn unsubscribe(self) {
         if let Some(inner) = self.agent.upgrade() {
-            lock(&inner.listeners).retain(|(id, _)| *id != self.id);
+            Arc::make_mut(&mut lock(&inner.listeners)).retain(|(id, _)| *id != self.id);
         }
     }
 }
@@ -270,7 +271,7 @@ impl Agent {
             state: Mutex::new(state),
             settings: Mutex::new(options.settings),
             hooks: Mutex::new(options.hooks),
-            listeners: Mutex::new(Vec::new()),
+            listeners: Mutex::new(Arc::new(Vec::new())),
             next_listener: AtomicU64::new(1),
             run: Mutex::new(None),
             steering: Mutex::new(MessageQueue::new()),
@@ -284,7 +285,7 @@ impl Agent {
 
     fn add_subscriber(&self, subscriber: Subscriber) -> Subscription {
         let id = self.inner.next_listener.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.listeners).push((id, subscriber));
+        Arc::make_mut(&mut lock(&self.inner.listeners)).push((id, subscriber));
         Subscription {
             id,
             agent: Arc::downgrade(&self.inner),
@@ -324,7 +325,9 @@ impl Agent {
         };
         let signal = CancellationToken::new();
         let (idle_tx, idle_rx) = watch::channel(false);
-        let (events_tx, events_rx) = mpsc::channel(run::RUN_EVENT_BUFFER);
+        let (events_tx, events_rx) =
+            crate::ai::event_queue::bounded::<AgentEvent>(run::RUN_EVENT_BUFFER);
+        let outcome = run::OutcomeSlot::default();
         let (start, context, config) = {
             let mut run = lock(&self.inner.run);
             if run.is_some() {
@@ -373,11 +376,16 @@ impl Agent {
         let inner = Arc::clone(&self.inner);
         let task_signal = signal.clone();
         let span = crate::observability::agent_span(&config.model);
+        // Each poll of the run is one batch: the events it produces from what the provider
+        // already delivered wake the run's consumer once.
+        let batcher = events_tx.batcher();
+        let task_outcome = outcome.clone();
         tokio::spawn(tracing::Instrument::instrument(
-            async move {
+            batcher.wrap(async move {
                 let mut sink = RunSink {
                     inner: Arc::clone(&inner),
                     events: events_tx,
+                    outcome: task_outcome,
                     signal: task_signal.clone(),
                 };
                 let outcome = std::panic::AssertUnwindSafe(async {
@@ -415,10 +423,10 @@ impl Agent {
                 inner.finish_run();
                 drop(sink);
                 let _ = idle_tx.send(true);
-            },
+            }),
             span,
         ));
-        Ok(AgentRun::new(events_rx, idle_rx, signal))
+        Ok(AgentRun::new(events_rx, outcome, idle_rx, signal))
     }
 
     /// What `continue` runs (pi's rules), decided under the run lock.
@@ -736,15 +744,22 @@ impl Agent {
 /// order, then hands the event to the run's own stream.
 struct RunSink {
     inner: Arc<Inner>,
-    events: mpsc::Sender<AgentEvent>,
+    events: crate::ai::event_queue::Sender<AgentEvent>,
+    outcome: run::OutcomeSlot,
     signal: CancellationToken,
 }
 
 impl EventSink for RunSink {
     async fn emit(&mut self, event: AgentEvent) {
         self.inner.process_event(&event, &self.signal).await;
-        // The consumer may have dropped the run (which aborts it); the rest is not wanted.
-        let _ = self.events.send(event).await;
+        if let AgentEvent::AgentEnd { messages } = &event {
+            self.outcome.set(messages.clone());
+        }
+        // The consumer may have dropped the run (which aborts it) or only wait for its result;
+        // then the events are not wanted.
+        if !self.events.is_closed() {
+            let _ = self.events.send(event).await;
+        }
     }
 }
 
@@ -837,11 +852,8 @@ impl Inner {
                 | AgentEvent::ToolExecutionUpdate { .. } => {}
             }
         }
-        let subscribers: Vec<Subscriber> = lock(&self.listeners)
-            .iter()
-            .map(|(_, subscriber)| subscriber.clone())
-            .collect();
-        for subscriber in subscribers {
+        let subscribers = Arc::clone(&lock(&self.listeners));
+        for (_, subscriber) in subscribers.iter() {
             match subscriber {
                 Subscriber::Sync(listener) => {
                     if let Err(panic) =

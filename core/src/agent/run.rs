@@ -2,14 +2,16 @@
 //! events, its result, and an abort that also happens when the value is dropped.
 
 use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 
 use futures::Stream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::event::AgentEvent;
 use super::message::AgentMessage;
+use crate::ai::event_queue::Receiver;
 
 /// How many of a run's events wait for its consumer before the run waits too.
 pub(crate) const RUN_EVENT_BUFFER: usize = 1024;
@@ -21,6 +23,24 @@ pub struct RunOutcome {
     pub new_messages: Vec<AgentMessage>,
 }
 
+/// Where a run leaves its outcome when it emits `agent_end`, so waiting for the result does
+/// not need the events.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OutcomeSlot(Arc<Mutex<Option<RunOutcome>>>);
+
+impl OutcomeSlot {
+    pub(crate) fn set(&self, new_messages: Vec<AgentMessage>) {
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(RunOutcome { new_messages });
+    }
+
+    fn get(&self) -> Option<RunOutcome> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
 /// A run started by [`Agent::start`](super::Agent::start). Iterate it for the run's events (the
 /// same the subscribers get, in the same order), or await [`result`](Self::result).
 ///
@@ -29,25 +49,27 @@ pub struct RunOutcome {
 /// [`Agent::wait_for_idle`](super::Agent::wait_for_idle) returns once it has.
 #[derive(Debug)]
 pub struct AgentRun {
-    events: mpsc::Receiver<AgentEvent>,
+    /// `None` once only the result is wanted: the run then stops queueing events.
+    events: Option<Receiver<AgentEvent>>,
     idle: watch::Receiver<bool>,
     signal: CancellationToken,
     abort_on_drop: Option<DropGuard>,
-    outcome: Option<RunOutcome>,
+    outcome: OutcomeSlot,
 }
 
 impl AgentRun {
     pub(crate) fn new(
-        events: mpsc::Receiver<AgentEvent>,
+        events: Receiver<AgentEvent>,
+        outcome: OutcomeSlot,
         idle: watch::Receiver<bool>,
         signal: CancellationToken,
     ) -> Self {
         Self {
-            events,
+            events: Some(events),
             idle,
             abort_on_drop: Some(signal.clone().drop_guard()),
             signal,
-            outcome: None,
+            outcome,
         }
     }
 
@@ -61,8 +83,8 @@ impl AgentRun {
         self.signal.clone()
     }
 
-    /// Reads the remaining events and waits until the run is over (its `agent_end` delivered to
-    /// every subscriber and the agent idle again); returns what it added.
+    /// Gives up the remaining events and waits until the run is over (its `agent_end` delivered
+    /// to every subscriber and the agent idle again); returns what it added.
     pub async fn result(mut self) -> RunOutcome {
         self.finish().await
     }
@@ -71,10 +93,11 @@ impl AgentRun {
     /// waiting (its caller was cancelled), [`abort`](Self::abort), and wait again until the
     /// abort has completed. Once over, returns the same outcome every time.
     pub async fn finish(&mut self) -> RunOutcome {
-        while futures::StreamExt::next(self).await.is_some() {}
+        // Unread events are not wanted any more; the run stops queueing them.
+        self.events = None;
         let _ = self.idle.wait_for(|idle| *idle).await;
         self.disarm();
-        self.outcome.clone().unwrap_or_default()
+        self.outcome.get().unwrap_or_default()
     }
 
     /// Whether the run is over (every event read and the agent idle again).
@@ -94,20 +117,14 @@ impl Stream for AgentRun {
     type Item = AgentEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
-        match self.events.poll_recv(cx) {
-            Poll::Ready(Some(event)) => {
-                if let AgentEvent::AgentEnd { messages } = &event {
-                    self.outcome = Some(RunOutcome {
-                        new_messages: messages.clone(),
-                    });
-                }
-                Poll::Ready(Some(event))
-            }
-            Poll::Ready(None) => {
-                self.disarm();
-                Poll::Ready(None)
-            }
-            Poll::Pending => Poll::Pending,
+        let Some(events) = self.events.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = events.poll_recv(cx);
+        if let Poll::Ready(None) = polled {
+            // The run has sent its last event.
+            self.disarm();
         }
+        polled
     }
 }

@@ -1,4 +1,6 @@
-//! The bounded queue between a provider and the consumer of its stream, with wake-ups batched.
+//! The bounded queue between a producer task and the consumer of its events, with wake-ups
+//! batched: between a provider and its stream's consumer, and between an agent run and its
+//! [`AgentRun`](crate::agent::AgentRun).
 //!
 //! A general-purpose channel wakes the consumer for every event. When the provider runs on a
 //! worker thread and the consumer on another (a multi-thread runtime, `#[tokio::main]`), each
@@ -34,9 +36,9 @@ pub(crate) const CAPACITY: usize = 256;
 /// multi-thread runtime it can work in parallel with a long batch.
 const WAKE_EVERY: usize = 64;
 
-#[derive(Debug, Default)]
-struct State {
-    events: VecDeque<AssistantMessageEvent>,
+#[derive(Debug)]
+struct State<T> {
+    events: VecDeque<T>,
     /// The consumer, parked on an empty queue.
     consumer: Option<Waker>,
     /// The provider, parked on a full queue.
@@ -49,15 +51,17 @@ struct State {
     receiver_gone: bool,
 }
 
-#[derive(Debug, Default)]
-struct Shared {
-    state: Mutex<State>,
+#[derive(Debug)]
+struct Shared<T> {
+    state: Mutex<State<T>>,
+    /// How many events may wait before the producer does.
+    capacity: usize,
     /// Fired when the consumer drops its end.
     receiver_gone: CancellationToken,
 }
 
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl<T> Shared<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
         // Every update leaves the state consistent, so a poisoned lock is still usable.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -70,9 +74,26 @@ fn wake(waker: Option<Waker>) {
     }
 }
 
-/// Creates a connected sender and receiver.
+/// Creates a connected sender and receiver for a provider's events ([`CAPACITY`]).
 pub(crate) fn queue() -> (Sender, Receiver) {
-    let shared = Arc::new(Shared::default());
+    bounded(CAPACITY)
+}
+
+/// Creates a connected sender and receiver holding at most `capacity` waiting events.
+pub(crate) fn bounded<T>(capacity: usize) -> (Sender<T>, Receiver<T>) {
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            events: VecDeque::new(),
+            consumer: None,
+            producer: None,
+            batching: false,
+            unannounced: false,
+            sender_gone: false,
+            receiver_gone: false,
+        }),
+        capacity: capacity.max(1),
+        receiver_gone: CancellationToken::new(),
+    });
     (
         Sender {
             shared: Arc::clone(&shared),
@@ -90,11 +111,11 @@ pub(crate) struct Closed;
 
 /// The provider's end. Dropping it ends the queue after the events already in it.
 #[derive(Debug)]
-pub(crate) struct Sender {
-    shared: Arc<Shared>,
+pub(crate) struct Sender<T = AssistantMessageEvent> {
+    shared: Arc<Shared<T>>,
 }
 
-impl Sender {
+impl<T> Sender<T> {
     /// Waits until the queue has room for an event (or the consumer is gone).
     pub(crate) async fn ready(&self) -> Result<(), Closed> {
         poll_fn(|cx| {
@@ -102,7 +123,7 @@ impl Sender {
             if state.receiver_gone {
                 return Poll::Ready(Err(Closed));
             }
-            if state.events.len() < CAPACITY {
+            if state.events.len() < self.shared.capacity {
                 return Poll::Ready(Ok(()));
             }
             state.producer = Some(cx.waker().clone());
@@ -118,7 +139,7 @@ impl Sender {
 
     /// Queues `event` without waiting. Call [`ready`](Self::ready) first: the queue holds at
     /// most one event more than its capacity per caller that skipped it.
-    pub(crate) fn push(&self, event: AssistantMessageEvent) -> Result<(), Closed> {
+    pub(crate) fn push(&self, event: T) -> Result<(), Closed> {
         let mut state = self.shared.lock();
         if state.receiver_gone {
             return Err(Closed);
@@ -137,16 +158,15 @@ impl Sender {
     }
 
     /// [`ready`](Self::ready), then [`push`](Self::push).
-    #[cfg(test)]
-    pub(crate) async fn send(&self, event: AssistantMessageEvent) -> Result<(), Closed> {
+    pub(crate) async fn send(&self, event: T) -> Result<(), Closed> {
         self.ready().await?;
         self.push(event)
     }
 
     /// Queues `event` if there is room (the first event of a fresh queue always fits).
-    pub(crate) fn try_send(&self, event: AssistantMessageEvent) -> Result<(), Closed> {
+    pub(crate) fn try_send(&self, event: T) -> Result<(), Closed> {
         let mut state = self.shared.lock();
-        if state.receiver_gone || state.events.len() >= CAPACITY {
+        if state.receiver_gone || state.events.len() >= self.shared.capacity {
             return Err(Closed);
         }
         state.events.push_back(event);
@@ -173,7 +193,7 @@ impl Sender {
     }
 
     /// What makes a provider's future batch its events (see [`Batcher::wrap`]).
-    pub(crate) fn batcher(&self) -> Batcher {
+    pub(crate) fn batcher(&self) -> Batcher<T> {
         Batcher {
             shared: Arc::clone(&self.shared),
         }
@@ -182,13 +202,13 @@ impl Sender {
 
 /// Makes each poll of a future one batch of a queue.
 #[derive(Debug)]
-pub(crate) struct Batcher {
-    shared: Arc<Shared>,
+pub(crate) struct Batcher<T = AssistantMessageEvent> {
+    shared: Arc<Shared<T>>,
 }
 
-impl Batcher {
+impl<T> Batcher<T> {
     /// Wraps the provider's future so that each of its polls is one batch.
-    pub(crate) fn wrap<F: Future>(self, future: F) -> Batched<F> {
+    pub(crate) fn wrap<F: Future>(self, future: F) -> Batched<F, T> {
         Batched {
             shared: self.shared,
             future,
@@ -196,7 +216,7 @@ impl Batcher {
     }
 }
 
-impl Drop for Sender {
+impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         let mut state = self.shared.lock();
         state.sender_gone = true;
@@ -208,14 +228,14 @@ impl Drop for Sender {
 
 pin_project_lite::pin_project! {
     /// A future whose every poll is one batch of the queue (see the module documentation).
-    pub(crate) struct Batched<F> {
-        shared: Arc<Shared>,
+    pub(crate) struct Batched<F, T> {
+        shared: Arc<Shared<T>>,
         #[pin]
         future: F,
     }
 }
 
-impl<F: Future> Future for Batched<F> {
+impl<F: Future, T> Future for Batched<F, T> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
@@ -237,18 +257,15 @@ impl<F: Future> Future for Batched<F> {
 
 /// The consumer's end. Dropping it tells the provider nobody listens any more.
 #[derive(Debug)]
-pub(crate) struct Receiver {
-    shared: Arc<Shared>,
+pub(crate) struct Receiver<T = AssistantMessageEvent> {
+    shared: Arc<Shared<T>>,
     /// Events taken from the queue in one go, handed out one by one.
-    local: VecDeque<AssistantMessageEvent>,
+    local: VecDeque<T>,
 }
 
-impl Receiver {
+impl<T> Receiver<T> {
     /// The next event; `None` once the provider's end is gone and every event was taken.
-    pub(crate) fn poll_recv(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<AssistantMessageEvent>> {
+    pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if let Some(event) = self.local.pop_front() {
             return Poll::Ready(Some(event));
         }
@@ -272,14 +289,14 @@ impl Receiver {
         drop(state);
         wake(producer);
         // A burst that needed a big buffer does not keep it for the rest of a long stream.
-        if self.local.capacity() > CAPACITY && self.local.len() <= WAKE_EVERY {
+        if self.local.capacity() > self.shared.capacity && self.local.len() <= WAKE_EVERY {
             self.local.shrink_to(WAKE_EVERY);
         }
         Poll::Ready(self.local.pop_front())
     }
 }
 
-impl Drop for Receiver {
+impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         let mut state = self.shared.lock();
         state.receiver_gone = true;

@@ -10,7 +10,7 @@ pub(crate) mod catalog;
 pub(crate) mod env_keys;
 pub(crate) mod error;
 pub(crate) mod event;
-mod event_queue;
+pub(crate) mod event_queue;
 pub(crate) mod event_stream;
 pub(crate) mod model;
 pub mod oauth;
@@ -54,7 +54,7 @@ pub use options::{
 };
 pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
 pub use partial_json::{PartialJsonParser, parse_streaming_json};
-pub use providers::http::set_http_client;
+pub use providers::http::{forget_connections_after_fork, set_http_client};
 pub use registry::{
     ApiProvider, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,

@@ -30,7 +30,8 @@ mod limits;
 mod redirect;
 mod retry;
 
-use std::sync::{LazyLock, PoisonError, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -45,20 +46,47 @@ pub(crate) use self::retry::{send, send_formatted};
 /// Idle connections kept per host between requests.
 const MAX_IDLE_PER_HOST: usize = 32;
 
-/// The library's own client: connections are pooled across requests and providers. Redirects
-/// are followed by [`send`], which drops credentials on a change of origin; the client itself
-/// follows none.
-static DEFAULT_CLIENT: LazyLock<reqwest::Client> = LazyLock::new(|| {
-    reqwest::Client::builder()
-        .connect_timeout(Duration::from_secs(30))
-        // Bounded idle pool: a burst of thousands of streams to one host must not leave
-        // thousands of idle sockets (and their buffers) behind it.
-        .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
-        .pool_idle_timeout(Duration::from_secs(30))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_else(|_| reqwest::Client::new())
-});
+/// How many nested `fork`s get a fresh client (see [`forget_connections_after_fork`]).
+const FORK_GENERATIONS: usize = 64;
+
+/// Which of [`CLIENTS`] is this process's: bumped in a forked child. No lock: a lock held by
+/// another thread at the fork would stay locked in the child forever.
+static GENERATION: AtomicUsize = AtomicUsize::new(0);
+
+/// The library's own clients, one per fork generation: connections are pooled across requests
+/// and providers. Redirects are followed by [`send`], which drops credentials on a change of
+/// origin; the client itself follows none.
+static CLIENTS: [OnceLock<reqwest::Client>; FORK_GENERATIONS] =
+    [const { OnceLock::new() }; FORK_GENERATIONS];
+
+/// For a process that was forked after it used the library: forgets the connection pool the
+/// parent left behind (its connections are the parent's sockets, driven by the parent's
+/// runtime threads, which the child does not have), so the next request connects afresh. Call
+/// it in the child, before any request (the Python binding does, from `os.register_at_fork`).
+/// Cheap, lock-free; does nothing when no request was made yet. After 63 nested forks that
+/// each used the library, the last client stays. A client set with [`set_http_client`] is
+/// the program's and is kept: set a fresh one in the child.
+pub fn forget_connections_after_fork() {
+    let generation = GENERATION.load(Ordering::Acquire);
+    if CLIENTS[generation].get().is_some() && generation + 1 < FORK_GENERATIONS {
+        GENERATION.store(generation + 1, Ordering::Release);
+    }
+}
+
+/// The library's client of this process.
+fn default_client() -> &'static reqwest::Client {
+    CLIENTS[GENERATION.load(Ordering::Acquire)].get_or_init(|| {
+        reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            // Bounded idle pool: a burst of thousands of streams to one host must not leave
+            // thousands of idle sockets (and their buffers) behind it.
+            .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
+            .pool_idle_timeout(Duration::from_secs(30))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new())
+    })
+}
 
 /// The program's client, when it set one ([`set_http_client`]).
 static CUSTOM_CLIENT: RwLock<Option<reqwest::Client>> = RwLock::new(None);
@@ -68,7 +96,7 @@ static CUSTOM_CLIENT: RwLock<Option<reqwest::Client>> = RwLock::new(None);
 /// cloning it shares its connection pool.)
 pub(crate) fn client() -> reqwest::Client {
     let custom = CUSTOM_CLIENT.read().unwrap_or_else(PoisonError::into_inner);
-    custom.as_ref().unwrap_or(&DEFAULT_CLIENT).clone()
+    custom.as_ref().unwrap_or_else(|| default_client()).clone()
 }
 
 /// Makes the built-in providers (and the agent proxy and OAuth flows) send their HTTP requests

@@ -1,0 +1,76 @@
+//! Core's log events → Python's `logging`, under the logger `pi_agent` (a target
+//! `pi_agent::http` goes to `pi_agent.http`, a child of it): request and response summaries at
+//! DEBUG, retries at WARNING, as core emits them. Records carry the event's fields in
+//! `record.pi_fields`. Core never puts a secret in an event, so no record holds one.
+//!
+//! `PI_AGENT_LOG=debug` (or `info`, `warn`, `trace`) sets the `pi_agent` logger's level and,
+//! when no handler would see its records (neither its own nor the root's), adds one writing to stderr.
+
+use pi_agent::observability::{
+    ForwardLogs, LogEvent, LogLevel, install_global, log_level_from_env,
+};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::bridge::with_gil;
+
+/// Python's number for a core level (TRACE has none: 5, below DEBUG).
+fn python_level(level: LogLevel) -> u8 {
+    match level {
+        LogLevel::Error => 40,
+        LogLevel::Warn => 30,
+        LogLevel::Info => 20,
+        LogLevel::Debug => 10,
+        LogLevel::Trace => 5,
+    }
+}
+
+/// Hands one event to `logging` (on the thread that emitted it, with the GIL, unless the
+/// interpreter is exiting). A failing handler is `logging`'s business, not the request's.
+fn emit(event: &LogEvent) {
+    with_gil(|py| {
+        let _ = emit_with_gil(py, event);
+    });
+}
+
+fn emit_with_gil(py: Python<'_>, event: &LogEvent) -> PyResult<()> {
+    let level = python_level(event.level);
+    let name = event.target.replace("::", ".");
+    let logger = py.import("logging")?.call_method1("getLogger", (name,))?;
+    if !logger.call_method1("isEnabledFor", (level,))?.is_truthy()? {
+        return Ok(());
+    }
+    let fields = PyDict::new(py);
+    for (key, value) in &event.fields {
+        fields.set_item(key, value)?;
+    }
+    let extra = PyDict::new(py);
+    extra.set_item("pi_fields", fields)?;
+    let keywords = PyDict::new(py);
+    keywords.set_item("extra", extra)?;
+    logger.call_method("log", (level, "%s", event.to_string()), Some(&keywords))?;
+    Ok(())
+}
+
+/// Installs the forwarding (at import), unless the process already has a `tracing`
+/// subscriber; applies `PI_AGENT_LOG`.
+pub(crate) fn install(py: Python<'_>) -> PyResult<()> {
+    let from_env = log_level_from_env();
+    let max_level = from_env.map_or(LogLevel::Debug, |level| level.max(LogLevel::Debug));
+    install_global(ForwardLogs::new(max_level, emit));
+    if let Some(level) = from_env {
+        let logging = py.import("logging")?;
+        let logger = logging.call_method1("getLogger", ("pi_agent",))?;
+        logger.call_method1("setLevel", (python_level(level),))?;
+        if !logger.call_method0("hasHandlers")?.is_truthy()? {
+            let handler = logging.call_method1("StreamHandler", ())?;
+            let format = logging.call_method1(
+                "Formatter",
+                ("pi_agent %(levelname)s %(name)s: %(message)s",),
+            )?;
+            handler.call_method1("setFormatter", (format,))?;
+            logger.call_method1("addHandler", (handler,))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,81 @@
+"""Core's log events reach Python's `logging` under `pi_agent`, without secrets."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from typing import Any, Dict
+
+import pytest
+
+import pi_agent
+
+from conftest import MockServer
+
+CONTEXT: Dict[str, Any] = {"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
+SECRET = "sk-very-secret-key-0123456789"
+
+
+def test_requests_are_logged_at_debug_without_the_key(
+    mock_server: MockServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    mock_server.push({"text": "hello"})
+    with caplog.at_level(logging.DEBUG, logger="pi_agent"):
+        message = pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key=SECRET)
+    assert message["stopReason"] == "stop"
+    records = [record for record in caplog.records if record.name.startswith("pi_agent")]
+    sending = [record for record in records if record.getMessage().startswith("sending request")]
+    assert len(sending) == 1
+    assert sending[0].name == "pi_agent.http" and sending[0].levelno == logging.DEBUG
+    assert sending[0].pi_fields["url.path"] == "/v1/chat/completions"  # type: ignore[attr-defined]
+    assert any(r.getMessage().startswith("response headers") for r in records)
+    for record in records:
+        assert SECRET not in record.getMessage()
+        assert SECRET not in repr(record.__dict__)
+
+
+def test_retries_are_warnings(mock_server: MockServer, caplog: pytest.LogCaptureFixture) -> None:
+    mock_server.push(
+        {"status": 500, "body": {"error": {"message": "boom"}}, "headers": {"retry-after-ms": "1"}},
+        {"text": "recovered"},
+    )
+    with caplog.at_level(logging.DEBUG, logger="pi_agent"):
+        message = pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key=SECRET, max_retries=2)
+    assert pi_agent.text_of(message) == "recovered"
+    retries = [record for record in caplog.records if record.name == "pi_agent.retry"]
+    assert len(retries) == 1 and retries[0].levelno == logging.WARNING
+    assert retries[0].getMessage().startswith("retrying the request")
+    assert all(SECRET not in repr(record.__dict__) for record in caplog.records)
+
+
+def test_nothing_is_emitted_above_the_loggers_level(
+    mock_server: MockServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    mock_server.push({"text": "quiet"})
+    with caplog.at_level(logging.INFO, logger="pi_agent"):
+        pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key=SECRET)
+    assert not [record for record in caplog.records if record.name.startswith("pi_agent")]
+
+
+def test_pi_agent_log_env_writes_to_stderr(mock_server: MockServer) -> None:
+    mock_server.push({"text": "from a subprocess"})
+    script = (
+        "import pi_agent, sys\n"
+        "model = pi_agent.Model('mock-gpt', base_url=sys.argv[1])\n"
+        "m = pi_agent.complete_sync(model, {'messages': [{'role': 'user', 'content': 'hi',"
+        " 'timestamp': 0}]}, api_key=sys.argv[2])\n"
+        "print(pi_agent.text_of(m))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, mock_server.url, SECRET],
+        env={**os.environ, "PI_AGENT_LOG": "debug"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "from a subprocess"
+    assert "pi_agent DEBUG pi_agent.http: sending request" in done.stderr
+    assert SECRET not in done.stderr
