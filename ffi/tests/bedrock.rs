@@ -120,7 +120,13 @@ fn comparable_event(event: &Value) -> Value {
 fn comparable_message(message: &Value) -> Value {
     let mut message = message.clone();
     let object = message.as_object_mut().expect("message object");
-    for key in ["timestamp", "timing", "errorKind", "httpStatus", "retryAfterMs"] {
+    for key in [
+        "timestamp",
+        "timing",
+        "errorKind",
+        "httpStatus",
+        "retryAfterMs",
+    ] {
         object.shift_remove(key);
     }
     message
