@@ -253,6 +253,43 @@ typedef uint32_t pi_error_kind;
 #endif // __cplusplus
 
 /**
+ * The severity of a log line. The values are stable.
+ */
+enum pi_log_level
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Failures.
+   */
+  PI_LOG_LEVEL_ERROR = 1,
+  /**
+   * Retries and other recovered trouble.
+   */
+  PI_LOG_LEVEL_WARN = 2,
+  /**
+   * Milestones.
+   */
+  PI_LOG_LEVEL_INFO = 3,
+  /**
+   * Requests and responses, summarised (never headers, bodies or keys).
+   */
+  PI_LOG_LEVEL_DEBUG = 4,
+  /**
+   * Everything.
+   */
+  PI_LOG_LEVEL_TRACE = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum pi_log_level pi_log_level;
+#else
+typedef uint32_t pi_log_level;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * What kind of failure ended a model call (a failed message's `errorKind`). The values are
  * stable; new kinds may be added, so treat an unknown value as `NONE`.
  */
@@ -707,6 +744,19 @@ typedef int32_t (*pi_stream_fn_callback)(void *user_data, struct pi_stream_fn_ca
  * (the stream waits) and may call blocking functions.
  */
 typedef int32_t (*pi_faux_factory_callback)(void *user_data, struct pi_faux_request *request);
+
+/**
+ * Receives one log line: its `level`, its `target` (where from, e.g. `"pi_agent::http"`) and
+ * its `message` (`text key=value ...`, one line). Both strings are NUL-terminated UTF-8,
+ * borrowed for the duration of the call only. Called from whichever thread logs (the
+ * caller's or the library's runtime threads), possibly from several at once; keep it quick,
+ * and do not call blocking `pi_*` functions from it. Lines the callback itself causes are
+ * not passed to it again.
+ */
+typedef void (*pi_log_callback)(void *user_data,
+                                pi_log_level level,
+                                const char *target,
+                                const char *message);
 
 /**
  * The machine-readable failure of an assistant message.
@@ -2048,6 +2098,28 @@ bool pi_transform_context_is_aborted(const struct pi_transform_context *context)
  */
 struct pi_error *pi_transform_context_set_messages_json(struct pi_transform_context *context,
                                                         const char *messages_json);
+
+/**
+ * Sets the log callback: from now on every library log line at `max_level` or more severe
+ * (a `pi_log_level` value: `PI_LOG_LEVEL_ERROR` ... `PI_LOG_LEVEL_TRACE`) is passed to
+ * `callback` (see `pi_log_callback`), replacing the callback and level set before. A NULL
+ * `callback` removes it (`max_level`, `user_data` and `free_user_data` are then ignored).
+ * `free_user_data` (nullable) is called with `user_data` exactly once, when the callback has
+ * been replaced or removed and no call of it is still running (on the thread of that
+ * `pi_set_log_callback`, or of the last running call).
+ *
+ * Works beside `PI_AGENT_LOG` (e.g. `PI_AGENT_LOG=debug`), which writes the same lines to
+ * stderr at its own level. No line ever holds an API key, token or credential header.
+ *
+ * Errors: `INVALID_ARGUMENT` for a `max_level` that is not a `pi_log_level`, `RUNTIME` when
+ * another `tracing` subscriber owns this process (a Rust host); `free_user_data` is then not
+ * called.
+ * Thread-safety: may be called from any thread, also from the log callback itself.
+ */
+struct pi_error *pi_set_log_callback(uint32_t max_level,
+                                     pi_log_callback callback,
+                                     void *user_data,
+                                     pi_free_callback free_user_data);
 
 /**
  * Reads the failure fields of a pi-shaped assistant message (e.g. the last message of a

@@ -49,6 +49,9 @@ step "rust tests (core, mock server, C ABI, header drift, C library install, REA
 cargo test --workspace --all-targets
 cargo test -p pi-agent --doc
 
+step "OTLP export (pi-agent's optional feature otlp: its test target only)"
+cargo test -p pi-agent --features otlp --test otlp
+
 step "rust examples"
 cargo run -q -p pi-agent-examples --example agent
 cargo run -q -p pi-agent-examples --example durable

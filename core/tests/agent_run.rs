@@ -540,6 +540,11 @@ async fn a_long_run_reads_in_order_or_gives_its_result_without_the_events() {
         "the subscriber saw the same deltas"
     );
     assert_eq!(last, Some("agent_end"));
+    // The stream ends before the agent reports idle; `finish` waits for that too.
+    let outcome = tokio::time::timeout(HANG_GUARD, run.finish())
+        .await
+        .expect("no hang");
+    assert_eq!(outcome.new_messages.len(), 2, "prompt and reply");
     assert!(run.is_finished());
 
     // Read a few, then ask for the result.

@@ -199,3 +199,58 @@ async fn forwarded_logs_carry_requests_and_retries_without_secrets() {
     assert!(!all.contains("sk-secret-456"), "{all}");
     assert_eq!(LogLevel::parse("WARNING"), Some(LogLevel::Warn));
 }
+
+#[tokio::test]
+async fn forwarded_logs_switch_handlers_and_levels_and_never_recurse() {
+    use pi_agent::observability::{ForwardLogs, LogEvent, LogLevel};
+    let layer = ForwardLogs::none();
+    assert_eq!(layer.max_level(), None);
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(layer.clone()));
+    let log = || {
+        tracing::debug!(target: "pi_agent::http", secret = "no", "debug line");
+        tracing::warn!(target: "pi_agent::retry", "warn line");
+        tracing::warn!(target: "other_crate", "not ours");
+    };
+    log(); // no handler: nothing to see, nothing to fail
+
+    let first: Arc<Mutex<Vec<LogEvent>>> = Arc::default();
+    let sink = Arc::clone(&first);
+    layer.set_handler(LogLevel::Debug, move |event| {
+        sink.lock().unwrap().push(event.clone());
+        // A handler that logs is not called again for its own event.
+        tracing::warn!(target: "pi_agent::retry", "from the handler");
+    });
+    assert_eq!(layer.max_level(), Some(LogLevel::Debug));
+    log();
+    let seen: Vec<String> = first
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    assert_eq!(seen, ["debug line secret=no", "warn line"]);
+
+    // Replaced, with a lower level: the first handler sees nothing more.
+    let second: Arc<Mutex<Vec<LogEvent>>> = Arc::default();
+    let sink = Arc::clone(&second);
+    layer.set_handler(LogLevel::Warn, move |event| {
+        sink.lock().unwrap().push(event.clone());
+    });
+    log();
+    assert_eq!(first.lock().unwrap().len(), 2);
+    let seen = second.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].level, LogLevel::Warn);
+    assert_eq!(seen[0].target, "pi_agent::retry");
+
+    // Removed: the handler is dropped (the sink's only other owner is this test).
+    layer.remove_handler();
+    assert_eq!(layer.max_level(), None);
+    log();
+    assert_eq!(second.lock().unwrap().len(), 1);
+    assert_eq!(Arc::strong_count(&second), 1);
+    assert_eq!(LogLevel::from_u8(4), Some(LogLevel::Debug));
+    assert_eq!(LogLevel::from_u8(0), None);
+    assert_eq!(LogLevel::from_u8(6), None);
+}

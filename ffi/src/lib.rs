@@ -61,6 +61,7 @@ pub mod error;
 pub mod event;
 pub mod faux;
 pub mod hook;
+pub mod log;
 pub mod message_error;
 pub mod messages;
 pub mod model;

@@ -17,6 +17,8 @@ pub(crate) fn runtime() -> Result<&'static Runtime, pi_error> {
     static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
+            // The runtime's first use is where `PI_AGENT_LOG` takes effect.
+            crate::log::init();
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(WORKER_THREADS)
                 .thread_name("pi-agent-runtime")

@@ -1,6 +1,6 @@
 //! Compiles the C programs (`tests/c/ffi_test.c`, `tests/c/ffi_agent_test.c`,
-//! `tests/c/ffi_ai_test.c`, `tests/c/ffi_agent_run_test.c`, `examples/c/agent.c`, the benchmark
-//! `benches/c/stream_bench.c`) with
+//! `tests/c/ffi_ai_test.c`, `tests/c/ffi_agent_run_test.c`, `tests/c/ffi_log_test.c`,
+//! `examples/c/agent.c`, the benchmark `benches/c/stream_bench.c`) with
 //! `cc -Wall -Wextra -Werror -std=c11` against `include/pi_agent.h`, links them with `-lpi_agent`
 //! against the cdylib cargo built for this test run (`target/<profile>/deps/libpi_agent_ffi.so`,
 //! found from the test executable's path, so `CARGO_TARGET_DIR` and `--release` work) with an
@@ -258,6 +258,73 @@ fn c_stream_every_wire_api() {
         assert_success(&output, api);
         assert_eq!(server.requests().len(), 1, "{api}");
     }
+}
+
+/// `pi_set_log_callback` beside `PI_AGENT_LOG=debug`: both get the request's lines, neither
+/// the API key.
+#[test]
+fn c_log_test() {
+    const SECRET: &str = "sk-log-secret-5150";
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push_all([
+        json!({"status": 503, "body": {"error": {"message": format!("overloaded, key {SECRET}")}}}),
+        json!({"text": "Hello after a retry."}),
+        json!({"text": "Hello again."}),
+        json!({"text": "Hello once more."}),
+    ]);
+    let exe = compile("tests/c/ffi_log_test.c", "ffi_log_test");
+    let mut command = Command::new(&exe);
+    command.arg(server.base_url()).env("PI_AGENT_LOG", "debug");
+    let output = run(command);
+    assert_success(&output, "ffi_log_test");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stdout.contains("ffi_log_test: ok"), "{stdout}");
+    assert_eq!(server.requests().len(), 4, "three requests, one retried");
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(format!("Bearer {SECRET}").as_str()),
+        "the key was sent, so a leak would show"
+    );
+    // PI_AGENT_LOG's stderr log ran beside the callback, for every request.
+    assert_eq!(
+        stderr
+            .matches("pi_agent debug pi_agent::http: sending request")
+            .count(),
+        3,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("pi_agent warn  pi_agent::retry: "),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(SECRET), "{stderr}");
+    assert!(!stdout.contains(SECRET), "{stdout}");
+    drop(server);
+}
+
+#[test]
+fn c_log_test_under_valgrind() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push_all([
+        json!({"status": 503, "body": {"error": {"message": "overloaded"}}}),
+        json!({"text": "Hello after a retry."}),
+        json!({"text": "Hello again."}),
+        json!({"text": "Hello once more."}),
+    ]);
+    let exe = compile("tests/c/ffi_log_test.c", "ffi_log_test_valgrind");
+    run_under_valgrind(&exe, &[&server.base_url()], "ffi_log_test");
+    drop(server);
 }
 
 /// The C benchmark (`benches/c/run.sh` runs it on the release library) compiles and runs; a few
