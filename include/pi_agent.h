@@ -290,6 +290,72 @@ typedef uint32_t pi_log_level;
 #endif // __cplusplus
 
 /**
+ * What kind of failure ended a model call (a failed message's `errorKind`). The values are
+ * stable; new kinds may be added, so treat an unknown value as `NONE`.
+ */
+enum pi_message_error_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * No kind: the message did not fail, or its failure fits no kind (or it came from pi).
+   */
+  PI_MESSAGE_ERROR_KIND_NONE = 0,
+  /**
+   * `rate_limit`: too many requests or tokens (HTTP 429); wait `retry_after_ms` when given.
+   */
+  PI_MESSAGE_ERROR_KIND_RATE_LIMIT = 1,
+  /**
+   * `auth`: the credentials were refused (HTTP 401/403) or none were found.
+   */
+  PI_MESSAGE_ERROR_KIND_AUTH = 2,
+  /**
+   * `not_found`: the model or endpoint does not exist (HTTP 404).
+   */
+  PI_MESSAGE_ERROR_KIND_NOT_FOUND = 3,
+  /**
+   * `bad_request`: the provider refused the request (HTTP 400/422, ...); a retry won't help.
+   */
+  PI_MESSAGE_ERROR_KIND_BAD_REQUEST = 4,
+  /**
+   * `server`: the provider failed or is overloaded (HTTP 5xx, overloaded error events).
+   */
+  PI_MESSAGE_ERROR_KIND_SERVER = 5,
+  /**
+   * `network`: the connection could not be made, was reset, or the body was cut off.
+   */
+  PI_MESSAGE_ERROR_KIND_NETWORK = 6,
+  /**
+   * `timeout`: a time limit ran out (response headers, a silent stream, a watchdog).
+   */
+  PI_MESSAGE_ERROR_KIND_TIMEOUT = 7,
+  /**
+   * `decode`: the response could not be read (a malformed chunk, a truncated stream).
+   */
+  PI_MESSAGE_ERROR_KIND_DECODE = 8,
+  /**
+   * `aborted`: the caller aborted the request.
+   */
+  PI_MESSAGE_ERROR_KIND_ABORTED = 9,
+  /**
+   * `context_overflow`: the prompt does not fit the context window; compact and retry.
+   */
+  PI_MESSAGE_ERROR_KIND_CONTEXT_OVERFLOW = 10,
+  /**
+   * `refusal`: the model or the provider's filter declined to answer.
+   */
+  PI_MESSAGE_ERROR_KIND_REFUSAL = 11,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum pi_message_error_kind pi_message_error_kind;
+#else
+typedef uint32_t pi_message_error_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * One tool call that ran, passed to a `pi_after_tool_call_callback`. Valid until the callback
  * returns.
  *
@@ -691,6 +757,30 @@ typedef void (*pi_log_callback)(void *user_data,
                                 pi_log_level level,
                                 const char *target,
                                 const char *message);
+
+/**
+ * The machine-readable failure of an assistant message.
+ */
+typedef struct pi_message_error {
+  /**
+   * The kind (`NONE` when the message has none).
+   */
+  pi_message_error_kind kind;
+  /**
+   * The HTTP status of the failed response (`httpStatus`); 0 when there was none.
+   */
+  uint32_t http_status;
+  /**
+   * The delay the server asked for before a retry, in milliseconds (`retryAfterMs`); -1
+   * when it named none.
+   */
+  int64_t retry_after_ms;
+  /**
+   * Whether the same request may succeed later (`rate_limit`, `server`, `network`,
+   * `timeout`). The library has already retried those within `maxRetries`.
+   */
+  bool transient;
+} pi_message_error;
 
 /**
  * Renames a tool-call id for the target model (pi's `normalizeToolCallId`), called for each
@@ -2030,6 +2120,28 @@ struct pi_error *pi_set_log_callback(uint32_t max_level,
                                      pi_log_callback callback,
                                      void *user_data,
                                      pi_free_callback free_user_data);
+
+/**
+ * Reads the failure fields of a pi-shaped assistant message (e.g. the last message of a
+ * failed run, or the `error` of a stream's error event) into `*error_out`: its `errorKind`,
+ * `httpStatus` and `retryAfterMs`. The text stays in `errorMessage`. A message without them
+ * (one that did not fail, or one saved by pi) gives `kind` `NONE`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (also for a message whose `role`
+ * is not `assistant`).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_message_error_info(const char *assistant_message_json,
+                                       struct pi_message_error *error_out);
+
+/**
+ * The JSON name of `kind` (a `pi_message_error_kind` value) as `errorKind` spells it
+ * (`"rate_limit"`, ...); empty for `NONE` and values this version does not know. Static:
+ * valid forever.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_message_error_kind_name(uint32_t kind);
 
 /**
  * Rewrites a transcript for `target` (pi's `transformMessages`): thinking from other models

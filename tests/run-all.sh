@@ -40,6 +40,11 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "rust docs"
 RUSTDOCFLAGS="-D warnings" cargo doc -q --no-deps -p pi-agent
 
+step "rust feature builds (no provider; one provider; the system's TLS roots)"
+cargo check -q -p pi-agent --no-default-features
+cargo check -q -p pi-agent --no-default-features --features openai
+cargo check -q -p pi-agent --no-default-features --features anthropic,native-roots
+
 step "rust tests (core, mock server, C ABI, header drift, C library install, README code)"
 cargo test --workspace --all-targets
 cargo test -p pi-agent --doc

@@ -29,12 +29,30 @@
 //! Everything async runs on tokio: call [`ai::stream`] and [`agent::Agent::prompt`] from inside
 //! a tokio runtime.
 
+// The shared provider plumbing (the HTTP driver, options mapping, environment keys, gateways)
+// serves every provider family; with some families left out (cargo features) parts of it are
+// unused, which is expected. The full build (default features, `clippy -D warnings`) still
+// catches dead code.
+#![cfg_attr(
+    not(all(
+        feature = "openai",
+        feature = "anthropic",
+        feature = "google",
+        feature = "mistral",
+        feature = "bedrock"
+    )),
+    allow(dead_code, unused_imports)
+)]
+
 pub mod agent;
 pub mod ai;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod observability;
+
+/// The `reqwest` this crate is built with, for [`ai::set_http_client`].
+pub use reqwest;
 
 pub use agent::{
     Agent, AgentEvent, AgentMessage, AgentOptions, AgentTool, AgentToolResult, FnTool,

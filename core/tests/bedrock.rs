@@ -235,6 +235,10 @@ fn message_json(message: &AssistantMessage) -> Value {
     let mut json = serde_json::to_value(Message::Assistant(message.clone())).unwrap();
     json.as_object_mut().unwrap().remove("timestamp");
     json.as_object_mut().unwrap().remove("timing");
+    // Ours: pi has no error kind, status or retry delay.
+    for key in ["errorKind", "httpStatus", "retryAfterMs"] {
+        json.as_object_mut().unwrap().remove(key);
+    }
     numbers_as_floats(json)
 }
 

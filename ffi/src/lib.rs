@@ -62,6 +62,7 @@ pub mod event;
 pub mod faux;
 pub mod hook;
 pub mod log;
+pub mod message_error;
 pub mod messages;
 pub mod model;
 pub mod model_hooks;

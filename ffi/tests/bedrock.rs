@@ -115,13 +115,20 @@ fn comparable_event(event: &Value) -> Value {
     event
 }
 
-/// Our message without the wall-clock `timestamp` (the recorder dropped pi's) and the measured
-/// `timing` (pi has none).
+/// Our message without the wall-clock `timestamp` (the recorder dropped pi's), the measured
+/// `timing` and the machine-readable `errorKind`, `httpStatus`, `retryAfterMs` (pi has none).
 fn comparable_message(message: &Value) -> Value {
     let mut message = message.clone();
     let object = message.as_object_mut().expect("message object");
-    object.shift_remove("timestamp");
-    object.shift_remove("timing");
+    for key in [
+        "timestamp",
+        "timing",
+        "errorKind",
+        "httpStatus",
+        "retryAfterMs",
+    ] {
+        object.shift_remove(key);
+    }
     message
 }
 

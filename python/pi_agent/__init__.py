@@ -90,11 +90,18 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
     from . import oauth
+    from ._error_kind import error_kind, is_transient_error
     from ._tools import function_schema, tool
 
 # Imported on first use (PEP 562), so that `import pi_agent` stays fast: `_tools` needs
-# inspect, dataclasses and typing; `oauth` needs typing.
-_LAZY = {"tool": "._tools", "function_schema": "._tools", "oauth": ".oauth"}
+# inspect, dataclasses and typing; `oauth` and `_error_kind` need typing.
+_LAZY = {
+    "tool": "._tools",
+    "function_schema": "._tools",
+    "oauth": ".oauth",
+    "error_kind": "._error_kind",
+    "is_transient_error": "._error_kind",
+}
 
 
 def __getattr__(name: str) -> object:
@@ -183,6 +190,7 @@ __all__ = [
     "complete_simple_sync",
     "complete_sync",
     "default_convert_to_llm",
+    "error_kind",
     "execute_tool_calls_sync",
     "faux_text",
     "faux_thinking",
@@ -198,6 +206,7 @@ __all__ = [
     "instrument_opentelemetry",
     "is_assistant_message",
     "is_context_overflow",
+    "is_transient_error",
     "is_image_content",
     "is_text_content",
     "is_text_delta",

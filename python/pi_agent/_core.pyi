@@ -386,8 +386,9 @@ def is_context_overflow(
     an error whose text is a known "prompt too long" message of some provider, or, given the
     model's ``context_window``, a response whose input exceeded it (some providers truncate
     silently) or that stopped at ``length`` with no output and a full window. Use it to decide
-    to compact the transcript and retry. ``ValueError`` if ``message`` is not an assistant
-    message dict."""
+    to compact the transcript and retry. (A failed message of this library also says so in
+    ``errorKind``: ``"context_overflow"``, see :func:`pi_agent.error_kind`.) ``ValueError`` if
+    ``message`` is not an assistant message dict."""
 
 # ---------------------------------------------------------------------------------------------
 # pi-ai helpers

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "StopReason",
+    "ErrorKind",
     "TextContent",
     "ThinkingContent",
     "ImageContent",
@@ -131,6 +132,27 @@ __all__ = [
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
 """Why the model stopped. ``error`` and ``aborted`` come with ``errorMessage``."""
+
+ErrorKind = Literal[
+    "rate_limit",
+    "auth",
+    "not_found",
+    "bad_request",
+    "server",
+    "network",
+    "timeout",
+    "decode",
+    "aborted",
+    "context_overflow",
+    "refusal",
+]
+"""What kind of failure ended a model call (a failed message's ``errorKind``, ours; pi has
+none): ``rate_limit`` (HTTP 429; see ``retryAfterMs``), ``auth`` (401/403, no key),
+``not_found`` (404), ``bad_request`` (other 4xx), ``server`` (5xx, overloaded), ``network``
+(connection failed or cut), ``timeout``, ``decode`` (unreadable response), ``aborted``,
+``context_overflow`` (compact and retry), ``refusal`` (the model or a filter declined). New
+kinds may be added: read it with :func:`pi_agent.error_kind`, which maps unknown ones to
+``None``."""
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 """pi's levels; ``"off"`` (the default) sends no reasoning."""
@@ -255,6 +277,12 @@ class _AssistantMessageOptional(TypedDict, total=False):
     responseId: str
     diagnostics: List[Any]
     errorMessage: str
+    errorKind: ErrorKind
+    """What kind of failure it was, when one fits (ours)."""
+    httpStatus: int
+    """The HTTP status of the failed response (ours)."""
+    retryAfterMs: int
+    """The delay the server asked for before a retry, in milliseconds (ours)."""
     timing: ResponseTiming
 
 

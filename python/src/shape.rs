@@ -9,16 +9,20 @@ use pi_agent::agent::{
 };
 use pi_agent::ai::oauth::{OAuthAuthInfo, OAuthPrompt, OAuthSelectOption, OAuthSelectPrompt};
 use pi_agent::ai::{
-    AssistantMessage, GoogleThinking, ImageContent, Model, ModelCost, ResponseTiming,
+    AssistantMessage, ErrorKind, GoogleThinking, ImageContent, Model, ModelCost, ResponseTiming,
     StreamOptions, TextContent, ThinkingBudgets, ThinkingContent, Tool, ToolCall,
     ToolResultMessage, ToolTiming, Usage, UsageCost, UserMessage, shape_fields,
 };
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 
-/// The JSON keys of core's shape `name` (its Rust type name), aliases included.
+/// The JSON keys of core's shape `name` (its Rust type name), aliases included; for the
+/// string enum `ErrorKind`, its values.
 #[pyfunction]
 pub(crate) fn _shape_fields(name: &str) -> PyResult<Vec<&'static str>> {
+    if name == "ErrorKind" {
+        return Ok(ErrorKind::ALL.iter().map(|kind| kind.as_str()).collect());
+    }
     let fields = match name {
         "StreamOptions" => shape_fields::<StreamOptions>(),
         "ThinkingBudgets" => shape_fields::<ThinkingBudgets>(),

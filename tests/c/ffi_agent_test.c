@@ -283,6 +283,28 @@ static void test_catalog(void) {
     EXPECT_ERROR(pi_is_context_overflow("{\"role\":\"user\",\"content\":\"hi\"}", 0, &overflow),
                  PI_ERROR_KIND_INVALID_JSON);
     EXPECT_ERROR(pi_is_context_overflow(fits, 0, NULL), PI_ERROR_KIND_NULL_ARGUMENT);
+
+    /* The machine-readable failure of a message (errorKind, httpStatus, retryAfterMs). */
+    pi_message_error failure;
+    OK(pi_message_error_info(
+        "{\"role\":\"assistant\",\"content\":[],\"api\":\"a\",\"provider\":\"p\",\"model\":"
+        "\"m\",\"stopReason\":\"error\",\"errorMessage\":\"429 slow down\",\"errorKind\":"
+        "\"rate_limit\",\"httpStatus\":429,\"retryAfterMs\":2000,\"timestamp\":0}",
+        &failure));
+    CHECK(failure.kind == PI_MESSAGE_ERROR_KIND_RATE_LIMIT);
+    CHECK(failure.http_status == 429);
+    CHECK(failure.retry_after_ms == 2000);
+    CHECK(failure.transient);
+    pi_str name = pi_message_error_kind_name(failure.kind);
+    CHECK(name.len == 10 && memcmp(name.data, "rate_limit", 10) == 0);
+    OK(pi_message_error_info(fits, &failure)); /* no failure, or a message saved by pi */
+    CHECK(failure.kind == PI_MESSAGE_ERROR_KIND_NONE);
+    CHECK(failure.http_status == 0 && failure.retry_after_ms == -1 && !failure.transient);
+    CHECK(pi_message_error_kind_name(PI_MESSAGE_ERROR_KIND_NONE).len == 0);
+    CHECK(pi_message_error_kind_name(999).len == 0);
+    EXPECT_ERROR(pi_message_error_info("{\"role\":\"user\",\"content\":\"hi\"}", &failure),
+                 PI_ERROR_KIND_INVALID_JSON);
+    EXPECT_ERROR(pi_message_error_info(fits, NULL), PI_ERROR_KIND_NULL_ARGUMENT);
 }
 
 /* Every request option, in pi's camelCase. */

@@ -107,8 +107,10 @@ def comparable_event(event: Dict[str, Any]) -> Dict[str, Any]:
 
 def comparable_message(message: Dict[str, Any]) -> Dict[str, Any]:
     """Our message without what pi's recording cannot compare: the wall-clock ``timestamp``
-    (the recorder dropped pi's) and the measured ``timing`` (pi has none)."""
-    return {k: v for k, v in message.items() if k not in ("timestamp", "timing")}
+    (the recorder dropped pi's), the measured ``timing`` and the machine-readable ``errorKind``,
+    ``httpStatus``, ``retryAfterMs`` (pi has none)."""
+    ours_only = ("timestamp", "timing", "errorKind", "httpStatus", "retryAfterMs")
+    return {k: v for k, v in message.items() if k not in ours_only}
 
 
 def assert_same_json(ours: Any, pi: Any, where: str) -> None:

@@ -163,6 +163,9 @@ def normalise(observation: Dict[str, Any], side: str, fixture: Fixture, pi: Dict
     def ours(obj: Dict[str, Any]) -> None:
         if obj.get("role") in ("assistant", "toolResult"):  # measured timing (pi has none)
             obj.pop("timing", None)
+        if obj.get("role") == "assistant":  # machine-readable error fields (pi has none)
+            for key in ("errorKind", "httpStatus", "retryAfterMs"):
+                obj.pop(key, None)
         kind = obj.get("type")
         if kind == "start" and len(obj) <= 2:  # rule 2
             obj.pop("partial", None)

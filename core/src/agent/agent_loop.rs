@@ -132,6 +132,7 @@ pub fn run_failure_message(model: &Model, error: &str, aborted: bool) -> Assista
             StopReason::Error
         },
         error_message: Some(error.to_owned()),
+        error_kind: aborted.then_some(crate::ai::ErrorKind::Aborted),
         timestamp: crate::ai::types::now_ms(),
         ..AssistantMessage::default()
     }
@@ -406,6 +407,7 @@ async fn call_model_inner<S: EventSink>(
                         "{STREAM_IDLE} ({} ms without data)",
                         limit.as_millis()
                     ));
+                    message.error_kind = Some(crate::ai::ErrorKind::Timeout);
                     final_message = Some(message);
                     break;
                 }
@@ -443,6 +445,7 @@ async fn call_model_inner<S: EventSink>(
         let mut message = partial.snapshot();
         message.stop_reason = StopReason::Error;
         message.error_message = Some(crate::ai::event_stream::STREAM_ENDED_EARLY.to_owned());
+        message.error_kind = Some(crate::ai::ErrorKind::Decode);
         message
     });
     (message, started)

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::config::StreamFn;
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -73,7 +74,7 @@ async fn run(
     token: Option<ApiKey>,
     body: Value,
     options: &StreamOptions,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let mut request = http::client()
         .post(&url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -95,7 +96,11 @@ async fn run(
                     status.canonical_reason().unwrap_or("")
                 )
             });
-        return Err(format!("Proxy error: {}", detail.trim()));
+        return Err(ProviderError::http(
+            status.as_u16(),
+            format!("Proxy error: {}", detail.trim()),
+            None,
+        ));
     }
     read_stream(writer, http::SseEvents::new(response, options)).await
 }
@@ -123,7 +128,9 @@ pub fn stream_from_events(
                 return end;
             }
         }
-        Err("The event source ended before the response was complete".to_owned())
+        Err(ProviderError::Decode(
+            "The event source ended before the response was complete".to_owned(),
+        ))
     }));
     stream
 }
@@ -150,6 +157,9 @@ pub fn stream_message(
             response_model,
             diagnostics,
             error_message,
+            error_kind,
+            http_status,
+            retry_after_ms,
             ..
         } = message;
         writer.start().await;
@@ -193,6 +203,9 @@ pub fn stream_message(
         out.response_model = response_model;
         out.diagnostics = diagnostics;
         out.error_message = error_message;
+        out.error_kind = error_kind;
+        out.http_status = http_status;
+        out.retry_after_ms = retry_after_ms;
         // `done` turns a failure stop reason into the `error` event.
         Ok(())
     }));
@@ -203,7 +216,7 @@ pub fn stream_message(
 pub(crate) async fn read_stream(
     writer: &mut StreamWriter,
     mut events: http::SseEvents,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     while let Some(event) = events.next().await? {
         if let Some(end) = apply(writer, &event.data).await? {
             return end;
@@ -222,9 +235,9 @@ fn usage_of(event: &Value) -> Option<Usage> {
 async fn apply(
     writer: &mut StreamWriter,
     data: &str,
-) -> Result<Option<Result<(), String>>, String> {
-    let event: Value =
-        serde_json::from_str(data).map_err(|error| format!("Malformed proxy event: {error}"))?;
+) -> Result<Option<Result<(), ProviderError>>, ProviderError> {
+    let event: Value = serde_json::from_str(data)
+        .map_err(|error| ProviderError::Decode(format!("Malformed proxy event: {error}")))?;
     apply_event(writer, &event).await
 }
 
@@ -232,7 +245,7 @@ async fn apply(
 async fn apply_event(
     writer: &mut StreamWriter,
     event: &Value,
-) -> Result<Option<Result<(), String>>, String> {
+) -> Result<Option<Result<(), ProviderError>>, ProviderError> {
     let index = event
         .get("contentIndex")
         .and_then(Value::as_u64)
@@ -244,10 +257,13 @@ async fn apply_event(
             .unwrap_or("")
             .to_owned()
     };
-    let expect_index =
-        |kind: &str| index.ok_or_else(|| format!("proxy event {kind} without contentIndex"));
+    let expect_index = |kind: &str| {
+        index.ok_or_else(|| {
+            ProviderError::Decode(format!("proxy event {kind} without contentIndex"))
+        })
+    };
     let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
-    let check = |writer: &StreamWriter, index: usize, wanted: &str| -> Result<(), String> {
+    let check = |writer: &StreamWriter, index: usize, wanted: &str| -> Result<(), ProviderError> {
         let actual = writer
             .message()
             .content
@@ -260,9 +276,9 @@ async fn apply_event(
         if actual == Some(wanted) {
             Ok(())
         } else {
-            Err(format!(
+            Err(ProviderError::Decode(format!(
                 "proxy event {kind} for a block that is not {wanted}"
-            ))
+            )))
         }
     };
     match kind {
@@ -346,7 +362,28 @@ async fn apply_event(
                 .and_then(Value::as_str)
                 .unwrap_or("Proxy reported an error")
                 .to_owned();
-            return Ok(Some(Err(message)));
+            // A proxy or stream function built on this library may pass the error's kind,
+            // status and retry delay on (pi's proxy sends only the text).
+            let field = |key: &str| {
+                event
+                    .get(key)
+                    .or_else(|| full.and_then(|m| m.get(key)))
+                    .filter(|v| !v.is_null())
+            };
+            let status = field("httpStatus")
+                .and_then(Value::as_u64)
+                .and_then(|status| u16::try_from(status).ok());
+            let kind = field("errorKind")
+                .and_then(Value::as_str)
+                .and_then(ErrorKind::from_name)
+                .or_else(|| status.and_then(ErrorKind::from_status));
+            let error = ProviderError::Reported {
+                message,
+                kind,
+                status,
+                retry_after_ms: field("retryAfterMs").and_then(Value::as_u64),
+            };
+            return Ok(Some(Err(error)));
         }
         // Unknown events are skipped, as pi does.
         _ => {}

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::accumulator::{MessageAccumulator, object_or_empty};
+use super::error::{ErrorKind, ProviderError};
 use super::event::AssistantMessageEvent;
 use super::event_queue::{self, Receiver, Sender};
 use super::model::Model;
@@ -60,7 +61,7 @@ impl PartialMessage {
 
 /// How [`StreamWriter::drive`]'s request ended.
 enum Ended {
-    Ran(Result<(), String>),
+    Ran(Result<(), ProviderError>),
     Aborted,
     Dropped,
 }
@@ -118,11 +119,13 @@ pub fn empty_message(model: &Model) -> AssistantMessage {
 
 impl AssistantMessageEventStream {
     /// A stream that yields only an `error` event (for failures before any provider runs).
-    pub fn failed(model: &Model, reason: StopReason, error_message: impl Into<String>) -> Self {
+    /// `error` is a [`ProviderError`] or a plain message (no kind); `reason` `aborted` makes
+    /// the kind `aborted`.
+    pub fn failed(model: &Model, reason: StopReason, error: impl Into<ProviderError>) -> Self {
         let (writer, stream) = channel(model, None);
         let mut message = writer.acc.into_message();
         message.stop_reason = reason;
-        message.error_message = Some(error_message.into());
+        set_error(&mut message, &error.into(), reason, &Redactor::default());
         stream.partial.lock().finish_with(message.clone());
         let (tx, rx) = event_queue::queue();
         // A fresh queue always has room for its first event.
@@ -159,6 +162,7 @@ impl AssistantMessageEventStream {
         let mut message = acc.snapshot();
         message.stop_reason = StopReason::Error;
         message.error_message = Some(STREAM_ENDED_EARLY.to_owned());
+        message.error_kind = Some(ErrorKind::Decode);
         acc.finish_with(message.clone());
         AssistantMessageEvent::Error {
             reason: StopReason::Error,
@@ -313,11 +317,14 @@ impl StreamWriter {
 
     /// Runs a provider's request to its end: `run` drives this writer; an abort of the
     /// request's token ends it at once with "Request was aborted" (even mid-read); `Ok` ends the
-    /// stream with [`done`](Self::done), `Err(message)` with [`fail`](Self::fail).
+    /// stream with [`done`](Self::done), `Err(error)` with [`fail`](Self::fail).
     ///
     /// A consumer that drops its stream cancels the request too: the request (and its
     /// connection) is dropped at once, whatever the server does.
-    pub async fn drive(mut self, run: impl AsyncFnOnce(&mut StreamWriter) -> Result<(), String>) {
+    pub async fn drive(
+        mut self,
+        run: impl AsyncFnOnce(&mut StreamWriter) -> Result<(), ProviderError>,
+    ) {
         let signal = self.signal.clone().unwrap_or_default();
         let Some(queue) = self.tx.as_ref() else {
             return;
@@ -341,12 +348,12 @@ impl StreamWriter {
                 if self.end_blocks_on_abort {
                     self.end_open_blocks().await;
                 }
-                Err("Request was aborted".to_owned())
+                Err(ProviderError::Aborted)
             }
         };
         match outcome {
             Ok(()) => self.done().await,
-            Err(message) => self.fail(message).await,
+            Err(error) => self.fail(error).await,
         }
     }
 
@@ -548,21 +555,26 @@ impl StreamWriter {
     }
 
     /// Ends the stream with `done`, or with `error` when the message's stop reason is a failure
-    /// or the request was aborted.
+    /// or the request was aborted. A failure keeps the `error_kind`, `http_status` and
+    /// `retry_after_ms` the provider set on the message (a refusal, say).
     pub async fn done(mut self) {
         self.ready().await;
         if self.is_aborted() {
-            return self.fail("Request was aborted").await;
+            return self.fail(ProviderError::Aborted).await;
         }
         let reason = self.acc.message().stop_reason;
         if reason.is_failure() {
-            let text = self
-                .acc
-                .message()
-                .error_message
-                .clone()
-                .unwrap_or_else(|| "An unknown error occurred".to_owned());
-            return self.fail(text).await;
+            let message = self.acc.message();
+            let error = ProviderError::Reported {
+                message: message
+                    .error_message
+                    .clone()
+                    .unwrap_or_else(|| "An unknown error occurred".to_owned()),
+                kind: message.error_kind,
+                status: message.http_status,
+                retry_after_ms: message.retry_after_ms,
+            };
+            return self.fail(error).await;
         }
         let mut message = std::mem::take(self.acc.message_mut());
         message.timing = Some(self.timing(&message));
@@ -572,8 +584,10 @@ impl StreamWriter {
 
     /// Ends the stream with `error`, keeping the content received so far. The reason is
     /// `aborted` when the request's token fired (abort wins over any other failure), else
-    /// `error`.
-    pub async fn fail(mut self, error_message: impl Into<String>) {
+    /// `error`. The message's `error_message` is the error's text (credentials hidden), and
+    /// `error_kind`, `http_status` and `retry_after_ms` come from the error (a plain message
+    /// has no kind).
+    pub async fn fail(mut self, error: impl Into<ProviderError>) {
         self.ready().await;
         let reason = if self.is_aborted() {
             StopReason::Aborted
@@ -582,7 +596,7 @@ impl StreamWriter {
         };
         let mut message = self.acc.snapshot();
         message.stop_reason = reason;
-        message.error_message = Some(self.redactor.redact(&error_message.into()));
+        set_error(&mut message, &error.into(), reason, &self.redactor);
         message.timing = Some(self.timing(&message));
         crate::observability::record_response(&self.span, &message);
         self.push_raw(AssistantMessageEvent::Error {
@@ -592,7 +606,8 @@ impl StreamWriter {
     }
 
     /// Ends the stream with `error` carrying `message` as given (its `stop_reason` is set to
-    /// `reason`). For providers that build the failure message themselves.
+    /// `reason`; its error fields are kept, except that `aborted` makes the kind `aborted`).
+    /// For providers that build the failure message themselves.
     pub async fn fail_with(mut self, reason: StopReason, mut message: AssistantMessage) {
         self.ready().await;
         message.stop_reason = reason;
@@ -600,6 +615,9 @@ impl StreamWriter {
             Some(text) => self.redactor.redact(text),
             None => "An unknown error occurred".to_owned(),
         });
+        if reason == StopReason::Aborted {
+            message.error_kind = Some(ErrorKind::Aborted);
+        }
         message.timing = Some(self.timing(&message));
         crate::observability::record_response(&self.span, &message);
         self.push_raw(AssistantMessageEvent::Error {
@@ -607,6 +625,24 @@ impl StreamWriter {
             error: message,
         });
     }
+}
+
+/// Writes `error` into a failed message: its text (credentials hidden), kind, status and
+/// retry delay. An abort is always of kind `aborted`, whatever failed at the same time.
+fn set_error(
+    message: &mut AssistantMessage,
+    error: &ProviderError,
+    reason: StopReason,
+    redactor: &Redactor,
+) {
+    message.error_message = Some(redactor.redact(&error.to_string()));
+    message.error_kind = if reason == StopReason::Aborted {
+        Some(ErrorKind::Aborted)
+    } else {
+        error.kind()
+    };
+    message.http_status = error.http_status();
+    message.retry_after_ms = error.retry_after_ms();
 }
 
 #[cfg(test)]

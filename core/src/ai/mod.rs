@@ -8,6 +8,7 @@
 pub(crate) mod accumulator;
 pub(crate) mod catalog;
 pub(crate) mod env_keys;
+pub(crate) mod error;
 pub(crate) mod event;
 pub(crate) mod event_queue;
 pub(crate) mod event_stream;
@@ -33,6 +34,7 @@ pub use catalog::{
     get_supported_thinking_levels, resolve_model,
 };
 pub use env_keys::{env_key_names, find_env_keys, get_env_api_key};
+pub use error::{ErrorKind, ProviderError};
 pub use event::AssistantMessageEvent;
 pub use event_stream::{
     AssistantMessageEventStream, PartialMessage, STREAM_ENDED_EARLY, StreamWriter, channel,
@@ -52,7 +54,7 @@ pub use options::{
 };
 pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
 pub use partial_json::{PartialJsonParser, parse_streaming_json};
-pub use providers::http::forget_connections_after_fork;
+pub use providers::http::{forget_connections_after_fork, set_http_client};
 pub use registry::{
     ApiProvider, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,

@@ -6,6 +6,7 @@ use std::sync::LazyLock;
 
 use regex::RegexSet;
 
+use super::error::ErrorKind;
 use super::types::{AssistantMessage, StopReason};
 
 /// Error texts that mean "the prompt is too long", per provider (pi's list).
@@ -47,14 +48,22 @@ static OVERFLOW: LazyLock<RegexSet> = LazyLock::new(|| case_insensitive(&OVERFLO
 static NON_OVERFLOW: LazyLock<RegexSet> =
     LazyLock::new(|| case_insensitive(&NON_OVERFLOW_PATTERNS));
 
+/// `true` when an error text reports a context overflow (and is not a rate limit or a
+/// throttling message that merely looks like one).
+pub(crate) fn is_overflow_text(text: &str) -> bool {
+    !NON_OVERFLOW.is_match(text) && OVERFLOW.is_match(text)
+}
+
 /// `true` when `message` reports a context overflow: an error whose text matches a known
 /// overflow message, a successful response whose input exceeded `context_window` (z.ai accepts
 /// and truncates silently), or a `length` stop with no output and a full window (Xiaomi).
 pub fn is_context_overflow(message: &AssistantMessage, context_window: Option<u64>) -> bool {
     if message.stop_reason == StopReason::Error
-        && let Some(error) = &message.error_message
-        && !NON_OVERFLOW.is_match(error)
-        && OVERFLOW.is_match(error)
+        && (message.error_kind == Some(ErrorKind::ContextOverflow)
+            || message
+                .error_message
+                .as_deref()
+                .is_some_and(is_overflow_text))
     {
         return true;
     }

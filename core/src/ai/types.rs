@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::error::ErrorKind;
+
 /// Milliseconds since the Unix epoch, as pi stores `timestamp`.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()
@@ -249,9 +251,24 @@ pub struct AssistantMessage {
     /// Transport diagnostics (pi's Codex fallback records; our retries), kept verbatim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics: Option<Vec<Value>>,
-    /// Set when `stop_reason` is `error` or `aborted`.
+    /// Set when `stop_reason` is `error` or `aborted`: what happened, in pi's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_message: Option<String>,
+    /// What kind of failure it was, when it is one a program can act on (ours; pi ignores
+    /// the field). An unknown kind in JSON reads as `None`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::error::lenient_kind"
+    )]
+    pub error_kind: Option<ErrorKind>,
+    /// The HTTP status of the failed response, when the failure was one (ours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+    /// How long the server asked to wait before retrying, in milliseconds, when it said
+    /// (`Retry-After`; ours).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_ms: Option<u64>,
     /// How long the response took (ours; pi ignores the field, so transcripts still load there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<ResponseTiming>,

@@ -239,6 +239,13 @@ pub(crate) fn normalise(observation: &Value, side: Side, fixture: &Fixture, pi: 
                 ) {
                     object.shift_remove("timing");
                 }
+                // README "Errors a program can act on": failed messages carry `errorKind`,
+                // `httpStatus` and `retryAfterMs` (pi has none).
+                if object.get("role").and_then(Value::as_str) == Some("assistant") {
+                    for key in ["errorKind", "httpStatus", "retryAfterMs"] {
+                        object.shift_remove(key);
+                    }
+                }
                 match object.get("type").and_then(Value::as_str) {
                     Some("start") if object.len() <= 2 => {
                         object.shift_remove("partial");

@@ -16,7 +16,7 @@ const MAX_BODY_BYTES: usize = 256 * 1024;
 const MAX_ERROR_EXCERPT: usize = 300;
 
 /// The shared client, for building a request.
-pub(crate) fn http() -> &'static reqwest::Client {
+pub(crate) fn http() -> reqwest::Client {
     client()
 }
 

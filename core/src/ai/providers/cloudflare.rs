@@ -11,6 +11,7 @@
 //! `X is required for provider P but is not set.`
 
 use super::http::expand_env_placeholders;
+use crate::ai::error::ProviderError;
 use crate::ai::model::Model;
 
 /// Workers AI.
@@ -34,7 +35,7 @@ pub(crate) fn is_gateway(provider: &str) -> bool {
 
 /// The base URL of a request (pi's `resolveCloudflareBaseUrl`): `{VAR}` placeholders filled
 /// from the environment for Cloudflare's providers; any other model's base URL as it is.
-pub(crate) fn resolve_base_url(model: &Model) -> Result<String, String> {
+pub(crate) fn resolve_base_url(model: &Model) -> Result<String, ProviderError> {
     if !is_cloudflare(&model.provider) {
         return Ok(model.base_url.clone());
     }
@@ -59,7 +60,7 @@ mod tests {
                 "https://gateway.ai.cloudflare.com/v1/{PI_TEST_CF_UNSET_ACCOUNT}/g/openai",
             );
             assert_eq!(
-                resolve_base_url(&model).unwrap_err(),
+                resolve_base_url(&model).unwrap_err().to_string(),
                 format!(
                     "PI_TEST_CF_UNSET_ACCOUNT is required for provider {provider} but is not set."
                 )

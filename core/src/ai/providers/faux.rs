@@ -15,6 +15,7 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 
+use crate::ai::error::ProviderError;
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::{InputModality, Model};
 use crate::ai::options::{CacheRetention, StreamOptions};
@@ -522,7 +523,7 @@ async fn play(
     call: usize,
 ) {
     if writer.is_aborted() {
-        return writer.fail("Request was aborted").await;
+        return writer.fail(ProviderError::Aborted).await;
     }
     writer.start().await;
     let mut chunker = Chunker {
@@ -536,7 +537,7 @@ async fn play(
                 let index = writer.text_start().await;
                 for piece in chunker.split(&text.text) {
                     if !pace(&writer, settings, piece.len()).await {
-                        return writer.fail("Request was aborted").await;
+                        return writer.fail(ProviderError::Aborted).await;
                     }
                     writer.text_delta(index, piece).await;
                 }
@@ -547,7 +548,7 @@ async fn play(
                 let index = writer.thinking_start().await;
                 for piece in chunker.split(&thinking.thinking) {
                     if !pace(&writer, settings, piece.len()).await {
-                        return writer.fail("Request was aborted").await;
+                        return writer.fail(ProviderError::Aborted).await;
                     }
                     writer.thinking_delta(index, piece).await;
                 }
@@ -564,7 +565,7 @@ async fn play(
                 let json = serde_json::to_string(&tool_call.arguments).unwrap_or_default();
                 for piece in chunker.split(&json) {
                     if !pace(&writer, settings, piece.len()).await {
-                        return writer.fail("Request was aborted").await;
+                        return writer.fail(ProviderError::Aborted).await;
                     }
                     writer.tool_call_delta(index, piece).await;
                 }
@@ -580,6 +581,10 @@ async fn play(
     let out = writer.message_mut();
     out.stop_reason = message.stop_reason;
     out.error_message.clone_from(&message.error_message);
+    // A scripted failure may say what kind it is (`errorKind`, `httpStatus`, `retryAfterMs`).
+    out.error_kind = message.error_kind;
+    out.http_status = message.http_status;
+    out.retry_after_ms = message.retry_after_ms;
     out.response_id.clone_from(&message.response_id);
     out.usage = usage;
     model.calculate_cost(&mut out.usage);

@@ -30,11 +30,13 @@ mod limits;
 mod redirect;
 mod retry;
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{OnceLock, PoisonError, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
+
+use crate::ai::error::ProviderError;
 
 pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents, read_error_body};
 pub(crate) use self::limits::Limits;
@@ -51,6 +53,9 @@ const FORK_GENERATIONS: usize = 64;
 /// another thread at the fork would stay locked in the child forever.
 static GENERATION: AtomicUsize = AtomicUsize::new(0);
 
+/// The library's own clients, one per fork generation: connections are pooled across requests
+/// and providers. Redirects are followed by [`send`], which drops credentials on a change of
+/// origin; the client itself follows none.
 static CLIENTS: [OnceLock<reqwest::Client>; FORK_GENERATIONS] =
     [const { OnceLock::new() }; FORK_GENERATIONS];
 
@@ -59,7 +64,8 @@ static CLIENTS: [OnceLock<reqwest::Client>; FORK_GENERATIONS] =
 /// runtime threads, which the child does not have), so the next request connects afresh. Call
 /// it in the child, before any request (the Python binding does, from `os.register_at_fork`).
 /// Cheap, lock-free; does nothing when no request was made yet. After 63 nested forks that
-/// each used the library, the last client stays.
+/// each used the library, the last client stays. A client set with [`set_http_client`] is
+/// the program's and is kept: set a fresh one in the child.
 pub fn forget_connections_after_fork() {
     let generation = GENERATION.load(Ordering::Acquire);
     if CLIENTS[generation].get().is_some() && generation + 1 < FORK_GENERATIONS {
@@ -67,10 +73,8 @@ pub fn forget_connections_after_fork() {
     }
 }
 
-/// The process-wide client: connections are pooled across requests and providers. Redirects
-/// are followed by [`send`], which drops credentials on a change of origin; the client itself
-/// follows none.
-pub(crate) fn client() -> &'static reqwest::Client {
+/// The library's client of this process.
+fn default_client() -> &'static reqwest::Client {
     CLIENTS[GENERATION.load(Ordering::Acquire)].get_or_init(|| {
         reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
@@ -82,6 +86,34 @@ pub(crate) fn client() -> &'static reqwest::Client {
             .build()
             .unwrap_or_else(|_| reqwest::Client::new())
     })
+}
+
+/// The program's client, when it set one ([`set_http_client`]).
+static CUSTOM_CLIENT: RwLock<Option<reqwest::Client>> = RwLock::new(None);
+
+/// The client every built-in provider, the agent proxy and the OAuth flows send with: the
+/// program's ([`set_http_client`]), else the library's. (A `reqwest::Client` is a handle:
+/// cloning it shares its connection pool.)
+pub(crate) fn client() -> reqwest::Client {
+    let custom = CUSTOM_CLIENT.read().unwrap_or_else(PoisonError::into_inner);
+    custom.as_ref().unwrap_or_else(|| default_client()).clone()
+}
+
+/// Makes the built-in providers (and the agent proxy and OAuth flows) send their HTTP requests
+/// with `client` from now on: its proxy, TLS roots and certificates, timeouts, pool and
+/// default headers. `None` goes back to the library's own client. Requests already started
+/// keep the client they started with. The OpenAI Codex WebSocket transport has its own
+/// connection and does not use it.
+///
+/// Build it with `redirect(reqwest::redirect::Policy::none())`: the library follows
+/// redirects itself so that credentials never reach another origin, and a client that
+/// follows them first would bypass that. Use the `reqwest` the library re-exports
+/// ([`pi_agent::reqwest`](crate::reqwest)) so that the versions match. The library's retries,
+/// request and idle timeouts and size limits still apply on top of the client's own.
+pub fn set_http_client(client: Option<reqwest::Client>) {
+    *CUSTOM_CLIENT
+        .write()
+        .unwrap_or_else(PoisonError::into_inner) = client;
 }
 
 /// The message of a stream started outside a tokio runtime.
@@ -132,6 +164,17 @@ pub(crate) fn http_error_message(status: reqwest::StatusCode, body: &str) -> Str
     format!("{} {}", status.as_u16(), error_body_message(body))
 }
 
+/// A transport error as a [`ProviderError`]: `timeout` when a time limit of the client ran out,
+/// else `network` (see [`transport_error_message`]).
+pub(crate) fn transport_error(error: &reqwest::Error) -> ProviderError {
+    let message = transport_error_message(error);
+    if error.is_timeout() {
+        ProviderError::Timeout(message)
+    } else {
+        ProviderError::Network(message)
+    }
+}
+
 /// A transport error without the URL (which may carry a key in a query string).
 pub(crate) fn transport_error_message(error: &reqwest::Error) -> String {
     use std::error::Error as _;
@@ -175,7 +218,7 @@ pub(crate) fn is_loopback(base_url: &str) -> bool {
 /// Replaces `{VAR}` placeholders (upper-case names) in a base URL with environment variables,
 /// as Cloudflare base URLs need (pi's `resolveCloudflareBaseUrl`); `provider` names the
 /// provider in the error for a variable that is not set.
-pub(crate) fn expand_env_placeholders(url: &str, provider: &str) -> Result<String, String> {
+pub(crate) fn expand_env_placeholders(url: &str, provider: &str) -> Result<String, ProviderError> {
     if !url.contains('{') {
         return Ok(url.to_owned());
     }
@@ -197,9 +240,9 @@ pub(crate) fn expand_env_placeholders(url: &str, provider: &str) -> Result<Strin
                 match std::env::var(name) {
                     Ok(value) if !value.is_empty() => out.push_str(&value),
                     _ => {
-                        return Err(format!(
-                            "{name} is required for provider {} but is not set.",
-                            provider
+                        return Err(ProviderError::other(
+                            format!("{name} is required for provider {provider} but is not set."),
+                            None,
                         ));
                     }
                 }

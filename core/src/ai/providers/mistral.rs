@@ -9,6 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::http;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
+use crate::ai::error::{ErrorKind, ProviderError, record_stop};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -49,7 +50,10 @@ impl ApiProvider for MistralProvider {
             return AssistantMessageEventStream::failed(
                 model,
                 StopReason::Error,
-                missing_key_message_for_url(&model.provider, &model.base_url),
+                ProviderError::other(
+                    missing_key_message_for_url(&model.provider, &model.base_url),
+                    Some(ErrorKind::Auth),
+                ),
             );
         }
         let mut body = build_body(model, context, options);
@@ -384,9 +388,9 @@ struct State {
     done: bool,
 }
 
-/// The provider's message of an error sent inside the stream (`{"object":"error",
+/// The error sent inside the stream (`{"object":"error",
 /// "message":..}` or `{"error":..}`), if `chunk` is one.
-fn stream_error(chunk: &Value) -> Option<String> {
+fn stream_error(chunk: &Value) -> Option<ProviderError> {
     let error = chunk.get("error").filter(|error| !error.is_null());
     if error.is_none() && chunk.get("object").and_then(Value::as_str) != Some("error") {
         return None;
@@ -396,7 +400,16 @@ fn stream_error(chunk: &Value) -> Option<String> {
         .and_then(Value::as_str)
         .or_else(|| chunk.get("message").and_then(Value::as_str))
         .map_or_else(|| chunk.to_string(), str::to_owned);
-    Some(message)
+    // Classified by its `type` or `code` (a name, or an HTTP-style number).
+    let field = |name: &str| error.and_then(|e| e.get(name)).or_else(|| chunk.get(name));
+    let code = field("type")
+        .and_then(Value::as_str)
+        .or_else(|| field("code").and_then(Value::as_str));
+    let status = field("code")
+        .and_then(Value::as_u64)
+        .and_then(|code| u16::try_from(code).ok())
+        .filter(|code| (400..600).contains(code));
+    Some(ProviderError::upstream(message, code, status))
 }
 
 impl State {
@@ -444,15 +457,16 @@ impl State {
         data: &str,
         writer: &mut StreamWriter,
         model: &Model,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProviderError> {
         if data.trim() == "[DONE]" {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data)
-            .map_err(|error| format!("Malformed chunk from provider ({error})"))?;
-        if let Some(message) = stream_error(&chunk) {
-            return Err(message);
+        let chunk: Value = serde_json::from_str(data).map_err(|error| {
+            ProviderError::Decode(format!("Malformed chunk from provider ({error})"))
+        })?;
+        if let Some(error) = stream_error(&chunk) {
+            return Err(error);
         }
         if writer.message().response_id.is_none()
             && let Some(id) = chunk.get("id").and_then(Value::as_str)
@@ -472,9 +486,7 @@ impl State {
         };
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
             self.finished = true;
-            let (stop_reason, error) = map_finish_reason(reason);
-            writer.message_mut().stop_reason = stop_reason;
-            writer.message_mut().error_message = error;
+            record_stop(writer.message_mut(), map_finish_reason(reason), reason);
         }
         let delta = &choice["delta"];
         match &delta["content"] {
@@ -531,7 +543,11 @@ impl State {
     }
 }
 
-async fn run(writer: &mut StreamWriter, model: &Model, request: Request) -> Result<(), String> {
+async fn run(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: Request,
+) -> Result<(), ProviderError> {
     let build = || {
         let mut builder = http::client()
             .post(&request.url)
@@ -560,7 +576,7 @@ pub(crate) async fn read_stream(
     writer: &mut StreamWriter,
     model: &Model,
     mut events: http::SseEvents,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let mut state = State::default();
     let read = loop {
         let event = match events.next().await {

@@ -289,7 +289,7 @@ mod tests {
             "https://gateway.ai.cloudflare.com/v1/{PI_TEST_UNSET_ACCOUNT_VAR}/g/anthropic",
         );
         assert_eq!(
-            resolve_base_url(&model).unwrap_err(),
+            resolve_base_url(&model).unwrap_err().to_string(),
             "PI_TEST_UNSET_ACCOUNT_VAR is required for provider cloudflare-ai-gateway but is not set."
         );
         model.base_url = "https://gateway.example/{lowercase}/x".into();

@@ -17,6 +17,7 @@ use self::request::{BodyInputs, supports_adaptive_thinking};
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use super::http;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -54,22 +55,25 @@ impl ApiProvider for AnthropicProvider {
         if !http::has_runtime() {
             return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
         }
-        let failed = |message: String| {
+        let failed = |error: ProviderError| {
             let reason = if options.is_aborted() {
                 StopReason::Aborted
             } else {
                 StopReason::Error
             };
-            AssistantMessageEventStream::failed(model, reason, message)
+            AssistantMessageEventStream::failed(model, reason, error)
         };
         let base_url = match auth::resolve_base_url(model) {
             Ok(url) => url,
-            Err(message) => return failed(message),
+            Err(error) => return failed(error),
         };
         let key =
             request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
         if key.is_none() && !auth::is_loopback(&base_url) {
-            return failed(missing_key_message_for_url(&model.provider, &base_url));
+            return failed(ProviderError::other(
+                missing_key_message_for_url(&model.provider, &base_url),
+                Some(ErrorKind::Auth),
+            ));
         }
         let mode = AuthMode::detect(&model.provider, key.as_ref());
         let oauth = mode == AuthMode::OAuth;
@@ -145,7 +149,7 @@ async fn run(
     writer: &mut StreamWriter,
     model: &Model,
     request: PreparedRequest,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let build = || {
         let mut builder = http::client().post(&request.url);
         for (name, value) in request.headers.iter() {
@@ -166,7 +170,7 @@ pub(crate) async fn read_stream(
     model: &Model,
     mut events: http::SseEvents,
     oauth_tool_names: Option<Vec<String>>,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let mut state = match oauth_tool_names {
         Some(names) => EventState::with_oauth_tool_names(names),
         None => EventState::default(),

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::auth::from_claude_code_name;
 use super::request::REDACTED_THINKING_TEXT;
+use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::partial_json::PartialJsonParser;
@@ -71,7 +72,7 @@ pub(super) struct EventState {
 
 /// Parses one event's JSON. Like pi's `parseJsonWithRepair`, raw control characters inside
 /// strings are tolerated; anything else that is not JSON is an error.
-fn parse_event(name: &str, data: &str) -> Result<Value, String> {
+fn parse_event(name: &str, data: &str) -> Result<Value, ProviderError> {
     match serde_json::from_str(data) {
         Ok(value) => Ok(value),
         Err(error) => {
@@ -84,28 +85,30 @@ fn parse_event(name: &str, data: &str) -> Result<Value, String> {
                 while !data.is_char_boundary(end) {
                     end -= 1;
                 }
-                Err(format!(
+                Err(ProviderError::Decode(format!(
                     "Could not parse Anthropic SSE event {name}: {error}; data={}",
                     &data[..end]
-                ))
+                )))
             }
         }
     }
 }
 
-/// The message of an `error` event (`{"type":"error","error":{"type":..,"message":..}}`), else
-/// its raw data.
-fn error_event_message(data: &str) -> String {
-    serde_json::from_str::<Value>(data)
-        .ok()
-        .and_then(|value| {
-            value
-                .pointer("/error/message")
-                .or_else(|| value.get("message"))
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .unwrap_or_else(|| data.to_owned())
+/// The error of an `error` event (`{"type":"error","error":{"type":..,"message":..}}`): its
+/// message (else the raw data), classified by its type (`overloaded_error`,
+/// `rate_limit_error`, ...).
+fn error_event(data: &str) -> ProviderError {
+    let value = serde_json::from_str::<Value>(data).ok();
+    let field = |pointer: &str| {
+        value
+            .as_ref()
+            .and_then(|value| value.pointer(pointer))
+            .and_then(Value::as_str)
+    };
+    let message = field("/error/message")
+        .or_else(|| field("/message"))
+        .map_or_else(|| data.to_owned(), str::to_owned);
+    ProviderError::upstream(message, field("/error/type"), None)
 }
 
 fn number(value: &Value, key: &str) -> Option<u64> {
@@ -133,9 +136,9 @@ impl EventState {
         data: &str,
         writer: &mut StreamWriter,
         model: &Model,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProviderError> {
         if name == Some("error") {
-            return Err(error_event_message(data));
+            return Err(error_event(data));
         }
         let known = [
             "message_start",
@@ -155,7 +158,7 @@ impl EventState {
         let kind = match name {
             Some(name) => name,
             None => match event.get("type").and_then(Value::as_str) {
-                Some("error") => return Err(error_event_message(data)),
+                Some("error") => return Err(error_event(data)),
                 Some(kind) if known.contains(&kind) => kind,
                 _ => return Ok(()),
             },
@@ -364,10 +367,7 @@ async fn close(block: OpenBlock, writer: &mut StreamWriter) {
 
 fn message_delta(event: &Value, writer: &mut StreamWriter, model: &Model) {
     if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
-        let (stop_reason, error_message) = map_stop_reason(reason);
-        let message = writer.message_mut();
-        message.stop_reason = stop_reason;
-        message.error_message = error_message;
+        record_stop(writer.message_mut(), map_stop_reason(reason), reason);
     }
     // Counts here are cumulative: a field that is present replaces the `message_start` value,
     // one that is absent (proxies often omit input counts) keeps it.
@@ -409,14 +409,15 @@ mod tests {
     }
 
     #[test]
-    fn error_events_yield_their_message() {
-        assert_eq!(
-            error_event_message(
-                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
-            ),
-            "Overloaded"
+    fn error_events_yield_their_message_and_kind() {
+        let overloaded = error_event(
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
         );
-        assert_eq!(error_event_message("not json"), "not json");
+        assert_eq!(overloaded.to_string(), "Overloaded");
+        assert_eq!(overloaded.kind(), Some(crate::ai::ErrorKind::Server));
+        let garbled = error_event("not json");
+        assert_eq!(garbled.to_string(), "not json");
+        assert_eq!(garbled.kind(), None);
     }
 
     #[test]
@@ -426,6 +427,7 @@ mod tests {
         assert!(
             parse_event("message_start", "{oops")
                 .unwrap_err()
+                .to_string()
                 .starts_with("Could not parse Anthropic SSE event message_start")
         );
     }

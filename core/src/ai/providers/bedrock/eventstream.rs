@@ -11,6 +11,7 @@
 use thiserror::Error;
 
 use super::super::http::FrameDecoder;
+use crate::ai::error::ProviderError;
 
 /// The largest message accepted (AWS's limit for eventstream messages).
 pub const MAX_MESSAGE_LEN: usize = 16 * 1024 * 1024;
@@ -186,12 +187,14 @@ impl EventStreamDecoder {
 impl FrameDecoder for EventStreamDecoder {
     type Frame = Message;
 
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Message>) -> Result<(), String> {
-        self.decode(bytes, out).map_err(|error| error.to_string())
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Message>) -> Result<(), ProviderError> {
+        self.decode(bytes, out)
+            .map_err(|error| ProviderError::Decode(error.to_string()))
     }
 
-    fn finish(&mut self, _out: &mut Vec<Message>) -> Result<(), String> {
-        self.end().map_err(|error| error.to_string())
+    fn finish(&mut self, _out: &mut Vec<Message>) -> Result<(), ProviderError> {
+        self.end()
+            .map_err(|error| ProviderError::Decode(error.to_string()))
     }
 }
 

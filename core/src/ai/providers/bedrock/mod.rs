@@ -32,6 +32,7 @@ use self::request::CommandInputs;
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use self::sigv4::{BEDROCK_SIGNING_NAME, SignableInput};
 use super::http;
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{CacheRetention, StreamOptions};
@@ -98,13 +99,13 @@ impl ApiProvider for BedrockProvider {
                 tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
                 stream
             }
-            Err(message) => {
+            Err(error) => {
                 let reason = if options.is_aborted() {
                     StopReason::Aborted
                 } else {
                     StopReason::Error
                 };
-                AssistantMessageEventStream::failed(model, reason, message)
+                AssistantMessageEventStream::failed(model, reason, error)
             }
         }
     }
@@ -125,7 +126,7 @@ impl BedrockProvider {
         model: &Model,
         context: &Context,
         options: &StreamOptions,
-    ) -> Result<PreparedRequest, String> {
+    ) -> Result<PreparedRequest, ProviderError> {
         let bedrock = BedrockRequestOptions::from_stream_options(options);
         let ClientConfig { region, endpoint } = config::resolve(
             &self.env,
@@ -138,7 +139,7 @@ impl BedrockProvider {
             bedrock.bearer_token.as_ref(),
             bedrock.profile.as_deref(),
         )
-        .map_err(|error| error.to_string())?;
+        .map_err(|error| ProviderError::other(error.to_string(), Some(ErrorKind::Auth)))?;
         let configured_region = config::configured_region(&self.env, bedrock.region.as_deref());
         let mut command = request::build_command(
             CommandInputs {
@@ -151,7 +152,8 @@ impl BedrockProvider {
                 force_cache: self.env.var("AWS_BEDROCK_FORCE_CACHE").as_deref() == Some("1"),
             },
             context,
-        )?;
+        )
+        .map_err(|message| ProviderError::other(message, Some(ErrorKind::BadRequest)))?;
         if let Some(on_payload) = &options.on_payload
             && let Some(replacement) = (on_payload.0)(&command, model)
         {
@@ -209,7 +211,7 @@ async fn run(
     writer: &mut StreamWriter,
     model: &Model,
     request: PreparedRequest,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     // Signing can only fail on the URL, which does not change between attempts.
     let first_headers = request_headers(&request)?;
     let build = || {
@@ -236,10 +238,10 @@ async fn run(
     if is_json {
         // A proxy answering 200 with a JSON error instead of an event stream.
         let body = http::error_body_text(response, &request.options).await;
-        return Err(format!(
+        return Err(ProviderError::Decode(format!(
             "Bedrock answered with JSON instead of an event stream: {}",
             http::error_body_message(&body)
-        ));
+        )));
     }
 
     let mut state = EventState::default();
@@ -252,7 +254,7 @@ async fn run(
         }
     }
     if !state.stopped {
-        return Err(ENDED_BEFORE_MESSAGE_STOP.to_owned());
+        return Err(ProviderError::Decode(ENDED_BEFORE_MESSAGE_STOP.to_owned()));
     }
     // A reply without `messageStart` still opens with `start`.
     writer.start().await;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::eventstream::Message;
+use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::providers::http;
@@ -115,10 +116,12 @@ pub(super) struct EventState {
     pub(super) stopped: bool,
 }
 
-fn parse_payload(kind: &str, payload: &[u8]) -> Result<Value, String> {
+fn parse_payload(kind: &str, payload: &[u8]) -> Result<Value, ProviderError> {
     serde_json::from_slice(payload).map_err(|error| {
         let text = String::from_utf8_lossy(&payload[..payload.len().min(500)]).into_owned();
-        format!("Could not parse Bedrock event {kind}: {error}; payload={text}")
+        ProviderError::Decode(format!(
+            "Could not parse Bedrock event {kind}: {error}; payload={text}"
+        ))
     })
 }
 
@@ -133,7 +136,7 @@ impl EventState {
         message: &Message,
         writer: &mut StreamWriter,
         model: &Model,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProviderError> {
         match message.header_str(":message-type") {
             Some("event") => {}
             Some("exception") => {
@@ -142,12 +145,20 @@ impl EventState {
                     .unwrap_or("UnknownError");
                 let text = body_message(&String::from_utf8_lossy(&message.payload))
                     .unwrap_or_else(|| String::from_utf8_lossy(&message.payload).into_owned());
-                return Err(format_exception(name, &text));
+                return Err(ProviderError::upstream(
+                    format_exception(name, &text),
+                    Some(name),
+                    None,
+                ));
             }
             Some("error") => {
                 let code = message.header_str(":error-code").unwrap_or("UnknownError");
                 let text = message.header_str(":error-message").unwrap_or("");
-                return Err(format!("{code}: {text}"));
+                return Err(ProviderError::upstream(
+                    format!("{code}: {text}"),
+                    Some(code),
+                    None,
+                ));
             }
             // Message types added later.
             _ => return Ok(()),
@@ -170,10 +181,10 @@ impl EventState {
         match kind {
             "messageStart" => {
                 if event.get("role").and_then(Value::as_str) != Some("assistant") {
-                    return Err(
+                    return Err(ProviderError::Decode(
                         "Unexpected assistant message start but got user message start instead"
                             .to_owned(),
-                    );
+                    ));
                 }
                 writer.start().await;
             }
@@ -192,10 +203,7 @@ impl EventState {
                     .get("stopReason")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                let (stop_reason, error_message) = map_stop_reason(reason);
-                let output = writer.message_mut();
-                output.stop_reason = stop_reason;
-                output.error_message = error_message;
+                record_stop(writer.message_mut(), map_stop_reason(reason), reason);
                 // Blocks the server never closed are complete once the message is.
                 for (_, block) in std::mem::take(&mut self.open) {
                     close(block, writer).await;

@@ -32,6 +32,7 @@ use reqwest::header::CONTENT_TYPE;
 use self::response::ChunkState;
 use super::http;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -120,7 +121,10 @@ impl ApiProvider for GoogleProvider {
             return AssistantMessageEventStream::failed(
                 model,
                 reason,
-                missing_key_message_for_url(&model.provider, base_url),
+                ProviderError::other(
+                    missing_key_message_for_url(&model.provider, base_url),
+                    Some(ErrorKind::Auth),
+                ),
             );
         }
         let mut body = request::build_body(model, context, options);
@@ -156,7 +160,7 @@ async fn run(
     writer: &mut StreamWriter,
     model: &Model,
     request: PreparedRequest,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let build = || {
         let mut builder = http::client()
             .post(&request.url)
@@ -186,7 +190,7 @@ pub(crate) async fn read_stream(
     writer: &mut StreamWriter,
     model: &Model,
     mut events: http::SseEvents,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let mut state = ChunkState::default();
     loop {
         let event = match events.next().await {

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
+use crate::ai::error::{ErrorKind, ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::types::{AssistantContent, StopReason, Usage, now_ms};
@@ -72,25 +73,34 @@ pub(crate) fn parse_usage(metadata: &Value, model: &Model) -> Usage {
     usage
 }
 
-/// `"<code> <message>"` for an error object sent inside the stream.
-fn stream_error_message(error: &Value) -> String {
+/// An error object sent inside the stream, as `"<code> <message>"`, classified by its
+/// `status` (`RESOURCE_EXHAUSTED`, ...) and its HTTP-style `code`.
+fn stream_error(error: &Value) -> ProviderError {
     let message = error
         .get("message")
         .and_then(Value::as_str)
         .map_or_else(|| error.to_string(), str::to_owned);
-    match error.get("code").and_then(Value::as_u64) {
+    let code = error.get("code").and_then(Value::as_u64);
+    let message = match code {
         Some(code) => format!("{code} {message}"),
         None => message,
-    }
+    };
+    let status = code
+        .and_then(|code| u16::try_from(code).ok())
+        .filter(|code| (400..600).contains(code));
+    ProviderError::upstream(message, error.get("status").and_then(Value::as_str), status)
 }
 
-fn parse_chunk(data: &str) -> Result<Value, String> {
+fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
     serde_json::from_str(data).map_err(|error| {
         let mut end = data.len().min(200);
         while !data.is_char_boundary(end) {
             end -= 1;
         }
-        format!("Malformed chunk from provider ({error}): {}", &data[..end])
+        ProviderError::Decode(format!(
+            "Malformed chunk from provider ({error}): {}",
+            &data[..end]
+        ))
     })
 }
 
@@ -101,7 +111,7 @@ impl ChunkState {
         data: &str,
         writer: &mut StreamWriter,
         model: &Model,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProviderError> {
         if data.trim().is_empty() {
             return Ok(());
         }
@@ -122,12 +132,12 @@ impl ChunkState {
         chunk: &Value,
         writer: &mut StreamWriter,
         model: &Model,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProviderError> {
         let Some(object) = chunk.as_object() else {
             return Ok(());
         };
         if let Some(error) = object.get("error").filter(|e| !e.is_null()) {
-            return Err(stream_error_message(error));
+            return Err(stream_error(error));
         }
         if writer.message().response_id.is_none()
             && let Some(id) = object
@@ -167,16 +177,13 @@ impl ChunkState {
             let finish_message = candidate
                 .and_then(|c| c.get("finishMessage"))
                 .and_then(Value::as_str);
-            let (mut stop_reason, mut error_message) = map_finish_reason(reason, finish_message);
+            let mut mapped = map_finish_reason(reason, finish_message);
             // pi's rule (quirk #15): any tool call makes the turn `toolUse`, whatever the
             // finish reason says.
             if writer.message().tool_calls().next().is_some() {
-                stop_reason = StopReason::ToolUse;
-                error_message = None;
+                mapped = (StopReason::ToolUse, None);
             }
-            let message = writer.message_mut();
-            message.stop_reason = stop_reason;
-            message.error_message = error_message;
+            record_stop(writer.message_mut(), mapped, reason);
         }
         if let Some(block) = chunk
             .pointer("/promptFeedback/blockReason")
@@ -196,6 +203,9 @@ impl ChunkState {
             let message = writer.message_mut();
             message.stop_reason = StopReason::Error;
             message.error_message = Some(text);
+            // Whatever the reason (`SAFETY`, `BLOCKLIST`, `OTHER`, ...), the provider declined
+            // to answer this prompt.
+            message.error_kind = Some(ErrorKind::Refusal);
         }
         if let Some(metadata) = object.get("usageMetadata").filter(|u| u.is_object()) {
             writer.message_mut().usage = parse_usage(metadata, model);

@@ -29,6 +29,7 @@ use serde_json::{Value, json};
 
 use super::super::environment::Environment;
 use super::super::http::{self, Limits, read_error_body};
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::redact::Redactor;
 use crate::ai::short_hash::short_hash;
@@ -336,7 +337,7 @@ static TOKENS: LazyLock<Mutex<HashMap<String, Slot>>> = LazyLock::new(Mutex::def
 pub(crate) async fn access_token(
     credentials: &Credentials,
     options: &StreamOptions,
-) -> Result<ApiKey, String> {
+) -> Result<ApiKey, ProviderError> {
     let slot = Arc::clone(
         TOKENS
             .lock()
@@ -366,11 +367,14 @@ struct TokenResponse {
     expires_in: Option<Value>,
 }
 
-/// Asks the token endpoint for a token; returns it and its lifetime.
+/// Asks the token endpoint for a token; returns it and its lifetime. A refused token request
+/// is an `auth` error (a rate limit, a server failure, a network failure or a timeout when
+/// that is what stopped it).
 async fn fetch_token(
     credentials: &Credentials,
     options: &StreamOptions,
-) -> Result<(ApiKey, Duration), String> {
+) -> Result<(ApiKey, Duration), ProviderError> {
+    let auth = |message: String| ProviderError::other(message, Some(ErrorKind::Auth));
     let mut redactor = credentials.redactor();
     let form: Vec<(&str, String)> = match credentials {
         Credentials::ServiceAccount(account) => {
@@ -378,10 +382,10 @@ async fn fetch_token(
                 .duration_since(UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs());
             let assertion = signed_assertion(account, now).map_err(|why| {
-                format!(
+                auth(format!(
                     "Could not use the service account {}: {why}",
                     account.client_email
-                )
+                ))
             })?;
             redactor.add(&assertion);
             vec![
@@ -410,14 +414,15 @@ async fn fetch_token(
             .header("accept", "application/json")
             .body(body.clone())
             .send();
-        let sent: Result<reqwest::Response, String> = match limits.request_timeout {
+        let sent: Result<reqwest::Response, ProviderError> = match limits.request_timeout {
             Some(timeout) => match tokio::time::timeout(timeout, request).await {
-                Ok(result) => result.map_err(|error| http::transport_error_message(&error)),
-                Err(_) => Err(format!("timed out after {} ms", timeout.as_millis())),
+                Ok(result) => result.map_err(|error| http::transport_error(&error)),
+                Err(_) => Err(ProviderError::Timeout(format!(
+                    "timed out after {} ms",
+                    timeout.as_millis()
+                ))),
             },
-            None => request
-                .await
-                .map_err(|error| http::transport_error_message(&error)),
+            None => request.await.map_err(|error| http::transport_error(&error)),
         };
         let failure = match sent {
             Ok(response) => {
@@ -425,7 +430,7 @@ async fn fetch_token(
                 let (text, _) = read_error_body(response, &limits).await;
                 if status.is_success() {
                     let parsed: TokenResponse = serde_json::from_str(&text).map_err(|_| {
-                        format!("Could not get a Google access token from {uri}: the answer holds no access_token")
+                        auth(format!("Could not get a Google access token from {uri}: the answer holds no access_token"))
                     })?;
                     redactor.add(&parsed.access_token);
                     let lifetime = parsed
@@ -434,9 +439,9 @@ async fn fetch_token(
                         .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
                         .unwrap_or(DEFAULT_LIFETIME_SECS);
                     if parsed.access_token.is_empty() {
-                        return Err(format!(
+                        return Err(auth(format!(
                             "Could not get a Google access token from {uri}: the answer holds no access_token"
-                        ));
+                        )));
                     }
                     return Ok((
                         ApiKey::new(parsed.access_token),
@@ -449,12 +454,19 @@ async fn fetch_token(
                     token_error_message(&text)
                 );
                 let retryable = status.as_u16() == 429 || status.is_server_error();
-                (redactor.redact(&message), retryable)
+                let kind = match ErrorKind::from_status(status.as_u16()) {
+                    Some(kind @ (ErrorKind::RateLimit | ErrorKind::Server)) => kind,
+                    _ => ErrorKind::Auth,
+                };
+                let message = redactor.redact(&message);
+                (ProviderError::other(message, Some(kind)), retryable)
             }
             Err(why) => (
-                redactor.redact(&format!(
-                    "Could not get a Google access token from {uri}: {why}"
-                )),
+                why.map_message(|why| {
+                    redactor.redact(&format!(
+                        "Could not get a Google access token from {uri}: {why}"
+                    ))
+                }),
                 true,
             ),
         };
@@ -462,7 +474,7 @@ async fn fetch_token(
             (_, true) if attempt < TOKEN_ATTEMPTS => {
                 tokio::time::sleep(Duration::from_millis(250 << attempt)).await;
             }
-            (message, _) => return Err(message),
+            (error, _) => return Err(error),
         }
     }
 }

@@ -30,6 +30,7 @@ use super::google::request::{self, Variant};
 use super::google::{API_KEY_HEADER, read_stream};
 use super::http;
 use crate::ai::env_keys::env_key_allowed;
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
@@ -110,13 +111,13 @@ impl ApiProvider for GoogleVertexProvider {
                 tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
                 stream
             }
-            Err(message) => {
+            Err(error) => {
                 let reason = if options.is_aborted() {
                     StopReason::Aborted
                 } else {
                     StopReason::Error
                 };
-                AssistantMessageEventStream::failed(model, reason, message)
+                AssistantMessageEventStream::failed(model, reason, error)
             }
         }
     }
@@ -135,17 +136,18 @@ impl ApiProvider for GoogleVertexProvider {
     }
 }
 
-/// The message for environment credentials withheld from a host.
-fn withheld(what: &str, url: &str) -> String {
+/// The error for environment credentials withheld from a host (kind `auth`).
+fn withheld(what: &str, url: &str) -> ProviderError {
     let host = reqwest::Url::parse(url)
         .ok()
         .and_then(|url| url.host_str().map(str::to_owned))
         .unwrap_or_else(|| url.to_owned());
-    format!(
+    let message = format!(
         "No API key for provider: {PROVIDER}. {what} are only sent to Google's Vertex AI hosts \
          and loopback servers, not to `{host}`. Pass an API key explicitly, or add the host to \
          PI_ENV_KEY_HOSTS."
-    )
+    );
+    ProviderError::other(message, Some(ErrorKind::Auth))
 }
 
 impl GoogleVertexProvider {
@@ -154,7 +156,7 @@ impl GoogleVertexProvider {
         model: &Model,
         context: &Context,
         options: &StreamOptions,
-    ) -> Result<PreparedRequest, String> {
+    ) -> Result<PreparedRequest, ProviderError> {
         let mut headers: Vec<(String, String)> = model
             .headers
             .iter()
@@ -188,7 +190,8 @@ impl GoogleVertexProvider {
                 let auth = if caller_authenticates {
                     Auth::Caller
                 } else {
-                    let credentials = adc::load(&self.env)?;
+                    let credentials = adc::load(&self.env)
+                        .map_err(|message| ProviderError::other(message, Some(ErrorKind::Auth)))?;
                     if !env_key_allowed(PROVIDER, &url) {
                         return Err(withheld("Application Default Credentials", &url));
                     }
@@ -224,7 +227,7 @@ async fn run(
     writer: &mut StreamWriter,
     model: &Model,
     request: PreparedRequest,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let auth_header = match &request.auth {
         Auth::ApiKey(key) => Some((API_KEY_HEADER, key.clone())),
         Auth::Adc(credentials) => {

@@ -8,7 +8,8 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 
 use super::limits::{Limits, TRAILER_TIMEOUT};
-use super::{error_body_message, transport_error_message};
+use super::{error_body_message, transport_error, transport_error_message};
+use crate::ai::error::ProviderError;
 use crate::ai::options::StreamOptions;
 use crate::ai::sse::{SseDecoder, SseEvent};
 
@@ -18,34 +19,35 @@ pub(crate) trait FrameDecoder {
     /// What one decoded frame is.
     type Frame;
 
-    /// Decodes `bytes`, appending every frame they complete to `out`. An error ends the stream.
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Self::Frame>) -> Result<(), String>;
+    /// Decodes `bytes`, appending every frame they complete to `out`. An error (of kind
+    /// `decode`) ends the stream.
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<Self::Frame>) -> Result<(), ProviderError>;
 
     /// The body has ended: appends any frame still pending, or fails on a truncated one.
-    fn finish(&mut self, out: &mut Vec<Self::Frame>) -> Result<(), String>;
+    fn finish(&mut self, out: &mut Vec<Self::Frame>) -> Result<(), ProviderError>;
 }
 
 impl FrameDecoder for SseDecoder {
     type Frame = SseEvent;
 
-    fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), String> {
+    fn feed(&mut self, bytes: &[u8], out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
         SseDecoder::feed(self, bytes, out).map_err(|too_large| {
-            format!(
+            ProviderError::Decode(format!(
                 "The provider sent an SSE line or event larger than {} bytes \
                  (max_event_bytes); stopped reading",
                 too_large.limit
-            )
+            ))
         })
     }
 
-    fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), String> {
+    fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
         SseDecoder::finish(self, out);
         Ok(())
     }
 }
 
-/// A body as a stream of byte chunks; errors are already messages.
-type ByteStream = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, String>> + Send>>;
+/// A body as a stream of byte chunks; errors are already classified.
+type ByteStream = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, ProviderError>> + Send>>;
 
 /// How much of a body that decodes to no event is kept, to say what it was.
 const PREVIEW_BYTES: usize = 64 * 1024;
@@ -56,11 +58,14 @@ const QUOTE_CHARS: usize = 300;
 async fn with_idle_timeout<T>(
     idle: Option<Duration>,
     next: impl Future<Output = T>,
-) -> Result<T, String> {
+) -> Result<T, ProviderError> {
     match idle {
-        Some(idle) => tokio::time::timeout(idle, next)
-            .await
-            .map_err(|_| format!("Stream idle timeout: no data for {} ms", idle.as_millis())),
+        Some(idle) => tokio::time::timeout(idle, next).await.map_err(|_| {
+            ProviderError::Timeout(format!(
+                "Stream idle timeout: no data for {} ms",
+                idle.as_millis()
+            ))
+        }),
         None => Ok(next.await),
     }
 }
@@ -85,7 +90,7 @@ pub(crate) struct BodyFrames<D: FrameDecoder> {
     events_seen: u64,
     ended: bool,
     /// A decode error, reported once the frames decoded before it have been taken.
-    failed: Option<String>,
+    failed: Option<ProviderError>,
 }
 
 /// The events of a streamed SSE body, at most `max_event_bytes` each.
@@ -125,7 +130,7 @@ impl<D: FrameDecoder> BodyFrames<D> {
         let content_encoding = header(reqwest::header::CONTENT_ENCODING);
         let body = response
             .bytes_stream()
-            .map(|chunk| chunk.map_err(|error| transport_error_message(&error)));
+            .map(|chunk| chunk.map_err(|error| transport_error(&error)));
         let mut frames = Self::from_stream(Box::pin(body), decoder, options);
         frames.content_type = content_type;
         frames.content_encoding = content_encoding;
@@ -165,12 +170,12 @@ impl<D: FrameDecoder> BodyFrames<D> {
     }
 
     /// The next frame; `Ok(None)` once the body has ended.
-    pub(crate) async fn next(&mut self) -> Result<Option<D::Frame>, String> {
+    pub(crate) async fn next(&mut self) -> Result<Option<D::Frame>, ProviderError> {
         if let Some(encoding) = self.unreadable_encoding() {
-            return Err(format!(
+            return Err(ProviderError::Decode(format!(
                 "The provider sent a compressed body (content-encoding: {encoding}), which is \
                  not decoded: an event stream must be sent uncompressed"
-            ));
+            )));
         }
         loop {
             if let Some(frame) = self.pending.pop_front() {
@@ -227,9 +232,14 @@ impl<D: FrameDecoder> BodyFrames<D> {
         self.idle_timeout = self.idle_timeout.map(|idle| idle.min(TRAILER_TIMEOUT));
     }
 
-    /// The message for a body that ended before the protocol's end: `default` when events
-    /// arrived (or the body looks like an event stream), else a description of what did.
-    pub(crate) fn incomplete(&self, default: &str) -> String {
+    /// The error for a body that ended before the protocol's end (kind `decode`): `default`
+    /// when events arrived (or the body looks like an event stream), else a description of
+    /// what did.
+    pub(crate) fn incomplete(&self, default: &str) -> ProviderError {
+        ProviderError::Decode(self.incomplete_message(default))
+    }
+
+    fn incomplete_message(&self, default: &str) -> String {
         if self.events_seen > 0 {
             return default.to_owned();
         }
@@ -419,7 +429,10 @@ mod tests {
         assert_eq!(events.next_buffered().map(|e| e.data).as_deref(), Some("b"));
         assert_eq!(events.next_buffered(), None);
         assert_eq!(events.next().await.unwrap(), None);
-        assert_eq!(events.incomplete("cut"), "cut");
+        assert_eq!(
+            events.incomplete("cut"),
+            ProviderError::Decode("cut".into())
+        );
 
         let options = StreamOptions {
             max_event_bytes: Some(8),
@@ -427,7 +440,8 @@ mod tests {
         };
         let mut events = SseEvents::from_chunks(vec![b"data: 123456789".to_vec()], &options);
         let error = events.next().await.unwrap_err();
-        assert!(error.contains("larger than 8 bytes"), "{error}");
+        assert_eq!(error.kind(), Some(crate::ai::ErrorKind::Decode));
+        assert!(error.to_string().contains("larger than 8 bytes"), "{error}");
         assert_eq!(events.next().await.unwrap(), None);
     }
 }

@@ -8,7 +8,8 @@
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, LOCATION};
 use reqwest::{Method, StatusCode};
 
-use super::{client, transport_error_message};
+use super::{client, transport_error};
+use crate::ai::error::ProviderError;
 use crate::ai::redact::is_credential_header;
 
 /// Redirects followed before giving up (as browsers and reqwest).
@@ -17,17 +18,17 @@ pub(crate) const MAX_REDIRECTS: usize = 10;
 /// Why no response came.
 #[derive(Debug)]
 pub(crate) enum Failure {
-    /// Worth another attempt: the connection failed or was cut.
-    Transient(String),
+    /// Worth another attempt: the connection failed or was cut, or timed out.
+    Transient(ProviderError),
     /// Not worth another attempt: a redirect loop.
-    Final(String),
+    Final(ProviderError),
 }
 
 impl Failure {
-    /// The message.
-    pub(crate) fn into_message(self) -> String {
+    /// The error.
+    pub(crate) fn into_error(self) -> ProviderError {
         match self {
-            Failure::Transient(message) | Failure::Final(message) => message,
+            Failure::Transient(error) | Failure::Final(error) => error,
         }
     }
 }
@@ -42,7 +43,7 @@ pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Re
         let response = client()
             .execute(request)
             .await
-            .map_err(|error| Failure::Transient(transport_error_message(&error)))?;
+            .map_err(|error| Failure::Transient(transport_error(&error)))?;
         let status = response.status();
         let target = response
             .headers()
@@ -70,8 +71,9 @@ pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Re
         *next.url_mut() = target;
         request = next;
     }
-    Err(Failure::Final(format!(
-        "Too many redirects: more than {MAX_REDIRECTS} in a row"
+    Err(Failure::Final(ProviderError::other(
+        format!("Too many redirects: more than {MAX_REDIRECTS} in a row"),
+        None,
     )))
 }
 

@@ -11,6 +11,7 @@ use super::body::read_error_body;
 use super::error_body_message;
 use super::limits::Limits;
 use super::redirect::{self, Failure};
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::{DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS, StreamOptions};
@@ -40,6 +41,13 @@ impl RetryAfter {
         } else {
             format!("{} ms", self.delay.as_millis())
         }
+    }
+
+    /// The delay in milliseconds, unless it is too large to be a number of milliseconds.
+    pub(crate) fn millis(&self) -> Option<u64> {
+        (self.delay != Duration::MAX)
+            .then(|| u64::try_from(self.delay.as_millis()).ok())
+            .flatten()
     }
 }
 
@@ -173,7 +181,7 @@ fn backoff(attempt: u32, base: Duration, cap: Duration) -> Duration {
 
 /// Checks the caller's headers (`model.headers`, `options.headers`) before anything is sent, so
 /// that a bad one is named (its value is never shown: it may be a secret).
-fn check_headers(model: &Model, options: &StreamOptions) -> Result<(), String> {
+fn check_headers(model: &Model, options: &StreamOptions) -> Result<(), ProviderError> {
     let all = model
         .headers
         .iter()
@@ -186,11 +194,12 @@ fn check_headers(model: &Model, options: &StreamOptions) -> Result<(), String> {
                 .map(|header| ("options.headers", header)),
         );
     for (origin, (name, value)) in all {
+        let invalid = |message| Err(ProviderError::other(message, Some(ErrorKind::BadRequest)));
         if HeaderName::from_bytes(name.as_bytes()).is_err() {
-            return Err(format!("Invalid HTTP header name `{name}` in {origin}"));
+            return invalid(format!("Invalid HTTP header name `{name}` in {origin}"));
         }
         if HeaderValue::from_str(value).is_err() {
-            return Err(format!(
+            return invalid(format!(
                 "Invalid value for HTTP header `{name}` in {origin} (control characters or \
                  non-ASCII text are not allowed)"
             ));
@@ -199,8 +208,8 @@ fn check_headers(model: &Model, options: &StreamOptions) -> Result<(), String> {
     Ok(())
 }
 
-/// Why a request could not be built, with reqwest's reasons.
-fn build_error(error: &reqwest::Error) -> String {
+/// Why a request could not be built, with reqwest's reasons (an invalid URL, say).
+fn build_error(error: &reqwest::Error) -> ProviderError {
     use std::error::Error as _;
     let mut message = format!("Could not build the request: {error}");
     let mut source = error.source();
@@ -208,7 +217,7 @@ fn build_error(error: &reqwest::Error) -> String {
         message.push_str(&format!(": {cause}"));
         source = cause.source();
     }
-    message
+    ProviderError::other(message, Some(ErrorKind::BadRequest))
 }
 
 /// The credentials a request carries: its credential headers and the caller's.
@@ -247,7 +256,7 @@ pub(crate) async fn send(
     build: impl Fn() -> reqwest::RequestBuilder,
     options: &StreamOptions,
     model: &Model,
-) -> Result<reqwest::Response, String> {
+) -> Result<reqwest::Response, ProviderError> {
     send_formatted(writer, build, options, model, default_error).await
 }
 
@@ -259,7 +268,7 @@ pub(crate) async fn send_formatted(
     options: &StreamOptions,
     model: &Model,
     format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
-) -> Result<reqwest::Response, String> {
+) -> Result<reqwest::Response, ProviderError> {
     send_with_policy(
         writer,
         build,
@@ -279,7 +288,7 @@ pub(crate) async fn send_with_policy(
     model: &Model,
     format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
     policy: RetryPolicy<'_>,
-) -> Result<reqwest::Response, String> {
+) -> Result<reqwest::Response, ProviderError> {
     check_headers(model, options)?;
     let request = build().build().map_err(|error| build_error(&error))?;
     let redactor = redactor_for(&request, model, options);
@@ -315,7 +324,7 @@ pub(crate) async fn send_once(
     writer: &mut StreamWriter,
     builder: reqwest::RequestBuilder,
     options: &StreamOptions,
-) -> Result<reqwest::Response, String> {
+) -> Result<reqwest::Response, ProviderError> {
     let request = builder.build().map_err(|error| build_error(&error))?;
     let mut redactor = Redactor::default();
     for (name, value) in request.headers() {
@@ -327,7 +336,7 @@ pub(crate) async fn send_once(
     // Boxed for the reason given in `send_formatted`.
     Box::pin(execute_within(request, &Limits::new(options)))
         .await
-        .map_err(Failure::into_message)
+        .map_err(Failure::into_error)
 }
 
 /// One attempt: the request and its redirects, within the request timeout.
@@ -339,10 +348,10 @@ async fn execute_within(
         Some(timeout) => tokio::time::timeout(timeout, redirect::execute(request))
             .await
             .unwrap_or_else(|_| {
-                Err(Failure::Transient(format!(
+                Err(Failure::Transient(ProviderError::Timeout(format!(
                     "Request timed out after {} ms waiting for the response",
                     timeout.as_millis()
-                )))
+                ))))
             }),
         None => redirect::execute(request).await,
     }
@@ -369,7 +378,7 @@ async fn attempts(
     redactor: &Redactor,
     format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
     policy: RetryPolicy<'_>,
-) -> Result<reqwest::Response, String> {
+) -> Result<reqwest::Response, ProviderError> {
     let limits = Limits::new(options);
     let max_retries = options.max_retries.unwrap_or(policy.default_max_retries);
     let cap = Duration::from_millis(
@@ -391,7 +400,10 @@ async fn attempts(
     );
     loop {
         let Some(this_attempt) = request.try_clone() else {
-            return Err("Could not send the request: its body cannot be sent twice".to_owned());
+            return Err(ProviderError::other(
+                "Could not send the request: its body cannot be sent twice",
+                None,
+            ));
         };
         let started = std::time::Instant::now();
         let sent = execute_within(this_attempt, &limits).await;
@@ -437,14 +449,22 @@ async fn attempts(
                 if let Some(cut) = cut {
                     error.push_str(&format!(" ({cut})"));
                 }
-                let error = redactor.redact(&error);
+                let error = ProviderError::http(
+                    status.as_u16(),
+                    redactor.redact(&error),
+                    hint.as_ref().and_then(RetryAfter::millis),
+                );
                 if !(policy.retryable)(status.as_u16(), &headers, &body) {
                     return Err(error);
                 }
                 (error, Some(status.as_u16()), hint)
             }
-            Err(Failure::Transient(error)) => (redactor.redact(&error), None, None),
-            Err(Failure::Final(error)) => return Err(redactor.redact(&error)),
+            Err(Failure::Transient(error)) => {
+                (error.map_message(|text| redactor.redact(text)), None, None)
+            }
+            Err(Failure::Final(error)) => {
+                return Err(error.map_message(|text| redactor.redact(text)));
+            }
         };
         if attempt >= max_retries {
             return Err(error);
@@ -452,10 +472,14 @@ async fn attempts(
         if let Some(hint) = &hint
             && hint.delay > cap
         {
-            return Err(format!(
-                "{error} (the server asked to retry after {}, more than max_retry_delay_ms = {} ms)",
-                redactor.redact(&hint.describe()),
-                cap.as_millis()
+            return Err(ProviderError::http(
+                status.unwrap_or_default(),
+                format!(
+                    "{error} (the server asked to retry after {}, more than max_retry_delay_ms = {} ms)",
+                    redactor.redact(&hint.describe()),
+                    cap.as_millis()
+                ),
+                hint.millis(),
             ));
         }
         let delay = hint.map_or_else(
@@ -474,7 +498,7 @@ async fn attempts(
         diagnostics.push(json!({
             "type": "retry",
             "timestamp": now_ms(),
-            "error": {"message": error},
+            "error": {"message": error.to_string()},
             "details": {"attempt": attempt, "delayMs": delay.as_millis() as u64, "status": status},
         }));
         tokio::time::sleep(delay).await;
@@ -568,11 +592,15 @@ mod tests {
             ..StreamOptions::default()
         };
         let error = check_headers(&model, &options).unwrap_err();
+        assert_eq!(error.kind(), Some(ErrorKind::BadRequest));
+        let error = error.to_string();
         assert!(error.contains("`x-ok` in options.headers"), "{error}");
         assert!(!error.contains("secret"));
         let mut model = model;
         model.headers = Some([("bad name".to_owned(), "1".to_owned())].into());
-        let error = check_headers(&model, &StreamOptions::default()).unwrap_err();
+        let error = check_headers(&model, &StreamOptions::default())
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             error,
             "Invalid HTTP header name `bad name` in model.headers"

@@ -13,6 +13,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde_json::Value;
 
 use super::super::openai_responses::response::ResponseState;
+use crate::ai::error::ProviderError;
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 
@@ -30,7 +31,7 @@ const STATUSES: [&str; 6] = [
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum CodexError {
     /// The API said so (an `error` or `response.failed` event): never retried over SSE.
-    Api(String),
+    Api(ProviderError),
     /// The server sent something that is not Codex's protocol: never retried over SSE.
     Protocol(String),
     /// The connection failed or closed early.
@@ -38,11 +39,23 @@ pub(crate) enum CodexError {
 }
 
 impl CodexError {
-    /// The message.
-    pub(crate) fn into_message(self) -> String {
+    /// The error the stream ends with: a protocol error is `decode`, a transport error
+    /// `timeout` when a time limit ran out, else `network`.
+    pub(crate) fn into_error(self) -> ProviderError {
         match self {
-            Self::Api(message) | Self::Protocol(message) | Self::Transport(message) => message,
+            Self::Api(error) => error,
+            Self::Protocol(message) => ProviderError::Decode(message),
+            Self::Transport(message) => transport_error(message),
         }
+    }
+}
+
+/// A transport failure's error: `timeout` when a time limit ran out, else `network`.
+pub(crate) fn transport_error(message: String) -> ProviderError {
+    if message.contains("timed out") || message.contains("idle timeout") {
+        ProviderError::Timeout(message)
+    } else {
+        ProviderError::Network(message)
     }
 }
 
@@ -70,7 +83,11 @@ pub(crate) fn map_event(mut event: Value) -> Result<Option<Value>, CodexError> {
             let text = field("message")
                 .or_else(|| field("code"))
                 .unwrap_or_else(|| event.to_string());
-            Err(CodexError::Api(format!("Codex error: {text}")))
+            Err(CodexError::Api(ProviderError::upstream(
+                format!("Codex error: {text}"),
+                field("code").as_deref(),
+                None,
+            )))
         }
         "response.failed" => {
             let message = event
@@ -78,7 +95,12 @@ pub(crate) fn map_event(mut event: Value) -> Result<Option<Value>, CodexError> {
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
                 .unwrap_or("Codex response failed");
-            Err(CodexError::Api(message.to_owned()))
+            let code = event
+                .pointer("/response/error/code")
+                .and_then(Value::as_str);
+            Err(CodexError::Api(ProviderError::upstream(
+                message, code, None,
+            )))
         }
         "response.done" | "response.completed" | "response.incomplete" => {
             event["type"] = Value::from("response.completed");
@@ -221,23 +243,39 @@ mod tests {
         assert_eq!(map_event(json!({"no": "type"})), Ok(None));
         assert_eq!(
             map_event(json!({"type": "error", "code": "server_error", "message": "boom"})),
-            Err(CodexError::Api("Codex error: boom".into()))
+            Err(CodexError::Api(ProviderError::upstream(
+                "Codex error: boom",
+                Some("server_error"),
+                None
+            )))
         );
         assert_eq!(
             map_event(json!({"type": "error", "code": "bad"})),
-            Err(CodexError::Api("Codex error: bad".into()))
+            Err(CodexError::Api(ProviderError::upstream(
+                "Codex error: bad",
+                Some("bad"),
+                None
+            )))
         );
         assert_eq!(
             map_event(json!({"type": "error"})),
-            Err(CodexError::Api(r#"Codex error: {"type":"error"}"#.into()))
+            Err(CodexError::Api(ProviderError::upstream(
+                r#"Codex error: {"type":"error"}"#,
+                None,
+                None
+            )))
         );
         assert_eq!(
             map_event(json!({"type": "response.failed", "response": {"error": {"message": "no"}}})),
-            Err(CodexError::Api("no".into()))
+            Err(CodexError::Api(ProviderError::upstream("no", None, None)))
         );
         assert_eq!(
             map_event(json!({"type": "response.failed"})),
-            Err(CodexError::Api("Codex response failed".into()))
+            Err(CodexError::Api(ProviderError::upstream(
+                "Codex response failed",
+                None,
+                None
+            )))
         );
         let done =
             map_event(json!({"type": "response.done", "response": {"status": "weird", "id": "r"}}))

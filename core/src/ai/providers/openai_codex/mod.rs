@@ -39,6 +39,7 @@ use self::websocket::{WebSocketFailure, WebSocketRequest};
 use super::http::{self, RetryPolicy};
 use super::openai_responses::response::{Pricing, ResponseState};
 use crate::ai::env_keys::{missing_key_message, request_key};
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::oauth::openai_codex::account_id;
@@ -103,13 +104,13 @@ impl ApiProvider for OpenAICodexResponsesProvider {
                 tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
                 stream
             }
-            Err(message) => {
+            Err(error) => {
                 let reason = if options.is_aborted() {
                     StopReason::Aborted
                 } else {
                     StopReason::Error
                 };
-                AssistantMessageEventStream::failed(model, reason, message)
+                AssistantMessageEventStream::failed(model, reason, error)
             }
         }
     }
@@ -132,9 +133,10 @@ fn prepare(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
-) -> Result<PreparedRequest, String> {
-    let token = request_key(options).ok_or_else(|| missing_key_message(&model.provider))?;
-    let account_id = account_id(token.expose()).ok_or_else(|| NO_ACCOUNT_ID.to_owned())?;
+) -> Result<PreparedRequest, ProviderError> {
+    let auth = |message: String| ProviderError::other(message, Some(ErrorKind::Auth));
+    let token = request_key(options).ok_or_else(|| auth(missing_key_message(&model.provider)))?;
+    let account_id = account_id(token.expose()).ok_or_else(|| auth(NO_ACCOUNT_ID.to_owned()))?;
     let mut body = request::build_body(model, context, options);
     if let Some(on_payload) = &options.on_payload
         && let Some(replacement) = (on_payload.0)(&body, model)
@@ -162,7 +164,7 @@ async fn run(
     writer: &mut StreamWriter,
     model: &Model,
     request: PreparedRequest,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let options = &request.options;
     let transport = options.transport.unwrap_or_default();
     let session_id = options.session_id.as_deref();
@@ -179,10 +181,10 @@ async fn run(
                 record_transport_failure(writer, &request, transport, &error, started);
                 websocket::record_failure(session_id, &error, !started);
                 if started {
-                    return Err(error);
+                    return Err(events::transport_error(error));
                 }
             }
-            Err(WebSocketFailure { error, .. }) => return Err(error.into_message()),
+            Err(WebSocketFailure { error, .. }) => return Err(error.into_error()),
         }
     }
     stream_sse(writer, model, &request).await
@@ -266,7 +268,7 @@ async fn stream_sse(
     writer: &mut StreamWriter,
     model: &Model,
     request: &PreparedRequest,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let options = &request.options;
     let headers = request::sse_headers(model, options, &request.account_id, &request.token);
     let url = request::resolve_url(&request.base_url);
@@ -304,7 +306,7 @@ pub(crate) async fn read_stream(
     model: &Model,
     mut events: http::SseEvents,
     pricing: Pricing,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let mut state = ResponseState::new(pricing);
     while let Some(event) = events.next().await? {
         let data = event.data.trim();
@@ -313,7 +315,7 @@ pub(crate) async fn read_stream(
         }
         let finished = events::handle_text(&mut state, data, "SSE", writer, model)
             .await
-            .map_err(CodexError::into_message)?;
+            .map_err(CodexError::into_error)?;
         if finished || writer.is_closed() {
             return Ok(());
         }

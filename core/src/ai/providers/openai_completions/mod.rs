@@ -13,6 +13,7 @@ use self::response::ChunkState;
 use super::openai_responses::Headers;
 use super::{cloudflare, copilot, http};
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -53,22 +54,25 @@ impl ApiProvider for OpenAICompletionsProvider {
         if !http::has_runtime() {
             return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
         }
-        let failed = |message: String| {
+        let failed = |error: ProviderError| {
             let reason = if options.is_aborted() {
                 StopReason::Aborted
             } else {
                 StopReason::Error
             };
-            AssistantMessageEventStream::failed(model, reason, message)
+            AssistantMessageEventStream::failed(model, reason, error)
         };
         let base_url = match cloudflare::resolve_base_url(model) {
             Ok(url) => url,
-            Err(message) => return failed(message),
+            Err(error) => return failed(error),
         };
         let api_key =
             request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
         if api_key.is_none() && !http::is_loopback(&base_url) {
-            return failed(missing_key_message_for_url(&model.provider, &base_url));
+            return failed(ProviderError::other(
+                missing_key_message_for_url(&model.provider, &base_url),
+                Some(ErrorKind::Auth),
+            ));
         }
         let compat = Compat::for_model(model);
         let mut body = request::build_body(model, context, options, &compat);
@@ -135,7 +139,7 @@ async fn run(
     writer: &mut StreamWriter,
     model: &Model,
     request: Box<PreparedRequest>,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     // The request phase (the prepared request, retries, the client's futures) is freed once
     // the response head has arrived.
     let events = Box::pin(send(writer, model, request)).await?;
@@ -150,7 +154,7 @@ async fn send(
     writer: &mut StreamWriter,
     model: &Model,
     request: Box<PreparedRequest>,
-) -> Result<http::SseEvents, String> {
+) -> Result<http::SseEvents, ProviderError> {
     let build = || {
         let mut builder = http::client()
             .post(&request.url)
@@ -171,7 +175,7 @@ pub(crate) async fn read_stream(
     writer: &mut StreamWriter,
     model: &Model,
     mut events: http::SseEvents,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let mut state = ChunkState::default();
     loop {
         let event = match events.next().await {

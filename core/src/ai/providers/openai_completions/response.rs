@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::request::REASONING_FIELDS;
+use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::partial_json::PartialJsonParser;
@@ -47,6 +48,20 @@ pub(crate) fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
     }
 }
 
+/// An `error` object sent inside the stream (OpenRouter and gateways do): classified by its
+/// `code` or `type` (a string or an HTTP-style number).
+fn upstream_error(message: String, error: &Value) -> ProviderError {
+    let code = error.get("code");
+    let status = code
+        .and_then(Value::as_u64)
+        .and_then(|code| u16::try_from(code).ok())
+        .filter(|code| (400..600).contains(code));
+    let name = code
+        .and_then(Value::as_str)
+        .or_else(|| error.get("type").and_then(Value::as_str));
+    ProviderError::upstream(message, name, status)
+}
+
 /// Normalised usage from an OpenAI-style usage object (pi's `parseChunkUsage`).
 pub(crate) fn parse_usage(usage: &Value, model: &Model) -> Usage {
     let number = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64);
@@ -76,7 +91,7 @@ pub(crate) fn parse_usage(usage: &Value, model: &Model) -> Usage {
 
 /// Parses one SSE `data` payload. Servers sometimes send control characters raw inside strings;
 /// those are accepted, anything else that is not JSON is an error the stream reports.
-pub(super) fn parse_chunk(data: &str) -> Result<Value, String> {
+pub(super) fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
     match serde_json::from_str(data) {
         Ok(value) => Ok(value),
         Err(error) => {
@@ -89,10 +104,10 @@ pub(super) fn parse_chunk(data: &str) -> Result<Value, String> {
                 while !data.is_char_boundary(end) {
                     end -= 1;
                 }
-                Err(format!(
+                Err(ProviderError::Decode(format!(
                     "Malformed chunk from provider ({error}): {}",
                     &data[..end]
-                ))
+                )))
             }
         }
     }
@@ -182,7 +197,7 @@ impl ChunkState {
         data: &str,
         writer: &mut StreamWriter,
         model: &Model,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProviderError> {
         if data.trim() == "[DONE]" {
             self.done_seen = true;
             return Ok(());
@@ -206,7 +221,7 @@ impl ChunkState {
                 .and_then(Value::as_str)
                 .map(str::to_owned)
                 .unwrap_or_else(|| error.to_string());
-            return Err(message);
+            return Err(upstream_error(message, error));
         }
         if writer.message().response_id.is_none()
             && let Some(id) = chunk.id.get()
@@ -239,10 +254,7 @@ impl ChunkState {
         };
         if let Some(reason) = choice.finish_reason.get() {
             self.finish_seen = true;
-            let (stop_reason, error_message) = map_finish_reason(reason);
-            let message = writer.message_mut();
-            message.stop_reason = stop_reason;
-            message.error_message = error_message;
+            record_stop(writer.message_mut(), map_finish_reason(reason), reason);
         }
         let Some(delta) = &choice.delta.0 else {
             return Ok(());

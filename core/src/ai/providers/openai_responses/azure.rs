@@ -17,6 +17,7 @@ use super::request::{self, BodySettings};
 use super::response::Pricing;
 use super::{Headers, PreparedRequest, launch, resolve_api_key};
 use crate::ai::env_keys::{env_key_names, missing_key_message_for_url};
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::AssistantMessageEventStream;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -132,17 +133,18 @@ impl AzureOpenAIResponsesProvider {
         model: &Model,
         context: &Context,
         options: &StreamOptions,
-    ) -> Result<PreparedRequest, String> {
+    ) -> Result<PreparedRequest, ProviderError> {
         let base_url = Self::resolve_base_url(model, options)?;
         let api_key = resolve_api_key(model, options, Some(API_KEY_ENV), &base_url);
         if api_key.is_none() && !is_loopback(&base_url) {
-            return Err(if env_key_names(&model.provider).is_empty() {
+            let message = if env_key_names(&model.provider).is_empty() {
                 // The fallback variable is Azure's, whatever the provider is called.
                 let message = missing_key_message_for_url(API, &base_url);
                 message.replacen(API, &model.provider, 1)
             } else {
                 missing_key_message_for_url(&model.provider, &base_url)
-            });
+            };
+            return Err(ProviderError::other(message, Some(ErrorKind::Auth)));
         }
         let deployment = Self::resolve_deployment(model, options);
         let settings = BodySettings {

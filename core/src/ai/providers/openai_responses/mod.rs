@@ -24,6 +24,7 @@ use super::{cloudflare, copilot, http};
 use crate::ai::env_keys::{
     env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url, request_key,
 };
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
@@ -80,11 +81,14 @@ impl OpenAIResponsesProvider {
         model: &Model,
         context: &Context,
         options: &StreamOptions,
-    ) -> Result<PreparedRequest, String> {
+    ) -> Result<PreparedRequest, ProviderError> {
         let base_url = resolve_placeholders(model)?;
         let api_key = resolve_api_key(model, options, None, &base_url);
         if api_key.is_none() && !http::is_loopback(&base_url) {
-            return Err(missing_key_message_for_url(&model.provider, &base_url));
+            return Err(ProviderError::other(
+                missing_key_message_for_url(&model.provider, &base_url),
+                Some(ErrorKind::Auth),
+            ));
         }
         let compat = Compat::for_model(model);
         let retention = CacheRetention::resolve(options.cache_retention);
@@ -179,7 +183,7 @@ impl Headers {
 
 /// Cloudflare base URLs carry `{CLOUDFLARE_ACCOUNT_ID}`-style placeholders filled from the
 /// environment (pi's `resolveCloudflareBaseUrl`); other base URLs are returned as they are.
-fn resolve_placeholders(model: &Model) -> Result<String, String> {
+fn resolve_placeholders(model: &Model) -> Result<String, ProviderError> {
     cloudflare::resolve_base_url(model)
 }
 
@@ -217,20 +221,20 @@ struct PreparedRequest {
 fn launch(
     model: &Model,
     options: &StreamOptions,
-    prepare: impl FnOnce() -> Result<PreparedRequest, String>,
+    prepare: impl FnOnce() -> Result<PreparedRequest, ProviderError>,
 ) -> AssistantMessageEventStream {
     if !http::has_runtime() {
         return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
     }
     let mut prepared = match prepare() {
         Ok(prepared) => prepared,
-        Err(message) => {
+        Err(error) => {
             let reason = if options.is_aborted() {
                 StopReason::Aborted
             } else {
                 StopReason::Error
             };
-            return AssistantMessageEventStream::failed(model, reason, message);
+            return AssistantMessageEventStream::failed(model, reason, error);
         }
     };
     if let Some(on_payload) = &options.on_payload
@@ -249,7 +253,7 @@ async fn run(
     model: &Model,
     options: &StreamOptions,
     request: PreparedRequest,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let body = serde_json::to_vec(&request.body).unwrap_or_default();
     let build = || {
         let mut builder = http::client()
@@ -274,7 +278,7 @@ pub(crate) async fn read_stream(
     model: &Model,
     mut events: http::SseEvents,
     pricing: Pricing,
-) -> Result<(), String> {
+) -> Result<(), ProviderError> {
     let mut state = ResponseState::new(pricing);
     while let Some(event) = events.next().await? {
         state.handle(&event, writer, model).await?;

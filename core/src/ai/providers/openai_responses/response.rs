@@ -11,6 +11,7 @@
 use serde_json::Value;
 
 use super::request::TextSignature;
+use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::partial_json::parse_streaming_json;
@@ -161,14 +162,22 @@ fn error_event_message(event: &Value) -> String {
 }
 
 /// Parses one SSE `data` payload.
-fn parse_event(data: &str) -> Result<Value, String> {
+fn parse_event(data: &str) -> Result<Value, ProviderError> {
     serde_json::from_str(data).map_err(|error| {
         let mut end = data.len().min(200);
         while !data.is_char_boundary(end) {
             end -= 1;
         }
-        format!("Malformed event from provider ({error}): {}", &data[..end])
+        ProviderError::Decode(format!(
+            "Malformed event from provider ({error}): {}",
+            &data[..end]
+        ))
     })
+}
+
+/// The `code` of a failed response's `error` (`server_error`, `rate_limit_exceeded`, ...).
+fn failure_code(response: &Value) -> Option<&str> {
+    response.pointer("/error/code").and_then(Value::as_str)
 }
 
 fn text_block_mut(writer: &mut StreamWriter, index: usize) -> Option<&mut TextContent> {
@@ -202,7 +211,7 @@ impl ResponseState {
         event: &SseEvent,
         writer: &mut StreamWriter,
         model: &Model,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProviderError> {
         let data = event.data.trim();
         if data.is_empty() || data == "[DONE]" {
             return Ok(());
@@ -220,7 +229,7 @@ impl ResponseState {
         event_name: Option<&str>,
         writer: &mut StreamWriter,
         model: &Model,
-    ) -> Result<(), String> {
+    ) -> Result<(), ProviderError> {
         let kind = value
             .get("type")
             .and_then(Value::as_str)
@@ -302,11 +311,24 @@ impl ResponseState {
             "response.failed" => {
                 let response = value.get("response").unwrap_or(&Value::Null);
                 self.record_usage(response, writer, model);
-                return Err(failure_message(response, || {
-                    FAILED_WITHOUT_DETAILS.to_owned()
-                }));
+                let message = failure_message(response, || FAILED_WITHOUT_DETAILS.to_owned());
+                return Err(ProviderError::upstream(
+                    message,
+                    failure_code(response),
+                    None,
+                ));
             }
-            "error" => return Err(error_event_message(value)),
+            "error" => {
+                let code = value
+                    .get("code")
+                    .or_else(|| value.pointer("/error/code"))
+                    .and_then(Value::as_str);
+                return Err(ProviderError::upstream(
+                    error_event_message(value),
+                    code,
+                    None,
+                ));
+            }
             _ => {}
         }
         Ok(())
@@ -632,6 +654,10 @@ impl ResponseState {
         }
         let message = writer.message_mut();
         message.stop_reason = stop_reason;
+        message.error_kind = error_message
+            .as_ref()
+            .and_then(|_| failure_code(response))
+            .and_then(ErrorKind::from_code);
         message.error_message = error_message;
     }
 }

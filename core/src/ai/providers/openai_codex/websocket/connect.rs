@@ -58,11 +58,24 @@ fn proxied_with(url: &str, var: impl Fn(&str) -> Option<String>) -> bool {
     !bypassed
 }
 
-/// The TLS configuration of `wss://` connections: the webpki roots, HTTP/1.1 only.
+/// The roots the crate's TLS feature picks: Mozilla's (`webpki-roots`), and/or the operating
+/// system's (`native-roots`; certificates it cannot parse are skipped, as reqwest does). With
+/// neither feature the store is empty and `wss://` connections fail verification.
+fn tls_roots() -> rustls::RootCertStore {
+    #[allow(unused_mut)]
+    let mut roots = rustls::RootCertStore::empty();
+    #[cfg(feature = "webpki-roots")]
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    #[cfg(feature = "native-roots")]
+    for certificate in rustls_native_certs::load_native_certs().certs {
+        let _ = roots.add(certificate);
+    }
+    roots
+}
+
+/// The TLS configuration of `wss://` connections: [`tls_roots`], HTTP/1.1 only.
 static TLS: LazyLock<Result<Arc<rustls::ClientConfig>, String>> = LazyLock::new(|| {
-    let roots = rustls::RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
+    let roots = tls_roots();
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))

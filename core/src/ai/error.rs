@@ -1,0 +1,474 @@
+//! Why a model call failed, in a form a program can act on: [`ErrorKind`] (the `errorKind`
+//! field of a failed [`AssistantMessage`](super::AssistantMessage)) and [`ProviderError`], the
+//! error a provider's request ends with before it becomes that message.
+//!
+//! The text stays pi's (`errorMessage`); the kind, the HTTP status (`httpStatus`) and the delay
+//! a server asked for (`retryAfterMs`) are extra fields pi does not have, so transcripts still
+//! load in pi.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+use super::overflow::is_overflow_text;
+use super::types::{AssistantMessage, StopReason};
+
+/// What kind of failure ended a model call (`errorKind` in a failed message's JSON).
+///
+/// New kinds may be added; a transcript with a kind this version does not know loads with no
+/// kind. A failure that fits none of them (an unknown api, a provider-specific configuration
+/// error, an unknown stop reason) has no kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Too many requests or tokens (HTTP 429, a `rate_limit` error event): wait and retry;
+    /// `retryAfterMs` says how long when the server said.
+    RateLimit,
+    /// The credentials were refused (HTTP 401/403) or none were found.
+    Auth,
+    /// The model or endpoint does not exist (HTTP 404).
+    NotFound,
+    /// The provider refused the request as malformed (HTTP 400/413/422, an invalid header):
+    /// retrying the same request will not help.
+    BadRequest,
+    /// The provider failed or is overloaded (HTTP 5xx, 529, `overloaded` error events).
+    Server,
+    /// The connection could not be made, was reset, or the body was cut off.
+    Network,
+    /// A time limit ran out: the response headers, a silent stream, an agent watchdog.
+    Timeout,
+    /// The response could not be read: a malformed chunk, an event too large, a body that is
+    /// not an event stream, or a stream that ended before the protocol's end.
+    Decode,
+    /// The caller aborted the request.
+    Aborted,
+    /// The prompt does not fit the model's context window (the texts
+    /// [`is_context_overflow`](super::is_context_overflow) knows): compact and retry.
+    ContextOverflow,
+    /// The model or the provider's filter declined to answer (Anthropic `refusal`, OpenAI
+    /// `content_filter`, Gemini `SAFETY`, Bedrock `guardrail_intervened`, ...).
+    Refusal,
+}
+
+impl ErrorKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ErrorKind; 11] = [
+        Self::RateLimit,
+        Self::Auth,
+        Self::NotFound,
+        Self::BadRequest,
+        Self::Server,
+        Self::Network,
+        Self::Timeout,
+        Self::Decode,
+        Self::Aborted,
+        Self::ContextOverflow,
+        Self::Refusal,
+    ];
+
+    /// The wire name (`"rate_limit"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::RateLimit => "rate_limit",
+            Self::Auth => "auth",
+            Self::NotFound => "not_found",
+            Self::BadRequest => "bad_request",
+            Self::Server => "server",
+            Self::Network => "network",
+            Self::Timeout => "timeout",
+            Self::Decode => "decode",
+            Self::Aborted => "aborted",
+            Self::ContextOverflow => "context_overflow",
+            Self::Refusal => "refusal",
+        }
+    }
+
+    /// The kind with this wire name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// Whether the same request may succeed later: `rate_limit`, `server`, `network` and
+    /// `timeout`. (The library has already retried those within `max_retries`.)
+    pub fn is_transient(self) -> bool {
+        matches!(
+            self,
+            Self::RateLimit | Self::Server | Self::Network | Self::Timeout
+        )
+    }
+
+    /// The kind of an HTTP error status, before looking at the message.
+    pub fn from_status(status: u16) -> Option<Self> {
+        Some(match status {
+            401 | 403 => Self::Auth,
+            404 => Self::NotFound,
+            408 => Self::Timeout,
+            429 => Self::RateLimit,
+            400..=499 => Self::BadRequest,
+            500..=599 => Self::Server,
+            _ => return None,
+        })
+    }
+
+    /// The kind an upstream error code or type names (`rate_limit_error`, `overloaded_error`,
+    /// `RESOURCE_EXHAUSTED`, `context_length_exceeded`, ...), if it names one.
+    pub(crate) fn from_code(code: &str) -> Option<Self> {
+        // Compared as lower-case letters and digits only: `rate_limit_error`,
+        // `RateLimitError` and `ThrottlingException` read alike.
+        let code: String = code
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        let has = |words: &[&str]| words.iter().any(|word| code.contains(word));
+        Some(
+            if has(&["contextlength", "contextwindow", "toolong", "toolarge"]) {
+                Self::ContextOverflow
+            } else if has(&["ratelimit", "resourceexhausted", "throttl", "quota"]) {
+                Self::RateLimit
+            } else if has(&["auth", "permission", "apikey", "forbidden", "denied"]) {
+                Self::Auth
+            } else if has(&["notfound"]) {
+                Self::NotFound
+            } else if has(&[
+                "overloaded",
+                "server",
+                "internal",
+                "unavailable",
+                "apierror",
+            ]) {
+                Self::Server
+            } else if has(&["timeout", "timedout", "deadline"]) {
+                Self::Timeout
+            } else if has(&["contentfilter", "safety", "refusal", "guardrail"]) {
+                Self::Refusal
+            } else if has(&["invalid", "badrequest", "argument", "validation"]) {
+                Self::BadRequest
+            } else {
+                return None;
+            },
+        )
+    }
+
+    /// The kind of an upstream stop reason that is not a normal end, if it is a refusal
+    /// (`refusal`, `content_filter`, `SAFETY`, `RECITATION`, `guardrail_intervened`, ...).
+    pub(crate) fn from_stop_reason(reason: &str) -> Option<Self> {
+        let reason = reason.to_ascii_lowercase();
+        let refusals = [
+            "refusal",
+            "content_filter",
+            "safety",
+            "recitation",
+            "blocklist",
+            "prohibited",
+            "spii",
+            "guardrail",
+            "sensitive",
+        ];
+        refusals
+            .iter()
+            .any(|word| reason.contains(word))
+            .then_some(Self::Refusal)
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Records an upstream stop on the message being built: the stop reason and, for one that is
+/// not a normal end, the error text from `mapped` (a provider's `map_*_reason`) and the kind
+/// `upstream` names (`refusal` for the refusal and content-filter reasons).
+pub(crate) fn record_stop(
+    message: &mut AssistantMessage,
+    mapped: (StopReason, Option<String>),
+    upstream: &str,
+) {
+    let (stop_reason, error_message) = mapped;
+    message.stop_reason = stop_reason;
+    message.error_kind = error_message
+        .as_ref()
+        .and_then(|_| ErrorKind::from_stop_reason(upstream));
+    message.error_message = error_message;
+}
+
+/// Reads `errorKind` leniently: a kind this version does not know is no kind, so that a
+/// transcript written by a newer version still loads.
+pub(crate) fn lenient_kind<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ErrorKind>, D::Error> {
+    let name = Option::<String>::deserialize(deserializer)?;
+    Ok(name.as_deref().and_then(ErrorKind::from_name))
+}
+
+/// Why a provider's request failed. Its `Display` is the failed message's `errorMessage`
+/// (pi's text); [`kind`](Self::kind), [`http_status`](Self::http_status) and
+/// [`retry_after_ms`](Self::retry_after_ms) fill `errorKind`, `httpStatus` and `retryAfterMs`.
+///
+/// A provider's run function returns it to [`StreamWriter::drive`](super::StreamWriter::drive);
+/// a plain `String` converts to [`ProviderError::Other`] with no kind.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProviderError {
+    /// The server answered with an error status (after the retries allowed).
+    #[error("{message}")]
+    Http {
+        /// The HTTP status.
+        status: u16,
+        /// `"<status> <provider's message>"`, or the provider's own wording.
+        message: String,
+        /// The delay the server asked for (`retry-after-ms`, `retry-after`), when it named one.
+        retry_after_ms: Option<u64>,
+    },
+    /// No response, or its body broke off: connecting failed, the connection was reset.
+    #[error("{0}")]
+    Network(String),
+    /// A time limit ran out.
+    #[error("{0}")]
+    Timeout(String),
+    /// The response could not be read as its protocol says.
+    #[error("{0}")]
+    Decode(String),
+    /// The caller aborted the request.
+    #[error("Request was aborted")]
+    Aborted,
+    /// The provider reported a failure inside a successful response: an error event, a failed
+    /// response status, a stop reason that is not a normal end.
+    #[error("{message}")]
+    Upstream {
+        /// The provider's message.
+        message: String,
+        /// What the provider's error code or stop reason says, when it says.
+        kind: Option<ErrorKind>,
+        /// The HTTP-style status the provider put in the error, if any.
+        status: Option<u16>,
+    },
+    /// A failure another layer already described: a message whose stop reason is a failure
+    /// (a faux response, a custom stream function's message), an `error` event a proxy relayed.
+    /// Its fields are taken as given.
+    #[error("{message}")]
+    Reported {
+        /// The message (`errorMessage`).
+        message: String,
+        /// The kind given (`errorKind`), if any.
+        kind: Option<ErrorKind>,
+        /// The HTTP status given (`httpStatus`), if any.
+        status: Option<u16>,
+        /// The retry delay given (`retryAfterMs`), if any.
+        retry_after_ms: Option<u64>,
+    },
+    /// Anything else: a request that could not be made (a missing key, an invalid header, a
+    /// configuration error), or a custom provider's message.
+    #[error("{message}")]
+    Other {
+        /// The message.
+        message: String,
+        /// The kind, when one fits (`auth` for a missing key).
+        kind: Option<ErrorKind>,
+    },
+}
+
+impl ProviderError {
+    /// A failed HTTP response.
+    pub fn http(status: u16, message: impl Into<String>, retry_after_ms: Option<u64>) -> Self {
+        Self::Http {
+            status,
+            message: message.into(),
+            retry_after_ms,
+        }
+    }
+
+    /// A failure of another kind (see [`ProviderError::Other`]).
+    pub fn other(message: impl Into<String>, kind: Option<ErrorKind>) -> Self {
+        Self::Other {
+            message: message.into(),
+            kind,
+        }
+    }
+
+    /// An error the provider sent inside the stream: classified by its `code` (an error type
+    /// or code such as `overloaded_error`) and its `status` when present.
+    pub fn upstream(message: impl Into<String>, code: Option<&str>, status: Option<u16>) -> Self {
+        let kind = code
+            .and_then(ErrorKind::from_code)
+            .or_else(|| status.and_then(ErrorKind::from_status));
+        Self::Upstream {
+            message: message.into(),
+            kind,
+            status,
+        }
+    }
+
+    /// What kind of failure this is. A message that reports a context overflow makes an HTTP
+    /// or upstream error a `context_overflow` (unless it is a rate limit, an auth failure or a
+    /// refusal).
+    pub fn kind(&self) -> Option<ErrorKind> {
+        let (base, message) = match self {
+            Self::Http {
+                status, message, ..
+            } => (ErrorKind::from_status(*status), message),
+            Self::Network(_) => return Some(ErrorKind::Network),
+            Self::Timeout(_) => return Some(ErrorKind::Timeout),
+            Self::Decode(_) => return Some(ErrorKind::Decode),
+            Self::Aborted => return Some(ErrorKind::Aborted),
+            Self::Upstream { message, kind, .. }
+            | Self::Reported { message, kind, .. }
+            | Self::Other { message, kind } => (*kind, message),
+        };
+        let may_be_overflow =
+            matches!(base, None | Some(ErrorKind::BadRequest | ErrorKind::Server));
+        if may_be_overflow && is_overflow_text(message) {
+            return Some(ErrorKind::ContextOverflow);
+        }
+        base
+    }
+
+    /// The HTTP status of the failed response, when there was one.
+    pub fn http_status(&self) -> Option<u16> {
+        match self {
+            Self::Http { status, .. } => Some(*status),
+            Self::Upstream { status, .. } | Self::Reported { status, .. } => *status,
+            _ => None,
+        }
+    }
+
+    /// The delay the server asked for before a retry, in milliseconds, when it named one.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self {
+            Self::Http { retry_after_ms, .. } | Self::Reported { retry_after_ms, .. } => {
+                *retry_after_ms
+            }
+            _ => None,
+        }
+    }
+}
+
+impl ProviderError {
+    /// The same error with its text rewritten by `f` (to hide credentials a server echoed).
+    pub(crate) fn map_message(self, f: impl FnOnce(&str) -> String) -> Self {
+        match self {
+            Self::Http {
+                status,
+                message,
+                retry_after_ms,
+            } => Self::http(status, f(&message), retry_after_ms),
+            Self::Network(message) => Self::Network(f(&message)),
+            Self::Timeout(message) => Self::Timeout(f(&message)),
+            Self::Decode(message) => Self::Decode(f(&message)),
+            Self::Aborted => Self::Aborted,
+            Self::Upstream {
+                message,
+                kind,
+                status,
+            } => Self::Upstream {
+                message: f(&message),
+                kind,
+                status,
+            },
+            Self::Reported {
+                message,
+                kind,
+                status,
+                retry_after_ms,
+            } => Self::Reported {
+                message: f(&message),
+                kind,
+                status,
+                retry_after_ms,
+            },
+            Self::Other { message, kind } => Self::other(f(&message), kind),
+        }
+    }
+}
+
+impl From<String> for ProviderError {
+    fn from(message: String) -> Self {
+        Self::other(message, None)
+    }
+}
+
+impl From<&str> for ProviderError {
+    fn from(message: &str) -> Self {
+        Self::other(message, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_map_to_kinds() {
+        let kind = |status, text: &str| ProviderError::http(status, text, None).kind();
+        assert_eq!(kind(401, "401 bad key"), Some(ErrorKind::Auth));
+        assert_eq!(kind(403, "403 no"), Some(ErrorKind::Auth));
+        assert_eq!(kind(404, "404 no model"), Some(ErrorKind::NotFound));
+        assert_eq!(kind(400, "400 bad"), Some(ErrorKind::BadRequest));
+        assert_eq!(kind(422, "422 bad"), Some(ErrorKind::BadRequest));
+        assert_eq!(
+            kind(
+                400,
+                "400 prompt is too long: 210000 tokens > 200000 maximum"
+            ),
+            Some(ErrorKind::ContextOverflow)
+        );
+        assert_eq!(
+            kind(413, "413 status code (no body)"),
+            Some(ErrorKind::ContextOverflow)
+        );
+        assert_eq!(
+            kind(429, "429 rate limit: too many tokens"),
+            Some(ErrorKind::RateLimit)
+        );
+        assert_eq!(kind(500, "500 oops"), Some(ErrorKind::Server));
+        assert_eq!(kind(529, "529 overloaded"), Some(ErrorKind::Server));
+        assert_eq!(kind(302, "302 moved"), None);
+    }
+
+    #[test]
+    fn upstream_codes_map_to_kinds() {
+        let kind = |code: &str| ProviderError::upstream("m", Some(code), None).kind();
+        assert_eq!(kind("overloaded_error"), Some(ErrorKind::Server));
+        assert_eq!(kind("rate_limit_error"), Some(ErrorKind::RateLimit));
+        assert_eq!(kind("RESOURCE_EXHAUSTED"), Some(ErrorKind::RateLimit));
+        assert_eq!(kind("authentication_error"), Some(ErrorKind::Auth));
+        assert_eq!(kind("invalid_request_error"), Some(ErrorKind::BadRequest));
+        assert_eq!(
+            kind("context_length_exceeded"),
+            Some(ErrorKind::ContextOverflow)
+        );
+        assert_eq!(kind("server_error"), Some(ErrorKind::Server));
+        assert_eq!(kind("ThrottlingException"), Some(ErrorKind::RateLimit));
+        assert_eq!(kind("ResourceNotFoundException"), Some(ErrorKind::NotFound));
+        assert_eq!(kind("request_too_large"), Some(ErrorKind::ContextOverflow));
+        assert_eq!(kind("something_new"), None);
+        let by_status = ProviderError::upstream("m", None, Some(503));
+        assert_eq!(by_status.kind(), Some(ErrorKind::Server));
+        assert_eq!(by_status.http_status(), Some(503));
+        assert_eq!(
+            ErrorKind::from_stop_reason("content_filter"),
+            Some(ErrorKind::Refusal)
+        );
+        assert_eq!(
+            ErrorKind::from_stop_reason("SAFETY"),
+            Some(ErrorKind::Refusal)
+        );
+        assert_eq!(ErrorKind::from_stop_reason("brand_new"), None);
+    }
+
+    #[test]
+    fn display_is_the_message_and_names_round_trip() {
+        assert_eq!(
+            ProviderError::http(429, "429 slow down", Some(2000)).to_string(),
+            "429 slow down"
+        );
+        assert_eq!(ProviderError::Aborted.to_string(), "Request was aborted");
+        assert_eq!(ProviderError::from("plain").kind(), None);
+        for kind in ErrorKind::ALL {
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("\"{}\"", kind.as_str()));
+            assert_eq!(ErrorKind::from_name(kind.as_str()), Some(kind));
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! Why a model call failed, in a form a C program can act on: the `errorKind`, `httpStatus`
+//! and `retryAfterMs` of a failed assistant message.
+
+use std::ffi::c_char;
+
+use pi_agent::ai::{AssistantMessage, ErrorKind};
+use serde_json::Value;
+
+use crate::boundary::{Out, arg_str};
+use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::string::pi_str;
+
+/// What kind of failure ended a model call (a failed message's `errorKind`). The values are
+/// stable; new kinds may be added, so treat an unknown value as `NONE`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum pi_message_error_kind {
+    /// No kind: the message did not fail, or its failure fits no kind (or it came from pi).
+    None = 0,
+    /// `rate_limit`: too many requests or tokens (HTTP 429); wait `retry_after_ms` when given.
+    RateLimit = 1,
+    /// `auth`: the credentials were refused (HTTP 401/403) or none were found.
+    Auth = 2,
+    /// `not_found`: the model or endpoint does not exist (HTTP 404).
+    NotFound = 3,
+    /// `bad_request`: the provider refused the request (HTTP 400/422, ...); a retry won't help.
+    BadRequest = 4,
+    /// `server`: the provider failed or is overloaded (HTTP 5xx, overloaded error events).
+    Server = 5,
+    /// `network`: the connection could not be made, was reset, or the body was cut off.
+    Network = 6,
+    /// `timeout`: a time limit ran out (response headers, a silent stream, a watchdog).
+    Timeout = 7,
+    /// `decode`: the response could not be read (a malformed chunk, a truncated stream).
+    Decode = 8,
+    /// `aborted`: the caller aborted the request.
+    Aborted = 9,
+    /// `context_overflow`: the prompt does not fit the context window; compact and retry.
+    ContextOverflow = 10,
+    /// `refusal`: the model or the provider's filter declined to answer.
+    Refusal = 11,
+}
+
+impl pi_message_error_kind {
+    fn of(kind: Option<ErrorKind>) -> Self {
+        match kind {
+            Some(ErrorKind::RateLimit) => Self::RateLimit,
+            Some(ErrorKind::Auth) => Self::Auth,
+            Some(ErrorKind::NotFound) => Self::NotFound,
+            Some(ErrorKind::BadRequest) => Self::BadRequest,
+            Some(ErrorKind::Server) => Self::Server,
+            Some(ErrorKind::Network) => Self::Network,
+            Some(ErrorKind::Timeout) => Self::Timeout,
+            Some(ErrorKind::Decode) => Self::Decode,
+            Some(ErrorKind::Aborted) => Self::Aborted,
+            Some(ErrorKind::ContextOverflow) => Self::ContextOverflow,
+            Some(ErrorKind::Refusal) => Self::Refusal,
+            // A kind added to core before this enum follows reads as no kind.
+            _ => Self::None,
+        }
+    }
+
+    /// The core kind of a C value (`None` for `NONE` and values this version does not know).
+    fn kind(value: u32) -> Option<ErrorKind> {
+        ErrorKind::ALL
+            .into_iter()
+            .find(|kind| Self::of(Some(*kind)) as u32 == value)
+    }
+}
+
+/// The machine-readable failure of an assistant message.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct pi_message_error {
+    /// The kind (`NONE` when the message has none).
+    pub kind: pi_message_error_kind,
+    /// The HTTP status of the failed response (`httpStatus`); 0 when there was none.
+    pub http_status: u32,
+    /// The delay the server asked for before a retry, in milliseconds (`retryAfterMs`); -1
+    /// when it named none.
+    pub retry_after_ms: i64,
+    /// Whether the same request may succeed later (`rate_limit`, `server`, `network`,
+    /// `timeout`). The library has already retried those within `maxRetries`.
+    pub transient: bool,
+}
+
+/// Reads the failure fields of a pi-shaped assistant message (e.g. the last message of a
+/// failed run, or the `error` of a stream's error event) into `*error_out`: its `errorKind`,
+/// `httpStatus` and `retryAfterMs`. The text stays in `errorMessage`. A message without them
+/// (one that did not fail, or one saved by pi) gives `kind` `NONE`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (also for a message whose `role`
+/// is not `assistant`).
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_message_error_info(
+    assistant_message_json: *const c_char,
+    error_out: *mut pi_message_error,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let name = "assistant_message_json";
+        let value: Value = parse_json(arg_str(assistant_message_json, name)?, name)?;
+        let out = Out::new(error_out, "error_out")?;
+        if let Some(role) = value.get("role").filter(|role| *role != "assistant") {
+            return Err(pi_error::new(
+                pi_error_kind::InvalidJson,
+                format!("`{name}` is not valid: expected role `assistant`, found {role}"),
+            ));
+        }
+        let message: AssistantMessage = serde_json::from_value(value)
+            .map_err(|error| pi_error::invalid_json(name, &error))?;
+        out.write(pi_message_error {
+            kind: pi_message_error_kind::of(message.error_kind),
+            http_status: message.http_status.map_or(0, u32::from),
+            retry_after_ms: message
+                .retry_after_ms
+                .map_or(-1, |ms| i64::try_from(ms).unwrap_or(i64::MAX)),
+            transient: message.error_kind.is_some_and(ErrorKind::is_transient),
+        });
+        Ok(())
+    }
+}
+
+/// The JSON name of `kind` (a `pi_message_error_kind` value) as `errorKind` spells it
+/// (`"rate_limit"`, ...); empty for `NONE` and values this version does not know. Static:
+/// valid forever.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_message_error_kind_name(kind: u32) -> pi_str {
+    ffi_boundary! {
+        pi_message_error_kind::kind(kind).map_or(pi_str::EMPTY, |kind| pi_str::new(kind.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_core_kind_has_a_c_value_and_its_name() {
+        for kind in ErrorKind::ALL {
+            let c = pi_message_error_kind::of(Some(kind));
+            assert_ne!(c, pi_message_error_kind::None, "{kind}");
+            assert_eq!(pi_message_error_kind::kind(c as u32), Some(kind));
+        }
+        assert_eq!(pi_message_error_kind::kind(0), None);
+        assert_eq!(pi_message_error_kind::kind(999), None);
+    }
+}
