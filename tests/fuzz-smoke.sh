@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds every fuzz target in fuzz/ and runs each briefly from its seeds: the decoders (SSE,
-# partial JSON, each wire API's response stream, the agent proxy protocol) must never panic or
-# break their invariants on hostile bytes (issue 9). About 4 minutes on 2 cores from a clean
+# partial JSON, each wire API's response stream including Bedrock's binary AWS eventstream, the
+# agent proxy protocol) must never panic or break their invariants on hostile bytes (issue 9).
+# About 4 minutes on 2 cores from a clean
 # build, most of it the build; FUZZ_SECONDS sets the time per target (default 6).
 #
 # cargo-fuzz needs nightly features; on a stable toolchain this sets RUSTC_BOOTSTRAP=1. The

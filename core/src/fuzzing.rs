@@ -13,6 +13,8 @@ use crate::ai::event_stream::channel;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::partial_json::PartialJsonParser;
+use crate::ai::providers::bedrock::{self, eventstream::EventStreamDecoder};
+use crate::ai::providers::http::BodyFrames;
 use crate::ai::providers::http::SseEvents;
 use crate::ai::providers::{
     anthropic, google, mistral, openai_codex, openai_completions, openai_responses,
@@ -29,6 +31,7 @@ pub const APIS: &[&str] = &[
     google::API,
     mistral::API,
     openai_codex::API,
+    bedrock::API,
     "proxy",
 ];
 
@@ -147,23 +150,33 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         max_event_bytes: Some(MAX_EVENT_BYTES as u64),
         ..StreamOptions::default()
     };
-    let events = SseEvents::from_chunks(body, &options);
     let model = Model::new(api, "fuzz", "fuzz-model", "http://127.0.0.1:9/v1");
     let (writer, mut stream) = channel(&model, None);
     let api = api.to_owned();
-    let run = writer.drive(async move |writer| match api.as_str() {
-        openai_completions::API => openai_completions::read_stream(writer, &model, events).await,
-        openai_responses::API => {
-            openai_responses::read_stream(writer, &model, events, Default::default()).await
+    let run = writer.drive(async move |writer| {
+        if api == bedrock::API {
+            // Binary AWS eventstream frames, not SSE.
+            let frames =
+                BodyFrames::from_chunks_with_decoder(body, EventStreamDecoder::new(), &options);
+            return bedrock::read_stream(writer, &model, frames).await;
         }
-        anthropic::API => anthropic::read_stream(writer, &model, events, None).await,
-        google::API => google::read_stream(writer, &model, events).await,
-        mistral::API => mistral::read_stream(writer, &model, events).await,
-        openai_codex::API => {
-            openai_codex::read_stream(writer, &model, events, Default::default()).await
+        let events = SseEvents::from_chunks(body, &options);
+        match api.as_str() {
+            openai_completions::API => {
+                openai_completions::read_stream(writer, &model, events).await
+            }
+            openai_responses::API => {
+                openai_responses::read_stream(writer, &model, events, Default::default()).await
+            }
+            anthropic::API => anthropic::read_stream(writer, &model, events, None).await,
+            google::API => google::read_stream(writer, &model, events).await,
+            mistral::API => mistral::read_stream(writer, &model, events).await,
+            openai_codex::API => {
+                openai_codex::read_stream(writer, &model, events, Default::default()).await
+            }
+            "proxy" => crate::agent::proxy::read_stream(writer, events).await,
+            other => panic!("unknown api {other}"),
         }
-        "proxy" => crate::agent::proxy::read_stream(writer, events).await,
-        other => panic!("unknown api {other}"),
     });
     let collect = async {
         let mut seen = Vec::new();

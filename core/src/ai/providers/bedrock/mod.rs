@@ -244,9 +244,18 @@ async fn run(
         )));
     }
 
-    let mut state = EventState::default();
-    let mut frames =
+    let frames =
         http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), &request.options);
+    read_stream(writer, model, frames).await
+}
+
+/// Reads a ConverseStream body's eventstream frames into `writer` (also the fuzz entry point).
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    mut frames: http::BodyFrames<EventStreamDecoder>,
+) -> Result<(), ProviderError> {
+    let mut state = EventState::default();
     while let Some(frame) = frames.next().await? {
         state.handle(&frame, writer, model).await?;
         if writer.is_closed() {
