@@ -558,3 +558,70 @@ async fn a_long_run_reads_in_order_or_gives_its_result_without_the_events() {
     assert_eq!(outcome.new_messages.len(), 2, "prompt and reply");
     assert_eq!(agent.messages().len(), 4);
 }
+
+/// The text of a tool result's first block.
+fn result_text(result: &AgentToolResult) -> String {
+    match result.content.first() {
+        Some(UserContent::Text(text)) => text.text.clone(),
+        _ => String::new(),
+    }
+}
+
+/// A tool that reports progress faster than the events are delivered cannot grow memory
+/// without bound: waiting reports are coalesced to the latest, in order, and the final one is
+/// always delivered. A tool that reports a little gets every report, as in pi.
+#[tokio::test]
+async fn a_flood_of_tool_progress_reports_is_bounded_and_keeps_the_latest() {
+    const REPORTS: usize = 20_000;
+    let faux = FauxProvider::register();
+    for (id, n) in [("flood", REPORTS), ("few", 5)] {
+        faux.push(faux_assistant_message(vec![faux_tool_call_with_id(
+            id,
+            "report",
+            json!({"n": n}),
+        )]));
+        faux.push(faux_assistant_message(vec![faux_text("done")]));
+    }
+    let tool = FnTool::new(
+        "report",
+        "Reports progress n times",
+        json!({"type": "object", "properties": {"n": {"type": "number"}}}),
+        |call: ToolCallContext| async move {
+            let n = call.arguments["n"].as_u64().unwrap_or(0);
+            // No await between reports: on this current-thread runtime the loop cannot emit
+            // any of them before the tool returns.
+            for i in 0..n {
+                call.updates.send(AgentToolResult::text(i.to_string()));
+            }
+            Ok(AgentToolResult::text("reported"))
+        },
+    );
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        tools: vec![Arc::new(tool)],
+        ..AgentOptions::default()
+    });
+    for (prompt, sent) in [("flood", REPORTS), ("few", 5)] {
+        let mut run = agent.start(RunInput::text(prompt)).expect("start");
+        let mut reports = Vec::new();
+        while let Some(event) = tokio::time::timeout(HANG_GUARD, run.next())
+            .await
+            .expect("no hang")
+        {
+            if let AgentEvent::ToolExecutionUpdate { partial_result, .. } = &event {
+                reports.push(result_text(partial_result).parse::<usize>().expect("n"));
+            }
+        }
+        assert!(reports.windows(2).all(|pair| pair[0] < pair[1]), "in order");
+        assert_eq!(
+            reports.last(),
+            Some(&(sent - 1)),
+            "the latest report arrives"
+        );
+        if sent == 5 {
+            assert_eq!(reports, vec![0, 1, 2, 3, 4], "every report of a calm tool");
+        } else {
+            assert!(reports.len() <= 257, "bounded: {} reports", reports.len());
+        }
+    }
+}

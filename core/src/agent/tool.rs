@@ -1,13 +1,15 @@
 //! Tools an agent can run: the [`AgentTool`] trait, [`FnTool`] for closures, and the result
 //! types.
 
+use std::collections::VecDeque;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::ai::types::{Tool, UserContent};
@@ -102,30 +104,98 @@ impl From<std::io::Error> for ToolError {
     }
 }
 
+/// How many progress reports may wait to become events before a call's new report replaces
+/// its latest waiting one.
+const UPDATE_CAPACITY: usize = 256;
+
+/// The progress reports of one batch of tool calls, waiting for the loop to emit them.
+///
+/// Bounded without making a tool wait (`ToolUpdates::send` is synchronous): once
+/// [`UPDATE_CAPACITY`] reports wait, a new report of a call replaces that call's latest waiting
+/// one, since a report is the call's partial result so far. So at most one report per call
+/// beyond the capacity waits, however fast a tool reports.
+#[derive(Debug, Default)]
+pub(crate) struct UpdateQueue {
+    waiting: Mutex<VecDeque<(usize, AgentToolResult)>>,
+    ready: Notify,
+    /// Set when the batch is over: later reports are dropped.
+    closed: AtomicBool,
+}
+
+impl UpdateQueue {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, VecDeque<(usize, AgentToolResult)>> {
+        self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn push(&self, index: usize, partial: AgentToolResult) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let mut waiting = self.waiting();
+        if waiting.len() >= UPDATE_CAPACITY
+            && let Some(slot) = waiting.iter_mut().rev().find(|(call, _)| *call == index)
+        {
+            slot.1 = partial;
+            return;
+        }
+        waiting.push_back((index, partial));
+        drop(waiting);
+        self.ready.notify_one();
+    }
+
+    /// The next waiting report, if any.
+    pub(crate) fn try_next(&self) -> Option<(usize, AgentToolResult)> {
+        self.waiting().pop_front()
+    }
+
+    /// The next report, once there is one.
+    pub(crate) async fn next(&self) -> (usize, AgentToolResult) {
+        loop {
+            if let Some(update) = self.try_next() {
+                return update;
+            }
+            // A report pushed since `try_next` left a permit: this returns at once.
+            self.ready.notified().await;
+        }
+    }
+
+    /// Ends the batch: reports sent later (by a tool that kept its `ToolUpdates`) are dropped
+    /// and the waiting ones are released.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.waiting().clear();
+    }
+}
+
 /// Sends progress reports of a running tool (`tool_execution_update` events).
 #[derive(Clone, Debug)]
 pub struct ToolUpdates {
     index: usize,
-    tx: Option<mpsc::UnboundedSender<(usize, AgentToolResult)>>,
+    queue: Option<Arc<UpdateQueue>>,
 }
 
 impl ToolUpdates {
-    pub(crate) fn new(index: usize, tx: mpsc::UnboundedSender<(usize, AgentToolResult)>) -> Self {
+    pub(crate) fn new(index: usize, queue: Arc<UpdateQueue>) -> Self {
         Self {
             index,
-            tx: Some(tx),
+            queue: Some(queue),
         }
     }
 
     /// Updates that go nowhere (for calling a tool outside an agent, e.g. in tests).
     pub fn disconnected() -> Self {
-        Self { index: 0, tx: None }
+        Self {
+            index: 0,
+            queue: None,
+        }
     }
 
-    /// Reports progress. Never blocks; reports after the call finished are dropped.
+    /// Reports progress. Never blocks; reports after the call finished are dropped. A tool
+    /// that reports faster than the events are delivered has its waiting reports coalesced to
+    /// the latest (see the README, "Reliability").
     pub fn send(&self, partial: AgentToolResult) {
-        if let Some(tx) = &self.tx {
-            let _ = tx.send((self.index, partial));
+        if let Some(queue) = &self.queue {
+            queue.push(self.index, partial);
         }
     }
 }

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use serde_json::Value;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
@@ -22,6 +21,7 @@ use super::event::AgentEvent;
 use super::step::ToolOutcome;
 use super::tool::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
+    UpdateQueue,
 };
 use crate::ai::providers::faux::panic_text;
 use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, ToolTiming, now_ms};
@@ -202,7 +202,7 @@ fn spawn_call(
     prepared: Prepared,
     config: &AgentLoopConfig,
     signal: &CancellationToken,
-    updates: &mpsc::UnboundedSender<(usize, AgentToolResult)>,
+    updates: &Arc<UpdateQueue>,
 ) -> futures::future::BoxFuture<'static, (usize, Outcome)> {
     let hook = config.hooks.after_tool_call.clone();
     let hook_context = hook
@@ -214,7 +214,7 @@ fn spawn_call(
         tool_name: call.name.clone(),
         arguments: prepared.arguments,
         signal: signal.clone(),
-        updates: ToolUpdates::new(index, updates.clone()),
+        updates: ToolUpdates::new(index, Arc::clone(updates)),
     };
     let tool = prepared.tool;
     let name = call.name.clone();
@@ -278,12 +278,8 @@ fn spawn_call(
 }
 
 /// Emits the updates waiting in `updates` for calls of this batch.
-async fn drain_updates<S: EventSink>(
-    updates: &mut mpsc::UnboundedReceiver<(usize, AgentToolResult)>,
-    calls: &[ToolCall],
-    sink: &mut S,
-) {
-    while let Ok((index, partial_result)) = updates.try_recv() {
+async fn drain_updates<S: EventSink>(updates: &UpdateQueue, calls: &[ToolCall], sink: &mut S) {
+    while let Some((index, partial_result)) = updates.try_next() {
         emit_update(index, partial_result, calls, sink).await;
     }
 }
@@ -327,7 +323,7 @@ async fn emit_end<S: EventSink>(call: &ToolCall, outcome: &Outcome, sink: &mut S
 /// Waits for every running call, reporting updates and ends in the order they happen.
 async fn collect<S: EventSink>(
     mut running: Running,
-    updates: &mut mpsc::UnboundedReceiver<(usize, AgentToolResult)>,
+    updates: &UpdateQueue,
     calls: &[ToolCall],
     outcomes: &mut [Option<Outcome>],
     sink: &mut S,
@@ -335,7 +331,7 @@ async fn collect<S: EventSink>(
     while !running.is_empty() {
         tokio::select! {
             biased;
-            Some((index, partial)) = updates.recv() => {
+            (index, partial) = updates.next() => {
                 emit_update(index, partial, calls, sink).await;
             }
             Some((index, outcome)) = running.next() => {
@@ -367,7 +363,9 @@ pub async fn execute_tool_calls<S: EventSink>(
     sink: &mut S,
 ) -> Vec<ToolOutcome> {
     let mut schemas = HashMap::new();
-    let (updates_tx, mut updates_rx) = mpsc::unbounded_channel();
+    let updates = Arc::new(UpdateQueue::default());
+    // However this ends (even by being dropped on abort), later reports are dropped.
+    let _close_updates = CloseOnDrop(Arc::clone(&updates));
     let mut outcomes: Vec<Option<Outcome>> = calls.iter().map(|_| None).collect();
 
     if mode == ToolExecutionMode::Sequential {
@@ -381,15 +379,9 @@ pub async fn execute_tool_calls<S: EventSink>(
                 Ok(prepared) => {
                     let running: Running = FuturesUnordered::new();
                     running.push(spawn_call(
-                        index,
-                        call,
-                        assistant,
-                        prepared,
-                        config,
-                        signal,
-                        &updates_tx,
+                        index, call, assistant, prepared, config, signal, &updates,
                     ));
-                    collect(running, &mut updates_rx, &calls, &mut outcomes, sink).await;
+                    collect(running, &updates, &calls, &mut outcomes, sink).await;
                 }
             }
         }
@@ -415,11 +407,11 @@ pub async fn execute_tool_calls<S: EventSink>(
                     prepared,
                     config,
                     signal,
-                    &updates_tx,
+                    &updates,
                 )
             })
             .collect();
-        collect(running, &mut updates_rx, &calls, &mut outcomes, sink).await;
+        collect(running, &updates, &calls, &mut outcomes, sink).await;
     }
     calls
         .iter()
@@ -433,4 +425,13 @@ pub async fn execute_tool_calls<S: EventSink>(
             }
         })
         .collect()
+}
+
+/// Closes a batch's update queue when the batch is over.
+struct CloseOnDrop(Arc<UpdateQueue>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
 }
