@@ -26,7 +26,7 @@ from typing import (
     overload,
 )
 
-from ._core import Tool, ToolContext
+from ._core import PiTypeError, Tool, ToolContext
 
 _Convert = Callable[[Any], Any]
 
@@ -127,7 +127,7 @@ def describe_function(
 ) -> Tuple[str, str, Dict[str, Any]]:
     """``(name, description, parameters)`` of a tool made from ``function``; explicit values win."""
     if not callable(function):
-        raise TypeError(f"a tool needs a callable, not {type(function).__name__}")
+        raise PiTypeError(f"a tool needs a callable, not {type(function).__name__}", field="function")
     target = inspect.unwrap(function)
     if isinstance(target, type) or not hasattr(target, "__name__"):
         fallback_name = getattr(type(target), "__name__", "tool")
@@ -175,17 +175,19 @@ def function_schema(
         if _is_tool_context(hints.get(parameter.name, parameter.annotation)):
             continue
         if parameter.kind is parameter.POSITIONAL_ONLY:
-            raise TypeError(
+            raise PiTypeError(
                 f"tool parameter `{parameter.name}` is positional-only; tools are called with "
-                "keyword arguments"
+                "keyword arguments",
+                field=f"parameters.{parameter.name}",
             )
         annotation = hints.get(parameter.name, parameter.annotation)
         try:
             schema = _schema(annotation, context)
         except TypeError as error:
-            raise TypeError(
+            raise PiTypeError(
                 f"cannot derive a JSON Schema for parameter `{parameter.name}` of "
-                f"{getattr(function, '__qualname__', function)!r}: {error}; pass parameters=..."
+                f"{getattr(function, '__qualname__', function)!r}: {error}; pass parameters=...",
+                field=f"parameters.{parameter.name}",
             ) from None
         description = descriptions.get(parameter.name)
         if description and "description" not in schema:
@@ -225,9 +227,12 @@ def context_parameter(function: Callable[..., Any]) -> Optional[str]:
         if _is_tool_context(hints.get(parameter.name, parameter.annotation))
     ]
     if len(names) > 1:
-        raise TypeError(f"only one parameter may be annotated with ToolContext, not {names}")
+        raise PiTypeError(f"only one parameter may be annotated with ToolContext, not {names}", field="parameters")
     if names and signature.parameters[names[0]].kind is inspect.Parameter.POSITIONAL_ONLY:
-        raise TypeError(f"the ToolContext parameter `{names[0]}` must not be positional-only")
+        raise PiTypeError(
+            f"the ToolContext parameter `{names[0]}` must not be positional-only",
+            field=f"parameters.{names[0]}",
+        )
     return names[0] if names else None
 
 

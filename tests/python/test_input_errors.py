@@ -83,3 +83,21 @@ def test_hook_results_keep_the_builtin_name_in_messages(faux: pi_agent.FauxProvi
     agent = pi_agent.Agent(faux.model, transform_context=lambda messages: [{"role": "user"}])
     agent.prompt_sync("hi")
     assert agent.messages[-1]["errorMessage"].startswith("transform_context raised ValueError: ")
+
+
+def test_tool_definition_errors_name_the_parameter() -> None:
+    class Opaque:
+        pass
+
+    def takes_opaque(x: Opaque) -> str:
+        return "never"
+
+    with pytest.raises(pi_agent.PiTypeError) as derived:
+        pi_agent.tool(takes_opaque)
+    assert isinstance(derived.value, TypeError)
+    assert derived.value.field == "parameters.x"
+    assert "cannot derive a JSON Schema for parameter `x`" in str(derived.value)
+
+    with pytest.raises(pi_agent.PiTypeError) as not_callable:
+        pi_agent.tool(42)  # type: ignore[call-overload]
+    assert not_callable.value.field == "function"
