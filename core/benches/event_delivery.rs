@@ -3,7 +3,8 @@
 //! server takes no runtime time), and the stream is read from `block_on` on a multi-thread
 //! runtime (as under `#[tokio::main]`: the provider runs on a worker, the consumer on the main
 //! thread) and on a current-thread runtime; and through an `Agent` whose subscriber sees every
-//! `message_update`. Reported per element = per text delta.
+//! `message_update`. Reported per element = per text delta. The same is measured for a
+//! 20,000-`text_delta` `anthropic-messages` body on the multi-thread runtime.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -18,8 +19,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 const DELTAS: usize = 20_000;
 
-/// The whole response: SSE head and `DELTAS` text chunks, then the finish chunk.
-fn response() -> Vec<u8> {
+/// The whole openai-completions response: `DELTAS` text chunks, then the finish chunk.
+fn openai_body() -> String {
     let mut body = String::new();
     for _ in 0..DELTAS {
         body.push_str(
@@ -27,6 +28,30 @@ fn response() -> Vec<u8> {
         );
     }
     body.push_str("data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n");
+    body
+}
+
+/// The whole anthropic-messages response: one text block of `DELTAS` `text_delta`s.
+fn anthropic_body() -> String {
+    let mut body = String::from(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"model\":\"bench\",\"stop_reason\":null,\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n\
+         event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+    );
+    for _ in 0..DELTAS {
+        body.push_str(
+            "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"word \"}}\n\n",
+        );
+    }
+    body.push_str(
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+         event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":20000}}\n\n\
+         event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    body
+}
+
+/// An SSE HTTP response around `body`.
+fn response(body: &str) -> Vec<u8> {
     let mut out = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
         body.len()
@@ -37,10 +62,9 @@ fn response() -> Vec<u8> {
 }
 
 /// Serves `response` to every request on a keep-alive connection; returns the port.
-fn serve() -> u16 {
+fn serve(response: Vec<u8>) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
-    let response = response();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
             let response = response.clone();
@@ -86,7 +110,7 @@ async fn consume(model: &Model, context: &Context, options: &StreamOptions) -> u
 }
 
 fn delivery(c: &mut Criterion) {
-    let port = serve();
+    let port = serve(response(&openai_body()));
     let model = Model::new(
         "openai-completions",
         "openai",
@@ -144,6 +168,11 @@ fn delivery(c: &mut Criterion) {
                 agent.prompt("hi").await.expect("run");
             })
         });
+        // Checked here, not after the group: a name filter may skip this case.
+        assert!(
+            updates.load(Ordering::Relaxed) >= DELTAS,
+            "the subscriber saw the deltas"
+        );
     });
     // The same turn read from the run's own event stream as well.
     group.bench_function("agent_run_events_multi_thread_20k", |b| {
@@ -159,10 +188,17 @@ fn delivery(c: &mut Criterion) {
             })
         });
     });
-    assert!(
-        updates.load(Ordering::Relaxed) >= DELTAS,
-        "the subscriber saw the deltas"
+    // The same deltas from an anthropic-messages server.
+    let anthropic_port = serve(response(&anthropic_body()));
+    let anthropic = Model::new(
+        "anthropic-messages",
+        "anthropic",
+        "bench",
+        format!("http://127.0.0.1:{anthropic_port}"),
     );
+    group.bench_function("anthropic_multi_thread_20k", |b| {
+        b.iter(|| multi.block_on(consume(&anthropic, &context, &options)));
+    });
     group.finish();
 }
 

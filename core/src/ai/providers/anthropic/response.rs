@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::auth::from_claude_code_name;
@@ -15,6 +16,7 @@ use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::partial_json::PartialJsonParser;
+use crate::ai::providers::lenient::{Object, Str, U64};
 use crate::ai::types::{StopReason, Usage};
 
 /// The message of a stream that ended before `message_stop` without a transport error.
@@ -111,6 +113,64 @@ fn error_event(data: &str) -> ProviderError {
     ProviderError::upstream(message, field("/error/type"), None)
 }
 
+/// A `content_block_delta` event borrowed from the SSE data: the hot event, read without
+/// building a `Value` (see [`lenient`](crate::ai::providers::lenient): a field of another type
+/// reads as absent, as `Value::as_str` / `as_u64` do).
+#[derive(Debug, Deserialize)]
+struct BlockDeltaEvent<'a> {
+    #[serde(default)]
+    index: U64,
+    #[serde(default, borrow)]
+    delta: Object<BlockDelta<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BlockDelta<'a> {
+    #[serde(default, borrow, rename = "type")]
+    kind: Str<'a>,
+    #[serde(default, borrow)]
+    text: Str<'a>,
+    #[serde(default, borrow)]
+    thinking: Str<'a>,
+    #[serde(default, borrow)]
+    signature: Str<'a>,
+    #[serde(default, borrow)]
+    partial_json: Str<'a>,
+}
+
+/// The string fields of a `content_block_delta`'s `delta`, whichever way it was parsed.
+#[derive(Debug, Default)]
+struct DeltaFields<'a> {
+    kind: Option<&'a str>,
+    text: Option<&'a str>,
+    thinking: Option<&'a str>,
+    signature: Option<&'a str>,
+    partial_json: Option<&'a str>,
+}
+
+impl<'a> DeltaFields<'a> {
+    fn from_typed(delta: &'a BlockDelta<'_>) -> Self {
+        Self {
+            kind: delta.kind.get(),
+            text: delta.text.get(),
+            thinking: delta.thinking.get(),
+            signature: delta.signature.get(),
+            partial_json: delta.partial_json.get(),
+        }
+    }
+
+    fn from_value(delta: &'a Value) -> Self {
+        let field = |key: &str| delta.get(key).and_then(Value::as_str);
+        Self {
+            kind: field("type"),
+            text: field("text"),
+            thinking: field("thinking"),
+            signature: field("signature"),
+            partial_json: field("partial_json"),
+        }
+    }
+}
+
 fn number(value: &Value, key: &str) -> Option<u64> {
     value.get(key).and_then(Value::as_u64)
 }
@@ -154,6 +214,17 @@ impl EventState {
             // `ping` and event types added after this was written.
             return Ok(());
         }
+        // The typed read borrows from `data`; input it refuses (a duplicated key, raw control
+        // characters) goes through the forgiving `Value` parse below and is read the same way.
+        if name == Some("content_block_delta")
+            && let Ok(event) = serde_json::from_str::<Object<BlockDeltaEvent<'_>>>(data)
+        {
+            if let Some(event) = event.0 {
+                let delta = event.delta.0.as_ref().map(DeltaFields::from_typed);
+                self.block_delta(event.index.0, delta, writer).await;
+            }
+            return Ok(());
+        }
         let event = parse_event(name.unwrap_or("(unnamed)"), data)?;
         let kind = match name {
             Some(name) => name,
@@ -166,7 +237,11 @@ impl EventState {
         match kind {
             "message_start" => self.message_start(&event, writer, model),
             "content_block_start" => self.block_start(&event, writer).await,
-            "content_block_delta" => self.block_delta(&event, writer).await,
+            "content_block_delta" => {
+                let delta = event.get("delta").map(DeltaFields::from_value);
+                self.block_delta(number(&event, "index"), delta, writer)
+                    .await;
+            }
             "content_block_stop" => {
                 if let Some(index) = number(&event, "index")
                     && let Some(block) = self.open.remove(&index)
@@ -301,31 +376,37 @@ impl EventState {
         }
     }
 
-    async fn block_delta(&mut self, event: &Value, writer: &mut StreamWriter) {
-        let Some(index) = number(event, "index") else {
+    /// Applies a `content_block_delta`: its `index` and its `delta` (absent when the event has
+    /// none).
+    async fn block_delta(
+        &mut self,
+        index: Option<u64>,
+        delta: Option<DeltaFields<'_>>,
+        writer: &mut StreamWriter,
+    ) {
+        let Some(index) = index else {
             return;
         };
         let Some(block) = self.open.get_mut(&index) else {
             return;
         };
-        let Some(delta) = event.get("delta") else {
+        let Some(delta) = delta else {
             return;
         };
-        let field = |key: &str| delta.get(key).and_then(Value::as_str);
         let content_index = block.content_index;
-        match (delta.get("type").and_then(Value::as_str), &mut block.kind) {
+        match (delta.kind, &mut block.kind) {
             (Some("text_delta"), BlockKind::Text) => {
-                if let Some(text) = field("text") {
+                if let Some(text) = delta.text {
                     writer.text_delta(content_index, text).await;
                 }
             }
             (Some("thinking_delta"), BlockKind::Thinking) => {
-                if let Some(text) = field("thinking") {
+                if let Some(text) = delta.thinking {
                     writer.thinking_delta(content_index, text).await;
                 }
             }
             (Some("signature_delta"), BlockKind::Thinking) => {
-                if let Some(signature) = field("signature")
+                if let Some(signature) = delta.signature
                     && let Some(thinking) = writer.thinking_block_mut(content_index)
                 {
                     thinking
@@ -335,7 +416,7 @@ impl EventState {
                 }
             }
             (Some("input_json_delta"), BlockKind::ToolCall { streamed, .. }) => {
-                if let Some(json) = field("partial_json") {
+                if let Some(json) = delta.partial_json {
                     *streamed = true;
                     writer.tool_call_delta(content_index, json).await;
                 }
@@ -418,6 +499,57 @@ mod tests {
         let garbled = error_event("not json");
         assert_eq!(garbled.to_string(), "not json");
         assert_eq!(garbled.kind(), None);
+    }
+
+    /// The typed read of a `content_block_delta` sees what the `Value` read sees, or refuses
+    /// the event so the `Value` path handles it.
+    #[test]
+    fn typed_deltas_read_as_values_do() {
+        let cases = [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\nb"}}"#,
+            r#"{"index":2,"delta":{"type":"thinking_delta","thinking":"t","signature":7}}"#,
+            r#"{"index":1,"delta":{"type":"signature_delta","signature":"s"}}"#,
+            r#"{"index":3,"delta":{"type":"input_json_delta","partial_json":"{\"a\""}}"#,
+            r#"{"index":-1,"delta":{"type":1,"text":["x"],"partial_json":{"a":1}}}"#,
+            r#"{"index":1.0,"delta":"text"}"#,
+            r#"{"index":"0","delta":null}"#,
+            r#"{"index":0}"#,
+            r#"[1,2]"#,
+            r#""s""#,
+        ];
+        let fields = |delta: &DeltaFields<'_>| {
+            [
+                delta.kind,
+                delta.text,
+                delta.thinking,
+                delta.signature,
+                delta.partial_json,
+            ]
+            .map(|field| field.map(str::to_owned))
+        };
+        for data in cases {
+            let typed = serde_json::from_str::<Object<BlockDeltaEvent<'_>>>(data).expect(data);
+            let value: Value = serde_json::from_str(data).expect(data);
+            let typed_index = typed.0.as_ref().and_then(|event| event.index.0);
+            let typed_delta = typed
+                .0
+                .as_ref()
+                .and_then(|event| event.delta.0.as_ref())
+                .map(|delta| fields(&DeltaFields::from_typed(delta)));
+            let value_delta = if value.is_object() {
+                value
+                    .get("delta")
+                    .filter(|delta| delta.is_object())
+                    .map(|delta| fields(&DeltaFields::from_value(delta)))
+            } else {
+                None
+            };
+            assert_eq!(typed_index, number(&value, "index"), "{data}");
+            assert_eq!(typed_delta, value_delta, "{data}");
+        }
+        // A duplicated key is refused by the typed read (the `Value` keeps the last one).
+        let duplicated = r#"{"index":0,"index":1,"delta":{"type":"text_delta","text":"x"}}"#;
+        assert!(serde_json::from_str::<Object<BlockDeltaEvent<'_>>>(duplicated).is_err());
     }
 
     #[test]
