@@ -32,7 +32,7 @@ pub(crate) mod google;
 #[cfg(feature = "google")]
 pub(crate) mod google_vertex;
 pub(crate) mod http;
-#[cfg(feature = "openai")]
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod lenient;
 #[cfg(feature = "mistral")]
 pub(crate) mod mistral;
