@@ -124,6 +124,41 @@ pub(crate) fn has_runtime() -> bool {
     tokio::runtime::Handle::try_current().is_ok()
 }
 
+/// How a provider's stream starts: `prepare` builds the request from the call (a failure, e.g.
+/// a missing key, is a stream with only an `error` event, as in pi; `aborted` when the caller's
+/// signal already fired), then `start` turns the writer and the request into the task that
+/// sends it (usually `writer.drive(..)`), spawned on the runtime.
+pub(crate) fn spawn_stream<P, F>(
+    model: &crate::ai::model::Model,
+    options: &crate::ai::options::StreamOptions,
+    prepare: impl FnOnce() -> Result<P, ProviderError>,
+    start: impl FnOnce(crate::ai::event_stream::StreamWriter, P) -> F,
+) -> crate::ai::event_stream::AssistantMessageEventStream
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
+    use crate::ai::event_stream::{AssistantMessageEventStream, channel};
+    use crate::ai::types::StopReason;
+    if !has_runtime() {
+        return AssistantMessageEventStream::failed(model, StopReason::Error, NO_RUNTIME);
+    }
+    match prepare() {
+        Ok(prepared) => {
+            let (writer, stream) = channel(model, options.signal.clone());
+            tokio::spawn(start(writer, prepared));
+            stream
+        }
+        Err(error) => {
+            let reason = if options.is_aborted() {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            };
+            AssistantMessageEventStream::failed(model, reason, error)
+        }
+    }
+}
+
 /// The provider's own message from an error body, in the shapes vendors use
 /// (`{"error":{"message":..}}`, `{"error":".."}`, `{"message":..}`, `{"detail":..}`), else the
 /// raw body (truncated).

@@ -33,11 +33,11 @@ use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use self::sigv4::{BEDROCK_SIGNING_NAME, SignableInput};
 use super::http;
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
 use crate::ai::options::{CacheRetention, StreamOptions};
 use crate::ai::registry::ApiProvider;
-use crate::ai::types::{Context, StopReason};
+use crate::ai::types::Context;
 
 /// The api id.
 pub(crate) const API: &str = "bedrock-converse-stream";
@@ -89,25 +89,15 @@ impl ApiProvider for BedrockProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        if !http::has_runtime() {
-            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
-        }
-        match self.prepare(model, context, options) {
-            Ok(prepared) => {
-                let (writer, stream) = channel(model, options.signal.clone());
-                let model = model.clone();
-                tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
-                stream
-            }
-            Err(error) => {
-                let reason = if options.is_aborted() {
-                    StopReason::Aborted
-                } else {
-                    StopReason::Error
-                };
-                AssistantMessageEventStream::failed(model, reason, error)
-            }
-        }
+        let owned = model.clone();
+        http::spawn_stream(
+            model,
+            options,
+            || self.prepare(model, context, options),
+            |writer, prepared| {
+                writer.drive(async move |writer| run(writer, &owned, prepared).await)
+            },
+        )
     }
 
     fn stream_simple(

@@ -40,13 +40,13 @@ use super::http::{self, RetryPolicy};
 use super::openai_responses::response::{Pricing, ResponseState};
 use crate::ai::env_keys::{missing_key_message, request_key};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
 use crate::ai::oauth::openai_codex::account_id;
 use crate::ai::options::{ApiKey, StreamOptions, Transport};
 use crate::ai::redact::Redactor;
 use crate::ai::registry::ApiProvider;
-use crate::ai::types::{Context, StopReason, now_ms};
+use crate::ai::types::{Context, now_ms};
 
 pub use self::websocket::OpenAICodexWebSocketStats;
 
@@ -94,25 +94,15 @@ impl ApiProvider for OpenAICodexResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        if !http::has_runtime() {
-            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
-        }
-        match prepare(model, context, options) {
-            Ok(prepared) => {
-                let (writer, stream) = channel(model, options.signal.clone());
-                let model = model.clone();
-                tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
-                stream
-            }
-            Err(error) => {
-                let reason = if options.is_aborted() {
-                    StopReason::Aborted
-                } else {
-                    StopReason::Error
-                };
-                AssistantMessageEventStream::failed(model, reason, error)
-            }
-        }
+        let owned = model.clone();
+        http::spawn_stream(
+            model,
+            options,
+            || prepare(model, context, options),
+            |writer, prepared| {
+                writer.drive(async move |writer| run(writer, &owned, prepared).await)
+            },
+        )
     }
 
     fn stream_simple(

@@ -25,11 +25,11 @@ use crate::ai::env_keys::{
     env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url, request_key,
 };
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
 use crate::ai::registry::ApiProvider;
-use crate::ai::types::{Context, StopReason};
+use crate::ai::types::Context;
 
 /// The api id.
 pub(crate) const API: &str = "openai-responses";
@@ -223,29 +223,25 @@ fn launch(
     options: &StreamOptions,
     prepare: impl FnOnce() -> Result<PreparedRequest, ProviderError>,
 ) -> AssistantMessageEventStream {
-    if !http::has_runtime() {
-        return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
-    }
-    let mut prepared = match prepare() {
-        Ok(prepared) => prepared,
-        Err(error) => {
-            let reason = if options.is_aborted() {
-                StopReason::Aborted
-            } else {
-                StopReason::Error
-            };
-            return AssistantMessageEventStream::failed(model, reason, error);
-        }
-    };
-    if let Some(on_payload) = &options.on_payload
-        && let Some(replacement) = (on_payload.0)(&prepared.body, model)
-    {
-        prepared.body = replacement;
-    }
-    let (writer, stream) = channel(model, options.signal.clone());
-    let (model, options) = (model.clone(), options.clone());
-    tokio::spawn(writer.drive(async move |writer| run(writer, &model, &options, prepared).await));
-    stream
+    let (owned_model, owned_options) = (model.clone(), options.clone());
+    http::spawn_stream(
+        model,
+        options,
+        || {
+            let mut prepared = prepare()?;
+            if let Some(on_payload) = &options.on_payload
+                && let Some(replacement) = (on_payload.0)(&prepared.body, model)
+            {
+                prepared.body = replacement;
+            }
+            Ok(prepared)
+        },
+        |writer, prepared| {
+            writer.drive(async move |writer| {
+                run(writer, &owned_model, &owned_options, prepared).await
+            })
+        },
+    )
 }
 
 async fn run(
