@@ -140,7 +140,12 @@ impl<T: ?Sized> fmt::Debug for Callback<T> {
 
 /// Whether `name` is a header that carries a credential (compared case-insensitively):
 /// `authorization`, `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`,
-/// `cf-aig-authorization`, `cookie`, and any name containing `token`, `secret` or `api-key`.
+/// `cf-aig-authorization`, `cookie`, and any name containing `auth`, `key`, `token`,
+/// `secret`, `password`, `credential`, `cookie` or `session` (so `X-Auth-Key`,
+/// `X-Custom-Auth` and `x-amz-security-token` are credentials too). Such values are hidden in
+/// `Debug` output and in every message the library writes. What may be *forwarded* to another
+/// origin or kept in a snapshot is decided by an allow-list instead (see
+/// [`is_known_safe_header`]).
 pub fn is_credential_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     matches!(
@@ -152,10 +157,47 @@ pub fn is_credential_header(name: &str) -> bool {
             | "x-goog-api-key"
             | "cf-aig-authorization"
             | "cookie"
-    ) || name.contains("token")
-        || name.contains("secret")
-        || name.contains("api-key")
-        || name.contains("apikey")
+    ) || [
+        "auth",
+        "key",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "credential",
+        "cookie",
+        "session",
+        "signature",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
+}
+
+/// Headers known to carry no credential (compared case-insensitively): the only ones sent on
+/// after a redirect to another origin, and the only ones a snapshot keeps (from the stream
+/// options and from the model). Everything else, whatever its name, may be a secret: a
+/// gateway's `X-Auth-Key` does not say so in a way a deny-list could know.
+pub fn is_known_safe_header(name: &str) -> bool {
+    const SAFE: &[&str] = &[
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "anthropic-beta",
+        "anthropic-version",
+        "cache-control",
+        "content-type",
+        "copilot-integration-id",
+        "editor-plugin-version",
+        "editor-version",
+        "http-referer",
+        "openai-beta",
+        "openai-intent",
+        "user-agent",
+        "x-initiator",
+        "x-title",
+    ];
+    let name = name.to_ascii_lowercase();
+    SAFE.contains(&name.as_str())
 }
 
 /// Default number of retries of a request that failed before any byte of the answer.

@@ -1,0 +1,162 @@
+//! Issue 17, "hostile input, round three": values that would move a URL, secrets a snapshot
+//! would keep, lone surrogates, deep arguments and array-shaped settings, on every wire API.
+
+mod reliability_support;
+
+use futures::future::join_all;
+use pi_agent::agent::{Agent, AgentOptions, AgentSnapshot};
+use pi_agent::ai::providers::faux::{FauxProvider, faux_assistant_message, faux_text};
+use pi_agent::ai::{ApiKey, Model, StopReason, StreamOptions};
+use pi_mock_server::MockServer;
+use reliability_support::{ALL, Api, KEY, no_retries, run};
+use serde_json::json;
+
+/// What a careless or hostile catalog could hold as a model id.
+const HOSTILE_IDS: [&str; 4] = [
+    "../../../admin/delete?all=1#",
+    "models/../../admin",
+    "a/b/../../../x",
+    "id with spaces%2F..%2F?#@:",
+];
+
+#[tokio::test]
+async fn a_model_id_never_leaves_the_base_path() {
+    join_all(ALL.map(|api| async move {
+        for id in HOSTILE_IDS {
+            let server = MockServer::start().await.unwrap();
+            server.push(json!({"sse": api.answer()}));
+            let mut model = api.model(&server);
+            model.id = id.to_owned();
+            let options = StreamOptions {
+                api_key: Some(ApiKey::new(KEY)),
+                ..no_retries()
+            };
+            let (_, message) = run(&model, &options).await;
+            let requests = server.requests();
+            match requests.as_slice() {
+                [] => {
+                    // Refused before sending (an id that can only be a `..` segment).
+                    assert_eq!(message.stop_reason, StopReason::Error, "{api:?} {id}");
+                    let error = message.error_message.clone().unwrap_or_default();
+                    assert!(
+                        error.starts_with("Invalid model id"),
+                        "{api:?} {id}: {error}"
+                    );
+                }
+                [request] => {
+                    assert_eq!(
+                        message.stop_reason,
+                        StopReason::Stop,
+                        "{api:?} {id}: {message:?}"
+                    );
+                    let path = request.path.split('?').next().unwrap_or_default();
+                    assert!(path.starts_with("/v1/"), "{api:?} {id}: {path}");
+                    // Every segment the request went to is one the API names, or the id as one
+                    // encoded segment: no `..`, no `admin` segment, no query or fragment of ours.
+                    for segment in path.split('/').skip(1) {
+                        assert!(
+                            segment != ".." && segment != "." && segment != "admin",
+                            "{api:?} {id}: {path}"
+                        );
+                    }
+                    assert!(
+                        !request.path.contains("all=1") && !request.path.contains('#'),
+                        "{api:?} {id}: {}",
+                        request.path
+                    );
+                    if matches!(api, Api::Google | Api::Vertex) {
+                        assert!(
+                            path.ends_with(":streamGenerateContent"),
+                            "{api:?} {id}: {path}"
+                        );
+                    }
+                }
+                more => panic!("{api:?} {id}: {} requests", more.len()),
+            }
+        }
+    }))
+    .await;
+}
+
+#[tokio::test]
+async fn the_hostile_google_id_is_one_encoded_segment() {
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"sse": Api::Google.answer()}));
+    let mut model = Api::Google.model(&server);
+    model.id = HOSTILE_IDS[0].to_owned();
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new(KEY)),
+        ..no_retries()
+    };
+    let (_, message) = run(&model, &options).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    let request = &server.requests()[0];
+    assert_eq!(
+        request.path,
+        "/v1/models/..%2F..%2F..%2Fadmin%2Fdelete%3Fall%3D1%23:streamGenerateContent?alt=sse"
+    );
+    assert_eq!(request.header("x-goog-api-key"), Some(KEY));
+}
+
+fn model_with_secret_headers(faux: &FauxProvider) -> Model {
+    let mut model = faux.model();
+    model.headers = Some(
+        [
+            ("X-Auth-Key", "model-header-secret-1"),
+            ("authorization", "Bearer model-header-secret-2"),
+            ("x-tenant", "model-header-secret-3"),
+            ("User-Agent", "pi-test"),
+        ]
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .into(),
+    );
+    model
+}
+
+#[tokio::test]
+async fn a_snapshot_keeps_no_header_of_the_model_or_options_that_may_be_a_secret() {
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text("first")]));
+    faux.push(faux_assistant_message(vec![faux_text("second")]));
+    let agent = Agent::new(AgentOptions {
+        model: Some(model_with_secret_headers(&faux)),
+        ..AgentOptions::default()
+    });
+    agent.set_stream_options(StreamOptions {
+        headers: [
+            ("X-Custom-Auth", "option-header-secret-4"),
+            ("anthropic-beta", "kept-beta"),
+        ]
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .into(),
+        ..StreamOptions::default()
+    });
+    agent.prompt("one").await.unwrap();
+    let json = serde_json::to_string(&agent.snapshot()).unwrap();
+    for secret in 1..=4 {
+        assert!(!json.contains(&format!("header-secret-{secret}")), "{json}");
+    }
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["model"]["headers"], json!({"User-Agent": "pi-test"}));
+    assert_eq!(
+        value["settings"]["streamOptions"]["headers"],
+        json!({"anthropic-beta": "kept-beta"})
+    );
+
+    // Restoring takes the model's headers back from the model the caller supplies.
+    let snapshot: AgentSnapshot = serde_json::from_str(&json).unwrap();
+    let restored = Agent::restore(
+        snapshot,
+        AgentOptions {
+            model: Some(model_with_secret_headers(&faux)),
+            ..AgentOptions::default()
+        },
+    );
+    let headers = restored.model().headers.unwrap_or_default();
+    assert_eq!(
+        headers.get("X-Auth-Key").map(String::as_str),
+        Some("model-header-secret-1")
+    );
+    assert_eq!(headers.len(), 4);
+    restored.prompt("two").await.unwrap();
+}
