@@ -3,11 +3,14 @@
 
 mod reliability_support;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use futures::future::join_all;
-use pi_agent::agent::{Agent, AgentOptions, AgentSnapshot};
+use pi_agent::agent::{Agent, AgentOptions, AgentSnapshot, AgentTool, AgentToolResult, FnTool};
 use pi_agent::ai::providers::faux::{FauxProvider, faux_assistant_message, faux_text};
-use pi_agent::ai::{ApiKey, Model, StopReason, StreamOptions};
-use pi_mock_server::MockServer;
+use pi_agent::ai::{ApiKey, MAX_ARGUMENT_DEPTH, Model, StopReason, StreamOptions};
+use pi_mock_server::{MockServer, reply};
 use reliability_support::{ALL, Api, KEY, no_retries, run};
 use serde_json::json;
 
@@ -159,4 +162,99 @@ async fn a_snapshot_keeps_no_header_of_the_model_or_options_that_may_be_a_secret
     );
     assert_eq!(headers.len(), 4);
     restored.prompt("two").await.unwrap();
+}
+
+#[tokio::test]
+async fn a_lone_surrogate_escape_costs_one_character_on_every_api() {
+    join_all(ALL.map(|api| async move {
+        for escape in [r"\ud800", r"\udfff", r"\ud83d"] {
+            let server = MockServer::start().await.unwrap();
+            let answer: Vec<String> = api
+                .answer()
+                .into_iter()
+                .map(|event| event.replace(r#""hi""#, &format!(r#""h{escape}i""#)))
+                .collect();
+            assert!(answer.iter().any(|event| event.contains(escape)), "{api:?}");
+            server.push(json!({ "sse": answer }));
+            let (_, message) = run(&api.model(&server), &no_retries()).await;
+            assert_eq!(
+                message.stop_reason,
+                StopReason::Stop,
+                "{api:?} {escape}: {message:?}"
+            );
+            assert_eq!(message.text(), "h\u{FFFD}i", "{api:?} {escape}");
+            assert_eq!(
+                message.usage.output, 2,
+                "{api:?}: the rest of the answer is kept"
+            );
+        }
+    }))
+    .await;
+}
+
+/// `{"v": [[[ ... ]]]}` with `depth` containers in all.
+fn nested_arguments(depth: usize) -> String {
+    let inner = depth - 1;
+    format!(r#"{{"v":{}1{}}}"#, "[".repeat(inner), "]".repeat(inner))
+}
+
+#[tokio::test]
+async fn arguments_deeper_than_the_limit_get_an_error_result_never_a_cut_value() {
+    // 64 runs; 65 and 100 are refused whole; 200 is past the 127 levels at which the streamed
+    // JSON is cut, and is refused too, never run with what was left of it.
+    for (depth, runs) in [
+        (MAX_ARGUMENT_DEPTH, true),
+        (65, false),
+        (100, false),
+        (200, false),
+    ] {
+        let server = MockServer::start().await.unwrap();
+        server.push(reply::tool_call(
+            "call_1",
+            "deep",
+            json!(nested_arguments(depth)),
+        ));
+        server.push(reply::text("done"));
+        let ran = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&ran);
+        let tool: Arc<dyn AgentTool> = Arc::new(FnTool::new(
+            "deep",
+            "Takes anything",
+            json!({"type": "object"}),
+            move |_| {
+                let counter = Arc::clone(&counter);
+                async move {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    Ok(AgentToolResult::text("ran"))
+                }
+            },
+        ));
+        let agent = Agent::new(AgentOptions {
+            model: Some(Api::Completions.model(&server)),
+            tools: vec![tool],
+            ..AgentOptions::default()
+        });
+        agent.set_stream_options(no_retries());
+        agent.prompt("go").await.unwrap();
+        let messages = agent.messages();
+        let result = messages
+            .iter()
+            .find_map(|message| message.as_tool_result())
+            .expect("a tool result");
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            usize::from(runs),
+            "depth {depth}"
+        );
+        assert_eq!(result.is_error, !runs, "depth {depth}");
+        if !runs {
+            let text = serde_json::to_string(&result.content).unwrap();
+            assert!(
+                text.contains(&format!(
+                    "nested more than {MAX_ARGUMENT_DEPTH} levels deep"
+                )),
+                "depth {depth}: {text}"
+            );
+        }
+    }
 }

@@ -25,7 +25,7 @@ use super::tool::{
 };
 use crate::ai::providers::faux::panic_text;
 use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, ToolTiming, now_ms};
-use crate::ai::validation::CompiledToolSchema;
+use crate::ai::validation::{CompiledToolSchema, check_argument_depth};
 
 /// The text of a tool result for a call that `before_tool_call` blocked without a reason.
 pub const TOOL_BLOCKED: &str = "Tool execution was blocked";
@@ -72,6 +72,10 @@ async fn prepare(
     let Some(tool) = find_tool(tools, &call.name) else {
         return Err(Outcome::error(format!("Tool {} not found", call.name)));
     };
+    // Before any code sees them (issue 17): arguments cut by the JSON depth limit must not
+    // reach `prepare_arguments`, a hook or the tool as if the model had sent them.
+    check_argument_depth(tool.name(), &call.arguments)
+        .map_err(|error| Outcome::error(error.to_string()))?;
     let raw = call.arguments.clone();
     let arguments =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.prepare_arguments(raw)))

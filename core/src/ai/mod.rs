@@ -50,7 +50,7 @@ pub use options::{
     ApiKey, CacheRetention, Callback, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_ERROR_BODY_BYTES,
     DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS,
     DEFAULT_REQUEST_TIMEOUT_MS, GoogleThinking, OnPayload, OnResponse, StreamOptions,
-    ThinkingBudgets, ThinkingLevel, Transport, is_credential_header,
+    ThinkingBudgets, ThinkingLevel, Transport, is_credential_header, is_known_safe_header,
 };
 pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
 pub use partial_json::{PartialJsonParser, parse_streaming_json};
@@ -73,7 +73,8 @@ pub use types::{
     UserContent, UserMessage, UserMessageContent, now_ms,
 };
 pub use validation::{
-    CompiledToolSchema, ValidationError, validate_tool_arguments, validate_tool_call,
+    CompiledToolSchema, MAX_ARGUMENT_DEPTH, ValidationError, check_argument_depth,
+    validate_tool_arguments, validate_tool_call,
 };
 
 /// Starts a request to `model` and returns its event stream (pi's `stream`). Sends exactly what

@@ -75,6 +75,20 @@ pub enum ValidationError {
         /// The tool's name.
         tool: String,
     },
+    /// The arguments nest deeper than [`MAX_ARGUMENT_DEPTH`] containers ([`check_argument_depth`],
+    /// which the agent runs on every tool call before anything reads its arguments). Streamed
+    /// JSON is cut at 127 levels, so arguments that were cut always land here, and a tool never
+    /// runs with a different value than the model sent.
+    #[error(
+        "Arguments for tool \"{tool}\" are nested more than {limit} levels deep (the limit of \
+         tool-call arguments); the tool was not run"
+    )]
+    ArgumentsTooDeep {
+        /// The tool's name.
+        tool: String,
+        /// The limit ([`MAX_ARGUMENT_DEPTH`]).
+        limit: usize,
+    },
     /// The arguments do not match the schema; the text is pi's report.
     #[error("{report}")]
     InvalidArguments {
@@ -83,6 +97,33 @@ pub enum ValidationError {
         /// The full human- and model-readable report.
         report: String,
     },
+}
+
+/// The deepest nesting of objects and arrays accepted in tool-call arguments (`{}` is 1 level).
+/// Deeper arguments get [`ValidationError::ArgumentsTooDeep`]. It is below the 127 levels at
+/// which streamed JSON is cut (so a cut value is always refused, never passed on) and far
+/// above what any real tool schema nests.
+pub const MAX_ARGUMENT_DEPTH: usize = 64;
+
+/// `Err(ArgumentsTooDeep)` when `arguments` nest more than [`MAX_ARGUMENT_DEPTH`] containers.
+/// Iterative: a hostile value cannot exhaust the stack.
+pub fn check_argument_depth(tool: &str, arguments: &Value) -> Result<(), ValidationError> {
+    let mut stack: Vec<(&Value, usize)> = vec![(arguments, 1)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth > MAX_ARGUMENT_DEPTH {
+            return Err(ValidationError::ArgumentsTooDeep {
+                tool: tool.to_owned(),
+                limit: MAX_ARGUMENT_DEPTH,
+            });
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    Ok(())
 }
 
 /// A tool schema compiled for repeated validation.
