@@ -258,3 +258,45 @@ async fn arguments_deeper_than_the_limit_get_an_error_result_never_a_cut_value()
         }
     }
 }
+
+#[tokio::test]
+async fn silence_before_the_headers_is_bounded_per_attempt_but_a_long_body_is_not() {
+    join_all(ALL.map(|api| async move {
+        // A server that accepted the request and never answers: each attempt ends at the
+        // (short, configured) time to the response headers, and the call ends after them all.
+        let server = MockServer::start().await.unwrap();
+        for _ in 0..2 {
+            server.push(json!({"sse": api.answer(), "head_stall_ms": 60_000}));
+        }
+        let options = StreamOptions {
+            request_timeout_ms: Some(200),
+            max_retries: Some(1),
+            max_retry_delay_ms: Some(10),
+            ..StreamOptions::default()
+        };
+        let (_, message) = run(&api.model(&server), &options).await;
+        assert_eq!(message.stop_reason, StopReason::Error, "{api:?}");
+        let error = message.error_message.clone().unwrap_or_default();
+        assert!(
+            error.contains("Request timed out after 200 ms waiting for the response headers"),
+            "{api:?}: {error}"
+        );
+        assert_eq!(
+            server.requests().len(),
+            2,
+            "{api:?}: both attempts were made"
+        );
+
+        // Headers at once, then a body slower in total than that bound: the answer completes.
+        let slow = MockServer::start().await.unwrap();
+        slow.push(json!({"sse": api.answer(), "delay_ms": 100, "split": 64}));
+        let (_, message) = run(&api.model(&slow), &options).await;
+        assert_eq!(
+            message.stop_reason,
+            StopReason::Stop,
+            "{api:?}: {message:?}"
+        );
+        assert_eq!(message.text(), "hi", "{api:?}");
+    }))
+    .await;
+}

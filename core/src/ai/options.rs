@@ -204,9 +204,13 @@ pub fn is_known_safe_header(name: &str) -> bool {
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default cap on a single retry delay, including a server's `Retry-After`.
 pub const DEFAULT_MAX_RETRY_DELAY_MS: u64 = 60_000;
-/// Default time to wait for a response's headers, per attempt (10 minutes, as the OpenAI and
-/// Anthropic SDKs).
-pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 600_000;
+/// Default time to wait for a response's headers, per attempt (60 s; the OpenAI and Anthropic
+/// SDKs wait 10 minutes). A streamed answer sends its headers at once and its tokens after them,
+/// so this bounds a server that accepted the request and says nothing (3 attempts: 3 minutes,
+/// not 30), never the length of a generation, which only the idle timeout between chunks
+/// bounds. A gateway that buffers the whole answer before its headers needs a longer
+/// `timeoutMs`.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 60_000;
 /// Default time a streamed body may send nothing before the request fails (10 minutes: long
 /// enough for a slow local model or a long silent reasoning phase).
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
@@ -292,7 +296,8 @@ pub struct StreamOptions {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// Timeout until the response headers arrive, per attempt, redirects included (pi's
-    /// `timeoutMs`). `None` = [`DEFAULT_REQUEST_TIMEOUT_MS`]; `Some(0)` = no timeout.
+    /// `timeoutMs`). `None` = [`DEFAULT_REQUEST_TIMEOUT_MS`] (60 s); `Some(0)` = no timeout.
+    /// The body that follows is bounded by `idle_timeout_ms` only, so long generations go on.
     #[serde(alias = "timeoutMs", skip_serializing_if = "Option::is_none")]
     pub request_timeout_ms: Option<u64>,
     /// Retries of a request that failed before the first byte of its answer (408, 409, 429,

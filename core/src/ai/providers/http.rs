@@ -12,7 +12,7 @@
 //! | Bound | Default | On breach |
 //! |---|---|---|
 //! | connecting | 30 s | `Connection error: ...` (retried) |
-//! | response headers, per attempt (`request_timeout_ms`) | 10 min | `Request timed out after N ms ...` (retried) |
+//! | response headers, per attempt (`request_timeout_ms`) | 60 s | `Request timed out after N ms ...` (retried) |
 //! | silence between body chunks (`idle_timeout_ms`) | 10 min | `Stream idle timeout: no data for N ms` |
 //! | one SSE line or event (`max_event_bytes`) | 16 MiB | `... larger than N bytes (max_event_bytes) ...` |
 //! | error body read (`max_error_body_bytes`) | 256 KiB, and 30 s | `<status> <what arrived> (error body cut ...)` |
