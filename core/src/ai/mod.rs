@@ -24,6 +24,7 @@ pub(crate) mod shape;
 pub(crate) mod short_hash;
 pub(crate) mod simple_options;
 pub mod sse;
+pub mod strict_json;
 pub(crate) mod transform;
 pub(crate) mod types;
 pub(crate) mod validation;
@@ -73,8 +74,8 @@ pub use types::{
     UserContent, UserMessage, UserMessageContent, now_ms,
 };
 pub use validation::{
-    CompiledToolSchema, MAX_ARGUMENT_DEPTH, ValidationError, check_argument_depth,
-    validate_tool_arguments, validate_tool_call,
+    CompiledToolSchema, MAX_ARGUMENT_DEPTH, ToolParametersError, ValidationError,
+    check_argument_depth, check_tool_parameters, validate_tool_arguments, validate_tool_call,
 };
 
 /// Starts a request to `model` and returns its event stream (pi's `stream`). Sends exactly what

@@ -108,6 +108,55 @@ fn token_size<'de, D: serde::Deserializer<'de>>(
     Ok((min, max))
 }
 
+/// A [`FauxOptions`] value that cannot work, naming the field by its JSON name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid faux option `{field}`: {reason}")]
+pub struct FauxOptionsError {
+    /// The field, by its JSON name (`tokensPerSecond`, `tokenSize`, `models`, `provider`, `api`).
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl FauxOptions {
+    /// Checks that every field can work: `tokensPerSecond` a finite number above 0,
+    /// `tokenSize` with `1 <= min <= max`, `models` non-empty distinct ids, `provider` and
+    /// `api` not empty.
+    pub fn validate(&self) -> Result<(), FauxOptionsError> {
+        let invalid = |field, reason: String| Err(FauxOptionsError { field, reason });
+        if let Some(rate) = self.tokens_per_second
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return invalid(
+                "tokensPerSecond",
+                format!("must be a finite number above 0, not {rate}"),
+            );
+        }
+        let (min, max) = self.token_size;
+        if min == 0 || min > max {
+            return invalid(
+                "tokenSize",
+                format!("needs 1 <= min <= max, got min {min} and max {max}"),
+            );
+        }
+        if let Some(empty) = self.model_ids.iter().position(String::is_empty) {
+            return invalid("models", format!("model id {empty} is empty"));
+        }
+        for (index, id) in self.model_ids.iter().enumerate() {
+            if self.model_ids[..index].contains(id) {
+                return invalid("models", format!("model id `{id}` is listed twice"));
+            }
+        }
+        if self.provider.is_empty() {
+            return invalid("provider", "must not be empty".to_owned());
+        }
+        if self.api.as_deref() == Some("") {
+            return invalid("api", "must not be empty".to_owned());
+        }
+        Ok(())
+    }
+}
+
 impl Default for FauxOptions {
     fn default() -> Self {
         Self {
@@ -153,7 +202,17 @@ impl FauxProvider {
         Self::register_with(FauxOptions::default())
     }
 
-    /// Registers a faux provider.
+    /// Registers a faux provider after checking its options ([`FauxOptions::validate`]); the C
+    /// ABI and Python register through this.
+    pub fn try_register_with(options: FauxOptions) -> Result<Self, FauxOptionsError> {
+        options.validate()?;
+        Ok(Self::register_with(options))
+    }
+
+    /// Registers a faux provider. Options that cannot work are made to: an empty model list
+    /// is the default one, a zero token size is 1, a rate that is not a positive finite number
+    /// leaves the output unpaced ([`try_register_with`](Self::try_register_with) refuses them
+    /// instead).
     pub fn register_with(options: FauxOptions) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let api = options
@@ -371,9 +430,13 @@ impl Chunker {
 
 async fn pace(writer: &StreamWriter, settings: &FauxOptions, chars: usize) -> bool {
     match settings.tokens_per_second {
-        Some(rate) if rate > 0.0 => {
+        Some(rate) if rate.is_finite() && rate > 0.0 => {
             let seconds = (chars as f64 / 4.0) / rate;
-            let sleep = tokio::time::sleep(Duration::from_secs_f64(seconds));
+            // A tiny rate gives an unrepresentable wait: at most a day, never a panic.
+            let wait = Duration::try_from_secs_f64(seconds)
+                .unwrap_or(Duration::from_secs(86_400))
+                .min(Duration::from_secs(86_400));
+            let sleep = tokio::time::sleep(wait);
             match writer.signal() {
                 Some(signal) => {
                     tokio::select! {
