@@ -181,12 +181,14 @@ async fn finalize(
     }
 }
 
-fn to_message(call: &ToolCall, outcome: &Outcome) -> ToolResultMessage {
+/// The result message of `call`, moving the outcome's content (a big tool result is not
+/// copied once more here).
+fn to_message(call: &ToolCall, outcome: Outcome) -> ToolResultMessage {
     ToolResultMessage {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
-        content: outcome.result.content.clone(),
-        details: (!outcome.result.details.is_null()).then(|| outcome.result.details.clone()),
+        content: outcome.result.content,
+        details: (!outcome.result.details.is_null()).then_some(outcome.result.details),
         is_error: outcome.is_error,
         timestamp: now_ms(),
         timing: outcome.duration.map(|duration| ToolTiming {
@@ -423,9 +425,10 @@ pub async fn execute_tool_calls<S: EventSink>(
         .map(|(call, outcome)| {
             // Every call has an outcome by now; the fallback only guards the invariant.
             let outcome = outcome.unwrap_or_else(|| Outcome::error(TOOL_ABORTED));
+            let terminate = outcome.result.terminate == Some(true);
             ToolOutcome {
-                message: to_message(call, &outcome),
-                terminate: outcome.result.terminate == Some(true),
+                message: to_message(call, outcome),
+                terminate,
             }
         })
         .collect()

@@ -350,7 +350,7 @@ impl ApiProvider for FauxApi {
                 model.clone(),
             )),
         };
-        let prompt = serialize_context(context);
+        let prompt = Prompt::new(context, options);
         let state = Arc::clone(&self.0);
         let options = options.clone();
         let model = model.clone();
@@ -463,55 +463,82 @@ fn estimate_tokens(units: usize) -> u64 {
     units.div_ceil(4) as u64
 }
 
-/// pi's `serializeContext`, as UTF-16 code units (JavaScript string indices), which the usage
-/// estimate and the prompt-cache simulation count in.
-fn serialize_context(context: &Context) -> Vec<u16> {
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
-        parts.push(format!("system:{system}"));
-    }
-    for message in &context.messages {
-        let text = match message {
-            Message::User(user) => match &user.content {
-                UserMessageContent::Text(text) => text.clone(),
-                UserMessageContent::Blocks(blocks) => user_blocks_text(blocks),
-            },
-            Message::Assistant(assistant) => assistant_text(&assistant.content),
-            Message::ToolResult(result) => {
-                let mut lines = vec![result.tool_name.clone()];
-                lines.extend(
-                    result
-                        .content
-                        .iter()
-                        .map(|block| user_blocks_text(std::slice::from_ref(block))),
-                );
-                lines.join("\n")
-            }
-        };
-        parts.push(format!("{}:{text}", message.role()));
-    }
-    if let Some(tools) = context.tools.as_ref().filter(|tools| !tools.is_empty()) {
-        parts.push(format!(
-            "tools:{}",
-            serde_json::to_string(tools).unwrap_or_default()
-        ));
-    }
-    parts.join("\n\n").encode_utf16().collect()
+/// The serialized prompt as the usage estimate needs it: its length in UTF-16 code units
+/// (JavaScript string indices), and the units themselves only for the prompt-cache simulation
+/// of a session. A big tool result in the context then costs one transient copy here, not a
+/// UTF-16 copy kept for the whole stream.
+struct Prompt {
+    len: usize,
+    units: Option<Vec<u16>>,
 }
 
-fn user_blocks_text(blocks: &[UserContent]) -> String {
-    blocks
-        .iter()
-        .map(|block| match block {
-            UserContent::Text(text) => text.text.clone(),
-            UserContent::Image(image) => format!(
+impl Prompt {
+    fn new(context: &Context, options: &StreamOptions) -> Self {
+        let text = serialize_context(context);
+        let cached =
+            options.session_id.is_some() && options.cache_retention != Some(CacheRetention::None);
+        Self {
+            len: text.encode_utf16().count(),
+            units: cached.then(|| text.encode_utf16().collect()),
+        }
+    }
+}
+
+/// pi's `serializeContext`, written into one buffer.
+fn serialize_context(context: &Context) -> String {
+    let mut out = String::new();
+    let part = |out: &mut String| {
+        if !out.is_empty() {
+            out.push_str("\n\n");
+        }
+    };
+    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
+        part(&mut out);
+        out.push_str("system:");
+        out.push_str(system);
+    }
+    for message in &context.messages {
+        part(&mut out);
+        out.push_str(message.role());
+        out.push(':');
+        match message {
+            Message::User(user) => match &user.content {
+                UserMessageContent::Text(text) => out.push_str(text),
+                UserMessageContent::Blocks(blocks) => push_user_blocks(&mut out, blocks),
+            },
+            Message::Assistant(assistant) => out.push_str(&assistant_text(&assistant.content)),
+            Message::ToolResult(result) => {
+                out.push_str(&result.tool_name);
+                for block in &result.content {
+                    out.push('\n');
+                    push_user_blocks(&mut out, std::slice::from_ref(block));
+                }
+            }
+        }
+    }
+    if let Some(tools) = context.tools.as_ref().filter(|tools| !tools.is_empty()) {
+        part(&mut out);
+        out.push_str("tools:");
+        out.push_str(&serde_json::to_string(tools).unwrap_or_default());
+    }
+    out
+}
+
+/// The text of user content blocks, one per line, appended to `out`.
+fn push_user_blocks(out: &mut String, blocks: &[UserContent]) {
+    for (index, block) in blocks.iter().enumerate() {
+        if index > 0 {
+            out.push('\n');
+        }
+        match block {
+            UserContent::Text(text) => out.push_str(&text.text),
+            UserContent::Image(image) => out.push_str(&format!(
                 "[image:{}:{}]",
                 image.mime_type,
                 image.data.encode_utf16().count()
-            ),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+            )),
+        }
+    }
 }
 
 fn assistant_text(content: &[AssistantContent]) -> String {
@@ -537,10 +564,10 @@ impl FauxState {
     fn usage_estimate(
         &self,
         content: &[AssistantContent],
-        prompt: &[u16],
+        prompt: &Prompt,
         options: &StreamOptions,
     ) -> Usage {
-        let prompt_tokens = estimate_tokens(prompt.len());
+        let prompt_tokens = estimate_tokens(prompt.len);
         let output = estimate_tokens(assistant_text(content).encode_utf16().count());
         let mut input = prompt_tokens;
         let (mut cache_read, mut cache_write) = (0, 0);
@@ -551,20 +578,21 @@ impl FauxState {
                 .prompt_cache
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
+            let units = prompt.units.as_deref().unwrap_or_default();
             match cache.get(session) {
                 Some(previous) => {
                     let cached = previous
                         .iter()
-                        .zip(prompt)
+                        .zip(units)
                         .take_while(|(a, b)| a == b)
                         .count();
                     cache_read = estimate_tokens(cached);
-                    cache_write = estimate_tokens(prompt.len() - cached);
+                    cache_write = estimate_tokens(prompt.len - cached);
                     input = prompt_tokens.saturating_sub(cache_read);
                 }
                 None => cache_write = prompt_tokens,
             }
-            cache.insert(session.to_owned(), prompt.to_vec());
+            cache.insert(session.to_owned(), units.to_vec());
         }
         Usage {
             input,
