@@ -474,65 +474,71 @@ struct Prompt {
 
 impl Prompt {
     fn new(context: &Context, options: &StreamOptions) -> Self {
-        let text = serialize_context(context);
         let cached =
             options.session_id.is_some() && options.cache_retention != Some(CacheRetention::None);
-        Self {
-            len: text.encode_utf16().count(),
-            units: cached.then(|| text.encode_utf16().collect()),
-        }
+        let mut prompt = Self {
+            len: 0,
+            units: cached.then(Vec::new),
+        };
+        // Counted (and, for a session, encoded) piece by piece: no copy of the context's text.
+        serialize_context(context, &mut |piece| {
+            prompt.len += piece.encode_utf16().count();
+            if let Some(units) = &mut prompt.units {
+                units.extend(piece.encode_utf16());
+            }
+        });
+        prompt
     }
 }
 
-/// pi's `serializeContext`, written into one buffer.
-fn serialize_context(context: &Context) -> String {
-    let mut out = String::new();
-    let part = |out: &mut String| {
-        if !out.is_empty() {
-            out.push_str("\n\n");
+/// pi's `serializeContext`, handed to `out` piece by piece.
+fn serialize_context(context: &Context, out: &mut dyn FnMut(&str)) {
+    let mut first = true;
+    let mut part = |out: &mut dyn FnMut(&str)| {
+        if !std::mem::take(&mut first) {
+            out("\n\n");
         }
     };
     if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
-        part(&mut out);
-        out.push_str("system:");
-        out.push_str(system);
+        part(out);
+        out("system:");
+        out(system);
     }
     for message in &context.messages {
-        part(&mut out);
-        out.push_str(message.role());
-        out.push(':');
+        part(out);
+        out(message.role());
+        out(":");
         match message {
             Message::User(user) => match &user.content {
-                UserMessageContent::Text(text) => out.push_str(text),
-                UserMessageContent::Blocks(blocks) => push_user_blocks(&mut out, blocks),
+                UserMessageContent::Text(text) => out(text),
+                UserMessageContent::Blocks(blocks) => push_user_blocks(out, blocks),
             },
-            Message::Assistant(assistant) => out.push_str(&assistant_text(&assistant.content)),
+            Message::Assistant(assistant) => out(&assistant_text(&assistant.content)),
             Message::ToolResult(result) => {
-                out.push_str(&result.tool_name);
+                out(&result.tool_name);
                 for block in &result.content {
-                    out.push('\n');
-                    push_user_blocks(&mut out, std::slice::from_ref(block));
+                    out("\n");
+                    push_user_blocks(out, std::slice::from_ref(block));
                 }
             }
         }
     }
     if let Some(tools) = context.tools.as_ref().filter(|tools| !tools.is_empty()) {
-        part(&mut out);
-        out.push_str("tools:");
-        out.push_str(&serde_json::to_string(tools).unwrap_or_default());
+        part(out);
+        out("tools:");
+        out(&serde_json::to_string(tools).unwrap_or_default());
     }
-    out
 }
 
-/// The text of user content blocks, one per line, appended to `out`.
-fn push_user_blocks(out: &mut String, blocks: &[UserContent]) {
+/// The text of user content blocks, one per line, handed to `out`.
+fn push_user_blocks(out: &mut dyn FnMut(&str), blocks: &[UserContent]) {
     for (index, block) in blocks.iter().enumerate() {
         if index > 0 {
-            out.push('\n');
+            out("\n");
         }
         match block {
-            UserContent::Text(text) => out.push_str(&text.text),
-            UserContent::Image(image) => out.push_str(&format!(
+            UserContent::Text(text) => out(&text.text),
+            UserContent::Image(image) => out(&format!(
                 "[image:{}:{}]",
                 image.mime_type,
                 image.data.encode_utf16().count()
