@@ -192,12 +192,6 @@ async fn a_lone_surrogate_escape_costs_one_character_on_every_api() {
     .await;
 }
 
-/// `{"v": [[[ ... ]]]}` with `depth` containers in all.
-fn nested_arguments(depth: usize) -> String {
-    let inner = depth - 1;
-    format!(r#"{{"v":{}1{}}}"#, "[".repeat(inner), "]".repeat(inner))
-}
-
 #[tokio::test]
 async fn arguments_deeper_than_the_limit_get_an_error_result_never_a_cut_value() {
     // 64 runs; 65 and 100 are refused whole; 200 is past the 127 levels at which the streamed
@@ -209,11 +203,7 @@ async fn arguments_deeper_than_the_limit_get_an_error_result_never_a_cut_value()
         (200, false),
     ] {
         let server = MockServer::start().await.unwrap();
-        server.push(reply::tool_call(
-            "call_1",
-            "deep",
-            json!(nested_arguments(depth)),
-        ));
+        server.push(reply::deep_tool_call("call_1", "deep", depth));
         server.push(reply::text("done"));
         let ran = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&ran);
@@ -299,4 +289,13 @@ async fn silence_before_the_headers_is_bounded_per_attempt_but_a_long_body_is_no
         assert_eq!(message.text(), "hi", "{api:?}");
     }))
     .await;
+}
+
+#[tokio::test]
+async fn the_mock_servers_lone_surrogate_reply_reads_as_one_replacement_character() {
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::lone_surrogate_text());
+    let (_, message) = run(&Api::Completions.model(&server), &no_retries()).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    assert_eq!(message.text(), "h\u{FFFD}i");
 }
