@@ -145,12 +145,14 @@ ErrorKind = Literal[
     "aborted",
     "context_overflow",
     "refusal",
+    "invalid_output",
 ]
 """What kind of failure ended a model call (a failed message's ``errorKind``, ours; pi has
 none): ``rate_limit`` (HTTP 429; see ``retryAfterMs``), ``auth`` (401/403, no key),
 ``not_found`` (404), ``bad_request`` (other 4xx), ``server`` (5xx, overloaded), ``network``
 (connection failed or cut), ``timeout``, ``decode`` (unreadable response), ``aborted``,
-``context_overflow`` (compact and retry), ``refusal`` (the model or a filter declined). New
+``context_overflow`` (compact and retry), ``refusal`` (the model or a filter declined), ``invalid_output`` (the answer does not
+match the requested output schema; ``errorMessage`` is the validation report). New
 kinds may be added: read it with :func:`pi_agent.error_kind`, which maps unknown ones to
 ``None``."""
 
