@@ -445,7 +445,10 @@ async fn partial_objects_stream_and_the_answer_validates() {
     assert!(objects.len() >= deltas - 1 && deltas > 3, "{objects:?}");
     assert_eq!(objects[0], &json!({}));
     assert!(objects.contains(&&json!({"city": ""})), "{objects:?}");
-    assert!(objects.contains(&&json!({"city": "Paris", "celsius": 2})), "{objects:?}");
+    assert!(
+        objects.contains(&&json!({"city": "Paris", "celsius": 2})),
+        "{objects:?}"
+    );
     assert_eq!(
         objects.last().unwrap(),
         &&json!({"city": "Paris", "celsius": 21.5})

@@ -26,7 +26,8 @@ use super::config::ShouldStopAfterTurnContext;
 use super::event::AgentEvent;
 use super::message::AgentMessage;
 use super::tool::ToolExecutionMode;
-use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage};
+use crate::ai::error::ErrorKind;
+use crate::ai::types::{AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage};
 
 /// What the driver must do next.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -168,6 +169,10 @@ pub struct StepperConfig {
     pub should_stop_after_turn: bool,
     /// Skip the steering poll before the first model call.
     pub skip_initial_steering_poll: bool,
+    /// How many answers failing with `invalid_output` are re-asked (0 without an output
+    /// schema).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub output_retries: u32,
 }
 
 /// Where the stepper is.
@@ -226,6 +231,9 @@ pub struct AgentStepper {
     first_turn: bool,
     aborted: bool,
     phase: Phase,
+    /// Re-asks of an invalid answer so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    output_retries_used: u32,
 }
 
 impl AgentStepper {
@@ -244,6 +252,7 @@ impl AgentStepper {
             first_turn: true,
             aborted: false,
             phase: Phase::InitialSteering,
+            output_retries_used: 0,
         };
         let mut events = vec![AgentEvent::AgentStart, AgentEvent::TurnStart];
         if let RunStart::Prompt { prompts } = start {
@@ -461,6 +470,13 @@ impl AgentStepper {
                 message: entry,
                 tool_results: Vec::new(),
             });
+            if message.error_kind == Some(ErrorKind::InvalidOutput)
+                && self.output_retries_used < self.config.output_retries
+                && !self.aborted
+            {
+                self.output_retries_used += 1;
+                return self.begin_turn(vec![output_retry_prompt(&message)], events);
+            }
             return self.finish(events);
         }
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
@@ -542,6 +558,22 @@ impl AgentStepper {
             new_messages: self.new_messages.clone(),
         }
     }
+}
+
+/// Zero counters are left out of the JSON, which then reads as before they existed.
+fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
+/// The user message that re-asks an answer that did not match the output schema: the
+/// validation report (which shows the answer received), and what to do.
+fn output_retry_prompt(failed: &AssistantMessage) -> AgentMessage {
+    let report = failed.error_message.as_deref().unwrap_or_default();
+    Message::User(UserMessage::text(format!(
+        "{report}\n\nYour answer does not match the required output schema. Fix the problems \
+         above and answer again with only the JSON value."
+    )))
+    .into()
 }
 
 fn input_name(input: &StepInput) -> &'static str {
