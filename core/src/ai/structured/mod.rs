@@ -69,6 +69,20 @@ impl OutputSchema {
         }
     }
 
+    /// Reads what a binding was given: an [`OutputSchema`] object (`{"name", "schema",
+    /// "strict", "description"}`, with `schema`), or else a bare JSON Schema, named `"output"`.
+    pub fn from_json_value(value: Value) -> Result<Self, serde_json::Error> {
+        const KEYS: [&str; 4] = ["name", "schema", "strict", "description"];
+        let wrapped = value.as_object().is_some_and(|object| {
+            object.contains_key("schema") && object.keys().all(|key| KEYS.contains(&key.as_str()))
+        });
+        if wrapped {
+            serde_json::from_value(value)
+        } else {
+            Ok(Self::new(DEFAULT_OUTPUT_NAME, value))
+        }
+    }
+
     /// The same schema with `strict` set.
     pub fn with_strict(mut self, strict: bool) -> Self {
         self.strict = strict;
@@ -158,6 +172,29 @@ mod tests {
         ] {
             assert!(!anthropic_native(id), "{id}");
         }
+    }
+
+    #[test]
+    fn bindings_pass_a_schema_or_an_output_schema() {
+        let bare = OutputSchema::from_json_value(serde_json::json!({"type": "object"})).unwrap();
+        assert_eq!(
+            (bare.name.as_str(), bare.schema["type"].as_str()),
+            ("output", Some("object"))
+        );
+        let wrapped = OutputSchema::from_json_value(
+            serde_json::json!({"name": "w", "schema": {"type": "object"}, "strict": true}),
+        )
+        .unwrap();
+        assert_eq!((wrapped.name.as_str(), wrapped.strict), ("w", true));
+        // A schema with a property called `schema` is still a schema.
+        let schema =
+            serde_json::json!({"type": "object", "properties": {"schema": {}}, "schema": 1});
+        assert_eq!(
+            OutputSchema::from_json_value(schema.clone())
+                .unwrap()
+                .schema,
+            schema
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub struct StructuredAnswer<T> {
 
 /// Why a call for a typed answer gave none.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StructuredError {
     /// The request failed, or its answer did not validate (`errorKind` `invalid_output`, the
     /// report in `errorMessage`). The message is the failed assistant message.
