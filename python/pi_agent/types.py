@@ -24,6 +24,7 @@ from typing import (
     Iterable,
     AsyncIterable,
     Literal,
+    Mapping,
     Optional,
     Union,
 )
@@ -77,6 +78,8 @@ __all__ = [
     "ToolCallStartEvent",
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
+    "ObjectDeltaEvent",
+    "ToolChoice",
     "DoneEvent",
     "ErrorEvent",
     "AssistantMessageEvent",
@@ -458,6 +461,15 @@ class ToolCallEndEvent(TypedDict):
     toolCall: ToolCall
 
 
+class ObjectDeltaEvent(TypedDict):
+    """The answer's JSON as parsed so far (only with ``output_schema``), after each of its text
+    deltas; nothing is validated until the end."""
+
+    type: Literal["object_delta"]
+    contentIndex: int
+    object: Any
+
+
 class DoneEvent(TypedDict):
     """Terminal: the response is complete."""
 
@@ -485,6 +497,7 @@ AssistantMessageEvent = Union[
     ToolCallStartEvent,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
+    ObjectDeltaEvent,
     DoneEvent,
     ErrorEvent,
 ]
@@ -500,6 +513,7 @@ AssistantMessageEventType = Literal[
     "toolcall_start",
     "toolcall_delta",
     "toolcall_end",
+    "object_delta",
     "done",
     "error",
 ]
@@ -628,6 +642,11 @@ class GoogleThinking(TypedDict, total=False):
     """For Gemini 3 and Gemma 4."""
 
 
+ToolChoice = Union[Literal["auto", "none", "required", "any"], Mapping[str, Any]]
+"""``"auto"``, ``"none"``, ``"required"`` (alias ``"any"``), or a tool by name:
+``{"type": "tool", "name": "calc"}`` (each provider's own object spelling is read too)."""
+
+
 class StreamOptions(TypedDict, total=False):
     """Keyword options of ``stream``/``complete`` and ``Agent`` (all optional; ``None`` means
     unset): core's ``StreamOptions``, every provider's keys included, each named by its pi
@@ -668,8 +687,12 @@ class StreamOptions(TypedDict, total=False):
     ``thinking_level``)."""
     thinking_budgets: ThinkingBudgets
     # keys several providers read
-    tool_choice: Any
-    """Sent as the request's tool choice (each api's own shape)."""
+    tool_choice: ToolChoice
+    """Whether and which tool the model must call, mapped onto each api's own form."""
+    output_schema: Mapping[str, Any]
+    """The JSON Schema the answer must follow: ``{"name": ..., "schema": {...}, "strict":
+    bool}`` (see ``pi_agent.output_schema``). The stream then carries ``object_delta`` events;
+    an answer that does not validate ends with ``errorKind`` ``"invalid_output"``."""
     reasoning_effort: str
     """openai-completions, openai-responses, azure-openai-responses, mistral-conversations."""
     reasoning_summary: str
@@ -716,6 +739,10 @@ class StreamOptions(TypedDict, total=False):
 class _AgentSettingsOptional(TypedDict, total=False):
     streamIdleTimeoutMs: int
     toolTimeoutMs: int
+    outputSchema: Dict[str, Any]
+    """The shape every run ends in (core's ``OutputSchema``: ``name``, ``schema``, ``strict``)."""
+    outputRetries: int
+    """Re-asks of an answer that does not match ``outputSchema`` (default 1)."""
 
 
 class AgentSettings(_AgentSettingsOptional):
@@ -842,6 +869,8 @@ class StepperConfig(TypedDict, total=False):
     shouldStopAfterTurn: bool
     """Whether to ask (action ``should_stop_after_turn``) after every turn."""
     skipInitialSteeringPoll: bool
+    outputRetries: int
+    """Re-asks of an ``invalid_output`` answer (0 without an output schema)."""
 
 
 class _ToolOutcomeOptional(TypedDict, total=False):
