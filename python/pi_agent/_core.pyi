@@ -91,6 +91,8 @@ __all__ = [
     "ToolContext",
     "__version__",
     "_shape_fields",
+    "_output_schema",
+    "_parse_output",
     "_otel_enable",
     "_otel_stats",
     "_otel_take",
