@@ -645,3 +645,87 @@ async fn complete_structured_returns_the_rust_type() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn thinking_claude_gets_the_output_tool_unforced_and_may_answer_in_text() {
+    let server = MockServer::start().await.unwrap();
+    let sse = |events: &[Value]| {
+        let pieces: Vec<String> = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        json!({"sse": pieces})
+    };
+    server.push(sse(&[
+        json!({"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "{\"city\": \"Ni"}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ce\", \"celsius\": 25}"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ]));
+    let root = format!("http://{}", server.addr());
+    let mut model = Model::new(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-0",
+        &root,
+    );
+    model.reasoning = true;
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("sk-ant-api03-test")),
+        max_retries: Some(0),
+        thinking_enabled: Some(true),
+        output_schema: Some(weather()),
+        ..StreamOptions::default()
+    };
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    let body = &server.requests()[0].body;
+    assert_eq!(body["tools"][0]["name"], "weather");
+    assert_eq!(body["tool_choice"], json!({"type": "auto"}), "{body}");
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    let last_object = events.iter().rev().find_map(|event| match event {
+        AssistantMessageEvent::ObjectDelta { object, .. } => Some(object.clone()),
+        _ => None,
+    });
+    assert_eq!(last_object, Some(json!({"city": "Nice", "celsius": 25})));
+}
+
+#[tokio::test]
+async fn a_large_answer_gets_geometrically_spaced_snapshots_and_a_last_one() {
+    let server = MockServer::start().await.unwrap();
+    let items: Vec<Value> = (0..4000).map(|i| json!({"n": i})).collect();
+    let text = json!({"items": items}).to_string();
+    let mut answer = reply::text(text.clone());
+    answer["delta_size"] = json!(8);
+    server.push(answer);
+    let (model, mut options) = completions(&server);
+    options.output_schema = Some(OutputSchema::new("list", json!({"type": "object"})));
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    assert_eq!(
+        message.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        message.error_message
+    );
+    let deltas = events.iter().filter(|e| e.kind() == "text_delta").count();
+    let objects: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| match event {
+            AssistantMessageEvent::ObjectDelta { object, .. } => Some(object),
+            _ => None,
+        })
+        .collect();
+    // Every delta below 4 KiB, then one per eighth of growth: far fewer than the deltas.
+    assert!(deltas > 5000, "{deltas}");
+    assert!(
+        objects.len() > 4096 / 8 && objects.len() < 4096 / 8 + 100,
+        "{}",
+        objects.len()
+    );
+    // The last snapshot is the whole answer, just before text_end.
+    assert_eq!(objects.last().unwrap().to_string(), text);
+    let end = events.iter().position(|e| e.kind() == "text_end").unwrap();
+    assert_eq!(events[end - 1].kind(), "object_delta");
+}

@@ -62,6 +62,9 @@ pub(crate) fn prepare<'a>(
     // them or the output tool; `none` and `auto` become "call the output tool" only when it is
     // the sole tool, so that a run's own tools stay usable.
     let choice = match &options.tool_choice {
+        // Claude refuses a forced tool while it thinks: the tool's description asks instead.
+        Some(ToolChoice::None) if claude_thinking(model, options) => ToolChoice::None,
+        _ if claude_thinking(model, options) => ToolChoice::Auto,
         Some(ToolChoice::Tool(name)) => ToolChoice::Tool(name.clone()),
         Some(ToolChoice::None) => ToolChoice::Tool(schema.name.clone()),
         _ if tools.is_empty() => ToolChoice::Tool(schema.name.clone()),
@@ -87,6 +90,19 @@ pub(crate) fn prepare<'a>(
         options: Cow::Owned(options),
         tracker: Some(tracker),
     })
+}
+
+/// Whether the request goes to Claude (anthropic-messages or Bedrock) with thinking on, where
+/// the API refuses a tool choice that forces tool use.
+fn claude_thinking(model: &Model, options: &StreamOptions) -> bool {
+    let claude = match model.api.as_str() {
+        "anthropic-messages" => true,
+        "bedrock-converse-stream" => model.id.contains("claude") || model.id.contains("anthropic"),
+        _ => false,
+    };
+    let thinking =
+        model.reasoning && (options.thinking_enabled == Some(true) || options.reasoning.is_some());
+    claude && thinking
 }
 
 /// A usable name (OpenAI's rule, which every api accepts) and a schema that compiles.

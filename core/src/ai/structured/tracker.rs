@@ -2,6 +2,11 @@
 //! forced tool's call becomes a text block, each text delta of the answer is followed by an
 //! `object_delta` with the value parsed so far (one incremental parser, each byte read once),
 //! and the final message is parsed and validated once.
+//!
+//! A snapshot of the partial value costs its size, so one per delta would make a large answer
+//! quadratic. Below [`EVERY_DELTA_BELOW`] bytes every delta gets one; beyond, a snapshot comes
+//! once the answer has grown by an eighth since the last, and a last one when the answer's
+//! block ends: the snapshots then cost at most about nine times the answer's size in all.
 
 use std::collections::VecDeque;
 
@@ -13,6 +18,9 @@ use crate::ai::partial_json::PartialJsonParser;
 use crate::ai::types::{AssistantContent, AssistantMessage, StopReason, TextContent};
 use crate::ai::validation::{CompiledToolSchema, ValidationError};
 
+/// Answers up to this size get an `object_delta` after every delta.
+pub(crate) const EVERY_DELTA_BELOW: usize = 4096;
+
 /// The answer's state while its events pass (see the module docs).
 #[derive(Debug)]
 pub(crate) struct OutputTracker {
@@ -23,6 +31,9 @@ pub(crate) struct OutputTracker {
     parser: PartialJsonParser,
     /// The forced tool's calls seen, by content index, with their raw JSON text.
     converted: Vec<(usize, String)>,
+    /// The parser's byte count at the next snapshot due, and at the last one sent.
+    next_snapshot_at: usize,
+    last_snapshot_at: usize,
 }
 
 impl OutputTracker {
@@ -34,6 +45,43 @@ impl OutputTracker {
             compiled: CompiledToolSchema::for_output(schema.name.clone(), &schema.schema),
             parser: PartialJsonParser::new(),
             converted: Vec::new(),
+            next_snapshot_at: 0,
+            last_snapshot_at: 0,
+        }
+    }
+
+    /// Starts the answer over (the forced tool's call replaces any text before it).
+    fn restart(&mut self) {
+        self.parser = PartialJsonParser::new();
+        self.next_snapshot_at = 0;
+        self.last_snapshot_at = 0;
+    }
+
+    /// Queues the value parsed so far, if there is one.
+    fn snapshot(&mut self, content_index: usize, out: &mut VecDeque<AssistantMessageEvent>) {
+        let bytes = self.parser.bytes_received();
+        self.last_snapshot_at = bytes;
+        self.next_snapshot_at = if bytes < EVERY_DELTA_BELOW {
+            0
+        } else {
+            bytes + bytes / 8
+        };
+        if self.parser.has_error() {
+            return;
+        }
+        let object = self.parser.value();
+        if !object.is_null() {
+            out.push_back(AssistantMessageEvent::ObjectDelta {
+                content_index,
+                object,
+            });
+        }
+    }
+
+    /// At the end of the answer's block: the last snapshot, if deltas came since one was sent.
+    fn final_snapshot(&mut self, content_index: usize, out: &mut VecDeque<AssistantMessageEvent>) {
+        if self.parser.bytes_received() > self.last_snapshot_at {
+            self.snapshot(content_index, out);
         }
     }
 
@@ -57,14 +105,8 @@ impl OutputTracker {
             content_index,
             delta,
         });
-        if changed && !self.parser.has_error() {
-            let object = self.parser.value();
-            if !object.is_null() {
-                out.push_back(AssistantMessageEvent::ObjectDelta {
-                    content_index,
-                    object,
-                });
-            }
+        if changed && self.parser.bytes_received() >= self.next_snapshot_at {
+            self.snapshot(content_index, out);
         }
     }
 
@@ -80,6 +122,8 @@ impl OutputTracker {
                 tool_name,
                 ..
             } if tool_name == self.name => {
+                // The answer is the call's arguments, not whatever text came before.
+                self.restart();
                 self.converted.push((content_index, String::new()));
                 out.push_back(AssistantMessageEvent::TextStart { content_index });
             }
@@ -104,6 +148,7 @@ impl OutputTracker {
                     }
                     self.answer_delta(content_index, whole, out);
                 }
+                self.final_snapshot(content_index, out);
                 let content = self.raw(content_index).cloned().unwrap_or_default();
                 out.push_back(AssistantMessageEvent::TextEnd {
                     content_index,
@@ -114,7 +159,17 @@ impl OutputTracker {
             AssistantMessageEvent::TextDelta {
                 content_index,
                 delta,
-            } if !self.forced_tool => self.answer_delta(content_index, delta, out),
+                // With the forced tool, text is the answer only while no call of it has come (a
+                // model that may choose, under thinking, can answer in text).
+            } if !self.forced_tool || self.converted.is_empty() => {
+                self.answer_delta(content_index, delta, out);
+            }
+            end @ AssistantMessageEvent::TextEnd { content_index, .. }
+                if !self.forced_tool || self.converted.is_empty() =>
+            {
+                self.final_snapshot(content_index, out);
+                out.push_back(end);
+            }
             AssistantMessageEvent::Done { reason, message } => {
                 out.push_back(self.finish(reason, message))
             }
