@@ -162,6 +162,11 @@ enum pi_stream_event_kind
    */
   PI_STREAM_EVENT_KIND_ERROR = 12,
   /**
+   * `object_delta` (only with an `outputSchema`): the answer's JSON as parsed so far, in the
+   * event's JSON (`object`).
+   */
+  PI_STREAM_EVENT_KIND_OBJECT_DELTA = 13,
+  /**
    * An event kind newer than this header: read its `json` (`type` names it).
    */
   PI_STREAM_EVENT_KIND_OTHER = 99,
@@ -209,6 +214,11 @@ enum pi_error_kind
    * see `pi_validate_tool_call`).
    */
   PI_ERROR_KIND_VALIDATION_FAILED = 6,
+  /**
+   * A model request failed (`pi_complete_structured_json`); the message is the failed
+   * assistant message's `errorMessage`.
+   */
+  PI_ERROR_KIND_REQUEST_FAILED = 7,
   /**
    * The agent is already running (pi's "Agent is already processing ..." messages).
    */
@@ -346,6 +356,11 @@ enum pi_message_error_kind
    * `refusal`: the model or the provider's filter declined to answer.
    */
   PI_MESSAGE_ERROR_KIND_REFUSAL = 11,
+  /**
+   * `invalid_output`: the answer does not match the requested output schema; the message's
+   * error text is the validation report.
+   */
+  PI_MESSAGE_ERROR_KIND_INVALID_OUTPUT = 12,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -2825,6 +2840,53 @@ struct pi_error *pi_on_payload_set_json(struct pi_on_payload *payload, const cha
  * Thread-safety: call once, when no other thread uses `string`.
  */
 void pi_string_free(char *string);
+
+/**
+ * Asks `model` for an answer that follows `schema_json` (core's `complete_structured_value`:
+ * pi's `completeSimple` with `outputSchema` set, sent by the API's native structured-output
+ * mechanism or a forced tool) and blocks until it has arrived and validated. Writes the
+ * answer, a JSON value, to `*value_out`; when `message_out` is not NULL, writes the assistant
+ * message JSON to `*message_out` whenever a request was made, on failure too (free both with
+ * `pi_string_free`). `context_json` and `options_json` (nullable) are as for
+ * `pi_stream_open`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `VALIDATION_FAILED` (the answer
+ * does not match the schema: the message is the validation report, the message's `errorKind`
+ * is `invalid_output`), `REQUEST_FAILED` (the request failed: the message is its
+ * `errorMessage`), `CALLED_FROM_CALLBACK`, `RUNTIME`.
+ * Thread-safety: may be called from any thread; not from a callback (it blocks).
+ */
+struct pi_error *pi_complete_structured_json(const struct pi_model *model,
+                                             const char *context_json,
+                                             const char *options_json,
+                                             const char *schema_json,
+                                             char **value_out,
+                                             char **message_out);
+
+/**
+ * Makes the agent's runs end in a value that follows `schema_json` (core's
+ * `AgentSettings.outputSchema`; NULL removes it): every model call asks for it, tools stay
+ * usable, the final answer is validated, and one that does not validate is re-asked with the
+ * validation report up to `retries` times (pydantic-ai's output retries; 1 is the default of
+ * the other layers). Read the value with `pi_agent_run_output_json`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`.
+ * Thread-safety: may be called from any thread; a run already going keeps its schema.
+ */
+struct pi_error *pi_agent_set_output_schema_json(struct pi_agent *agent,
+                                                 const char *schema_json,
+                                                 uint32_t retries);
+
+/**
+ * Blocks until the run has ended (as `pi_agent_run_result_json`) and writes its answer, the
+ * validated JSON value, to `*json_out` (free it with `pi_string_free`): `null` when the agent
+ * has no output schema or the run ended without a valid answer (its last message then says
+ * why: `errorKind` `invalid_output` once the re-asks are used up, or another failure).
+ *
+ * Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK`.
+ * Thread-safety: as `pi_agent_run_result_json`.
+ */
+struct pi_error *pi_agent_run_output_json(struct pi_agent_run *run, char **json_out);
 
 /**
  * The call id the model gave (empty when `call` is NULL). Valid while the callback runs.

@@ -20,8 +20,18 @@ fn context() -> Context {
 
 /// Streams one scripted reply and returns how many events arrived.
 async fn stream_once(server: &MockServer, model: &Model, script: serde_json::Value) -> usize {
+    stream_with(server, model, script, &StreamOptions::default()).await
+}
+
+/// [`stream_once`] with `options`.
+async fn stream_with(
+    server: &MockServer,
+    model: &Model,
+    script: serde_json::Value,
+    options: &StreamOptions,
+) -> usize {
     server.push(script);
-    let mut stream = ai::stream(model, &context(), &StreamOptions::default());
+    let mut stream = ai::stream(model, &context(), options);
     let mut events = 0;
     while stream.next().await.is_some() {
         events += 1;
@@ -57,6 +67,24 @@ fn pipeline(c: &mut Criterion) {
     group.throughput(Throughput::Elements(20_000));
     group.bench_function("text_20k_deltas", |b| {
         b.iter(|| runtime.block_on(stream_once(&server, &model, script.clone())));
+    });
+
+    // The same 20,000 deltas as a typed answer (a JSON array of strings): each delta is fed
+    // to the answer's parser, `object_delta` snapshots are spaced out beyond 4 KiB, and the
+    // whole answer is validated once at the end.
+    let answer = serde_json::to_string(&vec!["word"; 14_300]).unwrap();
+    let mut script = reply::text(answer);
+    script["delta_size"] = json!(5);
+    let options = StreamOptions {
+        output_schema: Some(ai::OutputSchema::new(
+            "words",
+            json!({"type": "array", "items": {"type": "string"}}),
+        )),
+        ..StreamOptions::default()
+    };
+    group.throughput(Throughput::Elements(20_000));
+    group.bench_function("structured_20k_deltas", |b| {
+        b.iter(|| runtime.block_on(stream_with(&server, &model, script.clone(), &options)));
     });
 
     for (name, megabytes) in [

@@ -7,7 +7,7 @@ use pi_agent::ai::NO_RESULT_PROVIDED;
 use pi_agent::ai::{
     self, ApiKey, AssistantContent, AssistantMessage, AssistantMessageEvent, Context, ImageContent,
     InputModality, Message, Model, StopReason, StreamOptions, TextContent, ThinkingContent,
-    ThinkingLevel, Tool, ToolCall, ToolResultMessage, UserContent, UserMessage,
+    ThinkingLevel, Tool, ToolCall, ToolChoice, ToolResultMessage, UserContent, UserMessage,
 };
 use pi_mock_server::MockServer;
 use serde_json::{Value, json};
@@ -549,7 +549,7 @@ async fn sends_the_request_pi_sends() {
         max_tokens: Some(32_000),
         temperature: Some(0.2),
         reasoning: Some(ThinkingLevel::Medium),
-        tool_choice: Some(json!("auto")),
+        tool_choice: Some(ToolChoice::Auto),
         headers: [("x-extra".to_owned(), "1".to_owned())].into(),
         cache_retention: Some(CacheRetention::Short),
         ..options()

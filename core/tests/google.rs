@@ -6,7 +6,7 @@ use futures::StreamExt;
 use pi_agent::ai::{
     self, ApiKey, AssistantContent, AssistantMessage, AssistantMessageEvent, Context, Message,
     Model, StopReason, StreamOptions, TextContent, ThinkingContent, ThinkingLevel, Tool, ToolCall,
-    ToolResultMessage, UserContent, UserMessage,
+    ToolChoice, ToolResultMessage, UserContent, UserMessage,
 };
 use pi_mock_server::MockServer;
 use serde_json::{Value, json};
@@ -358,7 +358,7 @@ async fn sends_the_request_pi_sends() {
         max_tokens: Some(256),
         temperature: Some(0.2),
         reasoning: Some(ThinkingLevel::Medium),
-        tool_choice: Some(json!("any")),
+        tool_choice: Some(ToolChoice::Required),
         headers: [("x-extra".to_owned(), "1".to_owned())].into(),
         ..StreamOptions::default()
     };

@@ -27,15 +27,30 @@ use crate::string::into_c_string;
 pub struct pi_agent_run {
     agent: Arc<AgentShared>,
     signal: CancellationToken,
-    state: Mutex<RunState>,
+    pub(crate) state: Mutex<RunState>,
 }
 
-struct RunState {
+pub(crate) struct RunState {
     /// `None` once the run was consumed by `pi_agent_run_result_json`.
     run: Option<AgentRun>,
     finished: bool,
     text: EventText,
     new_messages: Option<Vec<AgentMessage>>,
+    /// The run's answer (core's `RunOutcome::output`), once it has ended.
+    pub(crate) output: Option<serde_json::Value>,
+}
+
+/// Waits for the end of `run` once (later calls return at once) and keeps its outcome.
+pub(crate) fn finish(run: &pi_agent_run) -> Result<(), pi_error> {
+    let mut state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(events) = state.run.take() {
+        let outcome = block_on("pi_agent_run_result_json", events.result())?;
+        state.new_messages = Some(outcome.new_messages);
+        state.output = outcome.output;
+        state.finished = true;
+        run.agent.registrations.prune();
+    }
+    Ok(())
 }
 
 /// Starts a run with `text` as a user message (pi's `prompt(text)`) and writes it to
@@ -125,6 +140,7 @@ fn open(
             finished: false,
             text: EventText::default(),
             new_messages: None,
+            output: None,
         }),
     }));
     Ok(())
@@ -180,13 +196,8 @@ pub extern "C" fn pi_agent_run_result_json(
     ffi_fallible! {
         let run = crate::boundary::arg_ref(run, "run")?;
         let out = Out::new(json_out, "json_out")?;
-        let mut state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(events) = state.run.take() {
-            let outcome = block_on("pi_agent_run_result_json", events.result())?;
-            state.new_messages = Some(outcome.new_messages);
-            state.finished = true;
-            run.agent.registrations.prune();
-        }
+        finish(run)?;
+        let state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
         let messages = state.new_messages.as_deref().unwrap_or_default();
         out.write(into_c_string(to_json(messages, "messages")?));
         Ok(())

@@ -24,6 +24,9 @@ pub enum pi_error_kind {
     /// A tool call's arguments do not match the tool's JSON Schema (pi's validation message,
     /// see `pi_validate_tool_call`).
     ValidationFailed = 6,
+    /// A model request failed (`pi_complete_structured_json`); the message is the failed
+    /// assistant message's `errorMessage`.
+    RequestFailed = 7,
     /// The agent is already running (pi's "Agent is already processing ..." messages).
     AlreadyRunning = 100,
     /// `pi_agent_continue` found nothing to continue from (pi's messages).

@@ -217,6 +217,7 @@ impl pi_stream_event_kind {
             AssistantMessageEvent::ToolCallEnd { .. } => Self::ToolcallEnd,
             AssistantMessageEvent::Done { .. } => Self::Done,
             AssistantMessageEvent::Error { .. } => Self::Error,
+            AssistantMessageEvent::ObjectDelta { .. } => Self::ObjectDelta,
             _ => Self::Other,
         }
     }

@@ -74,6 +74,7 @@ pub mod stepper;
 pub mod stream;
 pub mod stream_options;
 pub mod string;
+pub mod structured;
 pub mod tool;
 pub mod tool_object;
 pub mod user_data;

@@ -39,6 +39,9 @@ pub enum pi_message_error_kind {
     ContextOverflow = 10,
     /// `refusal`: the model or the provider's filter declined to answer.
     Refusal = 11,
+    /// `invalid_output`: the answer does not match the requested output schema; the message's
+    /// error text is the validation report.
+    InvalidOutput = 12,
 }
 
 impl pi_message_error_kind {
@@ -55,6 +58,7 @@ impl pi_message_error_kind {
             Some(ErrorKind::Aborted) => Self::Aborted,
             Some(ErrorKind::ContextOverflow) => Self::ContextOverflow,
             Some(ErrorKind::Refusal) => Self::Refusal,
+            Some(ErrorKind::InvalidOutput) => Self::InvalidOutput,
             // A kind added to core before this enum follows reads as no kind.
             _ => Self::None,
         }

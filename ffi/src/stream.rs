@@ -51,6 +51,9 @@ pub enum pi_stream_event_kind {
     /// `error`: terminal; the request failed or was aborted (`error` in the JSON: the partial
     /// message with `stopReason` `error` or `aborted` and `errorMessage`).
     Error = 12,
+    /// `object_delta` (only with an `outputSchema`): the answer's JSON as parsed so far, in the
+    /// event's JSON (`object`).
+    ObjectDelta = 13,
     /// An event kind newer than this header: read its `json` (`type` names it).
     Other = 99,
 }

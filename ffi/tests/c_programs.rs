@@ -348,3 +348,42 @@ fn c_stream_bench_runs() {
         );
     }
 }
+
+/// Typed answers from C: partial objects in a stream, `pi_complete_structured_json` (valid and
+/// invalid), and an agent run that ends in a value after one re-ask.
+#[test]
+fn c_structured_test_mock_server() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push_all([
+        json!({"text": "{\"city\": \"Paris\", \"celsius\": 21.5}", "delta_size": 6}),
+        json!({"text": "{\"city\": \"Oslo\", \"celsius\": -3}"}),
+        json!({"text": "{\"city\": \"Oslo\"}"}),
+        json!({"text": "{\"city\": \"Rome\"}"}),
+        json!({"text": "{\"city\": \"Rome\", \"celsius\": 30}"}),
+        json!({"text": "plain"}),
+    ]);
+    let exe = compile("tests/c/structured_test.c", "structured_test");
+    let mut command = Command::new(&exe);
+    command.arg(server.base_url());
+    let output = run(command);
+    assert_success(&output, "structured_test");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 6);
+    for request in &requests[..5] {
+        assert_eq!(
+            request.body["response_format"]["json_schema"]["name"],
+            "weather"
+        );
+    }
+    assert!(requests[5].body.get("response_format").is_none());
+    let retry = requests[4].body["messages"].to_string();
+    assert!(
+        retry.contains("must have required properties celsius"),
+        "{retry}"
+    );
+}

@@ -91,6 +91,12 @@ if TYPE_CHECKING:
 
     from . import oauth
     from ._error_kind import error_kind, is_transient_error
+    from ._structured import (
+        OutputValidationError,
+        complete_structured,
+        complete_structured_sync,
+        output_schema,
+    )
     from ._tools import function_schema, tool
 
 # Imported on first use (PEP 562), so that `import pi_agent` stays fast: `_tools` needs
@@ -101,6 +107,10 @@ _LAZY = {
     "oauth": ".oauth",
     "error_kind": "._error_kind",
     "is_transient_error": "._error_kind",
+    "complete_structured": "._structured",
+    "complete_structured_sync": "._structured",
+    "output_schema": "._structured",
+    "OutputValidationError": "._structured",
 }
 
 
@@ -174,6 +184,7 @@ __all__ = [
     "OAuthError",
     "OnPayload",
     "OnResponse",
+    "OutputValidationError",
     "PiError",
     "PiTypeError",
     "PiValueError",
@@ -188,6 +199,8 @@ __all__ = [
     "complete",
     "complete_simple",
     "complete_simple_sync",
+    "complete_structured",
+    "complete_structured_sync",
     "complete_sync",
     "default_convert_to_llm",
     "error_kind",
@@ -216,6 +229,7 @@ __all__ = [
     "is_user_message",
     "models_are_equal",
     "oauth",
+    "output_schema",
     "parse_streaming_json",
     "resolve_model",
     "stream",

@@ -3,7 +3,7 @@
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from os import PathLike
 from types import TracebackType
-from typing import Any, Literal, Mapping, Optional, Sequence, Union, final
+from typing import Any, Generic, Literal, Mapping, Optional, Sequence, Type, TypeVar, Union, final, overload
 
 from typing_extensions import Unpack
 
@@ -91,6 +91,8 @@ __all__ = [
     "ToolContext",
     "__version__",
     "_shape_fields",
+    "_output_schema",
+    "_parse_output",
     "_otel_enable",
     "_otel_stats",
     "_otel_take",
@@ -437,6 +439,12 @@ def validate_tool_arguments(
     """The arguments of ``tool_call`` validated against ``tool``'s schema (pi's
     ``validateToolArguments``)."""
 
+def _parse_output(text: str) -> Any:
+    """core's ``parse_output``: an answer's text as JSON (one Markdown code fence allowed)."""
+
+def _output_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """core's ``OutputSchema`` from a ``{"name", "schema", "strict"}`` dict or a bare schema."""
+
 def parse_streaming_json(text: str) -> Any:
     """pi's ``parseStreamingJson``: the value of possibly incomplete JSON (``{}`` when nothing
     parses yet)."""
@@ -715,8 +723,10 @@ class AgentRun:
         traceback: Optional[TracebackType],
     ) -> Awaitable[bool]: ...
 
+_OutT = TypeVar("_OutT")
+
 @final
-class Agent:
+class Agent(Generic[_OutT]):
     """A stateful agent: a transcript, tools and a model, and runs of pi's agent loop over them.
 
     Waiting methods come in pairs: ``await agent.prompt(...)`` for asyncio, and
@@ -727,6 +737,7 @@ class Agent:
     aborts its run.
     """
 
+    @overload
     def __new__(
         cls,
         model: Optional[Union[Model, ModelDict]] = None,
@@ -749,8 +760,37 @@ class Agent:
         tool_timeout_ms: Optional[int] = None,
         proxy_url: Optional[str] = None,
         proxy_token: Optional[str] = None,
+        output_type: Type[_OutT],
+        output_retries: Optional[int] = None,
         **options: Unpack[StreamOptions],
-    ) -> Agent:
+    ) -> Agent[_OutT]: ...
+    @overload
+    def __new__(
+        cls,
+        model: Optional[Union[Model, ModelDict]] = None,
+        *,
+        system_prompt: str = "",
+        tools: Optional[Iterable[Union[Tool, Callable[..., Any]]]] = None,
+        tool_execution: ToolExecutionMode = "parallel",
+        messages: Optional[Sequence[AgentMessage]] = None,
+        thinking_level: Optional[ThinkingLevel] = None,
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+        before_tool_call: Optional[BeforeToolCallHook] = None,
+        after_tool_call: Optional[AfterToolCallHook] = None,
+        should_stop_after_turn: Optional[ShouldStopAfterTurnHook] = None,
+        transform_context: Optional[TransformContextHook] = None,
+        convert_to_llm: Optional[ConvertToLlmHook] = None,
+        get_api_key: Optional[GetApiKeyHook] = None,
+        stream_fn: Optional[StreamFn] = None,
+        stream_idle_timeout_ms: Optional[int] = None,
+        tool_timeout_ms: Optional[int] = None,
+        proxy_url: Optional[str] = None,
+        proxy_token: Optional[str] = None,
+        output_type: Optional[Mapping[str, Any]] = None,
+        output_retries: Optional[int] = None,
+        **options: Unpack[StreamOptions],
+    ) -> Agent[Any]:
         """Plain functions in ``tools`` are wrapped with ``Tool.from_function``. Without a
         model, the first prompt fails (pi's placeholder model ``unknown``). ``thinking_level``
         is pi's (``"off"``, the default, ... ``"xhigh"``). ``options`` are the request options
@@ -760,7 +800,24 @@ class Agent:
         The hooks (see the properties of the same names) and watchdogs can also be set later.
         ``stream_fn`` calls the model your way; ``proxy_url`` sends every model call through
         your server instead (pi's ``streamProxy``: ``POST {proxy_url}/api/stream`` with
-        ``Authorization: Bearer {proxy_token}``); give one or the other."""
+        ``Authorization: Bearer {proxy_token}``); give one or the other.
+
+        ``output_type`` (a pydantic model, a dataclass, a TypedDict, or a JSON Schema dict)
+        makes every run end in a value of that shape: each model call asks for it (tools stay
+        usable), the final answer is validated and re-asked with the report up to
+        ``output_retries`` times (default 1); ``prompt_output`` returns it as an instance."""
+    @property
+    def output_type(self) -> Optional[Any]:
+        """The ``output_type`` the agent was made with, or ``None``."""
+    def prompt_output(
+        self, input: _PromptInput, images: Optional[Sequence[ImageContent]] = None
+    ) -> Coroutine[Any, Any, _OutT]:
+        """``prompt(...)``, then the run's answer as ``output_type``. Raises
+        ``OutputValidationError`` when the run ended without a valid answer."""
+    def prompt_output_sync(
+        self, input: _PromptInput, images: Optional[Sequence[ImageContent]] = None
+    ) -> _OutT:
+        """``prompt_output`` that blocks until the run ends."""
     @classmethod
     def restore(
         cls,
@@ -779,7 +836,7 @@ class Agent:
         proxy_url: Optional[str] = None,
         proxy_token: Optional[str] = None,
         **options: Unpack[StreamOptions],
-    ) -> Agent:
+    ) -> Agent[Any]:
         """A new agent with the data of ``snapshot`` — transcript, queues, model, system prompt,
         settings — and the code given here, as for the constructor (tools and hooks are code,
         so a snapshot cannot hold them). Request options given here change the snapshot's

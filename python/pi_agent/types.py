@@ -24,6 +24,7 @@ from typing import (
     Iterable,
     AsyncIterable,
     Literal,
+    Mapping,
     Optional,
     Union,
 )
@@ -77,6 +78,8 @@ __all__ = [
     "ToolCallStartEvent",
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
+    "ObjectDeltaEvent",
+    "ToolChoice",
     "DoneEvent",
     "ErrorEvent",
     "AssistantMessageEvent",
@@ -145,12 +148,14 @@ ErrorKind = Literal[
     "aborted",
     "context_overflow",
     "refusal",
+    "invalid_output",
 ]
 """What kind of failure ended a model call (a failed message's ``errorKind``, ours; pi has
 none): ``rate_limit`` (HTTP 429; see ``retryAfterMs``), ``auth`` (401/403, no key),
 ``not_found`` (404), ``bad_request`` (other 4xx), ``server`` (5xx, overloaded), ``network``
 (connection failed or cut), ``timeout``, ``decode`` (unreadable response), ``aborted``,
-``context_overflow`` (compact and retry), ``refusal`` (the model or a filter declined). New
+``context_overflow`` (compact and retry), ``refusal`` (the model or a filter declined), ``invalid_output`` (the answer does not
+match the requested output schema; ``errorMessage`` is the validation report). New
 kinds may be added: read it with :func:`pi_agent.error_kind`, which maps unknown ones to
 ``None``."""
 
@@ -456,6 +461,15 @@ class ToolCallEndEvent(TypedDict):
     toolCall: ToolCall
 
 
+class ObjectDeltaEvent(TypedDict):
+    """The answer's JSON as parsed so far (only with ``output_schema``), after each of its text
+    deltas; nothing is validated until the end."""
+
+    type: Literal["object_delta"]
+    contentIndex: int
+    object: Any
+
+
 class DoneEvent(TypedDict):
     """Terminal: the response is complete."""
 
@@ -483,6 +497,7 @@ AssistantMessageEvent = Union[
     ToolCallStartEvent,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
+    ObjectDeltaEvent,
     DoneEvent,
     ErrorEvent,
 ]
@@ -498,6 +513,7 @@ AssistantMessageEventType = Literal[
     "toolcall_start",
     "toolcall_delta",
     "toolcall_end",
+    "object_delta",
     "done",
     "error",
 ]
@@ -626,6 +642,11 @@ class GoogleThinking(TypedDict, total=False):
     """For Gemini 3 and Gemma 4."""
 
 
+ToolChoice = Union[Literal["auto", "none", "required", "any"], Mapping[str, Any]]
+"""``"auto"``, ``"none"``, ``"required"`` (alias ``"any"``), or a tool by name:
+``{"type": "tool", "name": "calc"}`` (each provider's own object spelling is read too)."""
+
+
 class StreamOptions(TypedDict, total=False):
     """Keyword options of ``stream``/``complete`` and ``Agent`` (all optional; ``None`` means
     unset): core's ``StreamOptions``, every provider's keys included, each named by its pi
@@ -666,8 +687,12 @@ class StreamOptions(TypedDict, total=False):
     ``thinking_level``)."""
     thinking_budgets: ThinkingBudgets
     # keys several providers read
-    tool_choice: Any
-    """Sent as the request's tool choice (each api's own shape)."""
+    tool_choice: ToolChoice
+    """Whether and which tool the model must call, mapped onto each api's own form."""
+    output_schema: Mapping[str, Any]
+    """The JSON Schema the answer must follow: ``{"name": ..., "schema": {...}, "strict":
+    bool}`` (see ``pi_agent.output_schema``). The stream then carries ``object_delta`` events;
+    an answer that does not validate ends with ``errorKind`` ``"invalid_output"``."""
     reasoning_effort: str
     """openai-completions, openai-responses, azure-openai-responses, mistral-conversations."""
     reasoning_summary: str
@@ -714,6 +739,10 @@ class StreamOptions(TypedDict, total=False):
 class _AgentSettingsOptional(TypedDict, total=False):
     streamIdleTimeoutMs: int
     toolTimeoutMs: int
+    outputSchema: Dict[str, Any]
+    """The shape every run ends in (core's ``OutputSchema``: ``name``, ``schema``, ``strict``)."""
+    outputRetries: int
+    """Re-asks of an answer that does not match ``outputSchema`` (default 1)."""
 
 
 class AgentSettings(_AgentSettingsOptional):
@@ -840,6 +869,8 @@ class StepperConfig(TypedDict, total=False):
     shouldStopAfterTurn: bool
     """Whether to ask (action ``should_stop_after_turn``) after every turn."""
     skipInitialSteeringPoll: bool
+    outputRetries: int
+    """Re-asks of an ``invalid_output`` answer (0 without an output schema)."""
 
 
 class _ToolOutcomeOptional(TypedDict, total=False):

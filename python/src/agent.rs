@@ -45,6 +45,8 @@ pub(crate) struct PyAgent {
     tools: Mutex<Vec<Py<PyTool>>>,
     /// The hook functions, for the getters (core keeps only their closures).
     hooks: Mutex<Hooks>,
+    /// The `output_type` given (a type or a JSON Schema dict), for `prompt_output`.
+    output_type: Mutex<Option<Py<PyAny>>>,
 }
 
 /// A message to queue: a str (a user message) or a message dict.
@@ -159,6 +161,7 @@ impl Code<'_, '_> {
             scope,
             tools: Mutex::new(py_tools),
             hooks: Mutex::new(hooks),
+            output_type: Mutex::new(None),
         })
     }
 }
@@ -187,6 +190,8 @@ impl PyAgent {
         tool_timeout_ms = None,
         proxy_url = None,
         proxy_token = None,
+        output_type = None,
+        output_retries = None,
         **options,
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -210,9 +215,22 @@ impl PyAgent {
         tool_timeout_ms: Option<u64>,
         proxy_url: Option<String>,
         proxy_token: Option<String>,
+        output_type: Option<&Bound<'_, PyAny>>,
+        output_retries: Option<u32>,
         options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         refuse_reasoning(options)?;
+        let output_type = output_type.filter(|output_type| !output_type.is_none());
+        // The type's schema comes from `pi_agent._structured` (Python types are Python's).
+        let output_schema: Option<pi_agent::ai::OutputSchema> = output_type
+            .map(|output_type| {
+                let schema = output_type
+                    .py()
+                    .import("pi_agent._structured")?
+                    .call_method1("output_schema", (output_type,))?;
+                parse(&schema, "output_type")
+            })
+            .transpose()?;
         // The data (what a snapshot holds) goes through core's settings shape.
         let settings: Map<String, Value> = [
             ("thinkingLevel", json!(thinking_level.unwrap_or("off"))),
@@ -227,6 +245,9 @@ impl PyAgent {
         .collect();
         let mut settings: AgentSettings = deserialize_named(settings, "setting")?;
         settings.stream_options = stream_options(options)?;
+        settings.output_schema = output_schema;
+        settings.output_retries = output_retries;
+        let output_type = output_type.map(|output_type| output_type.clone().unbind());
         let model = model
             .filter(|model| !model.is_none())
             .map(PyModel::extract)
@@ -250,13 +271,64 @@ impl PyAgent {
             proxy_url,
             proxy_token,
         };
-        code.into_agent(|mut options| {
+        let agent = code.into_agent(|mut options| {
             options.system_prompt = system_prompt;
             options.model = model;
             options.messages = messages;
             options.settings = settings;
             Agent::new(options)
-        })
+        })?;
+        *agent
+            .output_type
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = output_type;
+        Ok(agent)
+    }
+
+    /// The `output_type` the agent was made with (a type or a JSON Schema dict), or `None`.
+    #[getter]
+    fn output_type(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.output_type
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|t| t.clone_ref(py))
+    }
+
+    /// `prompt(...)`, then the run's answer as `output_type` (an instance of it):
+    /// `await agent.prompt_output(...)`. Raises `OutputValidationError` when the run ended
+    /// without a valid answer (after core's re-asks).
+    #[pyo3(signature = (input, images = None))]
+    fn prompt_output<'py>(
+        slf: &Bound<'py, Self>,
+        input: Bound<'py, PyAny>,
+        images: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let images = images.unwrap_or_else(|| py.None().into_bound(py));
+        py.import("pi_agent._structured")?
+            .call_method1("prompt_output", (slf, input, images))
+    }
+
+    /// `prompt_output` that blocks (GIL released while the run goes).
+    #[pyo3(signature = (input, images = None))]
+    fn prompt_output_sync<'py>(
+        slf: &Bound<'py, Self>,
+        input: &Bound<'py, PyAny>,
+        images: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let messages = Self::prompt_sync(slf, input, images)?;
+        let output_type = slf
+            .get()
+            .output_type
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .map(|t| t.clone_ref(py).into_bound(py))
+            .unwrap_or_else(|| py.None().into_bound(py));
+        py.import("pi_agent._structured")?
+            .call_method1("run_answer", (output_type, messages))
     }
 
     /// A new agent with the data of `snapshot` (a dict from `snapshot()`, or the same JSON

@@ -29,6 +29,7 @@ mod spans;
 mod stepper;
 mod stream;
 mod stream_fn;
+mod structured;
 mod tools;
 
 /// pi-agent's Rust core: models, streams, faux provider, tools, the agent, OAuth.
@@ -79,6 +80,8 @@ mod _core {
         PyEventStream, complete, complete_simple, complete_simple_sync, complete_sync, stream,
         stream_simple,
     };
+    #[pymodule_export]
+    use super::structured::{_output_schema, _parse_output};
     #[pymodule_export]
     use super::tools::{PyTool, PyToolContext};
 

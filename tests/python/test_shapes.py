@@ -107,6 +107,7 @@ def observed_events(faux: pi_agent.FauxProvider) -> Tuple[List[Dict[str, Any]], 
     faux.push("done")
     faux.push({"role": "assistant", "content": [], "stopReason": "error", "errorMessage": "boom"})
     faux.push("plain")
+    faux.push('{"a": 1}')
 
     def progress(ctx: pi_agent.ToolContext) -> str:
         ctx.update("half way")
@@ -119,6 +120,8 @@ def observed_events(faux: pi_agent.FauxProvider) -> Tuple[List[Dict[str, Any]], 
     ai_events = [e["assistantMessageEvent"] for e in agent_events if e["type"] == "message_update"]
     ai_events += list(pi_agent.stream(faux.model, {"messages": []}))  # error
     ai_events += list(pi_agent.stream(faux.model, {"messages": []}))  # done
+    schema = {"schema": {"type": "object"}}  # object_delta
+    ai_events += list(pi_agent.stream(faux.model, {"messages": []}, output_schema=schema))
     return ai_events, agent_events
 
 
@@ -139,7 +142,13 @@ def test_events_match_their_typed_dicts(faux: pi_agent.FauxProvider) -> None:
 
 def test_snapshots_and_steps_match_their_typed_dicts(faux: pi_agent.FauxProvider) -> None:
     faux.push("hi")
-    agent = pi_agent.Agent(faux.model, tool_timeout_ms=5, stream_idle_timeout_ms=5)
+    agent = pi_agent.Agent(
+        faux.model,
+        tool_timeout_ms=5,
+        stream_idle_timeout_ms=5,
+        output_type={"type": "string"},
+        output_retries=0,
+    )
     agent.prompt_sync("go")
     snapshot = agent.snapshot()
     assert set(snapshot) == keys(t.AgentSnapshot)

@@ -148,6 +148,12 @@ fn stepper_config(tools: &[Arc<dyn AgentTool>], config: &AgentLoopConfig) -> Ste
             .collect(),
         should_stop_after_turn: config.hooks.should_stop_after_turn.is_some(),
         skip_initial_steering_poll: config.skip_initial_steering_poll,
+        output_retries: config.settings.output().map_or(0, |_| {
+            config
+                .settings
+                .output_retries
+                .unwrap_or(super::config::DEFAULT_OUTPUT_RETRIES)
+        }),
     }
 }
 
@@ -359,6 +365,9 @@ async fn call_model_inner<S: EventSink>(
     };
     let mut options = config.settings.stream_options.clone();
     options.reasoning = config.settings.thinking_level.thinking_level();
+    if let Some(schema) = &config.settings.output_schema {
+        options.output_schema = Some(schema.clone());
+    }
     // A child token, so the idle watchdog can cancel this request without aborting the run.
     let request_signal = signal.child_token();
     options.signal = Some(request_signal.clone());

@@ -17,6 +17,7 @@ use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::event_stream::AssistantMessageEventStream;
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::structured::OutputSchema;
 use crate::ai::types::{
     AssistantMessage, Context, Message, ToolCall, ToolResultMessage, UserContent,
 };
@@ -214,9 +215,30 @@ pub struct AgentSettings {
     /// cancelled and gets an error result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_timeout_ms: Option<u64>,
+    /// The run ends in a value of this shape: every model call asks for it (tools stay
+    /// usable), the final answer is validated, and [`RunOutcome::output`](super::RunOutcome)
+    /// carries it. An answer that does not validate is re-asked with the report.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
+    /// How many times an answer that does not match [`output_schema`](Self::output_schema) is
+    /// re-asked (with the validation report) before the run ends with the `invalid_output`
+    /// message. Default [`DEFAULT_OUTPUT_RETRIES`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_retries: Option<u32>,
 }
 
+/// Default number of re-asks of an answer that does not match the output schema.
+pub const DEFAULT_OUTPUT_RETRIES: u32 = 1;
+
 impl AgentSettings {
+    /// The output schema a run ends in: [`output_schema`](Self::output_schema), else the
+    /// stream options' own.
+    pub fn output(&self) -> Option<&OutputSchema> {
+        self.output_schema
+            .as_ref()
+            .or(self.stream_options.output_schema.as_ref())
+    }
+
     /// The stream watchdog as a duration.
     pub fn stream_idle_timeout(&self) -> Option<Duration> {
         self.stream_idle_timeout_ms.map(Duration::from_millis)

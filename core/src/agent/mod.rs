@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::agent_loop::{
     EventSink, ModelCall, call_model, run_agent_loop, run_agent_loop_continue,
 };
+pub use self::config::DEFAULT_OUTPUT_RETRIES;
 pub use self::config::{
     AfterToolCall, AfterToolCallContext, AfterToolCallResult, AgentContext, AgentHooks,
     AgentLoopConfig, AgentSettings, BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult,
@@ -327,7 +328,7 @@ impl Agent {
         let (idle_tx, idle_rx) = watch::channel(false);
         let (events_tx, events_rx) =
             crate::ai::event_queue::bounded::<AgentEvent>(run::RUN_EVENT_BUFFER);
-        let outcome = run::OutcomeSlot::default();
+        let outcome = run::OutcomeSlot::new(lock(&self.inner.settings).output().is_some());
         let (start, context, config) = {
             let mut run = lock(&self.inner.run);
             if run.is_some() {

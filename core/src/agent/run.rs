@@ -6,12 +6,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 
 use futures::Stream;
+use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::event::AgentEvent;
 use super::message::AgentMessage;
 use crate::ai::event_queue::Receiver;
+use crate::ai::structured::parse_output;
+use crate::ai::types::Message;
 
 /// How many of a run's events wait for its consumer before the run waits too.
 pub(crate) const RUN_EVENT_BUFFER: usize = 1024;
@@ -21,16 +24,44 @@ pub(crate) const RUN_EVENT_BUFFER: usize = 1024;
 pub struct RunOutcome {
     /// The messages the run added (`agent_end`'s).
     pub new_messages: Vec<AgentMessage>,
+    /// The run's answer, for a run with an output schema
+    /// ([`AgentSettings::output_schema`](super::AgentSettings)) that ended in a validated one:
+    /// its last message's text parsed. `None` when the run failed (the last message then says
+    /// why: `invalid_output` after the re-asks, or another failure).
+    pub output: Option<Value>,
+}
+
+impl RunOutcome {
+    /// The answer as `T` (see [`output`](Self::output)): `None` without one, else serde's
+    /// verdict.
+    pub fn output_as<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> Option<Result<T, serde_json::Error>> {
+        self.output.clone().map(serde_json::from_value)
+    }
 }
 
 /// Where a run leaves its outcome when it emits `agent_end`, so waiting for the result does
-/// not need the events.
+/// not need the events. `wants_output` when the run has an output schema.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct OutcomeSlot(Arc<Mutex<Option<RunOutcome>>>);
+pub(crate) struct OutcomeSlot(Arc<Mutex<Option<RunOutcome>>>, bool);
 
 impl OutcomeSlot {
+    /// A slot for a run that ends in a value when `wants_output`.
+    pub(crate) fn new(wants_output: bool) -> Self {
+        Self(Arc::default(), wants_output)
+    }
+
     pub(crate) fn set(&self, new_messages: Vec<AgentMessage>) {
-        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(RunOutcome { new_messages });
+        let output = if self.1 {
+            final_output(&new_messages)
+        } else {
+            None
+        };
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(RunOutcome {
+            new_messages,
+            output,
+        });
     }
 
     fn get(&self) -> Option<RunOutcome> {
@@ -39,6 +70,18 @@ impl OutcomeSlot {
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
+}
+
+/// The answer of a run whose last message is a successful assistant turn without tool calls
+/// (the stream has validated its text against the schema already).
+fn final_output(messages: &[AgentMessage]) -> Option<Value> {
+    let AgentMessage::Llm(Message::Assistant(last)) = messages.last()? else {
+        return None;
+    };
+    if last.stop_reason.is_failure() || last.tool_calls().next().is_some() {
+        return None;
+    }
+    parse_output(&last.text()).ok()
 }
 
 /// A run started by [`Agent::start`](super::Agent::start). Iterate it for the run's events (the

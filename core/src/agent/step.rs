@@ -26,7 +26,8 @@ use super::config::ShouldStopAfterTurnContext;
 use super::event::AgentEvent;
 use super::message::AgentMessage;
 use super::tool::ToolExecutionMode;
-use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage};
+use crate::ai::error::ErrorKind;
+use crate::ai::types::{AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage};
 
 /// What the driver must do next.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -168,6 +169,10 @@ pub struct StepperConfig {
     pub should_stop_after_turn: bool,
     /// Skip the steering poll before the first model call.
     pub skip_initial_steering_poll: bool,
+    /// How many answers failing with `invalid_output` are re-asked (0 without an output
+    /// schema).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub output_retries: u32,
 }
 
 /// Where the stepper is.
@@ -230,6 +235,8 @@ pub struct AgentStepper {
     first_turn: bool,
     aborted: bool,
     phase: Phase,
+    /// Re-asks of an invalid answer so far.
+    output_retries_used: u32,
 }
 
 /// The JSON form, borrowed for writing.
@@ -243,6 +250,8 @@ struct StepperRef<'a> {
     first_turn: bool,
     aborted: bool,
     phase: &'a Phase,
+    #[serde(skip_serializing_if = "is_zero")]
+    output_retries_used: u32,
 }
 
 /// The JSON form, owned for reading.
@@ -256,6 +265,9 @@ struct StepperWire {
     first_turn: bool,
     aborted: bool,
     phase: Phase,
+    /// Re-asks of an invalid answer so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    output_retries_used: u32,
 }
 
 impl Serialize for AgentStepper {
@@ -268,6 +280,7 @@ impl Serialize for AgentStepper {
             first_turn: self.first_turn,
             aborted: self.aborted,
             phase: &self.phase,
+            output_retries_used: self.output_retries_used,
         }
         .serialize(serializer)
     }
@@ -290,6 +303,7 @@ impl<'de> Deserialize<'de> for AgentStepper {
             first_turn: wire.first_turn,
             aborted: wire.aborted,
             phase: wire.phase,
+            output_retries_used: wire.output_retries_used,
         })
     }
 }
@@ -310,6 +324,7 @@ impl AgentStepper {
             first_turn: true,
             aborted: false,
             phase: Phase::InitialSteering,
+            output_retries_used: 0,
         };
         let mut events = vec![AgentEvent::AgentStart, AgentEvent::TurnStart];
         if let RunStart::Prompt { prompts } = start {
@@ -522,6 +537,13 @@ impl AgentStepper {
                 message: entry,
                 tool_results: Vec::new(),
             });
+            if message.error_kind == Some(ErrorKind::InvalidOutput)
+                && self.output_retries_used < self.config.output_retries
+                && !self.aborted
+            {
+                self.output_retries_used += 1;
+                return self.begin_turn(vec![output_retry_prompt(&message)], events);
+            }
             return self.finish(events);
         }
         let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
@@ -603,6 +625,22 @@ impl AgentStepper {
             new_messages: self.new_messages().to_vec(),
         }
     }
+}
+
+/// Zero counters are left out of the JSON, which then reads as before they existed.
+fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
+/// The user message that re-asks an answer that did not match the output schema: the
+/// validation report (which shows the answer received), and what to do.
+fn output_retry_prompt(failed: &AssistantMessage) -> AgentMessage {
+    let report = failed.error_message.as_deref().unwrap_or_default();
+    Message::User(UserMessage::text(format!(
+        "{report}\n\nYour answer does not match the required output schema. Fix the problems \
+         above and answer again with only the JSON value."
+    )))
+    .into()
 }
 
 fn input_name(input: &StepInput) -> &'static str {

@@ -143,6 +143,8 @@ impl MessageAccumulator {
                     *block = AssistantContent::ToolCall(tool_call.clone());
                 }
             }
+            // The text deltas already carried the answer; the object is a view of them.
+            AssistantMessageEvent::ObjectDelta { .. } => {}
             AssistantMessageEvent::Done { message, .. }
             | AssistantMessageEvent::Error { error: message, .. } => {
                 self.message = message.clone();

@@ -47,11 +47,15 @@ pub enum ErrorKind {
     /// The model or the provider's filter declined to answer (Anthropic `refusal`, OpenAI
     /// `content_filter`, Gemini `SAFETY`, Bedrock `guardrail_intervened`, ...).
     Refusal,
+    /// The answer does not match the requested output schema (an
+    /// [`OutputSchema`](super::OutputSchema) request): not JSON, or JSON the schema rejects.
+    /// `errorMessage` is the validation report; re-asking with it may help.
+    InvalidOutput,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 12] = [
         Self::RateLimit,
         Self::Auth,
         Self::NotFound,
@@ -63,6 +67,7 @@ impl ErrorKind {
         Self::Aborted,
         Self::ContextOverflow,
         Self::Refusal,
+        Self::InvalidOutput,
     ];
 
     /// The wire name (`"rate_limit"`, ...).
@@ -79,6 +84,7 @@ impl ErrorKind {
             Self::Aborted => "aborted",
             Self::ContextOverflow => "context_overflow",
             Self::Refusal => "refusal",
+            Self::InvalidOutput => "invalid_output",
         }
     }
 

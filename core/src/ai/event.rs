@@ -12,6 +12,7 @@
 //! which folds exactly the events yielded so far.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::types::{AssistantMessage, StopReason, ToolCall};
 
@@ -101,6 +102,15 @@ pub enum AssistantMessageEvent {
         /// The finished call.
         tool_call: ToolCall,
     },
+    /// The answer's JSON as parsed so far, after each text delta of the answer: only in a
+    /// request with an [`OutputSchema`](super::OutputSchema). Open strings, arrays and objects
+    /// are closed; nothing is validated until the end.
+    ObjectDelta {
+        /// Index of the text block the answer is in.
+        content_index: usize,
+        /// The partial value.
+        object: Value,
+    },
     /// Terminal: the response is complete. `reason` equals `message.stop_reason`.
     Done {
         /// `stop`, `length` or `toolUse`.
@@ -131,6 +141,7 @@ impl AssistantMessageEvent {
             Self::ToolCallStart { .. } => "toolcall_start",
             Self::ToolCallDelta { .. } => "toolcall_delta",
             Self::ToolCallEnd { .. } => "toolcall_end",
+            Self::ObjectDelta { .. } => "object_delta",
             Self::Done { .. } => "done",
             Self::Error { .. } => "error",
         }
@@ -152,7 +163,8 @@ impl AssistantMessageEvent {
             | Self::ThinkingEnd { content_index, .. }
             | Self::ToolCallStart { content_index, .. }
             | Self::ToolCallDelta { content_index, .. }
-            | Self::ToolCallEnd { content_index, .. } => Some(*content_index),
+            | Self::ToolCallEnd { content_index, .. }
+            | Self::ObjectDelta { content_index, .. } => Some(*content_index),
             _ => None,
         }
     }

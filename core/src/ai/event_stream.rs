@@ -10,6 +10,7 @@
 //! - the channel between them is bounded, so a slow consumer slows the HTTP read instead of
 //!   buffering without limit.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll};
@@ -26,6 +27,7 @@ use super::event::AssistantMessageEvent;
 use super::event_queue::{self, Receiver, Sender};
 use super::model::Model;
 use super::redact::Redactor;
+use super::structured::OutputTracker;
 use super::types::{
     AssistantContent, AssistantMessage, ResponseTiming, StopReason, ThinkingContent, ToolCall,
     now_ms,
@@ -74,6 +76,10 @@ pub struct AssistantMessageEventStream {
     partial: PartialMessage,
     /// Set once the terminal event has been yielded.
     finished: bool,
+    /// The typed answer's tracker, for a request with an output schema.
+    output: Option<Box<OutputTracker>>,
+    /// Events the tracker made of one provider event, not yet yielded.
+    pending: VecDeque<AssistantMessageEvent>,
 }
 
 /// Creates a connected writer and stream for a response from `model`.
@@ -89,6 +95,8 @@ pub fn channel(
             header.clone(),
         )))),
         finished: false,
+        output: None,
+        pending: VecDeque::new(),
     };
     let writer = StreamWriter {
         tx: Some(tx),
@@ -157,6 +165,24 @@ impl AssistantMessageEventStream {
         self.finished.then(|| self.partial.lock().message().clone())
     }
 
+    /// Has the answer of a request with an output schema tracked (see `ai/structured`).
+    pub(crate) fn with_output(mut self, tracker: OutputTracker) -> Self {
+        self.output = Some(Box::new(tracker));
+        self
+    }
+
+    /// Folds `event` into the partial message and ends the stream after a terminal one.
+    fn yield_event(&mut self, event: AssistantMessageEvent) -> AssistantMessageEvent {
+        self.partial.lock().apply(&event);
+        if event.is_terminal() {
+            self.finished = true;
+            self.pending.clear();
+            // Dropping the receiver tells the provider nobody listens any more.
+            self.rx = None;
+        }
+        event
+    }
+
     fn synthesize_end(&mut self) -> AssistantMessageEvent {
         let mut acc = self.partial.lock();
         let mut message = acc.snapshot();
@@ -175,28 +201,30 @@ impl Stream for AssistantMessageEventStream {
     type Item = AssistantMessageEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
-        if self.finished {
-            return Poll::Ready(None);
-        }
-        let Some(rx) = self.rx.as_mut() else {
-            return Poll::Ready(None);
-        };
-        match rx.poll_recv(cx) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Some(event)) => {
-                self.partial.lock().apply(&event);
-                if event.is_terminal() {
-                    self.finished = true;
-                    // Dropping the receiver tells the provider nobody listens any more.
-                    self.rx = None;
-                }
-                Poll::Ready(Some(event))
+        let this = &mut *self;
+        loop {
+            if let Some(event) = this.pending.pop_front() {
+                return Poll::Ready(Some(this.yield_event(event)));
             }
-            Poll::Ready(None) => {
-                let event = self.synthesize_end();
-                self.finished = true;
-                self.rx = None;
-                Poll::Ready(Some(event))
+            if this.finished {
+                return Poll::Ready(None);
+            }
+            let Some(rx) = this.rx.as_mut() else {
+                return Poll::Ready(None);
+            };
+            match rx.poll_recv(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(event)) => match this.output.as_mut() {
+                    // The tracker queues what the event becomes (one event or a few).
+                    Some(tracker) => tracker.map(event, &mut this.pending),
+                    None => return Poll::Ready(Some(this.yield_event(event))),
+                },
+                Poll::Ready(None) => {
+                    let event = this.synthesize_end();
+                    this.finished = true;
+                    this.rx = None;
+                    return Poll::Ready(Some(event));
+                }
             }
         }
     }

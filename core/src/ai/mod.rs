@@ -25,6 +25,8 @@ pub(crate) mod short_hash;
 pub(crate) mod simple_options;
 pub mod sse;
 pub mod strict_json;
+pub(crate) mod structured;
+pub(crate) mod tool_choice;
 pub(crate) mod transform;
 pub(crate) mod types;
 pub(crate) mod validation;
@@ -64,6 +66,13 @@ pub use shape::shape_fields;
 pub use simple_options::{
     SIMPLE_MAX_TOKENS_CAP, adjust_max_tokens_for_thinking, default_thinking_budget,
 };
+pub use structured::{
+    DEFAULT_OUTPUT_NAME, OutputSchema, StructuredAnswer, StructuredError,
+    complete_structured_value, parse_output,
+};
+#[cfg(feature = "schemars")]
+pub use structured::{complete_structured, output_schema_for};
+pub use tool_choice::{ToolChoice, ToolChoiceError};
 pub use transform::{
     NO_RESULT_PROVIDED, NormalizeToolCallId, TOOL_IMAGE_OMITTED, USER_IMAGE_OMITTED,
     transform_messages,
@@ -88,10 +97,9 @@ pub fn stream(
     context: &Context,
     options: &StreamOptions,
 ) -> AssistantMessageEventStream {
-    match get_api_provider(&model.api) {
-        Some(provider) => provider.stream(model, context, options),
-        None => no_provider(model),
-    }
+    start(model, context, options, |provider, context, options| {
+        provider.stream(model, context, options)
+    })
 }
 
 /// [`stream`], then waits for the final message.
@@ -112,9 +120,35 @@ pub fn stream_simple(
     context: &Context,
     options: &StreamOptions,
 ) -> AssistantMessageEventStream {
-    match get_api_provider(&model.api) {
-        Some(provider) => provider.stream_simple(model, context, options),
-        None => no_provider(model),
+    start(model, context, options, |provider, context, options| {
+        provider.stream_simple(model, context, options)
+    })
+}
+
+/// Finds the provider, checks the tool choice and output schema (rewriting the request for a
+/// forced output tool), and has the stream track the typed answer.
+fn start(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    run: impl FnOnce(&dyn ApiProvider, &Context, &StreamOptions) -> AssistantMessageEventStream,
+) -> AssistantMessageEventStream {
+    let Some(provider) = get_api_provider(&model.api) else {
+        return no_provider(model);
+    };
+    match structured::prepare(model, context, options) {
+        Err(message) => AssistantMessageEventStream::failed(
+            model,
+            StopReason::Error,
+            ProviderError::other(message, Some(ErrorKind::BadRequest)),
+        ),
+        Ok(prepared) => {
+            let stream = run(provider.as_ref(), &prepared.context, &prepared.options);
+            match prepared.tracker {
+                Some(tracker) => stream.with_output(tracker),
+                None => stream,
+            }
+        }
     }
 }
 

@@ -9,6 +9,8 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::model::Model;
+use super::structured::OutputSchema;
+use super::tool_choice::ToolChoice;
 
 /// An API key. Its `Debug` and `Display` never show the secret, so it cannot leak into logs,
 /// errors or events by accident; call [`ApiKey::expose`] at the one place that sends it.
@@ -338,10 +340,17 @@ pub struct StreamOptions {
     pub thinking_budgets: Option<ThinkingBudgets>,
 
     // ---- keys several providers read -----------------------------------------------------------
-    /// Passed through as the request's tool choice (each api's own shape: `"auto"`, `"none"`,
-    /// `"any"`/`"required"`, or an object naming a tool).
+    /// Whether and which tool the model must call, mapped onto each api's own form (see
+    /// [`ToolChoice`]; every provider's old spelling is read too). `required` or a named tool
+    /// without such a tool in the context is an error before anything is sent.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_choice: Option<Value>,
+    pub tool_choice: Option<ToolChoice>,
+    /// The JSON Schema the answer must follow (see [`OutputSchema`]): sent by the api's native
+    /// mechanism, or as a forced tool where it has none; the stream then carries
+    /// `object_delta` events and a final answer that does not validate is an `error` of kind
+    /// `invalid_output`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<OutputSchema>,
     /// Reasoning effort sent as is, after the model's `thinkingLevelMap` (openai-completions,
     /// openai-responses, azure-openai-responses, openai-codex-responses, mistral-conversations).
     #[serde(skip_serializing_if = "Option::is_none")]

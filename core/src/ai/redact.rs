@@ -145,6 +145,7 @@ impl fmt::Debug for StreamOptions {
             reasoning,
             thinking_budgets,
             tool_choice,
+            output_schema,
             reasoning_effort,
             reasoning_summary,
             service_tier,
@@ -188,6 +189,7 @@ impl fmt::Debug for StreamOptions {
             .field("reasoning", reasoning)
             .field("thinking_budgets", thinking_budgets)
             .field("tool_choice", tool_choice)
+            .field("output_schema", output_schema)
             .field("reasoning_effort", reasoning_effort)
             .field("reasoning_summary", reasoning_summary)
             .field("service_tier", service_tier)

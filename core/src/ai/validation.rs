@@ -245,6 +245,8 @@ pub fn check_tool_parameters(parameters: &Value) -> Result<(), ToolParametersErr
 /// A tool schema compiled for repeated validation.
 pub struct CompiledToolSchema {
     tool: String,
+    /// `true` for an answer's output schema: the report then speaks of the output.
+    output: bool,
     compiled: Result<Compiled, String>,
     plan: Result<Plan, String>,
 }
@@ -264,9 +266,27 @@ impl CompiledToolSchema {
     pub fn new(tool: impl Into<String>, schema: &Value) -> Self {
         Self {
             tool: tool.into(),
+            output: false,
             compiled: Compiled::new(schema),
             plan: Plan::new(schema),
         }
+    }
+
+    /// Compiles the output schema named `name` (its reports say "output", not "tool").
+    pub(crate) fn for_output(name: impl Into<String>, schema: &Value) -> Self {
+        Self {
+            output: true,
+            ..Self::new(name, schema)
+        }
+    }
+
+    /// Why the schema cannot be used, if it cannot.
+    pub(crate) fn schema_error(&self) -> Option<String> {
+        self.compiled
+            .as_ref()
+            .err()
+            .or(self.plan.as_ref().err())
+            .cloned()
     }
 
     fn invalid_schema(&self, message: impl Into<String>) -> ValidationError {
@@ -352,11 +372,19 @@ impl CompiledToolSchema {
         };
         Err(ValidationError::InvalidArguments {
             tool: self.tool.clone(),
-            report: format!(
-                "Validation failed for tool \"{}\":\n{lines}\n\nReceived arguments:\n{}",
-                self.tool,
-                js::stringify_pretty(received)
-            ),
+            report: if self.output {
+                format!(
+                    "Validation failed for output \"{}\":\n{lines}\n\nReceived output:\n{}",
+                    self.tool,
+                    js::stringify_pretty(received)
+                )
+            } else {
+                format!(
+                    "Validation failed for tool \"{}\":\n{lines}\n\nReceived arguments:\n{}",
+                    self.tool,
+                    js::stringify_pretty(received)
+                )
+            },
         })
     }
 }

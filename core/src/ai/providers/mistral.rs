@@ -16,6 +16,7 @@ use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::partial_json::parse_json_lenient;
 use crate::ai::registry::ApiProvider;
 use crate::ai::short_hash::short_hash;
+use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, Context, Message, StopReason, UserContent, UserMessageContent,
@@ -227,14 +228,19 @@ pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptio
     if let Some(max_tokens) = options.max_tokens {
         body.insert("max_tokens".into(), json!(max_tokens));
     }
-    if let Some(choice) = &options.tool_choice {
+    let has_tools = context
+        .tools
+        .as_ref()
+        .is_some_and(|tools| !tools.is_empty());
+    if let Some(choice) = options.tool_choice.as_ref().filter(|_| has_tools) {
         let choice = match choice {
-            Value::String(_) => choice.clone(),
-            other => {
-                json!({"type": "function", "function": {"name": other.pointer("/function/name").cloned().unwrap_or(Value::Null)}})
-            }
+            ToolChoice::Required => json!("any"),
+            other => other.chat_completions(),
         };
         body.insert("tool_choice".into(), choice);
+    }
+    if let Some(schema) = &options.output_schema {
+        body.insert("response_format".into(), schema.response_format());
     }
     // `stream` sends what the options say; `stream_simple` fills them from the reasoning level.
     if let Some(mode) = &options.prompt_mode {

@@ -197,6 +197,12 @@ pub(crate) fn build_body(inputs: BodyInputs<'_>) -> Value {
     if let Some(thinking) = thinking {
         body.insert("thinking".into(), thinking);
     }
+    if let Some(schema) = &options.output_schema {
+        // Native structured outputs (the forced-tool fallback, for older models, never gets
+        // here: `ai/structured` clears the schema after adding the tool).
+        let config = output_config.get_or_insert_with(|| json!({}));
+        config["format"] = json!({"type": "json_schema", "schema": schema.schema});
+    }
     if let Some(output_config) = output_config {
         body.insert("output_config".into(), output_config);
     }
@@ -208,12 +214,13 @@ pub(crate) fn build_body(inputs: BodyInputs<'_>) -> Value {
     {
         body.insert("metadata".into(), json!({"user_id": user_id}));
     }
-    if let Some(choice) = &options.tool_choice {
-        let choice = match choice {
-            Value::String(kind) => json!({"type": kind}),
-            other => other.clone(),
-        };
-        body.insert("tool_choice".into(), choice);
+    if let Some(choice) = options.tool_choice.as_ref().filter(|_| {
+        context
+            .tools
+            .as_ref()
+            .is_some_and(|tools| !tools.is_empty())
+    }) {
+        body.insert("tool_choice".into(), choice.anthropic());
     }
     Value::Object(body)
 }

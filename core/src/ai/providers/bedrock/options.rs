@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use crate::ai::options::{ApiKey, StreamOptions, ThinkingBudgets, ThinkingLevel};
+use crate::ai::tool_choice::ToolChoice;
 
 /// The value `getEnvApiKey("amazon-bedrock")` returns when ambient AWS credentials exist; it is
 /// a marker, never a key.
@@ -24,8 +25,8 @@ pub(crate) struct BedrockRequestOptions {
     pub interleaved_thinking: Option<bool>,
     /// `thinkingDisplay`: Claude's `thinking.display` (default `summarized`).
     pub thinking_display: Option<String>,
-    /// `toolChoice`: `"auto"`, `"any"`, `"none"` or `{"type": "tool", "name": ..}`.
-    pub tool_choice: Option<Value>,
+    /// `toolChoice` (`none` sends no tools: Bedrock has no such choice).
+    pub tool_choice: Option<ToolChoice>,
     /// `reasoning`: the thinking level.
     pub reasoning: Option<ThinkingLevel>,
     /// `thinkingBudgets`: token budgets per level for budgeted Claude.

@@ -17,6 +17,7 @@ use crate::ai::providers::anthropic::request::{
 use crate::ai::simple_options::{
     adjust_max_tokens_for_thinking, base_options, default_thinking_budget,
 };
+use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, ImageContent, Message, Tool, ToolResultMessage,
@@ -128,9 +129,9 @@ fn cache_point(inputs: CommandInputs<'_>) -> Option<Value> {
 }
 
 /// `toolConfig`: absent without tools or with the choice `"none"`.
-pub(crate) fn tool_config(tools: Option<&[Tool]>, choice: Option<&Value>) -> Option<Value> {
+pub(crate) fn tool_config(tools: Option<&[Tool]>, choice: Option<&ToolChoice>) -> Option<Value> {
     let tools = tools.filter(|tools| !tools.is_empty())?;
-    if choice.and_then(Value::as_str) == Some("none") {
+    if choice == Some(&ToolChoice::None) {
         return None;
     }
     let specs: Vec<Value> = tools
@@ -145,14 +146,10 @@ pub(crate) fn tool_config(tools: Option<&[Tool]>, choice: Option<&Value>) -> Opt
         .collect();
     let mut config = json!({"tools": specs});
     let choice = match choice {
-        Some(Value::String(kind)) if kind == "auto" => Some(json!({"auto": {}})),
-        Some(Value::String(kind)) if kind == "any" => Some(json!({"any": {}})),
-        Some(Value::Object(object))
-            if object.get("type").and_then(Value::as_str) == Some("tool") =>
-        {
-            Some(json!({"tool": {"name": object.get("name").cloned().unwrap_or(Value::Null)}}))
-        }
-        _ => None,
+        Some(ToolChoice::Auto) => Some(json!({"auto": {}})),
+        Some(ToolChoice::Required) => Some(json!({"any": {}})),
+        Some(ToolChoice::Tool(name)) => Some(json!({"tool": {"name": name}})),
+        Some(ToolChoice::None) | None => None,
     };
     if let Some(choice) = choice {
         config["toolChoice"] = choice;
@@ -485,14 +482,14 @@ mod tests {
             Some(json!({"tools": spec}))
         );
         assert_eq!(
-            tool_config(Some(&tools), Some(&json!("any"))),
+            tool_config(Some(&tools), Some(&ToolChoice::Required)),
             Some(json!({"tools": spec, "toolChoice": {"any": {}}}))
         );
         assert_eq!(
-            tool_config(Some(&tools), Some(&json!({"type": "tool", "name": "calc"}))),
+            tool_config(Some(&tools), Some(&ToolChoice::Tool("calc".into()))),
             Some(json!({"tools": spec, "toolChoice": {"tool": {"name": "calc"}}}))
         );
-        assert_eq!(tool_config(Some(&tools), Some(&json!("none"))), None);
+        assert_eq!(tool_config(Some(&tools), Some(&ToolChoice::None)), None);
         assert_eq!(tool_config(Some(&[]), None), None);
     }
 

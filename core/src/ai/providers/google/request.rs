@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::ai::catalog::{ModelThinkingLevel, clamp_thinking_level};
 use crate::ai::model::Model;
 use crate::ai::options::{GoogleThinking, StreamOptions, ThinkingLevel};
+use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, Tool, ToolResultMessage, UserContent,
@@ -82,10 +83,7 @@ pub(crate) fn build_body_for(
     if let Some(declarations) = convert_tools(tools, false) {
         body.insert("tools".into(), declarations);
         if let Some(choice) = &options.tool_choice {
-            body.insert(
-                "toolConfig".into(),
-                json!({"functionCallingConfig": {"mode": map_tool_choice(choice)}}),
-            );
+            body.insert("toolConfig".into(), tool_config(choice));
         }
     }
     let mut generation = Map::new();
@@ -98,18 +96,26 @@ pub(crate) fn build_body_for(
     if let Some(thinking) = thinking_config(variant, model, options.thinking.as_ref()) {
         generation.insert("thinkingConfig".into(), thinking);
     }
+    if let Some(schema) = &options.output_schema {
+        generation.insert("responseMimeType".into(), json!("application/json"));
+        generation.insert("responseJsonSchema".into(), schema.schema.clone());
+    }
     // pi's SDK call always carries a config, even an empty one.
     body.insert("generationConfig".into(), Value::Object(generation));
     Value::Object(body)
 }
 
-/// Gemini's `functionCallingConfig.mode` for a tool choice: `"auto"`, `"none"` and `"any"` as
-/// pi maps them, plus OpenAI's `"required"` as `ANY`; anything else is `AUTO`.
-pub(crate) fn map_tool_choice(choice: &Value) -> &'static str {
-    match choice.as_str() {
-        Some("none") => "NONE",
-        Some("any" | "required") => "ANY",
-        _ => "AUTO",
+/// Gemini's `toolConfig` for a tool choice: `functionCallingConfig.mode` `AUTO`, `NONE` or
+/// `ANY` (as pi maps `"auto"`, `"none"`, `"any"`), and a named tool as `ANY` restricted to it
+/// with `allowedFunctionNames`.
+pub(crate) fn tool_config(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!({"functionCallingConfig": {"mode": "AUTO"}}),
+        ToolChoice::None => json!({"functionCallingConfig": {"mode": "NONE"}}),
+        ToolChoice::Required => json!({"functionCallingConfig": {"mode": "ANY"}}),
+        ToolChoice::Tool(name) => {
+            json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [name]}})
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use super::super::openai_responses::request::{
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::simple_options::mapped_effort;
+use crate::ai::tool_choice::ToolChoice;
 use crate::ai::types::Context;
 
 /// The endpoint used when a model has no base URL.
@@ -85,7 +86,11 @@ pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptio
         .as_deref()
         .filter(|v| !v.is_empty())
         .unwrap_or("low");
-    body.insert("text".into(), json!({"verbosity": verbosity}));
+    let mut text = json!({"verbosity": verbosity});
+    if let Some(schema) = &options.output_schema {
+        text["format"] = schema.text_format();
+    }
+    body.insert("text".into(), text);
     body.insert("include".into(), json!([INCLUDE_ENCRYPTED_REASONING]));
     if let Some(session) = &options.session_id {
         body.insert("prompt_cache_key".into(), json!(session));
@@ -93,7 +98,10 @@ pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptio
     // pi always sends "auto"; a caller's tool choice is sent as given (README, difference 17).
     body.insert(
         "tool_choice".into(),
-        options.tool_choice.clone().unwrap_or_else(|| json!("auto")),
+        options
+            .tool_choice
+            .as_ref()
+            .map_or_else(|| json!("auto"), ToolChoice::responses),
     );
     body.insert("parallel_tool_calls".into(), json!(true));
     if let Some(temperature) = options.temperature {

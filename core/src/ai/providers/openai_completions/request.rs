@@ -76,16 +76,20 @@ pub(crate) fn build_body(
         }
         _ => {}
     }
-    if let Some(choice) = &options.tool_choice {
-        body.insert("tool_choice".into(), choice.clone());
-    }
-    if model.reasoning {
-        add_reasoning(&mut body, model, options, compat);
-    }
     let has_tools = context
         .tools
         .as_ref()
         .is_some_and(|tools| !tools.is_empty());
+    // The API refuses a tool choice without tools.
+    if let Some(choice) = options.tool_choice.as_ref().filter(|_| has_tools) {
+        body.insert("tool_choice".into(), choice.chat_completions());
+    }
+    if let Some(schema) = &options.output_schema {
+        body.insert("response_format".into(), schema.response_format());
+    }
+    if model.reasoning {
+        add_reasoning(&mut body, model, options, compat);
+    }
     if compat.zai_tool_stream && has_tools {
         body.insert("tool_stream".into(), json!(true));
     }

@@ -87,9 +87,12 @@ pub(crate) fn build_body(
     }
     if let Some(tools) = context.tools.as_deref().filter(|tools| !tools.is_empty()) {
         body.insert("tools".into(), Value::Array(convert_tools(tools)));
+        if let Some(choice) = &options.tool_choice {
+            body.insert("tool_choice".into(), choice.responses());
+        }
     }
-    if let Some(choice) = &options.tool_choice {
-        body.insert("tool_choice".into(), choice.clone());
+    if let Some(schema) = &options.output_schema {
+        body.insert("text".into(), json!({"format": schema.text_format()}));
     }
     if model.reasoning {
         // pi's `thinkingLevelMap[effort] ?? effort`; `stream_simple` fills the effort from the

@@ -1,0 +1,208 @@
+//! Typed answers: an [`OutputSchema`] the answer must follow, sent by each api's native
+//! mechanism or, where it has none, as a forced single tool whose call is turned back into the
+//! message's text; the stream's partial objects; the final validation.
+//!
+//! | api | how the schema is sent |
+//! |---|---|
+//! | openai-completions, mistral-conversations | `response_format: {type: "json_schema", json_schema: {name, schema, strict}}` |
+//! | openai-responses, azure-openai-responses, openai-codex-responses | `text.format: {type: "json_schema", name, schema, strict}` |
+//! | anthropic-messages (Claude 4.5 and later, Opus 4.1) | `output_config.format: {type: "json_schema", schema}` |
+//! | google-generative-ai, google-vertex (no tools in the request) | `generationConfig.responseMimeType` + `responseJsonSchema` |
+//! | bedrock-converse-stream, older Claude, Gemini with tools | a tool named after the schema, forced with the tool choice |
+//!
+//! The forced tool is invisible to the caller: its call streams as a text block, the final
+//! message holds the JSON as text (no tool call, stop reason `stop`), so the transcript replays
+//! to any provider.
+
+mod prepare;
+mod tracker;
+mod typed;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub(crate) use prepare::prepare;
+pub(crate) use tracker::OutputTracker;
+pub use typed::{StructuredAnswer, StructuredError, complete_structured_value, parse_output};
+#[cfg(feature = "schemars")]
+pub use typed::{complete_structured, output_schema_for};
+
+/// The name an [`OutputSchema`] gets when none is given.
+pub const DEFAULT_OUTPUT_NAME: &str = "output";
+
+/// The JSON Schema an answer must follow (`outputSchema` in the options).
+///
+/// JSON form: `{"name": "weather", "schema": {...}, "strict": true, "description": "..."}`;
+/// only `schema` is required (`name` defaults to `"output"`, `strict` to `false`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OutputSchema {
+    /// A name for the shape (`[A-Za-z0-9_-]`, at most 64 characters): OpenAI's
+    /// `json_schema.name`, and the forced tool's name where one is used.
+    #[serde(default = "default_name")]
+    pub name: String,
+    /// The JSON Schema of the answer.
+    pub schema: Value,
+    /// Ask for strict schema adherence where the api has such a switch (OpenAI, Mistral).
+    /// OpenAI's strict mode accepts only schemas whose objects list every property as required
+    /// and set `additionalProperties: false`.
+    #[serde(default)]
+    pub strict: bool,
+    /// What the answer is, for the model (the forced tool's description; OpenAI's
+    /// `json_schema.description`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+fn default_name() -> String {
+    DEFAULT_OUTPUT_NAME.to_owned()
+}
+
+impl OutputSchema {
+    /// A schema named `name`, not strict, without description.
+    pub fn new(name: impl Into<String>, schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            schema,
+            strict: false,
+            description: None,
+        }
+    }
+
+    /// Reads what a binding was given: an [`OutputSchema`] object (`{"name", "schema",
+    /// "strict", "description"}`, with `schema`), or else a bare JSON Schema, named `"output"`.
+    pub fn from_json_value(value: Value) -> Result<Self, serde_json::Error> {
+        const KEYS: [&str; 4] = ["name", "schema", "strict", "description"];
+        let wrapped = value.as_object().is_some_and(|object| {
+            object.contains_key("schema") && object.keys().all(|key| KEYS.contains(&key.as_str()))
+        });
+        if wrapped {
+            serde_json::from_value(value)
+        } else {
+            Ok(Self::new(DEFAULT_OUTPUT_NAME, value))
+        }
+    }
+
+    /// The same schema with `strict` set.
+    pub fn with_strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
+    }
+
+    /// The OpenAI chat-completions / Mistral `response_format`.
+    pub(crate) fn response_format(&self) -> Value {
+        let mut format =
+            serde_json::json!({"name": self.name, "schema": self.schema, "strict": self.strict});
+        if let Some(description) = &self.description {
+            format["description"] = Value::String(description.clone());
+        }
+        serde_json::json!({"type": "json_schema", "json_schema": format})
+    }
+
+    /// The Responses `text.format`.
+    #[cfg(feature = "openai")]
+    pub(crate) fn text_format(&self) -> Value {
+        let mut format = serde_json::json!({"type": "json_schema", "name": self.name,
+                                            "schema": self.schema, "strict": self.strict});
+        if let Some(description) = &self.description {
+            format["description"] = Value::String(description.clone());
+        }
+        format
+    }
+}
+
+/// How a request carries its output schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// The api's own structured-output parameter (the provider's request mapping reads it).
+    Native,
+    /// A tool named after the schema, forced with the tool choice.
+    Tool,
+}
+
+/// Whether anthropic-messages `model` takes `output_config.format` (Claude Opus 4.1 and the
+/// 4.5 generation onward); older models get the forced tool.
+pub(crate) fn anthropic_native(model_id: &str) -> bool {
+    let id = model_id.to_ascii_lowercase();
+    for family in ["opus-", "sonnet-", "haiku-"] {
+        let Some(at) = id.find(family) else { continue };
+        let mut numbers = id[at + family.len()..]
+            .split(['-', '.', '@', ':'])
+            .map_while(|part| part.parse::<u32>().ok().filter(|n| *n < 100));
+        let major = numbers.next().unwrap_or(0);
+        let minor = numbers.next().unwrap_or(0);
+        return major > 4 || (major == 4 && (minor >= 5 || (family == "opus-" && minor >= 1)));
+    }
+    false
+}
+
+/// How `api` carries an output schema for this request.
+pub(crate) fn delivery(api: &str, model_id: &str, has_tools: bool) -> Delivery {
+    match api {
+        "bedrock-converse-stream" => Delivery::Tool,
+        // Gemini 2.x refuses function calling together with a JSON response type.
+        "google-generative-ai" | "google-vertex" if has_tools => Delivery::Tool,
+        "anthropic-messages" if !anthropic_native(model_id) => Delivery::Tool,
+        _ => Delivery::Native,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn anthropic_models_with_native_structured_outputs() {
+        for id in [
+            "claude-sonnet-4-5",
+            "claude-sonnet-4-5-20250929",
+            "claude-opus-4-1",
+            "claude-haiku-4-5",
+            "claude-opus-4-6",
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        ] {
+            assert!(anthropic_native(id), "{id}");
+        }
+        for id in [
+            "claude-sonnet-4-0",
+            "claude-sonnet-4-20250514",
+            "claude-3-7-sonnet-latest",
+            "claude-opus-4-20250514",
+            "claude-haiku-4",
+        ] {
+            assert!(!anthropic_native(id), "{id}");
+        }
+    }
+
+    #[test]
+    fn bindings_pass_a_schema_or_an_output_schema() {
+        let bare = OutputSchema::from_json_value(serde_json::json!({"type": "object"})).unwrap();
+        assert_eq!(
+            (bare.name.as_str(), bare.schema["type"].as_str()),
+            ("output", Some("object"))
+        );
+        let wrapped = OutputSchema::from_json_value(
+            serde_json::json!({"name": "w", "schema": {"type": "object"}, "strict": true}),
+        )
+        .unwrap();
+        assert_eq!((wrapped.name.as_str(), wrapped.strict), ("w", true));
+        // A schema with a property called `schema` is still a schema.
+        let schema =
+            serde_json::json!({"type": "object", "properties": {"schema": {}}, "schema": 1});
+        assert_eq!(
+            OutputSchema::from_json_value(schema.clone())
+                .unwrap()
+                .schema,
+            schema
+        );
+    }
+
+    #[test]
+    fn json_form_defaults() {
+        let schema: OutputSchema =
+            serde_json::from_str(r#"{"schema": {"type": "object"}}"#).unwrap();
+        assert_eq!(schema.name, "output");
+        assert!(!schema.strict);
+        assert!(serde_json::from_str::<OutputSchema>(r#"{"schema": {}, "strcit": true}"#).is_err());
+    }
+}

@@ -1,0 +1,133 @@
+//! Checks a request's tool choice and output schema before anything is sent, and rewrites the
+//! request for an api that takes the schema as a forced tool.
+
+use std::borrow::Cow;
+
+use super::{Delivery, OutputSchema, OutputTracker, delivery};
+use crate::ai::model::Model;
+use crate::ai::options::StreamOptions;
+use crate::ai::tool_choice::ToolChoice;
+use crate::ai::types::{Context, Tool};
+use crate::ai::validation::CompiledToolSchema;
+
+/// A request ready for its provider: the context and options to send (rewritten only for the
+/// forced-tool fallback) and the tracker that turns the stream into a typed answer.
+pub(crate) struct Prepared<'a> {
+    /// The context to send.
+    pub context: Cow<'a, Context>,
+    /// The options to send.
+    pub options: Cow<'a, StreamOptions>,
+    /// Set when the request has an output schema.
+    pub tracker: Option<OutputTracker>,
+}
+
+/// Checks `options.tool_choice` and `options.output_schema` against the request; an error is a
+/// message naming what is wrong (sent as the stream's `error`, nothing reaches the provider).
+pub(crate) fn prepare<'a>(
+    model: &Model,
+    context: &'a Context,
+    options: &'a StreamOptions,
+) -> Result<Prepared<'a>, String> {
+    let tools = context.tools.as_deref().unwrap_or_default();
+    let Some(schema) = &options.output_schema else {
+        if let Some(choice) = &options.tool_choice {
+            choice.check(tools).map_err(|error| error.to_string())?;
+        }
+        return Ok(Prepared {
+            context: Cow::Borrowed(context),
+            options: Cow::Borrowed(options),
+            tracker: None,
+        });
+    };
+    check_schema(schema)?;
+    if tools.iter().any(|tool| tool.name == schema.name) {
+        return Err(format!(
+            "outputSchema name \"{}\" is also the name of a tool; give the schema another name",
+            schema.name
+        ));
+    }
+    let how = delivery(&model.api, &model.id, !tools.is_empty());
+    let tracker = OutputTracker::new(schema, how == Delivery::Tool);
+    if how == Delivery::Native {
+        if let Some(choice) = &options.tool_choice {
+            choice.check(tools).map_err(|error| error.to_string())?;
+        }
+        return Ok(Prepared {
+            context: Cow::Borrowed(context),
+            options: Cow::Borrowed(options),
+            tracker: Some(tracker),
+        });
+    }
+    // The forced tool: the model answers by calling it. With other tools it must call one of
+    // them or the output tool; `none` and `auto` become "call the output tool" only when it is
+    // the sole tool, so that a run's own tools stay usable.
+    let choice = match &options.tool_choice {
+        // Claude refuses a forced tool while it thinks: the tool's description asks instead.
+        Some(ToolChoice::None) if claude_thinking(model, options) => ToolChoice::None,
+        _ if claude_thinking(model, options) => ToolChoice::Auto,
+        Some(ToolChoice::Tool(name)) => ToolChoice::Tool(name.clone()),
+        Some(ToolChoice::None) => ToolChoice::Tool(schema.name.clone()),
+        _ if tools.is_empty() => ToolChoice::Tool(schema.name.clone()),
+        _ => ToolChoice::Required,
+    };
+    let mut rewritten = context.clone();
+    rewritten.tools.get_or_insert_with(Vec::new).push(Tool {
+        name: schema.name.clone(),
+        description: schema.description.clone().unwrap_or_else(|| {
+            "Give the final answer by calling this tool; its arguments are the answer.".to_owned()
+        }),
+        parameters: schema.schema.clone(),
+    });
+    choice
+        .check(rewritten.tools.as_deref().unwrap_or_default())
+        .map_err(|error| error.to_string())?;
+    let mut options = options.clone();
+    options.tool_choice = Some(choice);
+    // The provider must not map the schema a second time.
+    options.output_schema = None;
+    Ok(Prepared {
+        context: Cow::Owned(rewritten),
+        options: Cow::Owned(options),
+        tracker: Some(tracker),
+    })
+}
+
+/// Whether the request goes to Claude (anthropic-messages or Bedrock) with thinking on, where
+/// the API refuses a tool choice that forces tool use.
+fn claude_thinking(model: &Model, options: &StreamOptions) -> bool {
+    let claude = match model.api.as_str() {
+        "anthropic-messages" => true,
+        "bedrock-converse-stream" => model.id.contains("claude") || model.id.contains("anthropic"),
+        _ => false,
+    };
+    let thinking =
+        model.reasoning && (options.thinking_enabled == Some(true) || options.reasoning.is_some());
+    claude && thinking
+}
+
+/// A usable name (OpenAI's rule, which every api accepts) and a schema that compiles.
+fn check_schema(schema: &OutputSchema) -> Result<(), String> {
+    let name_ok = !schema.name.is_empty()
+        && schema.name.len() <= 64
+        && schema
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !name_ok {
+        return Err(format!(
+            "outputSchema name \"{}\" must be 1 to 64 letters, digits, '_' or '-'",
+            schema.name
+        ));
+    }
+    if !schema.schema.is_object() {
+        return Err(format!(
+            "outputSchema schema must be a JSON Schema object, not {}",
+            schema.schema
+        ));
+    }
+    CompiledToolSchema::new(schema.name.clone(), &schema.schema)
+        .schema_error()
+        .map_or(Ok(()), |message| {
+            Err(format!("outputSchema schema is invalid: {message}"))
+        })
+}

@@ -1,0 +1,246 @@
+//! Turns the events of a request with an output schema into a typed answer's events: the
+//! forced tool's call becomes a text block, each text delta of the answer is followed by an
+//! `object_delta` with the value parsed so far (one incremental parser, each byte read once),
+//! and the final message is parsed and validated once.
+//!
+//! A snapshot of the partial value costs its size, so one per delta would make a large answer
+//! quadratic. Below [`EVERY_DELTA_BELOW`] bytes every delta gets one; beyond, a snapshot comes
+//! once the answer has grown by an eighth since the last, and a last one when the answer's
+//! block ends: the snapshots then cost at most about nine times the answer's size in all.
+
+use std::collections::VecDeque;
+
+use super::OutputSchema;
+use super::typed::parse_output;
+use crate::ai::error::ErrorKind;
+use crate::ai::event::AssistantMessageEvent;
+use crate::ai::partial_json::PartialJsonParser;
+use crate::ai::types::{AssistantContent, AssistantMessage, StopReason, TextContent};
+use crate::ai::validation::{CompiledToolSchema, ValidationError};
+
+/// Answers up to this size get an `object_delta` after every delta.
+pub(crate) const EVERY_DELTA_BELOW: usize = 4096;
+
+/// The answer's state while its events pass (see the module docs).
+#[derive(Debug)]
+pub(crate) struct OutputTracker {
+    name: String,
+    /// The schema went as a forced tool: its calls are the answer.
+    forced_tool: bool,
+    compiled: CompiledToolSchema,
+    parser: PartialJsonParser,
+    /// The forced tool's calls seen, by content index, with their raw JSON text.
+    converted: Vec<(usize, String)>,
+    /// The parser's byte count at the next snapshot due, and at the last one sent.
+    next_snapshot_at: usize,
+    last_snapshot_at: usize,
+}
+
+impl OutputTracker {
+    /// A tracker for `schema`; `forced_tool` when the request carries it as a tool.
+    pub(crate) fn new(schema: &OutputSchema, forced_tool: bool) -> Self {
+        Self {
+            name: schema.name.clone(),
+            forced_tool,
+            compiled: CompiledToolSchema::for_output(schema.name.clone(), &schema.schema),
+            parser: PartialJsonParser::new(),
+            converted: Vec::new(),
+            next_snapshot_at: 0,
+            last_snapshot_at: 0,
+        }
+    }
+
+    /// Starts the answer over (the forced tool's call replaces any text before it).
+    fn restart(&mut self) {
+        self.parser = PartialJsonParser::new();
+        self.next_snapshot_at = 0;
+        self.last_snapshot_at = 0;
+    }
+
+    /// Queues the value parsed so far, if there is one.
+    fn snapshot(&mut self, content_index: usize, out: &mut VecDeque<AssistantMessageEvent>) {
+        let bytes = self.parser.bytes_received();
+        self.last_snapshot_at = bytes;
+        self.next_snapshot_at = if bytes < EVERY_DELTA_BELOW {
+            0
+        } else {
+            bytes + bytes / 8
+        };
+        if self.parser.has_error() {
+            return;
+        }
+        let object = self.parser.value();
+        if !object.is_null() {
+            out.push_back(AssistantMessageEvent::ObjectDelta {
+                content_index,
+                object,
+            });
+        }
+    }
+
+    /// At the end of the answer's block: the last snapshot, if deltas came since one was sent.
+    fn final_snapshot(&mut self, content_index: usize, out: &mut VecDeque<AssistantMessageEvent>) {
+        if self.parser.bytes_received() > self.last_snapshot_at {
+            self.snapshot(content_index, out);
+        }
+    }
+
+    fn raw(&mut self, content_index: usize) -> Option<&mut String> {
+        self.converted
+            .iter_mut()
+            .find(|(index, _)| *index == content_index)
+            .map(|(_, raw)| raw)
+    }
+
+    /// Feeds the answer's parser and queues the text delta and its `object_delta`.
+    fn answer_delta(
+        &mut self,
+        content_index: usize,
+        delta: String,
+        out: &mut VecDeque<AssistantMessageEvent>,
+    ) {
+        self.parser.push(&delta);
+        let changed = !delta.trim().is_empty();
+        out.push_back(AssistantMessageEvent::TextDelta {
+            content_index,
+            delta,
+        });
+        if changed && self.parser.bytes_received() >= self.next_snapshot_at {
+            self.snapshot(content_index, out);
+        }
+    }
+
+    /// Maps one provider event onto the events the caller sees (queued on `out`).
+    pub(crate) fn map(
+        &mut self,
+        event: AssistantMessageEvent,
+        out: &mut VecDeque<AssistantMessageEvent>,
+    ) {
+        match event {
+            AssistantMessageEvent::ToolCallStart {
+                content_index,
+                tool_name,
+                ..
+            } if tool_name == self.name => {
+                // The answer is the call's arguments, not whatever text came before.
+                self.restart();
+                self.converted.push((content_index, String::new()));
+                out.push_back(AssistantMessageEvent::TextStart { content_index });
+            }
+            AssistantMessageEvent::ToolCallDelta {
+                content_index,
+                delta,
+            } if self.raw(content_index).is_some() => {
+                if let Some(raw) = self.raw(content_index) {
+                    raw.push_str(&delta);
+                }
+                self.answer_delta(content_index, delta, out);
+            }
+            AssistantMessageEvent::ToolCallEnd {
+                content_index,
+                tool_call,
+            } if self.raw(content_index).is_some() => {
+                // A provider that sends the arguments whole (no deltas) sends them here.
+                if self.raw(content_index).is_some_and(|raw| raw.is_empty()) {
+                    let whole = tool_call.arguments.to_string();
+                    if let Some(raw) = self.raw(content_index) {
+                        raw.clone_from(&whole);
+                    }
+                    self.answer_delta(content_index, whole, out);
+                }
+                self.final_snapshot(content_index, out);
+                let content = self.raw(content_index).cloned().unwrap_or_default();
+                out.push_back(AssistantMessageEvent::TextEnd {
+                    content_index,
+                    content,
+                    content_signature: None,
+                });
+            }
+            AssistantMessageEvent::TextDelta {
+                content_index,
+                delta,
+                // With the forced tool, text is the answer only while no call of it has come (a
+                // model that may choose, under thinking, can answer in text).
+            } if !self.forced_tool || self.converted.is_empty() => {
+                self.answer_delta(content_index, delta, out);
+            }
+            end @ AssistantMessageEvent::TextEnd { content_index, .. }
+                if !self.forced_tool || self.converted.is_empty() =>
+            {
+                self.final_snapshot(content_index, out);
+                out.push_back(end);
+            }
+            AssistantMessageEvent::Done { reason, message } => {
+                out.push_back(self.finish(reason, message))
+            }
+            other => out.push_back(other),
+        }
+    }
+
+    /// The final event: the forced tool's call turned into text, then the answer parsed and
+    /// validated. A turn that still calls other tools is not the answer and passes as is.
+    fn finish(
+        &mut self,
+        reason: StopReason,
+        mut message: AssistantMessage,
+    ) -> AssistantMessageEvent {
+        let mut reason = reason;
+        if !self.converted.is_empty() {
+            let converted = std::mem::take(&mut self.converted);
+            let content = std::mem::take(&mut message.content);
+            message.content = content
+                .into_iter()
+                .enumerate()
+                .filter_map(|(index, block)| {
+                    if let Some((_, raw)) = converted.iter().find(|(i, _)| *i == index) {
+                        return Some(AssistantContent::Text(TextContent::new(raw.clone())));
+                    }
+                    match block {
+                        // Text around the forced call is commentary, not the answer.
+                        AssistantContent::Text(_) => None,
+                        other => Some(other),
+                    }
+                })
+                .collect();
+            if reason == StopReason::ToolUse && message.tool_calls().next().is_none() {
+                reason = StopReason::Stop;
+                message.stop_reason = StopReason::Stop;
+            }
+        }
+        if message.tool_calls().next().is_some() {
+            return AssistantMessageEvent::Done { reason, message };
+        }
+        match self.check(&message) {
+            Ok(()) => AssistantMessageEvent::Done { reason, message },
+            Err(report) => {
+                message.stop_reason = StopReason::Error;
+                message.error_message = Some(report);
+                message.error_kind = Some(ErrorKind::InvalidOutput);
+                AssistantMessageEvent::Error {
+                    reason: StopReason::Error,
+                    error: message,
+                }
+            }
+        }
+    }
+
+    /// `Ok` when the message's text is JSON the schema accepts, else the report.
+    fn check(&self, message: &AssistantMessage) -> Result<(), String> {
+        let text = message.text();
+        let cut = if message.stop_reason == StopReason::Length {
+            " (the answer was cut off at the output-token limit)"
+        } else {
+            ""
+        };
+        let value = parse_output(&text).map_err(|error| {
+            format!(
+                "Validation failed for output \"{}\": the answer is not JSON ({error}){cut}\n\nReceived output:\n{text}",
+                self.name
+            )
+        })?;
+        self.compiled.validate(&value).map_err(|error| match error {
+            ValidationError::InvalidArguments { report, .. } => format!("{report}{cut}"),
+            other => other.to_string(),
+        })
+    }
+}

@@ -1,0 +1,731 @@
+//! Typed answers against the mock server: one `toolChoice` and one `outputSchema` mapped onto
+//! every wire API's request, streamed partial objects, invalid output, the forced-tool
+//! fallback and its replay, and `complete_structured::<T>`.
+
+use base64::Engine as _;
+use futures::StreamExt;
+use pi_agent::ai::providers::eventstream::{self, HeaderValue};
+use pi_agent::ai::{
+    self, ApiKey, AssistantContent, AssistantMessage, AssistantMessageEvent, Context, ErrorKind,
+    Message, Model, OutputSchema, StopReason, StreamOptions, Tool, ToolChoice, Transport,
+    UserMessage,
+};
+use pi_mock_server::{MockServer, reply};
+use serde_json::{Value, json};
+
+fn tool(name: &str) -> Tool {
+    Tool {
+        name: name.into(),
+        description: format!("The {name} tool"),
+        parameters: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+    }
+}
+
+fn context(tools: bool) -> Context {
+    Context {
+        system_prompt: None,
+        messages: vec![Message::User(UserMessage::text("Weather in Paris?"))],
+        tools: tools.then(|| vec![tool("calc"), tool("search")]),
+    }
+}
+
+fn weather() -> OutputSchema {
+    OutputSchema::new(
+        "weather",
+        json!({"type": "object",
+               "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+               "required": ["city", "celsius"], "additionalProperties": false}),
+    )
+    .with_strict(true)
+}
+
+/// A codex token: a JWT whose auth claim names an account.
+fn codex_token() -> String {
+    let payload = json!({"https://api.openai.com/auth": {"chatgpt_account_id": "acc"},
+                         "exp": 4_102_444_800u64});
+    format!(
+        "eyJhbGciOiJSUzI1NiJ9.{}.c2lnbmF0dXJl",
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(payload.to_string())
+    )
+}
+
+/// Every built-in wire API, as a model and options pointing at `server`.
+fn apis(server: &MockServer) -> Vec<(Model, StreamOptions)> {
+    let root = format!("http://{}", server.addr());
+    let key = |key: &str| StreamOptions {
+        api_key: Some(ApiKey::new(key)),
+        max_retries: Some(0),
+        ..StreamOptions::default()
+    };
+    let mut vertex = ai::get_model("google-vertex", "gemini-2.5-flash").unwrap();
+    vertex.base_url = server.base_url();
+    let mut bedrock = ai::get_model("amazon-bedrock", "amazon.nova-lite-v1:0").unwrap();
+    bedrock.base_url = root.clone();
+    let mut codex = ai::get_model("openai-codex", "gpt-5.2-codex").unwrap();
+    codex.base_url = server.base_url();
+    vec![
+        (
+            Model::new("openai-completions", "mock", "mock-gpt", server.base_url()),
+            key("sk-test"),
+        ),
+        (
+            Model::new(
+                "openai-responses",
+                "openai",
+                "gpt-5-mini",
+                server.base_url(),
+            ),
+            key("sk-test"),
+        ),
+        (
+            Model::new(
+                "azure-openai-responses",
+                "azure-openai-responses",
+                "gpt-5-mini",
+                "",
+            ),
+            StreamOptions {
+                azure_base_url: Some(format!("{}/", server.base_url())),
+                ..key("azure-key")
+            },
+        ),
+        (
+            Model::new(
+                "anthropic-messages",
+                "anthropic",
+                "claude-sonnet-4-5",
+                &root,
+            ),
+            key("sk-ant-api03-test"),
+        ),
+        (
+            Model::new(
+                "google-generative-ai",
+                "google",
+                "gemini-2.5-flash",
+                server.base_url(),
+            ),
+            key("AIza-test"),
+        ),
+        (vertex, key("vertex-key")),
+        (
+            Model::new(
+                "mistral-conversations",
+                "mistral",
+                "mistral-large-latest",
+                &root,
+            ),
+            key("mistral-key"),
+        ),
+        (bedrock, key("ABSK-test-key")),
+        (
+            codex,
+            StreamOptions {
+                transport: Some(Transport::Sse),
+                ..key(&codex_token())
+            },
+        ),
+    ]
+}
+
+/// Sends one request to each api (answered with an error: only the request matters) and
+/// returns each api's recorded body.
+async fn bodies(context: &Context, set: impl Fn(&mut StreamOptions)) -> Vec<(String, Value)> {
+    let server = MockServer::start().await.unwrap();
+    let mut out = Vec::new();
+    for (model, mut options) in apis(&server) {
+        set(&mut options);
+        server.reset();
+        server.push(reply::http_error(
+            400,
+            json!({"error": {"message": "mapped"}}),
+        ));
+        let message = ai::complete(&model, context, &options).await;
+        assert_eq!(message.stop_reason, StopReason::Error, "{}", model.api);
+        let requests = server.requests();
+        let request = requests
+            .iter()
+            .find(|r| r.method == "POST")
+            .unwrap_or_else(|| panic!("{}: no request ({message:?})", model.api));
+        out.push((model.api.clone(), request.body.clone()));
+    }
+    out
+}
+
+fn field<'a>(body: &'a Value, api: &str, pointer: &str) -> &'a Value {
+    body.pointer(pointer)
+        .unwrap_or_else(|| panic!("{api}: no {pointer} in {body}"))
+}
+
+#[tokio::test]
+async fn one_tool_choice_maps_onto_every_api() {
+    let named = bodies(&context(true), |o| {
+        o.tool_choice = Some(ToolChoice::Tool("calc".into()))
+    })
+    .await;
+    let required = bodies(&context(true), |o| {
+        o.tool_choice = Some(ToolChoice::Required)
+    })
+    .await;
+    let none = bodies(&context(true), |o| o.tool_choice = Some(ToolChoice::None)).await;
+    assert_eq!(named.len(), 9);
+    for ((api, named), ((_, required), (_, none))) in
+        named.iter().zip(required.iter().zip(none.iter()))
+    {
+        let (pointer, want_named, want_required, want_none) = match api.as_str() {
+            "openai-completions" | "mistral-conversations" => (
+                "/tool_choice",
+                json!({"type": "function", "function": {"name": "calc"}}),
+                json!(if api == "mistral-conversations" {
+                    "any"
+                } else {
+                    "required"
+                }),
+                json!("none"),
+            ),
+            "openai-responses" | "azure-openai-responses" | "openai-codex-responses" => (
+                "/tool_choice",
+                json!({"type": "function", "name": "calc"}),
+                json!("required"),
+                json!("none"),
+            ),
+            "anthropic-messages" => (
+                "/tool_choice",
+                json!({"type": "tool", "name": "calc"}),
+                json!({"type": "any"}),
+                json!({"type": "none"}),
+            ),
+            "google-generative-ai" | "google-vertex" => (
+                "/toolConfig/functionCallingConfig",
+                json!({"mode": "ANY", "allowedFunctionNames": ["calc"]}),
+                json!({"mode": "ANY"}),
+                json!({"mode": "NONE"}),
+            ),
+            "bedrock-converse-stream" => (
+                "/toolConfig/toolChoice",
+                json!({"tool": {"name": "calc"}}),
+                json!({"any": {}}),
+                Value::Null,
+            ),
+            other => panic!("unexpected api {other}"),
+        };
+        assert_eq!(field(named, api, pointer), &want_named, "{api}");
+        assert_eq!(field(required, api, pointer), &want_required, "{api}");
+        if want_none.is_null() {
+            // Bedrock has no "none": the tools are left out, as pi does.
+            assert!(none.get("toolConfig").is_none(), "{api}: {none}");
+        } else {
+            assert_eq!(field(none, api, pointer), &want_none, "{api}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn pis_per_provider_spellings_still_read() {
+    for spelling in [
+        json!({"type": "tool", "name": "calc"}),
+        json!({"type": "function", "function": {"name": "calc"}}),
+        json!({"type": "function", "name": "calc"}),
+    ] {
+        let options =
+            StreamOptions::from_json(&json!({"toolChoice": spelling}).to_string()).unwrap();
+        assert_eq!(options.tool_choice, Some(ToolChoice::Tool("calc".into())));
+    }
+    let options = StreamOptions::from_json(r#"{"toolChoice": "any"}"#).unwrap();
+    assert_eq!(options.tool_choice, Some(ToolChoice::Required));
+    let error = StreamOptions::from_json(r#"{"toolChoice": "requird"}"#).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("unknown tool choice \"requird\""),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn an_unsatisfiable_tool_choice_fails_before_sending() {
+    let server = MockServer::start().await.unwrap();
+    for (model, options) in apis(&server) {
+        for (choice, context, want) in [
+            (
+                ToolChoice::Required,
+                context(false),
+                "toolChoice \"required\" needs tools, but the request has none",
+            ),
+            (
+                ToolChoice::Tool("weather".into()),
+                context(true),
+                "toolChoice names tool \"weather\", which is not among the request's tools (calc, search)",
+            ),
+        ] {
+            let options = StreamOptions {
+                tool_choice: Some(choice),
+                ..options.clone()
+            };
+            let message = ai::complete(&model, &context, &options).await;
+            assert_eq!(message.stop_reason, StopReason::Error);
+            assert_eq!(
+                message.error_message.as_deref(),
+                Some(want),
+                "{}",
+                model.api
+            );
+            assert_eq!(message.error_kind, Some(ErrorKind::BadRequest));
+        }
+    }
+    assert!(server.requests().is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn one_output_schema_maps_onto_every_api() {
+    let schema = weather();
+    let with = |o: &mut StreamOptions| o.output_schema = Some(weather());
+    let plain = bodies(&context(false), with).await;
+    let tools = bodies(&context(true), with).await;
+    let forced_tool = json!({"name": "weather", "schema": schema.schema});
+    for ((api, body), (_, with_tools)) in plain.iter().zip(tools.iter()) {
+        match api.as_str() {
+            "openai-completions" | "mistral-conversations" => {
+                let want = json!({"type": "json_schema", "json_schema":
+                    {"name": "weather", "schema": schema.schema, "strict": true}});
+                assert_eq!(field(body, api, "/response_format"), &want, "{api}");
+                assert_eq!(field(with_tools, api, "/response_format"), &want, "{api}");
+            }
+            "openai-responses" | "azure-openai-responses" | "openai-codex-responses" => {
+                let want = json!({"type": "json_schema", "name": "weather",
+                                  "schema": schema.schema, "strict": true});
+                assert_eq!(field(body, api, "/text/format"), &want, "{api}");
+            }
+            "anthropic-messages" => {
+                let want = json!({"type": "json_schema", "schema": schema.schema});
+                assert_eq!(field(body, api, "/output_config/format"), &want, "{api}");
+                assert!(body.get("tools").is_none(), "{api}");
+            }
+            "google-generative-ai" | "google-vertex" => {
+                let config = field(body, api, "/generationConfig");
+                assert_eq!(config["responseMimeType"], "application/json", "{api}");
+                assert_eq!(config["responseJsonSchema"], schema.schema, "{api}");
+                // With tools, Gemini 2.x takes the schema as a forced tool instead.
+                assert!(
+                    with_tools["generationConfig"]
+                        .get("responseJsonSchema")
+                        .is_none()
+                );
+                let declarations = field(with_tools, api, "/tools/0/functionDeclarations");
+                assert_eq!(declarations[2]["name"], "weather", "{api}");
+                assert_eq!(
+                    field(with_tools, api, "/toolConfig/functionCallingConfig"),
+                    &json!({"mode": "ANY"}),
+                    "{api}: the model may still call the request's own tools"
+                );
+            }
+            "bedrock-converse-stream" => {
+                let spec = field(body, api, "/toolConfig/tools/0/toolSpec");
+                assert_eq!(spec["name"], forced_tool["name"], "{api}");
+                assert_eq!(spec["inputSchema"]["json"], forced_tool["schema"], "{api}");
+                assert_eq!(
+                    field(body, api, "/toolConfig/toolChoice"),
+                    &json!({"tool": {"name": "weather"}}),
+                    "{api}"
+                );
+                assert_eq!(
+                    field(with_tools, api, "/toolConfig/toolChoice"),
+                    &json!({"any": {}}),
+                    "{api}"
+                );
+            }
+            other => panic!("unexpected api {other}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn older_claude_models_get_the_forced_tool() {
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::http_error(
+        400,
+        json!({"error": {"message": "mapped"}}),
+    ));
+    let root = format!("http://{}", server.addr());
+    let model = Model::new(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-0",
+        &root,
+    );
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("sk-ant-api03-test")),
+        max_retries: Some(0),
+        output_schema: Some(weather()),
+        ..StreamOptions::default()
+    };
+    ai::complete(&model, &context(false), &options).await;
+    let body = &server.requests()[0].body;
+    assert!(body.get("output_config").is_none(), "{body}");
+    assert_eq!(body["tools"][0]["name"], "weather");
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "tool", "name": "weather"})
+    );
+}
+
+#[tokio::test]
+async fn a_schema_that_clashes_or_does_not_compile_fails_before_sending() {
+    let server = MockServer::start().await.unwrap();
+    let model = Model::new("openai-completions", "mock", "m", server.base_url());
+    for (schema, want) in [
+        (
+            OutputSchema::new("calc", json!({"type": "object"})),
+            "outputSchema name \"calc\" is also the name of a tool; give the schema another name",
+        ),
+        (
+            OutputSchema::new("bad name", json!({"type": "object"})),
+            "outputSchema name \"bad name\" must be 1 to 64 letters, digits, '_' or '-'",
+        ),
+        (
+            OutputSchema::new(
+                "w",
+                json!({"type": "object", "properties": {"a": {"pattern": "(?<"}}}),
+            ),
+            "outputSchema schema is invalid",
+        ),
+    ] {
+        let options = StreamOptions {
+            api_key: Some(ApiKey::new("k")),
+            output_schema: Some(schema),
+            ..StreamOptions::default()
+        };
+        let message = ai::complete(&model, &context(true), &options).await;
+        let text = message.error_message.unwrap_or_default();
+        assert!(text.starts_with(want), "{text}");
+    }
+    assert!(server.requests().is_empty());
+}
+
+async fn drain(
+    mut stream: ai::AssistantMessageEventStream,
+) -> (Vec<AssistantMessageEvent>, AssistantMessage) {
+    let mut events = Vec::new();
+    while let Some(event) = stream.next().await {
+        events.push(event);
+    }
+    (events, stream.final_message().expect("ended"))
+}
+
+fn completions(server: &MockServer) -> (Model, StreamOptions) {
+    (
+        Model::new("openai-completions", "mock", "mock-gpt", server.base_url()),
+        StreamOptions {
+            api_key: Some(ApiKey::new("sk-test")),
+            max_retries: Some(0),
+            output_schema: Some(weather()),
+            ..StreamOptions::default()
+        },
+    )
+}
+
+#[tokio::test]
+async fn partial_objects_stream_and_the_answer_validates() {
+    let server = MockServer::start().await.unwrap();
+    let mut answer = reply::text(r#"{"city": "Paris", "celsius": 21.5}"#);
+    answer["delta_size"] = json!(5);
+    server.push(answer);
+    let (model, options) = completions(&server);
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    let objects: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| match event {
+            AssistantMessageEvent::ObjectDelta { object, .. } => Some(object),
+            _ => None,
+        })
+        .collect();
+    // Every text delta but whitespace-only ones is followed by the object so far.
+    let deltas = events.iter().filter(|e| e.kind() == "text_delta").count();
+    assert!(objects.len() >= deltas - 1 && deltas > 3, "{objects:?}");
+    assert_eq!(objects[0], &json!({}));
+    assert!(objects.contains(&&json!({"city": ""})), "{objects:?}");
+    assert!(
+        objects.contains(&&json!({"city": "Paris", "celsius": 2})),
+        "{objects:?}"
+    );
+    assert_eq!(
+        objects.last().unwrap(),
+        &&json!({"city": "Paris", "celsius": 21.5})
+    );
+    // Each object_delta comes right after the text delta it parsed.
+    for (i, event) in events.iter().enumerate() {
+        if event.kind() == "object_delta" {
+            assert_eq!(events[i - 1].kind(), "text_delta");
+        }
+    }
+    assert_eq!(
+        ai::parse_output(&message.text()).unwrap(),
+        json!({"city": "Paris", "celsius": 21.5})
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_does_not_validate_is_an_invalid_output_error() {
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::text(r#"{"city": "Paris", "celsius": "warm"}"#));
+    server.push(reply::text("It is sunny in Paris."));
+    let (model, options) = completions(&server);
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(message.error_kind, Some(ErrorKind::InvalidOutput));
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some(
+            "Validation failed for output \"weather\":\n  - celsius: must be number\n\n\
+             Received output:\n{\n  \"city\": \"Paris\",\n  \"celsius\": \"warm\"\n}"
+        )
+    );
+    // The text is kept, for a retry that shows the model its answer.
+    assert_eq!(message.text(), r#"{"city": "Paris", "celsius": "warm"}"#);
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(message.error_kind, Some(ErrorKind::InvalidOutput));
+    let report = message.error_message.unwrap();
+    assert!(
+        report.starts_with("Validation failed for output \"weather\": the answer is not JSON"),
+        "{report}"
+    );
+}
+
+fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn frame(kind: &str, payload: Value) -> Vec<u8> {
+    eventstream::encode(&eventstream::Message {
+        headers: vec![
+            (":event-type".into(), HeaderValue::String(kind.into())),
+            (
+                ":content-type".into(),
+                HeaderValue::String("application/json".into()),
+            ),
+            (":message-type".into(), HeaderValue::String("event".into())),
+        ],
+        payload: payload.to_string().into_bytes(),
+    })
+}
+
+#[tokio::test]
+async fn bedrocks_forced_tool_answer_arrives_as_text_and_replays_anywhere() {
+    let server = MockServer::start().await.unwrap();
+    let delta = |input: &str| {
+        frame(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 0, "delta": {"toolUse": {"input": input}}}),
+        )
+    };
+    let body = [
+        frame("messageStart", json!({"role": "assistant"})),
+        frame(
+            "contentBlockStart",
+            json!({"contentBlockIndex": 0, "start": {"toolUse": {"toolUseId": "tu1", "name": "weather"}}}),
+        ),
+        delta(r#"{"city": "Pa"#),
+        delta(r#"ris", "celsius": 2"#),
+        delta("1}"),
+        frame("contentBlockStop", json!({"contentBlockIndex": 0})),
+        frame("messageStop", json!({"stopReason": "tool_use"})),
+        frame(
+            "metadata",
+            json!({"usage": {"inputTokens": 10, "outputTokens": 9, "totalTokens": 19}}),
+        ),
+    ]
+    .concat();
+    server.push(json!({"bytes_b64": [b64(&body)], "split_random": 3,
+                       "headers": {"content-type": "application/vnd.amazon.eventstream"}}));
+    let mut model = ai::get_model("amazon-bedrock", "amazon.nova-lite-v1:0").unwrap();
+    model.base_url = format!("http://{}", server.addr());
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("ABSK-test-key")),
+        output_schema: Some(weather()),
+        ..StreamOptions::default()
+    };
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    let kinds: Vec<&str> = events.iter().map(AssistantMessageEvent::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "start",
+            "text_start",
+            "text_delta",
+            "object_delta",
+            "text_delta",
+            "object_delta",
+            "text_delta",
+            "object_delta",
+            "text_end",
+            "done"
+        ]
+    );
+    assert_eq!(
+        events[3],
+        AssistantMessageEvent::ObjectDelta {
+            content_index: 0,
+            object: json!({"city": "Pa"})
+        }
+    );
+    assert_eq!(message.stop_reason, StopReason::Stop);
+    assert_eq!(
+        message.content,
+        vec![AssistantContent::Text(ai::TextContent::new(
+            r#"{"city": "Paris", "celsius": 21}"#
+        ))]
+    );
+    assert_eq!(message.tool_calls().count(), 0);
+
+    // The transcript is plain text: another api gets an ordinary assistant turn.
+    let openai = MockServer::start().await.unwrap();
+    openai.push(reply::text("ok"));
+    let mut next = context(false);
+    next.messages.push(Message::Assistant(message));
+    next.messages
+        .push(Message::User(UserMessage::text("And tomorrow?")));
+    let model = Model::new("openai-completions", "mock", "m", openai.base_url());
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("k")),
+        ..StreamOptions::default()
+    };
+    assert_eq!(ai::complete(&model, &next, &options).await.text(), "ok");
+    let sent = &openai.requests()[0].body["messages"];
+    assert_eq!(
+        sent[1],
+        json!({"role": "assistant", "content": r#"{"city": "Paris", "celsius": 21}"#})
+    );
+}
+
+#[cfg(feature = "schemars")]
+#[derive(Debug, PartialEq, serde::Deserialize, schemars::JsonSchema)]
+struct Weather {
+    city: String,
+    celsius: f64,
+}
+
+#[cfg(feature = "schemars")]
+#[tokio::test]
+async fn complete_structured_returns_the_rust_type() {
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::text(r#"{"city": "Oslo", "celsius": -3}"#));
+    let (model, mut options) = completions(&server);
+    options.output_schema = None;
+    let answer = ai::complete_structured::<Weather>(&model, &context(false), &options)
+        .await
+        .unwrap();
+    assert_eq!(
+        answer.value,
+        Weather {
+            city: "Oslo".into(),
+            celsius: -3.0
+        }
+    );
+    let format = &server.requests()[0].body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["name"], "Weather");
+    assert_eq!(
+        format["json_schema"]["schema"]["required"],
+        json!(["city", "celsius"])
+    );
+    // A wrong answer is the failed message, with its report.
+    server.push(reply::text(r#"{"city": "Oslo"}"#));
+    let error = ai::complete_structured::<Weather>(&model, &context(false), &options)
+        .await
+        .unwrap_err();
+    let ai::StructuredError::Failed { message } = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(message.error_kind, Some(ErrorKind::InvalidOutput));
+    assert!(
+        error
+            .to_string()
+            .contains("must have required properties celsius"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn thinking_claude_gets_the_output_tool_unforced_and_may_answer_in_text() {
+    let server = MockServer::start().await.unwrap();
+    let sse = |events: &[Value]| {
+        let pieces: Vec<String> = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        json!({"sse": pieces})
+    };
+    server.push(sse(&[
+        json!({"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "{\"city\": \"Ni"}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ce\", \"celsius\": 25}"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ]));
+    let root = format!("http://{}", server.addr());
+    let mut model = Model::new(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-0",
+        &root,
+    );
+    model.reasoning = true;
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("sk-ant-api03-test")),
+        max_retries: Some(0),
+        thinking_enabled: Some(true),
+        output_schema: Some(weather()),
+        ..StreamOptions::default()
+    };
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    let body = &server.requests()[0].body;
+    assert_eq!(body["tools"][0]["name"], "weather");
+    assert_eq!(body["tool_choice"], json!({"type": "auto"}), "{body}");
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    let last_object = events.iter().rev().find_map(|event| match event {
+        AssistantMessageEvent::ObjectDelta { object, .. } => Some(object.clone()),
+        _ => None,
+    });
+    assert_eq!(last_object, Some(json!({"city": "Nice", "celsius": 25})));
+}
+
+#[tokio::test]
+async fn a_large_answer_gets_geometrically_spaced_snapshots_and_a_last_one() {
+    let server = MockServer::start().await.unwrap();
+    let items: Vec<Value> = (0..4000).map(|i| json!({"n": i})).collect();
+    let text = json!({"items": items}).to_string();
+    let mut answer = reply::text(text.clone());
+    answer["delta_size"] = json!(8);
+    server.push(answer);
+    let (model, mut options) = completions(&server);
+    options.output_schema = Some(OutputSchema::new("list", json!({"type": "object"})));
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    assert_eq!(
+        message.stop_reason,
+        StopReason::Stop,
+        "{:?}",
+        message.error_message
+    );
+    let deltas = events.iter().filter(|e| e.kind() == "text_delta").count();
+    let objects: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| match event {
+            AssistantMessageEvent::ObjectDelta { object, .. } => Some(object),
+            _ => None,
+        })
+        .collect();
+    // Every delta below 4 KiB, then one per eighth of growth: far fewer than the deltas.
+    assert!(deltas > 5000, "{deltas}");
+    assert!(
+        objects.len() > 4096 / 8 && objects.len() < 4096 / 8 + 100,
+        "{}",
+        objects.len()
+    );
+    // The last snapshot is the whole answer, just before text_end.
+    assert_eq!(objects.last().unwrap().to_string(), text);
+    let end = events.iter().position(|e| e.kind() == "text_end").unwrap();
+    assert_eq!(events[end - 1].kind(), "object_delta");
+}

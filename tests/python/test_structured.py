@@ -1,0 +1,138 @@
+"""Typed answers through the binding, against pi-mock-server (openai-completions): the request
+mapping of ``tool_choice`` and ``output_type``, streamed partial objects, invalid output, the
+agent's re-ask, and instances of pydantic models, dataclasses, TypedDicts and schema dicts."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any, Dict, List
+
+import pydantic
+import pytest
+from typing_extensions import TypedDict
+
+import pi_agent
+
+from conftest import MockServer
+
+CONTEXT: Dict[str, Any] = {"messages": [{"role": "user", "content": "Weather?", "timestamp": 0}]}
+TOOLS: List[Dict[str, Any]] = [
+    {"name": "lookup", "description": "Looks it up", "parameters": {"type": "object"}}
+]
+
+
+class Weather(pydantic.BaseModel):
+    city: str
+    celsius: float
+
+
+@dataclasses.dataclass
+class WeatherData:
+    city: str
+    celsius: float
+
+
+class WeatherDict(TypedDict):
+    city: str
+    celsius: float
+
+
+def test_tool_choice_is_one_option(mock_server: MockServer) -> None:
+    mock_server.push({"text": "ok"}, {"text": "ok"})
+    context = {**CONTEXT, "tools": TOOLS}
+    model = mock_server.model()
+    pi_agent.complete_sync(model, context, api_key="k", tool_choice="required")
+    pi_agent.complete_sync(model, context, api_key="k", tool_choice={"type": "tool", "name": "lookup"})
+    first, second = mock_server.requests()
+    assert first["body"]["tool_choice"] == "required"
+    assert second["body"]["tool_choice"] == {"type": "function", "function": {"name": "lookup"}}
+    with pytest.raises(ValueError, match="unknown tool choice"):
+        pi_agent.complete_sync(model, context, api_key="k", tool_choice="requird")
+    message = pi_agent.complete_sync(
+        model, context, api_key="k", tool_choice={"type": "tool", "name": "nope"}
+    )
+    assert message["stopReason"] == "error"
+    assert "toolChoice names tool \"nope\"" in message["errorMessage"]
+
+
+@pytest.mark.parametrize(
+    "output_type, expected",
+    [
+        (Weather, Weather(city="Paris", celsius=21.5)),
+        (WeatherData, WeatherData(city="Paris", celsius=21.5)),
+        (WeatherDict, {"city": "Paris", "celsius": 21.5}),
+        (
+            {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            {"city": "Paris", "celsius": 21.5},
+        ),
+    ],
+)
+def test_complete_structured_returns_an_instance(
+    mock_server: MockServer, output_type: Any, expected: Any
+) -> None:
+    mock_server.push({"text": '{"city": "Paris", "celsius": 21.5}'})
+    value = pi_agent.complete_structured_sync(mock_server.model(), CONTEXT, output_type, api_key="k")
+    assert value == expected
+    assert type(value) is type(expected)
+    (request,) = mock_server.requests()
+    response_format = request["body"]["response_format"]
+    assert response_format["type"] == "json_schema"
+    schema = response_format["json_schema"]["schema"]
+    assert schema["properties"]["city"] == {"type": "string"} or "city" in schema["properties"]
+    if isinstance(output_type, type):
+        assert response_format["json_schema"]["name"] == output_type.__name__
+
+
+def test_complete_structured_async_and_invalid_output(mock_server: MockServer) -> None:
+    mock_server.push({"text": '{"city": "Oslo", "celsius": -3}'}, {"text": '{"city": "Oslo"}'})
+    model = mock_server.model()
+    value = asyncio.run(pi_agent.complete_structured(model, CONTEXT, Weather, api_key="k"))
+    assert value == Weather(city="Oslo", celsius=-3)
+    with pytest.raises(pi_agent.OutputValidationError) as raised:
+        pi_agent.complete_structured_sync(model, CONTEXT, Weather, api_key="k")
+    assert raised.value.error_kind == "invalid_output"
+    assert "must have required properties celsius" in str(raised.value)
+    assert raised.value.message["errorKind"] == "invalid_output"
+    assert pi_agent.error_kind(raised.value.message) == "invalid_output"
+
+
+def test_the_stream_carries_partial_objects(mock_server: MockServer) -> None:
+    mock_server.push({"text": '{"city": "Paris", "celsius": 21.5}', "delta_size": 6})
+    schema = pi_agent.output_schema(Weather)
+    with pi_agent.stream(mock_server.model(), CONTEXT, api_key="k", output_schema=schema) as events:
+        objects = [event["object"] for event in events if event["type"] == "object_delta"]
+    assert len(objects) > 2
+    assert objects[-1] == {"city": "Paris", "celsius": 21.5}
+    assert {"city": "Paris"} in objects
+
+
+def test_an_agent_ends_in_a_value_after_one_re_ask(mock_server: MockServer) -> None:
+    mock_server.push(
+        {"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"city": "Rome"}}]},
+        {"text": '{"city": "Rome"}'},
+        {"text": '{"city": "Rome", "celsius": 30}'},
+    )
+
+    def lookup(city: str) -> str:
+        """Looks the temperature up."""
+        return "30"
+
+    agent = pi_agent.Agent(mock_server.model(), tools=[lookup], output_type=Weather, api_key="k")
+    assert agent.output_type is Weather
+    value = agent.prompt_output_sync("Weather in Rome?")
+    assert value == Weather(city="Rome", celsius=30)
+    requests = mock_server.requests()
+    assert len(requests) == 3
+    assert all(r["body"]["response_format"]["json_schema"]["name"] == "Weather" for r in requests)
+    assert "must have required properties celsius" in str(requests[2]["body"]["messages"])
+
+
+def test_an_agent_that_never_validates_raises(mock_server: MockServer) -> None:
+    mock_server.push({"text": "no"}, {"text": "still no"}, {"text": "never"})
+    agent = pi_agent.Agent(
+        mock_server.model(), output_type=WeatherData, output_retries=2, api_key="k"
+    )
+    with pytest.raises(pi_agent.OutputValidationError, match="not JSON"):
+        asyncio.run(agent.prompt_output("Weather?"))
+    assert len(mock_server.requests()) == 3
