@@ -205,6 +205,15 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         }
         _ => unreachable!("checked above"),
     }
+    if message.api == openai_completions::API {
+        // Issue 17 item 7 and issue 24: a transcript never holds a call with an empty id or
+        // two calls with one id, whatever the server sent.
+        let mut ids = std::collections::HashSet::new();
+        for call in message.tool_calls() {
+            assert!(!call.id.is_empty(), "a tool call with an empty id");
+            assert!(ids.insert(call.id.as_str()), "two tool calls with one id");
+        }
+    }
 }
 
 /// Hostile values (issue 17): `data` as a model id, a Vertex project and location, and as the
