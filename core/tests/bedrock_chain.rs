@@ -117,6 +117,13 @@ fn assert_signed_with(server: &MockServer, key_id: &str, token: &str) {
     assert_eq!(request.header("x-amz-security-token"), Some(token));
 }
 
+/// What `get_env_api_key("amazon-bedrock")` says now.
+fn env_key() -> Option<String> {
+    ai::get_env_api_key("amazon-bedrock").map(|key| key.expose().to_owned())
+}
+
+const AUTHENTICATED: Option<&str> = Some("<authenticated>");
+
 fn assert_no_secret(what: &str) {
     for secret in [
         IMDS_SECRET,
@@ -218,6 +225,7 @@ async fn every_credential_source_ends_in_a_signed_request() {
             ("AWS_CONTAINER_AUTHORIZATION_TOKEN", ECS_AUTH.into()),
         ],
     );
+    assert_eq!(env_key().as_deref(), AUTHENTICATED);
     succeeds(&server).await;
     assert_signed_with(&server, "ASIAECS1", "ecs-session-token-1");
     succeeds(&server).await;
@@ -282,6 +290,7 @@ async fn every_credential_source_ends_in_a_signed_request() {
             ("AWS_ENDPOINT_URL_STS", sts.url.clone()),
         ],
     );
+    assert_eq!(env_key().as_deref(), AUTHENTICATED);
     succeeds(&server).await;
     assert_signed_with(&server, "ASIAWEB", "web-session-token");
 
@@ -306,6 +315,7 @@ async fn every_credential_source_ends_in_a_signed_request() {
             ("AWS_SECRET_ACCESS_KEY", "ignored".into()),
         ],
     );
+    assert_eq!(env_key().as_deref(), AUTHENTICATED);
     succeeds(&server).await;
     assert_signed_with(&server, "ASIAROLE", "role-session-token");
 
@@ -325,6 +335,7 @@ async fn every_credential_source_ends_in_a_signed_request() {
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o700)).unwrap();
     }
     set_environment(&home, &[("AWS_PROFILE", "proc".into())]);
+    assert_eq!(env_key().as_deref(), AUTHENTICATED);
     succeeds(&server).await;
     assert_signed_with(&server, "ASIAPROC", "proc-session-token");
 
@@ -332,6 +343,27 @@ async fn every_credential_source_ends_in_a_signed_request() {
     // error naming every source, well within the bound. ---
     std::fs::remove_file(home.join("config")).unwrap();
     let black_hole = StandIn::start(|_| None).await;
+    set_environment(
+        &home,
+        &[
+            ("AWS_EC2_METADATA_DISABLED", "false".into()),
+            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", black_hole.url.clone()),
+        ],
+    );
+    // Nothing the chain could use without asking the network: no marker.
+    assert_eq!(env_key(), None);
+    // A named profile that is in no file, or a web-identity token file that does not exist,
+    // is no credential either (pi reports both as `<authenticated>`).
+    set_environment(&home, &[("AWS_PROFILE", "nowhere".into())]);
+    assert_eq!(env_key(), None);
+    set_environment(
+        &home,
+        &[
+            ("AWS_WEB_IDENTITY_TOKEN_FILE", "/nonexistent/token".into()),
+            ("AWS_ROLE_ARN", "arn:aws:iam::123456789012:role/web".into()),
+        ],
+    );
+    assert_eq!(env_key(), None);
     set_environment(
         &home,
         &[
