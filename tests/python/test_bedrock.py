@@ -303,11 +303,12 @@ class _Imds:
 
 
 def test_instance_metadata_credentials_sign_the_request(
-    server: MockServer, monkeypatch: pytest.MonkeyPatch
+    mock_server: MockServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The AWS credential chain through Python: on EC2, IMDSv2 (a local stand-in) gives the
     credentials the request is signed with; with no source the message is an ``auth`` error
     naming the sources tried, never holding a secret."""
+    server = mock_server
     imds = _Imds()
     try:
         aws_environment(
@@ -321,9 +322,9 @@ def test_instance_metadata_credentials_sign_the_request(
         message = pi_agent.complete_sync(model, {"messages": [{"role": "user", "content": "hi", "timestamp": 1}]}, max_retries=0)
         assert message["stopReason"] == "length", message
         (request,) = server.requests()
-        authorization = request["headers"]["authorization"]
+        authorization = header(request, "authorization") or ""
         assert authorization.startswith("AWS4-HMAC-SHA256 Credential=ASIAIMDSPY/"), authorization
-        assert request["headers"]["x-amz-security-token"] == "imds-py-session"
+        assert header(request, "x-amz-security-token") == "imds-py-session"
         assert "PUT /latest/api/token" in imds.seen
         assert IMDS_SECRET not in json.dumps(message) and IMDS_TOKEN not in json.dumps(message)
 
