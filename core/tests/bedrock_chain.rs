@@ -30,6 +30,9 @@ const WEB_TOKEN: &str = "eyJhbGciOi.web-identity-SECRET.jwt";
 const STS_SECRET: &str = "sts/secret/KEY+1111111111111111111111";
 const BASE_SECRET: &str = "base/secret/KEY+2222222222222222222222";
 const PROC_SECRET: &str = "proc/secret/KEY+3333333333333333333333";
+const SSO_ACCESS_TOKEN: &str = "sso-portal-access-SECRET-token";
+const SSO_SECRET: &str = "sso/secret/KEY+6666666666666666666666";
+const SSO_START_URL: &str = "https://pi-agent-test.awsapps.com/start";
 
 fn frame(kind: &str, payload: Value) -> Vec<u8> {
     eventstream::encode(&eventstream::Message {
@@ -133,6 +136,8 @@ fn assert_no_secret(what: &str) {
         STS_SECRET,
         BASE_SECRET,
         PROC_SECRET,
+        SSO_ACCESS_TOKEN,
+        SSO_SECRET,
         "session-token",
     ] {
         assert!(!what.contains(secret), "{secret} leaked in {what}");
@@ -300,7 +305,9 @@ async fn every_credential_source_ends_in_a_signed_request() {
         format!(
             "[profile dev]\nrole_arn = arn:aws:iam::123456789012:role/dev\nsource_profile = base\n\n\
              [profile base]\naws_access_key_id = AKIABASE\naws_secret_access_key = {BASE_SECRET}\n\n\
-             [profile proc]\ncredential_process = {}\n",
+             [profile proc]\ncredential_process = {}\n\n\
+             [profile sso]\nsso_start_url = {SSO_START_URL}\nsso_region = us-east-1\n\
+             sso_account_id = 123456789012\nsso_role_name = Developer\n",
             home.join("process.sh").display()
         ),
     )
@@ -338,6 +345,72 @@ async fn every_credential_source_ends_in_a_signed_request() {
     assert_eq!(env_key().as_deref(), AUTHENTICATED);
     succeeds(&server).await;
     assert_signed_with(&server, "ASIAPROC", "proc-session-token");
+
+    // --- SSO: the token `aws sso login` cached, exchanged at the SSO portal. ---
+    let sha1 = std::process::Command::new("sha1sum")
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(SSO_START_URL.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("sha1sum");
+    let name = String::from_utf8(sha1.stdout).unwrap()[..40].to_owned();
+    let cache = home.join(".aws/sso/cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::write(
+        cache.join(format!("{name}.json")),
+        json!({"accessToken": SSO_ACCESS_TOKEN, "expiresAt": stand_ins::rfc3339_in(3600),
+               "region": "us-east-1", "startUrl": SSO_START_URL})
+        .to_string(),
+    )
+    .unwrap();
+    let portal = StandIn::start(|seen| {
+        if seen.header("x-amz-sso_bearer_token") != Some(SSO_ACCESS_TOKEN) {
+            return Some((401, "application/json", "{}".to_owned()));
+        }
+        assert!(
+            seen.path.starts_with("/federation/credentials"),
+            "{}",
+            seen.path
+        );
+        assert!(seen.path.contains("role_name=Developer"), "{}", seen.path);
+        assert!(
+            seen.path.contains("account_id=123456789012"),
+            "{}",
+            seen.path
+        );
+        let expiration = (std::time::SystemTime::now() + Duration::from_secs(3600))
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        Some((
+            200,
+            "application/json",
+            json!({"roleCredentials": {"accessKeyId": "ASIASSO", "secretAccessKey": SSO_SECRET,
+                   "sessionToken": "sso-session-token", "expiration": expiration}})
+            .to_string(),
+        ))
+    })
+    .await;
+    set_environment(
+        &home,
+        &[
+            ("AWS_PROFILE", "sso".into()),
+            ("AWS_ENDPOINT_URL_SSO", portal.url.clone()),
+        ],
+    );
+    assert_eq!(env_key().as_deref(), AUTHENTICATED);
+    succeeds(&server).await;
+    assert_signed_with(&server, "ASIASSO", "sso-session-token");
+    assert_eq!(portal.to("/federation/credentials").len(), 1);
 
     // --- Nothing configured, and an instance metadata endpoint that never answers: an auth
     // error naming every source, well within the bound. ---

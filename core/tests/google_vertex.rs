@@ -6,6 +6,10 @@
 //! Credentials come from [`GoogleVertexProvider::with_environment`], never from the process
 //! environment, so these tests run in parallel.
 
+#[path = "support/aws_stand_ins.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod stand_ins;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -605,4 +609,82 @@ async fn the_registry_serves_every_vertex_catalog_model() {
             )
         );
     }
+}
+
+/// On GCE, GKE and Cloud Run: no credentials file, the metadata server (a stand-in named by
+/// `GCE_METADATA_HOST`) gives the default service account's token, cached across requests;
+/// a metadata server that never answers is an `auth` error within the bound.
+#[tokio::test]
+async fn the_metadata_server_gives_the_token_when_there_is_no_file() {
+    const METADATA_TOKEN: &str = "ya29.metadata-SECRET-token-0123";
+    let metadata = stand_ins::StandIn::start(|seen| {
+        if seen.header("metadata-flavor") != Some("Google") {
+            return Some((403, "text/plain", String::new()));
+        }
+        assert!(
+            seen.path
+                .starts_with("/computeMetadata/v1/instance/service-accounts/default/token"),
+            "{}",
+            seen.path
+        );
+        Some((
+            200,
+            "application/json",
+            json!({"access_token": METADATA_TOKEN, "expires_in": 3599, "token_type": "Bearer"})
+                .to_string(),
+        ))
+    })
+    .await;
+    let host = metadata.url.trim_start_matches("http://").to_owned();
+    let provider = GoogleVertexProvider::with_environment([
+        ("GOOGLE_CLOUD_PROJECT", "pi-project"),
+        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+        ("HOME", "/nonexistent-pi-home"),
+        ("GCE_METADATA_HOST", host.as_str()),
+    ]);
+    let server = MockServer::start().await.unwrap();
+    let model = Model {
+        base_url: format!("{}/", server.base_url()),
+        ..model(
+            "gemini-2.5-flash",
+            "https://{location}-aiplatform.googleapis.com",
+        )
+    };
+    server.push(fixture());
+    server.push(fixture());
+    for _ in 0..2 {
+        let (_, message) = run(&provider, &model, &StreamOptions::default()).await;
+        assert_eq!(message.stop_reason, StopReason::ToolUse, "{message:?}");
+    }
+    for request in server.requests() {
+        assert_eq!(
+            request.header("authorization"),
+            Some(format!("Bearer {METADATA_TOKEN}").as_str())
+        );
+    }
+    assert_eq!(
+        metadata
+            .to("/computeMetadata/v1/instance/service-accounts/default/token")
+            .len(),
+        1,
+        "one token for both requests"
+    );
+
+    let black_hole = stand_ins::StandIn::start(|_| None).await;
+    let host = black_hole.url.trim_start_matches("http://").to_owned();
+    let provider = GoogleVertexProvider::with_environment([
+        ("GOOGLE_CLOUD_PROJECT", "pi-project"),
+        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+        ("HOME", "/nonexistent-pi-home"),
+        ("GCE_METADATA_HOST", host.as_str()),
+    ]);
+    let started = std::time::Instant::now();
+    let (_, message) = run(&provider, &model, &StreamOptions::default()).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(message.error_kind, Some(ai::ErrorKind::Auth), "{message:?}");
+    let error = message.error_message.unwrap();
+    assert!(error.starts_with("No credentials for Vertex AI"), "{error}");
+    assert!(error.contains("metadata server"), "{error}");
+    assert!(!error.contains(METADATA_TOKEN));
 }

@@ -1,5 +1,7 @@
 //! Local stand-ins for the AWS endpoints the credential chain talks to, on 127.0.0.1: a tiny
-//! HTTP/1.1 server answering from a closure, and the documents IMDS, ECS and STS answer with.
+//! HTTP/1.1 server answering from a closure (also the GCE metadata server: every answer carries
+//! `Metadata-Flavor: Google` and the IMDS token TTL header), and the documents IMDS, ECS and STS
+//! answer with.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -61,7 +63,7 @@ impl StandIn {
                     match answer(&request) {
                         Some((status, content_type, body)) => {
                             let head = format!(
-                                "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\nx-aws-ec2-metadata-token-ttl-seconds: 21600\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                                "HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\nx-aws-ec2-metadata-token-ttl-seconds: 21600\r\nmetadata-flavor: Google\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                                 body.len()
                             );
                             let _ = socket.write_all(head.as_bytes()).await;
