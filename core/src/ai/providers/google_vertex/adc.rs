@@ -14,9 +14,11 @@
 //!   [`METADATA_TIMEOUT`]. `METADATA_SERVER_DETECTION=none` turns it off; a provider with a
 //!   fixed environment asks it only when one of the two host variables is in its map.
 //!
+//! - `external_account` (workload identity federation) and `impersonated_service_account`:
+//!   see [`super::external`].
+//!
 //! Tokens are cached per credential, process-wide, and fetched again five minutes before they
-//! expire (google-auth-library's margin); concurrent requests share one fetch. Workload
-//! identity federation (`external_account`) and impersonation are not supported and say so.
+//! expire (google-auth-library's margin); concurrent requests share one fetch.
 //!
 //! Secrets (the private key, the refresh token, the client secret, the assertion, the access
 //! token) never appear in `Debug` output or in an error message.
@@ -34,6 +36,7 @@ use serde_json::{Value, json};
 
 use super::super::environment::Environment;
 use super::super::http::{self, Limits, read_error_body};
+use super::external::{ExternalAccount, Impersonated, external_token, impersonated_token};
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::redact::Redactor;
@@ -102,6 +105,10 @@ pub(crate) enum Credentials {
     AuthorizedUser(AuthorizedUser),
     /// The metadata server at this origin (`http://host[:port]`).
     Metadata(String),
+    /// `"type": "external_account"`.
+    External(Box<ExternalAccount>),
+    /// `"type": "impersonated_service_account"`.
+    Impersonated(Box<Impersonated>),
 }
 
 impl fmt::Debug for Credentials {
@@ -119,6 +126,16 @@ impl fmt::Debug for Credentials {
                 .field("token_uri", &user.token_uri())
                 .finish_non_exhaustive(),
             Self::Metadata(origin) => f.debug_tuple("Metadata").field(origin).finish(),
+            Self::External(account) => f
+                .debug_struct("ExternalAccount")
+                .field("audience", &account.audience)
+                .field("token_url", &account.token_url())
+                .finish_non_exhaustive(),
+            Self::Impersonated(impersonated) => f
+                .debug_struct("Impersonated")
+                .field("url", &impersonated.url)
+                .field("source", &impersonated.source)
+                .finish_non_exhaustive(),
         }
     }
 }
@@ -159,6 +176,41 @@ impl Credentials {
             "authorized_user" => serde_json::from_value(value)
                 .map(Self::AuthorizedUser)
                 .map_err(missing),
+            "external_account" => serde_json::from_value(value)
+                .map(|account| Self::External(Box::new(account)))
+                .map_err(missing),
+            "impersonated_service_account" => {
+                let url = value
+                    .get("service_account_impersonation_url")
+                    .and_then(Value::as_str)
+                    .filter(|url| !url.is_empty())
+                    .ok_or("an impersonated_service_account file without service_account_impersonation_url")?
+                    .to_owned();
+                let source = value
+                    .get("source_credentials")
+                    .ok_or("an impersonated_service_account file without source_credentials")?;
+                let source = Self::parse(&source.to_string())
+                    .map_err(|why| format!("its source_credentials: {why}"))?;
+                let delegates = value
+                    .get("delegates")
+                    .and_then(Value::as_array)
+                    .map(|list| {
+                        list.iter()
+                            .filter_map(|d| d.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let quota_project_id = value
+                    .get("quota_project_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                Ok(Self::Impersonated(Box::new(Impersonated {
+                    url,
+                    delegates,
+                    source,
+                    quota_project_id,
+                })))
+            }
             "" => Err("no `type` field".to_owned()),
             other => Err(format!(
                 "credentials of type `{other}` are not supported (use a service account key, \
@@ -173,6 +225,8 @@ impl Credentials {
             Self::ServiceAccount(account) => account.quota_project_id.as_deref(),
             Self::AuthorizedUser(user) => user.quota_project_id.as_deref(),
             Self::Metadata(_) => None,
+            Self::External(account) => account.quota_project_id.as_deref(),
+            Self::Impersonated(impersonated) => impersonated.quota_project_id.as_deref(),
         }
         .filter(|project| !project.is_empty())
     }
@@ -183,6 +237,8 @@ impl Credentials {
             Self::ServiceAccount(account) => account.token_uri(),
             Self::AuthorizedUser(user) => user.token_uri(),
             Self::Metadata(origin) => origin,
+            Self::External(account) => account.token_url(),
+            Self::Impersonated(impersonated) => &impersonated.url,
         }
     }
 
@@ -202,6 +258,17 @@ impl Credentials {
                 short_hash(&user.refresh_token)
             ),
             Self::Metadata(origin) => format!("metadata|{origin}"),
+            Self::External(account) => format!(
+                "external|{}|{}|{}",
+                account.token_url(),
+                account.audience,
+                short_hash(&format!("{account:?}"))
+            ),
+            Self::Impersonated(impersonated) => format!(
+                "impersonated|{}|{}",
+                impersonated.url,
+                impersonated.source.cache_key()
+            ),
         }
     }
 
@@ -219,7 +286,8 @@ impl Credentials {
                 redactor.add(&user.client_secret);
                 redactor.add(&user.refresh_token);
             }
-            Self::Metadata(_) => {}
+            Self::Metadata(_) | Self::External(_) => {}
+            Self::Impersonated(impersonated) => return impersonated.source.redactor(),
         }
         redactor
     }
@@ -487,6 +555,10 @@ async fn fetch_token(
     let mut redactor = credentials.redactor();
     let form: Vec<(&str, String)> = match credentials {
         Credentials::Metadata(origin) => return metadata_token(origin).await,
+        Credentials::External(account) => return external_token(account).await,
+        Credentials::Impersonated(impersonated) => {
+            return impersonated_token(impersonated, options).await;
+        }
         Credentials::ServiceAccount(account) => {
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)
