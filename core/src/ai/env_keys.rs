@@ -85,7 +85,7 @@ pub fn env_key_names(provider: &str) -> &'static [&'static str] {
 ///   web-identity variable alone, which then fail at request time);
 /// - `google-vertex`: an Application Default Credentials file exists
 ///   (`GOOGLE_APPLICATION_CREDENTIALS`, else `~/.config/gcloud/application_default_credentials.json`)
-///   and a project (`GOOGLE_CLOUD_PROJECT` / `GCLOUD_PROJECT`) and `GOOGLE_CLOUD_LOCATION` are set.
+///   or a metadata server is named (`GCE_METADATA_HOST` / `GCE_METADATA_IP`), and a project (`GOOGLE_CLOUD_PROJECT` / `GCLOUD_PROJECT`) and `GOOGLE_CLOUD_LOCATION` are set.
 ///
 /// The marker says "credentials are there"; it is never sent as a key.
 pub fn get_env_api_key(provider: &str) -> Option<ApiKey> {
@@ -159,7 +159,9 @@ fn has_ambient_credentials(provider: &str) -> bool {
                     PathBuf::from(home).join(".config/gcloud/application_default_credentials.json")
                 }),
             };
-            credentials.is_some_and(|path| path.exists())
+            (credentials.is_some_and(|path| path.exists())
+                || env_set("GCE_METADATA_HOST")
+                || env_set("GCE_METADATA_IP"))
                 && (env_set("GOOGLE_CLOUD_PROJECT") || env_set("GCLOUD_PROJECT"))
                 && env_set("GOOGLE_CLOUD_LOCATION")
         }
