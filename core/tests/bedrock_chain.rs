@@ -155,6 +155,18 @@ async fn succeeds(server: &MockServer) -> AssistantMessage {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_credential_source_ends_in_a_signed_request() {
+    // Everything the library logs, from every thread (this binary's only test).
+    use pi_agent::observability::{ForwardLogs, LogEvent, LogLevel};
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let logs: std::sync::Arc<std::sync::Mutex<Vec<LogEvent>>> = std::sync::Arc::default();
+    let sink = logs.clone();
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(ForwardLogs::new(
+        LogLevel::Trace,
+        move |event| {
+            sink.lock().unwrap().push(event.clone());
+        },
+    )))
+    .unwrap();
     let home = std::env::temp_dir().join(format!("pi-bedrock-chain-{}", std::process::id()));
     std::fs::create_dir_all(&home).unwrap();
     let server = MockServer::start().await.unwrap();
@@ -491,6 +503,19 @@ async fn every_credential_source_ends_in_a_signed_request() {
     let error = message.error_message.unwrap();
     assert!(error.contains("web identity"), "{error}");
     assert_no_secret(&error);
+
+    // The logs say which source answered, and hold no secret.
+    let logs: String = logs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|event| format!("{event}\n"))
+        .collect();
+    assert!(
+        logs.contains("AWS credentials loaded source=ECS container endpoint"),
+        "{logs}"
+    );
+    assert_no_secret(&logs);
 
     std::fs::remove_dir_all(&home).unwrap();
 }
