@@ -2513,6 +2513,23 @@ struct pi_error *pi_get_oauth_api_key(const char *provider_id,
                                       bool *refreshed_out);
 
 /**
+ * Adjusts models for an account's stored credentials (pi's `modifyModels`), e.g. GitHub
+ * Copilot Business/Enterprise: every `github-copilot` model moves to the API host of the
+ * account's token (`https://api.business.githubcopilot.com`, or the enterprise domain's).
+ * `credentials_json` is one provider's pi `OAuthCredentials` (`{"refresh":...,"access":...,
+ * "expires":...}`); `models_json` is a JSON array of models (e.g. from `pi_models_json`).
+ * Writes the adjusted array to `*models_json_out` (free it with `pi_string_free`); models of
+ * other providers come back unchanged.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `NOT_FOUND` (no such provider).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_oauth_modify_models(const char *provider_id,
+                                        const char *credentials_json,
+                                        const char *models_json,
+                                        char **models_json_out);
+
+/**
  * Writes to `*overflow_out` whether a response failed (or was silently truncated) because the
  * prompt no longer fits the model's context window (pi's `isContextOverflow`), so that the
  * application can compact the transcript and retry. `assistant_message_json` is a pi-shaped

@@ -6,6 +6,10 @@
 //! Credentials come from [`GoogleVertexProvider::with_environment`], never from the process
 //! environment, so these tests run in parallel.
 
+#[path = "support/aws_stand_ins.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod stand_ins;
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -455,12 +459,16 @@ async fn setup_errors_name_what_is_missing() {
         assert!(error.starts_with(expected), "{vars:?}: {error}");
     }
     // An ADC file of a type we cannot use.
-    let file = CredentialsFile::new(r#"{"type": "external_account"}"#, None, |_| {});
+    let file = CredentialsFile::new(
+        r#"{"type": "external_account_authorized_user"}"#,
+        None,
+        |_| {},
+    );
     let provider = adc_env(&file);
     let (_, message) = run(&provider, &model, &StreamOptions::default()).await;
     let error = message.error_message.unwrap();
     assert!(
-        error.contains("`external_account` are not supported"),
+        error.contains("`external_account_authorized_user` are not supported"),
         "{error}"
     );
 }
@@ -605,4 +613,235 @@ async fn the_registry_serves_every_vertex_catalog_model() {
             )
         );
     }
+}
+
+/// On GCE, GKE and Cloud Run: no credentials file, the metadata server (a stand-in named by
+/// `GCE_METADATA_HOST`) gives the default service account's token, cached across requests;
+/// a metadata server that never answers is an `auth` error within the bound.
+#[tokio::test]
+async fn the_metadata_server_gives_the_token_when_there_is_no_file() {
+    const METADATA_TOKEN: &str = "ya29.metadata-SECRET-token-0123";
+    let metadata = stand_ins::StandIn::start(|seen| {
+        if seen.header("metadata-flavor") != Some("Google") {
+            return Some((403, "text/plain", String::new()));
+        }
+        assert!(
+            seen.path
+                .starts_with("/computeMetadata/v1/instance/service-accounts/default/token"),
+            "{}",
+            seen.path
+        );
+        Some((
+            200,
+            "application/json",
+            json!({"access_token": METADATA_TOKEN, "expires_in": 3599, "token_type": "Bearer"})
+                .to_string(),
+        ))
+    })
+    .await;
+    let host = metadata.url.trim_start_matches("http://").to_owned();
+    let provider = GoogleVertexProvider::with_environment([
+        ("GOOGLE_CLOUD_PROJECT", "pi-project"),
+        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+        ("HOME", "/nonexistent-pi-home"),
+        ("GCE_METADATA_HOST", host.as_str()),
+    ]);
+    let server = MockServer::start().await.unwrap();
+    let model = Model {
+        base_url: format!("{}/", server.base_url()),
+        ..model(
+            "gemini-2.5-flash",
+            "https://{location}-aiplatform.googleapis.com",
+        )
+    };
+    server.push(fixture());
+    server.push(fixture());
+    for _ in 0..2 {
+        let (_, message) = run(&provider, &model, &StreamOptions::default()).await;
+        assert_eq!(message.stop_reason, StopReason::ToolUse, "{message:?}");
+    }
+    for request in server.requests() {
+        assert_eq!(
+            request.header("authorization"),
+            Some(format!("Bearer {METADATA_TOKEN}").as_str())
+        );
+    }
+    assert_eq!(
+        metadata
+            .to("/computeMetadata/v1/instance/service-accounts/default/token")
+            .len(),
+        1,
+        "one token for both requests"
+    );
+
+    let black_hole = stand_ins::StandIn::start(|_| None).await;
+    let host = black_hole.url.trim_start_matches("http://").to_owned();
+    let provider = GoogleVertexProvider::with_environment([
+        ("GOOGLE_CLOUD_PROJECT", "pi-project"),
+        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+        ("HOME", "/nonexistent-pi-home"),
+        ("GCE_METADATA_HOST", host.as_str()),
+    ]);
+    let started = std::time::Instant::now();
+    let (_, message) = run(&provider, &model, &StreamOptions::default()).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(message.error_kind, Some(ai::ErrorKind::Auth), "{message:?}");
+    let error = message.error_message.unwrap();
+    assert!(error.starts_with("No credentials for Vertex AI"), "{error}");
+    assert!(error.contains("metadata server"), "{error}");
+    assert!(!error.contains(METADATA_TOKEN));
+}
+
+/// Workload identity federation and impersonation against stand-ins for Google's STS, IAM
+/// Credentials and a subject-token URL: file- and URL-sourced subject tokens are exchanged at
+/// STS, then (when the file says so) for the service account's token; an
+/// `impersonated_service_account` file impersonates from its source credentials. Each ends
+/// in a Vertex request with the final token; no token appears in an error.
+#[tokio::test]
+async fn external_accounts_and_impersonation_exchange_their_tokens() {
+    const SUBJECT: &str = "eyJ.subject-SECRET-oidc.token";
+    const FEDERATED: &str = "ya29.federated-SECRET";
+    const IMPERSONATED: &str = "ya29.impersonated-SECRET";
+    const USER_TOKEN: &str = "ya29.user-SECRET";
+    let google = stand_ins::StandIn::start(|seen| {
+        let form: Vec<(String, String)> = url::form_urlencoded::parse(seen.body.as_bytes())
+            .into_owned()
+            .collect();
+        let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        match seen.path.as_str() {
+            "/subject" => {
+                assert_eq!(seen.header("x-subject-auth"), Some("header-value"));
+                Some((200, "application/json", json!({"id_token": SUBJECT}).to_string()))
+            }
+            "/sts" => {
+                assert_eq!(get("grant_type"), Some("urn:ietf:params:oauth:grant-type:token-exchange"));
+                assert_eq!(get("subject_token"), Some(SUBJECT));
+                assert_eq!(get("subject_token_type"), Some("urn:ietf:params:oauth:token-type:jwt"));
+                assert_eq!(get("audience"), Some("//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q"));
+                Some((200, "application/json", json!({"access_token": FEDERATED, "expires_in": 3600,
+                    "issued_token_type": "urn:ietf:params:oauth:token-type:access_token", "token_type": "Bearer"}).to_string()))
+            }
+            "/token" => Some((200, "application/json", json!({"access_token": USER_TOKEN, "expires_in": 3600}).to_string())),
+            path if path.ends_with(":generateAccessToken") => {
+                let bearer = seen.header("authorization").unwrap_or_default().to_owned();
+                assert!(bearer == format!("Bearer {FEDERATED}") || bearer == format!("Bearer {USER_TOKEN}"), "{bearer}");
+                let body: Value = serde_json::from_str(&seen.body).unwrap();
+                assert_eq!(body["scope"], json!(["https://www.googleapis.com/auth/cloud-platform"]));
+                Some((200, "application/json", json!({"accessToken": IMPERSONATED, "expireTime": "2099-01-01T00:00:00Z"}).to_string()))
+            }
+            _ => Some((404, "text/plain", String::new())),
+        }
+    })
+    .await;
+    let subject_file = std::env::temp_dir().join(format!("pi-subject-{}", std::process::id()));
+    std::fs::write(&subject_file, format!("{SUBJECT}\n")).unwrap();
+    let audience =
+        "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q";
+    let impersonation = format!(
+        "{}/v1/projects/-/serviceAccounts/vertex@pi.iam.gserviceaccount.com:generateAccessToken",
+        google.url
+    );
+    let files = [
+        // File-sourced, impersonated.
+        (
+            json!({"type": "external_account", "audience": audience,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+                "token_url": format!("{}/sts", google.url),
+                "service_account_impersonation_url": impersonation,
+                "credential_source": {"file": subject_file.display().to_string()}}),
+            IMPERSONATED,
+        ),
+        // URL-sourced JSON field, federated token used directly.
+        (
+            json!({"type": "external_account", "audience": audience,
+                "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+                "token_url": format!("{}/sts", google.url),
+                "credential_source": {"url": format!("{}/subject", google.url),
+                    "headers": {"x-subject-auth": "header-value"},
+                    "format": {"type": "json", "subject_token_field_name": "id_token"}}}),
+            FEDERATED,
+        ),
+        // An impersonated service account from gcloud user credentials.
+        (
+            json!({"type": "impersonated_service_account",
+                "service_account_impersonation_url": impersonation,
+                "source_credentials": {"type": "authorized_user", "client_id": "c",
+                    "client_secret": "user-client-SECRET", "refresh_token": "user-refresh-SECRET",
+                    "token_uri": format!("{}/token", google.url)}}),
+            IMPERSONATED,
+        ),
+    ];
+    let server = MockServer::start().await.unwrap();
+    let model = Model {
+        base_url: format!("{}/", server.base_url()),
+        ..model(
+            "gemini-2.5-flash",
+            "https://{location}-aiplatform.googleapis.com",
+        )
+    };
+    for (file, token) in files {
+        let path = std::env::temp_dir().join(format!(
+            "pi-external-{}-{}.json",
+            std::process::id(),
+            short(&file.to_string())
+        ));
+        std::fs::write(&path, file.to_string()).unwrap();
+        let provider = GoogleVertexProvider::with_environment([
+            ("GOOGLE_APPLICATION_CREDENTIALS", path.to_str().unwrap()),
+            ("GOOGLE_CLOUD_PROJECT", "pi-project"),
+            ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+        ]);
+        server.reset();
+        server.push(fixture());
+        let (_, message) = run(&provider, &model, &StreamOptions::default()).await;
+        assert_eq!(
+            message.stop_reason,
+            StopReason::ToolUse,
+            "{file}: {message:?}"
+        );
+        assert_eq!(
+            server.requests()[0].header("authorization"),
+            Some(format!("Bearer {token}").as_str()),
+            "{file}"
+        );
+        let _ = std::fs::remove_file(&path);
+    }
+
+    // A refused exchange is an auth error without the subject token.
+    let path = std::env::temp_dir().join(format!("pi-external-bad-{}.json", std::process::id()));
+    std::fs::write(
+        &path,
+        json!({"type": "external_account", "audience": audience,
+               "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+               "token_url": format!("{}/nowhere", google.url),
+               "credential_source": {"file": subject_file.display().to_string()}})
+        .to_string(),
+    )
+    .unwrap();
+    let provider = GoogleVertexProvider::with_environment([
+        ("GOOGLE_APPLICATION_CREDENTIALS", path.to_str().unwrap()),
+        ("GOOGLE_CLOUD_PROJECT", "pi-project"),
+        ("GOOGLE_CLOUD_LOCATION", "us-central1"),
+    ]);
+    let (_, message) = run(&provider, &model, &StreamOptions::default()).await;
+    assert_eq!(message.error_kind, Some(ai::ErrorKind::Auth), "{message:?}");
+    let error = message.error_message.unwrap();
+    assert!(error.contains("404"), "{error}");
+    for secret in [
+        SUBJECT,
+        FEDERATED,
+        IMPERSONATED,
+        USER_TOKEN,
+        "user-refresh-SECRET",
+    ] {
+        assert!(!error.contains(secret), "{error}");
+    }
+    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_file(&subject_file);
+}
+
+fn short(text: &str) -> u64 {
+    text.bytes()
+        .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
 }

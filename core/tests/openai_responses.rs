@@ -180,6 +180,7 @@ fn model_for(server: &MockServer) -> Model {
     model.cost.input = 1.0;
     model.cost.output = 2.0;
     model.cost.cache_read = 0.5;
+    model.cost.cache_write = 1.25;
     model
 }
 
@@ -252,7 +253,10 @@ async fn streams_text_with_signature_usage_and_cost() {
         &["Hello", " there, ", "world!"],
         None,
     ));
-    pieces.push(completed("resp_1", usage(1000, 200, 500)));
+    // 1000 prompt tokens: 200 read from the cache, 100 written to it (pi #3161).
+    let mut counts = usage(1000, 200, 500);
+    counts["input_tokens_details"]["cache_write_tokens"] = json!(100);
+    pieces.push(completed("resp_1", counts));
     server.push(json!({"sse": pieces}));
     let (events, message) = collect(
         &model_for(&server),
@@ -291,10 +295,10 @@ async fn streams_text_with_signature_usage_and_cost() {
             usage.cache_read,
             usage.cache_write
         ),
-        (800, 500, 200, 0)
+        (700, 500, 200, 100)
     );
     assert_eq!(usage.total_tokens, 1500);
-    let expected = (800.0 * 1.0 + 500.0 * 2.0 + 200.0 * 0.5) / 1_000_000.0;
+    let expected = (700.0 * 1.0 + 500.0 * 2.0 + 200.0 * 0.5 + 100.0 * 1.25) / 1_000_000.0;
     assert!((usage.cost.total - expected).abs() < 1e-12, "{usage:?}");
 }
 
@@ -1575,4 +1579,55 @@ async fn azure_without_a_base_url_or_with_a_bad_one_is_an_error_event() {
         message.error_message.as_deref(),
         Some("Invalid Azure OpenAI base URL: ::not a url")
     );
+}
+
+#[tokio::test]
+async fn an_empty_reasoning_item_is_not_replayed() {
+    let server = MockServer::start().await.unwrap();
+    let empty = json!({"id": "rs_e", "type": "reasoning", "summary": []});
+    let mut pieces = vec![
+        created("resp_e"),
+        event(
+            "response.output_item.added",
+            json!({"output_index": 0, "item": empty}),
+        ),
+        event(
+            "response.output_item.done",
+            json!({"output_index": 0, "item": empty}),
+        ),
+    ];
+    pieces.extend(message_item(1, "msg_e", &["4"], None));
+    pieces.push(completed("resp_e", usage(50, 0, 30)));
+    server.push(json!({"sse": pieces}));
+    server.push(text_reply("resp_next", "ok"));
+    let model = reasoning_model(&server);
+    let options = StreamOptions {
+        reasoning: Some(ThinkingLevel::High),
+        ..StreamOptions::default()
+    };
+    let mut context = context("2+2?");
+    let (_, message) = collect(&model, &context, &options).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    // The transcript keeps the item (as pi does); only the replay leaves it out.
+    assert!(
+        message.content.iter().any(|block| matches!(block,
+            AssistantContent::Thinking(t) if t.thinking_signature.as_deref().is_some_and(|s| s.contains("rs_e")))),
+        "{message:?}"
+    );
+    context.messages.push(Message::Assistant(message));
+    context
+        .messages
+        .push(Message::User(UserMessage::text("thanks")));
+    let second = ai::complete_simple(&model, &context, &options).await;
+    assert_eq!(second.stop_reason, StopReason::Stop, "{second:?}");
+    let input = server.requests()[1].body["input"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        input.iter().all(|item| item["type"] != "reasoning"),
+        "{input:#?}"
+    );
+    // The answer itself is still replayed.
+    assert!(input.iter().any(|item| item["id"] == "msg_e"), "{input:#?}");
 }

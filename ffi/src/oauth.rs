@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
+use pi_agent::ai::Model;
 use pi_agent::ai::oauth::{
     OAuthAuthInfo, OAuthCredentials, OAuthError, OAuthLoginCallbacks, OAuthPrompt,
     OAuthSelectPrompt, get_oauth_api_key, get_oauth_provider,
@@ -17,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
 use crate::callback::{CallbackSite, run_callback, run_inline};
-use crate::error::{parse_object, pi_error, pi_error_kind, to_json};
+use crate::error::{parse_json, parse_object, pi_error, pi_error_kind, to_json};
 use crate::hook::lock;
 use crate::runtime::{block_on, runtime};
 use crate::string::{into_c_string, pi_str};
@@ -481,6 +482,38 @@ pub extern "C" fn pi_get_oauth_api_key(
                 refreshed_out.write(false);
             }
         }
+        Ok(())
+    }
+}
+
+/// Adjusts models for an account's stored credentials (pi's `modifyModels`), e.g. GitHub
+/// Copilot Business/Enterprise: every `github-copilot` model moves to the API host of the
+/// account's token (`https://api.business.githubcopilot.com`, or the enterprise domain's).
+/// `credentials_json` is one provider's pi `OAuthCredentials` (`{"refresh":...,"access":...,
+/// "expires":...}`); `models_json` is a JSON array of models (e.g. from `pi_models_json`).
+/// Writes the adjusted array to `*models_json_out` (free it with `pi_string_free`); models of
+/// other providers come back unchanged.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `NOT_FOUND` (no such provider).
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_oauth_modify_models(
+    provider_id: *const c_char,
+    credentials_json: *const c_char,
+    models_json: *const c_char,
+    models_json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let provider_id = arg_str(provider_id, "provider_id")?;
+        let credentials: OAuthCredentials =
+            parse_object(arg_str(credentials_json, "credentials_json")?, "credentials_json")?;
+        let models: Vec<Model> = parse_json(arg_str(models_json, "models_json")?, "models_json")?;
+        let out = Out::new(models_json_out, "models_json_out")?;
+        let provider = get_oauth_provider(provider_id).ok_or_else(|| {
+            pi_error::not_found(format!("unknown OAuth provider `{provider_id}`"))
+        })?;
+        let models = provider.modify_models(models, &credentials);
+        out.write(into_c_string(to_json(&models, "models")?));
         Ok(())
     }
 }

@@ -13,6 +13,9 @@
 
 #[path = "support/c_build.rs"]
 mod c_build;
+#[path = "../../core/tests/support/aws_stand_ins.rs"]
+#[allow(dead_code, unreachable_pub)]
+mod stand_ins;
 #[path = "support/stream_json.rs"]
 mod stream_json;
 
@@ -322,4 +325,92 @@ fn a_corrupted_frame_is_an_error_event_through_c() {
         "{error}"
     );
     runtime.block_on(async move { drop(server) });
+}
+
+/// The AWS credential chain through C: a C program on ECS/Fargate (the container credentials
+/// endpoint, a local stand-in) signs its request with the endpoint's credentials; with no
+/// source at all the result is an `auth` error naming the sources tried.
+#[test]
+fn container_credentials_sign_the_request_through_c() {
+    const ECS_AUTH: &str = "ecs-authorization-SECRET-token";
+    const ECS_SECRET: &str = "ecs/secret/KEY+4444444444444444444444";
+    let (runtime, server) = mock_server();
+    let ecs = runtime.block_on(stand_ins::StandIn::start(|seen| {
+        (seen.header("authorization") == Some(ECS_AUTH)).then(|| {
+            (
+                200,
+                "application/json",
+                stand_ins::json_credentials("ASIAECSC", ECS_SECRET, "ecs-session-token", 3600),
+            )
+        })
+    }));
+    let model = catalog_model_json("amazon.nova-lite-v1:0", &server);
+    let context = json!({"messages": [{"role": "user", "content": "hi", "timestamp": 1}]});
+    let options = json!({"maxRetries": 0});
+    let base = |extra: &[(&str, String)]| {
+        let mut env: Vec<(String, String)> = [
+            ("HOME", "/nonexistent-home".to_owned()),
+            ("AWS_CONFIG_FILE", "/nonexistent".to_owned()),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent".to_owned()),
+            ("AWS_REGION", "us-east-1".to_owned()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ]
+        .iter()
+        .chain(extra)
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect();
+        env.dedup();
+        env
+    };
+
+    server.push(reply(&fixture("text_max_tokens.eventstream"), json!({})));
+    let env = base(&[
+        (
+            "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+            format!("{}/v2/credentials/task", ecs.url),
+        ),
+        ("AWS_CONTAINER_AUTHORIZATION_TOKEN", ECS_AUTH.to_owned()),
+    ]);
+    let observed = stream_json::run(&model, &context, &options, false, &env);
+    assert_ne!(
+        observed.result["stopReason"], "error",
+        "{}",
+        observed.result
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let authorization = requests[0].header("authorization").unwrap();
+    assert!(
+        authorization.starts_with("AWS4-HMAC-SHA256 Credential=ASIAECSC/"),
+        "{authorization}"
+    );
+    assert_eq!(
+        requests[0].header("x-amz-security-token"),
+        Some("ecs-session-token")
+    );
+    assert_eq!(ecs.to("/v2/credentials/task").len(), 1);
+
+    // Nothing configured: an auth error naming the sources, and nothing sent.
+    server.reset();
+    let observed = stream_json::run(&model, &context, &options, false, &base(&[]));
+    assert_eq!(observed.result["stopReason"], "error");
+    assert_eq!(observed.result["errorKind"], "auth", "{}", observed.result);
+    let message = observed.result["errorMessage"].as_str().unwrap();
+    for source in [
+        "environment",
+        "profile `default`",
+        "web identity",
+        "ECS container endpoint",
+    ] {
+        assert!(message.contains(source), "{source}: {message}");
+    }
+    assert!(server.requests().is_empty());
+    let seen = format!("{:?} {}", observed.events, observed.result);
+    for secret in [ECS_AUTH, ECS_SECRET] {
+        assert!(!seen.contains(secret));
+    }
+    runtime.block_on(async move {
+        drop(ecs);
+        drop(server);
+    });
 }

@@ -26,7 +26,7 @@ use pi_agent_ffi::error::{
 use pi_agent_ffi::oauth::{
     pi_get_oauth_api_key, pi_oauth_answer, pi_oauth_answer_is_cancelled, pi_oauth_answer_set,
     pi_oauth_login, pi_oauth_login_callbacks, pi_oauth_login_cancel, pi_oauth_login_free,
-    pi_oauth_login_start, pi_oauth_login_wait, pi_oauth_provider_login,
+    pi_oauth_login_start, pi_oauth_login_wait, pi_oauth_modify_models, pi_oauth_provider_login,
 };
 use pi_agent_ffi::string::{pi_str, pi_string_free};
 use serde_json::{Value, json};
@@ -497,4 +497,58 @@ impl OAuthProvider for Interview {
     ) -> BoxFuture<'a, Result<OAuthCredentials, OAuthError>> {
         Box::pin(async { Err(OAuthError::callback("no refresh")) })
     }
+}
+
+#[test]
+fn copilot_models_move_to_the_account_api_host_through_the_c_abi() {
+    let credentials = json!({
+        "refresh": "gh-token",
+        "access": "tid=1;exp=9999999999;proxy-ep=proxy.business.githubcopilot.com;sku=x",
+        "expires": 9_999_999_999_000_u64,
+    });
+    let models = json!([
+        {"id": "gpt-4o", "name": "GPT-4o", "api": "openai-completions",
+         "provider": "github-copilot", "baseUrl": "https://api.individual.githubcopilot.com",
+         "reasoning": false, "input": ["text"],
+         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+         "contextWindow": 128000, "maxTokens": 4096},
+        {"id": "gpt-x", "name": "x", "api": "openai-completions", "provider": "openai",
+         "baseUrl": "https://api.openai.com/v1", "reasoning": false, "input": ["text"],
+         "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+         "contextWindow": 1000, "maxTokens": 100},
+    ]);
+    let credentials = CString::new(credentials.to_string()).unwrap();
+    let models = CString::new(models.to_string()).unwrap();
+    let mut out = ptr::null_mut();
+    ok(pi_oauth_modify_models(
+        c"github-copilot".as_ptr(),
+        credentials.as_ptr(),
+        models.as_ptr(),
+        &mut out,
+    ));
+    let adjusted: Value = serde_json::from_str(&take(out).unwrap()).unwrap();
+    assert_eq!(
+        adjusted[0]["baseUrl"],
+        "https://api.business.githubcopilot.com"
+    );
+    assert_eq!(adjusted[0]["id"], "gpt-4o");
+    assert_eq!(adjusted[1]["baseUrl"], "https://api.openai.com/v1");
+
+    // An unknown provider and malformed models are errors, not a crash.
+    let mut out = ptr::null_mut();
+    let (kind, _) = error(pi_oauth_modify_models(
+        c"nobody".as_ptr(),
+        credentials.as_ptr(),
+        models.as_ptr(),
+        &mut out,
+    ));
+    assert_eq!(kind, pi_error_kind::NotFound);
+    let (kind, message) = error(pi_oauth_modify_models(
+        c"github-copilot".as_ptr(),
+        credentials.as_ptr(),
+        c"{\"not\":\"a list\"}".as_ptr(),
+        &mut out,
+    ));
+    assert_eq!(kind, pi_error_kind::InvalidJson, "{message}");
+    assert!(!message.contains("gh-token"), "{message}");
 }

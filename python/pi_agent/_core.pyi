@@ -100,6 +100,7 @@ __all__ = [
     "oauth_get_api_key",
     "oauth_get_api_key_sync",
     "oauth_login",
+    "oauth_modify_models",
     "oauth_login_sync",
     "oauth_providers",
     "oauth_read_auth_file",
@@ -1170,3 +1171,6 @@ def oauth_read_auth_file(path: Union[str, PathLike[str]]) -> dict[str, dict[str,
 def oauth_write_auth_file(path: Union[str, PathLike[str]], data: Mapping[str, Mapping[str, Any]]) -> None: ...
 def oauth_register_provider(provider_id: str, **config: Any) -> None: ...
 def oauth_reset_providers() -> None: ...
+def oauth_modify_models(
+    provider_id: str, credentials: Mapping[str, Any], models: Sequence[Union[Model, Mapping[str, Any]]]
+) -> list[Model]: ...

@@ -28,10 +28,10 @@ Credentials are dicts in pi's JSON shape (``{"refresh", "access", "expires", ...
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Dict, Mapping, Optional, Union
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 from . import _core
-from ._core import OAuthError, Signal
+from ._core import Model, OAuthError, Signal
 
 __all__ = [
     "OAuthCredentials",
@@ -50,6 +50,7 @@ __all__ = [
     "oauth_credentials",
     "register_provider",
     "reset_providers",
+    "modify_models",
 ]
 
 _SECRET_KEYS = frozenset({"access", "refresh", "apiKey", "key"})
@@ -225,3 +226,15 @@ def register_provider(provider_id: str, **config: Any) -> None:
 def reset_providers() -> None:
     """Restores the built-in flows with pi's endpoints."""
     _core.oauth_reset_providers()
+
+
+def modify_models(
+    provider_id: str, credentials: Mapping[str, Any], models: Sequence[Union[Model, Mapping[str, Any]]]
+) -> List[Model]:
+    """pi's ``modifyModels``: ``models`` adjusted for the account of ``credentials``. For
+    ``github-copilot`` (Business/Enterprise), every Copilot model moves to the API host of the
+    account's token; other providers' models come back unchanged::
+
+        models = oauth.modify_models("github-copilot", creds, pi_agent.get_models("github-copilot"))
+    """
+    return _core.oauth_modify_models(provider_id, credentials, models)

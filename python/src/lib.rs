@@ -58,8 +58,8 @@ mod _core {
     #[pymodule_export]
     use super::oauth::{
         OAuthError, oauth_get_api_key, oauth_get_api_key_sync, oauth_login, oauth_login_sync,
-        oauth_providers, oauth_read_auth_file, oauth_refresh, oauth_refresh_sync,
-        oauth_write_auth_file,
+        oauth_modify_models, oauth_providers, oauth_read_auth_file, oauth_refresh,
+        oauth_refresh_sync, oauth_write_auth_file,
     };
     #[pymodule_export]
     use super::oauth_config::{oauth_register_provider, oauth_reset_providers};

@@ -442,3 +442,25 @@ pub(crate) fn oauth_write_auth_file(
     let data: AuthData = parse(data, "auth data")?;
     oauth::write_auth_file(path, &data).map_err(oauth_error)
 }
+
+/// Adjusts `models` (`Model` objects or pi-shaped dicts) for the stored `credentials` of
+/// `provider_id` (pi's `modifyModels`): GitHub Copilot moves its models to the account's API
+/// host (Business/Enterprise). Returns new `Model`s; other providers' models are unchanged.
+#[pyfunction]
+pub(crate) fn oauth_modify_models(
+    provider_id: &str,
+    credentials: &Bound<'_, PyAny>,
+    models: Vec<Bound<'_, PyAny>>,
+) -> PyResult<Vec<crate::model::PyModel>> {
+    let provider = provider(provider_id)?;
+    let credentials: OAuthCredentials = parse(credentials, "credentials")?;
+    let models = models
+        .iter()
+        .map(crate::model::PyModel::extract)
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok(provider
+        .modify_models(models, &credentials)
+        .into_iter()
+        .map(|model| crate::model::PyModel { model })
+        .collect())
+}

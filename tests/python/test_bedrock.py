@@ -232,3 +232,110 @@ def test_a_corrupted_frame_is_an_error_event_keeping_partial_text(
     assert result["stopReason"] == "error"
     assert result["content"] == [{"type": "text", "text": "Nova here: "}]
     assert result["errorMessage"].startswith("corrupted eventstream frame: message CRC mismatch"), result
+
+
+IMDS_TOKEN = "imds-session-token-SECRET-py"
+IMDS_SECRET = "imds/secret/KEY+5555555555555555555555"
+
+
+class _Imds:
+    """An EC2 instance metadata stand-in (IMDSv2: session token, then role, then keys) on
+    127.0.0.1."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.seen: List[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def answer(self, status: int, text: str, headers: Optional[Dict[str, str]] = None) -> None:
+                data = text.encode()
+                self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_PUT(self) -> None:
+                outer.seen.append("PUT " + self.path)
+                if self.path == "/latest/api/token" and self.headers.get("x-aws-ec2-metadata-token-ttl-seconds"):
+                    self.answer(200, IMDS_TOKEN, {"x-aws-ec2-metadata-token-ttl-seconds": "21600"})
+                else:
+                    self.answer(400, "")
+
+            def do_GET(self) -> None:
+                outer.seen.append("GET " + self.path)
+                if self.headers.get("x-aws-ec2-metadata-token") != IMDS_TOKEN:
+                    self.answer(401, "")
+                elif self.path == "/latest/meta-data/iam/security-credentials/":
+                    self.answer(200, "py-role")
+                elif self.path == "/latest/meta-data/iam/security-credentials/py-role":
+                    self.answer(
+                        200,
+                        json.dumps(
+                            {
+                                "Code": "Success",
+                                "Type": "AWS-HMAC",
+                                "AccessKeyId": "ASIAIMDSPY",
+                                "SecretAccessKey": IMDS_SECRET,
+                                "Token": "imds-py-session",
+                                "Expiration": "2099-01-01T00:00:00Z",
+                                "LastUpdated": "2026-01-01T00:00:00Z",
+                            }
+                        ),
+                    )
+                else:
+                    self.answer(404, "")
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_instance_metadata_credentials_sign_the_request(
+    mock_server: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The AWS credential chain through Python: on EC2, IMDSv2 (a local stand-in) gives the
+    credentials the request is signed with; with no source the message is an ``auth`` error
+    naming the sources tried, never holding a secret."""
+    server = mock_server
+    imds = _Imds()
+    try:
+        aws_environment(
+            monkeypatch,
+            {"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_SERVICE_ENDPOINT": imds.url},
+        )
+        # Instance metadata cannot be known without asking it: no marker.
+        assert pi_agent.get_env_api_key("amazon-bedrock") is None
+        server.push(reply(body("text_max_tokens")))
+        model = catalog_model("amazon.nova-lite-v1:0", server)
+        message = pi_agent.complete_sync(model, {"messages": [{"role": "user", "content": "hi", "timestamp": 1}]}, max_retries=0)
+        assert message["stopReason"] == "length", message
+        (request,) = server.requests()
+        authorization = header(request, "authorization") or ""
+        assert authorization.startswith("AWS4-HMAC-SHA256 Credential=ASIAIMDSPY/"), authorization
+        assert header(request, "x-amz-security-token") == "imds-py-session"
+        assert "PUT /latest/api/token" in imds.seen
+        assert IMDS_SECRET not in json.dumps(message) and IMDS_TOKEN not in json.dumps(message)
+
+        # No source: IMDS switched off, nothing else configured.
+        server.reset()
+        monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+        failed = pi_agent.complete_sync(model, {"messages": [{"role": "user", "content": "hi", "timestamp": 1}]}, max_retries=0)
+        assert failed["stopReason"] == "error"
+        assert failed["errorKind"] == "auth", failed
+        for source in ("environment", "profile `default`", "web identity", "ECS container endpoint", "EC2 instance metadata"):
+            assert source in failed["errorMessage"], failed["errorMessage"]
+        assert server.requests() == []
+    finally:
+        imds.close()

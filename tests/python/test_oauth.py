@@ -333,3 +333,30 @@ def test_register_provider_refuses_unknown_settings() -> None:
     with pytest.raises(ValueError, match="not a built-in OAuth flow"):
         oauth.register_provider("nope")
     oauth.reset_providers()
+
+
+def test_copilot_models_move_to_the_account_api_host() -> None:
+    oauth.reset_providers()
+    credentials = {
+        "refresh": "gh-token",
+        "access": "tid=1;exp=9999999999;proxy-ep=proxy.enterprise.githubcopilot.com;sku=x",
+        "expires": 9_999_999_999_000,
+    }
+    copilot = pi_agent.get_models("github-copilot")
+    other = pi_agent.Model(
+        api="openai-completions", provider="openai", id="gpt-x", base_url="https://api.openai.com/v1"
+    )
+    models = oauth.modify_models("github-copilot", credentials, [*copilot, other.to_dict()])
+    assert len(models) == len(copilot) + 1
+    assert all(isinstance(m, pi_agent.Model) for m in models)
+    assert {m.base_url for m in models[:-1]} == {"https://api.enterprise.githubcopilot.com"}
+    assert [m.id for m in models[:-1]] == [m.id for m in copilot]
+    assert models[-1].base_url == "https://api.openai.com/v1"
+
+    # An enterprise login without a proxy endpoint in its token uses the domain's host.
+    enterprise = {**credentials, "access": "opaque", "enterpriseUrl": "company.ghe.com"}
+    (moved,) = oauth.modify_models("github-copilot", enterprise, copilot[:1])
+    assert moved.base_url == "https://copilot-api.company.ghe.com"
+
+    with pytest.raises(oauth.OAuthError, match="nobody"):
+        oauth.modify_models("nobody", credentials, copilot)

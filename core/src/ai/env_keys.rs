@@ -74,12 +74,18 @@ pub fn env_key_names(provider: &str) -> &'static [&'static str] {
 /// provider with ambient credentials and no key variable set, `"<authenticated>"` when those
 /// credentials are there, as pi reports them:
 ///
-/// - `amazon-bedrock`: `AWS_PROFILE`, `AWS_ACCESS_KEY_ID` + `AWS_SECRET_ACCESS_KEY`,
-///   `AWS_BEARER_TOKEN_BEDROCK`, `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI`,
-///   `AWS_CONTAINER_CREDENTIALS_FULL_URI` or `AWS_WEB_IDENTITY_TOKEN_FILE` is set;
+/// - `amazon-bedrock`: a source of the AWS credential chain is configured, so that it can
+///   produce credentials: `AWS_BEARER_TOKEN_BEDROCK`, `AWS_ACCESS_KEY_ID` +
+///   `AWS_SECRET_ACCESS_KEY` (when no profile is named), the profile (`AWS_PROFILE`, else
+///   `default`) found in the shared files with a way to get credentials (keys, `role_arn`,
+///   SSO, `credential_process`, `web_identity_token_file`), `AWS_WEB_IDENTITY_TOKEN_FILE`
+///   naming an existing file with `AWS_ROLE_ARN`, or a container endpoint
+///   (`AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` / `_FULL_URI`). Instance metadata (EC2) cannot
+///   be known without asking it, so it is not reported (pi reports `AWS_PROFILE` alone and the
+///   web-identity variable alone, which then fail at request time);
 /// - `google-vertex`: an Application Default Credentials file exists
 ///   (`GOOGLE_APPLICATION_CREDENTIALS`, else `~/.config/gcloud/application_default_credentials.json`)
-///   and a project (`GOOGLE_CLOUD_PROJECT` / `GCLOUD_PROJECT`) and `GOOGLE_CLOUD_LOCATION` are set.
+///   or a metadata server is named (`GCE_METADATA_HOST` / `GCE_METADATA_IP`), and a project (`GOOGLE_CLOUD_PROJECT` / `GCLOUD_PROJECT`) and `GOOGLE_CLOUD_LOCATION` are set.
 ///
 /// The marker says "credentials are there"; it is never sent as a key.
 pub fn get_env_api_key(provider: &str) -> Option<ApiKey> {
@@ -95,17 +101,55 @@ fn env_set(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|value| !value.is_empty())
 }
 
+/// The profile keys through which the AWS SDK gets credentials.
+#[cfg(feature = "bedrock")]
+const AWS_PROFILE_SOURCES: &[&str] = &[
+    "aws_access_key_id",
+    "role_arn",
+    "sso_session",
+    "sso_start_url",
+    "credential_process",
+    "web_identity_token_file",
+];
+
+/// Whether a source of the AWS credential chain is configured (see [`get_env_api_key`]).
+fn has_aws_credentials() -> bool {
+    let named = std::env::var("AWS_PROFILE")
+        .ok()
+        .filter(|name| !name.is_empty());
+    let web_identity = std::env::var_os("AWS_WEB_IDENTITY_TOKEN_FILE")
+        .filter(|path| !path.is_empty())
+        .is_some_and(|path| PathBuf::from(path).is_file())
+        && env_set("AWS_ROLE_ARN");
+    env_set("AWS_BEARER_TOKEN_BEDROCK")
+        || (named.is_none() && env_set("AWS_ACCESS_KEY_ID") && env_set("AWS_SECRET_ACCESS_KEY"))
+        || aws_profile_has_source(named.as_deref().unwrap_or("default"))
+        || web_identity
+        || env_set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
+        || env_set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
+}
+
+#[cfg(feature = "bedrock")]
+fn aws_profile_has_source(name: &str) -> bool {
+    use crate::ai::providers::environment::Environment;
+    crate::ai::providers::bedrock::profile_file::load_profile(&Environment::Process, name)
+        .is_some_and(|profile| {
+            AWS_PROFILE_SOURCES
+                .iter()
+                .any(|key| profile.contains_key(*key))
+        })
+}
+
+/// Without the `bedrock` feature the shared files are not read: a named profile counts.
+#[cfg(not(feature = "bedrock"))]
+fn aws_profile_has_source(name: &str) -> bool {
+    name != "default"
+}
+
 /// Whether `provider`'s ambient credentials are present (see [`get_env_api_key`]).
 fn has_ambient_credentials(provider: &str) -> bool {
     match provider {
-        "amazon-bedrock" => {
-            env_set("AWS_PROFILE")
-                || (env_set("AWS_ACCESS_KEY_ID") && env_set("AWS_SECRET_ACCESS_KEY"))
-                || env_set("AWS_BEARER_TOKEN_BEDROCK")
-                || env_set("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI")
-                || env_set("AWS_CONTAINER_CREDENTIALS_FULL_URI")
-                || env_set("AWS_WEB_IDENTITY_TOKEN_FILE")
-        }
+        "amazon-bedrock" => has_aws_credentials(),
         "google-vertex" => {
             let credentials = match std::env::var_os("GOOGLE_APPLICATION_CREDENTIALS")
                 .filter(|path| !path.is_empty())
@@ -115,7 +159,9 @@ fn has_ambient_credentials(provider: &str) -> bool {
                     PathBuf::from(home).join(".config/gcloud/application_default_credentials.json")
                 }),
             };
-            credentials.is_some_and(|path| path.exists())
+            (credentials.is_some_and(|path| path.exists())
+                || env_set("GCE_METADATA_HOST")
+                || env_set("GCE_METADATA_IP"))
                 && (env_set("GOOGLE_CLOUD_PROJECT") || env_set("GCLOUD_PROJECT"))
                 && env_set("GOOGLE_CLOUD_LOCATION")
         }

@@ -9,9 +9,12 @@
 //! 4. The profile (named, else `default`) in the shared files (`AWS_SHARED_CREDENTIALS_FILE` /
 //!    `~/.aws/credentials`, `AWS_CONFIG_FILE` / `~/.aws/config`) with static keys.
 //!
-//! Sources that need a network round trip of their own (SSO, assumed roles, web identity,
-//! container and instance metadata) and `credential_process` are not supported; a profile that
-//! uses one is named in the error with the way out.
+//! Steps 3 and 4 are the static part of the AWS SDK's chain, as a provider with a fixed
+//! environment ([`BedrockProvider::with_environment`](super::BedrockProvider::with_environment))
+//! resolves them: the SDK's providers read the process environment only. A provider that reads
+//! the process environment (the default) hands steps 3 and 4 to the SDK's whole chain instead
+//! ([`super::chain`]: environment, profiles with SSO, assume-role, web identity and
+//! `credential_process`, ECS container and EC2 instance metadata).
 
 use std::fmt;
 
@@ -72,6 +75,9 @@ pub(crate) enum BedrockAuth {
     Bearer(ApiKey),
     /// SigV4 with these credentials.
     SigV4(AwsCredentials),
+    /// SigV4 with the AWS SDK's credential chain for this profile (the request's; `None`: the
+    /// SDK reads `AWS_PROFILE`), resolved when the request runs.
+    Chain(Option<String>),
 }
 
 /// Why no credentials were found. Never contains a secret.
@@ -130,6 +136,11 @@ pub(crate) fn resolve_auth(
         .or_else(|| env.var("AWS_BEARER_TOKEN_BEDROCK").map(ApiKey::new))
     {
         return Ok(BedrockAuth::Bearer(token));
+    }
+    if matches!(env, Environment::Process) {
+        return Ok(BedrockAuth::Chain(
+            profile.filter(|name| !name.is_empty()).map(str::to_owned),
+        ));
     }
     let named = named_profile(env, profile);
     if named.is_none()

@@ -10,6 +10,7 @@
 //! retries follow the shared policy (pi leaves them to the AWS SDK, which retries the same
 //! failures).
 
+pub(crate) mod chain;
 pub(crate) mod config;
 pub(crate) mod credentials;
 pub mod eventstream;
@@ -18,6 +19,7 @@ pub(crate) mod options;
 pub(crate) mod profile_file;
 pub(crate) mod request;
 pub(crate) mod response;
+pub(crate) mod sdk_http;
 pub(crate) mod sigv4;
 
 use std::time::SystemTime;
@@ -176,6 +178,8 @@ fn request_headers(request: &PreparedRequest) -> Result<Vec<(String, String)>, S
             "authorization".to_owned(),
             format!("Bearer {}", token.expose()),
         )),
+        // Resolved in `run` before the first attempt.
+        BedrockAuth::Chain(_) => return Err("AWS credentials were not resolved".to_owned()),
         BedrockAuth::SigV4(credentials) => {
             let signed = sigv4::sign_request(
                 credentials,
@@ -200,8 +204,14 @@ fn request_headers(request: &PreparedRequest) -> Result<Vec<(String, String)>, S
 async fn run(
     writer: &mut StreamWriter,
     model: &Model,
-    request: PreparedRequest,
+    mut request: PreparedRequest,
 ) -> Result<(), ProviderError> {
+    if let BedrockAuth::Chain(profile) = &request.auth {
+        let credentials = chain::credentials(profile.as_deref(), &request.region)
+            .await
+            .map_err(|error| ProviderError::other(error.to_string(), Some(ErrorKind::Auth)))?;
+        request.auth = BedrockAuth::SigV4(credentials);
+    }
     // Signing can only fail on the URL, which does not change between attempts.
     let first_headers = request_headers(&request)?;
     let build = || {

@@ -8,10 +8,17 @@
 //! - `authorized_user`: the refresh token is exchanged at `token_uri` if the file has one, else
 //!   at Google's (`grant_type=refresh_token`).
 //!
+//! - without a file: the **metadata server** of GCE, GKE and Cloud Run (`GCE_METADATA_HOST`,
+//!   else `GCE_METADATA_IP`, else `169.254.169.254`; google-auth-library's variables), asked for
+//!   the default service account's token with `Metadata-Flavor: Google`, within
+//!   [`METADATA_TIMEOUT`]. `METADATA_SERVER_DETECTION=none` turns it off; a provider with a
+//!   fixed environment asks it only when one of the two host variables is in its map.
+//!
+//! - `external_account` (workload identity federation) and `impersonated_service_account`:
+//!   see [`super::external`].
+//!
 //! Tokens are cached per credential, process-wide, and fetched again five minutes before they
-//! expire (google-auth-library's margin); concurrent requests share one fetch. Other credential
-//! types (workload identity federation, impersonation, the metadata server) are not supported
-//! and say so.
+//! expire (google-auth-library's margin); concurrent requests share one fetch.
 //!
 //! Secrets (the private key, the refresh token, the client secret, the assertion, the access
 //! token) never appear in `Debug` output or in an error message.
@@ -29,6 +36,7 @@ use serde_json::{Value, json};
 
 use super::super::environment::Environment;
 use super::super::http::{self, Limits, read_error_body};
+use super::external::{ExternalAccount, Impersonated, external_token, impersonated_token};
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::redact::Redactor;
@@ -56,6 +64,12 @@ const TOKEN_ATTEMPTS: u32 = 3;
 pub(crate) const NO_CREDENTIALS: &str = "No credentials for Vertex AI: set GOOGLE_CLOUD_API_KEY \
      or pass an API key, or set up Application Default Credentials (GOOGLE_APPLICATION_CREDENTIALS, \
      or `gcloud auth application-default login`).";
+
+/// The bound on one metadata server request (google-auth-library waits about as long).
+pub(crate) const METADATA_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The metadata server when no variable names one.
+const METADATA_DEFAULT_HOST: &str = "169.254.169.254";
 
 /// A service account key file.
 #[derive(Clone, Deserialize)]
@@ -89,6 +103,12 @@ pub(crate) enum Credentials {
     ServiceAccount(ServiceAccount),
     /// `"type": "authorized_user"`.
     AuthorizedUser(AuthorizedUser),
+    /// The metadata server at this origin (`http://host[:port]`).
+    Metadata(String),
+    /// `"type": "external_account"`.
+    External(Box<ExternalAccount>),
+    /// `"type": "impersonated_service_account"`.
+    Impersonated(Box<Impersonated>),
 }
 
 impl fmt::Debug for Credentials {
@@ -104,6 +124,17 @@ impl fmt::Debug for Credentials {
                 .debug_struct("AuthorizedUser")
                 .field("client_id", &user.client_id)
                 .field("token_uri", &user.token_uri())
+                .finish_non_exhaustive(),
+            Self::Metadata(origin) => f.debug_tuple("Metadata").field(origin).finish(),
+            Self::External(account) => f
+                .debug_struct("ExternalAccount")
+                .field("audience", &account.audience)
+                .field("token_url", &account.token_url())
+                .finish_non_exhaustive(),
+            Self::Impersonated(impersonated) => f
+                .debug_struct("Impersonated")
+                .field("url", &impersonated.url)
+                .field("source", &impersonated.source)
                 .finish_non_exhaustive(),
         }
     }
@@ -145,6 +176,41 @@ impl Credentials {
             "authorized_user" => serde_json::from_value(value)
                 .map(Self::AuthorizedUser)
                 .map_err(missing),
+            "external_account" => serde_json::from_value(value)
+                .map(|account| Self::External(Box::new(account)))
+                .map_err(missing),
+            "impersonated_service_account" => {
+                let url = value
+                    .get("service_account_impersonation_url")
+                    .and_then(Value::as_str)
+                    .filter(|url| !url.is_empty())
+                    .ok_or("an impersonated_service_account file without service_account_impersonation_url")?
+                    .to_owned();
+                let source = value
+                    .get("source_credentials")
+                    .ok_or("an impersonated_service_account file without source_credentials")?;
+                let source = Self::parse(&source.to_string())
+                    .map_err(|why| format!("its source_credentials: {why}"))?;
+                let delegates = value
+                    .get("delegates")
+                    .and_then(Value::as_array)
+                    .map(|list| {
+                        list.iter()
+                            .filter_map(|d| d.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let quota_project_id = value
+                    .get("quota_project_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                Ok(Self::Impersonated(Box::new(Impersonated {
+                    url,
+                    delegates,
+                    source,
+                    quota_project_id,
+                })))
+            }
             "" => Err("no `type` field".to_owned()),
             other => Err(format!(
                 "credentials of type `{other}` are not supported (use a service account key, \
@@ -158,6 +224,9 @@ impl Credentials {
         match self {
             Self::ServiceAccount(account) => account.quota_project_id.as_deref(),
             Self::AuthorizedUser(user) => user.quota_project_id.as_deref(),
+            Self::Metadata(_) => None,
+            Self::External(account) => account.quota_project_id.as_deref(),
+            Self::Impersonated(impersonated) => impersonated.quota_project_id.as_deref(),
         }
         .filter(|project| !project.is_empty())
     }
@@ -167,6 +236,9 @@ impl Credentials {
         match self {
             Self::ServiceAccount(account) => account.token_uri(),
             Self::AuthorizedUser(user) => user.token_uri(),
+            Self::Metadata(origin) => origin,
+            Self::External(account) => account.token_url(),
+            Self::Impersonated(impersonated) => &impersonated.url,
         }
     }
 
@@ -185,6 +257,18 @@ impl Credentials {
                 user.client_id,
                 short_hash(&user.refresh_token)
             ),
+            Self::Metadata(origin) => format!("metadata|{origin}"),
+            Self::External(account) => format!(
+                "external|{}|{}|{}",
+                account.token_url(),
+                account.audience,
+                short_hash(&format!("{account:?}"))
+            ),
+            Self::Impersonated(impersonated) => format!(
+                "impersonated|{}|{}",
+                impersonated.url,
+                impersonated.source.cache_key()
+            ),
         }
     }
 
@@ -202,6 +286,8 @@ impl Credentials {
                 redactor.add(&user.client_secret);
                 redactor.add(&user.refresh_token);
             }
+            Self::Metadata(_) | Self::External(_) => {}
+            Self::Impersonated(impersonated) => return impersonated.source.redactor(),
         }
         redactor
     }
@@ -236,8 +322,99 @@ fn well_known_file(env: &Environment) -> Option<PathBuf> {
 
 /// Reads the ADC file (see [`credentials_path`]).
 pub(crate) fn load(env: &Environment) -> Result<Credentials, String> {
-    let path = credentials_path(env).ok_or_else(|| NO_CREDENTIALS.to_owned())?;
-    read_file(&path, env.var("GOOGLE_APPLICATION_CREDENTIALS").is_some())
+    let from_file = match credentials_path(env) {
+        Some(path) => read_file(&path, env.var("GOOGLE_APPLICATION_CREDENTIALS").is_some()),
+        None => Err(NO_CREDENTIALS.to_owned()),
+    };
+    match from_file {
+        Err(message) if message == NO_CREDENTIALS => metadata_server(env)
+            .map(Credentials::Metadata)
+            .ok_or(message),
+        other => other,
+    }
+}
+
+/// The metadata server's origin, when it may be asked (see the module docs).
+fn metadata_server(env: &Environment) -> Option<String> {
+    if env
+        .var("METADATA_SERVER_DETECTION")
+        .is_some_and(|v| v.eq_ignore_ascii_case("none"))
+    {
+        return None;
+    }
+    let named = env
+        .var("GCE_METADATA_HOST")
+        .or_else(|| env.var("GCE_METADATA_IP"));
+    let host = match (named, env) {
+        (Some(host), _) => host,
+        (None, Environment::Process) => METADATA_DEFAULT_HOST.to_owned(),
+        (None, Environment::Fixed(_)) => return None,
+    };
+    Some(format!("http://{}", host.trim_end_matches('/')))
+}
+
+/// A token from the metadata server at `origin`.
+async fn metadata_token(origin: &str) -> Result<(ApiKey, Duration), ProviderError> {
+    let auth = |message: String| ProviderError::other(message, Some(ErrorKind::Auth));
+    let url = format!(
+        "{origin}/computeMetadata/v1/instance/service-accounts/default/token?scopes={CLOUD_PLATFORM_SCOPE}"
+    );
+    let request = http::client()
+        .get(&url)
+        .header("metadata-flavor", "Google")
+        .send();
+    let response = match tokio::time::timeout(METADATA_TIMEOUT, request).await {
+        Ok(Ok(response)) => response,
+        Ok(Err(error)) => {
+            return Err(auth(format!(
+                "{NO_CREDENTIALS} The metadata server at {origin} did not answer: {}",
+                http::transport_error_message(&error)
+            )));
+        }
+        Err(_) => {
+            return Err(auth(format!(
+                "{NO_CREDENTIALS} The metadata server at {origin} did not answer within {} s.",
+                METADATA_TIMEOUT.as_secs()
+            )));
+        }
+    };
+    let status = response.status();
+    let flavor_ok = response
+        .headers()
+        .get("metadata-flavor")
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"google"));
+    let text = match tokio::time::timeout(METADATA_TIMEOUT, response.text()).await {
+        Ok(Ok(text)) => text,
+        _ => String::new(),
+    };
+    if !status.is_success() || !flavor_ok {
+        return Err(auth(format!(
+            "Could not get a Google access token from the metadata server at {origin}: {}{}",
+            status.as_u16(),
+            if flavor_ok {
+                ""
+            } else {
+                " (not a metadata server: no Metadata-Flavor: Google)"
+            }
+        )));
+    }
+    let parsed: TokenResponse = serde_json::from_str(&text)
+        .ok()
+        .filter(|parsed: &TokenResponse| !parsed.access_token.is_empty())
+        .ok_or_else(|| {
+            auth(format!(
+                "Could not get a Google access token from the metadata server at {origin}: the answer holds no access_token"
+            ))
+        })?;
+    let lifetime = parsed
+        .expires_in
+        .as_ref()
+        .and_then(|v| v.as_u64().or_else(|| v.as_str()?.parse().ok()))
+        .unwrap_or(DEFAULT_LIFETIME_SECS);
+    Ok((
+        ApiKey::new(parsed.access_token),
+        Duration::from_secs(lifetime),
+    ))
 }
 
 fn read_file(path: &Path, named: bool) -> Result<Credentials, String> {
@@ -377,6 +554,11 @@ async fn fetch_token(
     let auth = |message: String| ProviderError::other(message, Some(ErrorKind::Auth));
     let mut redactor = credentials.redactor();
     let form: Vec<(&str, String)> = match credentials {
+        Credentials::Metadata(origin) => return metadata_token(origin).await,
+        Credentials::External(account) => return external_token(account).await,
+        Credentials::Impersonated(impersonated) => {
+            return impersonated_token(impersonated, options).await;
+        }
         Credentials::ServiceAccount(account) => {
             let now = SystemTime::now()
                 .duration_since(UNIX_EPOCH)

@@ -20,6 +20,7 @@
 
 pub(crate) mod adc;
 pub(crate) mod endpoint;
+pub(crate) mod external;
 
 use reqwest::header::CONTENT_TYPE;
 

@@ -318,6 +318,29 @@ pub(crate) fn reasoning_item(signature: &str) -> Option<Value> {
     }
 }
 
+/// Whether a reasoning item holds nothing: no encrypted content and no summary text.
+fn is_empty_reasoning(item: &Value) -> bool {
+    let encrypted = item
+        .get("encrypted_content")
+        .and_then(Value::as_str)
+        .is_some_and(|content| !content.is_empty());
+    let summary = item
+        .get("summary")
+        .and_then(Value::as_array)
+        .is_some_and(|parts| {
+            parts.iter().any(|part| {
+                part.get("text")
+                    .and_then(Value::as_str)
+                    .is_some_and(|text| !text.is_empty())
+            })
+        });
+    let content = item
+        .get("content")
+        .and_then(Value::as_array)
+        .is_some_and(|parts| !parts.is_empty());
+    !encrypted && !summary && !content
+}
+
 /// The `input` array: instructions, then the transcript as Responses items.
 pub(crate) fn convert_input(
     model: &Model,
@@ -442,6 +465,9 @@ fn convert_assistant(
                 thinking_signature: Some(signature),
                 ..
             }) => match reasoning_item(signature) {
+                // An empty reasoning item (no summary text, no encrypted content) carries
+                // nothing to replay, and gateways refuse it (pi #1878/#2098).
+                Some(item) if is_empty_reasoning(&item) => {}
                 Some(item) => items.push(item),
                 // Not a reasoning item we can replay: keep the reasoning as plain text, as
                 // `transform_messages` does for reasoning from another model.
@@ -573,6 +599,21 @@ mod tests {
             Some("{broken".into())
         );
         assert_eq!(TextSignature::parse(""), None);
+    }
+
+    #[test]
+    fn empty_reasoning_items_are_empty() {
+        let empty = |s: &str| is_empty_reasoning(&reasoning_item(s).unwrap());
+        assert!(empty(r#"{"type":"reasoning","id":"rs_1","summary":[]}"#));
+        assert!(empty(
+            r#"{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":""}],"encrypted_content":null}"#
+        ));
+        assert!(!empty(
+            r#"{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"gAAA"}"#
+        ));
+        assert!(!empty(
+            r#"{"type":"reasoning","id":"rs_1","summary":[{"type":"summary_text","text":"Think"}]}"#
+        ));
     }
 
     #[test]

@@ -82,17 +82,23 @@ pub(crate) fn service_tier_multiplier(model_id: &str, tier: Option<&str>) -> f64
     }
 }
 
-/// Normalised usage from a Responses `usage` object. `input` excludes cached tokens; there is
-/// no cache-write count in this API (pi: always 0, issue #3161); `total_tokens` is the sum of
-/// the four counts, not the upstream `total_tokens` (the same number for OpenAI).
+/// Normalised usage from a Responses `usage` object. `input_tokens` counts every prompt
+/// token: the ones read from the cache (`input_tokens_details.cached_tokens`) and the ones
+/// written to it (`input_tokens_details.cache_write_tokens`, billed by the GPT-5.6-era models)
+/// are taken out of `input` into `cacheRead` and `cacheWrite` (pi hard-codes `cacheWrite: 0`,
+/// issue #3161). `total_tokens` is the sum of the four counts, not the upstream `total_tokens`
+/// (the same number for OpenAI).
 pub(crate) fn parse_usage(usage: &Value, model: &Model) -> Usage {
     let number = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
     let cached = number("/input_tokens_details/cached_tokens");
+    let written = number("/input_tokens_details/cache_write_tokens");
     let mut out = Usage {
-        input: number("/input_tokens").saturating_sub(cached),
+        input: number("/input_tokens")
+            .saturating_sub(cached)
+            .saturating_sub(written),
         output: number("/output_tokens"),
         cache_read: cached,
-        cache_write: 0,
+        cache_write: written,
         ..Usage::default()
     };
     out.total_tokens = out.input + out.output + out.cache_read + out.cache_write;
@@ -689,6 +695,42 @@ mod tests {
         );
         assert_eq!(usage.total_tokens, 1050);
         assert!((usage.cost.total - (600.0 + 40.0) / 1e6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn usage_reports_cache_writes_apart_from_input() {
+        let mut model = Model::new("openai-responses", "openai", "gpt-5.6", "");
+        model.cost.input = 1.0;
+        model.cost.cache_read = 0.1;
+        model.cost.cache_write = 1.25;
+        // OpenAI's cold write: 3438 prompt tokens, 3435 of them written to the cache.
+        let usage = parse_usage(
+            &json!({"input_tokens": 3438, "output_tokens": 10, "total_tokens": 3448,
+                    "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 3435}}),
+            &model,
+        );
+        assert_eq!(
+            (usage.input, usage.cache_read, usage.cache_write),
+            (3, 0, 3435)
+        );
+        assert_eq!(usage.total_tokens, 3448);
+        assert!((usage.cost.cache_write - 3435.0 * 1.25 / 1e6).abs() < 1e-12);
+        // A warm read with a small write; a gateway that over-reports never underflows.
+        let usage = parse_usage(
+            &json!({"input_tokens": 3438, "output_tokens": 1,
+                    "input_tokens_details": {"cached_tokens": 3423, "cache_write_tokens": 12}}),
+            &model,
+        );
+        assert_eq!(
+            (usage.input, usage.cache_read, usage.cache_write),
+            (3, 3423, 12)
+        );
+        let usage = parse_usage(
+            &json!({"input_tokens": 5, "input_tokens_details":
+                    {"cached_tokens": 4, "cache_write_tokens": 4}}),
+            &model,
+        );
+        assert_eq!(usage.input, 0);
     }
 
     #[test]
