@@ -148,6 +148,7 @@ fn stepper_config(tools: &[Arc<dyn AgentTool>], config: &AgentLoopConfig) -> Ste
             .collect(),
         should_stop_after_turn: config.hooks.should_stop_after_turn.is_some(),
         skip_initial_steering_poll: config.skip_initial_steering_poll,
+        limits: config.settings.limits.clone(),
     }
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::limits::RunLimits;
 use super::message::{AgentMessage, default_convert_to_llm};
 use super::queue::QueueMode;
 use super::tool::{AgentTool, AgentToolResult, ToolExecutionMode};
@@ -214,6 +215,10 @@ pub struct AgentSettings {
     /// cancelled and gets an error result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_timeout_ms: Option<u64>,
+    /// How far one run may go: model calls (default
+    /// [`DEFAULT_MAX_TURNS`](super::DEFAULT_MAX_TURNS)), tool calls, tokens, cost. A run that
+    /// reaches one ends with an `errorKind: "run_limit"` message.
+    pub limits: RunLimits,
 }
 
 impl AgentSettings {

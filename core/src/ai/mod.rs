@@ -34,7 +34,7 @@ pub use catalog::{
     get_supported_thinking_levels, resolve_model,
 };
 pub use env_keys::{env_key_names, find_env_keys, get_env_api_key};
-pub use error::{ErrorKind, ProviderError};
+pub use error::{ErrorKind, MessageError, ProviderError, RunLimit};
 pub use event::AssistantMessageEvent;
 pub use event_stream::{
     AssistantMessageEventStream, PartialMessage, STREAM_ENDED_EARLY, StreamWriter, channel,
