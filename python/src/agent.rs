@@ -185,6 +185,7 @@ impl PyAgent {
         stream_fn = None,
         stream_idle_timeout_ms = None,
         tool_timeout_ms = None,
+        limits = None,
         proxy_url = None,
         proxy_token = None,
         **options,
@@ -208,6 +209,7 @@ impl PyAgent {
         stream_fn: Option<&Bound<'_, PyAny>>,
         stream_idle_timeout_ms: Option<u64>,
         tool_timeout_ms: Option<u64>,
+        limits: Option<&Bound<'_, PyAny>>,
         proxy_url: Option<String>,
         proxy_token: Option<String>,
         options: Option<&Bound<'_, PyDict>>,
@@ -227,6 +229,9 @@ impl PyAgent {
         .collect();
         let mut settings: AgentSettings = deserialize_named(settings, "setting")?;
         settings.stream_options = stream_options(options)?;
+        if let Some(limits) = limits.filter(|limits| !limits.is_none()) {
+            settings.limits = parse(limits, "limits")?;
+        }
         let model = model
             .filter(|model| !model.is_none())
             .map(PyModel::extract)
@@ -362,49 +367,67 @@ impl PyAgent {
 
     /// Sends a prompt and waits until the run ends: `new_messages = await agent.prompt("hi")`.
     /// Cancelling the awaiting task aborts the run, and the abort completes before the
-    /// cancellation propagates (so a new prompt can start at once).
-    #[pyo3(signature = (input, images = None))]
+    /// cancellation propagates (so a new prompt can start at once). With
+    /// `raise_on_error=True`, a run whose last message failed (a model failure, an abort, a run
+    /// limit) raises it as the `ModelError` subclass of its kind (`RateLimitError`,
+    /// `RunLimitExceeded`, ...); the transcript keeps the message either way.
+    #[pyo3(signature = (input, images = None, *, raise_on_error = false))]
     fn prompt<'py>(
         slf: &Bound<'py, Self>,
         input: Bound<'py, PyAny>,
         images: Option<Bound<'py, PyAny>>,
+        raise_on_error: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let images = images.unwrap_or_else(|| py.None().into_bound(py));
-        drive(slf.getattr("_start_prompt")?, [input, images])
+        let raise_on_error = raise_on_error.into_pyobject(py)?.to_owned().into_any();
+        drive(
+            slf.getattr("_start_prompt")?,
+            [input, images, raise_on_error],
+        )
     }
 
     fn _start_prompt<'py>(
         slf: &Bound<'py, Self>,
         input: &Bound<'py, PyAny>,
         images: &Bound<'py, PyAny>,
+        raise_on_error: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let input = run_input(input, Some(images))?;
         let run = Self::start(slf, input, Some(running_loop(py)?.unbind()), false)?;
-        helper(py, "finish_run")?.call1((run,))
+        helper(py, "finish_run")?.call1((run, raise_on_error))
     }
 
     /// `prompt` that blocks (GIL released) until the run ends. Works from any thread, also one
     /// with a running event loop (async tools then run in a fresh loop on a worker thread).
     /// Ctrl-C aborts the run and waits for the abort to complete.
-    #[pyo3(signature = (input, images = None))]
+    #[pyo3(signature = (input, images = None, *, raise_on_error = false))]
     fn prompt_sync(
         slf: &Bound<'_, Self>,
         input: &Bound<'_, PyAny>,
         images: Option<&Bound<'_, PyAny>>,
+        raise_on_error: bool,
     ) -> PyResult<Json> {
         let input = run_input(input, images)?;
-        Self::start(slf, input, None, false)?.finish_blocking(slf.py())
+        Self::start(slf, input, None, false)?.finish_blocking(slf.py(), raise_on_error)
     }
 
     /// Continues from the transcript (after an error, or to run queued messages):
-    /// `await agent.continue_()`.
-    fn continue_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        drive(slf.getattr("_start_continue")?, [])
+    /// `await agent.continue_()`. `raise_on_error` as for `prompt`.
+    #[pyo3(signature = (*, raise_on_error = false))]
+    fn continue_<'py>(slf: &Bound<'py, Self>, raise_on_error: bool) -> PyResult<Bound<'py, PyAny>> {
+        let raise_on_error = raise_on_error
+            .into_pyobject(slf.py())?
+            .to_owned()
+            .into_any();
+        drive(slf.getattr("_start_continue")?, [raise_on_error])
     }
 
-    fn _start_continue<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+    fn _start_continue<'py>(
+        slf: &Bound<'py, Self>,
+        raise_on_error: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let run = Self::start(
             slf,
@@ -412,12 +435,13 @@ impl PyAgent {
             Some(running_loop(py)?.unbind()),
             false,
         )?;
-        helper(py, "finish_run")?.call1((run,))
+        helper(py, "finish_run")?.call1((run, raise_on_error))
     }
 
     /// `continue_` that blocks (GIL released) until the run ends.
-    fn continue_sync(slf: &Bound<'_, Self>) -> PyResult<Json> {
-        Self::start(slf, RunInput::Continue, None, false)?.finish_blocking(slf.py())
+    #[pyo3(signature = (*, raise_on_error = false))]
+    fn continue_sync(slf: &Bound<'_, Self>, raise_on_error: bool) -> PyResult<Json> {
+        Self::start(slf, RunInput::Continue, None, false)?.finish_blocking(slf.py(), raise_on_error)
     }
 
     /// Cancels the active run (thread-safe; does nothing when idle). The run ends promptly:
@@ -568,6 +592,26 @@ impl PyAgent {
     #[getter]
     fn tool_timeout_ms(&self) -> Option<u64> {
         self.agent.settings().tool_timeout_ms
+    }
+
+    /// How far one run may go (a `RunLimits` dict: `maxTurns`, default 100; `maxToolCalls`,
+    /// `maxInputTokens`, `maxOutputTokens`, `maxTotalTokens`, `maxCostUsd`). Setting it
+    /// replaces every limit (keys left out take their default); it applies from the next run.
+    #[getter]
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.agent.settings().limits)
+    }
+
+    #[setter]
+    fn set_limits(&self, limits: &Bound<'_, PyAny>) -> PyResult<()> {
+        let limits = if limits.is_none() {
+            pi_agent::agent::RunLimits::default()
+        } else {
+            parse(limits, "limits")?
+        };
+        self.agent
+            .update_settings(|settings| settings.limits = limits);
+        Ok(())
     }
 
     #[setter]
