@@ -300,7 +300,7 @@ fn c_log_test() {
         "{stderr}"
     );
     assert!(
-        stderr.contains("pi_agent warn  pi_agent::retry: "),
+        stderr.contains("pi_agent info  pi_agent::retry: "),
         "{stderr}"
     );
     assert!(!stderr.contains(SECRET), "{stderr}");

@@ -163,7 +163,7 @@ class PiTypeError(PiError, TypeError):
 
 class AgentBusyError(PiError):
     """A prompt or continue was started while the agent is running. The message is pi's:
-    ``"Agent is already processing a prompt. Use steer() or followUp() to queue messages, or
+    ``"Agent is already processing a prompt. Use steer() or follow_up() to queue messages, or
     wait for completion."``"""
 
 class CannotContinueError(PiError):

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pi_agent::agent::{
     Agent, AgentHooks, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, ProxyOptions,
-    RunInput, Subscription, proxy_stream_fn,
+    RunInput, SubscriberFailure, Subscription, proxy_stream_fn,
 };
 use pi_agent::ai::{ApiKey, ImageContent, UserMessage};
 use pyo3::prelude::*;
@@ -382,6 +382,7 @@ impl PyAgent {
         let images = images.unwrap_or_else(|| py.None().into_bound(py));
         let raise_on_error = raise_on_error.into_pyobject(py)?.to_owned().into_any();
         drive(
+            "Agent.prompt",
             slf.getattr("_start_prompt")?,
             [input, images, raise_on_error],
         )
@@ -421,7 +422,11 @@ impl PyAgent {
             .into_pyobject(slf.py())?
             .to_owned()
             .into_any();
-        drive(slf.getattr("_start_continue")?, [raise_on_error])
+        drive(
+            "Agent.continue_",
+            slf.getattr("_start_continue")?,
+            [raise_on_error],
+        )
     }
 
     fn _start_continue<'py>(
@@ -460,7 +465,11 @@ impl PyAgent {
     /// `await agent.wait_for_idle()`. Refused inside the agent's own run (a tool, hook or
     /// subscriber would wait for itself).
     fn wait_for_idle<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        drive(slf.getattr("_wait_for_idle_future")?, [])
+        drive(
+            "Agent.wait_for_idle",
+            slf.getattr("_wait_for_idle_future")?,
+            [],
+        )
     }
 
     fn _wait_for_idle_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -721,8 +730,9 @@ impl PyAgent {
     /// Calls `callback(event)` — or `callback(event, signal)` if it takes two arguments — for
     /// every event of every later run, in order; the run waits for it (an `async def` callback
     /// is awaited). It runs on a worker thread, so it may block or call other agents.
-    /// `partial=True` adds pi's `message` to `message_update` events. An exception is reported
-    /// through `sys.unraisablehook` and `listener_errors`, and does not affect the run.
+    /// `partial=True` adds pi's `message` to `message_update` events. An exception does not
+    /// affect the run: the first one of a subscriber is reported through
+    /// `sys.unraisablehook`, every one in `listener_errors`.
     /// Returns a function that unsubscribes.
     #[pyo3(signature = (callback, *, partial = false))]
     fn subscribe(&self, callback: Bound<'_, PyAny>, partial: bool) -> PyResult<Unsubscribe> {
@@ -737,9 +747,13 @@ impl PyAgent {
             .is_truthy()?;
         let callback = Arc::new(callback.unbind());
         let scope = self.scope.clone();
+        // The traceback goes to `sys.unraisablehook` once per subscriber, not once per event;
+        // every failure is still in `listener_errors`.
+        let reported = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let subscription = self.agent.subscribe_async(move |event, signal| {
             let json = event.to_json(partial);
             let (call, report) = (Arc::clone(&callback), Arc::clone(&callback));
+            let reported = Arc::clone(&reported);
             let scope: Scope = scope.current();
             async move {
                 let failure = callable::call(
@@ -757,7 +771,9 @@ impl PyAgent {
                     move |py, outcome| {
                         outcome.err().map(|error| {
                             let text = describe(py, &error);
-                            error.write_unraisable(py, Some(report.bind(py)));
+                            if !reported.swap(true, Ordering::Relaxed) {
+                                error.write_unraisable(py, Some(report.bind(py)));
+                            }
                             text
                         })
                     },
@@ -766,7 +782,7 @@ impl PyAgent {
                 .await;
                 // Core records a failing subscriber in `listener_errors` (and carries on).
                 if let Some(text) = failure {
-                    std::panic::resume_unwind(Box::new(text));
+                    std::panic::resume_unwind(Box::new(SubscriberFailure(text)));
                 }
             }
         });

@@ -175,7 +175,11 @@ impl PyEventStream {
             .into_pyobject(slf.py())?
             .to_owned()
             .into_any();
-        drive(slf.getattr("_result_future")?, [raise_on_error])
+        drive(
+            "AssistantMessageEventStream.result",
+            slf.getattr("_result_future")?,
+            [raise_on_error],
+        )
     }
 
     #[pyo3(signature = (raise_on_error = false))]
@@ -286,7 +290,12 @@ fn complete_async<'py>(
         PyEventStream::open(model, context, stream_options(options)?, simple)?,
     )?;
     let raise_on_error = raise_on_error.into_pyobject(py)?.to_owned().into_any();
-    drive(stream.getattr("_result_future")?, [raise_on_error])
+    let name = if simple {
+        "complete_simple"
+    } else {
+        "complete"
+    };
+    drive(name, stream.getattr("_result_future")?, [raise_on_error])
 }
 
 /// `stream(...)`, then the final assistant message: `await pi_agent.complete(...)`.

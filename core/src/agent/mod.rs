@@ -77,6 +77,12 @@ pub type Listener = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
 pub type AsyncListener =
     Arc<dyn Fn(AgentEvent, CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
 
+/// What a binding's subscriber unwinds with (`std::panic::resume_unwind`) when its host
+/// callback raised an exception: recorded as "subscriber raised on <event>: <text>" in
+/// [`Agent::listener_errors`] rather than as a panic.
+#[derive(Clone, Debug)]
+pub struct SubscriberFailure(pub String);
+
 #[derive(Clone)]
 enum Subscriber {
     Sync(Listener),
@@ -814,11 +820,17 @@ impl Inner {
         if state.listener_errors.len() >= 100 {
             state.listener_errors.remove(0);
         }
-        state.listener_errors.push(format!(
-            "subscriber panicked on {}: {}",
-            event.kind(),
-            panic_text(panic)
-        ));
+        let text = match panic.downcast_ref::<SubscriberFailure>() {
+            Some(SubscriberFailure(failure)) => {
+                format!("subscriber raised on {}: {failure}", event.kind())
+            }
+            None => format!(
+                "subscriber panicked on {}: {}",
+                event.kind(),
+                panic_text(panic)
+            ),
+        };
+        state.listener_errors.push(text);
     }
 
     /// Updates the state from `event`, then hands it to every subscriber, in order.

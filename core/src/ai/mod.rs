@@ -117,11 +117,25 @@ pub fn stream_simple(
 }
 
 fn no_provider(model: &Model) -> AssistantMessageEventStream {
-    AssistantMessageEventStream::failed(
-        model,
-        StopReason::Error,
-        format!("No API provider registered for api: {}", model.api),
-    )
+    AssistantMessageEventStream::failed(model, StopReason::Error, no_provider_text(model))
+}
+
+/// pi's text, with what the api most likely means when it is one of ours.
+fn no_provider_text(model: &Model) -> String {
+    let pi = format!("No API provider registered for api: {}", model.api);
+    if model.api == "unknown" && model.id == "unknown" {
+        format!(
+            "{pi} (the agent has no model: give it one when you create it, or set its model \
+             before prompting)"
+        )
+    } else if model.api.starts_with("faux:") {
+        format!(
+            "{pi} (a faux provider that was unregistered: its `with` block ended or \
+             `unregister()` was called)"
+        )
+    } else {
+        pi
+    }
 }
 
 /// [`stream_simple`], then waits for the final message.
