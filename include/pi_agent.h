@@ -635,7 +635,8 @@ typedef int32_t (*pi_tool_callback)(void *user_data, struct pi_tool_call *call);
 typedef void (*pi_free_callback)(void *user_data);
 
 /**
- * A borrowed UTF-8 string: `len` bytes at `data`. Not necessarily NUL-terminated (use `len`);
+ * A borrowed UTF-8 string: `len` bytes at `data`. NOT NUL-terminated (use `len`, e.g.
+ * `printf("%.*s", (int)s.len, s.data)`, or copy it with `pi_str_dup`);
  * `data` is never NULL. How long it stays valid is stated by the function that returns it.
  */
 typedef struct pi_str {
@@ -2591,6 +2592,21 @@ struct pi_error *pi_is_context_overflow(const char *assistant_message_json,
                                         bool *overflow_out);
 
 /**
+ * Shuts the library down for good, so that a program can exit clean under a leak checker
+ * (`valgrind --leak-check=full --error-exitcode=1`, whose default counts "possibly lost"
+ * blocks): stops the runtime's threads (waiting up to 5 s) and frees the provider registry, the
+ * parsed model catalog and the compiled overflow patterns.
+ * Call it last, after freeing every object, when no other thread uses the library; a call
+ * into the library after it fails with `PI_ERROR_KIND_RUNTIME` (streams, agents) or finds no
+ * provider. A program that simply exits need not call it. Calling it twice is a no-op.
+ *
+ * Errors: `CALLED_FROM_CALLBACK` (from a callback of the library: it would stop the thread it
+ * runs on).
+ * Thread-safety: call from one thread, when no other thread uses the library.
+ */
+struct pi_error *pi_shutdown(void);
+
+/**
  * Starts a run and writes the stepper to `*stepper_out` (free it with
  * `pi_agent_stepper_free`) and its first step as JSON to `*step_json_out` (free it with
  * `pi_string_free`). `config_json` (nullable) is core's `StepperConfig`:
@@ -2902,6 +2918,16 @@ struct pi_error *pi_on_payload_set_json(struct pi_on_payload *payload, const cha
  * Thread-safety: call once, when no other thread uses `string`.
  */
 void pi_string_free(char *string);
+
+/**
+ * Copies the `pi_str` view `text` into a new NUL-terminated string (free it with
+ * `pi_string_free`), for C code that wants a `char *` (`strstr`, `printf("%s")`, keeping it
+ * past the view's lifetime): a `pi_str` is NOT NUL-terminated. A NUL byte inside becomes
+ * U+FFFD; a NULL `data` gives `""`.
+ *
+ * Thread-safety: may be called from any thread while the view is valid.
+ */
+char *pi_str_dup(struct pi_str text);
 
 /**
  * The call id the model gave (empty when `call` is NULL). Valid while the callback runs.

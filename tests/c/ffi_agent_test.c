@@ -988,6 +988,13 @@ static void test_run_limits(void) {
     name = pi_message_error_kind_name(error.kind);
     CHECK(name.len == strlen("run_limit") && memcmp(name.data, "run_limit", name.len) == 0);
     CHECK(pi_run_limit_name(PI_RUN_LIMIT_NONE).len == 0 && pi_run_limit_name(999).len == 0);
+    char *copy = pi_str_dup(pi_run_limit_name(PI_RUN_LIMIT_MAX_TOOL_CALLS)); /* NUL-terminated */
+    CHECK(copy != NULL && strcmp(copy, "maxToolCalls") == 0);
+    pi_string_free(copy);
+    pi_str empty = {NULL, 0};
+    copy = pi_str_dup(empty);
+    CHECK(copy != NULL && copy[0] == '\0');
+    pi_string_free(copy);
     char *text = pi_agent_error_message(f.agent);
     CHECK(text != NULL && strcmp(text, "The run reached its limit of 100 turns (maxTurns)") == 0);
     pi_string_free(text);
@@ -1019,6 +1026,17 @@ static void test_run_limits(void) {
     teardown(&f);
 }
 
+/* Last: pi_shutdown stops the library (so this program exits clean under valgrind's default
+ * leak flags); a later call that needs the runtime fails with RUNTIME. */
+static void test_shutdown(void) {
+    fixture f;
+    setup(&f, "\"unused\"", NULL);
+    OK(pi_shutdown());
+    OK(pi_shutdown()); /* twice is a no-op */
+    EXPECT_ERROR(pi_agent_prompt(f.agent, "hi"), PI_ERROR_KIND_RUNTIME);
+    teardown(&f);
+}
+
 int main(void) {
     test_catalog();
     test_options();
@@ -1037,6 +1055,7 @@ int main(void) {
     test_snapshot_restore();
     test_custom_messages();
     test_run_limits();
+    test_shutdown();
     printf("ffi_agent_test: ok\n");
     return 0;
 }

@@ -31,7 +31,7 @@ pub(crate) mod validation;
 pub use accumulator::MessageAccumulator;
 pub use catalog::{
     ModelThinkingLevel, all_models, clamp_thinking_level, get_model, get_models, get_providers,
-    get_supported_thinking_levels, resolve_model,
+    get_supported_thinking_levels, release_catalog, resolve_model,
 };
 pub use env_keys::{env_key_names, find_env_keys, get_env_api_key};
 pub use error::{ErrorKind, MessageError, ProviderError, RunLimit};
@@ -52,11 +52,13 @@ pub use options::{
     DEFAULT_REQUEST_TIMEOUT_MS, GoogleThinking, OnPayload, OnResponse, StreamOptions,
     ThinkingBudgets, ThinkingLevel, Transport, is_credential_header,
 };
-pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
+pub use overflow::{
+    NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow, release_overflow_patterns,
+};
 pub use partial_json::{PartialJsonParser, parse_streaming_json};
 pub use providers::http::{forget_connections_after_fork, set_http_client};
 pub use registry::{
-    ApiProvider, get_api_provider, get_api_providers, register_api_provider,
+    ApiProvider, clear_api_providers, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,
 };
 pub use shape::shape_fields;
