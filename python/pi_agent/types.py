@@ -277,12 +277,17 @@ class Usage(TypedDict):
 # Messages
 
 
-class UserMessage(TypedDict):
+class _UserMessageOptional(TypedDict, total=False):
+    timestamp: int
+    """Unix milliseconds; always present in what the library returns, optional in what it takes
+    (0 when left out)."""
+
+
+class UserMessage(_UserMessageOptional):
     """A message from the user; ``content`` is a str or a list of text/image blocks."""
 
     role: Literal["user"]
     content: Union[str, List[UserContent]]
-    timestamp: int
 
 
 class _ResponseTimingOptional(TypedDict, total=False):
@@ -320,6 +325,9 @@ class _AssistantMessageOptional(TypedDict, total=False):
     runLimit: RunLimit
     """Which run limit ended the run, when ``errorKind`` is ``"run_limit"`` (ours)."""
     timing: ResponseTiming
+    timestamp: int
+    """Unix milliseconds; always present in what the library returns, optional in what it
+    takes."""
 
 
 class AssistantMessage(_AssistantMessageOptional):
@@ -332,12 +340,14 @@ class AssistantMessage(_AssistantMessageOptional):
     model: str
     usage: Usage
     stopReason: StopReason
-    timestamp: int
 
 
 class _ToolResultMessageOptional(TypedDict, total=False):
     details: Any
     timing: ToolTiming
+    timestamp: int
+    """Unix milliseconds; always present in what the library returns, optional in what it
+    takes."""
 
 
 class ToolResultMessage(_ToolResultMessageOptional):
@@ -348,7 +358,6 @@ class ToolResultMessage(_ToolResultMessageOptional):
     toolName: str
     content: List[UserContent]
     isError: bool
-    timestamp: int
 
 
 Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
