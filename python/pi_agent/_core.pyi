@@ -1,6 +1,14 @@
 """Stubs of the compiled module ``pi_agent._core`` (hand-written; keep in sync with python/src)."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Iterator,
+)
 from os import PathLike
 from types import TracebackType
 from typing import Any, Literal, Mapping, Optional, Sequence, TypeVar, Union, final
@@ -798,6 +806,11 @@ class AgentRun:
     def result_sync(self, *, raise_on_error: bool = False) -> list[AgentMessage]:
         """``result()`` that blocks (GIL released); Ctrl-C aborts the run and waits for the
         abort."""
+    def __await__(self) -> Generator[Any, Any, list[AgentMessage]]:
+        """``await agent.run(...)``: the messages the run added (as ``await run.result()``)."""
+    def text_deltas(self) -> AsyncIterator[str]:
+        """The answer's text as it streams: ``async for delta in run.text_deltas(): ...``
+        (consumes the run's events, like iterating the run)."""
     def abort(self) -> None:
         """Aborts the run (thread-safe); it ends promptly with ``agent_end``."""
     @property

@@ -143,6 +143,21 @@ impl PyAgentRun {
         future_into_py(py, finish(Arc::clone(&self.run), raise_on_error))
     }
 
+    /// `await agent.run(...)` waits for the end and gives the messages the run added (as
+    /// `await run.result()`, pydantic-ai's `await agent.run(...)`).
+    fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        helper(slf.py(), "finish_run")?
+            .call1((slf, false))?
+            .call_method0("__await__")
+    }
+
+    /// The answer's text as it streams: `async for delta in run.text_deltas(): ...` (the
+    /// `text_delta`s of the run's `message_update` events; the other events are read and
+    /// dropped). Consumes the run's events, like iterating the run.
+    fn text_deltas<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        helper(slf.py(), "text_deltas")?.call1((slf,))
+    }
+
     /// Aborts the run (thread-safe): it ends promptly with `agent_end`.
     fn abort(&self) {
         self.signal.cancel();

@@ -148,6 +148,15 @@ async def finish_run(run, raise_on_error=False):
         raise
 
 
+async def text_deltas(run):
+    """The `text_delta`s of an agent run's events, as they arrive."""
+    async for event in run:
+        if event["type"] == "message_update":
+            update = event["assistantMessageEvent"]
+            if update["type"] == "text_delta":
+                yield update["delta"]
+
+
 async def exit_run(run):
     """`async with agent.run(...)`: leaving the block before the run ended aborts it and waits
     for the abort to complete."""
