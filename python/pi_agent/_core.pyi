@@ -11,9 +11,9 @@ from collections.abc import (
 )
 from os import PathLike
 from types import TracebackType
-from typing import Any, Literal, Mapping, Optional, Sequence, TypeVar, Union, final
+from typing import Any, Generic, Literal, Mapping, Optional, Sequence, Union, final
 
-from typing_extensions import Unpack
+from typing_extensions import ParamSpec, TypeVar, Unpack
 
 from .types import (
     AfterToolCallHook,
@@ -656,8 +656,11 @@ def faux_tool_call(
 # ---------------------------------------------------------------------------------------------
 # Tools
 
+_ToolParams = ParamSpec("_ToolParams", default=...)
+_ToolResult = TypeVar("_ToolResult", default=Any)
+
 @final
-class Tool:
+class Tool(Generic[_ToolParams, _ToolResult]):
     """A tool the model can call: a name, a description, the JSON Schema of its arguments, and
     the Python function (sync or ``async def``) that runs it with those arguments as keywords.
 
@@ -730,7 +733,8 @@ class Tool:
     def function(self) -> Callable[..., Any]: ...
     def to_dict(self) -> ToolDefinition:
         """The tool as the LLM sees it: ``{"name", "description", "parameters"}``."""
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __call__(self, *args: _ToolParams.args, **kwargs: _ToolParams.kwargs) -> _ToolResult:
+        """Calls the function (the decorated function's signature, for type checkers)."""
 
 @final
 class ToolContext:

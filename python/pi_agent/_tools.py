@@ -28,6 +28,12 @@ from typing import (
 
 from ._core import PiTypeError, PiValueError, Tool, ToolContext
 
+if typing.TYPE_CHECKING:
+    from typing_extensions import ParamSpec
+
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R")
+
 _Convert = Callable[[Any], Any]
 
 __all__ = [
@@ -66,7 +72,7 @@ _PRIMITIVES: Dict[Any, str] = {
 
 
 @overload
-def tool(function: Callable[..., Any], /) -> Tool: ...
+def tool(function: Callable[_P, _R], /) -> Tool[_P, _R]: ...
 
 
 @overload
@@ -78,7 +84,7 @@ def tool(
     label: Optional[str] = None,
     execution_mode: Optional[Literal["sequential", "parallel"]] = None,
     prepare_arguments: Optional[Callable[[Any], Any]] = None,
-) -> Callable[[Callable[..., Any]], Tool]: ...
+) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
 def tool(

@@ -39,6 +39,29 @@ def deltas(events: List[pi_agent.types.AgentEvent]) -> str:
 prompt: pi_agent.types.UserMessage = {"role": "user", "content": "hi"}
 limits: pi_agent.types.RunLimits = {"maxTurns": 5, "maxCostUsd": 0.25}
 agent = pi_agent.Agent(None, limits=limits, messages=[prompt, {"role": "note", "text": "x"}])
+
+
+@pi_agent.tool
+def add(a: float, b: float) -> float:
+    """Adds."""
+    return a + b
+
+
+total: float = add(1.0, 2.0)     # the decorated tool keeps the function's signature
+plain: pi_agent.Tool = add       # and is still a Tool
+'''
+
+WRONG = '''
+import pi_agent
+
+
+@pi_agent.tool
+def add(a: float, b: float) -> float:
+    """Adds."""
+    return a + b
+
+
+add("one", 2.0)
 '''
 
 
@@ -49,3 +72,12 @@ def test_user_code_narrows_under_mypy_strict(tmp_path: Path) -> None:
         ["--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(program)]
     )
     assert status == 0, stdout + stderr
+
+
+def test_a_tool_call_with_wrong_arguments_fails_mypy(tmp_path: Path) -> None:
+    program = tmp_path / "wrong.py"
+    program.write_text(WRONG)
+    stdout, _, status = mypy_api.run(
+        ["--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), str(program)]
+    )
+    assert status == 1 and '"__call__" of "Tool" has incompatible type "str"' in stdout, stdout
