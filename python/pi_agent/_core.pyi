@@ -1001,16 +1001,21 @@ class Agent:
     def follow_up_mode(self, mode: QueueMode) -> None: ...
     def subscribe(self, callback: Subscriber, *, partial: bool = False) -> Unsubscribe:
         """Calls ``callback(event)`` — or ``callback(event, signal)`` when it takes two
-        arguments — for every event of every later run, in order; the run waits for it (an
-        ``async def`` callback is awaited). It runs on a worker thread, so it may block or call
-        other agents. ``partial=True`` adds pi's ``message`` to ``message_update`` events. An
-        exception is reported through ``sys.unraisablehook`` and recorded in
-        ``listener_errors``, and does not affect the run. Returns a function that
+        arguments — for every event of every later run, in order; the run waits for it.
+
+        Where it runs: an ``async def`` callback runs on the event loop of the caller awaiting
+        the run (``await agent.prompt(...)``, ``async for`` over ``agent.run(...)``), so it may
+        touch that loop's objects (``queue.put_nowait(event)``); a plain function runs on a
+        worker thread (it may block or call other agents), so from there use
+        ``loop.call_soon_threadsafe`` to reach asyncio objects (an ``asyncio.Queue`` is not
+        thread-safe). ``partial=True`` adds pi's ``message`` to ``message_update`` events. An
+        exception does not affect the run: the first one of a subscriber goes to
+        ``sys.unraisablehook``, every one to ``listener_errors``. Returns a function that
         unsubscribes."""
     @property
     def listener_errors(self) -> list[str]:
         """Failures of subscribers, oldest first (at most the last 100), e.g.
-        ``"subscriber panicked on agent_start: RuntimeError: ..."``."""
+        ``"subscriber raised on agent_start: RuntimeError: ..."``."""
     @property
     def messages(self) -> list[AgentMessage]:
         """A copy of the transcript (assign a list of message dicts to replace it, when no run
