@@ -253,3 +253,36 @@ def test_awaiting_a_run_gives_its_messages_and_text_deltas_stream() -> None:
             ]
 
     asyncio.run(main())
+
+
+def test_async_subscribers_and_tools_run_on_the_awaiting_loop() -> None:
+    """Issue 18: under `await`, `async def` subscribers and tools run on the caller's loop, so
+    they may feed its asyncio objects directly."""
+    import asyncio
+
+    async def main() -> None:
+        caller = asyncio.get_running_loop()
+        queue: "asyncio.Queue[str]" = asyncio.Queue()
+        loops: List[bool] = []
+        with pi_agent.FauxProvider() as faux:
+            faux.set_responses([[pi_agent.faux_tool_call("probe", {}, id="c1")], "done"])
+
+            @pi_agent.tool
+            async def probe() -> str:
+                """Probes."""
+                loops.append(asyncio.get_running_loop() is caller)
+                return "ok"
+
+            agent = pi_agent.Agent(faux.model, tools=[probe])
+
+            async def subscriber(event: Any) -> None:
+                loops.append(asyncio.get_running_loop() is caller)
+                queue.put_nowait(event["type"])
+
+            agent.subscribe(subscriber)
+            await agent.prompt("go")
+        assert loops and all(loops)
+        seen = [queue.get_nowait() for _ in range(queue.qsize())]
+        assert seen[0] == "agent_start" and seen[-1] == "agent_end"
+
+    asyncio.run(main())
