@@ -64,3 +64,9 @@ pub use ai::{
 
 /// The crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The Rust blocks of the repository's README, compiled as doctests so the quick start cannot
+/// rot (`no_run`: they call real providers).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

@@ -654,7 +654,10 @@ async fn missing_provider_is_a_failed_message_not_a_crash() {
     assert_eq!(last.stop_reason, StopReason::Error);
     assert_eq!(
         agent.error_message().as_deref(),
-        Some("No API provider registered for api: unknown")
+        Some(
+            "No API provider registered for api: unknown (the agent has no model: give it one \
+             when you create it, or set its model before prompting)"
+        )
     );
 }
 

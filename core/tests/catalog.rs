@@ -104,10 +104,11 @@ fn counts_match_pi() {
     }
 
     // Spec 1.10, by api.
-    let mut by_api = BTreeMap::<&str, usize>::new();
+    let mut by_api = BTreeMap::<String, usize>::new();
     for model in ai::all_models() {
-        *by_api.entry(model.api.as_str()).or_default() += 1;
+        *by_api.entry(model.api).or_default() += 1;
     }
+    let by_api: BTreeMap<&str, usize> = by_api.iter().map(|(k, v)| (k.as_str(), *v)).collect();
     assert_eq!(
         by_api,
         BTreeMap::from([
@@ -125,7 +126,7 @@ fn counts_match_pi() {
 
     // Spec 1.10: 157 thinking-level maps, 96 of them with `off: null`.
     let maps: Vec<_> = ai::all_models()
-        .filter_map(|m| m.thinking_level_map.as_ref())
+        .filter_map(|m| m.thinking_level_map)
         .collect();
     assert_eq!(maps.len(), 157);
     assert_eq!(
@@ -397,7 +398,7 @@ fn null_entries_are_dropped() {
             .as_ref()
             .is_some_and(|map| map.get("off") == Some(&None));
         assert_eq!(
-            !get_supported_thinking_levels(m).contains(&Off),
+            !get_supported_thinking_levels(&m).contains(&Off),
             off_null,
             "{}/{}",
             m.provider,

@@ -124,7 +124,7 @@ fn every_catalog_api_has_a_registered_provider() {
 async fn every_catalog_model_streams_from_the_mock() {
     let walk = join_all(APIS.map(|(api, count)| async move {
         let server = MockServer::start().await.unwrap();
-        let models: Vec<Model> = ai::all_models().filter(|m| m.api == api).cloned().collect();
+        let models: Vec<Model> = ai::all_models().filter(|m| m.api == api).collect();
         assert_eq!(models.len(), count, "{api}");
         for model in models {
             server.push(answer(api));

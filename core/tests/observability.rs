@@ -189,7 +189,7 @@ async fn forwarded_logs_carry_requests_and_retries_without_secrets() {
         .iter()
         .find(|event| event.target == "pi_agent::retry")
         .expect("the retry is logged");
-    assert_eq!(retry.level, LogLevel::Warn);
+    assert_eq!(retry.level, LogLevel::Info);
     assert!(retry.to_string().contains("503"), "{retry}");
     assert!(
         seen.iter()

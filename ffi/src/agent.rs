@@ -98,11 +98,15 @@ pub(crate) fn shared(agent: *const pi_agent) -> Result<Arc<AgentShared>, pi_erro
 /// of: `{"thinkingLevel":"off"|"minimal"|"low"|"medium"|"high"|"xhigh",
 /// "toolExecution":"parallel"|"sequential", "steeringMode":"one-at-a-time"|"all",
 /// "followUpMode":"one-at-a-time"|"all", "streamOptions":{...}, "streamIdleTimeoutMs":N,
-/// "toolTimeoutMs":N}`. `streamOptions` are the options of every model call, the same object
+/// "toolTimeoutMs":N, "limits":{"maxTurns":N|null,"maxToolCalls":N,"maxInputTokens":N,
+/// "maxOutputTokens":N,"maxTotalTokens":N,"maxCostUsd":X}}`. `streamOptions` are the options
+/// of every model call, the same object
 /// `pi_stream_open` takes (`apiKey`, `maxTokens`, `headers`, `sessionId`, provider keys, ...);
 /// its `reasoning` is set by the agent from `thinkingLevel`. `streamIdleTimeoutMs` ends a turn
 /// whose model stream sends nothing for that long; `toolTimeoutMs` gives a tool call (with its
-/// hooks) still running after that long an error result. Unknown keys are refused (core's
+/// hooks) still running after that long an error result. `limits` bound one run (default: 100
+/// model calls, `"maxTurns":null` for none); a run that reaches one ends with a failure whose
+/// kind `pi_agent_last_error` reads as `RUN_LIMIT`. Unknown keys are refused (core's
 /// message names the known ones). Start from a saved transcript with
 /// `pi_agent_set_messages_json`. On success `*agent_out` receives the agent; free it with
 /// `pi_agent_free`.

@@ -70,6 +70,7 @@ pub mod oauth;
 mod options;
 pub mod overflow;
 mod runtime;
+pub mod shutdown;
 pub mod stepper;
 pub mod stream;
 pub mod stream_options;

@@ -1,12 +1,13 @@
-//! Why a model call failed, in a form a C program can act on: the `errorKind`, `httpStatus`
-//! and `retryAfterMs` of a failed assistant message.
+//! Why a model call or a run failed, in a form a C program can act on: the `errorKind`,
+//! `httpStatus`, `retryAfterMs` and `runLimit` of a failed assistant message, read from its
+//! JSON or, for an agent's last run, from the agent itself.
 
 use std::ffi::c_char;
 
-use pi_agent::ai::{AssistantMessage, ErrorKind};
+use pi_agent::ai::{AssistantMessage, ErrorKind, MessageError, RunLimit};
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_str};
+use crate::boundary::{Out, arg_str, opt_ref};
 use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::string::pi_str;
 
@@ -42,6 +43,8 @@ pub enum pi_message_error_kind {
     /// `invalid_output`: the answer does not match the requested output schema; the message's
     /// error text is the validation report.
     InvalidOutput = 12,
+    /// `run_limit`: the agent ended the run at one of its run limits (`run_limit` says which).
+    RunLimit = 13,
 }
 
 impl pi_message_error_kind {
@@ -59,6 +62,7 @@ impl pi_message_error_kind {
             Some(ErrorKind::ContextOverflow) => Self::ContextOverflow,
             Some(ErrorKind::Refusal) => Self::Refusal,
             Some(ErrorKind::InvalidOutput) => Self::InvalidOutput,
+            Some(ErrorKind::RunLimit) => Self::RunLimit,
             // A kind added to core before this enum follows reads as no kind.
             _ => Self::None,
         }
@@ -69,6 +73,42 @@ impl pi_message_error_kind {
         ErrorKind::ALL
             .into_iter()
             .find(|kind| Self::of(Some(*kind)) as u32 == value)
+    }
+}
+
+/// Which run limit ended a run (`runLimit`; the limits are the `limits` of the agent's
+/// settings JSON). New limits may be added; treat an unknown value as `NONE`.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum pi_run_limit {
+    /// No run limit ended the run.
+    None = 0,
+    /// `maxTurns`: the number of model calls.
+    MaxTurns = 1,
+    /// `maxToolCalls`: the number of tool calls.
+    MaxToolCalls = 2,
+    /// `maxInputTokens`: input tokens, cached ones included.
+    MaxInputTokens = 3,
+    /// `maxOutputTokens`: output tokens.
+    MaxOutputTokens = 4,
+    /// `maxTotalTokens`: all tokens.
+    MaxTotalTokens = 5,
+    /// `maxCostUsd`: the cost in USD.
+    MaxCostUsd = 6,
+}
+
+impl pi_run_limit {
+    fn of(limit: Option<RunLimit>) -> Self {
+        match limit {
+            Some(RunLimit::MaxTurns) => Self::MaxTurns,
+            Some(RunLimit::MaxToolCalls) => Self::MaxToolCalls,
+            Some(RunLimit::MaxInputTokens) => Self::MaxInputTokens,
+            Some(RunLimit::MaxOutputTokens) => Self::MaxOutputTokens,
+            Some(RunLimit::MaxTotalTokens) => Self::MaxTotalTokens,
+            Some(RunLimit::MaxCostUsd) => Self::MaxCostUsd,
+            // A limit added to core before this enum follows reads as none.
+            _ => Self::None,
+        }
     }
 }
 
@@ -86,6 +126,31 @@ pub struct pi_message_error {
     /// Whether the same request may succeed later (`rate_limit`, `server`, `network`,
     /// `timeout`). The library has already retried those within `maxRetries`.
     pub transient: bool,
+    /// The run limit that ended the run (kind `RUN_LIMIT`); `NONE` otherwise.
+    pub run_limit: pi_run_limit,
+}
+
+impl pi_message_error {
+    /// No failure.
+    const NONE: Self = Self {
+        kind: pi_message_error_kind::None,
+        http_status: 0,
+        retry_after_ms: -1,
+        transient: false,
+        run_limit: pi_run_limit::None,
+    };
+
+    fn of(error: &MessageError) -> Self {
+        Self {
+            kind: pi_message_error_kind::of(error.kind),
+            http_status: error.http_status.map_or(0, u32::from),
+            retry_after_ms: error
+                .retry_after_ms
+                .map_or(-1, |ms| i64::try_from(ms).unwrap_or(i64::MAX)),
+            transient: error.is_transient(),
+            run_limit: pi_run_limit::of(error.run_limit),
+        }
+    }
 }
 
 /// Reads the failure fields of a pi-shaped assistant message (e.g. the last message of a
@@ -113,6 +178,7 @@ pub extern "C" fn pi_message_error_info(
         }
         let message: AssistantMessage = serde_json::from_value(value)
             .map_err(|error| pi_error::invalid_json(name, &error))?;
+        // The fields as written, whatever the stop reason (a message edited by hand, too).
         out.write(pi_message_error {
             kind: pi_message_error_kind::of(message.error_kind),
             http_status: message.http_status.map_or(0, u32::from),
@@ -120,8 +186,44 @@ pub extern "C" fn pi_message_error_info(
                 .retry_after_ms
                 .map_or(-1, |ms| i64::try_from(ms).unwrap_or(i64::MAX)),
             transient: message.error_kind.is_some_and(ErrorKind::is_transient),
+            run_limit: pi_run_limit::of(message.run_limit),
         });
         Ok(())
+    }
+}
+
+/// Whether the agent's last run failed (its last message has `stopReason` `error` or
+/// `aborted`: a model failure, an abort, a failing hook, a run limit), and, when `error_out` is
+/// not NULL, its kind, HTTP status, retry delay and run limit in `*error_out` (all `NONE` / 0 /
+/// -1 when it did not fail). The text is `pi_agent_error_message`. No JSON to parse; cleared
+/// when a run starts. `false` when `agent` is NULL.
+///
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_last_error(
+    agent: *const crate::agent::pi_agent,
+    error_out: *mut pi_message_error,
+) -> bool {
+    ffi_boundary! {
+        let error = opt_ref(agent).and_then(|agent| agent.shared.agent.last_error());
+        if let Ok(out) = Out::new(error_out, "error_out") {
+            out.write(error.as_ref().map_or(pi_message_error::NONE, pi_message_error::of));
+        }
+        error.is_some()
+    }
+}
+
+/// The JSON name of `limit` (a `pi_run_limit` value) as `runLimit` spells it (`"maxTurns"`,
+/// ...); empty for `NONE` and values this version does not know. Static: valid forever.
+///
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_run_limit_name(limit: u32) -> pi_str {
+    ffi_boundary! {
+        RunLimit::ALL
+            .into_iter()
+            .find(|known| pi_run_limit::of(Some(*known)) as u32 == limit)
+            .map_or(pi_str::EMPTY, |known| pi_str::new(known.as_str()))
     }
 }
 

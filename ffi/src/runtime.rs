@@ -3,7 +3,8 @@
 
 use std::cell::Cell;
 use std::future::Future;
-use std::sync::OnceLock;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
 
 use tokio::runtime::Runtime;
 
@@ -12,27 +13,62 @@ use crate::error::{pi_error, pi_error_kind};
 /// Worker threads of the runtime. Tool callbacks run on its separate blocking pool.
 const WORKER_THREADS: usize = 2;
 
-/// The runtime, started on first use and never shut down.
+/// Where the runtime is in its life.
+enum Slot {
+    /// Not started yet.
+    Unstarted,
+    /// Running; leaked so that callers can hold `&'static` (until `pi_shutdown`).
+    Running(&'static Runtime),
+    /// It could not be started.
+    Failed(String),
+    /// `pi_shutdown` stopped it.
+    ShutDown,
+}
+
+static RUNTIME: Mutex<Slot> = Mutex::new(Slot::Unstarted);
+
+/// The runtime, started on first use and stopped only by `pi_shutdown`.
 pub(crate) fn runtime() -> Result<&'static Runtime, pi_error> {
-    static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            // The runtime's first use is where `PI_AGENT_LOG` takes effect.
-            crate::log::init();
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(WORKER_THREADS)
-                .thread_name("pi-agent-runtime")
-                .enable_all()
-                .build()
-                .map_err(|error| error.to_string())
-        })
-        .as_ref()
-        .map_err(|error| {
-            pi_error::new(
-                pi_error_kind::Runtime,
-                format!("cannot start the pi-agent runtime: {error}"),
-            )
-        })
+    let mut slot = RUNTIME.lock().unwrap_or_else(PoisonError::into_inner);
+    if matches!(*slot, Slot::Unstarted) {
+        // The runtime's first use is where `PI_AGENT_LOG` takes effect.
+        crate::log::init();
+        *slot = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(WORKER_THREADS)
+            .thread_name("pi-agent-runtime")
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => Slot::Running(Box::leak(Box::new(runtime))),
+            Err(error) => Slot::Failed(error.to_string()),
+        };
+    }
+    match &*slot {
+        Slot::Running(runtime) => Ok(runtime),
+        Slot::Failed(error) => Err(pi_error::new(
+            pi_error_kind::Runtime,
+            format!("cannot start the pi-agent runtime: {error}"),
+        )),
+        Slot::ShutDown => Err(pi_error::new(
+            pi_error_kind::Runtime,
+            "the pi-agent library was shut down (pi_shutdown); it cannot be used any more",
+        )),
+        Slot::Unstarted => unreachable!("the slot was filled above"),
+    }
+}
+
+/// Stops the runtime (waiting up to `timeout` for its threads) for good.
+pub(crate) fn shutdown(timeout: Duration) {
+    let previous = std::mem::replace(
+        &mut *RUNTIME.lock().unwrap_or_else(PoisonError::into_inner),
+        Slot::ShutDown,
+    );
+    if let Slot::Running(runtime) = previous {
+        // SAFETY: the runtime was leaked from a `Box` in `runtime()`; `pi_shutdown`'s contract
+        // is that no other thread uses the library any more, so no `&'static` to it is alive.
+        let runtime = unsafe { Box::from_raw(std::ptr::from_ref(runtime).cast_mut()) };
+        runtime.shutdown_timeout(timeout);
+    }
 }
 
 /// Which C callback the current thread is inside.

@@ -4,7 +4,8 @@ use std::ffi::{CString, c_char};
 
 use crate::boundary::take_handle_c_string;
 
-/// A borrowed UTF-8 string: `len` bytes at `data`. Not necessarily NUL-terminated (use `len`);
+/// A borrowed UTF-8 string: `len` bytes at `data`. NOT NUL-terminated (use `len`, e.g.
+/// `printf("%.*s", (int)s.len, s.data)`, or copy it with `pi_str_dup`);
 /// `data` is never NULL. How long it stays valid is stated by the function that returns it.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -54,5 +55,23 @@ pub(crate) fn into_c_string(text: String) -> *mut c_char {
 pub extern "C" fn pi_string_free(string: *mut c_char) {
     ffi_boundary! {
         take_handle_c_string(string);
+    }
+}
+
+/// Copies the `pi_str` view `text` into a new NUL-terminated string (free it with
+/// `pi_string_free`), for C code that wants a `char *` (`strstr`, `printf("%s")`, keeping it
+/// past the view's lifetime): a `pi_str` is NOT NUL-terminated. A NUL byte inside becomes
+/// U+FFFD; a NULL `data` gives `""`.
+///
+/// Thread-safety: may be called from any thread while the view is valid.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_str_dup(text: pi_str) -> *mut c_char {
+    ffi_boundary! {
+        if text.data.is_null() || text.len == 0 {
+            return into_c_string(String::new());
+        }
+        // SAFETY: a `pi_str` from this library points to `len` readable bytes while valid.
+        let bytes = unsafe { std::slice::from_raw_parts(text.data.cast::<u8>(), text.len) };
+        into_c_string(String::from_utf8_lossy(bytes).into_owned())
     }
 }

@@ -23,6 +23,7 @@ import os as _os
 import sys as _sys
 
 from ._core import (
+    AbortedError,
     Agent,
     AgentBusyError,
     AgentRun,
@@ -70,6 +71,19 @@ from ._core import (
     transform_messages,
     validate_tool_arguments,
     validate_tool_call,
+    ModelError,
+    RateLimitError,
+    AuthenticationError,
+    NotFoundError,
+    BadRequestError,
+    ServerError,
+    NetworkError,
+    ModelTimeoutError,
+    DecodeError,
+    ContextOverflowError,
+    RefusalError,
+    RunLimitExceeded,
+    raise_for_error,
 )
 from ._guards import (
     is_assistant_message,
@@ -89,7 +103,7 @@ if TYPE_CHECKING:
 
     from opentelemetry.trace import TracerProvider
 
-    from . import oauth
+    from . import oauth, types
     from ._error_kind import error_kind, is_transient_error
     from ._structured import (
         OutputValidationError,
@@ -105,6 +119,7 @@ _LAZY = {
     "tool": "._tools",
     "function_schema": "._tools",
     "oauth": ".oauth",
+    "types": ".types",
     "error_kind": "._error_kind",
     "is_transient_error": "._error_kind",
     "complete_structured": "._structured",
@@ -121,7 +136,7 @@ def __getattr__(name: str) -> object:
     import importlib
 
     value = importlib.import_module(module, __name__)
-    return value if name == "oauth" else getattr(value, name)
+    return value if name in ("oauth", "types") else getattr(value, name)
 
 
 def instrument_opentelemetry(tracer_provider: "Optional[TracerProvider]" = None) -> None:
@@ -172,6 +187,20 @@ if _os.environ.get("PI_AGENT_OTEL", "").strip().lower() in ("1", "true", "yes", 
         )
 
 __all__ = [
+    "ModelError",
+    "RateLimitError",
+    "AuthenticationError",
+    "NotFoundError",
+    "BadRequestError",
+    "ServerError",
+    "NetworkError",
+    "ModelTimeoutError",
+    "DecodeError",
+    "AbortedError",
+    "ContextOverflowError",
+    "RefusalError",
+    "RunLimitExceeded",
+    "raise_for_error",
     "Agent",
     "AgentBusyError",
     "AgentRun",

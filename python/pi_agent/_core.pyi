@@ -1,16 +1,25 @@
 """Stubs of the compiled module ``pi_agent._core`` (hand-written; keep in sync with python/src)."""
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Iterator,
+)
 from os import PathLike
 from types import TracebackType
 from typing import Any, Generic, Literal, Mapping, Optional, Sequence, Type, TypeVar, Union, final, overload
 
-from typing_extensions import Unpack
+from typing_extensions import ParamSpec, TypeVar, Unpack
 
 from .types import (
     AfterToolCallHook,
     AgentEvent,
     AgentMessage,
+    AgentMessageInput,
     AgentSnapshot,
     AgentToolResult,
     AssistantMessage,
@@ -18,12 +27,15 @@ from .types import (
     BeforeToolCallHook,
     Context,
     ConvertToLlmHook,
+    ErrorKind,
     GetApiKeyHook,
     ImageContent,
     Message,
     ModelCost,
     ModelDict,
     QueueMode,
+    RunLimit,
+    RunLimits,
     ShouldStopAfterTurnHook,
     Step,
     StepInput,
@@ -55,6 +67,20 @@ __all__ = [
     "PiTypeError",
     "PiValueError",
     "ToolValidationError",
+    "ModelError",
+    "RateLimitError",
+    "AuthenticationError",
+    "NotFoundError",
+    "BadRequestError",
+    "ServerError",
+    "NetworkError",
+    "ModelTimeoutError",
+    "DecodeError",
+    "AbortedError",
+    "ContextOverflowError",
+    "RefusalError",
+    "RunLimitExceeded",
+    "raise_for_error",
     "FauxProvider",
     "faux_text",
     "faux_thinking",
@@ -113,14 +139,18 @@ __all__ = [
 
 __version__: str
 
+_M = TypeVar("_M", bound=Mapping[str, Any])
+
 # ---------------------------------------------------------------------------------------------
 # Errors
 
 class PiError(Exception):
     """Base class of every error raised by pi_agent.
 
-    Only setup mistakes raise. Model, network, tool and abort failures never do: they end the
-    run or stream with a message whose ``stopReason`` is ``"error"`` or ``"aborted"``.
+    Setup mistakes raise. Model, network, tool and abort failures do not by default: they end
+    the run or stream with a message whose ``stopReason`` is ``"error"`` or ``"aborted"``.
+    Ask for them as exceptions (``ModelError`` and its subclasses) with ``raise_for_error``
+    or ``raise_on_error=True``.
     """
 
 class PiValueError(PiError, ValueError):
@@ -144,7 +174,7 @@ class PiTypeError(PiError, TypeError):
 
 class AgentBusyError(PiError):
     """A prompt or continue was started while the agent is running. The message is pi's:
-    ``"Agent is already processing a prompt. Use steer() or followUp() to queue messages, or
+    ``"Agent is already processing a prompt. Use steer() or follow_up() to queue messages, or
     wait for completion."``"""
 
 class CannotContinueError(PiError):
@@ -161,6 +191,78 @@ class ToolValidationError(PiError):
 class OAuthError(PiError):
     """An OAuth login, refresh or credentials-file operation failed (the message never holds
     a token)."""
+
+class ModelError(PiError):
+    """A model call or an agent run failed: the failed assistant message as an exception.
+    Raised only on request (``raise_for_error``, ``raise_on_error=True``); the subclass is the
+    message's ``errorKind``.
+
+    ``message`` is the failed assistant message, ``kind`` its ``errorKind`` (``None`` when
+    none fits), ``http_status`` its ``httpStatus``, ``retry_after`` the delay the server asked
+    for in seconds (``retry_after_ms`` in milliseconds), ``run_limit`` the limit that ended
+    the run (``RunLimitExceeded``)."""
+
+    message: Optional[AssistantMessage]
+    kind: Optional[ErrorKind]
+    http_status: Optional[int]
+    retry_after_ms: Optional[int]
+    retry_after: Optional[float]
+    run_limit: Optional[RunLimit]
+    def __init__(
+        self,
+        *args: object,
+        message: Optional[AssistantMessage] = None,
+        kind: Optional[ErrorKind] = None,
+        http_status: Optional[int] = None,
+        retry_after_ms: Optional[int] = None,
+        run_limit: Optional[RunLimit] = None,
+    ) -> None: ...
+
+class RateLimitError(ModelError):
+    """Too many requests or tokens (HTTP 429): wait ``retry_after`` seconds when set."""
+
+class AuthenticationError(ModelError):
+    """The credentials were refused (HTTP 401/403) or none were found."""
+
+class NotFoundError(ModelError):
+    """The model or endpoint does not exist (HTTP 404)."""
+
+class BadRequestError(ModelError):
+    """The provider refused the request as malformed (HTTP 400/422); a retry won't help."""
+
+class ServerError(ModelError):
+    """The provider failed or is overloaded (HTTP 5xx, 529)."""
+
+class NetworkError(ModelError, ConnectionError):
+    """The connection could not be made, was reset, or the body was cut off (also a
+    ``ConnectionError``)."""
+
+class ModelTimeoutError(ModelError, TimeoutError):
+    """A time limit ran out: response headers, a silent stream, an agent watchdog (also a
+    ``TimeoutError``)."""
+
+class DecodeError(ModelError):
+    """The response could not be read as its protocol says."""
+
+class AbortedError(ModelError):
+    """The request or run was aborted."""
+
+class ContextOverflowError(ModelError):
+    """The prompt does not fit the model's context window: compact and retry."""
+
+class RefusalError(ModelError):
+    """The model or the provider's filter declined to answer."""
+
+class RunLimitExceeded(ModelError):
+    """The agent ended the run at one of its run limits; ``run_limit`` names it
+    (``"maxTurns"``, ``"maxToolCalls"``, ...)."""
+
+def raise_for_error(message: _M) -> _M:
+    """Raises the ``ModelError`` subclass of a failed assistant message (``stopReason``
+    ``"error"`` or ``"aborted"``), and returns the message unchanged otherwise::
+
+        message = pi_agent.raise_for_error(pi_agent.complete_sync(model, context))
+    """
 
 # ---------------------------------------------------------------------------------------------
 # Signals
@@ -300,10 +402,11 @@ class AssistantMessageEventStream:
     def __next__(self) -> AssistantMessageEvent: ...
     def __aiter__(self) -> AsyncIterator[AssistantMessageEvent]: ...
     def __anext__(self) -> Awaitable[AssistantMessageEvent]: ...
-    def result(self) -> Coroutine[Any, Any, AssistantMessage]:
+    def result(self, *, raise_on_error: bool = False) -> Coroutine[Any, Any, AssistantMessage]:
         """Waits for the end (consuming the remaining events) and returns the final message;
-        failures are a message with ``stopReason`` ``"error"`` or ``"aborted"``."""
-    def result_sync(self) -> AssistantMessage:
+        failures are a message with ``stopReason`` ``"error"`` or ``"aborted"`` (raised as
+        their ``ModelError`` subclass with ``raise_on_error=True``)."""
+    def result_sync(self, *, raise_on_error: bool = False) -> AssistantMessage:
         """``result()`` that blocks (GIL released); Ctrl-C aborts the request."""
     def abort(self) -> None:
         """Cancels the request (thread-safe): the stream ends with an ``error`` event whose
@@ -357,13 +460,19 @@ def stream_simple(
 def complete(
     model: Union[Model, ModelDict],
     context: Union[Context, Mapping[str, Any]],
+    *,
+    raise_on_error: bool = False,
     **options: Unpack[StreamOptions],
 ) -> Coroutine[Any, Any, AssistantMessage]:
-    """``stream(...)``, then the final assistant message: ``await pi_agent.complete(...)``."""
+    """``stream(...)``, then the final assistant message: ``await pi_agent.complete(...)``.
+    With ``raise_on_error=True`` a failed message raises its ``ModelError`` subclass
+    (``RateLimitError``, ``AuthenticationError``, ...) instead of being returned."""
 
 def complete_sync(
     model: Union[Model, ModelDict],
     context: Union[Context, Mapping[str, Any]],
+    *,
+    raise_on_error: bool = False,
     **options: Unpack[StreamOptions],
 ) -> AssistantMessage:
     """``complete`` that blocks (GIL released) until the final assistant message."""
@@ -371,6 +480,8 @@ def complete_sync(
 def complete_simple(
     model: Union[Model, ModelDict],
     context: Union[Context, Mapping[str, Any]],
+    *,
+    raise_on_error: bool = False,
     **options: Unpack[StreamOptions],
 ) -> Coroutine[Any, Any, AssistantMessage]:
     """``stream_simple(...)``, then the final assistant message."""
@@ -378,6 +489,8 @@ def complete_simple(
 def complete_simple_sync(
     model: Union[Model, ModelDict],
     context: Union[Context, Mapping[str, Any]],
+    *,
+    raise_on_error: bool = False,
     **options: Unpack[StreamOptions],
 ) -> AssistantMessage:
     """``complete_simple`` that blocks (GIL released)."""
@@ -552,8 +665,11 @@ def faux_tool_call(
 # ---------------------------------------------------------------------------------------------
 # Tools
 
+_ToolParams = ParamSpec("_ToolParams", default=...)
+_ToolResult = TypeVar("_ToolResult", default=Any)
+
 @final
-class Tool:
+class Tool(Generic[_ToolParams, _ToolResult]):
     """A tool the model can call: a name, a description, the JSON Schema of its arguments, and
     the Python function (sync or ``async def``) that runs it with those arguments as keywords.
 
@@ -626,7 +742,8 @@ class Tool:
     def function(self) -> Callable[..., Any]: ...
     def to_dict(self) -> ToolDefinition:
         """The tool as the LLM sees it: ``{"name", "description", "parameters"}``."""
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __call__(self, *args: _ToolParams.args, **kwargs: _ToolParams.kwargs) -> _ToolResult:
+        """Calls the function (the decorated function's signature, for type checkers)."""
 
 @final
 class ToolContext:
@@ -666,7 +783,7 @@ class ToolContext:
 # ---------------------------------------------------------------------------------------------
 # Agent
 
-_PromptInput = Union[str, AgentMessage, Sequence[AgentMessage]]
+_PromptInput = Union[str, AgentMessageInput, Sequence[AgentMessageInput]]
 
 @final
 class Unsubscribe:
@@ -694,13 +811,19 @@ class AgentRun:
     def __next__(self) -> AgentEvent: ...
     def __aiter__(self) -> AsyncIterator[AgentEvent]: ...
     def __anext__(self) -> Awaitable[AgentEvent]: ...
-    def result(self) -> Coroutine[Any, Any, list[AgentMessage]]:
+    def result(self, *, raise_on_error: bool = False) -> Coroutine[Any, Any, list[AgentMessage]]:
         """Waits until the run is over (reading the remaining events); the messages it added.
         Cancelling the awaiting task aborts the run, and the abort completes before the
-        cancellation propagates."""
-    def result_sync(self) -> list[AgentMessage]:
+        cancellation propagates. With ``raise_on_error=True`` a run whose last message failed
+        raises it as its ``ModelError`` subclass (``RunLimitExceeded``, ...)."""
+    def result_sync(self, *, raise_on_error: bool = False) -> list[AgentMessage]:
         """``result()`` that blocks (GIL released); Ctrl-C aborts the run and waits for the
         abort."""
+    def __await__(self) -> Generator[Any, Any, list[AgentMessage]]:
+        """``await agent.run(...)``: the messages the run added (as ``await run.result()``)."""
+    def text_deltas(self) -> AsyncIterator[str]:
+        """The answer's text as it streams: ``async for delta in run.text_deltas(): ...``
+        (consumes the run's events, like iterating the run)."""
     def abort(self) -> None:
         """Aborts the run (thread-safe); it ends promptly with ``agent_end``."""
     @property
@@ -746,7 +869,7 @@ class Agent(Generic[_OutT]):
         system_prompt: str = "",
         tools: Optional[Iterable[Union[Tool, Callable[..., Any]]]] = None,
         tool_execution: ToolExecutionMode = "parallel",
-        messages: Optional[Sequence[AgentMessage]] = None,
+        messages: Optional[Sequence[AgentMessageInput]] = None,
         thinking_level: Optional[ThinkingLevel] = None,
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
@@ -759,6 +882,7 @@ class Agent(Generic[_OutT]):
         stream_fn: Optional[StreamFn] = None,
         stream_idle_timeout_ms: Optional[int] = None,
         tool_timeout_ms: Optional[int] = None,
+        limits: Optional[RunLimits] = None,
         proxy_url: Optional[str] = None,
         proxy_token: Optional[str] = None,
         output_type: Type[_OutT],
@@ -773,7 +897,7 @@ class Agent(Generic[_OutT]):
         system_prompt: str = "",
         tools: Optional[Iterable[Union[Tool, Callable[..., Any]]]] = None,
         tool_execution: ToolExecutionMode = "parallel",
-        messages: Optional[Sequence[AgentMessage]] = None,
+        messages: Optional[Sequence[AgentMessageInput]] = None,
         thinking_level: Optional[ThinkingLevel] = None,
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
@@ -786,6 +910,7 @@ class Agent(Generic[_OutT]):
         stream_fn: Optional[StreamFn] = None,
         stream_idle_timeout_ms: Optional[int] = None,
         tool_timeout_ms: Optional[int] = None,
+        limits: Optional[RunLimits] = None,
         proxy_url: Optional[str] = None,
         proxy_token: Optional[str] = None,
         output_type: Optional[Mapping[str, Any]] = None,
@@ -802,6 +927,11 @@ class Agent(Generic[_OutT]):
         ``stream_fn`` calls the model your way; ``proxy_url`` sends every model call through
         your server instead (pi's ``streamProxy``: ``POST {proxy_url}/api/stream`` with
         ``Authorization: Bearer {proxy_token}``); give one or the other.
+
+        ``limits`` bound each run (``RunLimits``: ``maxTurns`` 100 by default, ``None`` for
+        none; ``maxToolCalls``, token and cost budgets); a run that reaches one ends with an
+        ``errorKind`` ``"run_limit"`` message (``RunLimitExceeded`` with
+        ``raise_on_error=True``).
 
         ``output_type`` (a pydantic model, a dataclass, a TypedDict, or a JSON Schema dict)
         makes every run end in a value of that shape: each model call asks for it (tools stay
@@ -863,22 +993,32 @@ class Agent(Generic[_OutT]):
     def run_continue(self, *, partial: bool = False) -> AgentRun:
         """``run()`` continuing from the transcript (as ``continue_()``)."""
     def prompt(
-        self, input: _PromptInput, images: Optional[Sequence[ImageContent]] = None
+        self,
+        input: _PromptInput,
+        images: Optional[Sequence[ImageContent]] = None,
+        *,
+        raise_on_error: bool = False,
     ) -> Coroutine[Any, Any, list[AgentMessage]]:
         """Sends a prompt (a str, a message dict, or a list of them), waits until the run ends
         and returns the messages it added. Raises ``AgentBusyError`` if a run is active.
         Cancelling the awaiting task aborts the run, and the abort completes before the
-        cancellation propagates (so a new prompt can start at once)."""
+        cancellation propagates (so a new prompt can start at once). With
+        ``raise_on_error=True`` a run whose last message failed (model failure, abort, run
+        limit) raises it as its ``ModelError`` subclass; the transcript keeps it either way."""
     def prompt_sync(
-        self, input: _PromptInput, images: Optional[Sequence[ImageContent]] = None
+        self,
+        input: _PromptInput,
+        images: Optional[Sequence[ImageContent]] = None,
+        *,
+        raise_on_error: bool = False,
     ) -> list[AgentMessage]:
         """``prompt`` that blocks until the run ends (GIL released; Ctrl-C aborts the run and
         waits for the abort)."""
-    def continue_(self) -> Coroutine[Any, Any, list[AgentMessage]]:
+    def continue_(self, *, raise_on_error: bool = False) -> Coroutine[Any, Any, list[AgentMessage]]:
         """Continues from the transcript: from a user or tool-result message it calls the model
         again; from an assistant message it runs queued steering (else follow-up) messages.
         Raises ``CannotContinueError`` if there is nothing to continue from."""
-    def continue_sync(self) -> list[AgentMessage]:
+    def continue_sync(self, *, raise_on_error: bool = False) -> list[AgentMessage]:
         """``continue_`` that blocks until the run ends."""
     def abort(self) -> None:
         """Cancels the active run (thread-safe; does nothing when idle). The model call ends
@@ -895,9 +1035,9 @@ class Agent(Generic[_OutT]):
     def reset(self) -> None:
         """Clears the transcript, queues, streaming state and error; ``AgentBusyError`` during
         a run."""
-    def steer(self, message: Union[str, AgentMessage]) -> None:
+    def steer(self, message: Union[str, AgentMessageInput]) -> None:
         """Queues a message to inject after the current turn's tool calls."""
-    def follow_up(self, message: Union[str, AgentMessage]) -> None:
+    def follow_up(self, message: Union[str, AgentMessageInput]) -> None:
         """Queues a message to run when the agent would otherwise stop."""
     def clear_all_queues(self) -> None:
         """Empties the steering and follow-up queues."""
@@ -920,23 +1060,28 @@ class Agent(Generic[_OutT]):
     def follow_up_mode(self, mode: QueueMode) -> None: ...
     def subscribe(self, callback: Subscriber, *, partial: bool = False) -> Unsubscribe:
         """Calls ``callback(event)`` — or ``callback(event, signal)`` when it takes two
-        arguments — for every event of every later run, in order; the run waits for it (an
-        ``async def`` callback is awaited). It runs on a worker thread, so it may block or call
-        other agents. ``partial=True`` adds pi's ``message`` to ``message_update`` events. An
-        exception is reported through ``sys.unraisablehook`` and recorded in
-        ``listener_errors``, and does not affect the run. Returns a function that
+        arguments — for every event of every later run, in order; the run waits for it.
+
+        Where it runs: an ``async def`` callback runs on the event loop of the caller awaiting
+        the run (``await agent.prompt(...)``, ``async for`` over ``agent.run(...)``), so it may
+        touch that loop's objects (``queue.put_nowait(event)``); a plain function runs on a
+        worker thread (it may block or call other agents), so from there use
+        ``loop.call_soon_threadsafe`` to reach asyncio objects (an ``asyncio.Queue`` is not
+        thread-safe). ``partial=True`` adds pi's ``message`` to ``message_update`` events. An
+        exception does not affect the run: the first one of a subscriber goes to
+        ``sys.unraisablehook``, every one to ``listener_errors``. Returns a function that
         unsubscribes."""
     @property
     def listener_errors(self) -> list[str]:
         """Failures of subscribers, oldest first (at most the last 100), e.g.
-        ``"subscriber panicked on agent_start: RuntimeError: ..."``."""
+        ``"subscriber raised on agent_start: RuntimeError: ..."``."""
     @property
     def messages(self) -> list[AgentMessage]:
         """A copy of the transcript (assign a list of message dicts to replace it, when no run
         is active)."""
     @messages.setter
-    def messages(self, messages: Sequence[AgentMessage]) -> None: ...
-    def append_message(self, message: AgentMessage) -> None:
+    def messages(self, messages: Sequence[AgentMessageInput]) -> None: ...
+    def append_message(self, message: AgentMessageInput) -> None:
         """Appends a message dict to the transcript (when no run is active)."""
     @property
     def is_streaming(self) -> bool:
@@ -997,6 +1142,13 @@ class Agent(Generic[_OutT]):
         ``ToolContext.aborted``). ``None`` (default): off."""
     @tool_timeout_ms.setter
     def tool_timeout_ms(self, timeout: Optional[int]) -> None: ...
+    @property
+    def limits(self) -> RunLimits:
+        """How far one run may go (``maxTurns`` 100 by default). Setting it replaces every
+        limit (keys left out take their default; ``None`` restores the defaults); it applies
+        from the next run."""
+    @limits.setter
+    def limits(self, limits: Optional[RunLimits]) -> None: ...
 
     # Hooks. Each may be a plain function or an ``async def``, and gets the run's ``Signal``
     # as a second argument when it takes one; it runs where tools run (a worker thread; a
@@ -1092,8 +1244,8 @@ class AgentStepper:
         cls,
         *,
         system_prompt: str = "",
-        messages: Optional[Sequence[AgentMessage]] = None,
-        prompts: Optional[Sequence[AgentMessage]] = None,
+        messages: Optional[Sequence[AgentMessageInput]] = None,
+        prompts: Optional[Sequence[AgentMessageInput]] = None,
         config: Optional[Union[StepperConfig, Mapping[str, Any]]] = None,
     ) -> tuple[AgentStepper, Step]:
         """Starts a run on ``messages`` (the transcript): with ``prompts`` as pi's

@@ -26,7 +26,13 @@ from typing import (
     overload,
 )
 
-from ._core import PiTypeError, Tool, ToolContext
+from ._core import PiTypeError, PiValueError, Tool, ToolContext
+
+if typing.TYPE_CHECKING:
+    from typing_extensions import ParamSpec
+
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R")
 
 _Convert = Callable[[Any], Any]
 
@@ -66,7 +72,7 @@ _PRIMITIVES: Dict[Any, str] = {
 
 
 @overload
-def tool(function: Callable[..., Any], /) -> Tool: ...
+def tool(function: Callable[_P, _R], /) -> Tool[_P, _R]: ...
 
 
 @overload
@@ -78,7 +84,7 @@ def tool(
     label: Optional[str] = None,
     execution_mode: Optional[Literal["sequential", "parallel"]] = None,
     prepare_arguments: Optional[Callable[[Any], Any]] = None,
-) -> Callable[[Callable[..., Any]], Tool]: ...
+) -> Callable[[Callable[_P, _R]], Tool[_P, _R]]: ...
 
 
 def tool(
@@ -139,11 +145,34 @@ def describe_function(
         schema = function_schema(function, param_docs)
     else:
         schema = dict(parameters)
+    tool_name = name if name is not None else fallback_name
+    _check_name(tool_name, explicit=name is not None)
     return (
-        name if name is not None else fallback_name,
+        tool_name,
         description if description is not None else summary,
         schema,
     )
+
+
+# What every provider accepts as a tool name (OpenAI and Anthropic: `^[a-zA-Z0-9_-]{1,64}$`;
+# a few also take `.` and `:`).
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
+
+
+def _check_name(name: str, *, explicit: bool) -> None:
+    """Refuses a name no model can call, before any request is sent."""
+    if _TOOL_NAME.match(name):
+        return
+    if name == "<lambda>" and not explicit:
+        message = "a lambda has no name a model can call: use a def, or pass name=..."
+    elif not name:
+        message = "a tool name cannot be empty"
+    else:
+        message = (
+            f"tool name {name!r} is not one a model can call: use 1 to 64 letters, digits, "
+            "'_' or '-'"
+        )
+    raise PiValueError(message, field="name")
 
 
 def function_schema(
@@ -190,7 +219,10 @@ def function_schema(
                 field=f"parameters.{parameter.name}",
             ) from None
         description = descriptions.get(parameter.name)
-        if description and "description" not in schema:
+        # The docstring's text for this parameter is more specific than a pydantic model's own
+        # docstring (which its schema carries), but not than `Annotated[T, "..."]`.
+        own = "description" in schema and not hasattr(annotation, "model_json_schema")
+        if description and not own:
             schema = {**schema, "description": description}
         if parameter.default is parameter.empty:
             required.append(parameter.name)

@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 __all__ = [
     "StopReason",
     "ErrorKind",
+    "RunLimit",
+    "RunLimits",
     "TextContent",
     "ThinkingContent",
     "ImageContent",
@@ -63,6 +65,7 @@ __all__ = [
     "Message",
     "CustomMessage",
     "AgentMessage",
+    "AgentMessageInput",
     "ToolDefinition",
     "Context",
     "AgentToolResult",
@@ -149,6 +152,7 @@ ErrorKind = Literal[
     "context_overflow",
     "refusal",
     "invalid_output",
+    "run_limit",
 ]
 """What kind of failure ended a model call (a failed message's ``errorKind``, ours; pi has
 none): ``rate_limit`` (HTTP 429; see ``retryAfterMs``), ``auth`` (401/403, no key),
@@ -157,7 +161,37 @@ none): ``rate_limit`` (HTTP 429; see ``retryAfterMs``), ``auth`` (401/403, no ke
 ``context_overflow`` (compact and retry), ``refusal`` (the model or a filter declined), ``invalid_output`` (the answer does not
 match the requested output schema; ``errorMessage`` is the validation report). New
 kinds may be added: read it with :func:`pi_agent.error_kind`, which maps unknown ones to
-``None``."""
+``None``.
+``run_limit``: not a model failure, the agent ended the run at one of its run limits
+(``runLimit`` says which)."""
+
+RunLimit = Literal[
+    "maxTurns",
+    "maxToolCalls",
+    "maxInputTokens",
+    "maxOutputTokens",
+    "maxTotalTokens",
+    "maxCostUsd",
+]
+"""Which run limit ended a run (``runLimit`` on its last message; the names of
+:class:`RunLimits`' keys)."""
+
+
+class RunLimits(TypedDict, total=False):
+    """How far one agent run may go (``Agent(limits=...)``, ``agent.limits``); a key left out
+    keeps its default, ``None`` is no limit. Counts and budgets are checked before each model
+    call (the call that crosses a budget completes), the tool-call limit before each batch
+    (calls beyond it do not run and get an error result)."""
+
+    maxTurns: Optional[int]
+    """Model calls per run (default 100; ``None`` for no limit)."""
+    maxToolCalls: Optional[int]
+    maxInputTokens: Optional[int]
+    """Input tokens per run, cache reads and writes included."""
+    maxOutputTokens: Optional[int]
+    maxTotalTokens: Optional[int]
+    maxCostUsd: Optional[float]
+    """Cost per run in USD (``usage.cost.total`` summed)."""
 
 ThinkingLevel = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 """pi's levels; ``"off"`` (the default) sends no reasoning."""
@@ -248,12 +282,17 @@ class Usage(TypedDict):
 # Messages
 
 
-class UserMessage(TypedDict):
+class _UserMessageOptional(TypedDict, total=False):
+    timestamp: int
+    """Unix milliseconds; always present in what the library returns, optional in what it takes
+    (0 when left out)."""
+
+
+class UserMessage(_UserMessageOptional):
     """A message from the user; ``content`` is a str or a list of text/image blocks."""
 
     role: Literal["user"]
     content: Union[str, List[UserContent]]
-    timestamp: int
 
 
 class _ResponseTimingOptional(TypedDict, total=False):
@@ -288,7 +327,12 @@ class _AssistantMessageOptional(TypedDict, total=False):
     """The HTTP status of the failed response (ours)."""
     retryAfterMs: int
     """The delay the server asked for before a retry, in milliseconds (ours)."""
+    runLimit: RunLimit
+    """Which run limit ended the run, when ``errorKind`` is ``"run_limit"`` (ours)."""
     timing: ResponseTiming
+    timestamp: int
+    """Unix milliseconds; always present in what the library returns, optional in what it
+    takes."""
 
 
 class AssistantMessage(_AssistantMessageOptional):
@@ -301,12 +345,14 @@ class AssistantMessage(_AssistantMessageOptional):
     model: str
     usage: Usage
     stopReason: StopReason
-    timestamp: int
 
 
 class _ToolResultMessageOptional(TypedDict, total=False):
     details: Any
     timing: ToolTiming
+    timestamp: int
+    """Unix milliseconds; always present in what the library returns, optional in what it
+    takes."""
 
 
 class ToolResultMessage(_ToolResultMessageOptional):
@@ -317,17 +363,23 @@ class ToolResultMessage(_ToolResultMessageOptional):
     toolName: str
     content: List[UserContent]
     isError: bool
-    timestamp: int
 
 
 Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
 """A message an LLM understands."""
 
 CustomMessage = Dict[str, Any]
-"""An application-defined transcript entry: any dict whose ``role`` is not an LLM role."""
+"""An application-defined transcript entry: any dict whose ``role`` is not an LLM role.
+Accepted wherever the agent takes messages (``AgentMessageInput``); kept out of
+``AgentMessage`` so that the union narrows on ``role``."""
 
-AgentMessage = Union[UserMessage, AssistantMessage, ToolResultMessage, CustomMessage]
-"""One transcript entry of an agent."""
+AgentMessage = Union[UserMessage, AssistantMessage, ToolResultMessage]
+"""One transcript entry of an agent; ``message["role"] == "toolResult"`` narrows it. A
+transcript may also hold custom messages (any other ``role``) at run time: test ``role``
+before reading other keys."""
+
+AgentMessageInput = Union[UserMessage, AssistantMessage, ToolResultMessage, CustomMessage]
+"""What the agent accepts as a message: an ``AgentMessage`` or a custom message."""
 
 
 class ToolDefinition(TypedDict):
@@ -743,6 +795,7 @@ class _AgentSettingsOptional(TypedDict, total=False):
     """The shape every run ends in (core's ``OutputSchema``: ``name``, ``schema``, ``strict``)."""
     outputRetries: int
     """Re-asks of an answer that does not match ``outputSchema`` (default 1)."""
+    limits: RunLimits
 
 
 class AgentSettings(_AgentSettingsOptional):
@@ -871,6 +924,8 @@ class StepperConfig(TypedDict, total=False):
     skipInitialSteeringPoll: bool
     outputRetries: int
     """Re-asks of an ``invalid_output`` answer (0 without an output schema)."""
+    limits: RunLimits
+    """How far the run may go (default: 100 model calls)."""
 
 
 class _ToolOutcomeOptional(TypedDict, total=False):

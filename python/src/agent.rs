@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pi_agent::agent::{
     Agent, AgentHooks, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, ProxyOptions,
-    RunInput, Subscription, proxy_stream_fn,
+    RunInput, SubscriberFailure, Subscription, proxy_stream_fn,
 };
 use pi_agent::ai::{ApiKey, ImageContent, UserMessage};
 use pyo3::prelude::*;
@@ -188,6 +188,7 @@ impl PyAgent {
         stream_fn = None,
         stream_idle_timeout_ms = None,
         tool_timeout_ms = None,
+        limits = None,
         proxy_url = None,
         proxy_token = None,
         output_type = None,
@@ -213,6 +214,7 @@ impl PyAgent {
         stream_fn: Option<&Bound<'_, PyAny>>,
         stream_idle_timeout_ms: Option<u64>,
         tool_timeout_ms: Option<u64>,
+        limits: Option<&Bound<'_, PyAny>>,
         proxy_url: Option<String>,
         proxy_token: Option<String>,
         output_type: Option<&Bound<'_, PyAny>>,
@@ -248,6 +250,9 @@ impl PyAgent {
         settings.output_schema = output_schema;
         settings.output_retries = output_retries;
         let output_type = output_type.map(|output_type| output_type.clone().unbind());
+        if let Some(limits) = limits.filter(|limits| !limits.is_none()) {
+            settings.limits = parse(limits, "limits")?;
+        }
         let model = model
             .filter(|model| !model.is_none())
             .map(PyModel::extract)
@@ -318,7 +323,7 @@ impl PyAgent {
         images: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        let messages = Self::prompt_sync(slf, input, images)?;
+        let messages = Self::prompt_sync(slf, input, images, false)?;
         let output_type = slf
             .get()
             .output_type
@@ -434,49 +439,72 @@ impl PyAgent {
 
     /// Sends a prompt and waits until the run ends: `new_messages = await agent.prompt("hi")`.
     /// Cancelling the awaiting task aborts the run, and the abort completes before the
-    /// cancellation propagates (so a new prompt can start at once).
-    #[pyo3(signature = (input, images = None))]
+    /// cancellation propagates (so a new prompt can start at once). With
+    /// `raise_on_error=True`, a run whose last message failed (a model failure, an abort, a run
+    /// limit) raises it as the `ModelError` subclass of its kind (`RateLimitError`,
+    /// `RunLimitExceeded`, ...); the transcript keeps the message either way.
+    #[pyo3(signature = (input, images = None, *, raise_on_error = false))]
     fn prompt<'py>(
         slf: &Bound<'py, Self>,
         input: Bound<'py, PyAny>,
         images: Option<Bound<'py, PyAny>>,
+        raise_on_error: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let images = images.unwrap_or_else(|| py.None().into_bound(py));
-        drive(slf.getattr("_start_prompt")?, [input, images])
+        let raise_on_error = raise_on_error.into_pyobject(py)?.to_owned().into_any();
+        drive(
+            "Agent.prompt",
+            slf.getattr("_start_prompt")?,
+            [input, images, raise_on_error],
+        )
     }
 
     fn _start_prompt<'py>(
         slf: &Bound<'py, Self>,
         input: &Bound<'py, PyAny>,
         images: &Bound<'py, PyAny>,
+        raise_on_error: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let input = run_input(input, Some(images))?;
         let run = Self::start(slf, input, Some(running_loop(py)?.unbind()), false)?;
-        helper(py, "finish_run")?.call1((run,))
+        helper(py, "finish_run")?.call1((run, raise_on_error))
     }
 
     /// `prompt` that blocks (GIL released) until the run ends. Works from any thread, also one
     /// with a running event loop (async tools then run in a fresh loop on a worker thread).
     /// Ctrl-C aborts the run and waits for the abort to complete.
-    #[pyo3(signature = (input, images = None))]
+    #[pyo3(signature = (input, images = None, *, raise_on_error = false))]
     fn prompt_sync(
         slf: &Bound<'_, Self>,
         input: &Bound<'_, PyAny>,
         images: Option<&Bound<'_, PyAny>>,
+        raise_on_error: bool,
     ) -> PyResult<Json> {
         let input = run_input(input, images)?;
-        Self::start(slf, input, None, false)?.finish_blocking(slf.py())
+        Self::start(slf, input, None, false)?.finish_blocking(slf.py(), raise_on_error)
     }
 
     /// Continues from the transcript (after an error, or to run queued messages):
-    /// `await agent.continue_()`.
-    fn continue_<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        drive(slf.getattr("_start_continue")?, [])
+    /// `await agent.continue_()`. `raise_on_error` as for `prompt`.
+    #[pyo3(signature = (*, raise_on_error = false))]
+    fn continue_<'py>(slf: &Bound<'py, Self>, raise_on_error: bool) -> PyResult<Bound<'py, PyAny>> {
+        let raise_on_error = raise_on_error
+            .into_pyobject(slf.py())?
+            .to_owned()
+            .into_any();
+        drive(
+            "Agent.continue_",
+            slf.getattr("_start_continue")?,
+            [raise_on_error],
+        )
     }
 
-    fn _start_continue<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+    fn _start_continue<'py>(
+        slf: &Bound<'py, Self>,
+        raise_on_error: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let run = Self::start(
             slf,
@@ -484,12 +512,13 @@ impl PyAgent {
             Some(running_loop(py)?.unbind()),
             false,
         )?;
-        helper(py, "finish_run")?.call1((run,))
+        helper(py, "finish_run")?.call1((run, raise_on_error))
     }
 
     /// `continue_` that blocks (GIL released) until the run ends.
-    fn continue_sync(slf: &Bound<'_, Self>) -> PyResult<Json> {
-        Self::start(slf, RunInput::Continue, None, false)?.finish_blocking(slf.py())
+    #[pyo3(signature = (*, raise_on_error = false))]
+    fn continue_sync(slf: &Bound<'_, Self>, raise_on_error: bool) -> PyResult<Json> {
+        Self::start(slf, RunInput::Continue, None, false)?.finish_blocking(slf.py(), raise_on_error)
     }
 
     /// Cancels the active run (thread-safe; does nothing when idle). The run ends promptly:
@@ -508,7 +537,11 @@ impl PyAgent {
     /// `await agent.wait_for_idle()`. Refused inside the agent's own run (a tool, hook or
     /// subscriber would wait for itself).
     fn wait_for_idle<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        drive(slf.getattr("_wait_for_idle_future")?, [])
+        drive(
+            "Agent.wait_for_idle",
+            slf.getattr("_wait_for_idle_future")?,
+            [],
+        )
     }
 
     fn _wait_for_idle_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -642,6 +675,26 @@ impl PyAgent {
         self.agent.settings().tool_timeout_ms
     }
 
+    /// How far one run may go (a `RunLimits` dict: `maxTurns`, default 100; `maxToolCalls`,
+    /// `maxInputTokens`, `maxOutputTokens`, `maxTotalTokens`, `maxCostUsd`). Setting it
+    /// replaces every limit (keys left out take their default); it applies from the next run.
+    #[getter]
+    fn limits<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.agent.settings().limits)
+    }
+
+    #[setter]
+    fn set_limits(&self, limits: &Bound<'_, PyAny>) -> PyResult<()> {
+        let limits = if limits.is_none() {
+            pi_agent::agent::RunLimits::default()
+        } else {
+            parse(limits, "limits")?
+        };
+        self.agent
+            .update_settings(|settings| settings.limits = limits);
+        Ok(())
+    }
+
     #[setter]
     fn set_tool_timeout_ms(&self, timeout: Option<u64>) {
         self.agent
@@ -749,8 +802,9 @@ impl PyAgent {
     /// Calls `callback(event)` — or `callback(event, signal)` if it takes two arguments — for
     /// every event of every later run, in order; the run waits for it (an `async def` callback
     /// is awaited). It runs on a worker thread, so it may block or call other agents.
-    /// `partial=True` adds pi's `message` to `message_update` events. An exception is reported
-    /// through `sys.unraisablehook` and `listener_errors`, and does not affect the run.
+    /// `partial=True` adds pi's `message` to `message_update` events. An exception does not
+    /// affect the run: the first one of a subscriber is reported through
+    /// `sys.unraisablehook`, every one in `listener_errors`.
     /// Returns a function that unsubscribes.
     #[pyo3(signature = (callback, *, partial = false))]
     fn subscribe(&self, callback: Bound<'_, PyAny>, partial: bool) -> PyResult<Unsubscribe> {
@@ -765,9 +819,13 @@ impl PyAgent {
             .is_truthy()?;
         let callback = Arc::new(callback.unbind());
         let scope = self.scope.clone();
+        // The traceback goes to `sys.unraisablehook` once per subscriber, not once per event;
+        // every failure is still in `listener_errors`.
+        let reported = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let subscription = self.agent.subscribe_async(move |event, signal| {
             let json = event.to_json(partial);
             let (call, report) = (Arc::clone(&callback), Arc::clone(&callback));
+            let reported = Arc::clone(&reported);
             let scope: Scope = scope.current();
             async move {
                 let failure = callable::call(
@@ -785,7 +843,9 @@ impl PyAgent {
                     move |py, outcome| {
                         outcome.err().map(|error| {
                             let text = describe(py, &error);
-                            error.write_unraisable(py, Some(report.bind(py)));
+                            if !reported.swap(true, Ordering::Relaxed) {
+                                error.write_unraisable(py, Some(report.bind(py)));
+                            }
                             text
                         })
                     },
@@ -794,7 +854,7 @@ impl PyAgent {
                 .await;
                 // Core records a failing subscriber in `listener_errors` (and carries on).
                 if let Some(text) = failure {
-                    std::panic::resume_unwind(Box::new(text));
+                    std::panic::resume_unwind(Box::new(SubscriberFailure(text)));
                 }
             }
         });

@@ -36,16 +36,23 @@ async fn next_event(run: SharedRun, partial: bool) -> Option<Json> {
     Some(Json(event.to_json(partial)))
 }
 
-/// Waits until the run is over; the messages it added.
-async fn finish(run: SharedRun) -> Json {
+/// Waits until the run is over; the messages it added. With `raise_on_error`, a run whose
+/// last message failed raises that failure as its `ModelError`.
+async fn finish(run: SharedRun, raise_on_error: bool) -> PyResult<Json> {
     let outcome = run.lock().await.finish().await;
-    Json(serde_json::to_value(&outcome.new_messages).unwrap_or_default())
+    if raise_on_error && let Some(last) = outcome.new_messages.last().and_then(|m| m.as_assistant())
+    {
+        crate::model_errors::check(last)?;
+    }
+    Ok(Json(
+        serde_json::to_value(&outcome.new_messages).unwrap_or_default(),
+    ))
 }
 
 /// Aborts `run` and waits until the abort completed.
 async fn abort_and_finish(run: SharedRun, signal: CancellationToken) {
     signal.cancel();
-    let _ = finish(run).await;
+    let _ = finish(run, false).await;
 }
 
 impl PyAgentRun {
@@ -63,11 +70,11 @@ impl PyAgentRun {
     }
 
     /// Blocks until the run is over; Ctrl-C aborts it (and waits for the abort to complete).
-    pub(crate) fn finish_blocking(&self, py: Python<'_>) -> PyResult<Json> {
+    pub(crate) fn finish_blocking(&self, py: Python<'_>, raise_on_error: bool) -> PyResult<Json> {
         let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
-        wait(py, finish(Arc::clone(&run)), move || {
+        wait(py, finish(Arc::clone(&run), raise_on_error), move || {
             Interrupted::Finish(Box::pin(abort_and_finish(run, signal)))
-        })
+        })?
     }
 }
 
@@ -113,21 +120,42 @@ impl PyAgentRun {
 
     /// Waits until the run is over (reading the remaining events) and returns the messages it
     /// added: `new_messages = await run.result()`. Cancelling the awaiting task aborts the run
-    /// and waits for the abort to complete before the cancellation propagates.
-    fn result<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        helper(slf.py(), "finish_run")?.call1((slf,))
+    /// and waits for the abort to complete before the cancellation propagates. With
+    /// `raise_on_error=True`, a run whose last message failed (a model failure, an abort, a run
+    /// limit) raises it as the `ModelError` subclass of its kind instead.
+    #[pyo3(signature = (*, raise_on_error = false))]
+    fn result<'py>(slf: &Bound<'py, Self>, raise_on_error: bool) -> PyResult<Bound<'py, PyAny>> {
+        helper(slf.py(), "finish_run")?.call1((slf, raise_on_error))
     }
 
     /// `result()` that blocks (GIL released); Ctrl-C aborts the run and waits for the abort.
-    fn result_sync(&self, py: Python<'_>) -> PyResult<Json> {
-        self.finish_blocking(py)
+    #[pyo3(signature = (*, raise_on_error = false))]
+    fn result_sync(&self, py: Python<'_>, raise_on_error: bool) -> PyResult<Json> {
+        self.finish_blocking(py, raise_on_error)
     }
 
-    fn _finish_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        future_into_py(py, {
-            let run = Arc::clone(&self.run);
-            async move { Ok(finish(run).await) }
-        })
+    #[pyo3(signature = (raise_on_error = false))]
+    fn _finish_future<'py>(
+        &self,
+        py: Python<'py>,
+        raise_on_error: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        future_into_py(py, finish(Arc::clone(&self.run), raise_on_error))
+    }
+
+    /// `await agent.run(...)` waits for the end and gives the messages the run added (as
+    /// `await run.result()`, pydantic-ai's `await agent.run(...)`).
+    fn __await__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        helper(slf.py(), "finish_run")?
+            .call1((slf, false))?
+            .call_method0("__await__")
+    }
+
+    /// The answer's text as it streams: `async for delta in run.text_deltas(): ...` (the
+    /// `text_delta`s of the run's `message_update` events; the other events are read and
+    /// dropped). Consumes the run's events, like iterating the run.
+    fn text_deltas<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        helper(slf.py(), "text_deltas")?.call1((slf,))
     }
 
     /// Aborts the run (thread-safe): it ends promptly with `agent_end`.
@@ -161,7 +189,7 @@ impl PyAgentRun {
     ) -> PyResult<bool> {
         if !self.is_over() {
             self.signal.cancel();
-            self.finish_blocking(py)?;
+            self.finish_blocking(py, false)?;
         }
         Ok(false)
     }

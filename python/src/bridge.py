@@ -133,12 +133,12 @@ async def drive(start, *args):
     return await start(*args)
 
 
-async def finish_run(run):
-    """Waits for an agent run to end. If the awaiting task is cancelled, the run is aborted and
-    the abort completes (the agent is idle again) before the cancellation propagates, so the
-    caller can start a new run at once."""
+async def finish_run(run, raise_on_error=False):
+    """Waits for an agent run to end (raising its failure with `raise_on_error`). If the
+    awaiting task is cancelled, the run is aborted and the abort completes (the agent is idle
+    again) before the cancellation propagates, so the caller can start a new run at once."""
     try:
-        return await run._finish_future()
+        return await run._finish_future(raise_on_error)
     except asyncio.CancelledError:
         run.abort()
         await _until_finished(run)
@@ -146,6 +146,15 @@ async def finish_run(run):
     except GeneratorExit:  # the coroutine was closed without a loop: abort, do not wait
         run.abort()
         raise
+
+
+async def text_deltas(run):
+    """The `text_delta`s of an agent run's events, as they arrive."""
+    async for event in run:
+        if event["type"] == "message_update":
+            update = event["assistantMessageEvent"]
+            if update["type"] == "text_delta":
+                yield update["delta"]
 
 
 async def exit_run(run):

@@ -219,15 +219,20 @@ pub(crate) fn spawn_job(
 }
 
 /// `drive(start, *args)`: a real coroutine that calls `start(*args)` (which returns an asyncio
-/// future) when first awaited, and awaits it.
+/// future) when first awaited, and awaits it. It is named `name` (the public method, e.g.
+/// `Agent.prompt`), so that "coroutine ... was never awaited" names what the caller called.
 pub(crate) fn drive<'py>(
+    name: &str,
     start: Bound<'py, PyAny>,
     args: impl IntoIterator<Item = Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = start.py();
     let mut all = vec![start];
     all.extend(args);
-    helper(py, "drive")?.call1(PyTuple::new(py, all)?)
+    let coroutine = helper(py, "drive")?.call1(PyTuple::new(py, all)?)?;
+    coroutine.setattr("__qualname__", name)?;
+    coroutine.setattr("__name__", name.rsplit('.').next().unwrap_or(name))?;
+    Ok(coroutine)
 }
 
 /// The running asyncio loop of the calling thread (`RuntimeError` if there is none).

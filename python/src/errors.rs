@@ -48,7 +48,8 @@ create_exception!(
 
 /// Turns a core agent error into the matching Python exception, with core's (pi's) message.
 pub(crate) fn agent_error(error: AgentError) -> PyErr {
-    let message = error.to_string();
+    // pi's texts name its TypeScript methods; a Python caller knows them by their Python names.
+    let message = error.to_string().replace("followUp()", "follow_up()");
     match error {
         AgentError::AlreadyProcessingPrompt | AgentError::AlreadyProcessingContinue => {
             AgentBusyError::new_err(message)

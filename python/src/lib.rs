@@ -17,6 +17,7 @@ mod helpers;
 mod hook;
 mod logs;
 mod model;
+mod model_errors;
 mod oauth;
 mod oauth_config;
 mod options;
@@ -56,6 +57,8 @@ mod _core {
     #[pymodule_export]
     use super::model::{PyModel, get_model, get_models, get_providers, resolve_model};
     #[pymodule_export]
+    use super::model_errors::raise_for_error;
+    #[pymodule_export]
     use super::oauth::{
         OAuthError, oauth_get_api_key, oauth_get_api_key_sync, oauth_login, oauth_login_sync,
         oauth_modify_models, oauth_providers, oauth_read_auth_file, oauth_refresh,
@@ -89,6 +92,7 @@ mod _core {
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
         super::bridge::register_exit_hook(module)?;
         super::errors::register(module)?;
+        super::model_errors::register(module)?;
         super::logs::install(module.py())?;
         module.add("__version__", pi_agent::VERSION)
     }

@@ -4,24 +4,27 @@
 
 use pi_agent::agent::{
     AfterToolCallContext, AfterToolCallResult, AgentSettings, AgentToolResult,
-    BeforeToolCallContext, BeforeToolCallResult, ShouldStopAfterTurnContext, StepperConfig,
-    ToolOutcome,
+    BeforeToolCallContext, BeforeToolCallResult, RunLimits, ShouldStopAfterTurnContext,
+    StepperConfig, ToolOutcome,
 };
 use pi_agent::ai::oauth::{OAuthAuthInfo, OAuthPrompt, OAuthSelectOption, OAuthSelectPrompt};
 use pi_agent::ai::{
     AssistantMessage, ErrorKind, GoogleThinking, ImageContent, Model, ModelCost, ResponseTiming,
-    StreamOptions, TextContent, ThinkingBudgets, ThinkingContent, Tool, ToolCall,
+    RunLimit, StreamOptions, TextContent, ThinkingBudgets, ThinkingContent, Tool, ToolCall,
     ToolResultMessage, ToolTiming, Usage, UsageCost, UserMessage, shape_fields,
 };
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 
 /// The JSON keys of core's shape `name` (its Rust type name), aliases included; for the
-/// string enum `ErrorKind`, its values.
+/// string enums `ErrorKind` and `RunLimit`, their values.
 #[pyfunction]
 pub(crate) fn _shape_fields(name: &str) -> PyResult<Vec<&'static str>> {
     if name == "ErrorKind" {
         return Ok(ErrorKind::ALL.iter().map(|kind| kind.as_str()).collect());
+    }
+    if name == "RunLimit" {
+        return Ok(RunLimit::ALL.iter().map(|limit| limit.as_str()).collect());
     }
     let fields = match name {
         "StreamOptions" => shape_fields::<StreamOptions>(),
@@ -49,6 +52,7 @@ pub(crate) fn _shape_fields(name: &str) -> PyResult<Vec<&'static str>> {
         "AfterToolCallResult" => shape_fields::<AfterToolCallResult>(),
         "ShouldStopAfterTurnContext" => shape_fields::<ShouldStopAfterTurnContext>(),
         "StepperConfig" => shape_fields::<StepperConfig>(),
+        "RunLimits" => shape_fields::<RunLimits>(),
         "ToolOutcome" => shape_fields::<ToolOutcome>(),
         "OAuthAuthInfo" => shape_fields::<OAuthAuthInfo>(),
         "OAuthPrompt" => shape_fields::<OAuthPrompt>(),

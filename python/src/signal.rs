@@ -43,7 +43,7 @@ impl PySignal {
 
     /// Resolves once the signal is aborted: `await signal.wait()`.
     fn wait<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        drive(slf.getattr("_wait_future")?, [])
+        drive("Signal.wait", slf.getattr("_wait_future")?, [])
     }
 
     fn _wait_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

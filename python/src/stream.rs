@@ -46,13 +46,17 @@ async fn next_event(stream: SharedStream) -> Option<Json> {
 }
 
 /// Consumes the rest of the stream and returns the final message.
-async fn final_message(stream: SharedStream) -> Json {
+/// The final message; with `raise_on_error`, a failed one is raised as its `ModelError`.
+async fn final_message(stream: SharedStream, raise_on_error: bool) -> PyResult<Json> {
     let mut stream = stream.lock().await;
     while stream.next().await.is_some() {}
     let message = stream
         .final_message()
         .unwrap_or_else(|| stream.partial().snapshot());
-    Json(serde_json::to_value(&message).unwrap_or_default())
+    if raise_on_error {
+        crate::model_errors::check(&message)?;
+    }
+    Ok(Json(serde_json::to_value(&message).unwrap_or_default()))
 }
 
 impl PyEventStream {
@@ -163,24 +167,40 @@ impl PyEventStream {
 
     /// Waits for the end of the stream (consuming the remaining events) and returns the final
     /// assistant message: `message = await stream.result()`. Failures are a message with
-    /// `stopReason` `"error"` or `"aborted"`.
-    fn result<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-        drive(slf.getattr("_result_future")?, [])
+    /// `stopReason` `"error"` or `"aborted"`, or, with `raise_on_error=True`, raised as the
+    /// `ModelError` subclass of their kind.
+    #[pyo3(signature = (*, raise_on_error = false))]
+    fn result<'py>(slf: &Bound<'py, Self>, raise_on_error: bool) -> PyResult<Bound<'py, PyAny>> {
+        let raise_on_error = raise_on_error
+            .into_pyobject(slf.py())?
+            .to_owned()
+            .into_any();
+        drive(
+            "AssistantMessageEventStream.result",
+            slf.getattr("_result_future")?,
+            [raise_on_error],
+        )
     }
 
-    fn _result_future<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+    #[pyo3(signature = (raise_on_error = false))]
+    fn _result_future<'py>(
+        &self,
+        py: Python<'py>,
+        raise_on_error: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let stream = Arc::clone(&self.stream);
-        future_into_py(py, async move { Ok(final_message(stream).await) })
+        future_into_py(py, final_message(stream, raise_on_error))
     }
 
     /// `result()` that blocks (GIL released); Ctrl-C aborts the request.
-    fn result_sync(&self, py: Python<'_>) -> PyResult<Json> {
+    #[pyo3(signature = (*, raise_on_error = false))]
+    fn result_sync(&self, py: Python<'_>, raise_on_error: bool) -> PyResult<Json> {
         let stream = Arc::clone(&self.stream);
         let signal = self.signal.clone();
-        wait(py, final_message(stream), move || {
+        wait(py, final_message(stream, raise_on_error), move || {
             signal.cancel();
             Interrupted::Return
-        })
+        })?
     }
 
     /// Cancels the request; the stream then ends with an `error` event whose reason is
@@ -263,59 +283,72 @@ fn complete_async<'py>(
     context: &Bound<'py, PyAny>,
     options: Option<&Bound<'py, PyDict>>,
     simple: bool,
+    raise_on_error: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let stream = Bound::new(
         py,
         PyEventStream::open(model, context, stream_options(options)?, simple)?,
     )?;
-    drive(stream.getattr("_result_future")?, [])
+    let raise_on_error = raise_on_error.into_pyobject(py)?.to_owned().into_any();
+    let name = if simple {
+        "complete_simple"
+    } else {
+        "complete"
+    };
+    drive(name, stream.getattr("_result_future")?, [raise_on_error])
 }
 
 /// `stream(...)`, then the final assistant message: `await pi_agent.complete(...)`.
 #[pyfunction]
-#[pyo3(signature = (model, context, **options))]
+#[pyo3(signature = (model, context, *, raise_on_error = false, **options))]
 pub(crate) fn complete<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
     context: &Bound<'py, PyAny>,
+    raise_on_error: bool,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    complete_async(py, model, context, options, false)
+    complete_async(py, model, context, options, false, raise_on_error)
 }
 
 /// `complete` that blocks (GIL released) until the final assistant message.
 #[pyfunction]
-#[pyo3(signature = (model, context, **options))]
+#[pyo3(signature = (model, context, *, raise_on_error = false, **options))]
 pub(crate) fn complete_sync(
     py: Python<'_>,
     model: &Bound<'_, PyAny>,
     context: &Bound<'_, PyAny>,
+    raise_on_error: bool,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Json> {
-    PyEventStream::open(model, context, stream_options(options)?, false)?.result_sync(py)
+    PyEventStream::open(model, context, stream_options(options)?, false)?
+        .result_sync(py, raise_on_error)
 }
 
 /// `stream_simple(...)`, then the final assistant message: `await
 /// pi_agent.complete_simple(...)`.
 #[pyfunction]
-#[pyo3(signature = (model, context, **options))]
+#[pyo3(signature = (model, context, *, raise_on_error = false, **options))]
 pub(crate) fn complete_simple<'py>(
     py: Python<'py>,
     model: &Bound<'py, PyAny>,
     context: &Bound<'py, PyAny>,
+    raise_on_error: bool,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    complete_async(py, model, context, options, true)
+    complete_async(py, model, context, options, true, raise_on_error)
 }
 
 /// `complete_simple` that blocks (GIL released) until the final assistant message.
 #[pyfunction]
-#[pyo3(signature = (model, context, **options))]
+#[pyo3(signature = (model, context, *, raise_on_error = false, **options))]
 pub(crate) fn complete_simple_sync(
     py: Python<'_>,
     model: &Bound<'_, PyAny>,
     context: &Bound<'_, PyAny>,
+    raise_on_error: bool,
     options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Json> {
-    PyEventStream::open(model, context, stream_options(options)?, true)?.result_sync(py)
+    PyEventStream::open(model, context, stream_options(options)?, true)?
+        .result_sync(py, raise_on_error)
 }

@@ -956,6 +956,87 @@ static void test_custom_messages(void) {
     teardown(&f);
 }
 
+/* ------------------------------------------------------------ run limits */
+
+/* Queues `count` replies that each call "echo" (a model that calls a tool forever). */
+static void push_tool_loop(pi_faux *faux, int count) {
+    for (int i = 0; i < count; i++) {
+        OK(pi_faux_push_json(faux, "{\"content\":[" TOOL_CALL("c", "echo", "{}") "]}"));
+    }
+}
+
+static void test_run_limits(void) {
+    /* The default guard: 100 model calls, then a run_limit failure read from the agent. */
+    fixture f;
+    setup(&f, NULL, NULL);
+    push_tool_loop(f.faux, 150);
+    static atomic_int calls;
+    atomic_store(&calls, 0);
+    OK(pi_agent_add_tool(f.agent, "echo", "Echo", OBJECT_SCHEMA, echo_tool, &calls, NULL));
+    pi_message_error error;
+    CHECK(!pi_agent_last_error(f.agent, &error));
+    CHECK(error.kind == PI_MESSAGE_ERROR_KIND_NONE && error.run_limit == PI_RUN_LIMIT_NONE);
+    OK(pi_agent_prompt(f.agent, "loop"));
+    CHECK(pi_faux_call_count(f.faux) == 100);
+    CHECK(atomic_load(&calls) == 100);
+    CHECK(pi_agent_last_error(f.agent, &error));
+    CHECK(error.kind == PI_MESSAGE_ERROR_KIND_RUN_LIMIT);
+    CHECK(error.run_limit == PI_RUN_LIMIT_MAX_TURNS);
+    CHECK(!error.transient && error.http_status == 0 && error.retry_after_ms == -1);
+    pi_str name = pi_run_limit_name(error.run_limit);
+    CHECK(name.len == strlen("maxTurns") && memcmp(name.data, "maxTurns", name.len) == 0);
+    name = pi_message_error_kind_name(error.kind);
+    CHECK(name.len == strlen("run_limit") && memcmp(name.data, "run_limit", name.len) == 0);
+    CHECK(pi_run_limit_name(PI_RUN_LIMIT_NONE).len == 0 && pi_run_limit_name(999).len == 0);
+    char *copy = pi_str_dup(pi_run_limit_name(PI_RUN_LIMIT_MAX_TOOL_CALLS)); /* NUL-terminated */
+    CHECK(copy != NULL && strcmp(copy, "maxToolCalls") == 0);
+    pi_string_free(copy);
+    pi_str empty = {NULL, 0};
+    copy = pi_str_dup(empty);
+    CHECK(copy != NULL && copy[0] == '\0');
+    pi_string_free(copy);
+    char *text = pi_agent_error_message(f.agent);
+    CHECK(text != NULL && strcmp(text, "The run reached its limit of 100 turns (maxTurns)") == 0);
+    pi_string_free(text);
+    char *json = messages_json(f.agent);
+    CHECK(strstr(json, "\"errorKind\":\"run_limit\",") != NULL);
+    CHECK(strstr(json, "\"runLimit\":\"maxTurns\"") != NULL);
+    pi_string_free(json);
+    CHECK(!pi_agent_last_error(NULL, NULL));
+    teardown(&f);
+
+    /* A tool-call budget from the settings JSON: the third call does not run. */
+    setup(&f, NULL, "{\"limits\":{\"maxTurns\":null,\"maxToolCalls\":2}}");
+    push_tool_loop(f.faux, 3); /* exactly what the run takes */
+    atomic_store(&calls, 0);
+    OK(pi_agent_add_tool(f.agent, "echo", "Echo", OBJECT_SCHEMA, echo_tool, &calls, NULL));
+    OK(pi_agent_prompt(f.agent, "loop"));
+    CHECK(atomic_load(&calls) == 2);
+    CHECK(pi_faux_call_count(f.faux) == 3);
+    CHECK(pi_agent_last_error(f.agent, &error));
+    CHECK(error.run_limit == PI_RUN_LIMIT_MAX_TOOL_CALLS);
+    OK(pi_agent_settings_json(f.agent, &json));
+    CHECK(strstr(json, "\"limits\":{\"maxTurns\":null,\"maxToolCalls\":2}") != NULL);
+    pi_string_free(json);
+    /* A run that ends well clears it. */
+    OK(pi_faux_push_json(f.faux, "\"done\""));
+    OK(pi_agent_prompt(f.agent, "stop"));
+    CHECK(!pi_agent_last_error(f.agent, &error));
+    CHECK(error.kind == PI_MESSAGE_ERROR_KIND_NONE);
+    teardown(&f);
+}
+
+/* Last: pi_shutdown stops the library (so this program exits clean under valgrind's default
+ * leak flags); a later call that needs the runtime fails with RUNTIME. */
+static void test_shutdown(void) {
+    fixture f;
+    setup(&f, "\"unused\"", NULL);
+    OK(pi_shutdown());
+    OK(pi_shutdown()); /* twice is a no-op */
+    EXPECT_ERROR(pi_agent_prompt(f.agent, "hi"), PI_ERROR_KIND_RUNTIME);
+    teardown(&f);
+}
+
 int main(void) {
     test_catalog();
     test_options();
@@ -973,6 +1054,8 @@ int main(void) {
     test_tool_updates();
     test_snapshot_restore();
     test_custom_messages();
+    test_run_limits();
+    test_shutdown();
     printf("ffi_agent_test: ok\n");
     return 0;
 }

@@ -6,7 +6,7 @@
  *   ffi_log_test URL
  *
  * Checks: bad levels are refused; at DEBUG a request logs its request and response lines and
- * the retry at WARN; no line holds the API key; a callback replaced by one at WARN sees no
+ * the retry at INFO; no line holds the API key; a callback replaced by one at WARN sees no
  * DEBUG line and its predecessor's free_user_data runs; removing the callback stops the lines
  * and frees its user_data. Exits 0 when every check passed, else prints the failed check and
  * exits 1.
@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
     CHECK(atomic_load(&first.debug) >= 2);
     CHECK(has_line(&first, "debug pi_agent::http:", "server.address=127.0.0.1"));
     CHECK(has_line(&first, "debug pi_agent::http:", "http.response.status_code=200"));
-    CHECK(has_line(&first, "warn pi_agent::retry:", "503"));
+    CHECK(has_line(&first, "info pi_agent::retry:", "503"));
     CHECK(atomic_load(&first.secrets) == 0);
     for (int i = 0; i < first.count; i++) printf("line: %s\n", first.lines[i]);
 

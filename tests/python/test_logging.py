@@ -45,7 +45,7 @@ def test_retries_are_warnings(mock_server: MockServer, caplog: pytest.LogCapture
         message = pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key=SECRET, max_retries=2)
     assert pi_agent.text_of(message) == "recovered"
     retries = [record for record in caplog.records if record.name == "pi_agent.retry"]
-    assert len(retries) == 1 and retries[0].levelno == logging.WARNING
+    assert len(retries) == 1 and retries[0].levelno == logging.INFO
     assert retries[0].getMessage().startswith("retrying the request")
     assert all(SECRET not in repr(record.__dict__) for record in caplog.records)
 

@@ -225,3 +225,64 @@ def test_a_run_keeps_its_agent_alive(faux: pi_agent.FauxProvider) -> None:
     kinds = [event["type"] for event in run]
     assert kinds[-1] == "agent_end"
     assert run.result_sync()[-1]["content"] == [{"type": "text", "text": "still here"}]
+
+
+def test_awaiting_a_run_gives_its_messages_and_text_deltas_stream() -> None:
+    """Issue 18: `await agent.run(...)` works as pydantic-ai users expect, and
+    `async for delta in run.text_deltas()` yields the answer text only."""
+    import asyncio
+
+    async def main() -> None:
+        with pi_agent.FauxProvider() as faux:
+            faux.set_responses(
+                [[pi_agent.faux_tool_call("echo", {}, id="c1")], "Hello there, friend."]
+            )
+
+            def echo() -> str:
+                """Echoes."""
+                return "{\"json\": true}"
+
+            agent = pi_agent.Agent(faux.model, tools=[echo])
+            run = agent.run("hi")
+            text = "".join([delta async for delta in run.text_deltas()])
+            assert text == "Hello there, friend."
+            faux.set_responses(["second"])
+            new = await agent.run("again")
+            assert new[-1]["role"] == "assistant" and new[-1]["content"] == [
+                {"type": "text", "text": "second"}
+            ]
+
+    asyncio.run(main())
+
+
+def test_async_subscribers_and_tools_run_on_the_awaiting_loop() -> None:
+    """Issue 18: under `await`, `async def` subscribers and tools run on the caller's loop, so
+    they may feed its asyncio objects directly."""
+    import asyncio
+
+    async def main() -> None:
+        caller = asyncio.get_running_loop()
+        queue: "asyncio.Queue[str]" = asyncio.Queue()
+        loops: List[bool] = []
+        with pi_agent.FauxProvider() as faux:
+            faux.set_responses([[pi_agent.faux_tool_call("probe", {}, id="c1")], "done"])
+
+            @pi_agent.tool
+            async def probe() -> str:
+                """Probes."""
+                loops.append(asyncio.get_running_loop() is caller)
+                return "ok"
+
+            agent = pi_agent.Agent(faux.model, tools=[probe])
+
+            async def subscriber(event: Any) -> None:
+                loops.append(asyncio.get_running_loop() is caller)
+                queue.put_nowait(event["type"])
+
+            agent.subscribe(subscriber)
+            await agent.prompt("go")
+        assert loops and all(loops)
+        seen = [queue.get_nowait() for _ in range(queue.qsize())]
+        assert seen[0] == "agent_start" and seen[-1] == "agent_end"
+
+    asyncio.run(main())

@@ -46,6 +46,7 @@ CAMEL_SHAPES: Dict[str, Tuple[str, Set[str]]] = {
     "AfterToolCallResult": ("AfterToolCallResult", set()),
     "ShouldStopAfterTurnContext": ("ShouldStopAfterTurnContext", set()),
     "StepperConfig": ("StepperConfig", set()),
+    "RunLimits": ("RunLimits", set()),
     "ToolOutcome": ("ToolOutcome", set()),
     "OAuthAuthInfo": ("OAuthAuthInfo", set()),
     "OAuthPrompt": ("OAuthPrompt", set()),

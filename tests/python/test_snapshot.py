@@ -100,6 +100,7 @@ def test_a_snapshot_written_by_another_binding_loads(faux: pi_agent.FauxProvider
         "steeringMode": "all",
         "followUpMode": "one-at-a-time",
         "streamOptions": {},
+        "limits": {"maxTurns": 100},  # a snapshot without limits gets the default guard
     }
     for key in ["systemPrompt", "model", "messages", "steeringQueue", "followUpQueue", "toolNames"]:
         assert written[key] == snapshot[key], key

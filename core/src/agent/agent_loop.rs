@@ -154,6 +154,7 @@ fn stepper_config(tools: &[Arc<dyn AgentTool>], config: &AgentLoopConfig) -> Ste
                 .output_retries
                 .unwrap_or(super::config::DEFAULT_OUTPUT_RETRIES)
         }),
+        limits: config.settings.limits.clone(),
     }
 }
 

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::limits::RunLimits;
 use super::message::{AgentMessage, default_convert_to_llm};
 use super::queue::QueueMode;
 use super::tool::{AgentTool, AgentToolResult, ToolExecutionMode};
@@ -225,6 +226,10 @@ pub struct AgentSettings {
     /// message. Default [`DEFAULT_OUTPUT_RETRIES`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_retries: Option<u32>,
+    /// How far one run may go: model calls (default
+    /// [`DEFAULT_MAX_TURNS`](super::DEFAULT_MAX_TURNS)), tool calls, tokens, cost. A run that
+    /// reaches one ends with an `errorKind: "run_limit"` message.
+    pub limits: RunLimits,
 }
 
 /// Default number of re-asks of an answer that does not match the output schema.

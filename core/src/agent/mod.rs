@@ -11,6 +11,7 @@ pub mod config;
 pub mod error;
 pub mod event;
 pub mod event_stream;
+pub mod limits;
 pub mod message;
 pub mod proxy;
 pub mod queue;
@@ -42,6 +43,7 @@ pub use self::config::{
 pub use self::error::AgentError;
 pub use self::event::AgentEvent;
 pub use self::event_stream::{AgentEventStream, agent_loop, agent_loop_continue};
+pub use self::limits::{DEFAULT_MAX_TURNS, RunLimits, RunUsage};
 pub use self::message::{AgentMessage, CustomMessage, default_convert_to_llm};
 pub use self::proxy::{
     ProxyOptions, proxy_stream_fn, stream_from_events, stream_message, stream_proxy,
@@ -75,6 +77,12 @@ pub type Listener = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
 /// listeners): it gets the event and the run's signal. The loop waits for it.
 pub type AsyncListener =
     Arc<dyn Fn(AgentEvent, CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// What a binding's subscriber unwinds with (`std::panic::resume_unwind`) when its host
+/// callback raised an exception: recorded as "subscriber raised on <event>: <text>" in
+/// [`Agent::listener_errors`] rather than as a panic.
+#[derive(Clone, Debug)]
+pub struct SubscriberFailure(pub String);
 
 #[derive(Clone)]
 enum Subscriber {
@@ -136,6 +144,7 @@ struct State {
     streaming: Option<Streaming>,
     pending_tool_calls: BTreeSet<String>,
     error_message: Option<String>,
+    last_error: Option<crate::ai::MessageError>,
     listener_errors: Vec<String>,
 }
 
@@ -266,6 +275,7 @@ impl Agent {
             streaming: None,
             pending_tool_calls: BTreeSet::new(),
             error_message: None,
+            last_error: None,
             listener_errors: Vec::new(),
         };
         let inner = Arc::new(Inner {
@@ -346,6 +356,7 @@ impl Agent {
             state.is_streaming = true;
             state.streaming = None;
             state.error_message = None;
+            state.last_error = None;
             let context = AgentContext {
                 system_prompt: state.system_prompt.clone(),
                 messages: state.messages.clone(),
@@ -528,6 +539,7 @@ impl Agent {
             state.streaming = None;
             state.pending_tool_calls.clear();
             state.error_message = None;
+            state.last_error = None;
         }
         lock(&self.inner.steering).clear();
         lock(&self.inner.follow_up).clear();
@@ -613,6 +625,12 @@ impl Agent {
     /// The error of the last failed turn, if any.
     pub fn error_message(&self) -> Option<String> {
         lock(&self.inner.state).error_message.clone()
+    }
+
+    /// The failure of the last run as a typed error (kind, HTTP status, retry delay, run
+    /// limit), when its last message failed; cleared when a run starts or on `reset`.
+    pub fn last_error(&self) -> Option<crate::ai::MessageError> {
+        lock(&self.inner.state).last_error.clone()
     }
 
     /// Panics of subscribers, as text, oldest first (at most the last 100).
@@ -808,11 +826,17 @@ impl Inner {
         if state.listener_errors.len() >= 100 {
             state.listener_errors.remove(0);
         }
-        state.listener_errors.push(format!(
-            "subscriber panicked on {}: {}",
-            event.kind(),
-            panic_text(panic)
-        ));
+        let text = match panic.downcast_ref::<SubscriberFailure>() {
+            Some(SubscriberFailure(failure)) => {
+                format!("subscriber raised on {}: {failure}", event.kind())
+            }
+            None => format!(
+                "subscriber panicked on {}: {}",
+                event.kind(),
+                panic_text(panic)
+            ),
+        };
+        state.listener_errors.push(text);
     }
 
     /// Updates the state from `event`, then hands it to every subscriber, in order.
@@ -837,6 +861,7 @@ impl Inner {
                     {
                         state.error_message = Some(error);
                     }
+                    state.last_error = message.as_assistant().and_then(crate::ai::MessageError::of);
                     state.messages.push(message.clone());
                 }
                 AgentEvent::ToolExecutionStart { tool_call_id, .. } => {

@@ -41,6 +41,26 @@ impl RunOutcome {
     }
 }
 
+impl RunOutcome {
+    /// The run's failure: the error of its last message, when that is a failed assistant
+    /// message (a model failure, an abort, a failing hook, a run limit).
+    pub fn error(&self) -> Option<crate::ai::MessageError> {
+        self.new_messages
+            .last()
+            .and_then(AgentMessage::as_assistant)
+            .and_then(crate::ai::MessageError::of)
+    }
+
+    /// The outcome, or the run's failure as an error (the opt-in to raising: by default a
+    /// failed run is data, as in pi).
+    pub fn into_result(self) -> Result<RunOutcome, crate::ai::MessageError> {
+        match self.error() {
+            Some(error) => Err(error),
+            None => Ok(self),
+        }
+    }
+}
+
 /// Where a run leaves its outcome when it emits `agent_end`, so waiting for the result does
 /// not need the events. `wants_output` when the run has an output schema.
 #[derive(Clone, Debug, Default)]

@@ -24,8 +24,10 @@ use serde::{Deserialize, Serialize};
 
 use super::config::ShouldStopAfterTurnContext;
 use super::event::AgentEvent;
+use super::limits::{RunLimits, RunUsage, limit_message};
 use super::message::AgentMessage;
-use super::tool::ToolExecutionMode;
+use super::tool::{AgentToolResult, ToolExecutionMode};
+use crate::ai::RunLimit;
 use crate::ai::error::ErrorKind;
 use crate::ai::types::{AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage};
 
@@ -173,6 +175,9 @@ pub struct StepperConfig {
     /// schema).
     #[serde(skip_serializing_if = "is_zero")]
     pub output_retries: u32,
+    /// How far the run may go (default: [`DEFAULT_MAX_TURNS`](super::DEFAULT_MAX_TURNS)
+    /// model calls, nothing else).
+    pub limits: RunLimits,
 }
 
 /// Where the stepper is.
@@ -195,6 +200,10 @@ enum Phase {
         next: usize,
         results: Vec<ToolResultMessage>,
         all_terminate: bool,
+        /// Calls the tool-call limit keeps from running; they get error results after the
+        /// batch.
+        #[serde(default)]
+        skipped: Vec<ToolCall>,
     },
     /// Waiting for `should_stop_after_turn`.
     ShouldStop { has_more_tool_calls: bool },
@@ -237,6 +246,11 @@ pub struct AgentStepper {
     phase: Phase,
     /// Re-asks of an invalid answer so far.
     output_retries_used: u32,
+    /// What the run used so far (what the run limits are checked against).
+    usage: RunUsage,
+    /// The model asked for more tool calls than `maxToolCalls` allows: the run ends before the
+    /// next model call.
+    tool_limit_reached: bool,
 }
 
 /// The JSON form, borrowed for writing.
@@ -252,6 +266,8 @@ struct StepperRef<'a> {
     phase: &'a Phase,
     #[serde(skip_serializing_if = "is_zero")]
     output_retries_used: u32,
+    usage: &'a RunUsage,
+    tool_limit_reached: bool,
 }
 
 /// The JSON form, owned for reading.
@@ -266,8 +282,13 @@ struct StepperWire {
     aborted: bool,
     phase: Phase,
     /// Re-asks of an invalid answer so far.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(default)]
     output_retries_used: u32,
+    /// Older states have no usage (the limits count from here).
+    #[serde(default)]
+    usage: RunUsage,
+    #[serde(default)]
+    tool_limit_reached: bool,
 }
 
 impl Serialize for AgentStepper {
@@ -281,6 +302,8 @@ impl Serialize for AgentStepper {
             aborted: self.aborted,
             phase: &self.phase,
             output_retries_used: self.output_retries_used,
+            usage: &self.usage,
+            tool_limit_reached: self.tool_limit_reached,
         }
         .serialize(serializer)
     }
@@ -304,6 +327,8 @@ impl<'de> Deserialize<'de> for AgentStepper {
             aborted: wire.aborted,
             phase: wire.phase,
             output_retries_used: wire.output_retries_used,
+            usage: wire.usage,
+            tool_limit_reached: wire.tool_limit_reached,
         })
     }
 }
@@ -325,6 +350,8 @@ impl AgentStepper {
             aborted: false,
             phase: Phase::InitialSteering,
             output_retries_used: 0,
+            usage: RunUsage::default(),
+            tool_limit_reached: false,
         };
         let mut events = vec![AgentEvent::AgentStart, AgentEvent::TurnStart];
         if let RunStart::Prompt { prompts } = start {
@@ -372,6 +399,12 @@ impl AgentStepper {
         self.aborted = true;
     }
 
+    /// What the run used so far: model calls, tool calls, tokens and cost (what its
+    /// [`RunLimits`] are checked against).
+    pub fn usage(&self) -> &RunUsage {
+        &self.usage
+    }
+
     /// Whether [`abort`](Self::abort) was called.
     pub fn is_aborted(&self) -> bool {
         self.aborted
@@ -411,6 +444,7 @@ impl AgentStepper {
                     next,
                     mut results,
                     mut all_terminate,
+                    skipped,
                 },
                 StepInput::ToolResults { outcomes },
             ) => {
@@ -440,9 +474,14 @@ impl AgentStepper {
                         next: next + 1,
                         results,
                         all_terminate,
+                        skipped,
                     };
                     action
                 } else {
+                    if !skipped.is_empty() {
+                        all_terminate = false;
+                        results.extend(self.refuse_calls(&message, &skipped, &mut events));
+                    }
                     // pi: the batch terminates only if it has results and every one asks to.
                     let terminate = all_terminate && !results.is_empty();
                     self.end_turn(message, results, !terminate, &mut events)
@@ -512,8 +551,71 @@ impl AgentStepper {
             });
             self.messages.push(message);
         }
+        let reached = if self.tool_limit_reached {
+            let text = self.config.limits.tool_call_limit_text();
+            Some((RunLimit::MaxToolCalls, format!("The run stopped: {text}")))
+        } else {
+            self.config.limits.reached(&self.usage)
+        };
+        if let Some((limit, text)) = reached {
+            // The turn ends as if the model call had failed with this message.
+            let last = self
+                .messages
+                .iter()
+                .rev()
+                .find_map(AgentMessage::as_assistant);
+            let message = limit_message(limit, text, last);
+            return self.model_done(message, false, events);
+        }
+        self.usage.turns += 1;
         self.phase = Phase::Model;
         StepAction::CallModel
+    }
+
+    /// Error results for `calls`, which the tool-call limit kept from running, with the events a
+    /// driver would have emitted for them.
+    fn refuse_calls(
+        &mut self,
+        message: &AssistantMessage,
+        calls: &[ToolCall],
+        events: &mut Vec<AgentEvent>,
+    ) -> Vec<ToolResultMessage> {
+        let text = self.config.limits.tool_call_refusal();
+        calls
+            .iter()
+            .map(|call| {
+                let result = AgentToolResult::error(text.clone());
+                events.push(AgentEvent::ToolExecutionStart {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    args: call.arguments.clone(),
+                });
+                events.push(AgentEvent::ToolExecutionEnd {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    result: result.clone(),
+                    is_error: true,
+                });
+                let tool_result = ToolResultMessage {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    content: result.content,
+                    details: Some(result.details),
+                    is_error: true,
+                    timestamp: message.timestamp,
+                    timing: None,
+                };
+                let entry: AgentMessage = tool_result.clone().into();
+                events.push(AgentEvent::MessageStart {
+                    message: entry.clone(),
+                });
+                events.push(AgentEvent::MessageEnd {
+                    message: entry.clone(),
+                });
+                self.messages.push(entry);
+                tool_result
+            })
+            .collect()
     }
 
     fn model_done(
@@ -532,6 +634,7 @@ impl AgentStepper {
             message: entry.clone(),
         });
         self.messages.push(entry.clone());
+        self.usage.add(&message.usage);
         if message.stop_reason.is_failure() {
             events.push(AgentEvent::TurnEnd {
                 message: entry,
@@ -546,9 +649,20 @@ impl AgentStepper {
             }
             return self.finish(events);
         }
-        let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+        let mut calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
         if calls.is_empty() {
             return self.end_turn(message, Vec::new(), false, events);
+        }
+        let allowed = self
+            .config
+            .limits
+            .tool_calls_allowed(self.usage.tool_calls, calls.len());
+        let skipped = calls.split_off(allowed);
+        self.tool_limit_reached |= !skipped.is_empty();
+        self.usage.tool_calls += calls.len() as u64;
+        if calls.is_empty() {
+            let results = self.refuse_calls(&message, &skipped, events);
+            return self.end_turn(message, results, true, events);
         }
         let sequential = self.config.tool_execution == ToolExecutionMode::Sequential
             || calls.iter().any(|call| {
@@ -571,6 +685,7 @@ impl AgentStepper {
             next,
             results: Vec::new(),
             all_terminate: true,
+            skipped,
         };
         action
     }

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::LazyLock;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,7 +33,26 @@ const CATALOG_JSON: &str = include_str!("models.json");
 /// Provider → model id → model, both sorted.
 type Catalog = BTreeMap<String, BTreeMap<String, Model>>;
 
-static CATALOG: LazyLock<Catalog> = LazyLock::new(|| parse_catalog(CATALOG_JSON));
+/// Parsed on first use; [`release_catalog`] frees it (a later use parses it again).
+static CATALOG: RwLock<Option<Arc<Catalog>>> = RwLock::new(None);
+
+fn catalog() -> Arc<Catalog> {
+    if let Some(catalog) = CATALOG
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        return Arc::clone(catalog);
+    }
+    let mut slot = CATALOG.write().unwrap_or_else(PoisonError::into_inner);
+    Arc::clone(slot.get_or_insert_with(|| Arc::new(parse_catalog(CATALOG_JSON))))
+}
+
+/// Frees the parsed catalog (for a clean exit under a leak checker: the C ABI's
+/// `pi_shutdown`); the next lookup parses it again.
+pub fn release_catalog() {
+    *CATALOG.write().unwrap_or_else(PoisonError::into_inner) = None;
+}
 
 /// Parses the catalog file: top-level keys starting with `_` are metadata, every other key is a
 /// provider mapping model ids to pi-shaped models. The file is compiled in and checked by the
@@ -53,13 +72,13 @@ fn parse_catalog(json: &str) -> Catalog {
 
 /// The catalog model `id` of `provider`, or `None` (pi's `getModel`).
 pub fn get_model(provider: &str, id: &str) -> Option<Model> {
-    CATALOG.get(provider)?.get(id).cloned()
+    catalog().get(provider)?.get(id).cloned()
 }
 
 /// Every catalog model of `provider`, sorted by id; empty for an unknown provider (pi's
 /// `getModels`).
 pub fn get_models(provider: &str) -> Vec<Model> {
-    CATALOG
+    catalog()
         .get(provider)
         .map(|models| models.values().cloned().collect())
         .unwrap_or_default()
@@ -68,14 +87,18 @@ pub fn get_models(provider: &str) -> Vec<Model> {
 /// The providers that have catalog models, sorted (pi's `getProviders`: the 31 known
 /// providers).
 pub fn get_providers() -> Vec<String> {
-    CATALOG.keys().cloned().collect()
+    catalog().keys().cloned().collect()
 }
 
-/// Every catalog model, by provider and then id. Borrowed from the catalog, which lives for the
-/// whole program; clone the ones you keep.
-pub fn all_models() -> impl Iterator<Item = &'static Model> {
-    let catalog: &'static Catalog = &CATALOG;
-    catalog.values().flat_map(BTreeMap::values)
+/// Every catalog model, by provider and then id (copies).
+pub fn all_models() -> impl Iterator<Item = Model> {
+    let catalog = catalog();
+    let models: Vec<Model> = catalog
+        .values()
+        .flat_map(BTreeMap::values)
+        .cloned()
+        .collect();
+    models.into_iter()
 }
 
 /// The catalog model named by `spec`, written `"provider/model-id"`. Only the first `/`

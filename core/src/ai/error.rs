@@ -51,11 +51,14 @@ pub enum ErrorKind {
     /// [`OutputSchema`](super::OutputSchema) request): not JSON, or JSON the schema rejects.
     /// `errorMessage` is the validation report; re-asking with it may help.
     InvalidOutput,
+    /// Not a model failure: the agent ended the run because one of its run limits was reached
+    /// (`runLimit` on the message names which; see `RunLimits` in the agent layer).
+    RunLimit,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ErrorKind; 12] = [
+    pub const ALL: [ErrorKind; 13] = [
         Self::RateLimit,
         Self::Auth,
         Self::NotFound,
@@ -68,6 +71,7 @@ impl ErrorKind {
         Self::ContextOverflow,
         Self::Refusal,
         Self::InvalidOutput,
+        Self::RunLimit,
     ];
 
     /// The wire name (`"rate_limit"`, ...).
@@ -85,6 +89,7 @@ impl ErrorKind {
             Self::ContextOverflow => "context_overflow",
             Self::Refusal => "refusal",
             Self::InvalidOutput => "invalid_output",
+            Self::RunLimit => "run_limit",
         }
     }
 
@@ -180,6 +185,151 @@ impl ErrorKind {
 impl std::fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Which run limit ended an agent run (`runLimit` on the run's last message, whose
+/// `errorKind` is `run_limit`). The wire names are the limits' option names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum RunLimit {
+    /// The number of model calls (`maxTurns`).
+    MaxTurns,
+    /// The number of tool calls (`maxToolCalls`).
+    MaxToolCalls,
+    /// Input tokens, cached ones included (`maxInputTokens`).
+    MaxInputTokens,
+    /// Output tokens (`maxOutputTokens`).
+    MaxOutputTokens,
+    /// All tokens (`maxTotalTokens`).
+    MaxTotalTokens,
+    /// The cost in USD (`maxCostUsd`).
+    MaxCostUsd,
+}
+
+impl RunLimit {
+    /// Every limit, in declaration order.
+    pub const ALL: [RunLimit; 6] = [
+        Self::MaxTurns,
+        Self::MaxToolCalls,
+        Self::MaxInputTokens,
+        Self::MaxOutputTokens,
+        Self::MaxTotalTokens,
+        Self::MaxCostUsd,
+    ];
+
+    /// The wire name, which is the option's name (`"maxTurns"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MaxTurns => "maxTurns",
+            Self::MaxToolCalls => "maxToolCalls",
+            Self::MaxInputTokens => "maxInputTokens",
+            Self::MaxOutputTokens => "maxOutputTokens",
+            Self::MaxTotalTokens => "maxTotalTokens",
+            Self::MaxCostUsd => "maxCostUsd",
+        }
+    }
+
+    /// The limit with this wire name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|limit| limit.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for RunLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Reads `runLimit` leniently, like [`lenient_kind`].
+pub(crate) fn lenient_run_limit<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<RunLimit>, D::Error> {
+    let name = Option::<String>::deserialize(deserializer)?;
+    Ok(name.as_deref().and_then(RunLimit::from_name))
+}
+
+/// A failed assistant message as an error a program can `?` (the opt-in to raising; by
+/// default failures are data, as in pi). Its `Display` is the message's `errorMessage`.
+///
+/// ```
+/// use pi_agent::ai::{AssistantMessage, ErrorKind, StopReason};
+///
+/// let failed = AssistantMessage {
+///     stop_reason: StopReason::Error,
+///     error_message: Some("429 slow down".into()),
+///     error_kind: Some(ErrorKind::RateLimit),
+///     retry_after_ms: Some(2000),
+///     ..AssistantMessage::default()
+/// };
+/// let error = failed.into_result().unwrap_err();
+/// assert_eq!(error.kind, Some(ErrorKind::RateLimit));
+/// assert_eq!(error.retry_after_ms, Some(2000));
+/// assert_eq!(error.to_string(), "429 slow down");
+/// ```
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{message}")]
+#[non_exhaustive]
+pub struct MessageError {
+    /// The text (`errorMessage`; a generic text when the message had none).
+    pub message: String,
+    /// The kind (`errorKind`), when one fits.
+    pub kind: Option<ErrorKind>,
+    /// Whether the message was aborted (`stopReason: "aborted"`) rather than failed.
+    pub aborted: bool,
+    /// The HTTP status of the failed response (`httpStatus`).
+    pub http_status: Option<u16>,
+    /// The delay the server asked for, in milliseconds (`retryAfterMs`).
+    pub retry_after_ms: Option<u64>,
+    /// The run limit that ended the run (`runLimit`), for kind `run_limit`.
+    pub run_limit: Option<RunLimit>,
+}
+
+impl MessageError {
+    /// The failure of `message`, if its stop reason is `error` or `aborted`.
+    pub fn of(message: &AssistantMessage) -> Option<Self> {
+        if !message.stop_reason.is_failure() {
+            return None;
+        }
+        let aborted = message.stop_reason == StopReason::Aborted;
+        Some(Self {
+            message: message.error_message.clone().unwrap_or_else(|| {
+                if aborted {
+                    "Request was aborted".to_owned()
+                } else {
+                    "The model call failed".to_owned()
+                }
+            }),
+            kind: message
+                .error_kind
+                .or_else(|| aborted.then_some(ErrorKind::Aborted)),
+            aborted,
+            http_status: message.http_status,
+            retry_after_ms: message.retry_after_ms,
+            run_limit: message.run_limit,
+        })
+    }
+
+    /// Whether the same request may succeed later (see [`ErrorKind::is_transient`]).
+    pub fn is_transient(&self) -> bool {
+        self.kind.is_some_and(ErrorKind::is_transient)
+    }
+}
+
+impl AssistantMessage {
+    /// The failure of this message, if its stop reason is `error` or `aborted`.
+    pub fn error(&self) -> Option<MessageError> {
+        MessageError::of(self)
+    }
+
+    /// The message, or its failure as an error (for `complete(...).await.into_result()?`).
+    pub fn into_result(self) -> Result<AssistantMessage, MessageError> {
+        match MessageError::of(&self) {
+            Some(error) => Err(error),
+            None => Ok(self),
+        }
     }
 }
 

@@ -34,10 +34,10 @@ pub(crate) mod validation;
 pub use accumulator::MessageAccumulator;
 pub use catalog::{
     ModelThinkingLevel, all_models, clamp_thinking_level, get_model, get_models, get_providers,
-    get_supported_thinking_levels, resolve_model,
+    get_supported_thinking_levels, release_catalog, resolve_model,
 };
 pub use env_keys::{env_key_names, find_env_keys, get_env_api_key};
-pub use error::{ErrorKind, ProviderError};
+pub use error::{ErrorKind, MessageError, ProviderError, RunLimit};
 pub use event::AssistantMessageEvent;
 pub use event_stream::{
     AssistantMessageEventStream, PartialMessage, STREAM_ENDED_EARLY, StreamWriter, channel,
@@ -55,11 +55,13 @@ pub use options::{
     DEFAULT_REQUEST_TIMEOUT_MS, GoogleThinking, OnPayload, OnResponse, StreamOptions,
     ThinkingBudgets, ThinkingLevel, Transport, is_credential_header, is_known_safe_header,
 };
-pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
+pub use overflow::{
+    NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow, release_overflow_patterns,
+};
 pub use partial_json::{PartialJsonParser, parse_streaming_json};
 pub use providers::http::{forget_connections_after_fork, set_http_client};
 pub use registry::{
-    ApiProvider, get_api_provider, get_api_providers, register_api_provider,
+    ApiProvider, clear_api_providers, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,
 };
 pub use shape::shape_fields;
@@ -153,11 +155,25 @@ fn start(
 }
 
 fn no_provider(model: &Model) -> AssistantMessageEventStream {
-    AssistantMessageEventStream::failed(
-        model,
-        StopReason::Error,
-        format!("No API provider registered for api: {}", model.api),
-    )
+    AssistantMessageEventStream::failed(model, StopReason::Error, no_provider_text(model))
+}
+
+/// pi's text, with what the api most likely means when it is one of ours.
+fn no_provider_text(model: &Model) -> String {
+    let pi = format!("No API provider registered for api: {}", model.api);
+    if model.api == "unknown" && model.id == "unknown" {
+        format!(
+            "{pi} (the agent has no model: give it one when you create it, or set its model \
+             before prompting)"
+        )
+    } else if model.api.starts_with("faux:") {
+        format!(
+            "{pi} (a faux provider that was unregistered: its `with` block ended or \
+             `unregister()` was called)"
+        )
+    } else {
+        pi
+    }
 }
 
 /// [`stream_simple`], then waits for the final message.

@@ -2,7 +2,7 @@
 //! empty) response happen because the prompt no longer fits the model's context window?
 //! Applications use it to decide to compact the transcript and retry.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, PoisonError, RwLock};
 
 use regex::RegexSet;
 
@@ -44,14 +44,38 @@ fn case_insensitive(patterns: &[&str]) -> RegexSet {
     RegexSet::new(patterns.iter().map(|p| format!("(?i){p}"))).unwrap_or_else(|_| RegexSet::empty())
 }
 
-static OVERFLOW: LazyLock<RegexSet> = LazyLock::new(|| case_insensitive(&OVERFLOW_PATTERNS));
-static NON_OVERFLOW: LazyLock<RegexSet> =
-    LazyLock::new(|| case_insensitive(&NON_OVERFLOW_PATTERNS));
+/// The compiled sets (overflow, non-overflow), built on first use; [`release_overflow_patterns`]
+/// frees them (with their match caches) and the next use builds them again.
+static PATTERNS: RwLock<Option<Arc<(RegexSet, RegexSet)>>> = RwLock::new(None);
+
+fn patterns() -> Arc<(RegexSet, RegexSet)> {
+    if let Some(sets) = PATTERNS
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+    {
+        return Arc::clone(sets);
+    }
+    let mut slot = PATTERNS.write().unwrap_or_else(PoisonError::into_inner);
+    Arc::clone(slot.get_or_insert_with(|| {
+        Arc::new((
+            case_insensitive(&OVERFLOW_PATTERNS),
+            case_insensitive(&NON_OVERFLOW_PATTERNS),
+        ))
+    }))
+}
+
+/// Frees the compiled patterns (for a clean exit under a leak checker: the C ABI's
+/// `pi_shutdown`).
+pub fn release_overflow_patterns() {
+    *PATTERNS.write().unwrap_or_else(PoisonError::into_inner) = None;
+}
 
 /// `true` when an error text reports a context overflow (and is not a rate limit or a
 /// throttling message that merely looks like one).
 pub(crate) fn is_overflow_text(text: &str) -> bool {
-    !NON_OVERFLOW.is_match(text) && OVERFLOW.is_match(text)
+    let sets = patterns();
+    !sets.1.is_match(text) && sets.0.is_match(text)
 }
 
 /// `true` when `message` reports a context overflow: an error whose text matches a known

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::error::ErrorKind;
+use super::error::{ErrorKind, RunLimit};
 
 /// Milliseconds since the Unix epoch, as pi stores `timestamp`.
 pub fn now_ms() -> i64 {
@@ -269,6 +269,13 @@ pub struct AssistantMessage {
     /// (`Retry-After`; ours).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_after_ms: Option<u64>,
+    /// Which run limit ended the run, when `error_kind` is `run_limit` (ours).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::error::lenient_run_limit"
+    )]
+    pub run_limit: Option<RunLimit>,
     /// How long the response took (ours; pi ignores the field, so transcripts still load there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<ResponseTiming>,

@@ -212,11 +212,20 @@ pub(crate) fn transport_error(error: &reqwest::Error) -> ProviderError {
     }
 }
 
-/// A transport error without the URL (which may carry a key in a query string).
+/// A transport error without the URL's path and query (which may carry a key): a connect
+/// failure names the host and port it tried.
 pub(crate) fn transport_error_message(error: &reqwest::Error) -> String {
     use std::error::Error as _;
     let mut message = if error.is_connect() {
-        "Connection error: could not connect to the provider".to_owned()
+        match error
+            .url()
+            .and_then(|url| Some((url.host_str()?.to_owned(), url.port_or_known_default()?)))
+        {
+            Some((host, port)) => {
+                format!("Connection error: could not connect to the provider at {host}:{port}")
+            }
+            None => "Connection error: could not connect to the provider".to_owned(),
+        }
     } else if error.is_timeout() {
         "Request timed out".to_owned()
     } else if error.is_body() || error.is_decode() {

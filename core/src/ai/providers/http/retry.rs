@@ -488,7 +488,9 @@ async fn attempts(
             |hint| hint.delay,
         );
         attempt += 1;
-        tracing::warn!(
+        // INFO, not WARNING: a retry is the library doing its job; the failure, if it comes,
+        // is the message.
+        tracing::info!(
             target: "pi_agent::retry",
             attempt,
             delay_ms = delay.as_millis() as u64,
