@@ -361,12 +361,62 @@ enum pi_message_error_kind
    * error text is the validation report.
    */
   PI_MESSAGE_ERROR_KIND_INVALID_OUTPUT = 12,
+  /**
+   * `run_limit`: the agent ended the run at one of its run limits (`run_limit` says which).
+   */
+  PI_MESSAGE_ERROR_KIND_RUN_LIMIT = 13,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
 typedef enum pi_message_error_kind pi_message_error_kind;
 #else
 typedef uint32_t pi_message_error_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Which run limit ended a run (`runLimit`; the limits are the `limits` of the agent's
+ * settings JSON). New limits may be added; treat an unknown value as `NONE`.
+ */
+enum pi_run_limit
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * No run limit ended the run.
+   */
+  PI_RUN_LIMIT_NONE = 0,
+  /**
+   * `maxTurns`: the number of model calls.
+   */
+  PI_RUN_LIMIT_MAX_TURNS = 1,
+  /**
+   * `maxToolCalls`: the number of tool calls.
+   */
+  PI_RUN_LIMIT_MAX_TOOL_CALLS = 2,
+  /**
+   * `maxInputTokens`: input tokens, cached ones included.
+   */
+  PI_RUN_LIMIT_MAX_INPUT_TOKENS = 3,
+  /**
+   * `maxOutputTokens`: output tokens.
+   */
+  PI_RUN_LIMIT_MAX_OUTPUT_TOKENS = 4,
+  /**
+   * `maxTotalTokens`: all tokens.
+   */
+  PI_RUN_LIMIT_MAX_TOTAL_TOKENS = 5,
+  /**
+   * `maxCostUsd`: the cost in USD.
+   */
+  PI_RUN_LIMIT_MAX_COST_USD = 6,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum pi_run_limit pi_run_limit;
+#else
+typedef uint32_t pi_run_limit;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -600,7 +650,8 @@ typedef int32_t (*pi_tool_callback)(void *user_data, struct pi_tool_call *call);
 typedef void (*pi_free_callback)(void *user_data);
 
 /**
- * A borrowed UTF-8 string: `len` bytes at `data`. Not necessarily NUL-terminated (use `len`);
+ * A borrowed UTF-8 string: `len` bytes at `data`. NOT NUL-terminated (use `len`, e.g.
+ * `printf("%.*s", (int)s.len, s.data)`, or copy it with `pi_str_dup`);
  * `data` is never NULL. How long it stays valid is stated by the function that returns it.
  */
 typedef struct pi_str {
@@ -795,6 +846,10 @@ typedef struct pi_message_error {
    * `timeout`). The library has already retried those within `maxRetries`.
    */
   bool transient;
+  /**
+   * The run limit that ended the run (kind `RUN_LIMIT`); `NONE` otherwise.
+   */
+  pi_run_limit run_limit;
 } pi_message_error;
 
 /**
@@ -933,11 +988,15 @@ extern "C" {
  * of: `{"thinkingLevel":"off"|"minimal"|"low"|"medium"|"high"|"xhigh",
  * "toolExecution":"parallel"|"sequential", "steeringMode":"one-at-a-time"|"all",
  * "followUpMode":"one-at-a-time"|"all", "streamOptions":{...}, "streamIdleTimeoutMs":N,
- * "toolTimeoutMs":N}`. `streamOptions` are the options of every model call, the same object
+ * "toolTimeoutMs":N, "limits":{"maxTurns":N|null,"maxToolCalls":N,"maxInputTokens":N,
+ * "maxOutputTokens":N,"maxTotalTokens":N,"maxCostUsd":X}}`. `streamOptions` are the options
+ * of every model call, the same object
  * `pi_stream_open` takes (`apiKey`, `maxTokens`, `headers`, `sessionId`, provider keys, ...);
  * its `reasoning` is set by the agent from `thinkingLevel`. `streamIdleTimeoutMs` ends a turn
  * whose model stream sends nothing for that long; `toolTimeoutMs` gives a tool call (with its
- * hooks) still running after that long an error result. Unknown keys are refused (core's
+ * hooks) still running after that long an error result. `limits` bound one run (default: 100
+ * model calls, `"maxTurns":null` for none); a run that reaches one ends with a failure whose
+ * kind `pi_agent_last_error` reads as `RUN_LIMIT`. Unknown keys are refused (core's
  * message names the known ones). Start from a saved transcript with
  * `pi_agent_set_messages_json`. On success `*agent_out` receives the agent; free it with
  * `pi_agent_free`.
@@ -2150,6 +2209,25 @@ struct pi_error *pi_message_error_info(const char *assistant_message_json,
                                        struct pi_message_error *error_out);
 
 /**
+ * Whether the agent's last run failed (its last message has `stopReason` `error` or
+ * `aborted`: a model failure, an abort, a failing hook, a run limit), and, when `error_out` is
+ * not NULL, its kind, HTTP status, retry delay and run limit in `*error_out` (all `NONE` / 0 /
+ * -1 when it did not fail). The text is `pi_agent_error_message`. No JSON to parse; cleared
+ * when a run starts. `false` when `agent` is NULL.
+ *
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+bool pi_agent_last_error(const struct pi_agent *agent, struct pi_message_error *error_out);
+
+/**
+ * The JSON name of `limit` (a `pi_run_limit` value) as `runLimit` spells it (`"maxTurns"`,
+ * ...); empty for `NONE` and values this version does not know. Static: valid forever.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_run_limit_name(uint32_t limit);
+
+/**
  * The JSON name of `kind` (a `pi_message_error_kind` value) as `errorKind` spells it
  * (`"rate_limit"`, ...); empty for `NONE` and values this version does not know. Static:
  * valid forever.
@@ -2546,6 +2624,21 @@ struct pi_error *pi_is_context_overflow(const char *assistant_message_json,
                                         bool *overflow_out);
 
 /**
+ * Shuts the library down for good, so that a program can exit clean under a leak checker
+ * (`valgrind --leak-check=full --error-exitcode=1`, whose default counts "possibly lost"
+ * blocks): stops the runtime's threads (waiting up to 5 s) and frees the provider registry, the
+ * parsed model catalog and the compiled overflow patterns.
+ * Call it last, after freeing every object, when no other thread uses the library; a call
+ * into the library after it fails with `PI_ERROR_KIND_RUNTIME` (streams, agents) or finds no
+ * provider. A program that simply exits need not call it. Calling it twice is a no-op.
+ *
+ * Errors: `CALLED_FROM_CALLBACK` (from a callback of the library: it would stop the thread it
+ * runs on).
+ * Thread-safety: call from one thread, when no other thread uses the library.
+ */
+struct pi_error *pi_shutdown(void);
+
+/**
  * Starts a run and writes the stepper to `*stepper_out` (free it with
  * `pi_agent_stepper_free`) and its first step as JSON to `*step_json_out` (free it with
  * `pi_string_free`). `config_json` (nullable) is core's `StepperConfig`:
@@ -2857,6 +2950,16 @@ struct pi_error *pi_on_payload_set_json(struct pi_on_payload *payload, const cha
  * Thread-safety: call once, when no other thread uses `string`.
  */
 void pi_string_free(char *string);
+
+/**
+ * Copies the `pi_str` view `text` into a new NUL-terminated string (free it with
+ * `pi_string_free`), for C code that wants a `char *` (`strstr`, `printf("%s")`, keeping it
+ * past the view's lifetime): a `pi_str` is NOT NUL-terminated. A NUL byte inside becomes
+ * U+FFFD; a NULL `data` gives `""`.
+ *
+ * Thread-safety: may be called from any thread while the view is valid.
+ */
+char *pi_str_dup(struct pi_str text);
 
 /**
  * Asks `model` for an answer that follows `schema_json` (core's `complete_structured_value`:
