@@ -212,6 +212,29 @@ async fn every_credential_source_ends_in_a_signed_request() {
             .len(),
         1
     );
+    // Concurrent requests of a new configuration share one fetch.
+    set_environment(
+        &home,
+        &[
+            ("AWS_EC2_METADATA_DISABLED", "false".into()),
+            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", imds.url.clone()),
+            ("AWS_REGION", "us-east-1".into()),
+            ("AWS_ROLE_SESSION_NAME", "a-new-configuration".into()),
+        ],
+    );
+    server.push(ok_reply());
+    server.push(ok_reply());
+    let (a, b) = tokio::join!(ask(&server), ask(&server));
+    assert_eq!(
+        (a.stop_reason, b.stop_reason),
+        (StopReason::Stop, StopReason::Stop)
+    );
+    assert_eq!(
+        imds.to("/latest/meta-data/iam/security-credentials/bedrock-role")
+            .len(),
+        2,
+        "one more fetch for both"
+    );
 
     // --- ECS container endpoint, with credentials that expire within the refresh window. ---
     let calls = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));

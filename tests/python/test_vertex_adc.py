@@ -11,6 +11,8 @@ comparison is the pi fixture replay's (``test_pi_fixtures.compare``), rule for r
 from __future__ import annotations
 
 import base64
+import http.server
+import threading
 import json
 import os
 import pathlib
@@ -91,3 +93,58 @@ def test_service_account_adc_replays_pis_vertex_transcript(
     observed = unmock({"events": events, "result": result, "requests": requests_json([request], origin)}, origin)
     assert compare(Fixture(name, expected), observed) == []
     assert result["stopReason"] == "toolUse"
+
+
+def test_metadata_server_token_signs_the_vertex_request(
+    mock_server: MockServer, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """On GCE/GKE/Cloud Run (no credentials file): the metadata server (the mock, named by
+    ``GCE_METADATA_HOST``) gives the token, asked with ``Metadata-Flavor: Google``."""
+    name = "google-vertex/text_then_tool_call"
+    data = json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8"))
+    origin = f"http://127.0.0.1:{mock_server.port}"
+    for variable in list(os.environ):
+        if variable.startswith(("GOOGLE_", "GCLOUD_", "GCE_")):
+            monkeypatch.delenv(variable)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    token = "ya29.metadata-python-SECRET"
+    seen: list = []
+
+    class Metadata(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            seen.append((self.path, self.headers.get("metadata-flavor")))
+            data = json.dumps({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}).encode()
+            self.send_response(200 if self.headers.get("metadata-flavor") == "Google" else 403)
+            self.send_header("metadata-flavor", "Google")
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    metadata = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
+    threading.Thread(target=metadata.serve_forever, daemon=True).start()
+    monkeypatch.setenv("GCE_METADATA_HOST", f"127.0.0.1:{metadata.server_address[1]}")
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "pi-project")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "us-central1")
+    assert pi_agent.get_env_api_key("google-vertex") == "<authenticated>"
+
+    mock_server.push(*data["replies"])
+    options = {k: v for k, v in data["options"].items() if k != "apiKey"}
+    fixture = Fixture(name, data)
+    try:
+        message = pi_agent.complete_sync(
+            pi_agent.Model.from_dict(fixture.model(origin)), data["context"], **keyword_options(options)
+        )
+    finally:
+        metadata.shutdown()
+        metadata.server_close()
+    assert message["stopReason"] != "error", message.get("errorMessage")
+    (request,) = mock_server.requests()
+    ((path, flavor),) = seen
+    assert path.startswith("/computeMetadata/v1/instance/service-accounts/default/token")
+    assert flavor == "Google"
+    assert dict(request["headers"]).get("authorization") == f"Bearer {token}"
+    assert token not in json.dumps(message)

@@ -21,13 +21,14 @@
 //! chain). The error names every source tried and never holds a credential.
 //!
 //! Credentials are cached per configuration (profile, region and the `AWS_*` variables) and
-//! fetched again [`REFRESH_BEFORE_EXPIRY`] before they expire. Every metadata call is bounded
+//! fetched again [`REFRESH_BEFORE_EXPIRY`] before they expire; concurrent requests share one
+//! fetch. Every metadata call is bounded
 //! (the SDK's connect/read timeouts, fewer IMDS attempts) and the whole search by
 //! [`CHAIN_TIMEOUT`], so a missing endpoint gives an error, never a hang.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use aws_config::ecs::EcsCredentialsProvider;
@@ -101,7 +102,10 @@ struct Cached {
     expiry: Option<SystemTime>,
 }
 
-static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Cached>>> = LazyLock::new(Default::default);
+type Slot = Arc<tokio::sync::Mutex<Option<Cached>>>;
+
+/// One slot per configuration; its async lock makes concurrent requests share one fetch.
+static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Slot>>> = LazyLock::new(Default::default);
 
 /// What the cache is keyed on: the profile, the region and every `AWS_*` variable (hashed, so
 /// no secret is kept twice), so that a changed environment never reuses old credentials.
@@ -135,12 +139,16 @@ pub(crate) async fn credentials(
     profile: Option<&str>,
     region: &str,
 ) -> Result<AwsCredentials, ChainError> {
-    let key = cache_key(profile, region);
-    {
-        let cache = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(cached) = cache.get(&key).filter(|c| fresh(c, SystemTime::now())) {
-            return Ok(cached.credentials.clone());
-        }
+    let slot = Arc::clone(
+        CACHE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(cache_key(profile, region))
+            .or_default(),
+    );
+    let mut cached = slot.lock().await;
+    if let Some(fresh) = cached.as_ref().filter(|c| fresh(c, SystemTime::now())) {
+        return Ok(fresh.credentials.clone());
     }
     let found = load(profile, region).await?;
     let credentials = AwsCredentials {
@@ -148,13 +156,10 @@ pub(crate) async fn credentials(
         secret_access_key: ApiKey::new(found.secret_access_key()),
         session_token: found.session_token().map(ApiKey::new),
     };
-    CACHE.lock().unwrap_or_else(PoisonError::into_inner).insert(
-        key,
-        Cached {
-            credentials: credentials.clone(),
-            expiry: found.expiry(),
-        },
-    );
+    *cached = Some(Cached {
+        credentials: credentials.clone(),
+        expiry: found.expiry(),
+    });
     Ok(credentials)
 }
 
