@@ -205,6 +205,87 @@ pub fn provider_stream(api: &str, data: &[u8]) {
         }
         _ => unreachable!("checked above"),
     }
+    if message.api == openai_completions::API {
+        // Issue 17 item 7 and issue 24: a transcript never holds a call with an empty id or
+        // two calls with one id, whatever the server sent.
+        let mut ids = std::collections::HashSet::new();
+        for call in message.tool_calls() {
+            assert!(!call.id.is_empty(), "a tool call with an empty id");
+            assert!(ids.insert(call.id.as_str()), "two tool calls with one id");
+        }
+    }
+}
+
+/// Hostile values (issue 17): `data` as a model id, a Vertex project and location, and as the
+/// JSON of settings and options objects.
+///
+/// - the URL each URL-building provider makes from it is either refused or parses with the
+///   base path intact, the id in exactly the segments it names, no query or fragment of its own;
+/// - `strict_json` never accepts an array as one of the option objects, and accepts what it
+///   accepts exactly as serde_json would read it;
+/// - `parse_json_lenient` agrees with serde_json wherever serde_json succeeds.
+pub fn hostile_values(data: &[u8]) {
+    use crate::agent::AgentSettings;
+    use crate::ai::partial_json::parse_json_lenient;
+    use crate::ai::providers::faux::FauxOptions;
+    use crate::ai::providers::google_vertex::endpoint::{Scope, stream_url as vertex_url};
+    use crate::ai::strict_json;
+
+    let text = String::from_utf8_lossy(data);
+    let base = "http://127.0.0.1:9/gateway/v1";
+    // What a provider built is what is sent: parsing it changes nothing (no `..` resolved, no
+    // query or fragment split off), and it stays under the base path.
+    let check = |url: &str, query: Option<&str>| {
+        let parsed = reqwest::Url::parse(url).expect("a URL that parses");
+        assert_eq!(parsed.as_str(), url, "the URL parser rewrote it");
+        assert_eq!(parsed.host_str(), Some("127.0.0.1"), "{url}");
+        assert!(
+            parsed.path().starts_with("/gateway/v1/"),
+            "left the base: {url}"
+        );
+        assert_eq!(parsed.query(), query, "a query of its own: {url}");
+        assert_eq!(parsed.fragment(), None, "{url}");
+    };
+    let mut model = Model::new(google::API, "fuzz", text.as_ref(), base);
+    if let Ok(url) = google::stream_url(&model) {
+        check(&url, Some("alt=sse"));
+    }
+    model.api = "google-vertex".into();
+    if let Ok(url) = vertex_url(&model, &Scope::ApiKey) {
+        check(&url, Some("alt=sse"));
+    }
+    model.id = "gemini".into();
+    let scope = Scope::Project {
+        project: text.to_string(),
+        location: text.to_string(),
+    };
+    let _ = vertex_url(&model, &scope);
+    if let Ok(url) = bedrock::config::converse_stream_url(base, &text) {
+        check(&url, None);
+        assert_eq!(url.matches('/').count(), 7, "the id is one segment: {url}");
+    }
+
+    if let Ok(strict) = parse_json_lenient(&text)
+        && let Ok(value) = serde_json::from_str::<serde_json::Value>(&text)
+    {
+        assert_eq!(strict, value, "lenient parsing changed a valid document");
+    }
+    let array = text.trim_start().starts_with('[');
+    if let Ok(settings) = strict_json::from_str::<AgentSettings>(&text) {
+        assert!(!array, "an array read as settings");
+        let plain: AgentSettings = serde_json::from_str(&text).expect("serde reads it too");
+        assert_eq!(
+            serde_json::to_value(&settings).ok(),
+            serde_json::to_value(&plain).ok()
+        );
+    }
+    if strict_json::from_str::<StreamOptions>(&text).is_ok() {
+        assert!(!array, "an array read as options");
+    }
+    if let Ok(options) = strict_json::from_str::<FauxOptions>(&text) {
+        assert!(!array, "an array read as faux options");
+        let _ = options.validate();
+    }
 }
 
 #[cfg(test)]
@@ -226,6 +307,18 @@ mod tests {
             for api in APIS {
                 provider_stream(api, input);
             }
+            hostile_values(input);
+        }
+        for value in [
+            "../../../admin/delete?all=1#",
+            "models/../../x",
+            "..",
+            "a/b/c",
+            r#"["high"]"#,
+            r#"{"thinkingLevel":"high","streamOptions":{"thinkingBudgets":[1]}}"#,
+            r#"{"t":"\ud800"}"#,
+        ] {
+            hostile_values(value.as_bytes());
         }
     }
 }

@@ -10,12 +10,15 @@ use reliability_support::{ALL, Api, KEY, library_texts, no_retries, run};
 use serde_json::json;
 
 /// Credential headers a caller may add; each value is a secret of its own.
-fn credential_headers() -> [(&'static str, &'static str); 4] {
+fn credential_headers() -> [(&'static str, &'static str); 6] {
     [
         ("api-key", "azure-secret-value-1234"),
         ("cf-aig-authorization", "Bearer gateway-secret-5678"),
         ("cookie", "session=cookie-secret-9012"),
         ("x-portkey-api-key", "portkey-secret-3456"),
+        // Issue 17: names a deny-list of words would miss (Cloudflare's API-key header).
+        ("X-Auth-Key", "cloudflare-global-key-7890"),
+        ("X-Custom-Auth", "custom-auth-value-2345"),
     ]
 }
 
@@ -35,6 +38,7 @@ fn options_with_credentials() -> StreamOptions {
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .into();
     headers.insert("x-extra".into(), "kept".into());
+    headers.insert("anthropic-beta".into(), "safe-beta".into());
     StreamOptions {
         api_key: Some(ApiKey::new(KEY)),
         headers,
@@ -129,7 +133,11 @@ async fn a_redirect_to_another_origin_carries_no_credentials() {
         let followed = &second.requests()[0];
         assert_eq!(followed.method, "POST", "307 keeps the method");
         assert_eq!(followed.body, sent.body, "307 keeps the body");
-        assert_eq!(followed.header("x-extra"), Some("kept"));
+        // Only headers known to be safe follow (issue 17: an allow-list, not a deny-list).
+        assert_eq!(followed.header("anthropic-beta"), Some("safe-beta"));
+        assert_eq!(followed.header("x-extra"), None, "{api:?}: unknown header");
+        assert_eq!(followed.header("x-auth-key"), None, "{api:?}");
+        assert_eq!(followed.header("x-custom-auth"), None, "{api:?}");
         assert_eq!(
             credential_values(followed),
             Vec::<String>::new(),

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
 use crate::callback::{CallbackSite, CallsInFlight};
-use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::error::{parse_json, parse_object, pi_error, pi_error_kind};
 use crate::event::{Listener, pi_agent_event_callback};
 use crate::model::pi_model;
 use crate::runtime::{Scope, block_on, current_scope};
@@ -120,7 +120,7 @@ pub extern "C" fn pi_agent_new(
         let model = arg_ref(model, "model")?;
         let system_prompt = arg_str(system_prompt, "system_prompt")?;
         let settings: AgentSettings = match arg_opt_str(settings_json, "settings_json")? {
-            Some(json) => parse_json(json, "settings_json")?,
+            Some(json) => parse_object(json, "settings_json")?,
             None => AgentSettings::default(),
         };
         let out = Out::new(agent_out, "agent_out")?;

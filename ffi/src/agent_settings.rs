@@ -9,7 +9,7 @@ use ::pi_agent::ai::{ApiKey, ModelThinkingLevel, StreamOptions, Tool};
 
 use crate::agent::pi_agent;
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref};
-use crate::error::{parse_json, pi_error, to_json};
+use crate::error::{parse_object, pi_error, to_json};
 use crate::model::pi_model;
 use crate::options::parse_name;
 use crate::stream_options::pi_stream_options;
@@ -245,7 +245,7 @@ pub extern "C" fn pi_agent_set_stream_options_json(
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
         let options: StreamOptions =
-            parse_json(arg_str(options_json, "options_json")?, "options_json")?;
+            parse_object(arg_str(options_json, "options_json")?, "options_json")?;
         agent.shared.agent.set_stream_options(options);
         Ok(())
     }

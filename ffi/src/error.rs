@@ -131,6 +131,16 @@ pub(crate) fn to_json<T: serde::Serialize + ?Sized>(
     serde_json::to_string(value).map_err(|error| pi_error::invalid_json(what, &error))
 }
 
+/// Parses a settings or options object (core's `strict_json`): like [`parse_json`], but a JSON
+/// array is refused wherever an object belongs (serde would read it field by field), naming
+/// the field.
+pub(crate) fn parse_object<T: serde::de::DeserializeOwned>(
+    json: &str,
+    name: &str,
+) -> Result<T, pi_error> {
+    pi_agent::ai::strict_json::from_str(json).map_err(|error| pi_error::invalid_json(name, &error))
+}
+
 /// Parses a JSON argument into `T`, naming the argument in the error.
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     json: &str,

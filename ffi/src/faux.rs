@@ -60,7 +60,12 @@ pub extern "C" fn pi_faux_new_with_options(
         let options: FauxOptions =
             parse_or_default(arg_opt_str(options_json, "options_json")?, "options_json")?;
         let out = Out::new(faux_out, "faux_out")?;
-        let faux = FauxProvider::register_with(options);
+        let faux = FauxProvider::try_register_with(options).map_err(|error| {
+            pi_error::new(
+                pi_error_kind::InvalidJson,
+                format!("`options_json` is not valid: {error}"),
+            )
+        })?;
         out.write(into_handle(pi_faux {
             faux,
             contexts: Arc::default(),

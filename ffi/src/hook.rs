@@ -21,7 +21,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::boundary::{arg_opt_str, arg_ref, arg_str, opt_ref};
 use crate::callback::{CallbackSite, run_callback};
-use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::error::{parse_json, parse_object, pi_error, pi_error_kind};
 use crate::string::pi_str;
 use crate::user_data::UserData;
 
@@ -229,7 +229,7 @@ pub extern "C" fn pi_before_tool_call_set_result_json(
         let context = arg_ref(context, "context")?;
         let name = "before_tool_call_result_json";
         let decision: BeforeToolCallResult =
-            parse_json(arg_str(before_tool_call_result_json, name)?, name)?;
+            parse_object(arg_str(before_tool_call_result_json, name)?, name)?;
         *lock(&context.decision) = decision;
         Ok(())
     }

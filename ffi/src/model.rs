@@ -9,7 +9,7 @@ use pi_agent::ai::{
 };
 
 use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{parse_json, pi_error, to_json};
+use crate::error::{parse_object, pi_error, to_json};
 use crate::options::parse_name;
 use crate::string::{into_c_string, pi_str};
 
@@ -37,7 +37,7 @@ pub extern "C" fn pi_model_from_json(
     ffi_fallible! {
         let json = arg_str(json, "json")?;
         let out = Out::new(model_out, "model_out")?;
-        let model: Model = parse_json(json, "json")?;
+        let model: Model = parse_object(json, "json")?;
         out.write(into_handle(pi_model { model }));
         Ok(())
     }
@@ -244,7 +244,7 @@ pub extern "C" fn pi_model_calculate_cost(
 ) -> *mut pi_error {
     ffi_fallible! {
         let model = arg_ref(model, "model")?;
-        let mut usage: Usage = parse_json(arg_str(usage_json, "usage_json")?, "usage_json")?;
+        let mut usage: Usage = parse_object(arg_str(usage_json, "usage_json")?, "usage_json")?;
         let out = Out::new(cost_json_out, "cost_json_out")?;
         let cost = model.model.calculate_cost(&mut usage);
         out.write(into_c_string(to_json(&cost, "cost")?));

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
 use crate::callback::{CallbackSite, run_callback, run_inline};
-use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
+use crate::error::{parse_object, pi_error, pi_error_kind, to_json};
 use crate::hook::lock;
 use crate::runtime::{block_on, runtime};
 use crate::string::{into_c_string, pi_str};
@@ -462,7 +462,7 @@ pub extern "C" fn pi_get_oauth_api_key(
         let provider_id = arg_str(provider_id, "provider_id")?;
         let name = "credentials_json";
         let credentials: BTreeMap<String, OAuthCredentials> =
-            parse_json(arg_str(credentials_json, name)?, name)?;
+            parse_object(arg_str(credentials_json, name)?, name)?;
         let api_key_out = Out::new(api_key_out, "api_key_out")?;
         let credentials_out = Out::new(credentials_json_out, "credentials_json_out")?;
         let refreshed_out = Out::new(refreshed_out, "refreshed_out")?;

@@ -5,7 +5,7 @@ use pi_agent::ai::StreamOptions;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::error::{parse_json, pi_error};
+use crate::error::{parse_object, pi_error};
 
 /// Parses nullable `options_json` (core's `StreamOptions`, pi's flat camelCase shape with every
 /// provider's keys); NULL gives the defaults.
@@ -18,7 +18,7 @@ pub(crate) fn parse_or_default<T: DeserializeOwned + Default>(
     json: Option<&str>,
     name: &str,
 ) -> Result<T, pi_error> {
-    json.map_or_else(|| Ok(T::default()), |json| parse_json(json, name))
+    json.map_or_else(|| Ok(T::default()), |json| parse_object(json, name))
 }
 
 /// Parses one of pi's names for an enum (`"all"`, `"sequential"`, ...), failing with

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
 use crate::callback::CallbackSite;
-use crate::error::{parse_json, pi_error};
+use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::options::parse_name;
 use crate::string::pi_str;
 use crate::tool::{CTool, ToolCallbacks, ToolFn, pi_tool_callback};
@@ -96,6 +96,12 @@ pub extern "C" fn pi_tool_new(
         let schema = arg_str(parameters_json_schema, "parameters_json_schema")?;
         let execute = callback.ok_or_else(|| pi_error::null_argument("callback"))?;
         let parameters: Value = parse_json(schema, "parameters_json_schema")?;
+        pi_agent::ai::check_tool_parameters(&parameters).map_err(|error| {
+            pi_error::new(
+                pi_error_kind::InvalidJson,
+                format!("`parameters_json_schema` is not valid: {error}"),
+            )
+        })?;
         let out = Out::new(tool_out, "tool_out")?;
         out.write(into_handle(pi_tool {
             name: name.to_owned(),

@@ -49,15 +49,24 @@ impl PyFauxProvider {
                 "model_ids must name at least one model",
             ));
         }
-        Ok(Self {
-            inner: FauxProvider::register_with(FauxOptions {
-                api,
-                provider: provider.to_owned(),
-                model_ids,
-                tokens_per_second,
-                token_size,
-            }),
+        let inner = FauxProvider::try_register_with(FauxOptions {
+            api,
+            provider: provider.to_owned(),
+            model_ids,
+            tokens_per_second,
+            token_size,
         })
+        .map_err(|error| {
+            // Core names the field by its JSON name; the keyword is its snake_case.
+            let keyword = match error.field {
+                "tokensPerSecond" => "tokens_per_second",
+                "tokenSize" => "token_size",
+                "models" => "model_ids",
+                other => other,
+            };
+            value_error(Some(keyword), error.to_string())
+        })?;
+        Ok(Self { inner })
     }
 
     /// The api id it is registered under (`faux:<n>` unless given).

@@ -58,12 +58,15 @@ pub(crate) fn deserialize_named<T: serde::de::DeserializeOwned>(
     json: Map<String, Value>,
     what: &str,
 ) -> PyResult<T> {
-    match serde_json::from_value(Value::Object(json.clone())) {
+    // Strict: a list where an object belongs (`thinking_budgets=[1, 2]`) is refused, not read
+    // field by field.
+    let read = |json: Value| pi_agent::ai::strict_json::from_value::<T>(&json);
+    match read(Value::Object(json.clone())) {
         Ok(value) => Ok(value),
         Err(error) => {
             for (key, value) in json {
                 let one: Map<String, Value> = std::iter::once((key.clone(), value)).collect();
-                if let Err(error) = serde_json::from_value::<T>(Value::Object(one)) {
+                if let Err(error) = read(Value::Object(one)) {
                     let name = snake_case(&key);
                     return Err(value_error(
                         Some(&format!("{what}s.{name}")),

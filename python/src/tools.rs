@@ -123,10 +123,19 @@ impl PyTool {
             .call_method1("context_parameter", (&function,))?
             .extract()?;
         let converter = tools.call_method1("argument_converter", (&function,))?;
+        let parameters = from_py(parameters)?;
+        if let Err(error) = pi_agent::ai::check_tool_parameters(&parameters) {
+            let raise = if error.not_an_object {
+                type_error
+            } else {
+                value_error
+            };
+            return Err(raise(Some(&error.path), error.to_string()));
+        }
         Ok(Self {
             name,
             description,
-            parameters: from_py(parameters)?,
+            parameters,
             label,
             execution_mode: execution_mode
                 .filter(|mode| !mode.is_none())

@@ -753,14 +753,19 @@ struct RunSink {
 impl EventSink for RunSink {
     async fn emit(&mut self, event: AgentEvent) {
         self.inner.process_event(&event, &self.signal).await;
+        // The consumer may have dropped the run (which aborts it) or only wait for its result;
+        // then the events are not wanted, and the outcome takes the run's messages without a
+        // copy (a big tool result is not held twice more at the end of the run).
+        if self.events.is_closed() {
+            if let AgentEvent::AgentEnd { messages } = event {
+                self.outcome.set(messages);
+            }
+            return;
+        }
         if let AgentEvent::AgentEnd { messages } = &event {
             self.outcome.set(messages.clone());
         }
-        // The consumer may have dropped the run (which aborts it) or only wait for its result;
-        // then the events are not wanted.
-        if !self.events.is_closed() {
-            let _ = self.events.send(event).await;
-        }
+        let _ = self.events.send(event).await;
     }
 }
 

@@ -236,7 +236,8 @@ async fn apply(
     writer: &mut StreamWriter,
     data: &str,
 ) -> Result<Option<Result<(), ProviderError>>, ProviderError> {
-    let event: Value = serde_json::from_str(data)
+    // A lone surrogate escape reads as U+FFFD (issue 17), as on every API.
+    let event: Value = crate::ai::partial_json::parse_json_lenient(data)
         .map_err(|error| ProviderError::Decode(format!("Malformed proxy event: {error}")))?;
     apply_event(writer, &event).await
 }

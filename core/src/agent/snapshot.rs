@@ -4,9 +4,13 @@
 //! Tools, hooks and the stream function are code, not data: the snapshot records the tool
 //! names for reference, and the restoring side supplies the tools again in [`AgentOptions`].
 //!
-//! No secret is written: the options' `apiKey` is never serialised, and credential headers
-//! (`authorization`, `x-api-key`, ...) are left out of the stored stream options; supply them
-//! again when restoring (`AgentOptions::settings.stream_options`).
+//! No secret is written: the options' `apiKey` is never serialised, and of the headers — the
+//! stream options' and the model's own `headers` alike — only those known to carry no
+//! credential are kept ([`is_known_safe_header`]: `content-type`, `user-agent`,
+//! `anthropic-beta`, the Copilot editor headers, ...). Any other header, whatever its name
+//! (`X-Auth-Key`, `X-Tenant-Secret`, `x-my-gateway`), is left out: supply it again when
+//! restoring (`AgentOptions::settings.stream_options.headers`, or the model's headers in
+//! `AgentOptions::model`).
 
 use serde::{Deserialize, Serialize};
 
@@ -17,7 +21,7 @@ use super::tool::ToolExecutionMode;
 use super::{Agent, AgentOptions, lock};
 use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::model::Model;
-use crate::ai::options::is_credential_header;
+use crate::ai::options::is_known_safe_header;
 
 /// The current snapshot format (2: settings nested under `settings`; 1 is still read).
 pub const SNAPSHOT_VERSION: u32 = 2;
@@ -103,7 +107,7 @@ impl Agent {
     /// Captures the agent's data. During a run, the transcript is as of the last completed
     /// message.
     pub fn snapshot(&self) -> AgentSnapshot {
-        let (system_prompt, model, messages, tool_names) = {
+        let (system_prompt, mut model, messages, tool_names) = {
             let state = lock(&self.inner.state);
             (
                 state.system_prompt.clone(),
@@ -116,7 +120,10 @@ impl Agent {
         settings
             .stream_options
             .headers
-            .retain(|name, _| !is_credential_header(name));
+            .retain(|name, _| is_known_safe_header(name));
+        if let Some(headers) = &mut model.headers {
+            headers.retain(|name, _| is_known_safe_header(name));
+        }
         let (steering_queue, follow_up_queue) = self.queued_messages();
         AgentSnapshot {
             version: SNAPSHOT_VERSION,
@@ -131,12 +138,20 @@ impl Agent {
     }
 
     /// A new agent with `options`' code (tools, hooks) and the snapshot's data. Secrets the
-    /// snapshot does not hold (the API key, credential headers) are taken from
-    /// `options.settings.stream_options`.
+    /// snapshot does not hold (the API key, headers not known to be safe) are taken from
+    /// `options.settings.stream_options`, and the model's headers from `options.model` when it
+    /// is given (its headers fill in those the snapshot's model lacks).
     pub fn restore(snapshot: AgentSnapshot, mut options: AgentOptions) -> Agent {
         let supplied = std::mem::take(&mut options.settings.stream_options);
+        let mut model = snapshot.model;
+        if let Some(supplied_headers) = options.model.take().and_then(|model| model.headers) {
+            let headers = model.headers.get_or_insert_default();
+            for (name, value) in supplied_headers {
+                headers.entry(name).or_insert(value);
+            }
+        }
         options.system_prompt = snapshot.system_prompt;
-        options.model = Some(snapshot.model);
+        options.model = Some(model);
         options.messages = snapshot.messages;
         options.settings = snapshot.settings;
         let stream_options = &mut options.settings.stream_options;

@@ -221,9 +221,43 @@ impl Phase {
 
 /// The agent loop's state between two steps. Serialisable, so a durable engine can store it
 /// while an action runs and resume it elsewhere.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+///
+/// The run's new messages are the end of its transcript, so they are held once: `newStart`
+/// marks where they begin (a big tool result is not kept twice). The JSON form still lists
+/// them (`newMessages`), as before.
+#[derive(Clone, Debug, PartialEq)]
 pub struct AgentStepper {
+    config: StepperConfig,
+    system_prompt: String,
+    messages: Vec<AgentMessage>,
+    /// Where the messages this run added begin in `messages`.
+    new_start: usize,
+    first_turn: bool,
+    aborted: bool,
+    phase: Phase,
+    /// Re-asks of an invalid answer so far.
+    output_retries_used: u32,
+}
+
+/// The JSON form, borrowed for writing.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StepperRef<'a> {
+    config: &'a StepperConfig,
+    system_prompt: &'a str,
+    messages: &'a [AgentMessage],
+    new_messages: &'a [AgentMessage],
+    first_turn: bool,
+    aborted: bool,
+    phase: &'a Phase,
+    #[serde(skip_serializing_if = "is_zero")]
+    output_retries_used: u32,
+}
+
+/// The JSON form, owned for reading.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StepperWire {
     config: StepperConfig,
     system_prompt: String,
     messages: Vec<AgentMessage>,
@@ -234,6 +268,44 @@ pub struct AgentStepper {
     /// Re-asks of an invalid answer so far.
     #[serde(default, skip_serializing_if = "is_zero")]
     output_retries_used: u32,
+}
+
+impl Serialize for AgentStepper {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        StepperRef {
+            config: &self.config,
+            system_prompt: &self.system_prompt,
+            messages: &self.messages,
+            new_messages: self.new_messages(),
+            first_turn: self.first_turn,
+            aborted: self.aborted,
+            phase: &self.phase,
+            output_retries_used: self.output_retries_used,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentStepper {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = StepperWire::deserialize(deserializer)?;
+        let new_start = wire.messages.len().checked_sub(wire.new_messages.len());
+        let new_start = new_start
+            .filter(|&start| wire.messages[start..] == wire.new_messages[..])
+            .ok_or_else(|| {
+                serde::de::Error::custom("`newMessages` must be the last entries of `messages`")
+            })?;
+        Ok(Self {
+            config: wire.config,
+            system_prompt: wire.system_prompt,
+            messages: wire.messages,
+            new_start,
+            first_turn: wire.first_turn,
+            aborted: wire.aborted,
+            phase: wire.phase,
+            output_retries_used: wire.output_retries_used,
+        })
+    }
 }
 
 impl AgentStepper {
@@ -247,8 +319,8 @@ impl AgentStepper {
         let mut stepper = Self {
             config,
             system_prompt,
+            new_start: messages.len(),
             messages,
-            new_messages: Vec::new(),
             first_turn: true,
             aborted: false,
             phase: Phase::InitialSteering,
@@ -263,8 +335,7 @@ impl AgentStepper {
                 events.push(AgentEvent::MessageEnd {
                     message: prompt.clone(),
                 });
-                stepper.messages.push(prompt.clone());
-                stepper.new_messages.push(prompt);
+                stepper.messages.push(prompt);
             }
         }
         let action = if stepper.config.skip_initial_steering_poll {
@@ -287,7 +358,7 @@ impl AgentStepper {
 
     /// The messages this run added so far.
     pub fn new_messages(&self) -> &[AgentMessage] {
-        &self.new_messages
+        &self.messages[self.new_start..]
     }
 
     /// Whether the run is over.
@@ -322,8 +393,7 @@ impl AgentStepper {
                 events.push(AgentEvent::MessageEnd {
                     message: message.clone(),
                 });
-                self.messages.push(message.clone());
-                self.new_messages.push(message);
+                self.messages.push(message);
                 self.finish(&mut events)
             }
             (
@@ -353,8 +423,7 @@ impl AgentStepper {
                     events.push(AgentEvent::MessageEnd {
                         message: result.clone(),
                     });
-                    self.messages.push(result.clone());
-                    self.new_messages.push(result);
+                    self.messages.push(result);
                     results.push(outcome.message);
                 }
                 if mode == ToolExecutionMode::Sequential && next < calls.len() {
@@ -441,8 +510,7 @@ impl AgentStepper {
             events.push(AgentEvent::MessageEnd {
                 message: message.clone(),
             });
-            self.messages.push(message.clone());
-            self.new_messages.push(message);
+            self.messages.push(message);
         }
         self.phase = Phase::Model;
         StepAction::CallModel
@@ -464,7 +532,6 @@ impl AgentStepper {
             message: entry.clone(),
         });
         self.messages.push(entry.clone());
-        self.new_messages.push(entry.clone());
         if message.stop_reason.is_failure() {
             events.push(AgentEvent::TurnEnd {
                 message: entry,
@@ -527,7 +594,7 @@ impl AgentStepper {
             return StepAction::ShouldStopAfterTurn(ShouldStopAfterTurnContext {
                 message,
                 tool_results,
-                new_messages: self.new_messages.clone(),
+                new_messages: self.new_messages().to_vec(),
             });
         }
         self.after_turn(has_more_tool_calls, events)
@@ -551,11 +618,11 @@ impl AgentStepper {
 
     fn finish(&mut self, events: &mut Vec<AgentEvent>) -> StepAction {
         events.push(AgentEvent::AgentEnd {
-            messages: self.new_messages.clone(),
+            messages: self.new_messages().to_vec(),
         });
         self.phase = Phase::Finished;
         StepAction::Finished {
-            new_messages: self.new_messages.clone(),
+            new_messages: self.new_messages().to_vec(),
         }
     }
 }

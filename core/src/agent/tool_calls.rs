@@ -25,7 +25,7 @@ use super::tool::{
 };
 use crate::ai::providers::faux::panic_text;
 use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, ToolTiming, now_ms};
-use crate::ai::validation::CompiledToolSchema;
+use crate::ai::validation::{CompiledToolSchema, check_argument_depth};
 
 /// The text of a tool result for a call that `before_tool_call` blocked without a reason.
 pub const TOOL_BLOCKED: &str = "Tool execution was blocked";
@@ -72,6 +72,10 @@ async fn prepare(
     let Some(tool) = find_tool(tools, &call.name) else {
         return Err(Outcome::error(format!("Tool {} not found", call.name)));
     };
+    // Before any code sees them (issue 17): arguments cut by the JSON depth limit must not
+    // reach `prepare_arguments`, a hook or the tool as if the model had sent them.
+    check_argument_depth(tool.name(), &call.arguments)
+        .map_err(|error| Outcome::error(error.to_string()))?;
     let raw = call.arguments.clone();
     let arguments =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.prepare_arguments(raw)))
@@ -177,12 +181,14 @@ async fn finalize(
     }
 }
 
-fn to_message(call: &ToolCall, outcome: &Outcome) -> ToolResultMessage {
+/// The result message of `call`, moving the outcome's content (a big tool result is not
+/// copied once more here).
+fn to_message(call: &ToolCall, outcome: Outcome) -> ToolResultMessage {
     ToolResultMessage {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
-        content: outcome.result.content.clone(),
-        details: (!outcome.result.details.is_null()).then(|| outcome.result.details.clone()),
+        content: outcome.result.content,
+        details: (!outcome.result.details.is_null()).then_some(outcome.result.details),
         is_error: outcome.is_error,
         timestamp: now_ms(),
         timing: outcome.duration.map(|duration| ToolTiming {
@@ -419,9 +425,10 @@ pub async fn execute_tool_calls<S: EventSink>(
         .map(|(call, outcome)| {
             // Every call has an outcome by now; the fallback only guards the invariant.
             let outcome = outcome.unwrap_or_else(|| Outcome::error(TOOL_ABORTED));
+            let terminate = outcome.result.terminate == Some(true);
             ToolOutcome {
-                message: to_message(call, &outcome),
-                terminate: outcome.result.terminate == Some(true),
+                message: to_message(call, outcome),
+                terminate,
             }
         })
         .collect()

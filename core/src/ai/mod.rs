@@ -24,6 +24,7 @@ pub(crate) mod shape;
 pub(crate) mod short_hash;
 pub(crate) mod simple_options;
 pub mod sse;
+pub mod strict_json;
 pub(crate) mod structured;
 pub(crate) mod tool_choice;
 pub(crate) mod transform;
@@ -52,7 +53,7 @@ pub use options::{
     ApiKey, CacheRetention, Callback, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_ERROR_BODY_BYTES,
     DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS,
     DEFAULT_REQUEST_TIMEOUT_MS, GoogleThinking, OnPayload, OnResponse, StreamOptions,
-    ThinkingBudgets, ThinkingLevel, Transport, is_credential_header,
+    ThinkingBudgets, ThinkingLevel, Transport, is_credential_header, is_known_safe_header,
 };
 pub use overflow::{NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow};
 pub use partial_json::{PartialJsonParser, parse_streaming_json};
@@ -82,7 +83,8 @@ pub use types::{
     UserContent, UserMessage, UserMessageContent, now_ms,
 };
 pub use validation::{
-    CompiledToolSchema, ValidationError, validate_tool_arguments, validate_tool_call,
+    CompiledToolSchema, MAX_ARGUMENT_DEPTH, ToolParametersError, ValidationError,
+    check_argument_depth, check_tool_parameters, validate_tool_arguments, validate_tool_call,
 };
 
 /// Starts a request to `model` and returns its event stream (pi's `stream`). Sends exactly what

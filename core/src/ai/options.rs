@@ -142,7 +142,12 @@ impl<T: ?Sized> fmt::Debug for Callback<T> {
 
 /// Whether `name` is a header that carries a credential (compared case-insensitively):
 /// `authorization`, `proxy-authorization`, `x-api-key`, `api-key`, `x-goog-api-key`,
-/// `cf-aig-authorization`, `cookie`, and any name containing `token`, `secret` or `api-key`.
+/// `cf-aig-authorization`, `cookie`, and any name containing `auth`, `key`, `token`,
+/// `secret`, `password`, `credential`, `cookie` or `session` (so `X-Auth-Key`,
+/// `X-Custom-Auth` and `x-amz-security-token` are credentials too). Such values are hidden in
+/// `Debug` output and in every message the library writes. What may be *forwarded* to another
+/// origin or kept in a snapshot is decided by an allow-list instead (see
+/// [`is_known_safe_header`]).
 pub fn is_credential_header(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     matches!(
@@ -154,19 +159,60 @@ pub fn is_credential_header(name: &str) -> bool {
             | "x-goog-api-key"
             | "cf-aig-authorization"
             | "cookie"
-    ) || name.contains("token")
-        || name.contains("secret")
-        || name.contains("api-key")
-        || name.contains("apikey")
+    ) || [
+        "auth",
+        "key",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "credential",
+        "cookie",
+        "session",
+        "signature",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
+}
+
+/// Headers known to carry no credential (compared case-insensitively): the only ones sent on
+/// after a redirect to another origin, and the only ones a snapshot keeps (from the stream
+/// options and from the model). Everything else, whatever its name, may be a secret: a
+/// gateway's `X-Auth-Key` does not say so in a way a deny-list could know.
+pub fn is_known_safe_header(name: &str) -> bool {
+    const SAFE: &[&str] = &[
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "anthropic-beta",
+        "anthropic-version",
+        "cache-control",
+        "content-type",
+        "copilot-integration-id",
+        "editor-plugin-version",
+        "editor-version",
+        "http-referer",
+        "openai-beta",
+        "openai-intent",
+        "user-agent",
+        "x-initiator",
+        "x-title",
+    ];
+    let name = name.to_ascii_lowercase();
+    SAFE.contains(&name.as_str())
 }
 
 /// Default number of retries of a request that failed before any byte of the answer.
 pub const DEFAULT_MAX_RETRIES: u32 = 2;
 /// Default cap on a single retry delay, including a server's `Retry-After`.
 pub const DEFAULT_MAX_RETRY_DELAY_MS: u64 = 60_000;
-/// Default time to wait for a response's headers, per attempt (10 minutes, as the OpenAI and
-/// Anthropic SDKs).
-pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 600_000;
+/// Default time to wait for a response's headers, per attempt (60 s; the OpenAI and Anthropic
+/// SDKs wait 10 minutes). A streamed answer sends its headers at once and its tokens after them,
+/// so this bounds a server that accepted the request and says nothing (3 attempts: 3 minutes,
+/// not 30), never the length of a generation, which only the idle timeout between chunks
+/// bounds. A gateway that buffers the whole answer before its headers needs a longer
+/// `timeoutMs`.
+pub const DEFAULT_REQUEST_TIMEOUT_MS: u64 = 60_000;
 /// Default time a streamed body may send nothing before the request fails (10 minutes: long
 /// enough for a slow local model or a long silent reasoning phase).
 pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 600_000;
@@ -252,7 +298,8 @@ pub struct StreamOptions {
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
     /// Timeout until the response headers arrive, per attempt, redirects included (pi's
-    /// `timeoutMs`). `None` = [`DEFAULT_REQUEST_TIMEOUT_MS`]; `Some(0)` = no timeout.
+    /// `timeoutMs`). `None` = [`DEFAULT_REQUEST_TIMEOUT_MS`] (60 s); `Some(0)` = no timeout.
+    /// The body that follows is bounded by `idle_timeout_ms` only, so long generations go on.
     #[serde(alias = "timeoutMs", skip_serializing_if = "Option::is_none")]
     pub request_timeout_ms: Option<u64>,
     /// Retries of a request that failed before the first byte of its answer (408, 409, 429,

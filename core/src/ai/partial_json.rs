@@ -522,6 +522,29 @@ pub fn parse_streaming_json(s: &str) -> Value {
         .unwrap_or_else(|| Value::Object(Map::new()))
 }
 
+/// Parses one complete JSON document a provider sent (an SSE `data` payload, an eventstream
+/// payload, a WebSocket message): strictly with serde_json, and when that fails, with this
+/// module's tolerant parser if it reads one whole document without a syntax error.
+///
+/// One reading for every API (issue 17): a lone surrogate escape (`"\ud800"`, which
+/// serde_json refuses) becomes U+FFFD and the rest of the answer is kept; raw control characters
+/// inside strings are kept. Anything else that is not JSON — a document nested deeper than 127
+/// levels included — is serde_json's error, never a silently shortened value.
+pub(crate) fn parse_json_lenient(data: &str) -> Result<Value, serde_json::Error> {
+    match serde_json::from_str(data) {
+        Ok(value) => Ok(value),
+        Err(error) => {
+            let mut parser = PartialJsonParser::new();
+            parser.push(data);
+            if parser.is_complete() && !parser.has_error() {
+                Ok(parser.into_value())
+            } else {
+                Err(error)
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -770,6 +793,22 @@ mod tests {
         assert!(p.has_error());
         assert_eq!(p.into_value(), json!({"a": 1}));
         assert_eq!(parse_streaming_json(r#"{"a": 1}{"b": 2}"#), json!({"a": 1}));
+    }
+
+    #[test]
+    fn lenient_documents_replace_lone_surrogates_and_refuse_the_rest() {
+        assert_eq!(
+            parse_json_lenient(r#"{"t":"a\ud800b","n":[1,{"k":"\udc00"}]}"#).unwrap(),
+            json!({"t": "a\u{FFFD}b", "n": [1, {"k": "\u{FFFD}"}]})
+        );
+        assert_eq!(
+            parse_json_lenient(r#"{"t":"\ud83d\ude00"}"#).unwrap(),
+            json!({"t": "😀"})
+        );
+        assert!(parse_json_lenient(r#"{"t":"\ud800"} x"#).is_err());
+        assert!(parse_json_lenient(r#"{"t":"\ud800""#).is_err());
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert!(parse_json_lenient(&deep).is_err());
     }
 
     #[test]

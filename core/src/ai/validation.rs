@@ -75,6 +75,20 @@ pub enum ValidationError {
         /// The tool's name.
         tool: String,
     },
+    /// The arguments nest deeper than [`MAX_ARGUMENT_DEPTH`] containers ([`check_argument_depth`],
+    /// which the agent runs on every tool call before anything reads its arguments). Streamed
+    /// JSON is cut at 127 levels, so arguments that were cut always land here, and a tool never
+    /// runs with a different value than the model sent.
+    #[error(
+        "Arguments for tool \"{tool}\" are nested more than {limit} levels deep (the limit of \
+         tool-call arguments); the tool was not run"
+    )]
+    ArgumentsTooDeep {
+        /// The tool's name.
+        tool: String,
+        /// The limit ([`MAX_ARGUMENT_DEPTH`]).
+        limit: usize,
+    },
     /// The arguments do not match the schema; the text is pi's report.
     #[error("{report}")]
     InvalidArguments {
@@ -83,6 +97,149 @@ pub enum ValidationError {
         /// The full human- and model-readable report.
         report: String,
     },
+}
+
+/// The deepest nesting of objects and arrays accepted in tool-call arguments (`{}` is 1 level).
+/// Deeper arguments get [`ValidationError::ArgumentsTooDeep`]. It is below the 127 levels at
+/// which streamed JSON is cut (so a cut value is always refused, never passed on) and far
+/// above what any real tool schema nests.
+pub const MAX_ARGUMENT_DEPTH: usize = 64;
+
+/// `Err(ArgumentsTooDeep)` when `arguments` nest more than [`MAX_ARGUMENT_DEPTH`] containers.
+/// Iterative: a hostile value cannot exhaust the stack.
+pub fn check_argument_depth(tool: &str, arguments: &Value) -> Result<(), ValidationError> {
+    let mut stack: Vec<(&Value, usize)> = vec![(arguments, 1)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth > MAX_ARGUMENT_DEPTH {
+            return Err(ValidationError::ArgumentsTooDeep {
+                tool: tool.to_owned(),
+                limit: MAX_ARGUMENT_DEPTH,
+            });
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    Ok(())
+}
+
+/// The JSON type names a schema's `type` may hold.
+const JSON_TYPES: [&str; 7] = [
+    "string", "number", "integer", "boolean", "object", "array", "null",
+];
+
+/// Schema keywords whose value is one subschema.
+const SUBSCHEMA_KEYWORDS: [&str; 9] = [
+    "items",
+    "additionalItems",
+    "additionalProperties",
+    "not",
+    "if",
+    "then",
+    "else",
+    "contains",
+    "propertyNames",
+];
+
+/// Schema keywords whose value is a list of subschemas.
+const SUBSCHEMA_LIST_KEYWORDS: [&str; 4] = ["anyOf", "oneOf", "allOf", "prefixItems"];
+
+/// Schema keywords whose value is an object of subschemas.
+const SUBSCHEMA_MAP_KEYWORDS: [&str; 5] = [
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+
+/// A tool's `parameters` that cannot be a schema of its arguments ([`check_tool_parameters`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}: {reason}")]
+pub struct ToolParametersError {
+    /// Where: `parameters`, `parameters.properties.a.type`, ...
+    pub path: String,
+    /// What is wrong there.
+    pub reason: String,
+    /// `true` when `parameters` is not an object at all (a type error for the binding).
+    pub not_an_object: bool,
+}
+
+/// Checks a tool's `parameters` when the tool is defined (the C ABI and Python do): it must be
+/// a JSON object (a schema), and every `type` in it, at any depth, a JSON type name or a list
+/// of them. The error names the place (`parameters.properties.a.type: ...`). The validator
+/// itself is as lenient as pi's (it ignores a `type` it cannot read), so without this check
+/// `{"type": 12}` would accept any arguments.
+pub fn check_tool_parameters(parameters: &Value) -> Result<(), ToolParametersError> {
+    if !parameters.is_object() {
+        return Err(ToolParametersError {
+            path: "parameters".to_owned(),
+            not_an_object: true,
+            reason: format!(
+                "a tool's parameters must be a JSON Schema object, not {}",
+                match parameters {
+                    Value::Null => "null",
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::String(_) => "a string",
+                    Value::Array(_) => "an array",
+                    Value::Object(_) => "an object",
+                }
+            ),
+        });
+    }
+    let mut stack: Vec<(&Value, String)> = vec![(parameters, "parameters".to_owned())];
+    while let Some((schema, path)) = stack.pop() {
+        let Value::Object(map) = schema else {
+            // `true`/`false` are schemas too; anything else is left to the validator.
+            continue;
+        };
+        if let Some(kind) = map.get("type") {
+            let valid = match kind {
+                Value::String(name) => JSON_TYPES.contains(&name.as_str()),
+                Value::Array(names) => {
+                    !names.is_empty()
+                        && names
+                            .iter()
+                            .all(|name| name.as_str().is_some_and(|n| JSON_TYPES.contains(&n)))
+                }
+                _ => false,
+            };
+            if !valid {
+                return Err(ToolParametersError {
+                    path: format!("{path}.type"),
+                    reason: format!(
+                        "must be a JSON type name ({}) or a list of them, not {kind}",
+                        JSON_TYPES.join(", ")
+                    ),
+                    not_an_object: false,
+                });
+            }
+        }
+        for keyword in SUBSCHEMA_KEYWORDS {
+            if let Some(sub) = map.get(keyword) {
+                stack.push((sub, format!("{path}.{keyword}")));
+            }
+        }
+        for keyword in SUBSCHEMA_LIST_KEYWORDS {
+            if let Some(Value::Array(list)) = map.get(keyword) {
+                for (index, sub) in list.iter().enumerate() {
+                    stack.push((sub, format!("{path}.{keyword}.{index}")));
+                }
+            }
+        }
+        for keyword in SUBSCHEMA_MAP_KEYWORDS {
+            if let Some(Value::Object(subs)) = map.get(keyword) {
+                for (name, sub) in subs {
+                    stack.push((sub, format!("{path}.{keyword}.{name}")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A tool schema compiled for repeated validation.
@@ -256,6 +413,38 @@ pub fn validate_tool_call(tools: &[Tool], call: &ToolCall) -> Result<Value, Vali
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn tool_parameters_must_be_an_object_with_readable_types() {
+        assert!(check_tool_parameters(&json!({"type": "object"})).is_ok());
+        assert!(
+            check_tool_parameters(&json!({"type": "object", "properties": {
+                "a": {"type": ["string", "null"]}, "b": {"anyOf": [{"type": "integer"}, true]}
+            }}))
+            .is_ok()
+        );
+        let error = check_tool_parameters(&json!(5)).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "parameters: a tool's parameters must be a JSON Schema object, not a number"
+        );
+        let error = check_tool_parameters(&json!({"type": 12}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("parameters.type: must be a JSON type name"),
+            "{error}"
+        );
+        let nested = json!({"type": "object", "properties": {"a": {"items": {"type": "strin"}}}});
+        let error = check_tool_parameters(&nested).unwrap_err();
+        assert_eq!(error.path, "parameters.properties.a.items.type");
+        let error = error.to_string();
+        assert!(
+            error.starts_with("parameters.properties.a.items.type:"),
+            "{error}"
+        );
+        assert!(check_tool_parameters(&json!({"type": []})).is_err());
+    }
 
     #[test]
     fn broken_schemas_are_reported_not_fatal() {

@@ -118,6 +118,11 @@
 //! | a line / error body too large | a `repeat` piece of `sse` |
 //! | gzip or binary body | a `hex` piece of `sse`, plus e.g. `"headers": {"content-encoding": "gzip"}` |
 //! | redirect to another origin | start a second `MockServer` (another port is another origin) and push [`reply::redirect`]`(307, <its URL>)` to the first; the second records the headers that arrived |
+//! | a path-hostile model id (`../../admin?x#`) | any reply; the request is served whatever its path, and [`RecordedRequest::path`] is the target exactly as sent (nothing decoded or normalised), so a test sees whether the id stayed one encoded segment |
+//! | a lone surrogate escape (`\ud800`) | [`reply::lone_surrogate_text`] (OpenAI chunks), or the same escape inside any API's `sse` events |
+//! | deep tool-call arguments | [`reply::deep_tool_call`]`(id, name, depth)` (sent as a raw string, so any depth) |
+//! | a large result or event | a `repeat` piece of `sse` (generated while writing) |
+//! | a server that never sends its headers | `"head_stall_ms": 60000` with a short `request_timeout_ms` on the client |
 
 mod body;
 mod http;

@@ -55,3 +55,28 @@ pub fn http_error(status: u16, body: Value) -> Value {
 pub fn redirect(status: u16, location: impl Into<String>) -> Value {
     json!({ "status": status, "body": "", "headers": { "location": location.into() } })
 }
+
+/// A streamed completion making one tool call whose arguments nest `depth` containers
+/// (`{"v":[[…1…]]}`), sent as a raw string: deep arguments for the agent's depth limit.
+///
+/// # Panics
+///
+/// If `depth` is 0.
+pub fn deep_tool_call(id: impl Into<String>, name: impl Into<String>, depth: usize) -> Value {
+    assert!(depth > 0, "a depth of at least 1");
+    let inner = depth - 1;
+    let arguments = format!(r#"{{"v":{}1{}}}"#, "[".repeat(inner), "]".repeat(inner));
+    tool_call(id, name, Value::String(arguments))
+}
+
+/// A raw SSE body of OpenAI chat chunks whose text carries a lone surrogate escape (`h\ud800i`,
+/// which strict JSON decoders refuse): a client should answer `h\u{FFFD}i`.
+pub fn lone_surrogate_text() -> Value {
+    json!({
+        "sse": [
+            "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"h\\ud800i\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n"
+        ]
+    })
+}

@@ -108,6 +108,55 @@ fn token_size<'de, D: serde::Deserializer<'de>>(
     Ok((min, max))
 }
 
+/// A [`FauxOptions`] value that cannot work, naming the field by its JSON name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid faux option `{field}`: {reason}")]
+pub struct FauxOptionsError {
+    /// The field, by its JSON name (`tokensPerSecond`, `tokenSize`, `models`, `provider`, `api`).
+    pub field: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl FauxOptions {
+    /// Checks that every field can work: `tokensPerSecond` a finite number above 0,
+    /// `tokenSize` with `1 <= min <= max`, `models` non-empty distinct ids, `provider` and
+    /// `api` not empty.
+    pub fn validate(&self) -> Result<(), FauxOptionsError> {
+        let invalid = |field, reason: String| Err(FauxOptionsError { field, reason });
+        if let Some(rate) = self.tokens_per_second
+            && !(rate.is_finite() && rate > 0.0)
+        {
+            return invalid(
+                "tokensPerSecond",
+                format!("must be a finite number above 0, not {rate}"),
+            );
+        }
+        let (min, max) = self.token_size;
+        if min == 0 || min > max {
+            return invalid(
+                "tokenSize",
+                format!("needs 1 <= min <= max, got min {min} and max {max}"),
+            );
+        }
+        if let Some(empty) = self.model_ids.iter().position(String::is_empty) {
+            return invalid("models", format!("model id {empty} is empty"));
+        }
+        for (index, id) in self.model_ids.iter().enumerate() {
+            if self.model_ids[..index].contains(id) {
+                return invalid("models", format!("model id `{id}` is listed twice"));
+            }
+        }
+        if self.provider.is_empty() {
+            return invalid("provider", "must not be empty".to_owned());
+        }
+        if self.api.as_deref() == Some("") {
+            return invalid("api", "must not be empty".to_owned());
+        }
+        Ok(())
+    }
+}
+
 impl Default for FauxOptions {
     fn default() -> Self {
         Self {
@@ -153,7 +202,17 @@ impl FauxProvider {
         Self::register_with(FauxOptions::default())
     }
 
-    /// Registers a faux provider.
+    /// Registers a faux provider after checking its options ([`FauxOptions::validate`]); the C
+    /// ABI and Python register through this.
+    pub fn try_register_with(options: FauxOptions) -> Result<Self, FauxOptionsError> {
+        options.validate()?;
+        Ok(Self::register_with(options))
+    }
+
+    /// Registers a faux provider. Options that cannot work are made to: an empty model list
+    /// is the default one, a zero token size is 1, a rate that is not a positive finite number
+    /// leaves the output unpaced ([`try_register_with`](Self::try_register_with) refuses them
+    /// instead).
     pub fn register_with(options: FauxOptions) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         let api = options
@@ -291,7 +350,7 @@ impl ApiProvider for FauxApi {
                 model.clone(),
             )),
         };
-        let prompt = serialize_context(context);
+        let prompt = Prompt::new(context, options);
         let state = Arc::clone(&self.0);
         let options = options.clone();
         let model = model.clone();
@@ -371,9 +430,13 @@ impl Chunker {
 
 async fn pace(writer: &StreamWriter, settings: &FauxOptions, chars: usize) -> bool {
     match settings.tokens_per_second {
-        Some(rate) if rate > 0.0 => {
+        Some(rate) if rate.is_finite() && rate > 0.0 => {
             let seconds = (chars as f64 / 4.0) / rate;
-            let sleep = tokio::time::sleep(Duration::from_secs_f64(seconds));
+            // A tiny rate gives an unrepresentable wait: at most a day, never a panic.
+            let wait = Duration::try_from_secs_f64(seconds)
+                .unwrap_or(Duration::from_secs(86_400))
+                .min(Duration::from_secs(86_400));
+            let sleep = tokio::time::sleep(wait);
             match writer.signal() {
                 Some(signal) => {
                     tokio::select! {
@@ -400,55 +463,88 @@ fn estimate_tokens(units: usize) -> u64 {
     units.div_ceil(4) as u64
 }
 
-/// pi's `serializeContext`, as UTF-16 code units (JavaScript string indices), which the usage
-/// estimate and the prompt-cache simulation count in.
-fn serialize_context(context: &Context) -> Vec<u16> {
-    let mut parts: Vec<String> = Vec::new();
-    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
-        parts.push(format!("system:{system}"));
-    }
-    for message in &context.messages {
-        let text = match message {
-            Message::User(user) => match &user.content {
-                UserMessageContent::Text(text) => text.clone(),
-                UserMessageContent::Blocks(blocks) => user_blocks_text(blocks),
-            },
-            Message::Assistant(assistant) => assistant_text(&assistant.content),
-            Message::ToolResult(result) => {
-                let mut lines = vec![result.tool_name.clone()];
-                lines.extend(
-                    result
-                        .content
-                        .iter()
-                        .map(|block| user_blocks_text(std::slice::from_ref(block))),
-                );
-                lines.join("\n")
-            }
-        };
-        parts.push(format!("{}:{text}", message.role()));
-    }
-    if let Some(tools) = context.tools.as_ref().filter(|tools| !tools.is_empty()) {
-        parts.push(format!(
-            "tools:{}",
-            serde_json::to_string(tools).unwrap_or_default()
-        ));
-    }
-    parts.join("\n\n").encode_utf16().collect()
+/// The serialized prompt as the usage estimate needs it: its length in UTF-16 code units
+/// (JavaScript string indices), and the units themselves only for the prompt-cache simulation
+/// of a session. A big tool result in the context then costs one transient copy here, not a
+/// UTF-16 copy kept for the whole stream.
+struct Prompt {
+    len: usize,
+    units: Option<Vec<u16>>,
 }
 
-fn user_blocks_text(blocks: &[UserContent]) -> String {
-    blocks
-        .iter()
-        .map(|block| match block {
-            UserContent::Text(text) => text.text.clone(),
-            UserContent::Image(image) => format!(
+impl Prompt {
+    fn new(context: &Context, options: &StreamOptions) -> Self {
+        let cached =
+            options.session_id.is_some() && options.cache_retention != Some(CacheRetention::None);
+        let mut prompt = Self {
+            len: 0,
+            units: cached.then(Vec::new),
+        };
+        // Counted (and, for a session, encoded) piece by piece: no copy of the context's text.
+        serialize_context(context, &mut |piece| {
+            prompt.len += piece.encode_utf16().count();
+            if let Some(units) = &mut prompt.units {
+                units.extend(piece.encode_utf16());
+            }
+        });
+        prompt
+    }
+}
+
+/// pi's `serializeContext`, handed to `out` piece by piece.
+fn serialize_context(context: &Context, out: &mut dyn FnMut(&str)) {
+    let mut first = true;
+    let mut part = |out: &mut dyn FnMut(&str)| {
+        if !std::mem::take(&mut first) {
+            out("\n\n");
+        }
+    };
+    if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
+        part(out);
+        out("system:");
+        out(system);
+    }
+    for message in &context.messages {
+        part(out);
+        out(message.role());
+        out(":");
+        match message {
+            Message::User(user) => match &user.content {
+                UserMessageContent::Text(text) => out(text),
+                UserMessageContent::Blocks(blocks) => push_user_blocks(out, blocks),
+            },
+            Message::Assistant(assistant) => out(&assistant_text(&assistant.content)),
+            Message::ToolResult(result) => {
+                out(&result.tool_name);
+                for block in &result.content {
+                    out("\n");
+                    push_user_blocks(out, std::slice::from_ref(block));
+                }
+            }
+        }
+    }
+    if let Some(tools) = context.tools.as_ref().filter(|tools| !tools.is_empty()) {
+        part(out);
+        out("tools:");
+        out(&serde_json::to_string(tools).unwrap_or_default());
+    }
+}
+
+/// The text of user content blocks, one per line, handed to `out`.
+fn push_user_blocks(out: &mut dyn FnMut(&str), blocks: &[UserContent]) {
+    for (index, block) in blocks.iter().enumerate() {
+        if index > 0 {
+            out("\n");
+        }
+        match block {
+            UserContent::Text(text) => out(&text.text),
+            UserContent::Image(image) => out(&format!(
                 "[image:{}:{}]",
                 image.mime_type,
                 image.data.encode_utf16().count()
-            ),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+            )),
+        }
+    }
 }
 
 fn assistant_text(content: &[AssistantContent]) -> String {
@@ -474,10 +570,10 @@ impl FauxState {
     fn usage_estimate(
         &self,
         content: &[AssistantContent],
-        prompt: &[u16],
+        prompt: &Prompt,
         options: &StreamOptions,
     ) -> Usage {
-        let prompt_tokens = estimate_tokens(prompt.len());
+        let prompt_tokens = estimate_tokens(prompt.len);
         let output = estimate_tokens(assistant_text(content).encode_utf16().count());
         let mut input = prompt_tokens;
         let (mut cache_read, mut cache_write) = (0, 0);
@@ -488,20 +584,21 @@ impl FauxState {
                 .prompt_cache
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
+            let units = prompt.units.as_deref().unwrap_or_default();
             match cache.get(session) {
                 Some(previous) => {
                     let cached = previous
                         .iter()
-                        .zip(prompt)
+                        .zip(units)
                         .take_while(|(a, b)| a == b)
                         .count();
                     cache_read = estimate_tokens(cached);
-                    cache_write = estimate_tokens(prompt.len() - cached);
+                    cache_write = estimate_tokens(prompt.len - cached);
                     input = prompt_tokens.saturating_sub(cache_read);
                 }
                 None => cache_write = prompt_tokens,
             }
-            cache.insert(session.to_owned(), prompt.to_vec());
+            cache.insert(session.to_owned(), units.to_vec());
         }
         Usage {
             input,

@@ -12,16 +12,16 @@
 //! | Bound | Default | On breach |
 //! |---|---|---|
 //! | connecting | 30 s | `Connection error: ...` (retried) |
-//! | response headers, per attempt (`request_timeout_ms`) | 10 min | `Request timed out after N ms ...` (retried) |
+//! | response headers, per attempt (`request_timeout_ms`) | 60 s | `Request timed out after N ms ...` (retried) |
 //! | silence between body chunks (`idle_timeout_ms`) | 10 min | `Stream idle timeout: no data for N ms` |
 //! | one SSE line or event (`max_event_bytes`) | 16 MiB | `... larger than N bytes (max_event_bytes) ...` |
 //! | error body read (`max_error_body_bytes`) | 256 KiB, and 30 s | `<status> <what arrived> (error body cut ...)` |
 //! | retry delay, `Retry-After` included (`max_retry_delay_ms`) | 60 s | fails at once, naming the server's delay |
 //! | redirects | 10 | `Too many redirects ...` |
 //!
-//! A redirect to another origin (scheme, host or port) drops every credential header
-//! (`authorization`, `x-api-key`, `x-goog-api-key`, `api-key`, `cf-aig-authorization`,
-//! cookies, and any header whose name says `auth`, `key`, `token`, `secret` or `password`).
+//! A redirect to another origin (scheme, host or port) keeps only the headers known to carry no
+//! credential (an allow-list: `content-type`, `accept`, `user-agent`, `anthropic-version`, ...;
+//! see [`is_known_safe_header`](crate::ai::is_known_safe_header)) and drops every other one.
 //! Every message and diagnostic a request produces has the credentials it sent replaced by
 //! `<redacted>`, whatever the server echoes.
 
@@ -29,6 +29,7 @@ mod body;
 mod limits;
 mod redirect;
 mod retry;
+mod url_parts;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{OnceLock, PoisonError, RwLock};
@@ -42,6 +43,7 @@ pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents, read_error_body
 pub(crate) use self::limits::Limits;
 pub(crate) use self::retry::{RetryPolicy, error_body_text, send_once, send_with_policy};
 pub(crate) use self::retry::{send, send_formatted};
+pub(crate) use self::url_parts::{host_label, path_segment, path_segments};
 
 /// Idle connections kept per host between requests.
 const MAX_IDLE_PER_HOST: usize = 32;
@@ -273,7 +275,8 @@ pub(crate) fn expand_env_placeholders(url: &str, provider: &str) -> Result<Strin
             Some(close) => {
                 let name = &after[..close];
                 match std::env::var(name) {
-                    Ok(value) if !value.is_empty() => out.push_str(&value),
+                    // One encoded path segment (issue 17): an account id cannot move the URL.
+                    Ok(value) if !value.is_empty() => out.push_str(&path_segment(name, &value)?),
                     _ => {
                         return Err(ProviderError::other(
                             format!("{name} is required for provider {provider} but is not set."),

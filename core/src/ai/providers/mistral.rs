@@ -13,6 +13,7 @@ use crate::ai::error::{ErrorKind, ProviderError, record_stop};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::partial_json::parse_json_lenient;
 use crate::ai::registry::ApiProvider;
 use crate::ai::short_hash::short_hash;
 use crate::ai::tool_choice::ToolChoice;
@@ -468,7 +469,8 @@ impl State {
             self.done = true;
             return Ok(());
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|error| {
+        // A lone surrogate escape reads as U+FFFD (issue 17), as on every API.
+        let chunk: Value = parse_json_lenient(data).map_err(|error| {
             ProviderError::Decode(format!("Malformed chunk from provider ({error})"))
         })?;
         if let Some(error) = stream_error(&chunk) {

@@ -15,7 +15,7 @@ use super::request::REDACTED_THINKING_TEXT;
 use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
-use crate::ai::partial_json::PartialJsonParser;
+use crate::ai::partial_json::parse_json_lenient;
 use crate::ai::providers::lenient::{Object, Str, U64};
 use crate::ai::types::{StopReason, Usage};
 
@@ -73,27 +73,19 @@ pub(super) struct EventState {
 }
 
 /// Parses one event's JSON. Like pi's `parseJsonWithRepair`, raw control characters inside
-/// strings are tolerated; anything else that is not JSON is an error.
+/// strings are tolerated, and a lone surrogate escape is U+FFFD (the shared
+/// [`parse_json_lenient`]); anything else that is not JSON is an error.
 fn parse_event(name: &str, data: &str) -> Result<Value, ProviderError> {
-    match serde_json::from_str(data) {
-        Ok(value) => Ok(value),
-        Err(error) => {
-            let mut parser = PartialJsonParser::new();
-            parser.push(data);
-            if parser.is_complete() && !parser.has_error() {
-                Ok(parser.into_value())
-            } else {
-                let mut end = data.len().min(500);
-                while !data.is_char_boundary(end) {
-                    end -= 1;
-                }
-                Err(ProviderError::Decode(format!(
-                    "Could not parse Anthropic SSE event {name}: {error}; data={}",
-                    &data[..end]
-                )))
-            }
+    parse_json_lenient(data).map_err(|error| {
+        let mut end = data.len().min(500);
+        while !data.is_char_boundary(end) {
+            end -= 1;
         }
-    }
+        ProviderError::Decode(format!(
+            "Could not parse Anthropic SSE event {name}: {error}; data={}",
+            &data[..end]
+        ))
+    })
 }
 
 /// The error of an `error` event (`{"type":"error","error":{"type":..,"message":..}}`): its

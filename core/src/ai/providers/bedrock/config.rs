@@ -9,8 +9,10 @@
 //! - Otherwise the region defaults to `us-east-1`, unless `AWS_PROFILE` is set, in which case
 //!   the profile's `region` (shared config file) is used.
 
+use super::super::http;
 use super::credentials::{Environment, named_profile};
 use super::profile_file::load_profile;
+use crate::ai::error::ProviderError;
 
 /// The region and endpoint of one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,27 +114,15 @@ pub(crate) fn resolve(
     Ok(ClientConfig { region, endpoint })
 }
 
-/// A model id as a URL path segment (JavaScript's `encodeURIComponent` plus `!'()*`, as the
-/// AWS SDK encodes labels): `amazon.nova-lite-v1:0` becomes `amazon.nova-lite-v1%3A0`, and an
-/// inference-profile ARN keeps its `/` encoded.
-pub(crate) fn encode_path_label(label: &str) -> String {
-    let mut out = String::with_capacity(label.len());
-    for byte in label.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
-/// `POST {endpoint}/model/{modelId}/converse-stream`.
-pub(crate) fn converse_stream_url(endpoint: &str, model_id: &str) -> String {
-    format!(
+/// `POST {endpoint}/model/{modelId}/converse-stream`, the id one path segment encoded as the
+/// AWS SDK encodes labels (`amazon.nova-lite-v1:0` becomes `amazon.nova-lite-v1%3A0`, an
+/// inference-profile ARN keeps its `/` encoded) by the providers' shared
+/// [`path_segment`](crate::ai::providers::http::path_segment); `.` and `..` are refused.
+pub(crate) fn converse_stream_url(endpoint: &str, model_id: &str) -> Result<String, ProviderError> {
+    Ok(format!(
         "{endpoint}/model/{}/converse-stream",
-        encode_path_label(model_id)
-    )
+        http::path_segment("model id", model_id)?
+    ))
 }
 
 #[cfg(test)]
@@ -303,12 +293,19 @@ mod tests {
     #[test]
     fn model_ids_are_encoded_like_the_sdk() {
         assert_eq!(
-            converse_stream_url(US_EAST, "amazon.nova-lite-v1:0"),
+            converse_stream_url(US_EAST, "amazon.nova-lite-v1:0").unwrap(),
             format!("{US_EAST}/model/amazon.nova-lite-v1%3A0/converse-stream")
         );
         assert_eq!(
-            encode_path_label("arn:aws:bedrock:us-east-1:1:application-inference-profile/ab c!é"),
-            "arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Aapplication-inference-profile%2Fab%20c%21%C3%A9"
+            converse_stream_url(
+                US_EAST,
+                "arn:aws:bedrock:us-east-1:1:application-inference-profile/ab c!é"
+            )
+            .unwrap(),
+            format!(
+                "{US_EAST}/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Aapplication-inference-profile%2Fab%20c%21%C3%A9/converse-stream"
+            )
         );
+        assert!(converse_stream_url(US_EAST, "..").is_err());
     }
 }

@@ -158,7 +158,7 @@ impl BedrockProvider {
             _ => model.id.clone(),
         };
         Ok(PreparedRequest {
-            url: config::converse_stream_url(&endpoint, &model_id),
+            url: config::converse_stream_url(&endpoint, &model_id)?,
             body: serde_json::to_vec(&command).unwrap_or_default(),
             auth,
             region,

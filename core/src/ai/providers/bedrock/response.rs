@@ -116,8 +116,13 @@ pub(super) struct EventState {
     pub(super) stopped: bool,
 }
 
+/// A lone surrogate escape reads as U+FFFD (issue 17), as on every API.
 fn parse_payload(kind: &str, payload: &[u8]) -> Result<Value, ProviderError> {
-    serde_json::from_slice(payload).map_err(|error| {
+    let parsed = match std::str::from_utf8(payload) {
+        Ok(text) => crate::ai::partial_json::parse_json_lenient(text),
+        Err(_) => serde_json::from_slice(payload),
+    };
+    parsed.map_err(|error| {
         let text = String::from_utf8_lossy(&payload[..payload.len().min(500)]).into_owned();
         ProviderError::Decode(format!(
             "Could not parse Bedrock event {kind}: {error}; payload={text}"
@@ -342,6 +347,17 @@ fn metadata(event: &Value, writer: &mut StreamWriter, model: &Model) {
 mod tests {
     use super::*;
     use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn a_lone_surrogate_escape_is_replaced_not_fatal() {
+        let value = parse_payload(
+            "contentBlockDelta",
+            br#"{"contentBlockIndex":0,"delta":{"text":"h\ud800i"}}"#,
+        )
+        .unwrap();
+        assert_eq!(value["delta"]["text"], "h\u{FFFD}i");
+        assert!(parse_payload("x", b"{\"a\":1} trailing").is_err());
+    }
 
     #[test]
     fn exceptions_get_pis_prefixes() {

@@ -66,19 +66,23 @@ struct PreparedRequest {
 }
 
 /// `{base}/models/{id}:streamGenerateContent?alt=sse`; ids already qualified as `models/…` or
-/// `tunedModels/…` are used as they are (the SDK's rule).
-pub(crate) fn stream_url(model: &Model) -> String {
+/// `tunedModels/…` keep their collection (the SDK's rule). The name itself is one encoded path
+/// segment (issue 17): an id such as `../../admin?x#` cannot leave the base path.
+pub(crate) fn stream_url(model: &Model) -> Result<String, ProviderError> {
     let base = if model.base_url.is_empty() {
         DEFAULT_BASE_URL
     } else {
         model.base_url.trim_end_matches('/')
     };
     let id = model.id.as_str();
-    if id.starts_with("models/") || id.starts_with("tunedModels/") {
-        format!("{base}/{id}:streamGenerateContent?alt=sse")
-    } else {
-        format!("{base}/models/{id}:streamGenerateContent?alt=sse")
-    }
+    let (collection, name) = ["models/", "tunedModels/"]
+        .into_iter()
+        .find_map(|prefix| id.strip_prefix(prefix).map(|name| (prefix, name)))
+        .unwrap_or(("models/", id));
+    let name = http::path_segment("model id", name)?;
+    Ok(format!(
+        "{base}/{collection}{name}:streamGenerateContent?alt=sse"
+    ))
 }
 
 impl ApiProvider for GoogleProvider {
@@ -133,8 +137,14 @@ impl ApiProvider for GoogleProvider {
         {
             body = replacement;
         }
+        let url = match stream_url(model) {
+            Ok(url) => url,
+            Err(error) => {
+                return AssistantMessageEventStream::failed(model, StopReason::Error, error);
+            }
+        };
         let prepared = PreparedRequest {
-            url: stream_url(model),
+            url,
             body: serde_json::to_vec(&body).unwrap_or_default(),
             api_key: api_key.filter(|_| !headers_authenticate),
             headers,
@@ -229,14 +239,19 @@ mod tests {
     fn urls_follow_the_sdk() {
         let mut model = Model::new(API, "google", "gemini-2.5-flash", "");
         assert_eq!(
-            stream_url(&model),
+            stream_url(&model).unwrap(),
             "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
         );
         model.base_url = "http://127.0.0.1:9/v1beta/".into();
         model.id = "tunedModels/mine".into();
         assert_eq!(
-            stream_url(&model),
+            stream_url(&model).unwrap(),
             "http://127.0.0.1:9/v1beta/tunedModels/mine:streamGenerateContent?alt=sse"
+        );
+        model.id = "models/../../admin/delete?all=1#".into();
+        assert_eq!(
+            stream_url(&model).unwrap(),
+            "http://127.0.0.1:9/v1beta/models/..%2F..%2Fadmin%2Fdelete%3Fall%3D1%23:streamGenerateContent?alt=sse"
         );
     }
 

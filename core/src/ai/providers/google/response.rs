@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::ai::error::{ErrorKind, ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
+use crate::ai::partial_json::parse_json_lenient;
 use crate::ai::types::{AssistantContent, StopReason, Usage, now_ms};
 
 /// Counter for the ids of function calls that arrive without one (unique per process).
@@ -91,8 +92,10 @@ fn stream_error(error: &Value) -> ProviderError {
     ProviderError::upstream(message, error.get("status").and_then(Value::as_str), status)
 }
 
+/// Parses one SSE `data` payload (a lone surrogate escape reads as U+FFFD, see
+/// [`parse_json_lenient`]).
 fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
-    serde_json::from_str(data).map_err(|error| {
+    parse_json_lenient(data).map_err(|error| {
         let mut end = data.len().min(200);
         while !data.is_char_boundary(end) {
             end -= 1;

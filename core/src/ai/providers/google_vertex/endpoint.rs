@@ -17,6 +17,8 @@
 //! Every URL ends in `?alt=sse`.
 
 use super::super::environment::Environment;
+use super::super::http;
+use crate::ai::error::ProviderError;
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
 
@@ -133,15 +135,24 @@ fn is_version_segment(segment: &str) -> bool {
 }
 
 /// The model's resource path (the SDK's `tModel` for Vertex): `publishers/google/models/{id}`,
-/// `publishers/{p}/models/{m}` for `p/m`, and ids already qualified kept as they are.
-fn model_path(id: &str) -> String {
+/// `publishers/{p}/models/{m}` for `p/m`, and ids already qualified kept as they are. Every
+/// part is an encoded path segment (issue 17), so no id leaves the collection it names.
+fn model_path(id: &str) -> Result<String, ProviderError> {
+    const WHAT: &str = "model id";
     if id.starts_with("publishers/") || id.starts_with("projects/") || id.starts_with("models/") {
-        id.to_owned()
+        http::path_segments(WHAT, id)
     } else if let Some((publisher, model)) = id.split_once('/') {
         let model = model.split('/').next().unwrap_or(model);
-        format!("publishers/{publisher}/models/{model}")
+        Ok(format!(
+            "publishers/{}/models/{}",
+            http::path_segment(WHAT, publisher)?,
+            http::path_segment(WHAT, model)?
+        ))
     } else {
-        format!("publishers/google/models/{id}")
+        Ok(format!(
+            "publishers/google/models/{}",
+            http::path_segment(WHAT, id)?
+        ))
     }
 }
 
@@ -160,8 +171,8 @@ pub(crate) enum Scope {
 }
 
 /// The `streamGenerateContent` URL for `model` (see the module docs).
-pub(crate) fn stream_url(model: &Model, scope: &Scope) -> String {
-    let path = model_path(&model.id);
+pub(crate) fn stream_url(model: &Model, scope: &Scope) -> Result<String, ProviderError> {
+    let path = model_path(&model.id)?;
     let (base, version, prefix) = match (custom_base_url(model), scope) {
         (Some(custom), _) => {
             let version = if includes_api_version(custom) {
@@ -177,9 +188,11 @@ pub(crate) fn stream_url(model: &Model, scope: &Scope) -> String {
             None,
         ),
         (None, Scope::Project { project, location }) => {
+            let location = http::host_label("location", location)?;
+            let project = http::path_segment("project", project)?;
             let host = if location == "global" {
                 "https://aiplatform.googleapis.com".to_owned()
-            } else if MULTI_REGIONAL_LOCATIONS.contains(&location.as_str()) {
+            } else if MULTI_REGIONAL_LOCATIONS.contains(&location) {
                 format!("https://aiplatform.{location}.rep.googleapis.com")
             } else {
                 format!("https://{location}-aiplatform.googleapis.com")
@@ -199,7 +212,7 @@ pub(crate) fn stream_url(model: &Model, scope: &Scope) -> String {
         url.push_str(part);
     }
     url.push_str(":streamGenerateContent?alt=sse");
-    url
+    Ok(url)
 }
 
 #[cfg(test)]
@@ -223,37 +236,71 @@ mod tests {
     fn urls_like_the_sdk() {
         let model = vertex("gemini-2.5-flash", CATALOG);
         assert_eq!(
-            stream_url(&model, &project("us-central1")),
+            stream_url(&model, &project("us-central1")).unwrap(),
             "https://us-central1-aiplatform.googleapis.com/v1/projects/my-proj/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
         );
         assert_eq!(
-            stream_url(&model, &project("global")),
+            stream_url(&model, &project("global")).unwrap(),
             "https://aiplatform.googleapis.com/v1/projects/my-proj/locations/global/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
         );
         assert_eq!(
-            stream_url(&model, &project("eu")),
+            stream_url(&model, &project("eu")).unwrap(),
             "https://aiplatform.eu.rep.googleapis.com/v1/projects/my-proj/locations/eu/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
         );
         assert_eq!(
-            stream_url(&model, &Scope::ApiKey),
+            stream_url(&model, &Scope::ApiKey).unwrap(),
             "https://aiplatform.googleapis.com/v1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
         );
         // A custom base URL: the collection scope, `/v1` unless a version is there.
         let custom = vertex("gemini-2.5-flash", "http://127.0.0.1:9/v1/");
         for scope in [Scope::ApiKey, project("us-central1")] {
             assert_eq!(
-                stream_url(&custom, &scope),
+                stream_url(&custom, &scope).unwrap(),
                 "http://127.0.0.1:9/v1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
             );
         }
         let proxy = vertex("anthropic/claude-x", "https://proxy.example/vertex");
         assert_eq!(
-            stream_url(&proxy, &Scope::ApiKey),
+            stream_url(&proxy, &Scope::ApiKey).unwrap(),
             "https://proxy.example/vertex/v1/publishers/anthropic/models/claude-x:streamGenerateContent?alt=sse"
+        );
+        // Issue 17: no id, project or location leaves its place in the URL.
+        let hostile = vertex("admin?all=1#", "http://127.0.0.1:9/v1");
+        assert_eq!(
+            stream_url(&hostile, &Scope::ApiKey).unwrap(),
+            "http://127.0.0.1:9/v1/publishers/google/models/admin%3Fall%3D1%23:streamGenerateContent?alt=sse"
+        );
+        let publisher = vertex("x y/a?b#", "http://127.0.0.1:9/v1");
+        assert_eq!(
+            stream_url(&publisher, &Scope::ApiKey).unwrap(),
+            "http://127.0.0.1:9/v1/publishers/x%20y/models/a%3Fb%23:streamGenerateContent?alt=sse"
+        );
+        assert!(
+            stream_url(
+                &vertex("../../../admin/delete?all=1#", CATALOG),
+                &Scope::ApiKey
+            )
+            .is_err()
+        );
+        assert!(stream_url(&vertex("../x", CATALOG), &Scope::ApiKey).is_err());
+        assert!(stream_url(&vertex("projects/../x", CATALOG), &Scope::ApiKey).is_err());
+        let evil_location = Scope::Project {
+            project: "p".into(),
+            location: "evil.example/x".into(),
+        };
+        assert!(stream_url(&model, &evil_location).is_err());
+        let odd_project = Scope::Project {
+            project: "a/../b?".into(),
+            location: "us-central1".into(),
+        };
+        assert!(
+            stream_url(&model, &odd_project)
+                .unwrap()
+                .contains("/projects/a%2F..%2Fb%3F/locations/us-central1/")
         );
         let qualified = vertex("projects/p/locations/l/endpoints/e", CATALOG);
         assert_eq!(
-            stream_url(&qualified, &project("l")),
+            stream_url(&qualified, &project("l")).unwrap(),
             "https://l-aiplatform.googleapis.com/v1/projects/p/locations/l/endpoints/e:streamGenerateContent?alt=sse"
         );
     }

@@ -159,7 +159,7 @@ impl GoogleVertexProvider {
         });
         let (url, auth) = match endpoint::resolve_api_key(options, &self.env) {
             Some((key, source)) => {
-                let url = endpoint::stream_url(model, &Scope::ApiKey);
+                let url = endpoint::stream_url(model, &Scope::ApiKey)?;
                 if source == KeySource::Environment && !env_key_allowed(PROVIDER, &url) {
                     return Err(withheld(
                         "GOOGLE_CLOUD_API_KEY is set, but environment keys",
@@ -176,7 +176,7 @@ impl GoogleVertexProvider {
             None => {
                 let project = endpoint::resolve_project(options, &self.env)?;
                 let location = endpoint::resolve_location(options, &self.env)?;
-                let url = endpoint::stream_url(model, &Scope::Project { project, location });
+                let url = endpoint::stream_url(model, &Scope::Project { project, location })?;
                 let auth = if caller_authenticates {
                     Auth::Caller
                 } else {

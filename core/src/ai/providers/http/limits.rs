@@ -67,7 +67,8 @@ mod tests {
     #[test]
     fn default_options_bound_every_wait() {
         let limits = Limits::new(&StreamOptions::default());
-        assert_eq!(limits.request_timeout, Some(Duration::from_secs(600)));
+        // Issue 17: a server that never answers holds a call 3 × 60 s, not 3 × 10 min.
+        assert_eq!(limits.request_timeout, Some(Duration::from_secs(60)));
         assert_eq!(limits.idle_timeout, Some(Duration::from_secs(600)));
         assert_eq!(limits.max_event_bytes, 16 << 20);
         assert_eq!(limits.max_error_body_bytes, 256 << 10);

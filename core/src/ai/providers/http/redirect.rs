@@ -2,15 +2,16 @@
 //!
 //! reqwest's own policy drops only `Authorization` and cookies on a change of host, so a 307 to
 //! another host would carry Anthropic's `x-api-key` or Google's `x-goog-api-key` along. The
-//! shared client follows no redirect; [`execute`] does, dropping every credential header when
-//! the scheme, host or port changes.
+//! shared client follows no redirect; [`execute`] does, keeping only the headers known to carry
+//! no credential (an allow-list, [`is_known_safe_header`]) when the scheme, host or port
+//! changes: a deny-list cannot know that a gateway's `X-Auth-Key` is a key.
 
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, LOCATION};
 use reqwest::{Method, StatusCode};
 
 use super::{client, transport_error};
 use crate::ai::error::ProviderError;
-use crate::ai::redact::is_credential_header;
+use crate::ai::options::is_known_safe_header;
 
 /// Redirects followed before giving up (as browsers and reqwest).
 pub(crate) const MAX_REDIRECTS: usize = 10;
@@ -55,7 +56,7 @@ pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Re
             return Ok(response);
         };
         if target.origin() != from.origin() {
-            strip_credentials(next.headers_mut());
+            keep_known_safe(next.headers_mut());
         }
         if matches!(
             status,
@@ -81,11 +82,11 @@ fn is_redirect(status: StatusCode) -> bool {
     matches!(status.as_u16(), 301 | 302 | 303 | 307 | 308)
 }
 
-/// Removes every header that carries a credential.
-fn strip_credentials(headers: &mut HeaderMap) {
+/// Removes every header not known to be safe for another origin.
+fn keep_known_safe(headers: &mut HeaderMap) {
     let names: Vec<_> = headers
         .keys()
-        .filter(|name| is_credential_header(name.as_str()))
+        .filter(|name| !is_known_safe_header(name.as_str()))
         .cloned()
         .collect();
     for name in names {
@@ -107,17 +108,21 @@ mod tests {
             ("api-key", "d"),
             ("cf-aig-authorization", "e"),
             ("cookie", "f=g"),
+            ("x-auth-key", "cloudflare-global-key"),
+            ("x-custom-auth", "h"),
+            ("x-tenant", "i"),
             ("content-type", "application/json"),
             ("anthropic-version", "2023-06-01"),
+            ("user-agent", "pi"),
         ] {
             headers.insert(
                 reqwest::header::HeaderName::from_static(name),
                 value.parse().unwrap(),
             );
         }
-        strip_credentials(&mut headers);
+        keep_known_safe(&mut headers);
         let mut left: Vec<&str> = headers.keys().map(|name| name.as_str()).collect();
         left.sort_unstable();
-        assert_eq!(left, ["anthropic-version", "content-type"]);
+        assert_eq!(left, ["anthropic-version", "content-type", "user-agent"]);
     }
 }

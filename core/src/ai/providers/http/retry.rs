@@ -349,7 +349,8 @@ async fn execute_within(
             .await
             .unwrap_or_else(|_| {
                 Err(Failure::Transient(ProviderError::Timeout(format!(
-                    "Request timed out after {} ms waiting for the response",
+                    "Request timed out after {} ms waiting for the response headers \
+                     (request_timeout_ms / timeoutMs)",
                     timeout.as_millis()
                 ))))
             }),

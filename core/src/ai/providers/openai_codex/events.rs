@@ -16,6 +16,7 @@ use super::super::openai_responses::response::ResponseState;
 use crate::ai::error::ProviderError;
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
+use crate::ai::partial_json::parse_json_lenient;
 
 /// The statuses a completed response may carry (others are dropped, as pi does).
 const STATUSES: [&str; 6] = [
@@ -60,8 +61,9 @@ pub(crate) fn transport_error(message: String) -> ProviderError {
 }
 
 /// Parses one event's JSON (`what` names the transport in the error).
+/// A lone surrogate escape reads as U+FFFD (see [`parse_json_lenient`]).
 pub(crate) fn parse(data: &str, what: &str) -> Result<Value, CodexError> {
-    serde_json::from_str(data)
+    parse_json_lenient(data)
         .map_err(|error| CodexError::Protocol(format!("Invalid Codex {what} JSON: {error}")))
 }
 

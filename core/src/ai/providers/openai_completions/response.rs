@@ -19,7 +19,15 @@ use crate::ai::types::{StopReason, Usage};
 #[derive(Debug)]
 struct ToolSlot {
     stream_index: Option<u64>,
+    /// The id the server sent (empty until it sends one): later deltas are matched on it.
+    wire_id: String,
+    /// The id the call carries: the wire id, or a generated one when the server sent none or
+    /// one another call of this response already has.
     id: String,
+    /// The call's name, once known (later deltas are matched on it).
+    name: String,
+    /// Argument text arrived.
+    has_arguments: bool,
     content_index: usize,
 }
 
@@ -36,11 +44,19 @@ pub(super) struct ChunkState {
 }
 
 /// Maps an upstream `finish_reason`; anything unknown is an error that names the reason.
+///
+/// Beyond pi's `stop`/`end`/`length`/`tool_calls`/`function_call`, the synonyms servers of the
+/// population send for the same three ends are read as such (README, "Differences from pi"):
+/// `eos` (Together), `eos_token`/`stop_sequence` (Text Generation Inference), `end_turn`
+/// (gateways passing Anthropic's reasons through), `max_tokens`/`model_length` (Mistral's
+/// names) and `tool_use`.
 pub(crate) fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
     match reason {
-        "stop" | "end" => (StopReason::Stop, None),
-        "length" => (StopReason::Length, None),
-        "tool_calls" | "function_call" => (StopReason::ToolUse, None),
+        "stop" | "end" | "eos" | "eos_token" | "stop_sequence" | "end_turn" => {
+            (StopReason::Stop, None)
+        }
+        "length" | "max_tokens" | "model_length" => (StopReason::Length, None),
+        "tool_calls" | "function_call" | "tool_use" => (StopReason::ToolUse, None),
         other => (
             StopReason::Error,
             Some(format!("Provider finish_reason: {other}")),
@@ -49,15 +65,20 @@ pub(crate) fn map_finish_reason(reason: &str) -> (StopReason, Option<String>) {
 }
 
 /// An `error` object sent inside the stream (OpenRouter and gateways do): classified by its
-/// `code` or `type` (a string or an HTTP-style number).
+/// `code` or `type` (a string, or an HTTP-style status as a number or, from LiteLLM, a string
+/// of digits).
 fn upstream_error(message: String, error: &Value) -> ProviderError {
     let code = error.get("code");
     let status = code
-        .and_then(Value::as_u64)
+        .and_then(|code| {
+            code.as_u64()
+                .or_else(|| code.as_str().and_then(|text| text.parse().ok()))
+        })
         .and_then(|code| u16::try_from(code).ok())
         .filter(|code| (400..600).contains(code));
     let name = code
         .and_then(Value::as_str)
+        .filter(|_| status.is_none())
         .or_else(|| error.get("type").and_then(Value::as_str));
     ProviderError::upstream(message, name, status)
 }
@@ -129,6 +150,15 @@ struct Chunk<'a> {
     usage: Option<Box<Value>>,
     #[serde(default)]
     error: Option<Box<Value>>,
+    /// `"error"` on an error sent as the chunk itself (older vLLM:
+    /// `{"object": "error", "message": ..., "type": ..., "code": 400}`).
+    #[serde(default, borrow)]
+    object: Str<'a>,
+    #[serde(default, borrow)]
+    message: Str<'a>,
+    /// Groq puts the usage of a stream in `x_groq.usage` on the last chunk.
+    #[serde(default)]
+    x_groq: Option<Box<Value>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -216,12 +246,22 @@ impl ChunkState {
             return Ok(());
         };
         if let Some(error) = &chunk.error {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-                .unwrap_or_else(|| error.to_string());
+            // `{"message": ...}` (OpenAI, OpenRouter, llama.cpp, LiteLLM, newer vLLM) or a bare
+            // string (some gateways).
+            let message = match error.as_str() {
+                Some(text) => text.to_owned(),
+                None => error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| error.to_string()),
+            };
             return Err(upstream_error(message, error));
+        }
+        if chunk.object.get() == Some("error") {
+            let message = chunk.message.get().unwrap_or("An unknown error occurred");
+            let error: Value = serde_json::from_str(data).unwrap_or_default();
+            return Err(upstream_error(message.to_owned(), &error));
         }
         if writer.message().response_id.is_none()
             && let Some(id) = chunk.id.get()
@@ -241,11 +281,22 @@ impl ChunkState {
             .items()
             .first()
             .map(|choice| choice.0.as_ref().unwrap_or(&empty));
-        let usage = chunk.usage.as_ref().filter(|u| u.is_object()).or_else(|| {
-            choice
-                .and_then(|c| c.usage.as_ref())
-                .filter(|u| u.is_object())
-        });
+        let usage = chunk
+            .usage
+            .as_deref()
+            .filter(|u| u.is_object())
+            .or_else(|| {
+                choice
+                    .and_then(|c| c.usage.as_deref())
+                    .filter(|u| u.is_object())
+            })
+            .or_else(|| {
+                chunk
+                    .x_groq
+                    .as_deref()
+                    .and_then(|x| x.get("usage"))
+                    .filter(|u| u.is_object())
+            });
         if let Some(usage) = usage {
             writer.message_mut().usage = parse_usage(usage, model);
         }
@@ -298,7 +349,7 @@ impl ChunkState {
                 let Some(id) = detail.get("id").and_then(Value::as_str) else {
                     continue;
                 };
-                if let Some(slot) = self.tools.iter().find(|slot| slot.id == id) {
+                if let Some(slot) = self.tools.iter().find(|slot| slot.wire_id == id) {
                     let index = slot.content_index;
                     if let Some(call) = writer.tool_call_mut(index) {
                         call.thought_signature = Some(detail.to_string());
@@ -315,51 +366,146 @@ impl ChunkState {
         let function = call.function.0.as_ref();
         let name = function.and_then(|f| f.name.get()).unwrap_or("");
         let arguments = function.and_then(|f| f.arguments.get()).unwrap_or("");
-        let existing = self
-            .tools
-            .iter()
-            .position(|slot| stream_index.is_some() && slot.stream_index == stream_index)
-            .or_else(|| {
-                (!id.is_empty())
-                    .then(|| self.tools.iter().position(|slot| slot.id == id))
-                    .flatten()
-            })
-            .or_else(|| {
-                // A chunk with neither index nor id continues the last call instead of opening
-                // a ghost call with no id and no name (pi issue #4854).
-                (stream_index.is_none() && id.is_empty())
-                    .then(|| self.tools.len().checked_sub(1))
-                    .flatten()
-            });
-        let content_index = match existing {
+        let position = match self.find_slot(stream_index, id, name) {
             Some(position) => {
-                let slot = &mut self.tools[position];
-                if slot.id.is_empty() && !id.is_empty() {
-                    slot.id = id.to_owned();
-                }
-                let content_index = slot.content_index;
-                if let Some(block) = writer.tool_call_mut(content_index) {
-                    if block.id.is_empty() && !id.is_empty() {
-                        block.id = id.to_owned();
+                if self.tools[position].wire_id.is_empty() && !id.is_empty() {
+                    // The id of a call that started without one replaces the generated id.
+                    let unique = self.unique_id(id, position);
+                    let slot = &mut self.tools[position];
+                    slot.wire_id = id.to_owned();
+                    slot.id = unique;
+                    if let Some(block) = writer.tool_call_mut(slot.content_index) {
+                        block.id.clone_from(&slot.id);
                     }
-                    if block.name.is_empty() && !name.is_empty() {
+                }
+                let slot = &mut self.tools[position];
+                if slot.name.is_empty() && !name.is_empty() {
+                    slot.name = name.to_owned();
+                    if let Some(block) = writer.tool_call_mut(slot.content_index) {
                         block.name = name.to_owned();
                     }
                 }
-                content_index
+                position
             }
             None => {
-                let content_index = writer.tool_call_start(id, name).await;
+                let position = self.tools.len();
+                let unique = if id.is_empty() {
+                    self.generated_id(writer, position)
+                } else {
+                    self.unique_id(id, position)
+                };
+                let content_index = writer.tool_call_start(unique.as_str(), name).await;
                 self.tools.push(ToolSlot {
                     stream_index,
-                    id: id.to_owned(),
+                    wire_id: id.to_owned(),
+                    id: unique,
+                    name: name.to_owned(),
+                    has_arguments: false,
                     content_index,
                 });
-                content_index
+                position
             }
         };
-        writer.tool_call_delta(content_index, arguments).await;
+        let slot = &mut self.tools[position];
+        slot.has_arguments |= !arguments.is_empty();
+        writer.tool_call_delta(slot.content_index, arguments).await;
     }
+
+    /// The call a delta continues, or `None` when it opens a new one. Servers differ (see the
+    /// README's table of server families): some number every call `0`, some send no `index`,
+    /// some send the arguments before the id and name, some repeat the id on every chunk or
+    /// change it mid-call.
+    fn find_slot(&self, stream_index: Option<u64>, id: &str, name: &str) -> Option<usize> {
+        if let Some(index) = stream_index {
+            // The latest call on this index, unless the delta names a different call there
+            // (parallel calls all numbered `0`, each with its own id and name).
+            if let Some(position) = self
+                .tools
+                .iter()
+                .rposition(|slot| slot.stream_index == Some(index))
+            {
+                return (!self.names_another_call(position, id, name)).then_some(position);
+            }
+            // A call that started without an index and now has one. Another index with the
+            // same id is another call (its id is made unique).
+            return (!id.is_empty())
+                .then(|| {
+                    self.tools
+                        .iter()
+                        .rposition(|slot| slot.stream_index.is_none() && slot.wire_id == id)
+                })
+                .flatten();
+        }
+        if !id.is_empty() {
+            if let Some(position) = self.tools.iter().rposition(|slot| slot.wire_id == id) {
+                return Some(position);
+            }
+            // The id and name of a call whose arguments came first.
+            let last = self.tools.len().checked_sub(1)?;
+            let slot = &self.tools[last];
+            let same_call = slot.stream_index.is_none()
+                && slot.wire_id.is_empty()
+                && (slot.name.is_empty() || name.is_empty() || slot.name == name);
+            return same_call.then_some(last);
+        }
+        // Neither index nor id: the last call goes on (no ghost call, pi #4854), unless a name
+        // arrives for a call that already has its name and arguments.
+        let last = self.tools.len().checked_sub(1)?;
+        let slot = &self.tools[last];
+        let another = !name.is_empty() && !slot.name.is_empty() && slot.has_arguments;
+        (!another).then_some(last)
+    }
+
+    /// A delta on the index of the call at `position` opens another call when it carries a
+    /// name and an id that differs from the call's (which has a name already). An id that
+    /// changes without a name continues the call (Kimi sends a new id on every chunk).
+    fn names_another_call(&self, position: usize, id: &str, name: &str) -> bool {
+        let slot = &self.tools[position];
+        !name.is_empty()
+            && !slot.name.is_empty()
+            && !id.is_empty()
+            && id != slot.wire_id
+            && (!slot.wire_id.is_empty() || name != slot.name || slot.has_arguments)
+    }
+
+    /// `wanted`, or `wanted_<position>` (then `_2`, `_3`, ...) when another call of this
+    /// response already has that id: a transcript never holds two calls with one id.
+    fn unique_id(&self, wanted: &str, position: usize) -> String {
+        let taken = |candidate: &str| {
+            self.tools
+                .iter()
+                .enumerate()
+                .any(|(other, slot)| other != position && slot.id == candidate)
+        };
+        if !taken(wanted) {
+            return wanted.to_owned();
+        }
+        let mut candidate = format!("{wanted}_{position}");
+        let mut n = 2;
+        while taken(&candidate) {
+            candidate = format!("{wanted}_{position}_{n}");
+            n += 1;
+        }
+        candidate
+    }
+
+    /// An id for a call the server sent without one (an empty `tool_call_id` is refused when
+    /// the transcript is replayed). Stable: derived from the response id and the call's
+    /// position, so the same stream always gives the same ids, and two responses' calls differ.
+    fn generated_id(&self, writer: &StreamWriter, position: usize) -> String {
+        let wanted = match writer.message().response_id.as_deref() {
+            Some(response) => format!("call_{:08x}_{position}", fnv1a32(response)),
+            None => format!("call_{position}"),
+        };
+        self.unique_id(&wanted, position)
+    }
+}
+
+/// FNV-1a, 32 bits: a short stable digest (not a security boundary).
+fn fnv1a32(text: &str) -> u32 {
+    text.bytes().fold(0x811c_9dc5, |hash, byte| {
+        (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193)
+    })
 }
 
 #[cfg(test)]
@@ -397,5 +543,17 @@ mod tests {
             Some("Provider finish_reason: content_filter")
         );
         assert_eq!(map_finish_reason("brand_new").0, StopReason::Error);
+        for (reason, stop) in [
+            ("eos", StopReason::Stop),
+            ("eos_token", StopReason::Stop),
+            ("stop_sequence", StopReason::Stop),
+            ("end_turn", StopReason::Stop),
+            ("max_tokens", StopReason::Length),
+            ("model_length", StopReason::Length),
+            ("tool_use", StopReason::ToolUse),
+            ("insufficient_system_resource", StopReason::Error),
+        ] {
+            assert_eq!(map_finish_reason(reason).0, stop, "{reason}");
+        }
     }
 }

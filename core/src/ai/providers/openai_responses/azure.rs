@@ -21,7 +21,7 @@ use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::AssistantMessageEventStream;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
-use crate::ai::providers::http::is_loopback;
+use crate::ai::providers::http::{host_label, is_loopback};
 use crate::ai::registry::ApiProvider;
 use crate::ai::types::Context;
 
@@ -93,13 +93,24 @@ fn non_empty(value: Option<&String>) -> Option<String> {
 impl AzureOpenAIResponsesProvider {
     /// The base URL for `model` (see the module docs), normalised.
     pub fn resolve_base_url(model: &Model, options: &StreamOptions) -> Result<String, String> {
-        let base = non_empty(options.azure_base_url.as_ref())
+        let from_resource = || {
+            non_empty(options.azure_resource_name.as_ref())
+                .or_else(|| env_value("AZURE_OPENAI_RESOURCE_NAME"))
+                .map(|resource| {
+                    // The name becomes part of the host (issue 17): `evil.example/x` must not.
+                    host_label("Azure OpenAI resource name", &resource)
+                        .map(|resource| format!("https://{resource}.openai.azure.com/openai/v1"))
+                        .map_err(|error| error.to_string())
+                })
+                .transpose()
+        };
+        let base = match non_empty(options.azure_base_url.as_ref())
             .or_else(|| env_value("AZURE_OPENAI_BASE_URL"))
-            .or_else(|| {
-                non_empty(options.azure_resource_name.as_ref())
-                    .or_else(|| env_value("AZURE_OPENAI_RESOURCE_NAME"))
-                    .map(|resource| format!("https://{resource}.openai.azure.com/openai/v1"))
-            })
+        {
+            Some(base) => Some(base),
+            None => from_resource()?,
+        };
+        let base = base
             .or_else(|| non_empty(Some(&model.base_url)))
             .ok_or_else(|| {
                 "Azure OpenAI base URL is required. Set AZURE_OPENAI_BASE_URL or \

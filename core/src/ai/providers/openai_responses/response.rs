@@ -14,7 +14,7 @@ use super::request::TextSignature;
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
-use crate::ai::partial_json::parse_streaming_json;
+use crate::ai::partial_json::{parse_json_lenient, parse_streaming_json};
 use crate::ai::sse::SseEvent;
 use crate::ai::types::{AssistantContent, StopReason, TextContent, Usage};
 
@@ -161,9 +161,10 @@ fn error_event_message(event: &Value) -> String {
     }
 }
 
-/// Parses one SSE `data` payload.
+/// Parses one SSE `data` payload (a lone surrogate escape reads as U+FFFD, see
+/// [`parse_json_lenient`]).
 fn parse_event(data: &str) -> Result<Value, ProviderError> {
-    serde_json::from_str(data).map_err(|error| {
+    parse_json_lenient(data).map_err(|error| {
         let mut end = data.len().min(200);
         while !data.is_char_boundary(end) {
             end -= 1;
