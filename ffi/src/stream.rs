@@ -144,7 +144,10 @@ fn terminal_message_mut(event: &mut AssistantMessageEvent) -> Option<&mut Assist
 /// "parameters"}]}`. `options_json` may be NULL, or core's `StreamOptions`: pi's flat options
 /// object with every provider's keys, any subset of `apiKey` (else the provider's environment
 /// variable, e.g. `OPENAI_API_KEY`), `temperature`, `maxTokens`, `headers` (object of strings),
-/// `sessionId`, `cacheRetention` (`"none"`, `"short"`, `"long"`), `metadata`, `toolChoice`,
+/// `sessionId`, `cacheRetention` (`"none"`, `"short"`, `"long"`), `metadata`, `toolChoice`
+/// (`"auto"`, `"none"`, `"required"` or `{"type":"tool","name":...}`), `outputSchema`
+/// (`{"name","schema","strict"}`: the stream then has `OBJECT_DELTA` events and an answer that
+/// does not validate ends with `errorKind` `invalid_output`),
 /// `maxRetries`, `maxRetryDelayMs`, `requestTimeoutMs` (alias `timeoutMs`), `idleTimeoutMs`,
 /// `maxEventBytes`, `maxErrorBodyBytes`, `transport`, the simple options `reasoning` and
 /// `thinkingBudgets`, and the provider keys: `reasoningEffort`, `reasoningSummary`,

@@ -377,6 +377,7 @@ fn c_structured_test_mock_server() {
         json!({"text": "{\"city\": \"Rome\"}"}),
         json!({"text": "{\"city\": \"Rome\", \"celsius\": 30}"}),
         json!({"text": "plain"}),
+        json!({"text": "ok"}),
     ]);
     let exe = compile("tests/c/structured_test.c", "structured_test");
     let mut command = Command::new(&exe);
@@ -384,7 +385,11 @@ fn c_structured_test_mock_server() {
     let output = run(command);
     assert_success(&output, "structured_test");
     let requests = server.requests();
-    assert_eq!(requests.len(), 6);
+    assert_eq!(requests.len(), 7);
+    assert_eq!(
+        requests[6].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "lookup"}})
+    );
     for request in &requests[..5] {
         assert_eq!(
             request.body["response_format"]["json_schema"]["name"],

@@ -90,6 +90,24 @@ int main(int argc, char **argv) {
     pi_agent_run_free(run);
 
     pi_agent_free(agent);
+
+    /* 5. One toolChoice: mapped onto the API's form; an unknown spelling is refused. */
+    pi_stream *bad = NULL;
+    err = pi_stream_open(model, CONTEXT, "{\"toolChoice\":\"requird\"}", &bad);
+    CHECK(err != NULL && pi_error_get_kind(err) == PI_ERROR_KIND_INVALID_JSON);
+    CHECK(str_contains(pi_error_message(err), "unknown tool choice"));
+    pi_error_free(err);
+    CHECK(bad == NULL);
+    const char *with_tools =
+        "{\"messages\":[{\"role\":\"user\",\"content\":\"Weather?\",\"timestamp\":0}],"
+        "\"tools\":[{\"name\":\"lookup\",\"description\":\"Looks it up\",\"parameters\":"
+        "{\"type\":\"object\"}}]}";
+    OK(pi_stream_open(model, with_tools,
+                      "{\"apiKey\":\"k\",\"toolChoice\":{\"type\":\"tool\",\"name\":\"lookup\"}}",
+                      &stream));
+    while (pi_stream_next(stream, &event)) {
+    }
+    pi_stream_free(stream);
     pi_model_free(model);
     printf("structured_test: ok\n");
     return 0;

@@ -136,3 +136,30 @@ def test_an_agent_that_never_validates_raises(mock_server: MockServer) -> None:
     with pytest.raises(pi_agent.OutputValidationError, match="not JSON"):
         asyncio.run(agent.prompt_output("Weather?"))
     assert len(mock_server.requests()) == 3
+
+
+@pytest.mark.parametrize(
+    "api, base, pointer, expected",
+    [
+        ("anthropic-messages", "root", ["output_config", "format", "type"], "json_schema"),
+        ("openai-responses", "v1", ["text", "format", "name"], "Weather"),
+        ("google-generative-ai", "v1", ["generationConfig", "responseMimeType"], "application/json"),
+        ("mistral-conversations", "root", ["response_format", "json_schema", "name"], "Weather"),
+    ],
+)
+def test_output_type_maps_onto_each_api(
+    mock_server: MockServer, api: str, base: str, pointer: List[str], expected: str
+) -> None:
+    mock_server.push({"status": 400, "body": {"error": {"message": "mapped"}}})
+    root = f"http://127.0.0.1:{mock_server.port}"
+    model = mock_server.model(
+        api=api, id="claude-sonnet-4-5", baseUrl=root if base == "root" else mock_server.url
+    )
+    with pytest.raises(pi_agent.OutputValidationError) as raised:
+        pi_agent.complete_structured_sync(model, CONTEXT, Weather, api_key="k", max_retries=0)
+    assert raised.value.error_kind == "bad_request"
+    (request,) = mock_server.requests()
+    value: Any = request["body"]
+    for key in pointer:
+        value = value[key]
+    assert value == expected
