@@ -16,7 +16,8 @@ log="$(mktemp)"
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; rm -f "$log"' EXIT
 for _ in $(seq 1 600); do
-  curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+  python3 -c "import urllib.request, sys; urllib.request.urlopen(sys.argv[1], timeout=5)" \
+    "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
   kill -0 "$server" 2>/dev/null || { cat "$log" >&2; exit 1; }
   sleep 0.5
 done
