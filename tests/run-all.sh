@@ -31,6 +31,16 @@ if [ "${#c_tools[@]}" -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${c_tools[@]}"
 fi
 
+step "MCP test servers (cached outside the work tree)"
+# The MCP tests (core/tests/mcp.rs, ffi and Python) start the official reference server
+# (npm, cached in ~/.cache/pi-agent/npm) and a server written with the Python SDK (`mcp`).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq nodejs npm) || echo "node/npm unavailable: the MCP reference server tests skip"
+fi
+bash tests/mcp/install-everything.sh >/dev/null || echo "server-everything not installed: the MCP reference server tests skip"
+"$PYTHON" -m pip install -q "mcp>=1.9" || echo "mcp (PyPI) unavailable: the MCP failure tests skip"
+export PI_MCP_PYTHON="${PI_MCP_PYTHON:-$(command -v "$PYTHON")}"
+
 step "format"
 cargo fmt --all --check
 
