@@ -83,20 +83,26 @@ pub extern "C" fn pi_mcp_server_connect_stdio(
     ffi_fallible! {
         let name = arg_str(name, "name")?;
         let command = arg_str(command, "command")?;
-        let mut arguments = Vec::with_capacity(args_len);
-        if args_len > 0 {
-            if args.is_null() {
-                return Err(pi_error::null_argument("args"));
-            }
-            // SAFETY: per the contract, `args` points to `args_len` string pointers.
-            let slice = unsafe { std::slice::from_raw_parts(args, args_len) };
-            for arg in slice {
-                arguments.push(arg_str(*arg, "args[i]")?.to_owned());
-            }
-        }
+        let arguments = arg_strings(args, args_len)?;
         let out = Out::new(server_out, "server_out")?;
         connect(McpServerConfig::stdio(name, command, arguments), out)
     }
+}
+
+/// Reads `len` strings from `args` (which may be NULL when `len` is 0).
+fn arg_strings(args: *const *const c_char, len: usize) -> Result<Vec<String>, pi_error> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    if args.is_null() {
+        return Err(pi_error::null_argument("args"));
+    }
+    // SAFETY: per the contract, a non-NULL `args` points to `len` string pointers.
+    let slice = unsafe { std::slice::from_raw_parts(args, len) };
+    slice
+        .iter()
+        .map(|arg| arg_str(*arg, "args[i]").map(str::to_owned))
+        .collect()
 }
 
 /// Connects to a Streamable HTTP server at `url`, named `name`, sending the headers in
