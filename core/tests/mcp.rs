@@ -604,7 +604,7 @@ async fn garbage_on_stdout_is_an_error_result_not_a_hang() {
 }
 
 #[tokio::test]
-async fn a_server_that_fails_to_start_is_an_error_with_its_stderr_and_backs_off() {
+async fn a_server_that_fails_to_start_is_an_error_with_its_stderr() {
     let Some(python) = python() else { return };
     let (config, _dir) = failing(&python);
     let error = McpServer::connect(config.clone().with_env("PI_MCP_FAIL_START", "1"))
@@ -704,4 +704,44 @@ async fn dropping_the_server_reaps_the_child() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("the child {pid} is still there: {:?}", process_state(pid));
+}
+
+#[tokio::test]
+async fn a_server_that_will_not_restart_backs_off_then_comes_back() {
+    let Some(python) = python() else { return };
+    let (config, dir) = failing(&python);
+    let server = McpServer::connect(config).await.unwrap();
+    let tools = server.tools().await.unwrap();
+    std::fs::write(dir.path().join("fail_start"), "").unwrap();
+    let crash = call(&find(&tools, "crash"), json!({})).await.unwrap_err();
+    assert!(crash.contains("closed the connection"), "{crash}");
+    let restart = call(&find(&tools, "ok"), json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert!(restart.contains("\"failing\" failed to start"), "{restart}");
+    assert!(restart.contains("refusing to start"), "{restart}");
+    // Within the wait, a call fails at once instead of spawning again.
+    let waiting = call(&find(&tools, "ok"), json!({"text": "x"}))
+        .await
+        .unwrap_err();
+    assert!(
+        waiting.contains("is unavailable (next reconnection in"),
+        "{waiting}"
+    );
+    assert!(
+        waiting.contains("refusing to start"),
+        "the last failure is named: {waiting}"
+    );
+    std::fs::remove_file(dir.path().join("fail_start")).unwrap();
+    let mut answer = None;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if let Ok(result) = call(&find(&tools, "ok"), json!({"text": "back"})).await {
+            answer = Some(result);
+            break;
+        }
+    }
+    let answer = answer.expect("the server came back");
+    assert_eq!(text_of(&answer.content), "ok: back");
+    server.close().await;
 }

@@ -6,7 +6,8 @@ JSON-RPC error; ``crash`` exits mid-call; ``hang``
 never answers; ``garbage`` writes a line that is not JSON-RPC, then never answers;
 ``add_tool`` registers a tool named by its argument and sends
 ``notifications/tools/list_changed``; ``starts`` says how many times this server was started
-(a file in ``$PI_MCP_STATE_DIR`` counts them, to observe reconnections).
+(a file in ``$PI_MCP_STATE_DIR`` counts them, to observe reconnections). It refuses to
+start while ``$PI_MCP_FAIL_START`` is set or ``$PI_MCP_STATE_DIR/fail_start`` exists.
 """
 
 import asyncio
@@ -33,7 +34,9 @@ if STATE_DIR:
 else:
     STARTS = 1
 
-if os.environ.get("PI_MCP_FAIL_START"):
+if os.environ.get("PI_MCP_FAIL_START") or (
+    STATE_DIR and os.path.exists(os.path.join(STATE_DIR, "fail_start"))
+):
     print("refusing to start: PI_MCP_FAIL_START is set", file=sys.stderr, flush=True)
     sys.exit(3)
 
