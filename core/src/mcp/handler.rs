@@ -110,7 +110,8 @@ impl ClientHandler for Handler {
         self.shared
             .tools_changed
             .store(true, std::sync::atomic::Ordering::Release);
-        self.shared.tools_changed_notify.notify_waiters();
+        // A permit is kept if the watcher is busy refreshing: the change is not missed.
+        self.shared.tools_changed_notify.notify_one();
     }
 
     fn get_info(&self) -> ClientConfig {
