@@ -106,8 +106,11 @@ fn main() {
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         std::thread::sleep(Duration::from_millis(100));
     }
-    let stdio_config =
-        McpServerConfig::stdio("everything", "node", [entry.display().to_string(), "stdio".into()]);
+    let stdio_config = McpServerConfig::stdio(
+        "everything",
+        "node",
+        [entry.display().to_string(), "stdio".into()],
+    );
     runtime.block_on(async {
         let stdio = McpServer::connect(stdio_config.clone()).await.unwrap();
         let stdio_mean = mean_call(echo_of(&stdio).await.as_ref()).await;

@@ -197,3 +197,36 @@ impl McpServerConfig {
             .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_millis)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_form_is_camel_case_and_secrets_stay_out_of_debug() {
+        let config: McpServerConfig = serde_json::from_value(serde_json::json!({
+            "name": "fs", "transport": "stdio", "command": "npx", "args": ["-y", "x"],
+            "env": {"TOKEN": "s3cret"}, "toolPrefix": "fs_", "includeTools": ["read"],
+            "callTimeoutMs": 5000
+        }))
+        .unwrap();
+        assert_eq!(config.call_timeout(), Duration::from_secs(5));
+        assert_eq!(config.connect_timeout(), DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(config.tool_prefix.as_deref(), Some("fs_"));
+        assert!(!format!("{config:?}").contains("s3cret"));
+        let http = McpServerConfig::http("r", "https://h/mcp?key=qs3cret")
+            .with_env("Authorization", "Bearer hs3cret");
+        let shown = format!("{http:?}");
+        assert!(
+            !shown.contains("hs3cret") && !shown.contains("qs3cret"),
+            "{shown}"
+        );
+        let json = serde_json::to_value(&http).unwrap();
+        assert_eq!(json["transport"], "http");
+        assert_eq!(json["headers"]["Authorization"], "Bearer hs3cret");
+        let unknown = serde_json::from_value::<McpServerConfig>(serde_json::json!({
+            "name": "x", "transport": "stdio", "command": "c", "argz": []
+        }));
+        assert!(unknown.is_err());
+    }
+}

@@ -135,3 +135,63 @@ pub(crate) fn map_result(
         terminate: None,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(content: UserContent) -> String {
+        match content {
+            UserContent::Text(text) => text.text,
+            other => panic!("not text: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn what_a_model_cannot_see_becomes_a_placeholder_naming_it() {
+        let audio = json!({"type": "audio", "data": "AAAAAAAA", "mimeType": "audio/wav"});
+        assert_eq!(text(map_block(&audio)), "[audio type=audio/wav ~6 bytes]");
+        let blob = json!({"type": "resource", "resource": {"uri": "demo://b/2", "mimeType": "application/octet-stream", "blob": "AAAA"}});
+        assert_eq!(
+            text(map_block(&blob)),
+            "[resource uri=demo://b/2 type=application/octet-stream ~3 bytes]"
+        );
+        let link = json!({"type": "resource_link", "uri": "file:///x.txt", "name": "x.txt"});
+        assert_eq!(
+            text(map_block(&link)),
+            "[resource link name=x.txt uri=file:///x.txt]"
+        );
+        let doc = json!({"type": "resource", "resource": {"uri": "demo://t/1", "text": "hello"}});
+        assert_eq!(text(map_block(&doc)), "[resource uri=demo://t/1]\nhello");
+        let odd = json!({"type": "hologram"});
+        assert_eq!(
+            text(map_block(&odd)),
+            "[unsupported content type \"hologram\"]"
+        );
+        let not_an_image = json!({"type": "image", "data": "AAAA", "mimeType": "text/plain"});
+        assert!(text(map_block(&not_an_image)).starts_with("[image"));
+    }
+
+    #[test]
+    fn structured_content_is_checked_against_the_output_schema() {
+        let schema =
+            json!({"type": "object", "properties": {"t": {"type": "number"}}, "required": ["t"]});
+        let good: CallToolResult =
+            serde_json::from_value(json!({"content": [], "structuredContent": {"t": 1}})).unwrap();
+        let result = map_result("s", good, Some(&schema)).unwrap();
+        assert_eq!(result.details["structuredContent"], json!({"t": 1}));
+        assert_eq!(text(result.content[0].clone()), "{\"t\":1}");
+        let bad: CallToolResult =
+            serde_json::from_value(json!({"content": [], "structuredContent": {"t": "warm"}}))
+                .unwrap();
+        let error = map_result("s", bad, Some(&schema)).unwrap_err().to_string();
+        assert!(
+            error.starts_with("MCP server \"s\": structuredContent does not match"),
+            "{error}"
+        );
+        let failed: CallToolResult =
+            serde_json::from_value(json!({"content": [], "isError": true})).unwrap();
+        let error = map_result("s", failed, None).unwrap_err().to_string();
+        assert_eq!(error, "MCP server \"s\": the tool failed without a message");
+    }
+}
