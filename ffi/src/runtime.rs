@@ -22,6 +22,7 @@ pub(crate) fn runtime() -> Result<&'static Runtime, pi_error> {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(WORKER_THREADS)
                 .thread_name("pi-agent-runtime")
+                .on_thread_start(block_sigpipe)
                 .enable_all()
                 .build()
                 .map_err(|error| error.to_string())
@@ -33,6 +34,22 @@ pub(crate) fn runtime() -> Result<&'static Runtime, pi_error> {
                 format!("cannot start the pi-agent runtime: {error}"),
             )
         })
+}
+
+/// Keeps SIGPIPE away from the runtime's threads. A write to a pipe whose reader is gone (an
+/// MCP server that exited, its stdin still being written) raises SIGPIPE in the writing thread,
+/// and a C host usually leaves SIGPIPE's default action, which ends the process. Blocked on
+/// these threads, the write fails with `EPIPE` instead, which the library reports as the
+/// server closing the connection. The host's own threads and its signal handlers are untouched.
+fn block_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: an empty set with SIGPIPE added, applied to the calling thread's mask only.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
 
 /// Which C callback the current thread is inside.

@@ -374,19 +374,16 @@ impl Drop for McpHttpServer {
     }
 }
 
-#[test]
-fn c_mcp_test() {
-    let Some(entry) = mcp_everything() else {
-        return;
-    };
+/// The reference server over Streamable HTTP on a free port, once it listens.
+fn mcp_http_server(entry: &Path) -> (McpHttpServer, String) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let _http = McpHttpServer(
+    let http = McpHttpServer(
         Command::new("node")
-            .arg(&entry)
+            .arg(entry)
             .arg("streamableHttp")
             .env("PORT", port.to_string())
             .stdout(std::process::Stdio::null())
@@ -402,12 +399,29 @@ fn c_mcp_test() {
         );
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    (http, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[test]
+fn c_mcp_test() {
+    let Some(entry) = mcp_everything() else {
+        return;
+    };
+    let (_http, url) = mcp_http_server(&entry);
     let exe = compile("tests/c/ffi_mcp_test.c", "ffi_mcp_test");
     let mut command = Command::new(&exe);
-    command
-        .arg(&entry)
-        .arg(format!("http://127.0.0.1:{port}/mcp"));
+    command.arg(&entry).arg(url);
     let output = run(command);
     assert_success(&output, "ffi_mcp_test");
     assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_mcp_test: ok"));
+}
+
+#[test]
+fn c_mcp_test_under_valgrind() {
+    let Some(entry) = mcp_everything() else {
+        return;
+    };
+    let (_http, url) = mcp_http_server(&entry);
+    let exe = compile("tests/c/ffi_mcp_test.c", "ffi_mcp_test_valgrind");
+    run_under_valgrind(&exe, &[&entry.display().to_string(), &url], "ffi_mcp_test");
 }
