@@ -745,3 +745,46 @@ async fn a_server_that_will_not_restart_backs_off_then_comes_back() {
     assert_eq!(text_of(&answer.content), "ok: back");
     server.close().await;
 }
+
+#[tokio::test]
+async fn an_http_server_that_restarts_is_an_error_then_a_new_session() {
+    let Some(entry) = everything() else { return };
+    let mut http = everything_http(&entry).await;
+    let port: u16 = http
+        .url
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .parse()
+        .unwrap();
+    let config = McpServerConfig::http("restarting", http.url.clone())
+        .with_call_timeout(Duration::from_secs(5));
+    let server = McpServer::connect(config).await.unwrap();
+    let tools = server.tools().await.unwrap();
+    let echo = find(&tools, "echo");
+    call(&echo, json!({"message": "one"})).await.unwrap();
+    let _ = http.child.kill();
+    let _ = http.child.wait();
+    let error = call(&echo, json!({"message": "two"})).await.unwrap_err();
+    assert!(error.contains("MCP server \"restarting\""), "{error}");
+    http.child = Command::new("node")
+        .arg(&entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut answer = Err(String::new());
+    for _ in 0..60 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        answer = call(&echo, json!({"message": "three"})).await;
+        if answer.is_ok() {
+            break;
+        }
+    }
+    let answer = answer.expect("a new session answers");
+    assert_eq!(text_of(&answer.content), "Echo: three");
+    server.close().await;
+}

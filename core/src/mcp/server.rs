@@ -238,12 +238,12 @@ impl McpServer {
 
     /// The note about a session that just failed a request (its stderr), and forgets it when
     /// it is over so the next request starts a new one.
-    pub(crate) async fn session_failed(&self) -> String {
+    pub(crate) async fn session_failed(&self, broken: bool) -> String {
         let mut session = self.inner.session.lock().await;
         let Some(connection) = &session.connection else {
             return String::new();
         };
-        if connection.service.is_closed() || connection.service.is_transport_closed() {
+        if broken || connection.service.is_closed() || connection.service.is_transport_closed() {
             // The reader may still be catching the last words.
             tokio::time::sleep(Duration::from_millis(50)).await;
             let note = connection.stderr_note();
@@ -275,7 +275,10 @@ impl McpServer {
                 timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             },
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
-                let note = self.session_failed().await;
+                // A send that failed (a broken pipe, a refused POST) leaves a session that
+                // cannot be trusted: the next request starts a new one.
+                let broken = !matches!(error, ServiceError::TransportClosed);
+                let note = self.session_failed(broken).await;
                 McpError::Closed {
                     server,
                     message: format!("during {method}{note}"),

@@ -109,12 +109,27 @@ async fn call(
         }
     }
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = match peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await
-    {
-        Ok(handle) => handle,
-        Err(error) => return Err(server.request_error(method, error).await),
+    let timeout = server.config().call_timeout();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let timed_out = || McpError::Timeout {
+        server: server.name().to_owned(),
+        method: method.into(),
+        timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+    };
+    // The limit covers handing the request to the transport too: a transport stuck on a dead
+    // server must not hold the call.
+    let sent = tokio::time::timeout_at(
+        deadline,
+        peer.send_request_with_option(request, PeerRequestOptions::no_options()),
+    )
+    .await;
+    let handle = match sent {
+        Ok(Ok(handle)) => handle,
+        Ok(Err(error)) => return Err(server.request_error(method, error).await),
+        Err(_) => {
+            server.session_failed(true).await;
+            return Err(timed_out());
+        }
     };
     let _progress = server
         .inner
@@ -125,16 +140,11 @@ async fn call(
         id: Some(handle.id.clone()),
         reason: "aborted",
     };
-    let timeout = server.config().call_timeout();
-    let answer = tokio::select! {
-        answer = handle.rx => answer,
-        () = tokio::time::sleep(timeout) => {
+    let answer = match tokio::time::timeout_at(deadline, handle.rx).await {
+        Ok(answer) => answer,
+        Err(_) => {
             cancel.reason = "timeout";
-            return Err(McpError::Timeout {
-                server: server.name().to_owned(),
-                method: method.into(),
-                timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
-            });
+            return Err(timed_out());
         }
     };
     cancel.id = None;
