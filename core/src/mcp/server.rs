@@ -306,12 +306,24 @@ impl McpServer {
                 ClientRequest::ListToolsRequest(rmcp::model::ListToolsRequest::with_param(
                     rmcp::model::PaginatedRequestParams::default().with_cursor(cursor.take()),
                 ));
-            let answer = peer
-                .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
-                .await;
-            let answer = match answer {
-                Ok(handle) => handle.await_response().await,
-                Err(error) => Err(error),
+            // Each page within the limit, handing the request to the transport included (a
+            // transport stuck on a dead server must not hold the listing).
+            let exchange = async {
+                match peer
+                    .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+                    .await
+                {
+                    Ok(handle) => handle.await_response().await,
+                    Err(error) => Err(error),
+                }
+            };
+            let Ok(answer) = tokio::time::timeout(timeout, exchange).await else {
+                self.session_failed(true).await;
+                return Err(McpError::Timeout {
+                    server: self.inner.config.name.clone(),
+                    method: "tools/list".into(),
+                    timeout_ms: u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
+                });
             };
             match answer {
                 Ok(rmcp::model::ServerResult::ListToolsResult(page)) => {
