@@ -246,6 +246,11 @@ enum pi_error_kind
    */
   PI_ERROR_KIND_CANCELLED = 105,
   /**
+   * An MCP server could not be started or reached, or failed a request (the message names
+   * the server and says why).
+   */
+  PI_ERROR_KIND_MCP = 106,
+  /**
    * The async runtime could not be started, or another internal failure.
    */
   PI_ERROR_KIND_RUNTIME = 200,
@@ -523,6 +528,15 @@ typedef struct pi_faux_request pi_faux_request;
  * Thread-safe: its functions may be called from any thread while the callback runs.
  */
 typedef struct pi_get_api_key pi_get_api_key;
+
+/**
+ * A connected MCP server (its session, restarted after failures).
+ *
+ * Thread-safe: every function may be called from any thread, concurrently, except
+ * `pi_mcp_server_free`. Its tools, once added to an agent, keep the session alive until they
+ * are removed from it or the agent is freed, even after `pi_mcp_server_free`.
+ */
+typedef struct pi_mcp_server pi_mcp_server;
 
 /**
  * A model (pi's `Model`): id, wire API, provider, endpoint, limits, prices.
@@ -2194,6 +2208,97 @@ struct pi_error *pi_set_log_callback(uint32_t max_level,
                                      pi_log_callback callback,
                                      void *user_data,
                                      pi_free_callback free_user_data);
+
+/**
+ * Connects to the server described by `config_json` (core's `McpServerConfig`) and completes
+ * `initialize`, blocking until done or until `connectTimeoutMs` (default 30 000) has passed:
+ * `{"name":"everything","transport":"stdio","command":"npx","args":["-y",
+ * "@modelcontextprotocol/server-everything"],"env":{"K":"V"},"cwd":"/tmp"}` or
+ * `{"name":"remote","transport":"http","url":"http://127.0.0.1:3001/mcp",
+ * "headers":{"Authorization":"Bearer ..."}}`, plus any of `"toolPrefix":"ev_"`,
+ * `"includeTools":["echo"]`, `"callTimeoutMs":60000`, `"connectTimeoutMs":30000`. A stdio
+ * server runs in its own process group with its stderr captured (its end is quoted in error
+ * messages); it is ended (stdin closed, then SIGTERM, then SIGKILL) when the server and its
+ * tools are freed. On success `*server_out` receives the server; free it with
+ * `pi_mcp_server_free`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `MCP` (it did not start or
+ * initialize; the message names it and quotes its stderr), `CALLED_FROM_CALLBACK`.
+ * Thread-safety: may be called from any thread, not from an event callback.
+ */
+struct pi_error *pi_mcp_server_connect(const char *config_json, struct pi_mcp_server **server_out);
+
+/**
+ * Connects to a stdio server: the short form of `pi_mcp_server_connect` for `command` with
+ * `args_len` arguments `args` (`args` may be NULL when `args_len` is 0), named `name`.
+ *
+ * Errors: as `pi_mcp_server_connect`.
+ * Thread-safety: may be called from any thread, not from an event callback.
+ */
+struct pi_error *pi_mcp_server_connect_stdio(const char *name,
+                                             const char *command,
+                                             const char *const *args,
+                                             size_t args_len,
+                                             struct pi_mcp_server **server_out);
+
+/**
+ * Connects to a Streamable HTTP server at `url`, named `name`, sending the headers in
+ * `headers_json` (NULL, or a JSON object of strings such as
+ * `{"Authorization":"Bearer ..."}`; their values never appear in errors or logs) with every
+ * request: the short form of `pi_mcp_server_connect`.
+ *
+ * Errors: as `pi_mcp_server_connect`.
+ * Thread-safety: may be called from any thread, not from an event callback.
+ */
+struct pi_error *pi_mcp_server_connect_http(const char *name,
+                                            const char *url,
+                                            const char *headers_json,
+                                            struct pi_mcp_server **server_out);
+
+/**
+ * Writes what the server said about itself in `initialize` to `*json_out` (free it with
+ * `pi_string_free`): `{"name","version","protocolVersion","capabilities",
+ * "instructions"?}`.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_mcp_server_info_json(const struct pi_mcp_server *server, char **json_out);
+
+/**
+ * Lists the server's tools (every page) and writes them to `*json_out` as MCP's JSON array
+ * (`[{"name","description","inputSchema","outputSchema"?,"annotations"?,...}]`, all of
+ * them, before the prefix and filter); free it with `pi_string_free`. Blocks until answered
+ * or `callTimeoutMs` has passed.
+ *
+ * Errors: `NULL_ARGUMENT`, `MCP`, `CALLED_FROM_CALLBACK`.
+ * Thread-safety: may be called from any thread, not from an event callback.
+ */
+struct pi_error *pi_mcp_server_list_tools_json(const struct pi_mcp_server *server, char **json_out);
+
+/**
+ * Adds the server's tools (prefixed and filtered as configured) to `agent`, replacing tools
+ * of the same names, and keeps them current: when the server sends
+ * `notifications/tools/list_changed`, the agent's tools are updated for its next run (a run
+ * keeps the tools it started with). A call's failure (the server exited, hung past
+ * `callTimeoutMs`, answered with an error) is an error tool result naming the server; the
+ * next call restarts it. Aborting the agent sends the server `notifications/cancelled`;
+ * progress notifications are `tool_execution_update` events. Blocks while listing.
+ *
+ * Errors: `NULL_ARGUMENT`, `MCP`, `CALLED_FROM_CALLBACK`.
+ * Thread-safety: may be called from any thread, also during a run; not from an event
+ * callback.
+ */
+struct pi_error *pi_mcp_server_add_tools_to_agent(const struct pi_mcp_server *server,
+                                                  struct pi_agent *agent);
+
+/**
+ * Frees the handle. The session closes (a stdio server's stdin is closed, then it is
+ * terminated) once no agent holds its tools any more. NULL is a no-op.
+ *
+ * Thread-safety: call once, when no other call on the server is in progress.
+ */
+void pi_mcp_server_free(struct pi_mcp_server *server);
 
 /**
  * Reads the failure fields of a pi-shaped assistant message (e.g. the last message of a

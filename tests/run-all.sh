@@ -42,6 +42,15 @@ if [ "${PI_LLAMA_SERVER_TESTS:-1}" != 0 ]; then
   export PI_LLAMA_SERVER PI_LLAMA_MODEL
   "$PI_LLAMA_SERVER" --version 2>&1 | tail -n 2 || true
 fi
+step "MCP test servers (cached outside the work tree)"
+# The MCP tests (core/tests/mcp.rs, ffi and Python) start the official reference server
+# (npm, cached in ~/.cache/pi-agent/npm) and a server written with the Python SDK (`mcp`).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  (apt-get update -qq && apt-get install -y -qq nodejs npm) || echo "node/npm unavailable: the MCP reference server tests skip"
+fi
+bash tests/mcp/install-everything.sh >/dev/null || echo "server-everything not installed: the MCP reference server tests skip"
+"$PYTHON" -m pip install -q "mcp>=1.9" || echo "mcp (PyPI) unavailable: the MCP failure tests skip"
+export PI_MCP_PYTHON="${PI_MCP_PYTHON:-$(command -v "$PYTHON")}"
 
 step "format"
 cargo fmt --all --check

@@ -49,6 +49,8 @@ pub mod ai;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod observability;
 
 /// The `reqwest` this crate is built with, for [`ai::set_http_client`].

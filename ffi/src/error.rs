@@ -41,6 +41,9 @@ pub enum pi_error_kind {
     /// The operation was cancelled (e.g. `pi_oauth_login_cancel`, or a login callback that
     /// returned non-zero).
     Cancelled = 105,
+    /// An MCP server could not be started or reached, or failed a request (the message names
+    /// the server and says why).
+    Mcp = 106,
     /// The async runtime could not be started, or another internal failure.
     Runtime = 200,
     /// pi-agent panicked; the panic was caught at the C boundary.

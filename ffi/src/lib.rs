@@ -62,6 +62,7 @@ pub mod event;
 pub mod faux;
 pub mod hook;
 pub mod log;
+pub mod mcp;
 pub mod message_error;
 pub mod messages;
 pub mod model;

@@ -36,6 +36,7 @@ pub(crate) fn runtime() -> Result<&'static Runtime, pi_error> {
         *slot = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(WORKER_THREADS)
             .thread_name("pi-agent-runtime")
+            .on_thread_start(block_sigpipe)
             .enable_all()
             .build()
         {
@@ -68,6 +69,22 @@ pub(crate) fn shutdown(timeout: Duration) {
         // is that no other thread uses the library any more, so no `&'static` to it is alive.
         let runtime = unsafe { Box::from_raw(std::ptr::from_ref(runtime).cast_mut()) };
         runtime.shutdown_timeout(timeout);
+    }
+}
+
+/// Keeps SIGPIPE away from the runtime's threads. A write to a pipe whose reader is gone (an
+/// MCP server that exited, its stdin still being written) raises SIGPIPE in the writing thread,
+/// and a C host usually leaves SIGPIPE's default action, which ends the process. Blocked on
+/// these threads, the write fails with `EPIPE` instead, which the library reports as the
+/// server closing the connection. The host's own threads and its signal handlers are untouched.
+fn block_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: an empty set with SIGPIPE added, applied to the calling thread's mask only.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
     }
 }
 

@@ -403,3 +403,80 @@ fn c_structured_test_mock_server() {
         "{retry}"
     );
 }
+
+/// The reference MCP server's entry script (installed into the cache by
+/// `tests/mcp/install-everything.sh`); `None` without node/npm.
+fn mcp_everything() -> Option<std::path::PathBuf> {
+    let output = Command::new("bash")
+        .arg(repo_root().join("tests/mcp/install-everything.sh"))
+        .output()
+        .expect("bash runs");
+    if output.status.code() == Some(2) {
+        println!("SKIP: node/npm not found: the C MCP test is skipped");
+        return None;
+    }
+    assert_success(&output, "tests/mcp/install-everything.sh");
+    Some(String::from_utf8_lossy(&output.stdout).trim().into())
+}
+
+/// The reference server in Streamable HTTP mode on a free port, killed when dropped.
+struct McpHttpServer(std::process::Child);
+
+impl Drop for McpHttpServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The reference server over Streamable HTTP on a free port, once it listens.
+fn mcp_http_server(entry: &Path) -> (McpHttpServer, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let http = McpHttpServer(
+        Command::new("node")
+            .arg(entry)
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the MCP HTTP server did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    (http, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[test]
+fn c_mcp_test() {
+    let Some(entry) = mcp_everything() else {
+        return;
+    };
+    let (_http, url) = mcp_http_server(&entry);
+    let exe = compile("tests/c/ffi_mcp_test.c", "ffi_mcp_test");
+    let mut command = Command::new(&exe);
+    command.arg(&entry).arg(url);
+    let output = run(command);
+    assert_success(&output, "ffi_mcp_test");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_mcp_test: ok"));
+}
+
+#[test]
+fn c_mcp_test_under_valgrind() {
+    let Some(entry) = mcp_everything() else {
+        return;
+    };
+    let (_http, url) = mcp_http_server(&entry);
+    let exe = compile("tests/c/ffi_mcp_test.c", "ffi_mcp_test_valgrind");
+    run_under_valgrind(&exe, &[&entry.display().to_string(), &url], "ffi_mcp_test");
+}

@@ -55,6 +55,9 @@ from .types import (
 )
 
 __all__ = [
+    "McpError",
+    "McpServer",
+    "_NativeToolCall",
     "Agent",
     "AgentRun",
     "AgentStepper",
@@ -1326,3 +1329,40 @@ def oauth_reset_providers() -> None: ...
 def oauth_modify_models(
     provider_id: str, credentials: Mapping[str, Any], models: Sequence[Union[Model, Mapping[str, Any]]]
 ) -> list[Model]: ...
+
+# ---------------------------------------------------------------------------------------------
+# MCP servers (pi_agent.mcp wraps these)
+
+class McpError(PiError):
+    """An MCP server could not be started or reached, or failed a request; the message names
+    the server and says why. (A failing tool call inside an agent run is an error tool result
+    instead.)"""
+
+@final
+class McpServer:
+    """A connected MCP server (see ``pi_agent.mcp``)."""
+
+    @staticmethod
+    def connect(config: Mapping[str, Any]) -> McpServer:
+        """Connects to the server ``config`` describes (core's ``McpServerConfig``) and
+        completes ``initialize``. Blocks (without the GIL)."""
+    @property
+    def name(self) -> str:
+        """The server's name (from the configuration)."""
+    def info(self) -> Optional[dict[str, Any]]:
+        """What the server said about itself."""
+    def list_tools(self) -> list[dict[str, Any]]:
+        """Every tool the server lists, as MCP describes them. Blocks (without the GIL)."""
+    def tools(self) -> list[Tool]:
+        """The server's tools as ``Tool`` objects. Blocks (without the GIL)."""
+    @property
+    def tools_changed(self) -> bool:
+        """Whether the server announced a change of its tools since they were last listed."""
+    def close(self) -> None:
+        """Closes the session."""
+
+@final
+class _NativeToolCall:
+    """Calling an MCP tool from Python: returns the result dict, raises ``McpError``."""
+
+    def __call__(self, **kwargs: Any) -> dict[str, Any]: ...

@@ -16,6 +16,7 @@ mod faux;
 mod helpers;
 mod hook;
 mod logs;
+mod mcp;
 mod model;
 mod model_errors;
 mod oauth;
@@ -54,6 +55,8 @@ mod _core {
         get_env_api_key, get_supported_thinking_levels, models_are_equal, parse_streaming_json,
         transform_messages, validate_tool_arguments, validate_tool_call,
     };
+    #[pymodule_export]
+    use super::mcp::{McpError, NativeToolCall, PyMcpServer};
     #[pymodule_export]
     use super::model::{PyModel, get_model, get_models, get_providers, resolve_model};
     #[pymodule_export]

@@ -38,9 +38,29 @@ pub(crate) struct PyTool {
     /// `pi_agent._tools.argument_converter(function)`: builds the dataclass, enum and pydantic
     /// instances the type hints ask for; `None` when the JSON arguments are used as they are.
     converter: Option<Arc<Py<PyAny>>>,
+    /// A tool implemented in core (an MCP server's): the agent runs it as it is, and
+    /// `function` calls it.
+    native: Option<Arc<dyn AgentTool>>,
 }
 
 impl PyTool {
+    /// A `Tool` for a tool implemented in core; `function` is what calling it from Python
+    /// runs.
+    pub(crate) fn from_native(tool: Arc<dyn AgentTool>, function: Py<PyAny>) -> Self {
+        Self {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters().clone(),
+            label: Some(tool.label().to_owned()),
+            execution_mode: tool.execution_mode(),
+            function: Arc::new(function),
+            prepare_arguments: None,
+            context_parameter: None,
+            converter: None,
+            native: Some(tool),
+        }
+    }
+
     /// The tool as the LLM sees it (`{"name", "description", "parameters"}`).
     pub(crate) fn definition_json(&self) -> Value {
         serde_json::json!({
@@ -64,6 +84,9 @@ impl PyTool {
 
     /// The core tool that runs this one for an agent whose runs' scope is in `scope`.
     pub(crate) fn to_agent_tool(&self, scope: RunScope) -> Arc<dyn AgentTool> {
+        if let Some(native) = &self.native {
+            return Arc::clone(native);
+        }
         Arc::new(PythonTool {
             name: self.name.clone(),
             description: self.description.clone(),
@@ -145,6 +168,7 @@ impl PyTool {
             prepare_arguments: optional_callable(prepare_arguments, "prepare_arguments")?,
             context_parameter: context_parameter.map(Arc::from),
             converter: (!converter.is_none()).then(|| Arc::new(converter.unbind())),
+            native: None,
         })
     }
 

@@ -919,3 +919,31 @@ impl Inner {
         *lock(&self.run) = None;
     }
 }
+
+/// A handle to an [`Agent`] that does not keep it alive (for what outlives or observes an
+/// agent, such as an MCP server keeping the agent's tools current).
+#[derive(Clone, Debug, Default)]
+pub struct WeakAgent {
+    inner: Weak<Inner>,
+    owner: Weak<Owner>,
+}
+
+impl WeakAgent {
+    /// The agent, while a handle to it exists.
+    pub fn upgrade(&self) -> Option<Agent> {
+        Some(Agent {
+            inner: self.inner.upgrade()?,
+            _owner: self.owner.upgrade()?,
+        })
+    }
+}
+
+impl Agent {
+    /// A handle that does not keep the agent alive.
+    pub fn downgrade(&self) -> WeakAgent {
+        WeakAgent {
+            inner: Arc::downgrade(&self.inner),
+            owner: Arc::downgrade(&self._owner),
+        }
+    }
+}

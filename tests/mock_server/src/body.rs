@@ -116,7 +116,7 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
             other => Err(format!("`hex` has a non-hex character {:?}", other as char)),
         })
         .collect::<Result<_, _>>()?;
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err("`hex` needs an even number of digits".into());
     }
     Ok(digits

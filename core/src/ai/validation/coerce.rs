@@ -174,10 +174,11 @@ impl Plan {
         union(&walk.any_of, value)?;
         union(&walk.one_of, value)?;
         let member = walk.types.len() > 1 && walk.types.iter().any(|t| matches_type(value, t));
-        if !walk.types.is_empty() && !member {
-            if let Some(coerced) = walk.types.iter().find_map(|t| coerce_primitive(value, t)) {
-                *value = coerced;
-            }
+        if !walk.types.is_empty()
+            && !member
+            && let Some(coerced) = walk.types.iter().find_map(|t| coerce_primitive(value, t))
+        {
+            *value = coerced;
         }
         match value {
             Value::Object(map) if walk.types.iter().any(|t| t == "object") => {

@@ -235,7 +235,7 @@ pub(crate) fn normalize_tool_call_id(id: &str, model_id: &str) -> String {
 /// Thought signatures are bytes on the wire, so only base64 is sent back (pi's
 /// `isValidThoughtSignature`).
 pub(crate) fn is_valid_thought_signature(signature: &str) -> bool {
-    !signature.is_empty() && signature.len() % 4 == 0 && {
+    !signature.is_empty() && signature.len().is_multiple_of(4) && {
         let body = signature.trim_end_matches('=');
         signature.len() - body.len() <= 2
             && !body.is_empty()

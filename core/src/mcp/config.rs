@@ -1,0 +1,232 @@
+//! How to reach an MCP server and which of its tools to expose: [`McpServerConfig`].
+//!
+//! Its JSON form (the one the C and Python bindings pass) is pi-style camelCase:
+//!
+//! ```json
+//! {"name": "everything", "transport": "stdio", "command": "npx",
+//!  "args": ["@modelcontextprotocol/server-everything"], "env": {"DEBUG": "1"},
+//!  "toolPrefix": "ev_", "includeTools": ["echo", "add"], "callTimeoutMs": 60000}
+//! {"name": "remote", "transport": "http", "url": "http://127.0.0.1:3001/mcp",
+//!  "headers": {"Authorization": "Bearer ..."}}
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The default limit for one tool call (the TypeScript SDK's default request timeout).
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default limit for starting a server and completing `initialize`.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A child process speaking MCP on its stdin/stdout.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StdioConfig {
+    /// The program (looked up on `PATH`).
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables added to the inherited environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory (default: the host's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+}
+
+// Environment values are often credentials: only the names are shown.
+impl std::fmt::Debug for StdioConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .finish()
+    }
+}
+
+/// A Streamable HTTP endpoint.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HttpConfig {
+    /// The endpoint, e.g. `http://127.0.0.1:3001/mcp`.
+    pub url: String,
+    /// Headers sent with every request (e.g. `Authorization: Bearer ...`).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+// Header values (bearer tokens) are never shown; the URL loses its query, which may hold one.
+impl std::fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self.url.split(['?', '#']).next().unwrap_or_default();
+        f.debug_struct("HttpConfig")
+            .field("url", &url)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// How the server is reached.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "transport", rename_all = "lowercase")]
+pub enum McpTransport {
+    /// A child process on stdin/stdout.
+    Stdio(StdioConfig),
+    /// Streamable HTTP.
+    Http(HttpConfig),
+}
+
+/// One MCP server: how to reach it, and how its tools become agent tools.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerConfig {
+    /// The name errors and tool descriptions use for it.
+    pub name: String,
+    /// How it is reached.
+    #[serde(flatten)]
+    pub transport: McpTransport,
+    /// Put in front of every tool name (e.g. `"fs_"`), to keep two servers' tools apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_prefix: Option<String>,
+    /// Only these tools (by the server's names) are exposed; all when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_tools: Option<Vec<String>>,
+    /// The limit for one tool call, in milliseconds (default 60 000). When it passes, the
+    /// server gets `notifications/cancelled` and the call an error result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_timeout_ms: Option<u64>,
+    /// The limit for starting the server and completing `initialize`, in milliseconds
+    /// (default 30 000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_timeout_ms: Option<u64>,
+}
+
+impl McpServerConfig {
+    /// A server started as `command args...`.
+    pub fn stdio(
+        name: impl Into<String>,
+        command: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        Self::new(
+            name,
+            McpTransport::Stdio(StdioConfig {
+                command: command.into(),
+                args: args.into_iter().map(Into::into).collect(),
+                ..StdioConfig::default()
+            }),
+        )
+    }
+
+    /// A server at a Streamable HTTP endpoint.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(
+            name,
+            McpTransport::Http(HttpConfig {
+                url: url.into(),
+                headers: BTreeMap::new(),
+            }),
+        )
+    }
+
+    /// A server reached through `transport`, with the default options.
+    pub fn new(name: impl Into<String>, transport: McpTransport) -> Self {
+        Self {
+            name: name.into(),
+            transport,
+            tool_prefix: None,
+            include_tools: None,
+            call_timeout_ms: None,
+            connect_timeout_ms: None,
+        }
+    }
+
+    /// Adds an environment variable (stdio) or a header (HTTP).
+    #[must_use]
+    pub fn with_env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        match &mut self.transport {
+            McpTransport::Stdio(stdio) => {
+                stdio.env.insert(name.into(), value.into());
+            }
+            McpTransport::Http(http) => {
+                http.headers.insert(name.into(), value.into());
+            }
+        }
+        self
+    }
+
+    /// Sets the tool name prefix.
+    #[must_use]
+    pub fn with_tool_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.tool_prefix = Some(prefix.into());
+        self
+    }
+
+    /// Exposes only these tools.
+    #[must_use]
+    pub fn with_include_tools(
+        mut self,
+        names: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.include_tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Sets the per-call limit.
+    #[must_use]
+    pub fn with_call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout_ms = Some(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+
+    /// The per-call limit.
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout_ms
+            .map_or(DEFAULT_CALL_TIMEOUT, Duration::from_millis)
+    }
+
+    /// The start-up limit.
+    pub fn connect_timeout(&self) -> Duration {
+        self.connect_timeout_ms
+            .map_or(DEFAULT_CONNECT_TIMEOUT, Duration::from_millis)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_json_form_is_camel_case_and_secrets_stay_out_of_debug() {
+        let config: McpServerConfig = serde_json::from_value(serde_json::json!({
+            "name": "fs", "transport": "stdio", "command": "npx", "args": ["-y", "x"],
+            "env": {"TOKEN": "s3cret"}, "toolPrefix": "fs_", "includeTools": ["read"],
+            "callTimeoutMs": 5000
+        }))
+        .unwrap();
+        assert_eq!(config.call_timeout(), Duration::from_secs(5));
+        assert_eq!(config.connect_timeout(), DEFAULT_CONNECT_TIMEOUT);
+        assert_eq!(config.tool_prefix.as_deref(), Some("fs_"));
+        assert!(!format!("{config:?}").contains("s3cret"));
+        let http = McpServerConfig::http("r", "https://h/mcp?key=qs3cret")
+            .with_env("Authorization", "Bearer hs3cret");
+        let shown = format!("{http:?}");
+        assert!(
+            !shown.contains("hs3cret") && !shown.contains("qs3cret"),
+            "{shown}"
+        );
+        let json = serde_json::to_value(&http).unwrap();
+        assert_eq!(json["transport"], "http");
+        assert_eq!(json["headers"]["Authorization"], "Bearer hs3cret");
+        let unknown = serde_json::from_value::<McpServerConfig>(serde_json::json!({
+            "name": "x", "transport": "stdio", "command": "c", "argz": []
+        }));
+        assert!(unknown.is_err());
+    }
+}
