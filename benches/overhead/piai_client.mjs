@@ -3,13 +3,14 @@
 //
 //   node piai_client.mjs PORT ROUNDS FRAMES INTERVAL_US BURST
 import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-// ESM ignores NODE_PATH: resolve the package from the scratch directory explicitly.
-const require = createRequire(join(process.env.PIAI_DIR, "package.json"));
-const { stream } = await import(pathToFileURL(require.resolve("@mariozechner/pi-ai")).href);
+// ESM ignores NODE_PATH, and the package exports only an `import` entry: load it from the
+// scratch directory by its package.json.
+const root = join(process.env.PIAI_DIR, "node_modules", "@mariozechner", "pi-ai");
+const entry = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).exports["."].import;
+const { stream } = await import(pathToFileURL(join(root, entry)).href);
 
 const [port, rounds, frames, interval, burst] = process.argv.slice(2);
 const model = (id) => ({
