@@ -7,7 +7,9 @@
 //! Prints one JSON line (see benches/overhead/run.py for the contract).
 
 use futures::StreamExt;
-use pi_agent::ai::{self, ApiKey, AssistantMessageEvent, Context, Model, StreamOptions, UserMessage};
+use pi_agent::ai::{
+    self, ApiKey, AssistantMessageEvent, Context, Model, StreamOptions, UserMessage,
+};
 
 /// CLOCK_MONOTONIC in nanoseconds: the server's clock (std's `Instant` hides its origin).
 fn mono_ns() -> i64 {
@@ -89,7 +91,12 @@ fn main() {
         format!("paced-{}-{}", args[3], args[4]),
         base.clone(),
     );
-    let bursty = Model::new("openai-completions", "openai", format!("burst-{burst}"), base);
+    let bursty = Model::new(
+        "openai-completions",
+        "openai",
+        format!("burst-{burst}"),
+        base,
+    );
     let context = Context {
         messages: vec![UserMessage::text("go").into()],
         ..Context::default()
