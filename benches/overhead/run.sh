@@ -19,7 +19,9 @@ cache="${PI_OVERHEAD_CACHE:-$HOME/.cache/pi-agent/overhead}"
 mkdir -p "$cache/bin" "$cache/wheels"
 
 echo "building (release)..." >&2
-cargo build -q --release -p pi-agent-ffi -p pi-agent-examples --example overhead_client
+# Two calls: a target filter (--example) would leave the ffi's library out of the first.
+cargo build -q --release -p pi-agent-ffi
+cargo build -q --release -p pi-agent-examples --example overhead_client
 lib="$target/release/libpi_agent_ffi.so"
 # Laid out like an installed library: what -lpi_agent finds and the SONAME programs load.
 ln -sf "$(realpath "$lib")" "$cache/bin/libpi_agent.so"
