@@ -89,7 +89,7 @@ pub(crate) struct Ready {
 
 impl Ready {
     /// The awaitable for `outcome`.
-    pub(crate) fn new<'py>(
+    pub(crate) fn awaitable<'py>(
         py: Python<'py>,
         outcome: PyResult<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {

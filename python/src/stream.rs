@@ -152,7 +152,7 @@ impl PyEventStream {
                 || Err(PyStopAsyncIteration::new_err(())),
                 |event| event.into_pyobject(py),
             );
-            return Ready::new(py, outcome);
+            return Ready::awaitable(py, outcome);
         }
         future_into_py(py, async move {
             next_event(stream)
