@@ -12,6 +12,7 @@ mod bridge;
 mod callable;
 mod convert;
 mod errors;
+mod event_dict;
 mod faux;
 mod helpers;
 mod hook;

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{drive, future_into_py, ready, ready_future};
 use crate::convert::{Json, parse, serde_to_py};
+use crate::event_dict::{PyEvent, Ready};
 use crate::model::PyModel;
 use crate::options::stream_options;
 use crate::runtime::{Interrupted, runtime, wait};
@@ -39,10 +40,9 @@ pub(crate) struct PyEventStream {
 }
 
 /// The next event, or `None` after the terminal one.
-async fn next_event(stream: SharedStream) -> Option<Json> {
+async fn next_event(stream: SharedStream) -> Option<PyEvent> {
     let mut stream = stream.lock().await;
-    let event = stream.next().await?;
-    Some(Json(serde_json::to_value(&event).unwrap_or_default()))
+    stream.next().await.map(PyEvent)
 }
 
 /// Consumes the rest of the stream and returns the final message.
@@ -130,7 +130,7 @@ impl PyEventStream {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Json> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<PyEvent> {
         let stream = Arc::clone(&self.stream);
         let next = match ready(next_event(Arc::clone(&stream))) {
             Some(next) => next,
@@ -156,7 +156,7 @@ impl PyEventStream {
                 || Err(PyStopAsyncIteration::new_err(())),
                 |event| event.into_pyobject(py),
             );
-            return ready_future(py, outcome);
+            return Ready::awaitable(py, outcome);
         }
         future_into_py(py, async move {
             next_event(stream)
