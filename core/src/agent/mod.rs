@@ -79,7 +79,7 @@ pub type AsyncListener =
     Arc<dyn Fn(AgentEvent, CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// What a binding's subscriber unwinds with (`std::panic::resume_unwind`) when its host
-/// callback raised an exception: recorded as "subscriber raised on <event>: <text>" in
+/// callback raised an exception: recorded as `"subscriber raised on <event>: <text>"` in
 /// [`Agent::listener_errors`] rather than as a panic.
 #[derive(Clone, Debug)]
 pub struct SubscriberFailure(pub String);
