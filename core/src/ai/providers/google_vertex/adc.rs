@@ -712,7 +712,7 @@ mod tests {
             ("{}", "no `type` field"),
             (
                 r#"{"type":"external_account"}"#,
-                "`external_account` are not supported",
+                "missing field `audience`",
             ),
             (
                 r#"{"type":"authorized_user","client_id":"a"}"#,
