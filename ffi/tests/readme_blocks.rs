@@ -1,4 +1,6 @@
-//! Every C code block of `README.md` and `python/README.md` is a program that compiles with
+//! Every C code block of `README.md` and `python/README.md` that starts with `#include` is a
+//! program (the others are fragments of one, as the Python blocks that do not start with
+//! `import`): it compiles with
 //! `cc -Wall -Wextra -Werror -std=c11` and runs offline (no API key: it must say so on stderr
 //! and exit 1) — also under valgrind with its default leak flags (`--leak-check=full`, which
 //! counts "possibly lost" blocks), thanks to `pi_shutdown`. So the documentation cannot rot.
@@ -29,7 +31,9 @@ fn c_blocks() -> Vec<(String, String)> {
     for readme in ["README.md", "python/README.md"] {
         let text = std::fs::read_to_string(repo_root().join(readme)).unwrap();
         for (i, block) in blocks(&text, "c").into_iter().enumerate() {
-            all.push((format!("{readme} block {i}"), block.to_owned()));
+            if block.trim_start().starts_with("#include") {
+                all.push((format!("{readme} block {i}"), block.to_owned()));
+            }
         }
     }
     all

@@ -710,10 +710,7 @@ mod tests {
         for (text, why) in [
             ("{", "not JSON"),
             ("{}", "no `type` field"),
-            (
-                r#"{"type":"external_account"}"#,
-                "missing field `audience`",
-            ),
+            (r#"{"type":"external_account"}"#, "missing field `audience`"),
             (
                 r#"{"type":"authorized_user","client_id":"a"}"#,
                 "without missing field",
