@@ -11,7 +11,7 @@ from collections.abc import (
 )
 from os import PathLike
 from types import TracebackType
-from typing import Any, Generic, Literal, Mapping, Optional, Sequence, Type, TypeVar, Union, final, overload
+from typing import Any, Generic, Literal, Mapping, Optional, Sequence, Type, Union, final, overload
 
 from typing_extensions import ParamSpec, TypeVar, Unpack
 
