@@ -1,6 +1,6 @@
 //! Issue 17 through the C ABI: `tests/c/ffi_hostile_test.c` (array-shaped settings, nonsense
 //! faux options and tool schemas, secret headers in snapshots, deep tool arguments), natively
-//! and under valgrind when it is installed.
+//! and under valgrind when it is installed; the mock-server cases; the big-result benchmark.
 
 #[path = "support/c_build.rs"]
 mod c_build;
@@ -80,4 +80,17 @@ fn c_hostile_ids_and_lone_surrogates_against_the_mock_server() {
         Some("c-hostile-key-123")
     );
     assert_eq!(requests[1].path, "/v1/responses");
+}
+
+/// The big-result memory benchmark (`benches/c/big_result_bench.c`) builds and runs on a small
+/// result; its figure is read by hand, never asserted.
+#[test]
+fn c_big_result_bench_runs() {
+    let exe = compile("benches/c/big_result_bench.c", "big_result_bench");
+    let mut command = Command::new(&exe);
+    command.arg("4");
+    let output = run(command);
+    assert_success(&output, "big_result_bench");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("big result 4 MiB: peak RSS"), "{stdout}");
 }
