@@ -718,7 +718,8 @@ class StreamOptions(TypedDict, total=False):
     headers: Dict[str, str]
     """Extra HTTP headers, applied last."""
     request_timeout_ms: int
-    """Timeout until the response headers arrive, per attempt (``0``: none)."""
+    """Timeout until the response headers arrive, per attempt (default 60 s; ``0``: none). The
+    body is bounded by ``idle_timeout_ms`` only, so long generations go on."""
     timeout_ms: int
     """pi's name for ``request_timeout_ms``."""
     max_retries: int

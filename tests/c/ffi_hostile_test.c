@@ -168,7 +168,47 @@ static void test_deep_arguments_get_an_error_result(void) {
     }
 }
 
-int main(void) {
+/* Streams once from `api` at `base_url` with model id `id`; returns the final message JSON. */
+static char *stream_once(const char *api, const char *base_url, const char *id) {
+    char model_json[1024];
+    snprintf(model_json, sizeof model_json,
+             "{\"id\":\"%s\",\"name\":\"m\",\"api\":\"%s\",\"provider\":\"mock\","
+             "\"baseUrl\":\"%s\",\"reasoning\":false,\"input\":[\"text\"],"
+             "\"cost\":{\"input\":0,\"output\":0,\"cacheRead\":0,\"cacheWrite\":0},"
+             "\"contextWindow\":1000,\"maxTokens\":100}",
+             id, api, base_url);
+    pi_model *model = NULL;
+    OK(pi_model_from_json(model_json, &model));
+    pi_stream *stream = NULL;
+    OK(pi_stream_open(model,
+                      "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\",\"timestamp\":0}]}",
+                      "{\"apiKey\":\"c-hostile-key-123\",\"maxRetries\":0}", &stream));
+    char *json = NULL;
+    OK(pi_stream_result_json(stream, &json));
+    pi_stream_free(stream);
+    pi_model_free(model);
+    return json;
+}
+
+/* Against the mock server (the Rust harness scripts the replies and checks the paths). */
+static void mock(const char *base_url) {
+    /* 1: a path-hostile id on google-generative-ai stays one encoded segment. */
+    char *json = stream_once("google-generative-ai", base_url, "../../../admin/delete?all=1#");
+    CHECK(strstr(json, "\"stopReason\":\"stop\"") != NULL);
+    pi_string_free(json);
+    /* 2: a lone surrogate escape on openai-responses costs one character. */
+    json = stream_once("openai-responses", base_url, "m");
+    CHECK(strstr(json, "\"stopReason\":\"stop\"") != NULL);
+    CHECK(strstr(json, "h\xef\xbf\xbdi") != NULL); /* U+FFFD in UTF-8 */
+    pi_string_free(json);
+    printf("ffi_hostile_test mock: ok\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc > 2 && strcmp(argv[1], "mock") == 0) {
+        mock(argv[2]);
+        return 0;
+    }
     test_arrays_are_not_objects();
     test_tool_schemas_must_be_schemas();
     test_snapshots_keep_no_secret_header();
