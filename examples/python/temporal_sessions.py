@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
@@ -56,8 +57,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-async def serve(address: str, task_queue: str) -> None:
-    """One worker process."""
+async def serve(address: str, task_queue: str, store: str) -> None:
+    """One worker process; the workers share the session store ``store`` (a SQLite file)."""
     from temporalio.client import Client
 
     from pi_agent.temporal import create_worker
@@ -65,7 +66,7 @@ async def serve(address: str, task_queue: str) -> None:
     faux = pi_agent.FauxProvider(api=API)
     faux.set_responses([reply] * 10_000)
     client = await Client.connect(address)
-    async with create_worker(client, task_queue=task_queue, tools=[multiply]):
+    async with create_worker(client, task_queue=task_queue, tools=[multiply], store=store):
         print("ready", flush=True)
         await asyncio.Event().wait()
 
@@ -115,7 +116,7 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--sequential", action="store_true", help="one session at a time (latency)")
-    parser.add_argument("--worker", nargs=2, metavar=("ADDRESS", "QUEUE"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=3, metavar=("ADDRESS", "QUEUE", "STORE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         asyncio.run(serve(*args.worker))
@@ -137,11 +138,13 @@ def main() -> int:
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     workers: List["subprocess.Popen[str]"] = []
+    scratch = tempfile.TemporaryDirectory(prefix="pi-agent-temporal-")
+    store = str(pathlib.Path(scratch.name) / "store.sqlite")
     try:
         asyncio.run(wait_for_server(address))
         for _ in range(args.workers):
             worker = subprocess.Popen(
-                [sys.executable, __file__, "--worker", address, "pi-agent-example"], stdout=subprocess.PIPE, text=True
+                [sys.executable, __file__, "--worker", address, "pi-agent-example", store], stdout=subprocess.PIPE, text=True
             )
             workers.append(worker)
         for worker in workers:
@@ -163,6 +166,7 @@ def main() -> int:
             worker.wait(timeout=30)
         server.terminate()
         server.wait(timeout=30)
+        scratch.cleanup()
 
 
 async def wait_for_server(address: str) -> None:

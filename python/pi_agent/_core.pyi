@@ -1281,14 +1281,21 @@ class AgentStepper:
     def __eq__(self, other: object, /) -> bool: ...
 
 def execute_tool_calls_sync(
-    action: Mapping[str, Any], tools: Sequence[Union[Tool, Callable[..., Any]]], *, signal: Optional[Signal] = None
+    action: Mapping[str, Any],
+    tools: Sequence[Union[Tool, Callable[..., Any]]],
+    *,
+    signal: Optional[Signal] = None,
+    before_tool_call: Optional[BeforeToolCallHook] = None,
+    after_tool_call: Optional[AfterToolCallHook] = None,
+    tool_timeout_ms: Optional[int] = None,
 ) -> dict[str, Any]:
     """Performs a stepper's ``execute_tools`` action with ``tools`` as the agent does
     (``prepare_arguments``, validation, the functions, ``ToolContext`` updates, the abort
     through ``signal``), blocking (GIL released) until every call ends. Returns
     ``{"outcomes": [...], "events": [...]}``: answer the stepper with ``{"type":
-    "tool_results", "outcomes": ...}``; ``events`` are the ``tool_execution_*`` events. No
-    agent hooks run: a driver applies its own."""
+    "tool_results", "outcomes": ...}``; ``events`` are the ``tool_execution_*`` events.
+    ``before_tool_call`` / ``after_tool_call`` are the agent's hooks of those names and
+    ``tool_timeout_ms`` its tool watchdog, applied exactly as in an agent run."""
 
 # ---------------------------------------------------------------------------------------------
 # OAuth (use pi_agent.oauth, which wraps these)

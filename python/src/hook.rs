@@ -64,7 +64,7 @@ pub(crate) struct PyHook {
 }
 
 impl PyHook {
-    fn new(function: &Bound<'_, PyAny>) -> PyResult<Self> {
+    pub(crate) fn new(function: &Bound<'_, PyAny>) -> PyResult<Self> {
         let with_signal = helper(function.py(), "takes_second_argument")?
             .call1((function,))?
             .is_truthy()?;
@@ -161,7 +161,7 @@ fn context_arg<'py, T: Serialize>(py: Python<'py>, context: &T) -> PyResult<Boun
 }
 
 /// `before_tool_call(context[, signal])` → `None` or a `BeforeToolCallResult` dict.
-fn before_tool_call(hook: PyHook, scope: RunScope) -> BeforeToolCall {
+pub(crate) fn before_tool_call(hook: PyHook, scope: RunScope) -> BeforeToolCall {
     Arc::new(move |context, signal| {
         let hook = hook.clone();
         callable::call(
@@ -185,7 +185,7 @@ fn before_tool_call(hook: PyHook, scope: RunScope) -> BeforeToolCall {
 
 /// `after_tool_call(context[, signal])` → `None` or an `AfterToolCallResult` dict (`content`
 /// may be a str).
-fn after_tool_call(hook: PyHook, scope: RunScope) -> AfterToolCall {
+pub(crate) fn after_tool_call(hook: PyHook, scope: RunScope) -> AfterToolCall {
     Arc::new(move |context, signal| {
         let hook = hook.clone();
         callable::call(

@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::callable::RunScope;
 use crate::convert::{Json, parse, serde_to_py};
 use crate::errors::value_error;
+use crate::hook::{self, PyHook};
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 use crate::tools::PyTool;
@@ -176,14 +177,18 @@ struct ExecuteTools {
 /// the abort through `signal` — and blocks (GIL released) until every call has its outcome.
 /// Returns `{"outcomes": [...], "events": [...]}`: the outcomes to answer the stepper with
 /// (`{"type": "tool_results", "outcomes": ...}`) and the `tool_execution_*` events, in order.
-/// No agent hooks run here: a driver applies its own around the call.
+/// `before_tool_call` / `after_tool_call` (as the agent's hooks of those names) and
+/// `tool_timeout_ms` (the agent's tool watchdog) apply as in an agent run.
 #[pyfunction]
-#[pyo3(signature = (action, tools, *, signal = None))]
+#[pyo3(signature = (action, tools, *, signal = None, before_tool_call = None, after_tool_call = None, tool_timeout_ms = None))]
 pub(crate) fn execute_tool_calls_sync(
     py: Python<'_>,
     action: &Bound<'_, PyAny>,
     tools: &Bound<'_, PyAny>,
     signal: Option<PyRef<'_, PySignal>>,
+    before_tool_call: Option<&Bound<'_, PyAny>>,
+    after_tool_call: Option<&Bound<'_, PyAny>>,
+    tool_timeout_ms: Option<u64>,
 ) -> PyResult<Json> {
     let ExecuteTools {
         kind,
@@ -202,13 +207,25 @@ pub(crate) fn execute_tool_calls_sync(
         .try_iter()?
         .map(|tool| Ok(PyTool::extract(&tool?)?.get().to_agent_tool(scope.clone())))
         .collect::<PyResult<Vec<_>>>()?;
-    // The tools never see the model; the config only carries the settings (watchdog).
-    let config = AgentLoopConfig::new(Model::new(
+    // The tools never see the model; the config only carries the settings (watchdog) and
+    // the tool-call hooks.
+    let mut config = AgentLoopConfig::new(Model::new(
         assistant_message.api.clone(),
         assistant_message.provider.clone(),
         assistant_message.model.clone(),
         "",
     ));
+    config.settings.tool_timeout_ms = tool_timeout_ms;
+    if let Some(function) = before_tool_call.filter(|function| !function.is_none()) {
+        config.hooks.before_tool_call = Some(hook::before_tool_call(
+            PyHook::new(function)?,
+            scope.clone(),
+        ));
+    }
+    if let Some(function) = after_tool_call.filter(|function| !function.is_none()) {
+        config.hooks.after_tool_call =
+            Some(hook::after_tool_call(PyHook::new(function)?, scope.clone()));
+    }
     let token = signal.map_or_else(CancellationToken::new, |signal| signal.token.clone());
     let on_interrupt = token.clone();
     // The tool spans are children of the caller's OpenTelemetry span, if instrumented.

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import sysconfig
 import time
-from datetime import timedelta
 from typing import Any, Callable, Dict, List, Optional
 
 import pi_agent
@@ -155,8 +154,19 @@ def worker_tools(workdir: pathlib.Path, log: Callable[[Dict[str, Any]], None]) -
         log({"kind": "tool", "tool": "hang", "key": key, "first": first})
         if first:
             ctx.signal.wait_sync(HANG_GUARD * 2)
+            log({"kind": "tool_end", "tool": "hang", "key": key, "aborted": ctx.aborted})
             return "aborted" if ctx.aborted else "first attempt done"
         return f"done {key}"
+
+    def nap(seconds: float) -> str:
+        """Sleeps (at most 5 s), ignoring aborts."""
+        time.sleep(min(seconds, 5.0))
+        return "rested"
+
+    def big(mib: int, fill: str) -> str:
+        """Returns `mib` MiB of `fill`."""
+        log({"kind": "tool", "tool": "big", "mib": mib})
+        return fill[:1] * (mib << 20)
 
     def hang_once(key: str, ctx: pi_agent.ToolContext) -> str:
         """Like hang, but registered as not retryable."""
@@ -165,11 +175,13 @@ def worker_tools(workdir: pathlib.Path, log: Callable[[Dict[str, Any]], None]) -
         ctx.signal.wait_sync(HANG_GUARD * 2)
         return "aborted"
 
-    quick = StepPolicy(heartbeat_timeout=3.0, initial_interval=0.2, maximum_attempts=3)
+    # The default policies: the kill -9 tests measure recovery with them.
     return [
-        DurableTool(multiply, policy=quick),
-        DurableTool(hang, policy=quick),
-        DurableTool(hang_once, retryable=False, policy=quick),
+        DurableTool(multiply),
+        DurableTool(hang),
+        DurableTool(hang_once, retryable=False),
+        DurableTool(big),
+        DurableTool(nap),
     ]
 
 
@@ -193,8 +205,7 @@ async def _serve(address: str, task_queue: str, workdir: pathlib.Path, name: str
         task_queue=task_queue,
         tools=worker_tools(workdir, log),
         on_event=on_event,
-        # A killed worker's sticky workflow tasks move to the shared queue sooner.
-        sticky_queue_schedule_to_start_timeout=timedelta(seconds=3),
+        store=str(workdir / "store.sqlite"),
     )
     async with worker:
         log({"kind": "ready"})

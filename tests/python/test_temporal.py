@@ -1,6 +1,8 @@
 """pi_agent.temporal against a real Temporal dev server (started here on 127.0.0.1): sessions
-as conversations, failure semantics with workers killed by SIGKILL mid-step, and replay of
-recorded histories. Skipped when temporalio or the `temporal` CLI is missing.
+as conversations, the agent's hooks on the worker, aborts, transcripts by reference (a 100 MiB
+one), secrets kept out of the history, live events from a cursor, failure semantics with
+workers killed by SIGKILL mid-step (and the time to recover), and replay of recorded
+histories. Skipped when temporalio or the `temporal` CLI is missing.
 
 Models are the pi-mock-server (HTTP on 127.0.0.1), reachable from the worker processes."""
 
@@ -12,7 +14,7 @@ import pathlib
 import time
 import uuid
 from datetime import timedelta
-from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, TypeVar
+from typing import Any, Awaitable, Callable, Dict, Iterator, List, Optional, Tuple, TypeVar
 
 import pytest
 
@@ -24,7 +26,17 @@ import temporal_support  # noqa: E402
 from temporal_support import HANG_GUARD, DevServer, WorkerProcess  # noqa: E402
 
 import pi_agent  # noqa: E402
-from pi_agent.temporal import Session, SessionInput, SessionResult, StepPolicy, create_worker  # noqa: E402
+from pi_agent.temporal import (  # noqa: E402
+    Session,
+    SessionHandle,
+    SessionInput,
+    SessionResult,
+    SessionStore,
+    StepPolicy,
+    create_worker,
+    get_session,
+    start_session,
+)
 
 HISTORIES = pathlib.Path(__file__).parent / "temporal_histories"
 T = TypeVar("T")
@@ -96,16 +108,19 @@ async def wait_until(check: Callable[[], Awaitable[bool]]) -> None:
 
 
 class InProcess:
-    """A worker in this process with the tests' tools; its log lines are kept in a list."""
+    """A worker in this process with the tests' tools and a store in ``tmp_path``; its log
+    lines are kept in a list."""
 
     def __init__(self, tmp_path: pathlib.Path) -> None:
         self.lines: List[Dict[str, Any]] = []
         self.tools = temporal_support.worker_tools(tmp_path, self.lines.append)
+        self.store_path = str(tmp_path / "store.sqlite")
 
-    def worker(self, client: Client, task_queue: str) -> Any:
+    def worker(self, client: Client, task_queue: str, **options: Any) -> Any:
         return create_worker(
-            client, task_queue=task_queue, tools=self.tools,
+            client, task_queue=task_queue, tools=self.tools, store=self.store_path,
             on_event=lambda session, event: self.lines.append({"kind": "event", "session": session, "event": event}),
+            **options,
         )
 
 
@@ -129,6 +144,35 @@ def test_importing_pi_agent_does_not_import_temporalio() -> None:
 
     code = "import sys, pi_agent; assert 'temporalio' not in sys.modules; import pi_agent.temporal; assert 'temporalio' in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the session store (no server) ---------------------------------------------------------------
+
+
+def test_the_store_slims_expands_versions_and_numbers_events_once(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "store.sqlite"
+    store, other = SessionStore(path, inline_limit=8), SessionStore(path)  # two connections
+    message = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "x" * 1000}, {"type": "text", "text": "small"},
+                    {"type": "toolCall", "id": "c", "name": "t", "arguments": {"a": "y" * 500}}],
+        "stopReason": "toolUse",
+    }
+    slim = store.slim(message)
+    assert len(json.dumps(slim)) < len(json.dumps(message))
+    assert slim["content"][1] == {"type": "text", "text": "small"}
+    assert other.expand(slim) == message and other.expand_value({"event": [slim]}) == {"event": [message]}
+    store.save_version("v1", None, [slim])
+    store.save_version("v2", "v1", [{"role": "user", "content": "hi", "timestamp": 0}])
+    store.save_version("v2", "v1", [])  # written once: a retried step changes nothing
+    assert [m["role"] for m in other.load_version("v2")] == ["assistant", "user"]
+    store.append_events("s", "a", 1, [{"type": "agent_start"}, {"type": "turn_start"}])
+    other.append_events("s", "b", 2, [{"type": "turn_end"}])
+    store.append_events("s", "a", 1, [{"type": "agent_start"}, {"type": "turn_start"}])  # a re-run
+    records = other.read_events("s")
+    assert [(r["seq"], r["attempt"], r["event"]["type"]) for r in records] == [
+        (1, 1, "agent_start"), (2, 1, "turn_start"), (3, 2, "turn_end")]
+    assert store.read_events("s", after=2) == records[2:] and store.read_events("other") == []
 
 
 # -- sessions -----------------------------------------------------------------------------------
@@ -162,7 +206,7 @@ def test_a_session_calls_tools_and_answers(dev_server: DevServer, mock_server: A
     assert events.count("message_end") == 4
     requests = chat_requests(mock_server)
     assert len(requests) == 2
-    assert [tool["function"]["name"] for tool in requests[0]["body"]["tools"]] == ["multiply", "hang", "hang_once"]
+    assert [tool["function"]["name"] for tool in requests[0]["body"]["tools"]] == ["multiply", "hang", "hang_once", "big", "nap"]
 
 
 def test_a_model_that_keeps_failing_ends_the_session_with_pis_error(dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path) -> None:
@@ -230,6 +274,9 @@ def test_signals_queries_and_abort(dev_server: DevServer, mock_server: Any, tmp_
             assert transcript[-1]["role"] == "toolResult" and transcript[-1]["isError"]
             assert text_of(transcript[-1]) == "Tool execution was aborted"
             assert len(chat_requests(mock_server)) == 3  # no model call after the abort
+            # the tool itself saw the abort (its signal fired), as in an in-process agent
+            await wait_until(lambda: asyncio.sleep(0, any(l.get("kind") == "tool_end" and l.get("key") == key for l in local.lines)))
+            assert [l["aborted"] for l in local.lines if l.get("kind") == "tool_end" and l.get("key") == key] == [True]
 
             await handle.signal(Session.close)
             result = await handle.result()
@@ -271,6 +318,253 @@ def test_continue_as_new_keeps_the_transcript(dev_server: DevServer, mock_server
             await save_history(first_run, "continue_as_new_first_run")
 
     run(scenario())
+
+
+# -- hooks, secrets, aborts, big transcripts, events ----------------------------------------------
+
+SECRET = "sk-test-do-not-store-4b1d"
+
+
+def test_the_agents_hooks_run_on_the_worker_and_no_secret_enters_the_history(
+    dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path
+) -> None:
+    mock_server.push(
+        {"tool_calls": [{"id": "c1", "name": "multiply", "arguments": {"a": 6, "b": 7}},
+                        {"id": "c2", "name": "multiply", "arguments": {"a": 0, "b": 1}}]},
+        tool_call("nap", {"seconds": 2}, id="c3"),
+        {"text": "not reached: should_stop_after_turn stops the run"},
+    )
+    seen: Dict[str, List[Any]] = {"transform": [], "convert": [], "keys": [], "after": [], "stop": []}
+
+    def before_tool_call(context: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        if context["args"].get("a") == 0:
+            return {"block": True, "reason": "zero is not allowed"}
+        return None
+
+    def after_tool_call(context: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+        seen["after"].append(context["toolCall"]["id"])
+        if context["isError"]:
+            return None
+        return {"content": f"checked: {text_of({'content': context['result']['content']})}"}
+
+    async def transform_context(messages: List[Dict[str, Any]], signal: pi_agent.Signal) -> List[Dict[str, Any]]:
+        seen["transform"].append(len(messages))
+        return [{"role": "user", "content": "(pruned)", "timestamp": 0}] + messages
+
+    def convert_to_llm(messages: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        seen["convert"].append(len(messages))
+        return pi_agent.default_convert_to_llm(messages)
+
+    def get_api_key(provider: str) -> str:
+        seen["keys"].append(provider)
+        return SECRET
+
+    def should_stop_after_turn(context: Dict[str, Any]) -> bool:
+        seen["stop"].append(context["message"]["stopReason"])
+        return len(seen["stop"]) >= 2
+
+    local = InProcess(tmp_path)
+
+    async def scenario() -> Tuple[SessionResult, str]:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        worker = local.worker(
+            client, queue, before_tool_call=before_tool_call, after_tool_call=after_tool_call,
+            transform_context=transform_context, convert_to_llm=convert_to_llm, get_api_key=get_api_key,
+            should_stop_after_turn=should_stop_after_turn,
+            model_options={"headers": {"x-secret-header": SECRET + "-header"}},
+        )
+        async with worker:
+            session = await start_session(
+                client,
+                session_input(mock_server, model=mock_server.model(reasoning=True).to_dict(), prompts=["go"],
+                              thinking_level="high", tool_timeout_ms=300),
+                id=new_id("hooks"), task_queue=queue, store=local.store_path,
+            )
+            result = await session.result()
+            history = await session.workflow.fetch_history()
+            return result, history.to_json()
+
+    result, history = run(scenario())
+    messages = result.messages
+    assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "toolResult", "assistant", "toolResult"], (seen, messages[-1])
+    assert text_of(messages[2]) == "checked: 42"  # after_tool_call replaced the content
+    assert messages[3]["isError"] and text_of(messages[3]) == "zero is not allowed"  # blocked: no after hook
+    assert messages[5]["isError"] and text_of(messages[5]) == "Tool nap timed out after 300 ms"  # the watchdog
+    assert seen["after"] == ["c1", "c3"]
+    assert seen["transform"] == [1, 4] and seen["convert"] == [2, 5]
+    assert seen["keys"] == ["openai", "openai"]
+    assert seen["stop"] == ["toolUse", "toolUse"]  # the second turn stopped the run
+    requests = chat_requests(mock_server)
+    assert len(requests) == 2
+    for request in requests:
+        headers = {name.lower(): value for name, value in request["headers"]}
+        assert headers["authorization"] == f"Bearer {SECRET}"
+        assert headers["x-secret-header"] == SECRET + "-header"
+        assert "(pruned)" in json.dumps(request["body"]["messages"][1])
+        assert request["body"].get("reasoning_effort") == "high"
+    # The whole history (every event, every payload, base64 included) holds no secret.
+    import base64
+
+    assert SECRET not in history
+    for encoded in _base64_strings(history):
+        assert SECRET.encode() not in base64.b64decode(encoded)
+
+
+def _base64_strings(history_json: str) -> Iterator[str]:
+    def walk(value: Any) -> Iterator[str]:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "data" and isinstance(item, str):
+                    yield item
+                else:
+                    yield from walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                yield from walk(item)
+
+    return walk(json.loads(history_json))
+
+
+def test_secrets_are_refused_in_the_session_input(mock_server: Any) -> None:
+    for options in ({"api_key": SECRET}, {"headers": {"authorization": SECRET}}):
+        with pytest.raises(ValueError, match="history"):
+            session_input(mock_server, model_options=options)
+    with pytest.raises(ValueError, match="model.headers"):
+        session_input(mock_server, model=mock_server.model(headers={"x-key": SECRET}).to_dict())
+
+
+def test_abort_mid_stream_keeps_the_partial_text(dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path) -> None:
+    answer = "A long answer that the user stops halfway through, " * 20
+    mock_server.push({"text": answer, "stall_after_bytes": 600, "stall_ms": 600000})
+    local = InProcess(tmp_path)
+
+    async def scenario() -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue):
+            session = await start_session(
+                client, session_input(mock_server, prompts=["talk"]), id=new_id("abort-stream"),
+                task_queue=queue, store=local.store_path,
+            )
+            events: List[Dict[str, Any]] = []
+            async for record in session.events():
+                events.append(record)
+                if record["event"].get("assistantMessageEvent", {}).get("type") == "text_delta":
+                    await session.abort()
+                    break
+            result = await session.result()
+            async for record in session.events(after=events[-1]["seq"]):
+                events.append(record)
+            return result.messages, events
+
+    messages, events = run(scenario())
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assistant = messages[1]
+    assert assistant["stopReason"] == "aborted"
+    partial = text_of(assistant)
+    assert partial and answer.startswith(partial) and len(partial) < len(answer)  # what was streamed
+    assert len(chat_requests(mock_server)) == 1
+    kinds = [r["event"]["type"] for r in events]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    ends = [r["event"]["message"] for r in events if r["event"]["type"] == "message_end"]
+    assert ends[-1]["stopReason"] == "aborted" and text_of(ends[-1]) == partial
+
+
+def test_a_100_mib_transcript_travels_by_reference(dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path) -> None:
+    """Four 25 MiB tool results: the transcript reaches 100 MiB while each turn adds a few KiB
+    to the history; transform_context (on the worker) sees the whole transcript and prunes
+    what the model is sent. The session continues as new mid-run once its history is long."""
+    count, mib = 4, 25
+    mock_server.push(*[tool_call("big", {"mib": mib, "fill": "abcd"[i]}, id=f"big{i}") for i in range(count)], {"text": "done"})
+    sizes: List[int] = []
+
+    def prune(messages: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        sizes.append(sum(len(text_of(m)) for m in messages if m["role"] == "toolResult"))
+        return [
+            {**m, "content": [{"type": "text", "text": text_of(m)[:100]}]} if m["role"] == "toolResult" else m
+            for m in messages
+        ]
+
+    local = InProcess(tmp_path)
+
+    async def scenario() -> Tuple[SessionResult, List[int], int]:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue, transform_context=prune):
+            started = await client.start_workflow(
+                Session.run, session_input(mock_server, prompts=["fill"], continue_as_new_after=25),
+                id=new_id("big"), task_queue=queue,
+            )
+            session = SessionHandle(client, started.id, local.store_path)
+            result = await session.result()
+            # every run of the session, following the continue-as-new chain
+            runs: List[List[int]] = []
+            run_id: Optional[str] = started.first_execution_run_id
+            while run_id is not None:
+                history = await client.get_workflow_handle(session.id, run_id=run_id).fetch_history()
+                runs.append([len(event.SerializeToString()) for event in history.events])
+                last = history.events[-1]
+                run_id = (
+                    last.workflow_execution_continued_as_new_event_attributes.new_execution_run_id
+                    if last.HasField("workflow_execution_continued_as_new_event_attributes") else None
+                )
+            largest = max(size for sizes_of_run in runs for size in sizes_of_run)
+            total = sum(sum(sizes_of_run) for sizes_of_run in runs)
+            return result, [len(r) for r in runs], largest, total
+
+    result, runs, largest, total = run(scenario())
+    assert sizes == [i * (mib << 20) for i in range(count + 1)]  # the hook saw every byte
+    tool_results = [m for m in result.messages if m["role"] == "toolResult"]
+    assert [len(text_of(m)) for m in tool_results] == [mib << 20] * count
+    assert [text_of(m)[0] for m in tool_results] == list("abcd")
+    assert_valid_transcript(result.messages)
+    assert text_of(result.messages[-1]) == "done"
+    assert len(runs) >= 2  # continued as new in the middle of the run
+    assert largest < 64 * 1024  # no history event holds more than a slim step
+    assert total < 1 << 20  # the histories of the whole session: under 1 MiB for 100 MiB
+    bodies = [len(json.dumps(r["body"])) for r in chat_requests(mock_server)]
+    assert max(bodies) < 64 * 1024
+
+
+def test_events_resume_from_a_cursor_after_a_client_restart(dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path) -> None:
+    mock_server.push(tool_call("multiply", {"a": 2, "b": 3}), {"text": "It is six, the product of two and three."})
+    local = InProcess(tmp_path)
+
+    async def scenario() -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]], List[Dict[str, Any]]]:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue):
+            first = await start_session(
+                client, session_input(mock_server, prompts=["2 * 3?"]), id=new_id("cursor"),
+                task_queue=queue, store=local.store_path,
+            )
+            seen: List[Dict[str, Any]] = []
+            async for record in first.events():
+                seen.append(record)
+                if record["event"]["type"] == "tool_execution_end":
+                    break  # the client goes away mid-session
+            # a new client process: a new connection, a new store handle, the last seq it saw
+            again = get_session(await Client.connect(dev_server.address), first.id, store=SessionStore(local.store_path))
+            rest = [record async for record in again.events(after=seen[-1]["seq"])]
+            everything = [record async for record in again.events()]
+            return seen, rest, everything
+
+    seen, rest, everything = run(scenario())
+    assert [r["seq"] for r in seen + rest] == list(range(1, len(everything) + 1))  # no gap, no duplicate
+    assert seen + rest == everything
+    kinds = [r["event"]["type"] for r in everything]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert kinds.count("message_start") == kinds.count("message_end") == 4
+    assert kinds.index("message_start") < kinds.index("message_update")
+    assert all(set(r) == {"seq", "attempt", "event"} and r["attempt"] == 1 for r in everything)
+    deltas = "".join(
+        r["event"]["assistantMessageEvent"]["delta"] for r in everything
+        if r["event"]["type"] == "message_update" and r["event"]["assistantMessageEvent"]["type"] == "text_delta"
+    )
+    assert deltas == "It is six, the product of two and three."
+    final = [r["event"]["message"] for r in everything if r["event"]["type"] == "message_end"]
+    assert [m["role"] for m in final] == ["user", "assistant", "toolResult", "assistant"]
 
 
 # -- kill -9 -------------------------------------------------------------------------------------
@@ -316,16 +610,55 @@ async def start(dev_server: DevServer, queue: str, config: SessionInput, prefix:
     return await client.start_workflow(Session.run, config, id=new_id(prefix), task_queue=queue)
 
 
-def test_kill_9_mid_model_stream(dev_server: DevServer, mock_server: Any, two_workers: TwoWorkers) -> None:
+RECOVERY: Dict[str, float] = {}
+"""Seconds from a worker's SIGKILL to the session's end, per test (printed at the end)."""
+
+
+def recovered(name: str, killed_at: float) -> None:
+    RECOVERY[name] = time.monotonic() - killed_at
+    print(f"\nrecovery after kill -9 ({name}): {RECOVERY[name]:.1f} s")
+
+
+def default_policy_input(mock: Any, **changes: Any) -> SessionInput:
+    """A session with the default step policies (what recovery is measured with)."""
+    return session_input(mock, model_policy=StepPolicy(), **changes)
+
+
+def test_recovery_defaults_add_up_to_at_most_10_s() -> None:
+    """A lost step is noticed after the heartbeat timeout, retried after the first interval,
+    and the workflow task that records it leaves the dead worker's sticky queue after the
+    sticky timeout: with the defaults that is at most 10 s (the kill -9 tests measure it)."""
+    from pi_agent.temporal import RECOVERY_DEFAULTS
+
+    policy = StepPolicy()
+    assert policy.heartbeat_timeout is not None
+    sticky = RECOVERY_DEFAULTS["sticky_queue_schedule_to_start_timeout"].total_seconds()
+    throttle = RECOVERY_DEFAULTS["max_heartbeat_throttle_interval"].total_seconds()
+    assert policy.heartbeat_timeout + policy.initial_interval + sticky + throttle <= 10.0
+
+
+def test_kill_9_mid_model_stream(dev_server: DevServer, mock_server: Any, two_workers: TwoWorkers, tmp_path: pathlib.Path) -> None:
     answer = "The answer is forty-two, computed with great care."
     # The first response stalls after a few deltas (until its client is gone); the retry gets
     # the whole response.
     mock_server.push({"text": answer, "stall_after_bytes": 400, "stall_ms": 600000}, {"text": answer})
-    handle = run(start(dev_server, two_workers.queue, session_input(mock_server, prompts=["?"]), "kill-model"))
+    handle = run(start(dev_server, two_workers.queue, default_policy_input(mock_server, prompts=["?"]), "kill-model"))
     streaming = lambda line: line.get("kind") == "event" and line["event"].get("assistantMessageEvent", {}).get("type") == "text_delta"  # noqa: E731
     victim = two_workers.first(streaming)
     victim.kill()
+    killed_at = time.monotonic()
     result: SessionResult = run(handle.result())
+    recovered("mid model stream", killed_at)
+
+    # the live events: the first attempt's deltas, then the retry's, told apart by `attempt`
+    store = SessionStore(tmp_path / "store.sqlite")
+    records = store.read_events(handle.id, 0, 100000)
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+    deltas = [r for r in records if r["event"].get("assistantMessageEvent", {}).get("type") == "text_delta"]
+    attempts = sorted({r["attempt"] for r in deltas})
+    assert attempts == [1, 2]
+    assert "".join(r["event"]["assistantMessageEvent"]["delta"] for r in deltas if r["attempt"] == 2) == answer
+    assert answer.startswith("".join(r["event"]["assistantMessageEvent"]["delta"] for r in deltas if r["attempt"] == 1))
 
     assert [m["role"] for m in result.messages] == ["user", "assistant"]
     assert text_of(result.messages[1]) == answer and result.messages[1]["stopReason"] == "stop"
@@ -341,10 +674,12 @@ def test_kill_9_mid_model_stream(dev_server: DevServer, mock_server: Any, two_wo
 def test_kill_9_mid_tool_call_retries_the_tool(dev_server: DevServer, mock_server: Any, two_workers: TwoWorkers) -> None:
     key = new_id("tool")
     mock_server.push(tool_call("hang", {"key": key}), {"text": "finished"})
-    handle = run(start(dev_server, two_workers.queue, session_input(mock_server, prompts=["go"]), "kill-tool"))
+    handle = run(start(dev_server, two_workers.queue, default_policy_input(mock_server, prompts=["go"]), "kill-tool"))
     victim = two_workers.first(lambda line: line.get("key") == key)
     victim.kill()
+    killed_at = time.monotonic()
     result: SessionResult = run(handle.result())
+    recovered("mid tool call", killed_at)
 
     assert_valid_transcript(result.messages)
     assert [m["role"] for m in result.messages] == ["user", "assistant", "toolResult", "assistant"]
@@ -358,7 +693,7 @@ def test_kill_9_mid_tool_call_retries_the_tool(dev_server: DevServer, mock_serve
 def test_kill_9_mid_non_retryable_tool_ends_the_call_with_an_error(dev_server: DevServer, mock_server: Any, two_workers: TwoWorkers) -> None:
     key = new_id("once")
     mock_server.push(tool_call("hang_once", {"key": key}), {"text": "noted"})
-    handle = run(start(dev_server, two_workers.queue, session_input(mock_server, prompts=["go"]), "kill-once"))
+    handle = run(start(dev_server, two_workers.queue, default_policy_input(mock_server, prompts=["go"]), "kill-once"))
     victim = two_workers.first(lambda line: line.get("key") == key)
     victim.kill()
     result: SessionResult = run(handle.result())

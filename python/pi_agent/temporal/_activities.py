@@ -1,23 +1,42 @@
 """The session's effects as Temporal activities, run by the worker: a model call (streamed,
-heartbeating, aborted on cancellation), one tool call (core's tool execution through
-``pi_agent.execute_tool_calls_sync``), the tools' description, and event delivery.
+heartbeating, aborted on cancellation with its partial message kept), one tool call (core's
+tool execution through ``pi_agent.execute_tool_calls_sync``, with the tool-call hooks and the
+watchdog), ``should_stop_after_turn``, the worker's description, and event delivery.
 
-Everything a step needs arrives in its input, and everything it produces is its result (or an
-``ApplicationError`` carrying pi's failure message), so a retried step starts from scratch."""
+The agent's hooks are user code, so they run here, on the worker, never in the workflow:
+``transform_context``, ``convert_to_llm`` and ``get_api_key`` in the model call,
+``before_tool_call`` / ``after_tool_call`` in the tool call, ``should_stop_after_turn`` in its
+own activity. Secrets (``get_api_key``, the worker's ``model_options``) are resolved here and
+never enter an activity's input or result.
+
+Transcripts travel by reference: a step's input names a transcript version in the worker's
+``SessionStore`` plus the messages added since, and the messages a step returns are slim (their
+large blocks are in the store). A retried step starts from scratch."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 import pi_agent
 
-from ._config import CALL_MODEL, DESCRIBE_TOOLS, PUBLISH_EVENTS, RUN_TOOL, StepPolicy, ToolSpec
+from ._config import (
+    CALL_MODEL,
+    DESCRIBE_WORKER,
+    PUBLISH_EVENTS,
+    RUN_TOOL,
+    SHOULD_STOP,
+    StepPolicy,
+    ToolSpec,
+    WorkerInfo,
+)
+from ._store import SessionStore
 
 EventCallback = Callable[[str, Dict[str, Any]], None]
 """A worker-side subscriber: ``on_event(session_id, event)``."""
@@ -64,122 +83,280 @@ class DurableTool:
         )
 
 
-def _heartbeat_interval() -> float:
-    timeout = activity.info().heartbeat_timeout
-    seconds = timeout.total_seconds() if timeout else 10.0
-    return max(0.05, seconds / 4)
+HEARTBEAT_INTERVAL = 0.5
+"""Seconds between two heartbeats of a running step: the worker sends them to the server at
+most once a second (``create_worker``), and a cancellation (an abort) arrives with the answer
+to one, so an abort reaches a running step within about a second."""
+
+HOOKS = (
+    "before_tool_call",
+    "after_tool_call",
+    "should_stop_after_turn",
+    "transform_context",
+    "convert_to_llm",
+    "get_api_key",
+)
 
 
-async def _heartbeat_forever(interval: float) -> None:
+async def _heartbeat_forever() -> None:
     while True:
         activity.heartbeat()
-        await asyncio.sleep(interval)
+        await asyncio.sleep(HEARTBEAT_INTERVAL)
+
+
+def _takes_signal(function: Callable[..., Any]) -> bool:
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in parameters)
+
+
+def _failed_message(model: Mapping[str, Any], text: str, reason: str = "error") -> Dict[str, Any]:
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    return {
+        "role": "assistant",
+        "content": [],
+        "api": model["api"],
+        "provider": model["provider"],
+        "model": model["id"],
+        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0, "cost": zero},
+        "stopReason": reason,
+        "errorMessage": text,
+        "timestamp": 0,
+    }
+
+
+class _HookFailed(Exception):
+    pass
 
 
 class SessionActivities:
-    """The activities of one worker: its tools (by name) and its event subscriber."""
+    """The activities of one worker: its tools (by name), hooks, secrets, store and event
+    subscriber."""
 
     def __init__(
         self,
         tools: Sequence[Any] = (),
         on_event: Optional[EventCallback] = None,
         tool_threads: int = 32,
+        *,
+        store: Optional[SessionStore] = None,
+        model_options: Optional[Mapping[str, Any]] = None,
+        hooks: Optional[Mapping[str, Optional[Callable[..., Any]]]] = None,
     ) -> None:
         durable = [tool if isinstance(tool, DurableTool) else DurableTool(tool) for tool in tools]
         self.tools: Dict[str, DurableTool] = {tool.name: tool for tool in durable}
         self.on_event = on_event
-        # Sync tool functions block a thread of this pool while the activity heartbeats.
+        self.store = store if store is not None else SessionStore()
+        self.model_options: Dict[str, Any] = dict(model_options or {})
+        self.hooks: Dict[str, Callable[..., Any]] = {name: hook for name, hook in (hooks or {}).items() if hook is not None}
+        unknown = sorted(set(self.hooks) - set(HOOKS))
+        if unknown:
+            raise ValueError(f"unknown hooks {unknown}; the hooks are {list(HOOKS)}")
+        # Sync tool functions and sync hooks block a thread of this pool while the step
+        # heartbeats.
         self._pool = concurrent.futures.ThreadPoolExecutor(tool_threads, thread_name_prefix="pi-tool")
 
     def activities(self) -> List[Callable[..., Any]]:
         """The activity functions to give the Temporal worker."""
-        return [self.describe_tools, self.call_model, self.run_tool, self.publish_events]
+        return [self.describe_worker, self.call_model, self.run_tool, self.should_stop_after_turn, self.publish_events]
 
     def close(self) -> None:
         """Stops the tool thread pool (after the worker stopped)."""
         self._pool.shutdown(wait=False)
 
-    def _deliver(self, session: str, event: Dict[str, Any]) -> None:
+    def _deliver(self, session: str, origin: str, attempt: int, events: List[Dict[str, Any]]) -> None:
+        """Appends ``events`` to the session's log in the store, then hands them to the
+        subscriber."""
+        self.store.append_events(session, origin, attempt, events)
         if self.on_event is not None:
-            try:
-                self.on_event(session, event)
-            except Exception:  # a subscriber's bug must not fail the step
-                activity.logger.exception("pi_agent.temporal: the event subscriber raised")
+            for event in events:
+                try:
+                    self.on_event(session, event)
+                except Exception:  # a subscriber's bug must not fail the step
+                    activity.logger.exception("pi_agent.temporal: the event subscriber raised")
 
-    @activity.defn(name=DESCRIBE_TOOLS)
-    async def describe_tools(self, names: Optional[List[str]]) -> List[ToolSpec]:
-        """The specs of the named tools (all when ``names`` is None), in the given order;
-        ``ApplicationError`` (not retried) for a name this worker does not have."""
+    async def _call_hook(self, name: str, argument: Any, signal: pi_agent.Signal) -> Any:
+        hook = self.hooks[name]
+        args = (argument, signal) if _takes_signal(hook) else (argument,)
+        try:
+            if inspect.iscoroutinefunction(hook):
+                return await hook(*args)
+            loop = asyncio.get_running_loop()
+            value = await loop.run_in_executor(self._pool, lambda: hook(*args))
+            if inspect.isawaitable(value):
+                value = await value
+            return value
+        except Exception as error:
+            raise _HookFailed(f"{name} raised {type(error).__name__}: {error}") from error
+
+    @activity.defn(name=DESCRIBE_WORKER)
+    async def describe_worker(self, names: Optional[List[str]]) -> WorkerInfo:
+        """The specs of the named tools (all when ``names`` is None), in the given order, and
+        the names of the worker's hooks; ``ApplicationError`` (not retried) for a tool name
+        this worker does not have."""
+        hooks = sorted(self.hooks)
         if names is None:
-            return [tool.spec() for tool in self.tools.values()]
+            return WorkerInfo(tools=[tool.spec() for tool in self.tools.values()], hooks=hooks)
         missing = [name for name in names if name not in self.tools]
         if missing:
             raise ApplicationError(f"unknown tools on this worker: {missing}", non_retryable=True)
-        return [self.tools[name].spec() for name in names]
+        return WorkerInfo(tools=[self.tools[name].spec() for name in names], hooks=hooks)
+
+    async def _context(self, request: Dict[str, Any], signal: pi_agent.Signal) -> Dict[str, Any]:
+        """The model's context: the stored transcript version, expanded, through the hooks."""
+        store = self.store
+        store.save_version(request["version"], request["parent"], request["delta"])
+        slim = store.load_version(request["parent"]) + list(request["delta"])
+        messages: Any = [store.expand(message) for message in slim]
+        if "transform_context" in self.hooks:
+            messages = await self._call_hook("transform_context", messages, signal)
+            if not isinstance(messages, list):
+                raise _HookFailed("transform_context returned something that is not a list of messages")
+        if "convert_to_llm" in self.hooks:
+            messages = await self._call_hook("convert_to_llm", messages, signal)
+            if not isinstance(messages, list):
+                raise _HookFailed("convert_to_llm returned something that is not a list of messages")
+        else:
+            messages = pi_agent.default_convert_to_llm(messages)
+        return {"systemPrompt": request["systemPrompt"], "messages": messages, "tools": request["tools"]}
+
+    async def _options(self, request: Dict[str, Any], provider: str, signal: pi_agent.Signal) -> Dict[str, Any]:
+        options: Dict[str, Any] = {**request["options"], **self.model_options}
+        reasoning = request.get("reasoning")
+        if reasoning and reasoning != "off":
+            options["reasoning"] = reasoning
+        if "get_api_key" in self.hooks:
+            key = await self._call_hook("get_api_key", provider, signal)
+            if key:
+                options["api_key"] = key
+        return options
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(self, request: Dict[str, Any]) -> Dict[str, Any]:
-        """Streams one model response (``stream_simple``), delivering each event to the
-        subscriber as ``message_update`` and heartbeating; returns the assistant message, or
-        raises ``PiModelError`` (retryable) carrying it when it ended with an error. Cancelling
-        the activity aborts the request."""
+        """Streams one model response (``stream_simple``) on the stored transcript version
+        ``request["parent"]`` plus ``request["delta"]``, appending ``message_start`` and each
+        ``message_update`` to the session's events (with this attempt's number) and
+        heartbeating. Returns ``{"message", "started"}`` (the slim assistant message;
+        ``started``: ``message_start`` was appended), or raises ``PiModelError`` (retryable)
+        carrying both when it ended with an error. Cancelling the activity (an abort) cancels
+        the HTTP request and returns the partial message (``stopReason`` aborted), as an
+        in-process agent keeps it."""
+        info = activity.info()
         session = str(request["session"])
-        model = pi_agent.Model.from_dict(request["model"])
-        context = {
-            "systemPrompt": request["systemPrompt"],
-            "messages": pi_agent.default_convert_to_llm(request["messages"]),
-            "tools": request["tools"],
-        }
+        origin = f"{info.workflow_run_id}:{info.activity_id}:{info.attempt}"
+        model_dict = request["model"]
+        model = pi_agent.Model.from_dict(model_dict)
         signal = pi_agent.Signal()
-        heartbeat = asyncio.ensure_future(_heartbeat_forever(_heartbeat_interval()))
+        heartbeat = asyncio.ensure_future(_heartbeat_forever())
+        count = 0
+
+        def deliver(event: Dict[str, Any]) -> None:
+            nonlocal count
+            self._deliver(session, f"{origin}:{count}", info.attempt, [event])
+            count += 1
+
         try:
-            events = pi_agent.stream_simple(model, context, signal=signal, **request["options"])
+            try:
+                context = await self._context(request, signal)
+                options = await self._options(request, str(model_dict["provider"]), signal)
+            except _HookFailed as failure:
+                return {"message": _failed_message(model_dict, str(failure)), "started": False}
+            message: Optional[Dict[str, Any]] = None
+            started = False
+            events = pi_agent.stream_simple(model, context, signal=signal, **options)
             with events:
-                async for event in events:
-                    self._deliver(session, {"type": "message_update", "assistantMessageEvent": event})
-                message = await events.result()
-        except asyncio.CancelledError:
-            signal.abort()
-            raise
+                try:
+                    async for event in events:
+                        kind = event.get("type")
+                        # As the agent loop: `start` is message_start, the end is the
+                        # workflow's message_end; the rest are message_updates.
+                        if kind == "start":
+                            partial: Any = event.get("partial") or {}
+                            deliver({"type": "message_start", "message": self.store.slim(dict(partial))})
+                            started = True
+                        elif kind not in ("done", "error"):
+                            update = {key: value for key, value in event.items() if key != "partial"}
+                            deliver({"type": "message_update", "assistantMessageEvent": update})
+                    message = dict(await events.result())
+                except asyncio.CancelledError:
+                    # An abort: stop the request, keep what was streamed.
+                    signal.abort()
+                    message = dict(await asyncio.shield(events.result()))
         finally:
             heartbeat.cancel()
+        slim = self.store.slim(message)
         if message.get("stopReason") == "error":
             raise ApplicationError(
-                str(message.get("errorMessage") or "model call failed"),
-                dict(message),
-                type=MODEL_ERROR,
+                str(message.get("errorMessage") or "model call failed"), slim, started, type=MODEL_ERROR
             )
-        return dict(message)
+        return {"message": slim, "started": started}
 
     @activity.defn(name=RUN_TOOL)
     async def run_tool(self, request: Dict[str, Any]) -> Dict[str, Any]:
-        """Runs one tool call (``request["action"]``, an ``execute_tools`` action with one call)
-        as the agent does; returns its outcome. Heartbeats while the tool runs; cancelling the
-        activity aborts the call's signal (a sync tool sees ``ctx.aborted``)."""
+        """Runs one tool call (``request["action"]``, an ``execute_tools`` action with one call,
+        slim) as the agent does, with the worker's ``before_tool_call`` / ``after_tool_call``
+        and the session's tool watchdog; returns its outcome (slim). Heartbeats while the tool
+        runs; cancelling the activity (an abort) aborts the call's signal — the tool sees
+        ``ctx.aborted`` and the outcome is core's aborted result, as in an agent — unless the
+        call ended first: then its real outcome is returned."""
+        info = activity.info()
         session = str(request["session"])
-        action = request["action"]
+        store = self.store
+        action = store.expand_value(request["action"])
         tools = [tool.tool for tool in self.tools.values()]
         signal = pi_agent.Signal()
+        timeout = request.get("toolTimeoutMs")
         loop = asyncio.get_running_loop()
         running = loop.run_in_executor(
-            self._pool, lambda: pi_agent.execute_tool_calls_sync(action, tools, signal=signal)
+            self._pool,
+            lambda: pi_agent.execute_tool_calls_sync(
+                action,
+                tools,
+                signal=signal,
+                before_tool_call=self.hooks.get("before_tool_call"),
+                after_tool_call=self.hooks.get("after_tool_call"),
+                tool_timeout_ms=timeout,
+            ),
         )
-        heartbeat = asyncio.ensure_future(_heartbeat_forever(_heartbeat_interval()))
+        heartbeat = asyncio.ensure_future(_heartbeat_forever())
         try:
-            result = await asyncio.shield(running)
-        except asyncio.CancelledError:
-            signal.abort()
-            raise
+            try:
+                result = await asyncio.shield(running)
+            except asyncio.CancelledError:
+                signal.abort()
+                result = await running
         finally:
             heartbeat.cancel()
-        for event in result["events"]:
-            self._deliver(session, event)
-        return dict(result["outcomes"][0])
+        events = [self._slim_tool_event(event) for event in result["events"]]
+        self._deliver(session, f"{info.workflow_run_id}:{info.activity_id}:{info.attempt}", info.attempt, events)
+        outcome = dict(result["outcomes"][0])
+        outcome["message"] = store.slim(outcome["message"])
+        return outcome
+
+    def _slim_tool_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
+        result = event.get("result")
+        if isinstance(result, dict) and isinstance(result.get("content"), list):
+            slim = self.store.slim({"role": "toolResult", "content": result["content"]})
+            event = {**event, "result": {**result, "content": slim["content"]}}
+        return event
+
+    @activity.defn(name=SHOULD_STOP)
+    async def should_stop_after_turn(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        """The worker's ``should_stop_after_turn`` on the turn's context (expanded):
+        ``{"stop": bool}``, or ``{"error": text}`` if it raised (the run then ends with that
+        error, as in an agent)."""
+        context = self.store.expand_value(request["context"])
+        try:
+            return {"stop": bool(await self._call_hook("should_stop_after_turn", context, pi_agent.Signal()))}
+        except _HookFailed as failure:
+            return {"error": str(failure)}
 
     @activity.defn(name=PUBLISH_EVENTS)
     async def publish_events(self, request: Dict[str, Any]) -> None:
-        """Hands a step's events (the workflow's: run, turn and message boundaries with the
-        final messages) to the subscriber."""
-        session = str(request["session"])
-        for event in request["events"]:
-            self._deliver(session, event)
+        """Appends a step's events (the workflow's: run, turn and message boundaries with the
+        final messages, slim) to the session's log and hands them to the subscriber; a
+        re-run of the same step (same ``origin``) adds nothing to the log."""
+        self._deliver(str(request["session"]), str(request["origin"]), 1, list(request["events"]))

@@ -1,21 +1,25 @@
 """The session workflow: drives core's ``AgentStepper`` (pure, no clock or I/O) for one agent
 session and performs each step's effect as an activity, so a replay feeds the recorded results
-back to the stepper and never calls a model or a tool again.
+back to the stepper and never calls a model or a tool again. It holds slim messages only (their
+large blocks live in the worker's store) and gives each model call a transcript version: the
+last stored one and the messages added since.
 
 A session is a conversation: prompts (update ``prompt`` or signal ``send_prompt``) start runs one
 after another; ``steer`` / ``follow_up`` feed the running loop's queues; ``abort`` cancels the
 running step and ends the run; queries return the transcript and the status. Between runs, once
-the history is long, the session continues as new with its transcript."""
+the history is long, the session continues as new with its transcript (also between two steps
+of a run that no ``prompt`` update waits for)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
 from datetime import timedelta
-from typing import Any, Deque, Dict, List, Optional
+from typing import Any, Deque, Dict, List, Optional, Tuple
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.workflow import ActivityCancellationType
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
 with workflow.unsafe.imports_passed_through():
@@ -23,15 +27,18 @@ with workflow.unsafe.imports_passed_through():
 
     from ._config import (
         CALL_MODEL,
-        DESCRIBE_TOOLS,
+        DESCRIBE_WORKER,
         PUBLISH_EVENTS,
         RUN_TOOL,
+        SHOULD_STOP,
         WORKFLOW_NAME,
         Carried,
+        CarriedRun,
         SessionInput,
         SessionResult,
         StepPolicy,
         ToolSpec,
+        WorkerInfo,
     )
 
 MODEL_ABORTED = "Request was aborted"  # core's ABORTED
@@ -53,7 +60,15 @@ def _timeouts(policy: StepPolicy) -> Dict[str, Any]:
         "start_to_close_timeout": timedelta(seconds=policy.start_to_close_timeout),
         "heartbeat_timeout": None if policy.heartbeat_timeout is None else timedelta(seconds=policy.heartbeat_timeout),
         "retry_policy": _retry(policy),
+        # An abort waits for the step's own answer: the partial message, or the tool's real
+        # outcome when it ended first.
+        "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
     }
+
+
+def _dicts(messages: Any) -> List[Dict[str, Any]]:
+    """The stepper's messages as plain dicts (they are, typed as pi's message shapes)."""
+    return [dict(message) for message in messages]
 
 
 def _failure_text(error: BaseException) -> str:
@@ -83,6 +98,12 @@ class Session:
         self._finished_runs: Dict[int, Dict[str, Any]] = {}
         self._last_error: Optional[str] = None
         self._specs: Optional[List[ToolSpec]] = None
+        self._hooks: List[str] = []
+        self._thinking: Optional[str] = None
+        self._base: Optional[str] = None  # the stored transcript version ...
+        self._stored = 0  # ... holds this many of the stepper's messages
+        self._versions = 0
+        self._published = 0
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -134,21 +155,28 @@ class Session:
             task.cancel()
 
     @workflow.signal
+    def set_thinking_level(self, level: Optional[str]) -> None:
+        """Sets the thinking level of the next model calls (``"off"`` ... ``"xhigh"``)."""
+        self._thinking = level
+
+    @workflow.signal
     def close(self) -> None:
         """Ends the session once idle (queued prompts run first)."""
         self._closing = True
 
     @workflow.query
     def transcript(self) -> List[Dict[str, Any]]:
-        """The messages so far, the running run's included."""
+        """The messages so far, the running run's included, slim (large blocks are references
+        into the worker's store: ``SessionHandle.transcript`` expands them)."""
         if self._stepper is not None:
-            return list(self._stepper.messages)
+            return _dicts(self._stepper.messages)
         return list(self._transcript)
 
     @workflow.query
     def status(self) -> Dict[str, Any]:
         """``{"state": "idle" | "running" | "closed", "action", "runs", "queued", "lastError",
-        "generation"}``; ``action`` is the step being performed (``call_model``, ...)."""
+        "generation", "thinkingLevel"}``; ``action`` is the step being performed
+        (``call_model``, ...)."""
         state = "closed" if self._action == "closed" else ("running" if self._stepper is not None else "idle")
         return {
             "state": state,
@@ -157,6 +185,7 @@ class Session:
             "queued": {"prompts": len(self._prompts), "steering": len(self._steering), "followUps": len(self._follow_ups)},
             "lastError": self._last_error,
             "generation": self._generation,
+            "thinkingLevel": self._thinking,
         }
 
     # -- the session --------------------------------------------------------------------------
@@ -172,8 +201,14 @@ class Session:
         self._runs = carried.runs
         self._generation = carried.generation
         self._specs = carried.tool_specs or None
+        self._hooks = list(carried.hooks)
+        self._thinking = carried.thinking_level if config.carried else config.thinking_level
+        self._base = carried.base_version
+        self._stored = carried.stored
         for prompt in config.prompts:
             self._prompts.append(self._user_message(prompt))
+        if carried.run is not None:
+            await self._run(None, carried.run.number, carried.run)
         while True:
             await workflow.wait_condition(
                 lambda: bool(self._prompts) or self._closing or config.close_when_idle or self._should_continue_as_new()
@@ -190,22 +225,31 @@ class Session:
             await workflow.wait_condition(workflow.all_handlers_finished)
             if self._prompts:
                 continue
-            workflow.continue_as_new(
-                SessionInput(
-                    **{
-                        **config.__dict__,
-                        "messages": self._transcript,
-                        "prompts": [],
-                        "carried": Carried(
-                            tool_specs=self._specs or [],
-                            steering=list(self._steering),
-                            follow_ups=list(self._follow_ups),
-                            runs=self._runs,
-                            generation=self._generation + 1,
-                        ),
-                    }
-                )
+            self._continue_as_new(None)
+
+    def _continue_as_new(self, run: Optional[CarriedRun]) -> None:
+        assert self._input is not None
+        workflow.continue_as_new(
+            SessionInput(
+                **{
+                    **self._input.__dict__,
+                    "messages": self._transcript,
+                    "prompts": list(self._prompts),  # queued while a run was carried
+                    "carried": Carried(
+                        tool_specs=self._specs or [],
+                        hooks=self._hooks,
+                        steering=list(self._steering),
+                        follow_ups=list(self._follow_ups),
+                        runs=self._runs,
+                        generation=self._generation + 1,
+                        thinking_level=self._thinking,
+                        base_version=self._base,
+                        stored=self._stored,
+                        run=run,
+                    ),
+                }
             )
+        )
 
     def _should_continue_as_new(self) -> bool:
         assert self._input is not None
@@ -218,12 +262,14 @@ class Session:
     async def _tool_specs(self) -> List[ToolSpec]:
         assert self._input is not None
         if self._specs is None:
-            self._specs = await workflow.execute_activity(
-                DESCRIBE_TOOLS,
+            info: WorkerInfo = await workflow.execute_activity(
+                DESCRIBE_WORKER,
                 self._input.tools,
-                result_type=List[ToolSpec],
+                result_type=WorkerInfo,
                 start_to_close_timeout=timedelta(seconds=60),
             )
+            self._specs = info.tools
+            self._hooks = info.hooks
         return self._specs
 
     def _take(self, queue: Deque[Dict[str, Any]], mode: str) -> List[Dict[str, Any]]:
@@ -238,29 +284,44 @@ class Session:
     async def _publish(self, events: List[Dict[str, Any]]) -> None:
         assert self._input is not None
         if self._input.publish_events and events:
+            self._published += 1
+            info = workflow.info()
             await workflow.execute_local_activity(
                 PUBLISH_EVENTS,
-                {"session": workflow.info().workflow_id, "events": events},
+                {"session": info.workflow_id, "origin": f"{info.run_id}:step:{self._published}", "events": events},
                 start_to_close_timeout=timedelta(seconds=30),
             )
 
-    async def _run(self, prompt: Dict[str, Any], run_number: int) -> None:
+    async def _run(self, prompt: Optional[Dict[str, Any]], run_number: int, carried: Optional[CarriedRun] = None) -> None:
         assert self._input is not None
         config = self._input
         specs = await self._tool_specs()
         tool_modes = {spec.definition["name"]: spec.execution_mode for spec in specs if spec.execution_mode}
-        stepper, step = pi_agent.AgentStepper.start(
-            system_prompt=config.system_prompt,
-            messages=self._transcript,
-            prompts=[prompt],
-            config={"toolExecution": config.tool_execution, "toolModes": tool_modes},
-        )
+        if carried is not None:
+            stepper = pi_agent.AgentStepper.from_dict(carried.stepper)
+            step: Dict[str, Any] = dict(carried.step)
+        else:
+            assert prompt is not None
+            stepper, first = pi_agent.AgentStepper.start(
+                system_prompt=config.system_prompt,
+                messages=self._transcript,
+                prompts=[prompt],
+                config={
+                    "toolExecution": config.tool_execution,
+                    "toolModes": tool_modes,
+                    "shouldStopAfterTurn": "should_stop_after_turn" in self._hooks,
+                },
+            )
+            step = dict(first)
         self._stepper = stepper
-        self._aborted = False
+        self._aborted = stepper.is_aborted
         while True:
-            await self._publish(step["events"])
             action = step["action"]
             kind = action["type"]
+            if kind != "finished" and self._should_continue_as_new() and workflow.all_handlers_finished():
+                # Mid-run: the history is long and no update waits for this run.
+                self._continue_as_new(CarriedRun(stepper=stepper.to_dict(), step=step, number=run_number))
+            await self._publish(step["events"])
             self._action = kind
             if kind == "finished":
                 break
@@ -269,21 +330,39 @@ class Session:
             elif kind == "poll_follow_up":
                 answer = {"type": "follow_up", "messages": self._take(self._follow_ups, config.follow_up_mode)}
             elif kind == "call_model":
-                answer = {"type": "model_result", "message": await self._call_model(stepper, specs), "startEmitted": False}
+                message, started = await self._call_model(stepper, specs)
+                answer = {"type": "model_result", "message": message, "startEmitted": started}
             elif kind == "execute_tools":
                 answer = {"type": "tool_results", "outcomes": await self._run_tools(action, specs)}
             elif kind == "should_stop_after_turn":
-                answer = {"type": "should_stop", "stop": False}
+                answer = await self._should_stop(action)
             else:
                 raise ApplicationError(f"pi_agent.temporal: unknown step action {kind!r}", non_retryable=True)
-            step = stepper.resume(answer)
-        new_messages = list(stepper.new_messages)
-        self._transcript = list(stepper.messages)
+            step = dict(stepper.resume(answer))
+        new_messages = _dicts(stepper.new_messages)
+        self._transcript = _dicts(stepper.messages)
         self._stepper = None
         self._action = "idle"
-        last = new_messages[-1] if new_messages else {}
-        self._last_error = last.get("errorMessage") if last.get("role") == "assistant" else None
+        last: Dict[str, Any] = new_messages[-1] if new_messages else {}
+        error = last.get("errorMessage") if last.get("role") == "assistant" else None
+        self._last_error = None if error is None else str(error)
         self._finished_runs[run_number] = {"newMessages": new_messages, "error": self._last_error}
+
+    async def _should_stop(self, action: Dict[str, Any]) -> Dict[str, Any]:
+        if "should_stop_after_turn" not in self._hooks:
+            return {"type": "should_stop", "stop": False}
+        context = {key: action[key] for key in ("message", "toolResults", "newMessages")}
+        answer = await workflow.execute_activity(
+            SHOULD_STOP,
+            {"session": workflow.info().workflow_id, "context": context},
+            result_type=dict,
+            start_to_close_timeout=timedelta(seconds=600),
+            heartbeat_timeout=None,
+            retry_policy=RetryPolicy(maximum_attempts=3),
+        )
+        if "error" in answer:
+            return {"type": "failed", "message": self._failed_model_message(str(answer["error"]), aborted=False)}
+        return {"type": "should_stop", "stop": bool(answer["stop"])}
 
     def _failed_model_message(self, text: str, aborted: bool) -> Dict[str, Any]:
         assert self._input is not None
@@ -309,48 +388,66 @@ class Session:
         finally:
             self._running.remove(task)
 
-    async def _call_model(self, stepper: pi_agent.AgentStepper, specs: List[ToolSpec]) -> Dict[str, Any]:
+    async def _call_model(self, stepper: pi_agent.AgentStepper, specs: List[ToolSpec]) -> Tuple[Dict[str, Any], bool]:
+        """The model's answer and whether its ``message_start`` was published already."""
         assert self._input is not None
         config = self._input
         if self._aborted:
-            return self._failed_model_message(MODEL_ABORTED, aborted=True)
+            return self._failed_model_message(MODEL_ABORTED, aborted=True), False
+        messages = stepper.messages
+        info = workflow.info()
+        version = f"{info.workflow_id}/{info.run_id}/{self._versions}"
+        self._versions += 1
         request = {
-            "session": workflow.info().workflow_id,
+            "session": info.workflow_id,
             "model": config.model,
+            "version": version,
+            "parent": self._base,
+            "delta": messages[self._stored:],
             "systemPrompt": stepper.system_prompt,
-            "messages": stepper.messages,
             "tools": [spec.definition for spec in specs],
             "options": config.model_options,
+            "reasoning": self._thinking,
         }
         try:
-            return await self._cancellable(
+            answer = await self._cancellable(
                 workflow.execute_activity(CALL_MODEL, request, result_type=dict, **_timeouts(config.model_policy))
             )
+            # The activity stored the version before it called the model.
+            self._base, self._stored = version, len(messages)
+            return dict(answer["message"]), bool(answer["started"])
         except (ActivityError, CancelledError, asyncio.CancelledError) as error:
             if self._aborted:
-                return self._failed_model_message(MODEL_ABORTED, aborted=True)
+                return self._failed_model_message(MODEL_ABORTED, aborted=True), False
             cause = error.__cause__
             if isinstance(cause, ApplicationError) and cause.details:
-                return dict(cause.details[0])  # pi's own failure message, after the last retry
-            return self._failed_model_message(_failure_text(error), aborted=False)
+                # pi's own failure message, after the last retry
+                started = len(cause.details) > 1 and bool(cause.details[1])
+                return dict(cause.details[0]), started
+            return self._failed_model_message(_failure_text(error), aborted=False), False
 
     async def _run_tools(self, action: Dict[str, Any], specs: List[ToolSpec]) -> List[Dict[str, Any]]:
         by_name = {spec.definition["name"]: spec for spec in specs}
         calls = action["toolCalls"]
-        one = lambda call: self._run_tool(action, call, by_name.get(call["name"]))  # noqa: E731
         if action["mode"] == "sequential":
-            return [await one(call) for call in calls]
-        return list(await asyncio.gather(*(one(call) for call in calls)))
+            return [await self._run_tool(action, call, by_name.get(call["name"])) for call in calls]
+        return list(await asyncio.gather(*(self._run_tool(action, call, by_name.get(call["name"])) for call in calls)))
 
     async def _run_tool(self, action: Dict[str, Any], call: Dict[str, Any], spec: Optional[ToolSpec]) -> Dict[str, Any]:
         if self._aborted:
             return self._tool_error(call, TOOL_ABORTED)
+        assert self._input is not None
         policy = spec.policy if spec is not None else StepPolicy(maximum_attempts=1)
-        request = {"session": workflow.info().workflow_id, "action": {**action, "toolCalls": [call], "mode": "sequential"}}
+        request = {
+            "session": workflow.info().workflow_id,
+            "action": {**action, "toolCalls": [call], "mode": "sequential"},
+            "toolTimeoutMs": self._input.tool_timeout_ms,
+        }
         try:
-            return await self._cancellable(
+            outcome: Dict[str, Any] = await self._cancellable(
                 workflow.execute_activity(RUN_TOOL, request, result_type=dict, **_timeouts(policy))
             )
+            return outcome
         except (ActivityError, CancelledError, asyncio.CancelledError) as error:
             if self._aborted:
                 return self._tool_error(call, TOOL_ABORTED)
