@@ -84,11 +84,11 @@ async def run_sessions(address: str, task_queue: str, sessions: int, sequential:
     async def one(i: int) -> None:
         result = await client.execute_workflow(
             Session.run,
-            SessionInput(model=dict(model), prompts=[f"What is {i} * 7?"], close_when_idle=True),
+            SessionInput(model=dict(model), prompts=[f"What is {i} * 7?"], close_when_idle=True, publish_events=os.environ.get("PUB", "1") == "1"),
             id=f"session-{run_id}-{i}",
             task_queue=task_queue,
         )
-        answer = result.messages[-1]["content"][0]["text"]
+        answer = pi_agent.text_of(result.messages[-1]) or str(result.messages[-1].get("errorMessage"))
         assert answer == f"The product is {i * 7}.", answer
 
     started = time.perf_counter()

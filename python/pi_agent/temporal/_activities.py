@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence
 
@@ -87,6 +88,9 @@ HEARTBEAT_INTERVAL = 0.5
 """Seconds between two heartbeats of a running step: the worker sends them to the server at
 most once a second (``create_worker``), and a cancellation (an abort) arrives with the answer
 to one, so an abort reaches a running step within about a second."""
+
+FLUSH_INTERVAL = 0.05
+"""Seconds a streamed event may wait to be appended with the next ones (one write for all)."""
 
 HOOKS = (
     "before_tool_call",
@@ -167,10 +171,10 @@ class SessionActivities:
         """Stops the tool thread pool (after the worker stopped)."""
         self._pool.shutdown(wait=False)
 
-    def _deliver(self, session: str, origin: str, attempt: int, events: List[Dict[str, Any]]) -> None:
-        """Appends ``events`` to the session's log in the store, then hands them to the
-        subscriber."""
-        self.store.append_events(session, origin, attempt, events)
+    async def _deliver(self, session: str, origin: str, attempt: int, events: List[Dict[str, Any]]) -> None:
+        """Appends ``events`` to the session's log in the store (in a thread: another process
+        may hold the write lock), then hands them to the subscriber."""
+        await asyncio.to_thread(self.store.append_events, session, origin, attempt, events)
         if self.on_event is not None:
             for event in events:
                 try:
@@ -207,10 +211,7 @@ class SessionActivities:
 
     async def _context(self, request: Dict[str, Any], signal: pi_agent.Signal) -> Dict[str, Any]:
         """The model's context: the stored transcript version, expanded, through the hooks."""
-        store = self.store
-        store.save_version(request["version"], request["parent"], request["delta"])
-        slim = store.load_version(request["parent"]) + list(request["delta"])
-        messages: Any = [store.expand(message) for message in slim]
+        messages: Any = await asyncio.to_thread(self._transcript, request)
         if "transform_context" in self.hooks:
             messages = await self._call_hook("transform_context", messages, signal)
             if not isinstance(messages, list):
@@ -222,6 +223,12 @@ class SessionActivities:
         else:
             messages = pi_agent.default_convert_to_llm(messages)
         return {"systemPrompt": request["systemPrompt"], "messages": messages, "tools": request["tools"]}
+
+    def _transcript(self, request: Dict[str, Any]) -> List[Dict[str, Any]]:
+        store = self.store
+        store.save_version(request["version"], request["parent"], request["delta"])
+        slim = store.load_version(request["parent"]) + list(request["delta"])
+        return [store.expand(message) for message in slim]
 
     async def _options(self, request: Dict[str, Any], provider: str, signal: pi_agent.Signal) -> Dict[str, Any]:
         options: Dict[str, Any] = {**request["options"], **self.model_options}
@@ -251,13 +258,27 @@ class SessionActivities:
         model = pi_agent.Model.from_dict(model_dict)
         signal = pi_agent.Signal()
         heartbeat = asyncio.ensure_future(_heartbeat_forever())
-        count = 0
+        # The stream's events go to the store in batches, every FLUSH_INTERVAL (one write for
+        # all), in order.
+        pending: List[Dict[str, Any]] = []
+        batches = 0
+
+        async def flush() -> None:
+            nonlocal pending, batches
+            if pending:
+                batch, pending = pending, []
+                await self._deliver(session, f"{origin}:{batches}", info.attempt, batch)
+                batches += 1
+
+        async def flush_forever() -> None:
+            while True:
+                await asyncio.sleep(FLUSH_INTERVAL)
+                await flush()
 
         def deliver(event: Dict[str, Any]) -> None:
-            nonlocal count
-            self._deliver(session, f"{origin}:{count}", info.attempt, [event])
-            count += 1
+            pending.append(event)
 
+        flusher = asyncio.ensure_future(flush_forever())
         try:
             try:
                 context = await self._context(request, signal)
@@ -287,7 +308,11 @@ class SessionActivities:
                     message = dict(await asyncio.shield(events.result()))
         finally:
             heartbeat.cancel()
-        slim = self.store.slim(message)
+            flusher.cancel()
+            # The flusher may be writing a batch: let it finish, then write the rest.
+            await asyncio.gather(flusher, return_exceptions=True)
+            await asyncio.shield(flush())
+        slim = await asyncio.to_thread(self.store.slim, message)
         if message.get("stopReason") == "error":
             raise ApplicationError(
                 str(message.get("errorMessage") or "model call failed"), slim, started, type=MODEL_ERROR
@@ -305,7 +330,7 @@ class SessionActivities:
         info = activity.info()
         session = str(request["session"])
         store = self.store
-        action = store.expand_value(request["action"])
+        action = await asyncio.to_thread(store.expand_value, request["action"])
         tools = [tool.tool for tool in self.tools.values()]
         signal = pi_agent.Signal()
         timeout = request.get("toolTimeoutMs")
@@ -330,10 +355,10 @@ class SessionActivities:
                 result = await running
         finally:
             heartbeat.cancel()
-        events = [self._slim_tool_event(event) for event in result["events"]]
-        self._deliver(session, f"{info.workflow_run_id}:{info.activity_id}:{info.attempt}", info.attempt, events)
+        events = await asyncio.to_thread(lambda: [self._slim_tool_event(event) for event in result["events"]])
+        await self._deliver(session, f"{info.workflow_run_id}:{info.activity_id}:{info.attempt}", info.attempt, events)
         outcome = dict(result["outcomes"][0])
-        outcome["message"] = store.slim(outcome["message"])
+        outcome["message"] = await asyncio.to_thread(store.slim, outcome["message"])
         return outcome
 
     def _slim_tool_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
@@ -348,7 +373,7 @@ class SessionActivities:
         """The worker's ``should_stop_after_turn`` on the turn's context (expanded):
         ``{"stop": bool}``, or ``{"error": text}`` if it raised (the run then ends with that
         error, as in an agent)."""
-        context = self.store.expand_value(request["context"])
+        context = await asyncio.to_thread(self.store.expand_value, request["context"])
         try:
             return {"stop": bool(await self._call_hook("should_stop_after_turn", context, pi_agent.Signal()))}
         except _HookFailed as failure:
@@ -359,4 +384,4 @@ class SessionActivities:
         """Appends a step's events (the workflow's: run, turn and message boundaries with the
         final messages, slim) to the session's log and hands them to the subscriber; a
         re-run of the same step (same ``origin``) adds nothing to the log."""
-        self._deliver(str(request["session"]), str(request["origin"]), 1, list(request["events"]))
+        await self._deliver(str(request["session"]), str(request["origin"]), 1, list(request["events"]))

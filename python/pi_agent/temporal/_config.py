@@ -29,7 +29,7 @@ class StepPolicy:
     heartbeats meanwhile) and retried on any worker after ``initial_interval``."""
 
     start_to_close_timeout: float = 600.0
-    heartbeat_timeout: Optional[float] = 5.0
+    heartbeat_timeout: Optional[float] = 4.0
     maximum_attempts: int = 3
     initial_interval: float = 0.5
     backoff_coefficient: float = 2.0

@@ -24,8 +24,8 @@ RECOVERY_DEFAULTS: Dict[str, Any] = {
     "sticky_queue_schedule_to_start_timeout": timedelta(seconds=2),
 }
 """The ``temporalio.worker.Worker`` options ``create_worker`` sets unless given: with the
-default ``StepPolicy`` (heartbeat timeout 5 s, first retry after 0.5 s), a session whose
-worker dies goes on on another one within about 8 s."""
+default ``StepPolicy`` (heartbeat timeout 4 s, first retry after 0.5 s), a session whose
+worker dies goes on on another one within about 7 s."""
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
