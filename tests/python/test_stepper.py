@@ -147,3 +147,41 @@ def test_execute_tool_calls_sync_performs_an_execute_tools_action(faux: pi_agent
     assert [m["role"] for m in stepper.messages] == ["user", "assistant", "toolResult", "toolResult"]
     with pytest.raises(ValueError, match="not `execute_tools`"):
         pi_agent.execute_tool_calls_sync({**action, "type": "call_model"}, [tool])
+
+
+def test_execute_tool_calls_sync_applies_the_tool_call_hooks_and_the_watchdog(faux: pi_agent.FauxProvider) -> None:
+    """``before_tool_call`` / ``after_tool_call`` and ``tool_timeout_ms`` as in an agent run:
+    a blocked call is not run (and not seen by after_tool_call), a replaced result is what
+    the stepper gets, a call past the watchdog gets core's timeout result."""
+    import time
+
+    def slow(a: float, b: float) -> str:
+        time.sleep(1.0)
+        return "late"
+
+    script(faux)
+    stepper, step = pi_agent.AgentStepper.start(prompts=[{"role": "user", "content": "go", "timestamp": 0}])
+    step = stepper.resume({"type": "steering", "messages": []})
+    tool = pi_agent.Tool("multiply", "Multiplies", SCHEMA, multiply)
+    context = {"messages": pi_agent.default_convert_to_llm(stepper.messages), "tools": [tool.to_dict()]}
+    step = stepper.resume({"type": "model_result", "message": pi_agent.complete_simple_sync(faux.model, context)})
+    action = step["action"]
+    after_seen: List[str] = []
+
+    def before(context: Dict[str, Any]) -> Any:
+        return {"block": True, "reason": "no 2s"} if context["args"]["a"] == 2 else None
+
+    def after(context: Dict[str, Any]) -> Any:
+        after_seen.append(context["toolCall"]["id"])
+        return {"content": "replaced", "isError": False}
+
+    result = pi_agent.execute_tool_calls_sync(action, [tool], before_tool_call=before, after_tool_call=after)
+    messages = [outcome["message"] for outcome in result["outcomes"]]
+    assert [(m["content"][0]["text"], m["isError"]) for m in messages] == [("replaced", False), ("no 2s", True)]
+    assert after_seen == ["c1"]
+    timed = pi_agent.execute_tool_calls_sync(
+        action, [pi_agent.Tool("multiply", "Multiplies", SCHEMA, slow)], tool_timeout_ms=100
+    )
+    assert [o["message"]["content"][0]["text"] for o in timed["outcomes"]] == ["Tool multiply timed out after 100 ms"] * 2
+    with pytest.raises(TypeError, match="callable"):
+        pi_agent.execute_tool_calls_sync(action, [tool], before_tool_call=42)  # type: ignore[arg-type]
