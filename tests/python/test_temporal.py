@@ -152,6 +152,7 @@ def test_importing_pi_agent_does_not_import_temporalio() -> None:
 def test_the_store_slims_expands_versions_and_numbers_events_once(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "store.sqlite"
     store, other = SessionStore(path, inline_limit=8), SessionStore(path)  # two connections
+    assert path.stat().st_mode & 0o777 == 0o600  # transcripts are the owner's only
     message = {
         "role": "assistant",
         "content": [{"type": "text", "text": "x" * 1000}, {"type": "text", "text": "small"},
@@ -453,7 +454,9 @@ def test_abort_mid_stream_keeps_the_partial_text(dev_server: DevServer, mock_ser
                 if record["event"].get("assistantMessageEvent", {}).get("type") == "text_delta":
                     await session.abort()
                     break
+            aborted_at = time.monotonic()
             result = await session.result()
+            print(f"\nabort mid stream to the end of the session: {time.monotonic() - aborted_at:.1f} s")
             async for record in session.events(after=events[-1]["seq"]):
                 events.append(record)
             return result.messages, events

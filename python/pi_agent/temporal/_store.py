@@ -67,6 +67,9 @@ class SessionStore:
     def __init__(self, path: Union[str, "os.PathLike[str]", None] = None, *, inline_limit: int = DEFAULT_INLINE_LIMIT) -> None:
         self.path = pathlib.Path(path) if path is not None else default_store_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            # Transcripts are private: the file is the owner's only.
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self.inline_limit = inline_limit
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
