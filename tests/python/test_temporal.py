@@ -474,6 +474,44 @@ def test_abort_mid_stream_keeps_the_partial_text(dev_server: DevServer, mock_ser
     assert ends[-1]["stopReason"] == "aborted" and text_of(ends[-1]) == partial
 
 
+def test_abort_mid_tool_batch_records_what_really_happened(dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path) -> None:
+    """Two tool calls in parallel; the abort comes once one has ended: that one keeps its real
+    result, the running one sees its signal fire and gets core's aborted result."""
+    key = new_id("batch")
+    mock_server.push({"tool_calls": [{"id": "m", "name": "multiply", "arguments": {"a": 6, "b": 7}},
+                                     {"id": "h", "name": "hang", "arguments": {"key": key}}]})
+    local = InProcess(tmp_path)
+
+    async def scenario() -> List[Dict[str, Any]]:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue):
+            session = await start_session(
+                client, session_input(mock_server, prompts=["both"]), id=new_id("abort-batch"),
+                task_queue=queue, store=local.store_path,
+            )
+            ended: List[str] = []
+            async for record in session.events():
+                if record["event"]["type"] == "tool_execution_end":
+                    ended.append(record["event"]["toolCallId"])
+                if ended == ["m"] and any(l.get("key") == key for l in local.lines):
+                    await session.abort()
+                    break
+            messages = (await session.result()).messages
+            # the tool's thread logs once its signal fired (core does not wait for it)
+            await wait_until(lambda: asyncio.sleep(0, any(l.get("kind") == "tool_end" and l.get("key") == key for l in local.lines)))
+            return messages
+
+    messages = run(scenario())
+    assert_valid_transcript(messages)
+    results = {m["toolCallId"]: m for m in messages if m["role"] == "toolResult"}
+    assert text_of(results["m"]) == "42" and not results["m"]["isError"]
+    assert text_of(results["h"]) == "Tool execution was aborted" and results["h"]["isError"]
+    assert [l["aborted"] for l in local.lines if l.get("kind") == "tool_end" and l.get("key") == key] == [True]
+    assert messages[-1]["role"] == "toolResult"  # no model call after the abort
+    assert len(chat_requests(mock_server)) == 1
+
+
 def test_a_100_mib_transcript_travels_by_reference(dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path) -> None:
     """Four 25 MiB tool results: the transcript reaches 100 MiB while each turn adds a few KiB
     to the history; transform_context (on the worker) sees the whole transcript and prunes
