@@ -256,6 +256,12 @@ def test_signals_queries_and_abort(dev_server: DevServer, mock_server: Any, tmp_
             assert reply["error"] is None
             status = await handle.query(Session.status)
             assert status["state"] == "idle" and status["runs"] == 1
+            await handle.signal(Session.set_thinking_level, "low")
+
+            async def thinking_low() -> bool:
+                return (await handle.query(Session.status))["thinkingLevel"] == "low"
+
+            await wait_until(thinking_low)
 
             # abort cancels the running tool; the run ends with pi's aborted result
             key = new_id("abort")
