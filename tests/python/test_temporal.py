@@ -174,6 +174,9 @@ def test_the_store_slims_expands_versions_and_numbers_events_once(tmp_path: path
     assert [(r["seq"], r["attempt"], r["event"]["type"]) for r in records] == [
         (1, 1, "agent_start"), (2, 1, "turn_start"), (3, 2, "turn_end")]
     assert store.read_events("s", after=2) == records[2:] and store.read_events("other") == []
+    event = {"type": "tool_execution_start", "toolCallId": "c", "args": {"a": "y" * 500}}
+    slim_args = store.slim_json(event["args"])
+    assert slim_args != event["args"] and other.expand_value({**event, "args": slim_args}) == event
 
 
 # -- sessions -----------------------------------------------------------------------------------

@@ -362,6 +362,8 @@ class SessionActivities:
         return outcome
 
     def _slim_tool_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
+        if "args" in event:
+            event = {**event, "args": self.store.slim_json(event["args"])}
         result = event.get("result")
         if isinstance(result, dict) and isinstance(result.get("content"), list):
             slim = self.store.slim({"role": "toolResult", "content": result["content"]})

@@ -122,10 +122,16 @@ class SessionStore:
         if field is not None and isinstance(block.get(field), str):
             return {**block, field: self._slim_text(block[field])}
         if kind == "toolCall" and "arguments" in block:
-            encoded = _dumps(block["arguments"])
-            if len(encoded.encode("utf-8")) > self.inline_limit:
-                return {**block, "arguments": {_ARGS_KEY: self._slim_text(encoded)}}
+            return {**block, "arguments": self.slim_json(block["arguments"])}
         return block
+
+    def slim_json(self, value: Any) -> Any:
+        """A JSON value (tool arguments), or a reference to it when it is large
+        (``expand_value`` turns it back)."""
+        encoded = _dumps(value)
+        if len(encoded.encode("utf-8")) > self.inline_limit:
+            return {_ARGS_KEY: self._put_blob(encoded.encode("utf-8"))}
+        return value
 
     def expand(self, message: Dict[str, Any]) -> Dict[str, Any]:
         """The full message of a slim one (references resolved)."""
@@ -151,6 +157,8 @@ class SessionStore:
         if isinstance(value, list):
             return [self.expand_value(item) for item in value]
         if isinstance(value, dict):
+            if set(value) == {_ARGS_KEY} and is_ref(value[_ARGS_KEY]):
+                return json.loads(self._expand_text(value[_ARGS_KEY]))
             if "role" in value and "content" in value:
                 return self.expand(value)
             if value.get("type") == "toolCall":
