@@ -270,9 +270,16 @@ class SessionActivities:
                 await self._deliver(session, f"{origin}:{batches}", info.attempt, batch)
                 batches += 1
 
+        stop = asyncio.Event()
+
         async def flush_forever() -> None:
-            while True:
-                await asyncio.sleep(FLUSH_INTERVAL)
+            # Never cancelled mid-write (a write cut short would race the next one): it
+            # stops when asked, after writing what is left.
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
+                except asyncio.TimeoutError:
+                    pass
                 await flush()
 
         def deliver(event: Dict[str, Any]) -> None:
@@ -308,10 +315,8 @@ class SessionActivities:
                     message = dict(await asyncio.shield(events.result()))
         finally:
             heartbeat.cancel()
-            flusher.cancel()
-            # The flusher may be writing a batch: let it finish, then write the rest.
-            await asyncio.gather(flusher, return_exceptions=True)
-            await asyncio.shield(flush())
+            stop.set()
+            await asyncio.shield(flusher)
         slim = await asyncio.to_thread(self.store.slim, message)
         if message.get("stopReason") == "error":
             raise ApplicationError(
