@@ -14,6 +14,7 @@ mod config;
 mod error;
 mod event;
 mod event_stream;
+mod guard;
 mod limits;
 mod message;
 mod proxy;
@@ -26,7 +27,7 @@ mod tool;
 mod tool_calls;
 
 pub use self::agent_loop::{
-    ABORTED, EventSink, ModelCall, STREAM_IDLE, call_model, check_can_continue, run_agent_loop,
+    ABORTED, ModelCall, STREAM_IDLE, call_model, check_can_continue, run_agent_loop,
     run_agent_loop_continue, run_failure_message,
 };
 pub use self::config::DEFAULT_OUTPUT_RETRIES;
@@ -39,6 +40,7 @@ pub use self::config::{
 pub use self::error::AgentError;
 pub use self::event::AgentEvent;
 pub use self::event_stream::{AgentEventStream, agent_loop, agent_loop_continue};
+pub use self::guard::EventSink;
 pub use self::limits::{DEFAULT_MAX_TURNS, RunLimits, RunUsage};
 pub use self::message::{AgentMessage, CustomMessage, default_convert_to_llm};
 pub use self::proxy::{

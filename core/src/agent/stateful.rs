@@ -10,10 +10,11 @@ use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use super::agent_loop::{self, EventSink, run_agent_loop, run_agent_loop_continue};
+use super::agent_loop::{self, run_agent_loop, run_agent_loop_continue};
 use super::config::{AgentContext, AgentHooks, AgentLoopConfig, AgentSettings};
 use super::error::AgentError;
 use super::event::AgentEvent;
+use super::guard::EventSink;
 use super::message::AgentMessage;
 use super::queue::{MessageQueue, QueueMode};
 use super::run::{self, AgentRun, RunOutcome};
