@@ -57,7 +57,8 @@ pub use self::step::{
     AgentStepper, RunStart, Step, StepAction, StepError, StepInput, StepperConfig, ToolOutcome,
 };
 pub use self::tool::{
-    AgentTool, AgentToolResult, FnTool, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
+    AgentTool, AgentToolResult, FnTool, ToolCallContext, ToolError, ToolExecutionMode, ToolSpec,
+    ToolUpdates,
 };
 pub use self::tool_calls::{TOOL_ABORTED, TOOL_BLOCKED, execute_tool_calls};
 
