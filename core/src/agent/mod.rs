@@ -44,7 +44,8 @@ pub use self::guard::EventSink;
 pub use self::limits::{DEFAULT_MAX_TURNS, RunLimits, RunUsage};
 pub use self::message::{AgentMessage, CustomMessage, default_convert_to_llm};
 pub use self::proxy::{
-    ProxyOptions, proxy_stream_fn, stream_from_events, stream_message, stream_proxy,
+    EventSourceError, ProxyOptions, proxy_stream_fn, stream_from_events, stream_message,
+    stream_proxy,
 };
 pub use self::queue::{MessageQueue, QueueMode};
 pub use self::run::{AgentRun, RunOutcome};

@@ -105,6 +105,30 @@ async fn run(
     read_stream(writer, http::SseEvents::new(response, options)).await
 }
 
+/// Why a source of events given to [`stream_from_events`] failed (a binding's iterator raised):
+/// the message becomes the `errorMessage` of the stream's `error` event.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EventSourceError(pub String);
+
+impl From<String> for EventSourceError {
+    fn from(message: String) -> Self {
+        Self(message)
+    }
+}
+
+impl From<&str> for EventSourceError {
+    fn from(message: &str) -> Self {
+        Self(message.to_owned())
+    }
+}
+
+impl From<EventSourceError> for ProviderError {
+    fn from(error: EventSourceError) -> Self {
+        Self::other(error.0, None)
+    }
+}
+
 /// A stream built from pi-shaped events coming from any source (e.g. a binding's stream
 /// function): `start`, `text_*`, `thinking_*`, `toolcall_*` with their `contentIndex`, then
 /// `done` (with `reason`, and `usage` either at the top as the proxy sends it or in `message`
@@ -116,7 +140,7 @@ async fn run(
 pub fn stream_from_events(
     model: &Model,
     signal: Option<CancellationToken>,
-    mut events: BoxStream<'static, Result<Value, String>>,
+    mut events: BoxStream<'static, Result<Value, EventSourceError>>,
 ) -> AssistantMessageEventStream {
     if !http::has_runtime() {
         return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
