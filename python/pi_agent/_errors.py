@@ -6,7 +6,10 @@ They subclass both ``PiError`` and the builtin a caller already catches (``Value
 
 from __future__ import annotations
 
-from typing import Any
+# No `typing` at run time: `import pi_agent` stays cheap (see tests/python/test_import.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def make(base: type[Exception]) -> tuple[type[Exception], type[Exception]]:

@@ -9,7 +9,10 @@ Rust-defined exception cannot do (one base only).
 
 from __future__ import annotations
 
-from typing import Any
+# No `typing` at run time: `import pi_agent` stays cheap (see tests/python/test_import.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def make(base: type[Exception]) -> dict[str, type[Exception]]:
