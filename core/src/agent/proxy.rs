@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::config::StreamFn;
+use super::error::message_error;
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
@@ -105,22 +106,10 @@ async fn run(
     read_stream(writer, http::SseEvents::new(response, options)).await
 }
 
-/// Why a source of events given to [`stream_from_events`] failed (a binding's iterator raised):
-/// the message becomes the `errorMessage` of the stream's `error` event.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct EventSourceError(pub String);
-
-impl From<String> for EventSourceError {
-    fn from(message: String) -> Self {
-        Self(message)
-    }
-}
-
-impl From<&str> for EventSourceError {
-    fn from(message: &str) -> Self {
-        Self(message.to_owned())
-    }
+message_error! {
+    /// Why a source of events given to [`stream_from_events`] failed (a binding's iterator
+    /// raised): the message becomes the `errorMessage` of the stream's `error` event.
+    EventSourceError
 }
 
 impl From<EventSourceError> for ProviderError {

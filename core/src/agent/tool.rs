@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::error::message_error;
 use crate::ai::types::{Tool, UserContent};
 
 /// How the tool calls of one assistant message run.
@@ -99,29 +100,10 @@ impl AgentToolResult {
     }
 }
 
-/// A tool's failure. The message becomes the text of an `isError` tool result that the model
-/// reads, so say what went wrong in words the model can act on.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
-
-impl ToolError {
-    /// A failure with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
-    }
-}
-
-impl From<String> for ToolError {
-    fn from(message: String) -> Self {
-        Self(message)
-    }
-}
-
-impl From<&str> for ToolError {
-    fn from(message: &str) -> Self {
-        Self(message.to_owned())
-    }
+message_error! {
+    /// A tool's failure. The message becomes the text of an `isError` tool result that the
+    /// model reads, so say what went wrong in words the model can act on.
+    ToolError
 }
 
 impl From<serde_json::Error> for ToolError {
