@@ -95,6 +95,9 @@ ls "$CARGO_TARGET_DIR"/wheels-ci/*.whl | grep -q -- '-cp39-abi3-' || { echo "the
 step "python stubs and examples typecheck"
 "$PYTHON" -m mypy.stubtest pi_agent._core --allowlist python/stubtest-allowlist.txt
 "$PYTHON" -m mypy --strict examples/python
+# The package modules the extension imports (pi_agent._bridge and the error classes).
+"$PYTHON" -m mypy --strict --follow-imports=silent python/pi_agent/_bridge.py \
+    python/pi_agent/_errors.py python/pi_agent/_model_errors.py
 
 step "python sdist installs in a clean venv"
 # The sdist compiles the crate again: with the same target dir and the dev profile it reuses

@@ -174,7 +174,7 @@ pub fn provider_stream(api: &str, data: &[u8]) {
             openai_codex::API => {
                 openai_codex::read_stream(writer, &model, events, Default::default()).await
             }
-            "proxy" => crate::agent::proxy::read_stream(writer, events).await,
+            "proxy" => crate::agent::read_stream(writer, events).await,
             other => panic!("unknown api {other}"),
         }
     });

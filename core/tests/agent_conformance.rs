@@ -9,7 +9,7 @@ use futures::FutureExt;
 use pi_agent::agent::{
     AfterToolCallResult, Agent, AgentContext, AgentEvent, AgentLoopConfig, AgentMessage,
     AgentOptions, AgentTool, AgentToolResult, BeforeToolCallResult, CustomMessage, FnTool,
-    ToolCallContext, ToolError, ToolExecutionMode, agent_loop_continue,
+    ToolCallContext, ToolError, ToolExecutionMode, ToolSpec, agent_loop_continue,
 };
 use pi_agent::ai::providers::faux::{
     FauxProvider, FauxResponse, faux_assistant_message, faux_text, faux_thinking,
@@ -40,15 +40,9 @@ fn recorder(agent: &Agent) -> Arc<Mutex<Vec<AgentEvent>>> {
 
 /// A tool that records the arguments it ran with.
 fn echo_args(seen: Arc<Mutex<Vec<Value>>>) -> Arc<dyn AgentTool> {
-    struct Edit(Arc<Mutex<Vec<Value>>>, Value);
+    struct Edit(Arc<Mutex<Vec<Value>>>, ToolSpec);
     impl AgentTool for Edit {
-        fn name(&self) -> &str {
-            "edit"
-        }
-        fn description(&self) -> &str {
-            "Applies edits"
-        }
-        fn parameters(&self) -> &Value {
+        fn spec(&self) -> &ToolSpec {
             &self.1
         }
         /// pi's legacy shim: `{oldText, newText}` becomes `{edits: [...]}`.
@@ -68,8 +62,12 @@ fn echo_args(seen: Arc<Mutex<Vec<Value>>>) -> Arc<dyn AgentTool> {
     }
     Arc::new(Edit(
         seen,
-        json!({"type": "object", "properties": {"edits": {"type": "array"}, "count": {"type": "number"}},
-               "required": ["edits"]}),
+        ToolSpec::new(
+            "edit",
+            "Applies edits",
+            json!({"type": "object", "properties": {"edits": {"type": "array"}, "count": {"type": "number"}},
+                   "required": ["edits"]}),
+        ),
     ))
 }
 

@@ -321,10 +321,7 @@ async fn streams_from_a_message_and_from_events() {
     assert_eq!(result.content, vec![faux_text("hi")]);
 
     // A source that fails, or ends early, ends the stream with an error.
-    let events = vec![
-        Ok(json!({"type": "start"})),
-        Err("source failed".to_owned()),
-    ];
+    let events = vec![Ok(json!({"type": "start"})), Err("source failed".into())];
     let result = stream_from_events(&model, None, futures::stream::iter(events).boxed())
         .result()
         .await;

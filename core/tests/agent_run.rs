@@ -9,6 +9,7 @@ use futures::{FutureExt, StreamExt};
 use pi_agent::agent::{
     Agent, AgentError, AgentEvent, AgentHooks, AgentMessage, AgentOptions, AgentTool,
     AgentToolResult, FnTool, HookError, RunInput, TOOL_ABORTED, ToolCallContext, ToolError,
+    ToolSpec,
 };
 use pi_agent::ai::providers::faux::{
     FauxOptions, FauxProvider, faux_assistant_message, faux_text, faux_tool_call_with_id,
@@ -21,20 +22,13 @@ const HANG_GUARD: Duration = Duration::from_secs(30);
 
 /// A tool that logs when its `execute` is called (the start of an execution).
 struct LogTool {
-    name: &'static str,
-    parameters: serde_json::Value,
+    spec: ToolSpec,
     log: Arc<Mutex<Vec<String>>>,
 }
 
 impl AgentTool for LogTool {
-    fn name(&self) -> &str {
-        self.name
-    }
-    fn description(&self) -> &str {
-        "Logs its call"
-    }
-    fn parameters(&self) -> &serde_json::Value {
-        &self.parameters
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
     fn execute(
         &self,
@@ -50,8 +44,11 @@ impl AgentTool for LogTool {
 
 fn log_tool(name: &'static str, log: Arc<Mutex<Vec<String>>>) -> Arc<dyn AgentTool> {
     Arc::new(LogTool {
-        name,
-        parameters: json!({"type": "object", "properties": {"n": {"type": "number"}}}),
+        spec: ToolSpec::new(
+            name,
+            "Logs its call",
+            json!({"type": "object", "properties": {"n": {"type": "number"}}}),
+        ),
         log,
     })
 }

@@ -8,8 +8,9 @@ use ::pi_agent::agent::ToolExecutionMode;
 use ::pi_agent::ai::{ApiKey, ModelThinkingLevel, StreamOptions, Tool};
 
 use crate::agent::pi_agent;
+use crate::agent_state::write_agent_json;
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref};
-use crate::error::{parse_object, pi_error, to_json};
+use crate::error::{parse_object, pi_error};
 use crate::model::pi_model;
 use crate::options::parse_name;
 use crate::stream_options::pi_stream_options;
@@ -147,10 +148,7 @@ pub extern "C" fn pi_agent_settings_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&agent.shared.agent.settings(), "settings")?));
-        Ok(())
+        write_agent_json(agent, json_out, "settings", |agent| agent.settings())
     }
 }
 
@@ -167,11 +165,7 @@ pub extern "C" fn pi_agent_tools_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let out = Out::new(json_out, "json_out")?;
-        let tools: Vec<Tool> = agent.shared.agent.tools().iter().map(|tool| tool.definition()).collect();
-        out.write(into_c_string(to_json(&tools, "tools")?));
-        Ok(())
+        write_agent_json(agent, json_out, "tools", |agent| agent.tools().iter().map(|tool| tool.definition()).collect::<Vec<Tool>>())
     }
 }
 

@@ -8,6 +8,7 @@ use ::pi_agent::agent::{
     Agent, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, QueueMode,
 };
 use ::pi_agent::ai::{StreamOptions, UserMessage};
+use serde::Serialize;
 
 use crate::agent::{pi_agent, wrap};
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, opt_ref};
@@ -41,10 +42,7 @@ pub extern "C" fn pi_agent_messages_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&agent.shared.agent.messages(), "messages")?));
-        Ok(())
+        write_agent_json(agent, json_out, "messages", |agent| agent.messages())
     }
 }
 
@@ -100,11 +98,7 @@ pub extern "C" fn pi_agent_steering_queue_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let out = Out::new(json_out, "json_out")?;
-        let (steering, _) = agent.shared.agent.queued_messages();
-        out.write(into_c_string(to_json(&steering, "messages")?));
-        Ok(())
+        write_agent_json(agent, json_out, "messages", |agent| agent.queued_messages().0)
     }
 }
 
@@ -119,11 +113,7 @@ pub extern "C" fn pi_agent_follow_up_queue_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let out = Out::new(json_out, "json_out")?;
-        let (_, follow_up) = agent.shared.agent.queued_messages();
-        out.write(into_c_string(to_json(&follow_up, "messages")?));
-        Ok(())
+        write_agent_json(agent, json_out, "messages", |agent| agent.queued_messages().1)
     }
 }
 
@@ -339,11 +329,7 @@ pub extern "C" fn pi_agent_pending_tool_calls_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let out = Out::new(json_out, "json_out")?;
-        let ids = agent.shared.agent.pending_tool_calls();
-        out.write(into_c_string(to_json(&ids, "pending tool calls")?));
-        Ok(())
+        write_agent_json(agent, json_out, "pending tool calls", |agent| agent.pending_tool_calls())
     }
 }
 
@@ -359,10 +345,7 @@ pub extern "C" fn pi_agent_listener_errors_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&agent.shared.agent.listener_errors(), "listener errors")?));
-        Ok(())
+        write_agent_json(agent, json_out, "listener errors", |agent| agent.listener_errors())
     }
 }
 
@@ -385,10 +368,7 @@ pub extern "C" fn pi_agent_snapshot_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&agent.shared.agent.snapshot(), "snapshot")?));
-        Ok(())
+        write_agent_json(agent, json_out, "snapshot", |agent| agent.snapshot())
     }
 }
 
@@ -428,4 +408,18 @@ pub extern "C" fn pi_agent_restore(
         out.write(wrap(agent));
         Ok(())
     }
+}
+
+/// The body of each function here that writes some of the agent's data as JSON: `read` picks
+/// the data, and its JSON goes to `*json_out` (freed with `pi_string_free`).
+pub(crate) fn write_agent_json<T: Serialize>(
+    agent: *const pi_agent,
+    json_out: *mut *mut c_char,
+    what: &str,
+    read: impl FnOnce(&Agent) -> T,
+) -> Result<(), pi_error> {
+    let agent = arg_ref(agent, "agent")?;
+    let out = Out::new(json_out, "json_out")?;
+    out.write(into_c_string(to_json(&read(&agent.shared.agent), what)?));
+    Ok(())
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
 use pi_agent::agent::{
-    AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
+    AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolSpec, ToolUpdates,
 };
 use serde_json::Value;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -222,11 +222,7 @@ pub(crate) type ToolFn = unsafe extern "C" fn(*mut c_void, *mut pi_tool_call) ->
 /// The `AgentTool` behind `pi_agent_add_tool` and `pi_agent_add_tool_object` (core's `FnTool`
 /// with C callbacks).
 pub(crate) struct CTool {
-    pub(crate) name: String,
-    pub(crate) label: Option<String>,
-    pub(crate) description: String,
-    pub(crate) parameters: Value,
-    pub(crate) execution_mode: Option<ToolExecutionMode>,
+    pub(crate) spec: ToolSpec,
     pub(crate) callbacks: Arc<ToolCallbacks>,
     pub(crate) site: CallbackSite,
 }
@@ -265,24 +261,8 @@ impl ToolCallbacks {
 }
 
 impl AgentTool for CTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-
-    fn label(&self) -> &str {
-        self.label.as_deref().unwrap_or(&self.name)
-    }
-
-    fn execution_mode(&self) -> Option<ToolExecutionMode> {
-        self.execution_mode
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {

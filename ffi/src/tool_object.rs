@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use pi_agent::agent::{ToolError, ToolExecutionMode};
+use pi_agent::agent::{ToolError, ToolExecutionMode, ToolSpec};
 use serde_json::Value;
 
 use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
@@ -36,11 +36,7 @@ pub(crate) type PrepareFn = unsafe extern "C" fn(*mut c_void, *mut pi_prepare_ar
 ///
 /// Not thread-safe: use it from one thread at a time.
 pub struct pi_tool {
-    name: String,
-    label: Option<String>,
-    description: String,
-    parameters: Value,
-    execution_mode: Option<ToolExecutionMode>,
+    spec: ToolSpec,
     execute: ToolFn,
     prepare_arguments: Option<PrepareFn>,
     /// Released (its `free_user_data` called) when the tool is freed without being added.
@@ -55,11 +51,7 @@ impl pi_tool {
         site: CallbackSite,
     ) -> CTool {
         CTool {
-            name: self.name,
-            label: self.label,
-            description: self.description,
-            parameters: self.parameters,
-            execution_mode: self.execution_mode,
+            spec: self.spec,
             callbacks: Arc::new(ToolCallbacks {
                 execute: self.execute,
                 prepare_arguments: self.prepare_arguments,
@@ -104,11 +96,7 @@ pub extern "C" fn pi_tool_new(
         })?;
         let out = Out::new(tool_out, "tool_out")?;
         out.write(into_handle(pi_tool {
-            name: name.to_owned(),
-            label: None,
-            description: description.to_owned(),
-            parameters,
-            execution_mode: None,
+            spec: ToolSpec::new(name, description, parameters),
             execute,
             prepare_arguments: None,
             user_data: UserData::new(user_data, free_user_data),
@@ -126,7 +114,7 @@ pub extern "C" fn pi_tool_new(
 pub extern "C" fn pi_tool_set_label(tool: *mut pi_tool, label: *const c_char) -> *mut pi_error {
     ffi_fallible! {
         let label = arg_opt_str(label, "label")?.map(str::to_owned);
-        tool_mut(tool)?.label = label;
+        tool_mut(tool)?.spec.label = label;
         Ok(())
     }
 }
@@ -146,7 +134,7 @@ pub extern "C" fn pi_tool_set_execution_mode(
         let mode = arg_opt_str(mode, "mode")?
             .map(|mode| parse_name::<ToolExecutionMode>(mode, "mode"))
             .transpose()?;
-        tool_mut(tool)?.execution_mode = mode;
+        tool_mut(tool)?.spec.execution_mode = mode;
         Ok(())
     }
 }

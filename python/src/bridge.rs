@@ -2,7 +2,7 @@
 //! `loop.call_soon_threadsafe`; Python functions run on the daemon threads of a Python-side
 //! pool; coroutines run on the awaiting caller's loop (`asyncio.run_coroutine_threadsafe`) or
 //! in a fresh loop on a pool thread (`asyncio.run`). The small Python half lives in
-//! `bridge.py`, compiled into the extension.
+//! `pi_agent/_bridge.py`, imported like any module of the package.
 //!
 //! Interpreter exit. CPython ends a thread that takes the GIL once finalization has begun
 //! (`pthread_exit`), and that forced unwind aborts the process if it crosses Rust frames. So:
@@ -12,7 +12,6 @@
 //! - a thread blocked in a binding call with the GIL released never takes it back once the
 //!   hook ran ([`park_if_exiting`]): it parks until the process is gone.
 
-use std::ffi::CStr;
 use std::future::Future;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
@@ -27,12 +26,6 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::runtime::runtime;
-
-const BRIDGE_SOURCE: &CStr =
-    match CStr::from_bytes_with_nul(concat!(include_str!("bridge.py"), "\0").as_bytes()) {
-        Ok(source) => source,
-        Err(_) => panic!("bridge.py contains a NUL byte"),
-    };
 
 static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
@@ -129,17 +122,9 @@ pub(crate) fn register_exit_hook(module: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// A function or class of `bridge.py`.
+/// A function or class of `pi_agent/_bridge.py`.
 pub(crate) fn helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    let module = BRIDGE.get_or_try_init(py, || {
-        PyModule::from_code(
-            py,
-            BRIDGE_SOURCE,
-            c"pi_agent/_bridge.py",
-            c"pi_agent._bridge",
-        )
-        .map(Bound::unbind)
-    })?;
+    let module = BRIDGE.get_or_try_init(py, || py.import("pi_agent._bridge").map(Bound::unbind))?;
     module.bind(py).getattr(name)
 }
 

@@ -3,8 +3,6 @@
 //! Setup mistakes raise; model, network, tool and abort failures never do: they end the run
 //! or stream with a message whose `stopReason` is `error` or `aborted` (pi's rule).
 
-use std::ffi::CStr;
-
 use pi_agent::agent::AgentError;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
@@ -62,23 +60,12 @@ pub(crate) fn agent_error(error: AgentError) -> PyErr {
     }
 }
 
-const ERRORS_SOURCE: &CStr =
-    match CStr::from_bytes_with_nul(concat!(include_str!("errors.py"), "\0").as_bytes()) {
-        Ok(source) => source,
-        Err(_) => panic!("errors.py contains a NUL byte"),
-    };
-
-/// `PiValueError` and `PiTypeError`, made once (they need two bases, see `errors.py`).
+/// `PiValueError` and `PiTypeError`, made once (they need two bases, see `pi_agent/_errors.py`).
 static INPUT_ERRORS: PyOnceLock<(Py<PyType>, Py<PyType>)> = PyOnceLock::new();
 
 fn input_errors(py: Python<'_>) -> PyResult<&(Py<PyType>, Py<PyType>)> {
     INPUT_ERRORS.get_or_try_init(py, || {
-        let module = PyModule::from_code(
-            py,
-            ERRORS_SOURCE,
-            c"pi_agent/_errors.py",
-            c"pi_agent._errors",
-        )?;
+        let module = py.import("pi_agent._errors")?;
         let (value, type_) = module
             .getattr("make")?
             .call1((py.get_type::<PiError>(),))?

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use pi_agent::agent::{
     AfterToolCall, AfterToolCallResult, Agent, AgentMessage, BeforeToolCall, BeforeToolCallResult,
     GetApiKey, HookError, ShouldStopAfterTurn, TransformContext,
@@ -160,73 +161,73 @@ fn context_arg<'py, T: Serialize>(py: Python<'py>, context: &T) -> PyResult<Boun
     serde_to_py(py, context)
 }
 
+/// Calls a hook with a core context (as a dict) and the run's signal; `read` turns its answer
+/// into the hook's result, and a failure becomes a `HookError` with `describe`'s text.
+fn call_with_context<C, R>(
+    hook: &PyHook,
+    scope: &RunScope,
+    context: C,
+    signal: CancellationToken,
+    read: fn(&Bound<'_, PyAny>) -> PyResult<R>,
+    describe: fn(Python<'_>, &PyErr) -> String,
+) -> BoxFuture<'static, Result<R, HookError>>
+where
+    C: Serialize + Send + 'static,
+    R: Send + 'static,
+{
+    let hook = hook.clone();
+    callable::call(
+        scope.current(),
+        move |py| hook.call_with(py, context_arg(py, &context)?, &signal),
+        move |py, outcome| {
+            outcome
+                .and_then(|value| read(&value))
+                .map_err(|error| HookError::new(describe(py, &error)))
+        },
+        || Err(HookError::new(EXITING)),
+    )
+    .boxed()
+}
+
 /// `before_tool_call(context[, signal])` → `None` or a `BeforeToolCallResult` dict.
 pub(crate) fn before_tool_call(hook: PyHook, scope: RunScope) -> BeforeToolCall {
+    fn read(value: &Bound<'_, PyAny>) -> PyResult<Option<BeforeToolCallResult>> {
+        if value.is_none() {
+            return Ok(None);
+        }
+        parse::<BeforeToolCallResult>(value, "before_tool_call result").map(Some)
+    }
     Arc::new(move |context, signal| {
-        let hook = hook.clone();
-        callable::call(
-            scope.current(),
-            move |py| hook.call_with(py, context_arg(py, &context)?, &signal),
-            |py, outcome| {
-                outcome
-                    .and_then(|value| {
-                        if value.is_none() {
-                            return Ok(None);
-                        }
-                        parse::<BeforeToolCallResult>(&value, "before_tool_call result").map(Some)
-                    })
-                    .map_err(|error| HookError::new(exception_message(py, &error)))
-            },
-            || Err(HookError::new(EXITING)),
-        )
-        .boxed()
+        call_with_context(&hook, &scope, context, signal, read, exception_message)
     })
 }
 
 /// `after_tool_call(context[, signal])` → `None` or an `AfterToolCallResult` dict (`content`
 /// may be a str).
 pub(crate) fn after_tool_call(hook: PyHook, scope: RunScope) -> AfterToolCall {
+    fn read(value: &Bound<'_, PyAny>) -> PyResult<Option<AfterToolCallResult>> {
+        if value.is_none() {
+            return Ok(None);
+        }
+        let mut change = from_py(value)?;
+        text_content_to_blocks(&mut change);
+        parse_value::<AfterToolCallResult>(change, "after_tool_call result").map(Some)
+    }
     Arc::new(move |context, signal| {
-        let hook = hook.clone();
-        callable::call(
-            scope.current(),
-            move |py| hook.call_with(py, context_arg(py, &context)?, &signal),
-            |py, outcome| {
-                outcome
-                    .and_then(|value| {
-                        if value.is_none() {
-                            return Ok(None);
-                        }
-                        let mut change = from_py(&value)?;
-                        text_content_to_blocks(&mut change);
-                        parse_value::<AfterToolCallResult>(change, "after_tool_call result")
-                            .map(Some)
-                    })
-                    .map_err(|error| HookError::new(exception_message(py, &error)))
-            },
-            || Err(HookError::new(EXITING)),
-        )
-        .boxed()
+        call_with_context(&hook, &scope, context, signal, read, exception_message)
     })
 }
 
 /// `should_stop_after_turn(context[, signal])` → truthy to stop.
 fn should_stop_after_turn(hook: PyHook, scope: RunScope) -> ShouldStopAfterTurn {
+    fn read(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        value.is_truthy()
+    }
+    fn describe(py: Python<'_>, error: &PyErr) -> String {
+        raised(py, HookKind::ShouldStopAfterTurn.name(), error)
+    }
     Arc::new(move |context, signal| {
-        let hook = hook.clone();
-        callable::call(
-            scope.current(),
-            move |py| hook.call_with(py, context_arg(py, &context)?, &signal),
-            |py, outcome| {
-                outcome
-                    .and_then(|value| value.is_truthy())
-                    .map_err(|error| {
-                        HookError::new(raised(py, HookKind::ShouldStopAfterTurn.name(), &error))
-                    })
-            },
-            || Err(HookError::new(EXITING)),
-        )
-        .boxed()
+        call_with_context(&hook, &scope, context, signal, read, describe)
     })
 }
 

@@ -3,7 +3,6 @@
 //! in pi.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 
 use pi_agent::ai::{AssistantMessage, ErrorKind, MessageError};
 use pyo3::prelude::*;
@@ -13,23 +12,12 @@ use pyo3::types::{PyDict, PyModule, PyType};
 use crate::convert::serde_to_py;
 use crate::errors::PiError;
 
-const SOURCE: &CStr =
-    match CStr::from_bytes_with_nul(concat!(include_str!("model_errors.py"), "\0").as_bytes()) {
-        Ok(source) => source,
-        Err(_) => panic!("model_errors.py contains a NUL byte"),
-    };
-
 /// The classes by name, made once.
 static CLASSES: PyOnceLock<HashMap<String, Py<PyType>>> = PyOnceLock::new();
 
 fn classes(py: Python<'_>) -> PyResult<&HashMap<String, Py<PyType>>> {
     CLASSES.get_or_try_init(py, || {
-        let module = PyModule::from_code(
-            py,
-            SOURCE,
-            c"pi_agent/_model_errors.py",
-            c"pi_agent._model_errors",
-        )?;
+        let module = py.import("pi_agent._model_errors")?;
         let made = module.getattr("make")?.call1((py.get_type::<PiError>(),))?;
         made.extract::<HashMap<String, Py<PyType>>>()
     })

@@ -10,13 +10,12 @@
 //! (`{"type": "model_result", "message", "startEmitted"}`, ...).
 
 use pi_agent::agent::{
-    AgentLoopConfig, AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig,
-    ToolExecutionMode, execute_tool_calls,
+    AgentLoopConfig, AgentMessage, AgentStepper, RunStart, Step, StepAction, StepInput,
+    StepperConfig, execute_tool_calls,
 };
-use pi_agent::ai::{AssistantMessage, Model, ToolCall};
+use pi_agent::ai::Model;
 use pyo3::prelude::*;
 use pyo3::types::PyType;
-use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -160,18 +159,6 @@ impl PyAgentStepper {
     }
 }
 
-/// A step's `execute_tools` action as the driver hands it back (`StepAction::ExecuteTools`
-/// is only serialized by core).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ExecuteTools {
-    #[serde(rename = "type")]
-    kind: String,
-    assistant_message: AssistantMessage,
-    tool_calls: Vec<ToolCall>,
-    mode: ToolExecutionMode,
-}
-
 /// A hook keyword argument: `None` (or absent) for none, `TypeError` if it is not callable.
 fn hook_argument(function: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<PyHook>> {
     match function.filter(|function| !function.is_none()) {
@@ -205,18 +192,22 @@ pub(crate) fn execute_tool_calls_sync(
     after_tool_call: Option<&Bound<'_, PyAny>>,
     tool_timeout_ms: Option<u64>,
 ) -> PyResult<Json> {
-    let ExecuteTools {
-        kind,
+    let action: StepAction = parse(action, "execute_tools action")?;
+    let StepAction::ExecuteTools {
         assistant_message,
         tool_calls,
         mode,
-    } = parse(action, "execute_tools action")?;
-    if kind != "execute_tools" {
+    } = action
+    else {
+        let kind = serde_json::to_value(&action)
+            .ok()
+            .and_then(|value| value.get("type").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
         return Err(value_error(
             Some("action"),
             format!("execute_tool_calls_sync: the action is `{kind}`, not `execute_tools`"),
         ));
-    }
+    };
     let scope = RunScope::default();
     let tools = tools
         .try_iter()?

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use pi_agent::agent::{StreamFn, stream_from_events, stream_message};
+use pi_agent::agent::{EventSourceError, StreamFn, stream_from_events, stream_message};
 use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -61,7 +61,7 @@ enum Source {
     /// Events of a Python iterable, read through `bridge.EventPump`.
     Pump(Pump, Scope),
     /// Events known in advance.
-    Ready(VecDeque<Result<Value, String>>),
+    Ready(VecDeque<Result<Value, EventSourceError>>),
 }
 
 /// Cancels the stream the function returned when the agent no longer reads it (abort).
@@ -100,7 +100,7 @@ impl Drop for Pump {
     }
 }
 
-fn source(start: Start) -> BoxStream<'static, Result<Value, String>> {
+fn source(start: Start) -> BoxStream<'static, Result<Value, EventSourceError>> {
     futures::stream::unfold(Source::Start(Box::new(start)), |mut state| async move {
         loop {
             state = match state {
@@ -109,7 +109,8 @@ fn source(start: Start) -> BoxStream<'static, Result<Value, String>> {
                     let event = stream.lock().await.next().await;
                     return match event {
                         Some(event) => {
-                            let value = serde_json::to_value(&event).map_err(|e| e.to_string());
+                            let value = serde_json::to_value(&event)
+                                .map_err(|e| EventSourceError(e.to_string()));
                             Some((value, Source::Stream(stream, guard)))
                         }
                         None => None,
@@ -132,7 +133,7 @@ fn source(start: Start) -> BoxStream<'static, Result<Value, String>> {
 }
 
 fn failed(message: String) -> Source {
-    Source::Ready(VecDeque::from([Err(message)]))
+    Source::Ready(VecDeque::from([Err(message.into())]))
 }
 
 /// Calls the Python function and classifies what it returned.
@@ -209,7 +210,7 @@ async fn call_function(start: Start) -> Source {
 }
 
 /// The next event of a pump, `None` at the end.
-async fn pull(pump: &Pump, scope: Scope) -> Option<Result<Value, String>> {
+async fn pull(pump: &Pump, scope: Scope) -> Option<Result<Value, EventSourceError>> {
     let pump = with_gil(|py| pump.0.as_ref().map(|pump| pump.clone_ref(py))).flatten()?;
     callable::call(
         scope,
@@ -221,14 +222,17 @@ async fn pull(pump: &Pump, scope: Scope) -> Option<Result<Value, String>> {
             let item = outcome.and_then(|pair| pair.extract::<(bool, Bound<'_, PyAny>)>());
             match item {
                 Ok((false, _)) => None,
-                Ok((true, event)) => Some(from_py(&event).map_err(|error| describe(py, &error))),
+                Ok((true, event)) => {
+                    Some(from_py(&event).map_err(|error| describe(py, &error).into()))
+                }
                 Err(error) => Some(Err(format!(
                     "stream_fn events raised {}",
                     describe(py, &error)
-                ))),
+                )
+                .into())),
             }
         },
-        || Some(Err(EXITING.to_owned())),
+        || Some(Err(EXITING.into())),
     )
     .await
 }

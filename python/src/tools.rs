@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use pi_agent::agent::{
-    AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
+    AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolSpec,
+    ToolUpdates,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
@@ -25,11 +26,8 @@ use crate::signal::PySignal;
 /// it. Calling the tool calls the function.
 #[pyclass(module = "pi_agent", name = "Tool", frozen)]
 pub(crate) struct PyTool {
-    name: String,
-    description: String,
-    parameters: Value,
-    label: Option<String>,
-    execution_mode: Option<ToolExecutionMode>,
+    /// Name, label, description, schema, execution mode.
+    spec: ToolSpec,
     function: Arc<Py<PyAny>>,
     /// pi's `prepareArguments`: rewrites the raw arguments before validation.
     prepare_arguments: Option<Arc<Py<PyAny>>>,
@@ -48,11 +46,7 @@ impl PyTool {
     /// runs.
     pub(crate) fn from_native(tool: Arc<dyn AgentTool>, function: Py<PyAny>) -> Self {
         Self {
-            name: tool.name().to_owned(),
-            description: tool.description().to_owned(),
-            parameters: tool.parameters().clone(),
-            label: Some(tool.label().to_owned()),
-            execution_mode: tool.execution_mode(),
+            spec: tool.spec().clone(),
             function: Arc::new(function),
             prepare_arguments: None,
             context_parameter: None,
@@ -64,9 +58,9 @@ impl PyTool {
     /// The tool as the LLM sees it (`{"name", "description", "parameters"}`).
     pub(crate) fn definition_json(&self) -> Value {
         serde_json::json!({
-            "name": self.name,
-            "description": self.description,
-            "parameters": self.parameters,
+            "name": self.spec.name,
+            "description": self.spec.description,
+            "parameters": self.spec.parameters,
         })
     }
 
@@ -88,11 +82,7 @@ impl PyTool {
             return Arc::clone(native);
         }
         Arc::new(PythonTool {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            parameters: self.parameters.clone(),
-            label: self.label.clone(),
-            execution_mode: self.execution_mode,
+            spec: self.spec.clone(),
             function: Arc::clone(&self.function),
             prepare_arguments: self.prepare_arguments.clone(),
             context_parameter: self.context_parameter.clone(),
@@ -155,15 +145,18 @@ impl PyTool {
             };
             return Err(raise(Some(&error.path), error.to_string()));
         }
-        Ok(Self {
+        let spec = ToolSpec {
             name,
+            label,
             description,
             parameters,
-            label,
             execution_mode: execution_mode
                 .filter(|mode| !mode.is_none())
                 .map(|mode| parse_value(from_py(mode)?, "execution_mode"))
                 .transpose()?,
+        };
+        Ok(Self {
+            spec,
             function: Arc::new(function.unbind()),
             prepare_arguments: optional_callable(prepare_arguments, "prepare_arguments")?,
             context_parameter: context_parameter.map(Arc::from),
@@ -215,30 +208,30 @@ impl PyTool {
 
     #[getter]
     pub(crate) fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     #[getter]
     fn description(&self) -> &str {
-        &self.description
+        &self.spec.description
     }
 
     #[getter]
     fn parameters<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        to_py(py, &self.parameters)
+        to_py(py, &self.spec.parameters)
     }
 
     /// A label for user interfaces (default: the name).
     #[getter]
     fn label(&self) -> &str {
-        self.label.as_deref().unwrap_or(&self.name)
+        self.spec.label.as_deref().unwrap_or(&self.spec.name)
     }
 
     /// `"sequential"` forces the batch this tool's calls are in to run one call at a time;
     /// `None` follows the agent's `tool_execution`.
     #[getter]
     fn execution_mode(&self) -> Option<&'static str> {
-        self.execution_mode.map(|mode| match mode {
+        self.spec.execution_mode.map(|mode| match mode {
             ToolExecutionMode::Sequential => "sequential",
             ToolExecutionMode::Parallel => "parallel",
         })
@@ -274,17 +267,14 @@ impl PyTool {
     }
 
     fn __repr__(&self) -> String {
-        format!("Tool(name={:?})", self.name)
+        format!("Tool(name={:?})", self.spec.name)
     }
 }
 
 /// Core's view of a [`PyTool`] inside one agent.
 struct PythonTool {
-    name: String,
-    description: String,
-    parameters: Value,
-    label: Option<String>,
-    execution_mode: Option<ToolExecutionMode>,
+    /// Name, label, description, schema, execution mode.
+    spec: ToolSpec,
     function: Arc<Py<PyAny>>,
     prepare_arguments: Option<Arc<Py<PyAny>>>,
     context_parameter: Option<Arc<str>>,
@@ -293,24 +283,8 @@ struct PythonTool {
 }
 
 impl AgentTool for PythonTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-
-    fn label(&self) -> &str {
-        self.label.as_deref().unwrap_or(&self.name)
-    }
-
-    fn execution_mode(&self) -> Option<ToolExecutionMode> {
-        self.execution_mode
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {

@@ -5,17 +5,16 @@
 //! Every hook is cut short by an abort (and the tool hooks by the tool watchdog), like a tool:
 //! a late hook answer is dropped, and the run ends promptly.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::config::{AgentContext, AgentLoopConfig, HookError, MessageSource};
 use super::error::AgentError;
 use super::event::AgentEvent;
+use super::guard::{EventSink, Guarded, guarded};
 use super::message::AgentMessage;
 use super::step::{AgentStepper, RunStart, Step, StepAction, StepInput, StepperConfig};
 use super::tool::AgentTool;
@@ -30,59 +29,6 @@ pub const STREAM_IDLE: &str = "The model stream stalled";
 
 /// The error message of a run step cut short by an abort.
 pub const ABORTED: &str = "Request was aborted";
-
-/// Where a run's events go. The loop awaits every event before it goes on (pi's barrier
-/// semantics: when `before_tool_call` runs, every subscriber has seen the assistant message).
-///
-/// Any `FnMut(AgentEvent) + Send` closure is a sink.
-pub trait EventSink: Send {
-    /// Delivers one event.
-    fn emit(&mut self, event: AgentEvent) -> impl Future<Output = ()> + Send;
-}
-
-impl<F: FnMut(AgentEvent) + Send> EventSink for F {
-    fn emit(&mut self, event: AgentEvent) -> impl Future<Output = ()> + Send {
-        self(event);
-        std::future::ready(())
-    }
-}
-
-/// How a guarded hook future ended.
-pub(crate) enum Guarded<T> {
-    /// It answered.
-    Done(T),
-    /// It panicked (the text).
-    Panicked(String),
-    /// The run was aborted first.
-    Aborted,
-    /// The watchdog fired first.
-    TimedOut(Duration),
-}
-
-/// Runs a hook future, catching panics, cut short by `signal` and by `timeout`. A hook that
-/// blocks its thread cannot be pre-empted here; bindings run host callbacks off the runtime's
-/// threads for that reason.
-pub(crate) async fn guarded<T>(
-    future: impl Future<Output = T>,
-    signal: &CancellationToken,
-    timeout: Option<Duration>,
-) -> Guarded<T> {
-    let deadline = async {
-        match timeout {
-            Some(limit) => tokio::time::sleep(limit).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        biased;
-        () = signal.cancelled() => Guarded::Aborted,
-        outcome = std::panic::AssertUnwindSafe(future).catch_unwind() => match outcome {
-            Ok(value) => Guarded::Done(value),
-            Err(panic) => Guarded::Panicked(panic_text(&*panic)),
-        },
-        () = deadline => Guarded::TimedOut(timeout.unwrap_or_default()),
-    }
-}
 
 /// Runs the loop with new `prompts` appended to `context` and returns the messages the run
 /// added (prompts included).

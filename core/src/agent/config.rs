@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::error::message_error;
 use super::limits::RunLimits;
 use super::message::{AgentMessage, default_convert_to_llm};
 use super::queue::QueueMode;
@@ -23,29 +24,11 @@ use crate::ai::types::{
     AssistantMessage, Context, Message, ToolCall, ToolResultMessage, UserContent,
 };
 
-/// A hook's failure. What happens then depends on the hook (an error tool result, or a failed
-/// turn); the text is what the model or the transcript shows, so say what went wrong.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct HookError(pub String);
-
-impl HookError {
-    /// A failure with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
-    }
-}
-
-impl From<String> for HookError {
-    fn from(message: String) -> Self {
-        Self(message)
-    }
-}
-
-impl From<&str> for HookError {
-    fn from(message: &str) -> Self {
-        Self(message.to_owned())
-    }
+message_error! {
+    /// A hook's failure. What happens then depends on the hook (an error tool result, or a
+    /// failed turn); the text is what the model or the transcript shows, so say what went
+    /// wrong.
+    HookError
 }
 
 /// Calls the model. Contract: never fails; failures end the returned stream with `error`

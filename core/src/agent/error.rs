@@ -28,3 +28,35 @@ pub enum AgentError {
     )]
     TranscriptBusy,
 }
+
+/// Declares a failure that is one message for a model or a transcript to read (a tool's, a
+/// hook's, an event source's): a `thiserror` type displaying its text, made from a `String` or
+/// a `&str`.
+macro_rules! message_error {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+        #[error("{0}")]
+        pub struct $name(pub String);
+
+        impl $name {
+            /// A failure with this message.
+            pub fn new(message: impl Into<String>) -> Self {
+                Self(message.into())
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(message: String) -> Self {
+                Self(message)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(message: &str) -> Self {
+                Self(message.to_owned())
+            }
+        }
+    };
+}
+pub(crate) use message_error;

@@ -14,11 +14,12 @@ use futures::{FutureExt, Stream};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::agent_loop::{
-    EventSink, check_can_continue, run_agent_loop, run_agent_loop_continue, run_failure_message,
+    check_can_continue, run_agent_loop, run_agent_loop_continue, run_failure_message,
 };
 use super::config::{AgentContext, AgentLoopConfig};
 use super::error::AgentError;
 use super::event::AgentEvent;
+use super::guard::EventSink;
 use super::message::AgentMessage;
 use super::run::RUN_EVENT_BUFFER;
 use crate::ai::event_queue::{self, Receiver, Sender};

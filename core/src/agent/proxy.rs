@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::config::StreamFn;
+use super::error::message_error;
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
@@ -105,6 +106,18 @@ async fn run(
     read_stream(writer, http::SseEvents::new(response, options)).await
 }
 
+message_error! {
+    /// Why a source of events given to [`stream_from_events`] failed (a binding's iterator
+    /// raised): the message becomes the `errorMessage` of the stream's `error` event.
+    EventSourceError
+}
+
+impl From<EventSourceError> for ProviderError {
+    fn from(error: EventSourceError) -> Self {
+        Self::other(error.0, None)
+    }
+}
+
 /// A stream built from pi-shaped events coming from any source (e.g. a binding's stream
 /// function): `start`, `text_*`, `thinking_*`, `toolcall_*` with their `contentIndex`, then
 /// `done` (with `reason`, and `usage` either at the top as the proxy sends it or in `message`
@@ -116,7 +129,7 @@ async fn run(
 pub fn stream_from_events(
     model: &Model,
     signal: Option<CancellationToken>,
-    mut events: BoxStream<'static, Result<Value, String>>,
+    mut events: BoxStream<'static, Result<Value, EventSourceError>>,
 ) -> AssistantMessageEventStream {
     if !http::has_runtime() {
         return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);

@@ -31,8 +31,9 @@ use crate::ai::RunLimit;
 use crate::ai::error::ErrorKind;
 use crate::ai::types::{AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage};
 
-/// What the driver must do next.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// What the driver must do next. It deserializes too, so a driver that stored or handed on an
+/// action (a binding's `execute_tools` dict) reads it back as this type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
     rename_all = "snake_case",

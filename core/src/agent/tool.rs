@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::error::message_error;
 use crate::ai::types::{Tool, UserContent};
 
 /// How the tool calls of one assistant message run.
@@ -23,6 +24,38 @@ pub enum ToolExecutionMode {
     /// Prepared one by one, then run concurrently (pi's default).
     #[default]
     Parallel,
+}
+
+/// What describes a tool apart from what it does (pi's `AgentTool` fields besides `execute` and
+/// `prepareArguments`): the one shape every tool of every layer carries.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// A label for user interfaces (`None`: the name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments object.
+    pub parameters: Value,
+    /// Forces sequential execution of the batch this tool's call is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<ToolExecutionMode>,
+}
+
+impl ToolSpec {
+    /// A tool named `name`, without label or execution mode.
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self {
+            name: name.into(),
+            label: None,
+            description: description.into(),
+            parameters,
+            execution_mode: None,
+        }
+    }
 }
 
 /// What a tool returns.
@@ -67,29 +100,10 @@ impl AgentToolResult {
     }
 }
 
-/// A tool's failure. The message becomes the text of an `isError` tool result that the model
-/// reads, so say what went wrong in words the model can act on.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ToolError(pub String);
-
-impl ToolError {
-    /// A failure with this message.
-    pub fn new(message: impl Into<String>) -> Self {
-        Self(message.into())
-    }
-}
-
-impl From<String> for ToolError {
-    fn from(message: String) -> Self {
-        Self(message)
-    }
-}
-
-impl From<&str> for ToolError {
-    fn from(message: &str) -> Self {
-        Self(message.to_owned())
-    }
+message_error! {
+    /// A tool's failure. The message becomes the text of an `isError` tool result that the
+    /// model reads, so say what went wrong in words the model can act on.
+    ToolError
 }
 
 impl From<serde_json::Error> for ToolError {
@@ -218,23 +232,34 @@ pub struct ToolCallContext {
 
 /// A tool the agent can call.
 ///
+/// An implementation gives its [`ToolSpec`] and `execute`; the getters read the spec.
+///
 /// Contract: `execute` reports failure by returning `Err` (it becomes an `isError` tool result
 /// the model reads); a panic is caught and reported the same way. It runs on the tokio runtime,
 /// so blocking work belongs in `tokio::task::spawn_blocking`.
 pub trait AgentTool: Send + Sync {
+    /// The tool's name, label, description, schema and execution mode.
+    fn spec(&self) -> &ToolSpec;
     /// The name the model calls it by.
-    fn name(&self) -> &str;
+    fn name(&self) -> &str {
+        &self.spec().name
+    }
     /// What it does, for the model.
-    fn description(&self) -> &str;
+    fn description(&self) -> &str {
+        &self.spec().description
+    }
     /// JSON Schema of its arguments object.
-    fn parameters(&self) -> &Value;
+    fn parameters(&self) -> &Value {
+        &self.spec().parameters
+    }
     /// A label for user interfaces (default: the name).
     fn label(&self) -> &str {
-        self.name()
+        let spec = self.spec();
+        spec.label.as_deref().unwrap_or(&spec.name)
     }
     /// Forces sequential execution of the batch this tool's call is in.
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
-        None
+        self.spec().execution_mode
     }
     /// Rewrites raw arguments before validation (pi's `prepareArguments`, a compatibility shim
     /// for sloppy models). `Err` becomes an error result the model reads.
@@ -278,11 +303,7 @@ type Handler = Arc<
 /// ```
 #[derive(Clone)]
 pub struct FnTool {
-    name: String,
-    description: String,
-    parameters: Value,
-    label: Option<String>,
-    execution_mode: Option<ToolExecutionMode>,
+    spec: ToolSpec,
     prepare: Option<PrepareArguments>,
     handler: Handler,
 }
@@ -292,7 +313,7 @@ type PrepareArguments = Arc<dyn Fn(Value) -> Result<Value, ToolError> + Send + S
 impl std::fmt::Debug for FnTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FnTool")
-            .field("name", &self.name)
+            .field("name", &self.spec.name)
             .finish_non_exhaustive()
     }
 }
@@ -309,12 +330,17 @@ impl FnTool {
         F: Fn(ToolCallContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<AgentToolResult, ToolError>> + Send + 'static,
     {
+        Self::from_spec(ToolSpec::new(name, description, parameters), handler)
+    }
+
+    /// A tool described by `spec` that runs `handler` for each call.
+    pub fn from_spec<F, Fut>(spec: ToolSpec, handler: F) -> Self
+    where
+        F: Fn(ToolCallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<AgentToolResult, ToolError>> + Send + 'static,
+    {
         Self {
-            name: name.into(),
-            description: description.into(),
-            parameters,
-            label: None,
-            execution_mode: None,
+            spec,
             prepare: None,
             handler: Arc::new(move |call| Box::pin(handler(call))),
         }
@@ -323,14 +349,14 @@ impl FnTool {
     /// Sets the UI label.
     #[must_use]
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
-        self.label = Some(label.into());
+        self.spec.label = Some(label.into());
         self
     }
 
     /// Sets the tool's execution mode.
     #[must_use]
     pub fn with_execution_mode(mut self, mode: ToolExecutionMode) -> Self {
-        self.execution_mode = Some(mode);
+        self.spec.execution_mode = Some(mode);
         self
     }
 
@@ -347,20 +373,8 @@ impl FnTool {
 }
 
 impl AgentTool for FnTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-    fn description(&self) -> &str {
-        &self.description
-    }
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-    fn label(&self) -> &str {
-        self.label.as_deref().unwrap_or(&self.name)
-    }
-    fn execution_mode(&self) -> Option<ToolExecutionMode> {
-        self.execution_mode
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
         match &self.prepare {

@@ -13,11 +13,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::agent_loop::{EventSink, Guarded, guarded};
 use super::config::{
     AfterToolCall, AfterToolCallContext, AgentLoopConfig, BeforeToolCallContext, HookError,
 };
 use super::event::AgentEvent;
+use super::guard::{EventSink, Guarded, guarded};
 use super::step::ToolOutcome;
 use super::tool::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,

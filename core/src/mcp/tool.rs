@@ -13,16 +13,15 @@ use serde_json::Value;
 use super::content::map_result;
 use super::error::McpError;
 use super::server::McpServer;
-use crate::agent::{AgentTool, AgentToolResult, ToolCallContext, ToolError};
+use crate::agent::{AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolSpec};
 
 /// A tool of an MCP server. Its arguments are validated against the server's `inputSchema`
 /// by the agent like any tool's; a call is a `tools/call` request on the server's session.
 pub struct McpTool {
     server: McpServer,
-    /// The name the model calls it by (with the configured prefix).
-    name: String,
-    description: String,
-    parameters: Value,
+    /// The name the model calls it by (with the configured prefix), and the server's title as
+    /// its label.
+    spec: ToolSpec,
     info: Arc<McpToolInfo>,
 }
 
@@ -30,7 +29,7 @@ impl std::fmt::Debug for McpTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpTool")
             .field("server", &self.server.name())
-            .field("name", &self.name)
+            .field("name", &self.spec.name)
             .finish_non_exhaustive()
     }
 }
@@ -46,11 +45,11 @@ impl McpTool {
             .unwrap_or_default()
             .to_owned();
         let parameters = Value::Object(info.input_schema.as_ref().clone());
+        let mut spec = ToolSpec::new(name, description, parameters);
+        spec.label.clone_from(&info.title);
         Self {
             server,
-            name,
-            description,
-            parameters,
+            spec,
             info: Arc::new(info),
         }
     }
@@ -164,20 +163,8 @@ async fn call(
 }
 
 impl AgentTool for McpTool {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn description(&self) -> &str {
-        &self.description
-    }
-
-    fn parameters(&self) -> &Value {
-        &self.parameters
-    }
-
-    fn label(&self) -> &str {
-        self.info.title.as_deref().unwrap_or(&self.name)
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
     }
 
     fn execute(

@@ -1,4 +1,4 @@
-"""asyncio and thread glue for pi_agent._core (compiled into the extension; not a public module).
+"""asyncio and thread glue for pi_agent._core (imported by the extension; not a public module).
 
 Everything here is plumbing between Python and the binding's tokio runtime: no agent or
 provider behaviour lives in this file.
@@ -9,26 +9,38 @@ frame, never from under a Rust frame. CPython ends such threads with `pthread_ex
 touch the interpreter during its exit, and that forced unwind must not cross Rust code.
 """
 
+from __future__ import annotations
+
 import asyncio
+import concurrent.futures
 import contextvars
 import inspect
 import threading
 import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+#: What a pool job reports back: `done(True, value)` or `done(False, exception)`.
+Done = Callable[[bool, Any], None]
+#: One pool job: the function, its arguments, where its outcome goes, the owners it sees.
+Job = tuple[Callable[..., Any], tuple[Any, ...], Done, frozenset[int]]
 
 # ---------------------------------------------------------------------------------------------
 # Which agents' runs the running code belongs to (a frozenset of agent ids), so that a tool,
 # hook or subscriber that waits for its own agent's run to end can be refused instead of
 # waiting for itself forever.
 
-_OWNERS = contextvars.ContextVar("pi_agent_owners", default=frozenset())
+_OWNERS: contextvars.ContextVar[frozenset[int]] = contextvars.ContextVar(
+    "pi_agent_owners", default=frozenset()
+)
 
 
-def owners():
+def owners() -> frozenset[int]:
     """The ids of the agents whose run the calling code is part of."""
     return _OWNERS.get()
 
 
-def owners_with(agent_id):
+def owners_with(agent_id: int) -> frozenset[int]:
     """The current owners plus `agent_id` (what the callbacks of a run started here see)."""
     return _OWNERS.get() | {agent_id}
 
@@ -40,8 +52,8 @@ def owners_with(agent_id):
 class _Worker:
     __slots__ = ("job", "wake")
 
-    def __init__(self):
-        self.job = None
+    def __init__(self) -> None:
+        self.job: Job | None = None
         self.wake = threading.Event()
 
 
@@ -51,24 +63,33 @@ class Pool:
 
     IDLE_SECONDS = 30.0
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle = []
+        self._idle: list[_Worker] = []
 
-    def spawn(self, function, args, done, job_owners):
+    def spawn(
+        self,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        done: Done,
+        job_owners: frozenset[int],
+    ) -> None:
         """Calls `function(*args)` on a worker, then `done(True, value)` or
         `done(False, exception)`; `job_owners` is the `owners()` the call sees."""
-        job = (function, args, done, job_owners)
+        job: Job = (function, args, done, job_owners)
         with self._lock:
             if self._idle:
                 worker = self._idle.pop()
                 worker.job = job
                 worker.wake.set()
                 return
-        thread = threading.Thread(target=self._work, args=(job,), name="pi-agent-python", daemon=True)
+        thread = threading.Thread(
+            target=self._work, args=(job,), name="pi-agent-python", daemon=True
+        )
         thread.start()
 
-    def _work(self, job):
+    def _work(self, first: Job) -> None:
+        job: Job | None = first
         me = _Worker()
         while job is not None:
             _run(*job)
@@ -86,7 +107,12 @@ class Pool:
             job = me.job
 
 
-def _run(function, args, done, job_owners):
+def _run(
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    done: Done,
+    job_owners: frozenset[int],
+) -> None:
     token = _OWNERS.set(job_owners) if job_owners else None
     try:
         try:
@@ -105,17 +131,22 @@ def _run(function, args, done, job_owners):
 POOL = Pool()
 
 
-def after_fork_in_child():
+def after_fork_in_child() -> None:
     """In a forked child the parent's idle workers do not exist: start a fresh pool."""
     global POOL
     POOL = Pool()
 
 
-def spawn(function, args, done, job_owners):
+def spawn(
+    function: Callable[..., Any],
+    args: tuple[Any, ...],
+    done: Done,
+    job_owners: frozenset[int],
+) -> None:
     POOL.spawn(function, args, done, job_owners)
 
 
-def is_awaitable(value):
+def is_awaitable(value: object) -> bool:
     return inspect.isawaitable(value)
 
 
@@ -123,7 +154,7 @@ def is_awaitable(value):
 # asyncio
 
 
-async def drive(start, *args):
+async def drive(start: Callable[..., Awaitable[Any]], *args: Any) -> Any:
     """A real coroutine around a Rust operation.
 
     `start(*args)` runs when the coroutine is first awaited (so `asyncio.run(agent.prompt(..))`
@@ -133,7 +164,7 @@ async def drive(start, *args):
     return await start(*args)
 
 
-async def finish_run(run, raise_on_error=False):
+async def finish_run(run: Any, raise_on_error: bool = False) -> Any:
     """Waits for an agent run to end (raising its failure with `raise_on_error`). If the
     awaiting task is cancelled, the run is aborted and the abort completes (the agent is idle
     again) before the cancellation propagates, so the caller can start a new run at once."""
@@ -148,7 +179,7 @@ async def finish_run(run, raise_on_error=False):
         raise
 
 
-async def text_deltas(run):
+async def text_deltas(run: Any) -> AsyncIterator[str]:
     """The `text_delta`s of an agent run's events, as they arrive."""
     async for event in run:
         if event["type"] == "message_update":
@@ -157,7 +188,7 @@ async def text_deltas(run):
                 yield update["delta"]
 
 
-async def exit_run(run):
+async def exit_run(run: Any) -> bool:
     """`async with agent.run(...)`: leaving the block before the run ended aborts it and waits
     for the abort to complete."""
     if not run.is_finished:
@@ -166,7 +197,7 @@ async def exit_run(run):
     return False
 
 
-async def _until_finished(run):
+async def _until_finished(run: Any) -> None:
     # Further cancellations do not cut this short: the abort ends the run promptly.
     while True:
         try:
@@ -176,35 +207,40 @@ async def _until_finished(run):
             continue
 
 
-def on_collect(future, callback):
+def on_collect(future: object, callback: Callable[[], object]) -> None:
     """Calls `callback()` when `future` is garbage-collected (it was abandoned)."""
     weakref.finalize(future, callback)
 
 
-def set_result(future, value):
+def set_result(future: "asyncio.Future[Any]", value: object) -> None:
     """Completes `future` unless it was cancelled meanwhile (called on the loop's thread)."""
     if not future.done():
         future.set_result(value)
 
 
-def set_exception(future, exception):
+def set_exception(future: "asyncio.Future[Any]", exception: BaseException) -> None:
     """Fails `future` unless it was cancelled meanwhile (called on the loop's thread)."""
     if not future.done():
         future.set_exception(exception)
 
 
-def loop_is_usable(loop):
+def loop_is_usable(loop: asyncio.AbstractEventLoop | None) -> bool:
     """Whether coroutines submitted to `loop` from another thread will run."""
     return loop is not None and loop.is_running() and not loop.is_closed()
 
 
-async def _await(awaitable, job_owners):
+async def _await(awaitable: Awaitable[Any], job_owners: frozenset[int]) -> Any:
     if job_owners:
         _OWNERS.set(job_owners)  # this task's own context
     return await awaitable
 
 
-def submit(awaitable, loop, done, job_owners):
+def submit(
+    awaitable: Awaitable[Any],
+    loop: asyncio.AbstractEventLoop,
+    done: Callable[["concurrent.futures.Future[Any]"], object],
+    job_owners: frozenset[int],
+) -> "concurrent.futures.Future[Any]":
     """Schedules `awaitable` on `loop` (another thread's running loop); `done(future)` is
     called with the concurrent.futures.Future when it finishes. Returns that future."""
     future = asyncio.run_coroutine_threadsafe(_await(awaitable, job_owners), loop)
@@ -216,16 +252,16 @@ class FreshLoop:
     """Runs one coroutine with `asyncio.run` on the calling (worker) thread, cancellable from
     any thread."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._loop = None
-        self._task = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[Any] | None = None
         self._cancelled = False
 
-    def run(self, awaitable):
+    def run(self, awaitable: Awaitable[Any]) -> Any:
         return asyncio.run(self._main(awaitable))
 
-    async def _main(self, awaitable):
+    async def _main(self, awaitable: Awaitable[Any]) -> Any:
         with self._lock:
             if self._cancelled:
                 if hasattr(awaitable, "close"):
@@ -240,10 +276,10 @@ class FreshLoop:
                 self._loop = None
                 self._task = None
 
-    def cancel(self):
+    def cancel(self) -> None:
         with self._lock:
             self._cancelled = True
-            if self._loop is not None:
+            if self._loop is not None and self._task is not None:
                 try:
                     self._loop.call_soon_threadsafe(self._task.cancel)
                 except RuntimeError:  # the loop closed meanwhile
@@ -254,7 +290,13 @@ class FreshLoop:
 # Helpers of particular callbacks
 
 
-def call_tool(function, converter, arguments, context_name, context):
+def call_tool(
+    function: Callable[..., Any],
+    converter: Callable[[dict[str, Any]], dict[str, Any]] | None,
+    arguments: object,
+    context_name: str | None,
+    context: object,
+) -> Any:
     """Calls a tool function with the model's arguments as keywords (converted to the
     dataclass/enum/pydantic values its hints ask for) and its `ToolContext`, if it takes one."""
     if not isinstance(arguments, dict):
@@ -266,7 +308,7 @@ def call_tool(function, converter, arguments, context_name, context):
     return function(**arguments)
 
 
-def takes_second_argument(function):
+def takes_second_argument(function: Callable[..., Any]) -> bool:
     """Whether `function` can be called with two positional arguments (a subscriber that wants
     the run's signal besides the event)."""
     try:
@@ -285,7 +327,7 @@ def takes_second_argument(function):
 _END = object()
 
 
-async def _anext(iterator):
+async def _anext(iterator: AsyncIterator[Any]) -> Any:
     try:
         return await iterator.__anext__()
     except StopAsyncIteration:
@@ -299,7 +341,9 @@ class EventPump:
     close an async generator after its first item); `close()` shuts that loop down, at once
     or after the read in progress."""
 
-    def __init__(self, source, loop):
+    def __init__(self, source: Any, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._aiter: AsyncIterator[Any] | None
+        self._iter: Iterator[Any] | None
         if hasattr(source, "__aiter__"):
             self._aiter = source.__aiter__()
             self._iter = None
@@ -307,20 +351,23 @@ class EventPump:
             self._iter = iter(source)
             self._aiter = None
         self._loop = loop if loop_is_usable(loop) else None
-        self._private = None
+        self._private: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
-        self._pending = None
+        self._pending: concurrent.futures.Future[Any] | asyncio.Task[Any] | None = None
         self._cancelled = False
         self._closing = False
 
-    def next(self):
+    def next(self) -> tuple[bool, Any]:
         """`(True, event)`, or `(False, None)` at the end."""
         if self._iter is not None:
             for item in self._iter:
                 return True, item
             return False, None
+        aiter = self._aiter
+        if aiter is None:  # not reached: one of the two is set
+            return False, None
         if self._loop is not None:
-            future = asyncio.run_coroutine_threadsafe(_anext(self._aiter), self._loop)
+            future = asyncio.run_coroutine_threadsafe(_anext(aiter), self._loop)
             with self._lock:
                 if self._cancelled:
                     future.cancel()
@@ -336,7 +383,7 @@ class EventPump:
                     return False, None
                 if self._private is None:
                     self._private = asyncio.new_event_loop()
-                task = self._private.create_task(_anext(self._aiter))
+                task = self._private.create_task(_anext(aiter))
                 if self._cancelled:
                     task.cancel()
                 self._pending = task
@@ -353,7 +400,7 @@ class EventPump:
             return False, None
         return True, item
 
-    def cancel(self):
+    def cancel(self) -> None:
         """Stops a pending read (the run was aborted)."""
         with self._lock:
             self._cancelled = True
@@ -369,7 +416,7 @@ class EventPump:
         else:
             pending.cancel()
 
-    def close(self):
+    def close(self) -> None:
         """Shuts the private loop down (after the read in progress, if any)."""
         with self._lock:
             self._closing = True
@@ -377,7 +424,7 @@ class EventPump:
         if not busy:
             self._close_private()
 
-    def _close_private(self):
+    def _close_private(self) -> None:
         with self._lock:
             loop, self._private = self._private, None
         if loop is not None:

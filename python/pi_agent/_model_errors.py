@@ -1,4 +1,4 @@
-"""The model-error classes of pi_agent._core (compiled into the extension; not a public module).
+"""The model-error classes of pi_agent._core (imported by the extension; not a public module).
 
 Raised only when a program asks (``pi_agent.raise_for_error(message)``,
 ``complete_sync(..., raise_on_error=True)``, ``agent.prompt_sync(..., raise_on_error=True)``,
@@ -7,17 +7,31 @@ subclass the builtin a caller already catches (``TimeoutError``, ``ConnectionErr
 Rust-defined exception cannot do (one base only).
 """
 
+from __future__ import annotations
 
-def make(base):
-    class ModelError(base):
+# No `typing` at run time: `import pi_agent` stays cheap (see tests/python/test_import.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def make(base: type[Exception]) -> dict[str, type[Exception]]:
+    class ModelError(base):  # type: ignore[valid-type,misc]
         """A model call or an agent run failed: the failed assistant message as an exception.
 
         ``message`` is that message (a dict), ``kind`` its ``errorKind`` (or ``None``),
         ``http_status`` its ``httpStatus``, ``retry_after`` the delay the server asked for in
         seconds (``retryAfterMs / 1000``), ``run_limit`` the run limit that ended the run."""
 
-        def __init__(self, *args, message=None, kind=None, http_status=None,
-                     retry_after_ms=None, run_limit=None):
+        def __init__(
+            self,
+            *args: Any,
+            message: dict[str, Any] | None = None,
+            kind: str | None = None,
+            http_status: int | None = None,
+            retry_after_ms: float | None = None,
+            run_limit: str | None = None,
+        ) -> None:
             super().__init__(*args)
             self.message = message
             self.kind = kind
@@ -26,11 +40,10 @@ def make(base):
             self.retry_after = None if retry_after_ms is None else retry_after_ms / 1000
             self.run_limit = run_limit
 
-    def sub(name, doc, *bases):
-        cls = type(name, (ModelError,) + bases, {"__doc__": doc})
-        return cls
+    def sub(name: str, doc: str, *bases: type[Exception]) -> type[Exception]:
+        return type(name, (ModelError, *bases), {"__doc__": doc})
 
-    classes = {
+    classes: dict[str, type[Exception]] = {
         "ModelError": ModelError,
         "RateLimitError": sub(
             "RateLimitError",
