@@ -1,10 +1,11 @@
-//! A real tool call from a real server, through Rust: llama.cpp's `llama-server` (see
-//! `llama_server.rs`) with `--jinja --chat-template-file scripts/llama-server/tool-call.jinja`,
+//! A real tool call from a real server, through Rust, on its three routes: llama.cpp's
+//! `llama-server` (see `llama_server.rs`) with `--jinja --chat-template-file scripts/llama-server/tool-call.jinja`,
 //! whose call format has no start marker, so `tool_choice: "required"` makes the server's
 //! grammar force a call (see the template's comment for why SmolLM2-135M needs that). An agent
 //! turn gets the streamed call, runs the tool with the arguments the model chose, sends the
 //! result back and gets a plain-text answer. The first request asks `required`, the one after a
-//! tool result asks `none`: an `on_payload` hook switches it, as a user forcing one call would.
+//! tool result asks `none` (on `/v1/messages`, which maps no `none`, it sends no tools): an
+//! `on_payload` hook switches it, as a user forcing one call would.
 //! Skipped only with `PI_LLAMA_SERVER_TESTS=0`.
 
 #[path = "support/llama_server.rs"]
@@ -20,13 +21,48 @@ use pi_agent::agent::{
 use pi_agent::ai::{ApiKey, Callback, Model, StopReason, StreamOptions, ToolChoice};
 use serde_json::{Value, json};
 
+/// Whether `body` (of `api`'s wire shape) sends a tool result last.
+fn after_tool_result(api: &str, body: &Value) -> bool {
+    let last = |key: &str| body[key].as_array().and_then(|items| items.last()).cloned();
+    match api {
+        "openai-completions" => last("messages").is_some_and(|m| m["role"] == "tool"),
+        "openai-responses" => last("input").is_some_and(|i| i["type"] == "function_call_output"),
+        _ => last("messages").is_some_and(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
+        }),
+    }
+}
+
+/// Lets the model answer in text after a tool result: `tool_choice` `none` (llama.cpp's
+/// `/v1/messages` maps no `none`, so there the tools go: no tools, no call).
+fn answer_in_text(api: &str, body: &mut Value) {
+    if api == "anthropic-messages" {
+        let object = body.as_object_mut().expect("a JSON object");
+        object.remove("tools");
+        object.remove("tool_choice");
+    } else {
+        body["tool_choice"] = json!("none");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_turn_runs_a_real_tool_call_from_llama_server() {
     if !enabled() {
         return;
     }
     let server = LlamaServer::start_with_tool_template();
-    let api = "openai-completions";
+    for api in [
+        "openai-completions",
+        "openai-responses",
+        "anthropic-messages",
+    ] {
+        agent_turn(&server, api).await;
+    }
+}
+
+async fn agent_turn(server: &LlamaServer, api: &str) {
     let mut model = Model::new(
         api,
         "llama.cpp",
@@ -55,14 +91,10 @@ async fn an_agent_turn_runs_a_real_tool_call_from_llama_server() {
         max_tokens: Some(48),
         max_retries: Some(0),
         tool_choice: Some(ToolChoice::Required),
-        on_payload: Some(Callback(Arc::new(move |body: &Value, _: &Model| {
+        on_payload: Some(Callback(Arc::new(move |body: &Value, model: &Model| {
             let mut body = body.clone();
-            let after_result = body["messages"]
-                .as_array()
-                .and_then(|messages| messages.last())
-                .is_some_and(|last| last["role"] == "tool");
-            if after_result {
-                body["tool_choice"] = json!("none");
+            if after_tool_result(&model.api, &body) {
+                answer_in_text(&model.api, &mut body);
             }
             sent.lock().unwrap().push(body.clone());
             Some(body)
@@ -96,7 +128,7 @@ async fn an_agent_turn_runs_a_real_tool_call_from_llama_server() {
     assert_eq!(
         kinds,
         ["user", "assistant", "toolResult", "assistant"],
-        "{messages:#?}\n{}",
+        "{api}: {messages:#?}\n{}",
         server.log_tail()
     );
     let first = messages[1].as_assistant().unwrap();
@@ -122,19 +154,20 @@ async fn an_agent_turn_runs_a_real_tool_call_from_llama_server() {
     assert_eq!(answer.tool_calls().count(), 0, "{answer:?}");
     assert!(!answer.text().trim().is_empty(), "{answer:?}");
 
-    // What went over the wire: the call replayed with its id, then the tool's text.
+    // What went over the wire: a forced call, then the result with the call's id.
     let payloads = payloads.lock().unwrap().clone();
-    assert_eq!(payloads.len(), 2, "{payloads:#?}");
-    assert_eq!(payloads[0]["tool_choice"], "required");
-    assert_eq!(payloads[1]["tool_choice"], "none");
-    let replayed = &payloads[1]["messages"];
-    let assistant = replayed
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "assistant")
-        .expect("the call is replayed");
-    assert_eq!(assistant["tool_calls"][0]["id"], call.id.as_str());
-    let tool = replayed.as_array().unwrap().last().unwrap();
-    assert_eq!(tool["tool_call_id"], call.id.as_str());
+    assert_eq!(payloads.len(), 2, "{api}: {payloads:#?}");
+    assert!(!after_tool_result(api, &payloads[0]), "{api}");
+    assert!(after_tool_result(api, &payloads[1]), "{api}");
+    if api == "openai-completions" {
+        assert_eq!(payloads[0]["tool_choice"], "required");
+        assert_eq!(payloads[1]["tool_choice"], "none");
+        let replayed = payloads[1]["messages"].as_array().unwrap();
+        let assistant = replayed
+            .iter()
+            .find(|m| m["role"] == "assistant")
+            .expect("the call is replayed");
+        assert_eq!(assistant["tool_calls"][0]["id"], call.id.as_str());
+        assert_eq!(replayed.last().unwrap()["tool_call_id"], call.id.as_str());
+    }
 }
