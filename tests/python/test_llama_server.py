@@ -203,7 +203,17 @@ def test_json_schema_answer_validates(server: Server, api: str) -> None:
     assert isinstance(answer["city"], str) and isinstance(answer["population"], int)
 
 
-def test_an_agent_turn_runs_a_real_tool_call(tool_server: Server) -> None:
+def _after_tool_result(api: str, body: Dict[str, Any]) -> bool:
+    if api == "openai-completions":
+        return bool(body["messages"][-1]["role"] == "tool")
+    if api == "openai-responses":
+        return bool(body["input"][-1].get("type") == "function_call_output")
+    content = body["messages"][-1]["content"]
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_an_agent_turn_runs_a_real_tool_call(tool_server: Server, api: str) -> None:
     calls: List[str] = []
 
     @pi_agent.tool
@@ -220,15 +230,19 @@ def test_an_agent_turn_runs_a_real_tool_call(tool_server: Server) -> None:
 
     def on_payload(body: Dict[str, Any], model: Any) -> Optional[Dict[str, Any]]:
         # A call first (required), then an answer from its result (none: with this template
-        # the server reads no text under "auto").
+        # the server reads no text under "auto"; its /v1/messages maps no none: no tools).
         body = dict(body)
-        if body["messages"][-1]["role"] == "tool":
-            body["tool_choice"] = "none"
+        if _after_tool_result(api, body):
+            if api == "anthropic-messages":
+                body.pop("tools", None)
+                body.pop("tool_choice", None)
+            else:
+                body["tool_choice"] = "none"
         payloads.append(body)
         return body
 
     agent = pi_agent.Agent(
-        tool_server.model("openai-completions"), tools=[get_weather], api_key="local",
+        tool_server.model(api), tools=[get_weather], api_key="local",
         max_tokens=48, max_retries=0, tool_choice="required", on_payload=on_payload,
     )
     agent.prompt_sync("What is the weather in Paris? Use the tool.")
@@ -245,5 +259,7 @@ def test_an_agent_turn_runs_a_real_tool_call(tool_server: Server) -> None:
     assert answer["stopReason"] in ("stop", "length"), answer
     assert not [b for b in answer["content"] if b["type"] == "toolCall"], answer
     assert "".join(b["text"] for b in answer["content"] if b["type"] == "text").strip()
-    assert [p["tool_choice"] for p in payloads] == ["required", "none"]
-    assert payloads[1]["messages"][-1]["tool_call_id"] == call["id"]
+    assert [_after_tool_result(api, p) for p in payloads] == [False, True]
+    if api == "openai-completions":
+        assert [p["tool_choice"] for p in payloads] == ["required", "none"]
+        assert payloads[1]["messages"][-1]["tool_call_id"] == call["id"]
