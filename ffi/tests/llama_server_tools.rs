@@ -1,7 +1,7 @@
 //! A real tool call from a real llama-server (see `core/tests/llama_server_tools.rs`) through
-//! the C ABI: `tests/c/llama_tool_call.c` runs an agent turn with a C tool and an `on_payload`
-//! callback; the server's call runs the tool, its result goes back with the call's id and the
-//! model answers in text. Skipped only with `PI_LLAMA_SERVER_TESTS=0`.
+//! the C ABI, on `/v1/chat/completions` and `/v1/responses`: `tests/c/llama_tool_call.c` runs an
+//! agent turn with a C tool and an `on_payload` callback; the server's call runs the tool, its
+//! result goes back with the call's id and the model answers in text. Skipped only with `PI_LLAMA_SERVER_TESTS=0`.
 
 #[path = "support/c_build.rs"]
 mod c_build;
@@ -21,12 +21,18 @@ fn an_agent_turn_runs_a_real_tool_call_through_c() {
     }
     let exe = compile("tests/c/llama_tool_call.c", "llama_tool_call");
     let server = LlamaServer::start_with_tool_template();
-    let api = "openai-completions";
+    // `/v1/messages` needs the tools dropped after a result (see the Rust test): not done in C.
+    for api in ["openai-completions", "openai-responses"] {
+        agent_turn(&exe, &server, api);
+    }
+}
+
+fn agent_turn(exe: &std::path::Path, server: &LlamaServer, api: &str) {
     let model = json!({"id": "SmolLM2-135M-Instruct", "api": api, "provider": "llama.cpp",
         "baseUrl": server.base_url(api), "contextWindow": SLOT_CONTEXT, "maxTokens": 256});
     let options = json!({"apiKey": "local", "maxTokens": 48, "maxRetries": 0,
         "toolChoice": "required"});
-    let mut command = Command::new(&exe);
+    let mut command = Command::new(exe);
     command.arg(model.to_string()).arg(options.to_string());
     let output = run(command);
     assert_success(&output, "llama_tool_call");
@@ -82,7 +88,13 @@ fn an_agent_turn_runs_a_real_tool_call_through_c() {
     assert!(!answer_text.trim().is_empty(), "{answer}");
 
     let choices: Vec<&Value> = payloads.iter().map(|p| &p["tool_choice"]).collect();
-    assert_eq!(choices, [&json!("required"), &json!("none")], "{text}");
-    let last = payloads[1]["messages"].as_array().unwrap().last().unwrap();
-    assert_eq!(last["tool_call_id"], id);
+    assert_eq!(
+        choices,
+        [&json!("required"), &json!("none")],
+        "{api}: {text}"
+    );
+    if api == "openai-completions" {
+        let last = payloads[1]["messages"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["tool_call_id"], id);
+    }
 }

@@ -3,7 +3,7 @@
  * ffi/tests/llama_server_tools.rs: the server (with scripts/llama-server/tool-call.jinja)
  * answers with a tool call, the C tool runs, its result goes back and the model answers.
  * The requests ask tool_choice "required" (from the options JSON) and an on_payload callback
- * switches that to "none" once the last message is a tool result.
+ * switches that to "none" once a tool result is sent (openai-completions, openai-responses).
  *
  *   llama_tool_call MODEL_JSON OPTIONS_JSON
  *
@@ -14,6 +14,7 @@
 
 #include "test_support.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,10 @@ static void on_payload(void *user_data, pi_on_payload *payload) {
         last_role = at + strlen("\"role\":\"");
     }
     char *required = strstr(text, REQUIRED);
-    if (last_role != NULL && strncmp(last_role, "tool\"", 5) == 0 && required != NULL) {
+    /* Chat Completions: the last message is a tool result; Responses: an input item is. */
+    bool after_result = (last_role != NULL && strncmp(last_role, "tool\"", 5) == 0) ||
+                        strstr(text, "\"type\":\"function_call_output\"") != NULL;
+    if (after_result && required != NULL) {
         /* "none" is shorter than "required": write it and close the gap. */
         size_t tail = strlen(required + strlen(REQUIRED));
         memcpy(required, NONE, strlen(NONE));
