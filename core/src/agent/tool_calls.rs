@@ -230,10 +230,29 @@ fn spawn_call(
     let started = span.in_scope(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tool.execute(context)))
     });
+    // pi runs each tool's synchronous start as it launches it, so progress a tool reports
+    // before its first await precedes any sibling's end: poll once here, in call order, too.
+    // The waker is a no-op: the spawned task polls a pending future again at once, which
+    // registers its own (a future may be polled again at any time).
+    let started = started.map(|mut future| {
+        let first = span.in_scope(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                future
+                    .as_mut()
+                    .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+            }))
+        });
+        match first {
+            Ok(std::task::Poll::Ready(result)) => Ok(Ok(result)),
+            Ok(std::task::Poll::Pending) => Err(future),
+            Err(panic) => Ok(Err(panic)),
+        }
+    });
     let handle = tokio::spawn(tracing::Instrument::instrument(
         async move {
             match started {
-                Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
+                Ok(Ok(done)) => done,
+                Ok(Err(pending)) => std::panic::AssertUnwindSafe(pending).catch_unwind().await,
                 Err(panic) => Err(panic),
             }
         },

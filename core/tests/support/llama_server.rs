@@ -19,6 +19,9 @@ use serde_json::Value;
 /// Context per slot: `-c 2048` over `--parallel 4`.
 pub(crate) const SLOT_CONTEXT: usize = 512;
 
+/// The chat template the tool-call tests serve, from the repository root.
+pub(crate) const TOOL_CALL_TEMPLATE: &str = "scripts/llama-server/tool-call.jinja";
+
 /// A running `llama-server`, killed on drop.
 pub(crate) struct LlamaServer {
     child: Child,
@@ -141,6 +144,14 @@ impl LlamaServer {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// Starts the server with `scripts/llama-server/tool-call.jinja` as its chat template, whose
+    /// call format lets `tool_choice: "required"` force a call (see the template's comment).
+    pub(crate) fn start_with_tool_template() -> Self {
+        let template = repo_root().join(TOOL_CALL_TEMPLATE);
+        let template = template.to_str().expect("a UTF-8 path");
+        Self::start(&["--jinja", "--chat-template-file", template])
     }
 
     /// The last lines of the server's log (for failure messages).
