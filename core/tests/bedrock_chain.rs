@@ -33,6 +33,10 @@ const PROC_SECRET: &str = "proc/secret/KEY+3333333333333333333333";
 const SSO_ACCESS_TOKEN: &str = "sso-portal-access-SECRET-token";
 const SSO_SECRET: &str = "sso/secret/KEY+6666666666666666666666";
 const SSO_START_URL: &str = "https://pi-agent-test.awsapps.com/start";
+const SSO_OLD_TOKEN: &str = "sso-session-old-SECRET-token";
+const SSO_NEW_TOKEN: &str = "sso-session-new-SECRET-token";
+const SSO_REFRESH: &str = "sso-refresh-SECRET-token";
+const SSO_CLIENT_SECRET: &str = "sso-client-SECRET";
 
 fn frame(kind: &str, payload: Value) -> Vec<u8> {
     eventstream::encode(&eventstream::Message {
@@ -85,8 +89,12 @@ fn set_environment(home: &std::path::Path, vars: &[(&str, String)]) {
     ];
     all.extend(vars.iter().cloned());
     for (name, value) in all {
-        // SAFETY: as above.
-        unsafe { std::env::set_var(name, value) };
+        // SAFETY: as above. An empty value unsets the variable.
+        if value.is_empty() {
+            unsafe { std::env::remove_var(name) };
+        } else {
+            unsafe { std::env::set_var(name, value) };
+        }
     }
 }
 
@@ -110,13 +118,21 @@ async fn ask(server: &MockServer) -> AssistantMessage {
 
 /// The last Bedrock request was signed with `key_id` (and `token` as its session token).
 fn assert_signed_with(server: &MockServer, key_id: &str, token: &str) {
+    assert_signed_in(server, key_id, token, "us-east-1");
+}
+
+/// [`assert_signed_with`] for region `region`.
+fn assert_signed_in(server: &MockServer, key_id: &str, token: &str, region: &str) {
     let request = server.requests().pop().expect("a Bedrock request");
     let authorization = request.header("authorization").unwrap();
     assert!(
         authorization.starts_with(&format!("AWS4-HMAC-SHA256 Credential={key_id}/")),
         "{authorization}"
     );
-    assert!(authorization.contains("/us-east-1/bedrock/aws4_request"));
+    assert!(
+        authorization.contains(&format!("/{region}/bedrock/aws4_request")),
+        "{authorization}"
+    );
     assert_eq!(request.header("x-amz-security-token"), Some(token));
 }
 
@@ -138,10 +154,30 @@ fn assert_no_secret(what: &str) {
         PROC_SECRET,
         SSO_ACCESS_TOKEN,
         SSO_SECRET,
+        SSO_OLD_TOKEN,
+        SSO_NEW_TOKEN,
+        SSO_REFRESH,
+        SSO_CLIENT_SECRET,
         "session-token",
     ] {
         assert!(!what.contains(secret), "{secret} leaked in {what}");
     }
+}
+
+/// The SHA-1 of `text` in hex (the SSO token cache's file names), by `sha1sum`.
+fn sha1_hex(text: &str) -> String {
+    let sha1 = std::process::Command::new("sha1sum")
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(text.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("sha1sum");
+    String::from_utf8(sha1.stdout).unwrap()[..40].to_owned()
 }
 
 async fn succeeds(server: &MockServer) -> AssistantMessage {
@@ -170,6 +206,7 @@ async fn every_credential_source_ends_in_a_signed_request() {
     let home = std::env::temp_dir().join(format!("pi-bedrock-chain-{}", std::process::id()));
     std::fs::create_dir_all(&home).unwrap();
     let server = MockServer::start().await.unwrap();
+    let black_hole_early = StandIn::start(|_| None).await;
 
     // --- EC2 instance metadata (IMDSv2): a session token, then the role, then its keys. ---
     let imds = StandIn::start(|seen| {
@@ -382,22 +419,7 @@ async fn every_credential_source_ends_in_a_signed_request() {
     assert_signed_with(&server, "ASIAPROC", "proc-session-token");
 
     // --- SSO: the token `aws sso login` cached, exchanged at the SSO portal. ---
-    let sha1 = std::process::Command::new("sha1sum")
-        .arg("-")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            child
-                .stdin
-                .take()
-                .unwrap()
-                .write_all(SSO_START_URL.as_bytes())?;
-            child.wait_with_output()
-        })
-        .expect("sha1sum");
-    let name = String::from_utf8(sha1.stdout).unwrap()[..40].to_owned();
+    let name = sha1_hex(SSO_START_URL);
     let cache = home.join(".aws/sso/cache");
     std::fs::create_dir_all(&cache).unwrap();
     std::fs::write(
@@ -446,6 +468,151 @@ async fn every_credential_source_ends_in_a_signed_request() {
     succeeds(&server).await;
     assert_signed_with(&server, "ASIASSO", "sso-session-token");
     assert_eq!(portal.to("/federation/credentials").len(), 1);
+
+    // --- SSO with a new-style `[sso-session]` section: its cached token (named after the
+    // session) is about to expire, so it is refreshed at SSO OIDC first, written back to the
+    // cache, and the new token is exchanged at the portal. The region comes from the profile
+    // (no AWS_REGION): the SDK's profile region provider. ---
+    let name = sha1_hex("corp");
+    std::fs::write(
+        cache.join(format!("{name}.json")),
+        json!({"accessToken": SSO_OLD_TOKEN, "expiresAt": stand_ins::rfc3339_in(60),
+               "refreshToken": SSO_REFRESH, "clientId": "pi-client",
+               "clientSecret": SSO_CLIENT_SECRET,
+               "registrationExpiresAt": stand_ins::rfc3339_in(86_400),
+               "region": "us-east-1", "startUrl": SSO_START_URL})
+        .to_string(),
+    )
+    .unwrap();
+    let oidc = StandIn::start(|seen| {
+        let body: Value = serde_json::from_str(&seen.body).unwrap_or_default();
+        if seen.path != "/token"
+            || body["grantType"] != "refresh_token"
+            || body["refreshToken"] != SSO_REFRESH
+            || body["clientSecret"] != SSO_CLIENT_SECRET
+        {
+            return Some((400, "application/json", "{}".to_owned()));
+        }
+        Some((
+            200,
+            "application/json",
+            json!({"accessToken": SSO_NEW_TOKEN, "expiresIn": 3600, "tokenType": "Bearer"})
+                .to_string(),
+        ))
+    })
+    .await;
+    let new_portal = StandIn::start(|seen| {
+        if seen.header("x-amz-sso_bearer_token") != Some(SSO_NEW_TOKEN) {
+            return Some((401, "application/json", "{}".to_owned()));
+        }
+        assert!(seen.path.contains("role_name=Reader"), "{}", seen.path);
+        let expiration = (std::time::SystemTime::now() + Duration::from_secs(3600))
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        Some((
+            200,
+            "application/json",
+            json!({"roleCredentials": {"accessKeyId": "ASIASSONEW", "secretAccessKey": SSO_SECRET,
+                   "sessionToken": "sso-new-session-token", "expiration": expiration}})
+            .to_string(),
+        ))
+    })
+    .await;
+    std::fs::write(
+        home.join("config"),
+        format!(
+            "[profile sso-new]\nsso_session = corp\nsso_account_id = 123456789012\n\
+             sso_role_name = Reader\nregion = eu-west-3\n\n\
+             [sso-session corp]\nsso_start_url = {SSO_START_URL}\nsso_region = us-east-1\n\
+             sso_registration_scopes = sso:account:access\n\n\
+             [profile imds-region]\naws_access_key_id = AKIABASE\n\
+             aws_secret_access_key = {BASE_SECRET}\n"
+        ),
+    )
+    .unwrap();
+    set_environment(
+        &home,
+        &[
+            ("AWS_PROFILE", "sso-new".into()),
+            ("AWS_REGION", String::new()),
+            ("AWS_ENDPOINT_URL_SSO", new_portal.url.clone()),
+            ("AWS_ENDPOINT_URL_SSO_OIDC", oidc.url.clone()),
+        ],
+    );
+    assert_eq!(env_key().as_deref(), AUTHENTICATED);
+    succeeds(&server).await;
+    assert_signed_in(&server, "ASIASSONEW", "sso-new-session-token", "eu-west-3");
+    assert_eq!(oidc.to("/token").len(), 1, "refreshed once");
+    let cached = std::fs::read_to_string(cache.join(format!("{name}.json"))).unwrap();
+    assert!(
+        cached.contains(SSO_NEW_TOKEN),
+        "the refreshed token is cached"
+    );
+
+    // --- Region from EC2 instance metadata: the profile names none, nor does AWS_REGION. ---
+    let region_imds = StandIn::start(|seen| match (seen.method.as_str(), seen.path.as_str()) {
+        ("PUT", "/latest/api/token") => Some((200, "text/plain", IMDS_TOKEN.to_owned())),
+        ("GET", "/latest/meta-data/placement/region")
+            if seen.header("x-aws-ec2-metadata-token") == Some(IMDS_TOKEN) =>
+        {
+            Some((200, "text/plain", "ap-southeast-2".to_owned()))
+        }
+        _ => Some((404, "text/plain", String::new())),
+    })
+    .await;
+    set_environment(
+        &home,
+        &[
+            ("AWS_PROFILE", "imds-region".into()),
+            ("AWS_REGION", String::new()),
+            ("AWS_EC2_METADATA_DISABLED", "false".into()),
+            ("AWS_EC2_METADATA_SERVICE_ENDPOINT", region_imds.url.clone()),
+        ],
+    );
+    server.push(ok_reply());
+    let message = ask(&server).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    let request = server.requests().pop().unwrap();
+    let authorization = request.header("authorization").unwrap();
+    assert!(
+        authorization.contains("Credential=AKIABASE/")
+            && authorization.contains("/ap-southeast-2/bedrock/"),
+        "{authorization}"
+    );
+    // Kept for the configuration: asked once.
+    server.push(ok_reply());
+    assert_eq!(ask(&server).await.stop_reason, StopReason::Stop);
+    assert_eq!(
+        region_imds.to("/latest/meta-data/placement/region").len(),
+        1
+    );
+    // Neither gives one: "Region is missing", naming what was tried, within the bound.
+    set_environment(
+        &home,
+        &[
+            ("AWS_PROFILE", "imds-region".into()),
+            ("AWS_REGION", String::new()),
+            ("AWS_EC2_METADATA_DISABLED", "false".into()),
+            (
+                "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+                black_hole_early.url.clone(),
+            ),
+        ],
+    );
+    let before = Instant::now();
+    let message = ask(&server).await;
+    assert!(
+        before.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        before.elapsed()
+    );
+    assert_eq!(message.stop_reason, StopReason::Error);
+    let error = message.error_message.clone().unwrap();
+    assert!(
+        error.contains("Region is missing") && error.contains("EC2 instance metadata"),
+        "{error}"
+    );
 
     // --- Nothing configured, and an instance metadata endpoint that never answers: an auth
     // error naming every source, well within the bound. ---

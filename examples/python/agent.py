@@ -119,8 +119,9 @@ def main() -> int:
     if answer["role"] != "assistant":
         print("no answer", file=sys.stderr)
         return 1
-    if answer.get("errorMessage"):
-        print(f"the model failed: {answer['errorMessage']}", file=sys.stderr)
+    failure = answer.get("errorMessage")
+    if failure:
+        print(f"the model failed: {failure}", file=sys.stderr)
         return 1
     print(text_of(answer))
     return 0

@@ -414,3 +414,124 @@ fn container_credentials_sign_the_request_through_c() {
         drop(server);
     });
 }
+
+/// Web identity (EKS IRSA: a token file exchanged at STS) and an assume-role profile chain
+/// (`role_arn` + `source_profile`) through C, against an STS stand-in; the profile also gives
+/// the region (no `AWS_REGION`: the AWS SDK's profile region provider).
+#[test]
+fn web_identity_and_assume_role_sign_the_request_through_c() {
+    const WEB_TOKEN: &str = "eyJhbGciOi.web-identity-SECRET-c.jwt";
+    const STS_SECRET: &str = "sts/secret/KEY+9999999999999999999999";
+    const BASE_SECRET: &str = "base/secret/KEY+0101010101010101010101";
+    let (runtime, server) = mock_server();
+    let sts = runtime.block_on(stand_ins::StandIn::start(|seen| {
+        let form: Vec<(String, String)> = url::form_urlencoded::parse(seen.body.as_bytes())
+            .into_owned()
+            .collect();
+        let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let signed_by_base = seen
+            .header("authorization")
+            .is_some_and(|a| a.contains("Credential=AKIABASEC/"));
+        let (action, key, token) = match get("Action") {
+            Some("AssumeRoleWithWebIdentity") if get("WebIdentityToken") == Some(WEB_TOKEN) => {
+                ("AssumeRoleWithWebIdentity", "ASIAWEBC", "web-c-session")
+            }
+            Some("AssumeRole") if signed_by_base => ("AssumeRole", "ASIAROLEC", "role-c-session"),
+            _ => return Some((403, "text/xml", "<Error/>".to_owned())),
+        };
+        Some((
+            200,
+            "text/xml",
+            stand_ins::sts_credentials(action, key, STS_SECRET, token),
+        ))
+    }));
+    let dir = std::env::temp_dir().join(format!("pi-ffi-bedrock-sts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let token_file = dir.join("token");
+    std::fs::write(&token_file, WEB_TOKEN).unwrap();
+    let config = dir.join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "[profile dev]\nrole_arn = arn:aws:iam::123456789012:role/dev\nsource_profile = base\n\
+             region = eu-west-3\n\n[profile base]\naws_access_key_id = AKIABASEC\n\
+             aws_secret_access_key = {BASE_SECRET}\n"
+        ),
+    )
+    .unwrap();
+    let model = catalog_model_json("amazon.nova-lite-v1:0", &server);
+    let context = json!({"messages": [{"role": "user", "content": "hi", "timestamp": 1}]});
+    let options = json!({"maxRetries": 0});
+    let env = |vars: &[(&str, String)]| -> Vec<(String, String)> {
+        [
+            ("HOME", "/nonexistent-home".to_owned()),
+            ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent".to_owned()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+            ("AWS_ENDPOINT_URL_STS", sts.url.clone()),
+        ]
+        .iter()
+        .chain(vars)
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+    };
+    let scenarios = [
+        (
+            env(&[
+                ("AWS_REGION", "us-east-1".to_owned()),
+                ("AWS_CONFIG_FILE", "/nonexistent".to_owned()),
+                (
+                    "AWS_WEB_IDENTITY_TOKEN_FILE",
+                    token_file.display().to_string(),
+                ),
+                (
+                    "AWS_ROLE_ARN",
+                    "arn:aws:iam::123456789012:role/web".to_owned(),
+                ),
+                ("AWS_ROLE_SESSION_NAME", "pi-agent-c".to_owned()),
+            ]),
+            "ASIAWEBC",
+            "web-c-session",
+            "us-east-1",
+        ),
+        (
+            env(&[
+                ("AWS_CONFIG_FILE", config.display().to_string()),
+                ("AWS_PROFILE", "dev".to_owned()),
+            ]),
+            "ASIAROLEC",
+            "role-c-session",
+            "eu-west-3",
+        ),
+    ];
+    for (env, key_id, session, region) in scenarios {
+        server.reset();
+        server.push(reply(&fixture("text_max_tokens.eventstream"), json!({})));
+        let observed = stream_json::run(&model, &context, &options, false, &env);
+        assert_ne!(
+            observed.result["stopReason"], "error",
+            "{}",
+            observed.result
+        );
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1);
+        let authorization = requests[0].header("authorization").unwrap();
+        assert!(
+            authorization.starts_with(&format!("AWS4-HMAC-SHA256 Credential={key_id}/")),
+            "{authorization}"
+        );
+        assert!(
+            authorization.contains(&format!("/{region}/bedrock/aws4_request")),
+            "{authorization}"
+        );
+        assert_eq!(requests[0].header("x-amz-security-token"), Some(session));
+        let seen = format!("{:?} {}", observed.events, observed.result);
+        for secret in [WEB_TOKEN, STS_SECRET, BASE_SECRET] {
+            assert!(!seen.contains(secret));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    runtime.block_on(async move {
+        drop(sts);
+        drop(server);
+    });
+}

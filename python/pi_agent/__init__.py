@@ -83,6 +83,7 @@ from ._core import (
     ContextOverflowError,
     RefusalError,
     RunLimitExceeded,
+    InvalidOutputError,
     raise_for_error,
 )
 from ._guards import (
@@ -200,6 +201,7 @@ __all__ = [
     "ContextOverflowError",
     "RefusalError",
     "RunLimitExceeded",
+    "InvalidOutputError",
     "raise_for_error",
     "Agent",
     "AgentBusyError",

@@ -70,7 +70,7 @@ def chat(spec: str, base_url: Optional[str], api: str, system: Optional[str]) ->
         print(flush=True)
         last = agent.messages[-1]
         if last.get("stopReason") in ("error", "aborted"):
-            print(f"error: {last.get('errorMessage', last['stopReason'])}", file=sys.stderr)
+            print(f"error: {last.get('errorMessage') or last.get('stopReason')}", file=sys.stderr)
             status = 1
 
 
@@ -150,7 +150,7 @@ def login(provider_id: str, path: str) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pi_agent", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m pi_agent", description=(__doc__ or "pi_agent").splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     chat_parser = commands.add_parser("chat", help="chat with a model, streaming (prompts from stdin)")
     chat_parser.add_argument("--model", required=True, help="provider/model-id, e.g. openai/gpt-4o-mini")

@@ -1,5 +1,6 @@
 """Stubs of the compiled module ``pi_agent._core`` (hand-written; keep in sync with python/src)."""
 
+import asyncio
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -83,6 +84,7 @@ __all__ = [
     "ContextOverflowError",
     "RefusalError",
     "RunLimitExceeded",
+    "InvalidOutputError",
     "raise_for_error",
     "FauxProvider",
     "faux_text",
@@ -259,6 +261,10 @@ class RefusalError(ModelError):
 class RunLimitExceeded(ModelError):
     """The agent ended the run at one of its run limits; ``run_limit`` names it
     (``"maxTurns"``, ``"maxToolCalls"``, ...)."""
+
+class InvalidOutputError(ModelError):
+    """The answer does not match the requested output schema (``errorKind``
+    ``"invalid_output"``); ``pi_agent.OutputValidationError`` derives from it."""
 
 def raise_for_error(message: _M) -> _M:
     """Raises the ``ModelError`` subclass of a failed assistant message (``stopReason``
@@ -1061,7 +1067,13 @@ class Agent(Generic[_OutT]):
         """How many follow-up messages one poll takes."""
     @follow_up_mode.setter
     def follow_up_mode(self, mode: QueueMode) -> None: ...
-    def subscribe(self, callback: Subscriber, *, partial: bool = False) -> Unsubscribe:
+    def subscribe(
+        self,
+        callback: Subscriber,
+        *,
+        partial: bool = False,
+        loop: Optional[asyncio.AbstractEventLoop] = None,
+    ) -> Unsubscribe:
         """Calls ``callback(event)`` — or ``callback(event, signal)`` when it takes two
         arguments — for every event of every later run, in order; the run waits for it.
 
@@ -1070,10 +1082,12 @@ class Agent(Generic[_OutT]):
         touch that loop's objects (``queue.put_nowait(event)``); a plain function runs on a
         worker thread (it may block or call other agents), so from there use
         ``loop.call_soon_threadsafe`` to reach asyncio objects (an ``asyncio.Queue`` is not
-        thread-safe). ``partial=True`` adds pi's ``message`` to ``message_update`` events. An
-        exception does not affect the run: the first one of a subscriber goes to
-        ``sys.unraisablehook``, every one to ``listener_errors``. Returns a function that
-        unsubscribes."""
+        thread-safe) — or give ``loop=``: a plain function is then called on that loop's
+        thread (``loop.call_soon_threadsafe``), in event order, without the run waiting for it;
+        its exceptions go to the loop's exception handler. ``partial=True`` adds pi's
+        ``message`` to ``message_update`` events. An exception does not affect the run: the
+        first one of a subscriber goes to ``sys.unraisablehook``, every one to
+        ``listener_errors``. Returns a function that unsubscribes."""
     @property
     def listener_errors(self) -> list[str]:
         """Failures of subscribers, oldest first (at most the last 100), e.g.

@@ -91,6 +91,11 @@ def make(base: type[Exception]) -> dict[str, type[Exception]]:
             "The agent ended the run at one of its run limits; ``run_limit`` names it "
             "(``\"maxTurns\"``, ``\"maxToolCalls\"``, ...).",
         ),
+        "InvalidOutputError": sub(
+            "InvalidOutputError",
+            "The answer does not match the requested output schema (``errorKind`` "
+            "``\"invalid_output\"``); ``pi_agent.OutputValidationError`` derives from it.",
+        ),
     }
     for cls in classes.values():
         cls.__module__ = "pi_agent"

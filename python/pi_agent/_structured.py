@@ -11,7 +11,7 @@ import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union, overload
 
 from . import _core
-from ._core import PiValueError
+from ._core import InvalidOutputError, PiValueError
 from ._tools import _converter, _hoist_definitions, _schema, _SchemaContext
 
 T = TypeVar("T")
@@ -19,15 +19,28 @@ T = TypeVar("T")
 OutputType = Union[Type[T], Mapping[str, Any]]
 
 
-class OutputValidationError(PiValueError):
+class OutputValidationError(InvalidOutputError, PiValueError):
     """The model's answer does not match the requested output type (its message has
     ``errorKind`` ``"invalid_output"`` and the validation report as ``errorMessage``), or the
-    request failed. ``message`` is the failed assistant message."""
+    request failed. ``message`` is the failed assistant message.
+
+    It is an ``InvalidOutputError`` (a ``ModelError``, what ``raise_on_error=True`` raises for
+    an ``invalid_output`` failure) and a ``PiValueError``, so either catch works; ``kind``,
+    ``http_status``, ``retry_after`` and ``run_limit`` are the message's, as on every
+    ``ModelError``."""
 
     def __init__(self, text: str, message: Mapping[str, Any]) -> None:
-        super().__init__(text)
-        self.message: Dict[str, Any] = dict(message)
-        self.error_kind: Optional[str] = message.get("errorKind")
+        copied: Dict[str, Any] = dict(message)
+        super().__init__(
+            text,
+            message=copied,  # type: ignore[arg-type]  # a dict with the message's keys
+            kind=copied.get("errorKind"),
+            http_status=copied.get("httpStatus"),
+            retry_after_ms=copied.get("retryAfterMs"),
+            run_limit=copied.get("runLimit"),
+        )
+        self.message: Dict[str, Any] = copied  # type: ignore[assignment]  # a dict, never None
+        self.error_kind: Optional[str] = copied.get("errorKind")
 
 
 def output_schema(output_type: Any, *, strict: bool = False) -> Dict[str, Any]:

@@ -426,6 +426,7 @@ def _sequence_converter(
     container = origin if origin in (tuple, set, frozenset) else annotation
     if container not in (tuple, set, frozenset):
         container = list
+    item: Optional[_Convert] = None
     if container is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
         positional = [_converter(arg, cache) for arg in args]
     else:
@@ -585,7 +586,8 @@ def _schema(annotation: Any, context: Optional[_SchemaContext] = None) -> Dict[s
             return _dataclass(annotation, context)
         schema_method = getattr(annotation, "model_json_schema", None)  # pydantic models
         if callable(schema_method):
-            return dict(schema_method())
+            make = typing.cast("typing.Callable[[], Dict[str, Any]]", schema_method)
+            return dict(make())
     raise TypeError(f"unsupported type {annotation!r}")
 
 
@@ -745,8 +747,9 @@ def _google_params(lines: List[str]) -> Dict[str, str]:
             continue
         match = _GOOGLE_ARG.match(stripped) if indent == base_indent else None
         if match:
-            current = match.group(1).lstrip("*")
-            params[current] = match.group(3).strip()
+            name: str = match.group(1).lstrip("*")
+            current = name
+            params[name] = match.group(3).strip()
         elif current is not None:
             params[current] = (params[current] + " " + stripped).strip()
     return params
@@ -759,8 +762,9 @@ def _sphinx_params(lines: List[str]) -> Dict[str, str]:
         stripped = line.strip()
         match = _SPHINX_PARAM.match(stripped)
         if match:
-            current = match.group(1)
-            params[current] = match.group(2).strip()
+            name = match.group(1)
+            current = name
+            params[name] = match.group(2).strip()
         elif stripped.startswith(":") or not stripped:
             current = None
         elif current is not None:
@@ -785,8 +789,9 @@ def _numpy_params(lines: List[str]) -> Dict[str, str]:
                     match = _NUMPY_ARG.match(stripped)
                     if not match:
                         break
-                    current = match.group(1)
-                    params[current] = ""
+                    name = match.group(1)
+                    current = name
+                    params[name] = ""
                 elif current is not None:
                     params[current] = (params[current] + " " + stripped).strip()
             break

@@ -805,15 +805,27 @@ impl PyAgent {
     /// `partial=True` adds pi's `message` to `message_update` events. An exception does not
     /// affect the run: the first one of a subscriber is reported through
     /// `sys.unraisablehook`, every one in `listener_errors`.
-    /// Returns a function that unsubscribes.
-    #[pyo3(signature = (callback, *, partial = false))]
-    fn subscribe(&self, callback: Bound<'_, PyAny>, partial: bool) -> PyResult<Unsubscribe> {
+    /// `loop=` (an asyncio event loop) calls a plain function on that loop's thread instead,
+    /// through `loop.call_soon_threadsafe`, in event order; the run does not wait for it (so a
+    /// blocked loop cannot stall the run) and its exceptions go to the loop's exception
+    /// handler. Returns a function that unsubscribes.
+    #[pyo3(signature = (callback, *, partial = false, r#loop = None))]
+    fn subscribe(
+        &self,
+        callback: Bound<'_, PyAny>,
+        partial: bool,
+        r#loop: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Unsubscribe> {
         if !callback.is_callable() {
             return Err(type_error(
                 Some("callback"),
                 format!("subscriber must be callable, not {}", type_name(&callback)),
             ));
         }
+        let dispatch = match r#loop {
+            None => None,
+            Some(event_loop) => Some(Arc::new(loop_dispatch(&callback, &event_loop)?)),
+        };
         let with_signal = helper(callback.py(), "takes_second_argument")?
             .call1((&callback,))?
             .is_truthy()?;
@@ -825,6 +837,7 @@ impl PyAgent {
         let subscription = self.agent.subscribe_async(move |event, signal| {
             let json = event.to_json(partial);
             let (call, report) = (Arc::clone(&callback), Arc::clone(&callback));
+            let dispatch = dispatch.clone();
             let reported = Arc::clone(&reported);
             let scope: Scope = scope.current();
             async move {
@@ -832,13 +845,18 @@ impl PyAgent {
                     scope,
                     move |py| {
                         let event = to_py(py, &json)?;
-                        let args = if with_signal {
-                            let signal = Bound::new(py, PySignal::new(signal))?.into_any();
-                            PyTuple::new(py, [event, signal])?
-                        } else {
-                            PyTuple::new(py, [event])?
-                        };
-                        Ok((call.bind(py).clone(), args))
+                        let mut args = vec![event];
+                        if with_signal {
+                            args.push(Bound::new(py, PySignal::new(signal))?.into_any());
+                        }
+                        match &dispatch {
+                            // `loop.call_soon_threadsafe(callback, *args)`.
+                            Some(schedule) => {
+                                args.insert(0, call.bind(py).clone());
+                                Ok((schedule.bind(py).clone(), PyTuple::new(py, args)?))
+                            }
+                            None => Ok((call.bind(py).clone(), PyTuple::new(py, args)?)),
+                        }
                     },
                     move |py, outcome| {
                         outcome.err().map(|error| {
@@ -1079,5 +1097,36 @@ impl Unsubscribe {
         if let Some(subscription) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
             subscription.unsubscribe();
         }
+    }
+}
+
+/// `event_loop.call_soon_threadsafe`, for a subscriber given `loop=`: refused for an
+/// `async def` callback (it already runs on the loop awaiting the run) and for an object that
+/// is not an event loop.
+fn loop_dispatch(
+    callback: &Bound<'_, PyAny>,
+    event_loop: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    let py = callback.py();
+    let is_async = py
+        .import("inspect")?
+        .call_method1("iscoroutinefunction", (callback,))?
+        .is_truthy()?;
+    if is_async {
+        return Err(type_error(
+            Some("loop"),
+            "loop= is for plain-function subscribers: an `async def` subscriber already runs on \
+             the event loop awaiting the run",
+        ));
+    }
+    match event_loop.getattr("call_soon_threadsafe") {
+        Ok(schedule) if schedule.is_callable() => Ok(schedule.unbind()),
+        _ => Err(type_error(
+            Some("loop"),
+            format!(
+                "loop must be an asyncio event loop, not {}",
+                type_name(event_loop)
+            ),
+        )),
     }
 }

@@ -46,6 +46,7 @@ fn class_name(kind: Option<ErrorKind>) -> &'static str {
         Some(ErrorKind::ContextOverflow) => "ContextOverflowError",
         Some(ErrorKind::Refusal) => "RefusalError",
         Some(ErrorKind::RunLimit) => "RunLimitExceeded",
+        Some(ErrorKind::InvalidOutput) => "InvalidOutputError",
         // A kind added to core before this list follows: the base class.
         _ => "ModelError",
     }

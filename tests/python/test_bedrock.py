@@ -339,3 +339,128 @@ def test_instance_metadata_credentials_sign_the_request(
         assert server.requests() == []
     finally:
         imds.close()
+
+
+WEB_TOKEN = "eyJhbGciOi.web-identity-SECRET-py.jwt"
+STS_SECRET = "sts/secret/KEY+7777777777777777777777"
+BASE_SECRET = "base/secret/KEY+8888888888888888888888"
+
+
+class _Sts:
+    """An STS stand-in on 127.0.0.1 answering ``AssumeRoleWithWebIdentity`` (for the token in
+    ``WEB_TOKEN``) and ``AssumeRole`` (signed with the source profile's key ``AKIABASEPY``)."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+        import urllib.parse
+
+        self.actions: List[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                form = dict(urllib.parse.parse_qsl(self.rfile.read(length).decode()))
+                action = form.get("Action", "")
+                outer.actions.append(action)
+                if action == "AssumeRoleWithWebIdentity" and form.get("WebIdentityToken") == WEB_TOKEN:
+                    key, token = "ASIAWEBPY", "web-py-session"
+                elif action == "AssumeRole" and "Credential=AKIABASEPY/" in (self.headers.get("authorization") or ""):
+                    key, token = "ASIAROLEPY", "role-py-session"
+                else:
+                    self.send_response(403)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return
+                data = (
+                    f'<{action}Response xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><{action}Result>'
+                    f"<Credentials><AccessKeyId>{key}</AccessKeyId><SecretAccessKey>{STS_SECRET}</SecretAccessKey>"
+                    f"<SessionToken>{token}</SessionToken><Expiration>2099-01-01T00:00:00Z</Expiration></Credentials>"
+                    "<AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/r/s</Arn>"
+                    "<AssumedRoleId>AROAEXAMPLE:s</AssumedRoleId></AssumedRoleUser>"
+                    f"</{action}Result></{action}Response>"
+                ).encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/xml")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_web_identity_and_assume_role_sign_the_request(
+    mock_server: MockServer, monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    """Web identity (EKS IRSA: a token file exchanged at STS) and an assume-role profile chain
+    (``role_arn`` + ``source_profile``) through Python, against an STS stand-in; the second
+    takes its region from the profile (no ``AWS_REGION``: the SDK's profile region provider).
+    No secret reaches the message."""
+    server = mock_server
+    sts = _Sts()
+    model = catalog_model("amazon.nova-lite-v1:0", server)
+    context: Dict[str, Any] = {"messages": [{"role": "user", "content": "hi", "timestamp": 1}]}
+    try:
+        token_file = tmp_path / "web-identity-token"
+        token_file.write_text(WEB_TOKEN)
+        aws_environment(
+            monkeypatch,
+            {
+                "AWS_REGION": "us-east-1",
+                "AWS_EC2_METADATA_DISABLED": "true",
+                "AWS_WEB_IDENTITY_TOKEN_FILE": str(token_file),
+                "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/web",
+                "AWS_ROLE_SESSION_NAME": "pi-agent-py",
+                "AWS_ENDPOINT_URL_STS": sts.url,
+            },
+        )
+        assert pi_agent.get_env_api_key("amazon-bedrock") == "<authenticated>"
+        server.push(reply(body("text_max_tokens")))
+        message = pi_agent.complete_sync(model, context, max_retries=0)
+        assert message["stopReason"] == "length", message
+        (request,) = server.requests()
+        authorization = header(request, "authorization") or ""
+        assert authorization.startswith("AWS4-HMAC-SHA256 Credential=ASIAWEBPY/"), authorization
+        assert "/us-east-1/bedrock/aws4_request" in authorization
+        assert header(request, "x-amz-security-token") == "web-py-session"
+
+        config = tmp_path / "config"
+        config.write_text(
+            "[profile dev]\nrole_arn = arn:aws:iam::123456789012:role/dev\nsource_profile = base\n"
+            "region = eu-west-3\n\n"
+            f"[profile base]\naws_access_key_id = AKIABASEPY\naws_secret_access_key = {BASE_SECRET}\n"
+        )
+        server.reset()
+        aws_environment(
+            monkeypatch,
+            {
+                "AWS_PROFILE": "dev",
+                "AWS_CONFIG_FILE": str(config),
+                "AWS_EC2_METADATA_DISABLED": "true",
+                "AWS_ENDPOINT_URL_STS": sts.url,
+            },
+        )
+        assert pi_agent.get_env_api_key("amazon-bedrock") == "<authenticated>"
+        server.push(reply(body("text_max_tokens")))
+        message = pi_agent.complete_sync(model, context, max_retries=0)
+        assert message["stopReason"] == "length", message
+        (request,) = server.requests()
+        authorization = header(request, "authorization") or ""
+        assert authorization.startswith("AWS4-HMAC-SHA256 Credential=ASIAROLEPY/"), authorization
+        assert "/eu-west-3/bedrock/aws4_request" in authorization, authorization
+        assert header(request, "x-amz-security-token") == "role-py-session"
+        assert sts.actions == ["AssumeRoleWithWebIdentity", "AssumeRole"]
+        for secret in (WEB_TOKEN, STS_SECRET, BASE_SECRET):
+            assert secret not in json.dumps(message)
+    finally:
+        sts.close()

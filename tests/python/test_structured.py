@@ -163,3 +163,26 @@ def test_output_type_maps_onto_each_api(
     for key in pointer:
         value = value[key]
     assert value == expected
+
+
+def test_invalid_output_raises_the_same_class_both_ways(mock_server: MockServer) -> None:
+    # `raise_on_error=True` and `complete_structured` raise for the same failure: the first an
+    # `InvalidOutputError` (a `ModelError`), the second an `OutputValidationError`, which is
+    # one too (and still a `PiValueError`), so one `except` clause fits both call styles.
+    mock_server.push({"text": '{"city": "Oslo"}'}, {"text": '{"city": "Oslo"}'})
+    model = mock_server.model()
+    schema = pi_agent.output_schema(Weather)
+    with pytest.raises(pi_agent.InvalidOutputError) as raw:
+        pi_agent.complete_sync(model, CONTEXT, api_key="k", output_schema=schema, raise_on_error=True)
+    assert type(raw.value) is pi_agent.InvalidOutputError
+    assert raw.value.kind == "invalid_output"
+    with pytest.raises(pi_agent.InvalidOutputError) as typed:
+        pi_agent.complete_structured_sync(model, CONTEXT, Weather, api_key="k")
+    error = typed.value
+    assert isinstance(error, pi_agent.OutputValidationError)
+    assert isinstance(error, pi_agent.ModelError)
+    assert isinstance(error, pi_agent.PiValueError) and isinstance(error, ValueError)
+    assert error.kind == error.error_kind == "invalid_output"
+    assert error.message is not None and error.message["errorKind"] == "invalid_output"
+    assert str(error) == str(raw.value)
+    assert issubclass(pi_agent.InvalidOutputError, pi_agent.ModelError)

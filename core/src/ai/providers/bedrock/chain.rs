@@ -109,7 +109,7 @@ static CACHE: LazyLock<Mutex<HashMap<[u8; 32], Slot>>> = LazyLock::new(Default::
 
 /// What the cache is keyed on: the profile, the region and every `AWS_*` variable (hashed, so
 /// no secret is kept twice), so that a changed environment never reuses old credentials.
-fn cache_key(profile: Option<&str>, region: &str) -> [u8; 32] {
+pub(super) fn cache_key(profile: Option<&str>, region: &str) -> [u8; 32] {
     let mut vars: Vec<(String, String)> = std::env::vars()
         .filter(|(name, _)| name.starts_with("AWS_") || name == "HOME")
         .collect();
@@ -200,22 +200,26 @@ fn sources(profile: Option<&str>, region: &str) -> Vec<Source> {
         "ECS container endpoint".into(),
         Box::new(EcsCredentialsProvider::builder().configure(&config).build()),
     ));
-    let imds_client = imds::Client::builder()
-        .configure(&config)
-        .connect_timeout(IMDS_TIMEOUT)
-        .read_timeout(IMDS_TIMEOUT)
-        .max_attempts(IMDS_ATTEMPTS)
-        .build();
     out.push((
         "EC2 instance metadata".into(),
         Box::new(
             ImdsCredentialsProvider::builder()
                 .configure(&config)
-                .imds_client(imds_client)
+                .imds_client(imds_client(&config))
                 .build(),
         ),
     ));
     out
+}
+
+/// An instance metadata client with short timeouts and few attempts (see [`IMDS_TIMEOUT`]).
+pub(super) fn imds_client(config: &ProviderConfig) -> imds::Client {
+    imds::Client::builder()
+        .configure(config)
+        .connect_timeout(IMDS_TIMEOUT)
+        .read_timeout(IMDS_TIMEOUT)
+        .max_attempts(IMDS_ATTEMPTS)
+        .build()
 }
 
 /// The reason of an SDK error: the `Display` of it and of its sources, joined. Never their

@@ -7,7 +7,9 @@
 //!   when neither a region nor `AWS_PROFILE` is configured; a standard URL then also gives the
 //!   region.
 //! - Otherwise the region defaults to `us-east-1`, unless `AWS_PROFILE` is set, in which case
-//!   the profile's `region` (shared config file) is used.
+//!   pi's SDK resolves it: the profile's `region` (shared config file), then — with a provider
+//!   that reads the process environment — EC2 instance metadata, through the AWS SDK's own
+//!   region providers ([`super::region`], asked when the request runs: [`Resolution::Pending`]).
 
 use super::super::http;
 use super::credentials::{Environment, named_profile};
@@ -21,6 +23,34 @@ pub(crate) struct ClientConfig {
     pub region: String,
     /// `scheme://host[:port][/path]` without a trailing slash.
     pub endpoint: String,
+}
+
+/// Where the region of a request comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Resolution {
+    /// Known now.
+    Ready(ClientConfig),
+    /// The AWS SDK's region providers for `profile` ([`super::region::profile_region`]), asked
+    /// when the request runs; `endpoint` is the explicit one, if any (else the region's).
+    Pending {
+        /// The profile (the request's, else `AWS_PROFILE`).
+        profile: String,
+        /// An explicit endpoint.
+        endpoint: Option<String>,
+    },
+}
+
+/// The configuration for a region found later (see [`Resolution::Pending`]).
+pub(crate) fn finish(
+    env: &Environment,
+    region: String,
+    endpoint: Option<String>,
+) -> Result<ClientConfig, String> {
+    if !is_valid_region(&region) {
+        return Err(format!("Invalid AWS region `{region}`"));
+    }
+    let endpoint = endpoint.unwrap_or_else(|| default_endpoint(env, &region));
+    Ok(ClientConfig { region, endpoint })
 }
 
 /// The region configured for the request (pi's `getConfiguredBedrockRegion`).
@@ -78,7 +108,7 @@ pub(crate) fn resolve(
     base_url: &str,
     requested_region: Option<&str>,
     requested_profile: Option<&str>,
-) -> Result<ClientConfig, String> {
+) -> Result<Resolution, String> {
     let configured = configured_region(env, requested_region);
     // pi looks at the variable only, not at the request's `profile`.
     let has_profile = env.var("AWS_PROFILE").is_some();
@@ -92,6 +122,13 @@ pub(crate) fn resolve(
             None if !has_profile => "us-east-1".to_owned(),
             None => {
                 let profile = named_profile(env, requested_profile).unwrap_or_default();
+                if matches!(env, Environment::Process) {
+                    return Ok(Resolution::Pending {
+                        profile,
+                        endpoint: explicit_endpoint
+                            .then(|| base_url.trim().trim_end_matches('/').to_owned()),
+                    });
+                }
                 load_profile(env, &profile)
                     .and_then(|found| found.get("region").cloned())
                     .filter(|region| !region.is_empty())
@@ -103,15 +140,8 @@ pub(crate) fn resolve(
             }
         },
     };
-    if !is_valid_region(&region) {
-        return Err(format!("Invalid AWS region `{region}`"));
-    }
-    let endpoint = if explicit_endpoint {
-        base_url.trim().trim_end_matches('/').to_owned()
-    } else {
-        default_endpoint(env, &region)
-    };
-    Ok(ClientConfig { region, endpoint })
+    let endpoint = explicit_endpoint.then(|| base_url.trim().trim_end_matches('/').to_owned());
+    finish(env, region, endpoint).map(Resolution::Ready)
 }
 
 /// `POST {endpoint}/model/{modelId}/converse-stream`, the id one path segment encoded as the
@@ -138,6 +168,19 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
         )
+    }
+
+    /// `resolve`, known now (a fixed environment never defers).
+    fn resolve(
+        env: &Environment,
+        base_url: &str,
+        region: Option<&str>,
+        profile: Option<&str>,
+    ) -> Result<ClientConfig, String> {
+        match super::resolve(env, base_url, region, profile)? {
+            Resolution::Ready(config) => Ok(config),
+            pending => panic!("{pending:?}"),
+        }
     }
 
     fn config(region: &str, endpoint: &str) -> ClientConfig {

@@ -17,6 +17,7 @@ pub mod eventstream;
 pub(crate) mod model_family;
 pub(crate) mod options;
 pub(crate) mod profile_file;
+pub(crate) mod region;
 pub(crate) mod request;
 pub(crate) mod response;
 pub(crate) mod sdk_http;
@@ -26,7 +27,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use self::config::ClientConfig;
+use self::config::{ClientConfig, Resolution};
 use self::credentials::{BedrockAuth, Environment};
 use self::eventstream::EventStreamDecoder;
 use self::options::BedrockRequestOptions;
@@ -73,7 +74,12 @@ impl BedrockProvider {
 
 /// Everything a request needs, resolved before the task starts.
 struct PreparedRequest {
+    /// Empty while `pending_region` is set.
     url: String,
+    model_id: String,
+    /// The profile whose region the SDK's region providers give, when the region is not known
+    /// before the request runs (with the explicit endpoint, if any).
+    pending_region: Option<(String, Option<String>)>,
     body: Vec<u8>,
     auth: BedrockAuth,
     region: String,
@@ -120,12 +126,21 @@ impl BedrockProvider {
         options: &StreamOptions,
     ) -> Result<PreparedRequest, ProviderError> {
         let bedrock = BedrockRequestOptions::from_stream_options(options);
-        let ClientConfig { region, endpoint } = config::resolve(
+        let (ClientConfig { region, endpoint }, pending_region) = match config::resolve(
             &self.env,
             &model.base_url,
             bedrock.region.as_deref(),
             bedrock.profile.as_deref(),
-        )?;
+        )? {
+            Resolution::Ready(config) => (config, None),
+            Resolution::Pending { profile, endpoint } => (
+                ClientConfig {
+                    region: String::new(),
+                    endpoint: String::new(),
+                },
+                Some((profile, endpoint)),
+            ),
+        };
         let auth = credentials::resolve_auth(
             &self.env,
             bedrock.bearer_token.as_ref(),
@@ -159,8 +174,14 @@ impl BedrockProvider {
             },
             _ => model.id.clone(),
         };
+        let url = match pending_region {
+            Some(_) => String::new(),
+            None => config::converse_stream_url(&endpoint, &model_id)?,
+        };
         Ok(PreparedRequest {
-            url: config::converse_stream_url(&endpoint, &model_id)?,
+            url,
+            model_id,
+            pending_region,
             body: serde_json::to_vec(&command).unwrap_or_default(),
             auth,
             region,
@@ -206,6 +227,13 @@ async fn run(
     model: &Model,
     mut request: PreparedRequest,
 ) -> Result<(), ProviderError> {
+    if let Some((profile, endpoint)) = request.pending_region.take() {
+        let found = region::profile_region(&profile).await?;
+        let ClientConfig { region, endpoint } =
+            config::finish(&Environment::Process, found, endpoint)?;
+        request.url = config::converse_stream_url(&endpoint, &request.model_id)?;
+        request.region = region;
+    }
     if let BedrockAuth::Chain(profile) = &request.auth {
         let credentials = chain::credentials(profile.as_deref(), &request.region)
             .await

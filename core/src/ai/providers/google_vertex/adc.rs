@@ -219,6 +219,22 @@ impl Credentials {
         }
     }
 
+    /// These credentials reading `env` (an external account's `AWS_*` variables and
+    /// `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES`).
+    fn with_environment(self, env: &Environment) -> Self {
+        match self {
+            Self::External(mut account) => {
+                account.env = env.clone();
+                Self::External(account)
+            }
+            Self::Impersonated(mut impersonated) => {
+                impersonated.source = impersonated.source.with_environment(env);
+                Self::Impersonated(impersonated)
+            }
+            other => other,
+        }
+    }
+
     /// The project billed for quota (`x-goog-user-project`), if the file names one.
     pub(crate) fn quota_project(&self) -> Option<&str> {
         match self {
@@ -323,7 +339,8 @@ fn well_known_file(env: &Environment) -> Option<PathBuf> {
 /// Reads the ADC file (see [`credentials_path`]).
 pub(crate) fn load(env: &Environment) -> Result<Credentials, String> {
     let from_file = match credentials_path(env) {
-        Some(path) => read_file(&path, env.var("GOOGLE_APPLICATION_CREDENTIALS").is_some()),
+        Some(path) => read_file(&path, env.var("GOOGLE_APPLICATION_CREDENTIALS").is_some())
+            .map(|credentials| credentials.with_environment(env)),
         None => Err(NO_CREDENTIALS.to_owned()),
     };
     match from_file {

@@ -4,7 +4,9 @@
 //!
 //! 1. the subject token is read from `credential_source`: a `file`, or a `url` (with its
 //!    `headers`), as text or as a JSON field (`format: {"type": "json",
-//!    "subject_token_field_name": ...}`);
+//!    "subject_token_field_name": ...}`); or made from AWS credentials (`environment_id`
+//!    `aws1`: a signed `GetCallerIdentity` request, [`super::subject_aws`]); or printed by an
+//!    `executable` ([`super::subject_exec`]);
 //! 2. it is exchanged at `token_url` (Google's STS) for a federated access token (RFC 8693
 //!    token exchange, scope `cloud-platform`);
 //! 3. with an impersonation URL, that token (or the source credentials' token) asks IAM
@@ -21,6 +23,7 @@ use serde_json::{Value, json};
 use super::adc::{CLOUD_PLATFORM_SCOPE, Credentials};
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::providers::environment::Environment;
 use crate::ai::providers::http;
 use crate::ai::redact::Redactor;
 
@@ -38,12 +41,28 @@ const IMPERSONATED_LIFETIME_SECS: u64 = 3600;
 pub(crate) struct CredentialSource {
     #[serde(default)]
     file: Option<String>,
+    /// A URL-sourced token's URL; AWS: the role credentials URL.
     #[serde(default)]
-    url: Option<String>,
+    pub(crate) url: Option<String>,
     #[serde(default)]
     headers: Option<serde_json::Map<String, Value>>,
     #[serde(default)]
     format: Option<SourceFormat>,
+    /// `aws1` for an AWS-sourced token.
+    #[serde(default)]
+    pub(crate) environment_id: Option<String>,
+    /// AWS: where the availability zone is read (when no `AWS_REGION`).
+    #[serde(default)]
+    pub(crate) region_url: Option<String>,
+    /// AWS: the `GetCallerIdentity` URL that is signed (`{region}` filled in).
+    #[serde(default)]
+    pub(crate) regional_cred_verification_url: Option<String>,
+    /// AWS: the IMDSv2 session token URL.
+    #[serde(default)]
+    pub(crate) imdsv2_session_token_url: Option<String>,
+    /// A program that prints the token.
+    #[serde(default)]
+    executable: Option<super::subject_exec::ExecutableSource>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -66,6 +85,10 @@ pub(crate) struct ExternalAccount {
     pub(crate) credential_source: CredentialSource,
     #[serde(default)]
     pub(crate) quota_project_id: Option<String>,
+    /// Where `AWS_*` and `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES` are read (the provider's
+    /// environment; set when the file is loaded).
+    #[serde(skip)]
+    pub(crate) env: Environment,
 }
 
 /// An `impersonated_service_account` file: source credentials and the account to become.
@@ -78,6 +101,14 @@ pub(crate) struct Impersonated {
 }
 
 impl ExternalAccount {
+    /// The service account impersonated (from `.../serviceAccounts/<email>:generateAccessToken`).
+    pub(crate) fn impersonated_email(&self) -> Option<&str> {
+        let url = self.service_account_impersonation_url.as_deref()?;
+        let (_, rest) = url.rsplit_once("/serviceAccounts/")?;
+        rest.strip_suffix(":generateAccessToken")
+            .filter(|email| !email.is_empty())
+    }
+
     /// The STS endpoint.
     pub(crate) fn token_url(&self) -> &str {
         self.token_url
@@ -173,6 +204,31 @@ async fn subject_token(
     Ok(token)
 }
 
+#[cfg(feature = "bedrock")]
+async fn aws_subject_token(
+    account: &ExternalAccount,
+    redactor: &mut Redactor,
+) -> Result<String, ProviderError> {
+    super::subject_aws::subject_token(
+        &account.credential_source,
+        &account.audience,
+        &account.env,
+        redactor,
+    )
+    .await
+}
+
+/// AWS request signing comes with the `bedrock` feature.
+#[cfg(not(feature = "bedrock"))]
+async fn aws_subject_token(
+    _account: &ExternalAccount,
+    _redactor: &mut Redactor,
+) -> Result<String, ProviderError> {
+    Err(auth(
+        "An AWS-sourced external account needs pi-agent's `bedrock` feature (AWS signing)".into(),
+    ))
+}
+
 #[derive(Deserialize)]
 struct StsAnswer {
     access_token: String,
@@ -186,7 +242,18 @@ pub(crate) async fn external_token(
     account: &ExternalAccount,
 ) -> Result<(ApiKey, Duration), ProviderError> {
     let mut redactor = Redactor::default();
-    let subject = subject_token(&account.credential_source, &mut redactor).await?;
+    let source = &account.credential_source;
+    let subject = if let Some(executable) = &source.executable {
+        super::subject_exec::subject_token(executable, account, &account.env, &mut redactor).await?
+    } else if source
+        .environment_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("aws"))
+    {
+        aws_subject_token(account, &mut redactor).await?
+    } else {
+        subject_token(source, &mut redactor).await?
+    };
     let form = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs([
             (

@@ -21,6 +21,9 @@
 pub(crate) mod adc;
 pub(crate) mod endpoint;
 pub(crate) mod external;
+#[cfg(feature = "bedrock")]
+pub(crate) mod subject_aws;
+pub(crate) mod subject_exec;
 
 use reqwest::header::CONTENT_TYPE;
 
