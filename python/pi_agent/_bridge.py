@@ -264,8 +264,11 @@ class FreshLoop:
     async def _main(self, awaitable: Awaitable[Any]) -> Any:
         with self._lock:
             if self._cancelled:
-                if hasattr(awaitable, "close"):
-                    awaitable.close()
+                # A coroutine that never ran is closed so Python does not warn it was
+                # never awaited; other awaitables have nothing to close.
+                close = getattr(awaitable, "close", None)
+                if callable(close):
+                    close()
                 raise asyncio.CancelledError()
             self._loop = asyncio.get_running_loop()
             self._task = asyncio.current_task()
