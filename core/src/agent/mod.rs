@@ -59,14 +59,14 @@ pub use self::tool::{
 };
 pub use self::tool_calls::{TOOL_ABORTED, TOOL_BLOCKED, execute_tool_calls};
 
-use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::event_stream::PartialMessage;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
-use crate::ai::providers::faux::panic_text;
+use crate::ai::thinking::ModelThinkingLevel;
 use crate::ai::types::{
     ImageContent, TextContent, UserContent, UserMessage, UserMessageContent, now_ms,
 };
+use crate::panics::panic_text;
 
 /// A subscriber called synchronously, in order, for every event of every run. The loop waits
 /// for it, so keep it quick. A subscriber that panics does not break the run or starve the

@@ -19,9 +19,9 @@ use super::message::AgentMessage;
 use super::queue::QueueMode;
 use super::tool::ToolExecutionMode;
 use super::{Agent, AgentOptions, lock};
-use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::model::Model;
 use crate::ai::options::is_known_safe_header;
+use crate::ai::thinking::ModelThinkingLevel;
 
 /// The current snapshot format (2: settings nested under `settings`; 1 is still read).
 pub const SNAPSHOT_VERSION: u32 = 2;
