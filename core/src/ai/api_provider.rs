@@ -25,18 +25,25 @@ pub trait ApiProvider: Send + Sync {
         options: &StreamOptions,
     ) -> AssistantMessageEventStream;
 
-    /// pi's `streamSimple`: maps the api-independent `reasoning` level onto this api's keys,
-    /// then [`stream`](Self::stream). The default applies the shared defaults
-    /// (`maxTokens` defaulting to `min(model.maxTokens, 32000)`) and leaves `reasoning` clamped to a level the model supports (`None`
-    /// for a model without reasoning), for providers that read `reasoning` themselves.
+    /// The options pi's `streamSimple` sends: the api-independent `reasoning` level mapped
+    /// onto this api's keys. The default applies the shared defaults (`maxTokens` defaulting to
+    /// `min(model.maxTokens, 32000)`) and leaves `reasoning` clamped to a level the model
+    /// supports (`None` for a model without reasoning), for providers that read `reasoning`
+    /// themselves.
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        let mut simple = base_options(model, options);
+        simple.reasoning = clamped_level(model, options.reasoning).filter(|_| model.reasoning);
+        simple
+    }
+
+    /// pi's `streamSimple`: [`stream`](Self::stream) with
+    /// [`simple_options`](Self::simple_options).
     fn stream_simple(
         &self,
         model: &Model,
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        let mut simple = base_options(model, options);
-        simple.reasoning = clamped_level(model, options.reasoning).filter(|_| model.reasoning);
-        self.stream(model, context, &simple)
+        self.stream(model, context, &self.simple_options(model, options))
     }
 }

@@ -45,13 +45,8 @@ impl ApiProvider for MistralProvider {
         http::start(model, options, || prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(model, context, &simple_options(model, options))
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        simple_options(model, options)
     }
 }
 
@@ -97,14 +92,9 @@ fn prepare(
 pub(crate) struct MistralWire;
 
 impl http::Wire for MistralWire {
-    async fn read(
-        self,
-        writer: &mut StreamWriter,
-        model: &Model,
-        response: reqwest::Response,
-        options: &StreamOptions,
-    ) -> Result<(), ProviderError> {
-        read_stream(writer, model, http::SseEvents::new(response, options)).await
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events).await
     }
 }
 

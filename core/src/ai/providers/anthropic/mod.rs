@@ -45,13 +45,8 @@ impl ApiProvider for AnthropicProvider {
         http::start(model, options, || prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(model, context, &request::simple_options(model, options))
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        request::simple_options(model, options)
     }
 }
 
@@ -128,14 +123,8 @@ pub(crate) struct MessagesWire {
 }
 
 impl http::Wire for MessagesWire {
-    async fn read(
-        self,
-        writer: &mut StreamWriter,
-        model: &Model,
-        response: reqwest::Response,
-        options: &StreamOptions,
-    ) -> Result<(), ProviderError> {
-        let events = http::SseEvents::new(response, options);
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
         read_stream(writer, model, events, self.oauth_tool_names).await
     }
 }

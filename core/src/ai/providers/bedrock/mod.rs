@@ -136,13 +136,13 @@ impl http::Wire for BedrockWire {
         response::format_http_error(status, headers, body)
     }
 
-    async fn read(
-        self,
-        writer: &mut StreamWriter,
-        model: &Model,
-        response: reqwest::Response,
-        options: &StreamOptions,
-    ) -> Result<(), ProviderError> {
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let http::Reply {
+            writer,
+            model,
+            response,
+            options,
+        } = reply;
         let is_json = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
@@ -175,13 +175,8 @@ impl ApiProvider for BedrockProvider {
         http::start(model, options, || self.prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(model, context, &request::simple_options(model, options))
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        request::simple_options(model, options)
     }
 }
 

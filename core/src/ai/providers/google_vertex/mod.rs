@@ -91,14 +91,9 @@ impl http::Wire for VertexWire {
         Ok(http::Flow::Send)
     }
 
-    async fn read(
-        self,
-        writer: &mut StreamWriter,
-        model: &Model,
-        response: reqwest::Response,
-        options: &StreamOptions,
-    ) -> Result<(), ProviderError> {
-        read_stream(writer, model, http::SseEvents::new(response, options)).await
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events).await
     }
 }
 
@@ -116,17 +111,8 @@ impl ApiProvider for GoogleVertexProvider {
         http::start(model, options, || self.prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(
-            model,
-            context,
-            &request::simple_options_for(Variant::Vertex, model, options),
-        )
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        request::simple_options_for(Variant::Vertex, model, options)
     }
 }
 

@@ -7,6 +7,7 @@ use std::future::Future;
 
 use reqwest::header::HeaderMap;
 
+use super::SseEvents;
 use super::client;
 use super::headers::Headers;
 use super::retry::{RetryPolicy, default_error, send_with_policy};
@@ -64,6 +65,27 @@ fn pair((name, value): &(String, String)) -> (&str, &str) {
     (name.as_str(), value.as_str())
 }
 
+/// The answer a [`Wire`] reads: the response (its head arrived), where its events go, and the
+/// call's options.
+pub(crate) struct Reply<'a> {
+    /// The stream being written.
+    pub writer: &'a mut StreamWriter,
+    /// The model asked.
+    pub model: &'a Model,
+    /// The response, its body unread.
+    pub response: reqwest::Response,
+    /// The call's options (the body's limits).
+    pub options: &'a StreamOptions,
+}
+
+impl<'a> Reply<'a> {
+    /// The body as SSE events, with the writer and model to read them into.
+    pub(crate) fn sse(self) -> (&'a mut StreamWriter, &'a Model, SseEvents) {
+        let events = SseEvents::new(self.response, self.options);
+        (self.writer, self.model, events)
+    }
+}
+
 /// What the driver does after [`Wire::prepare_send`].
 pub(crate) enum Flow {
     /// Send the request over HTTP.
@@ -106,14 +128,8 @@ pub(crate) trait Wire: Sized + Send + Sync + 'static {
         default_error(status, headers, body)
     }
 
-    /// Reads the response body into `writer` to the protocol's end.
-    fn read(
-        self,
-        writer: &mut StreamWriter,
-        model: &Model,
-        response: reqwest::Response,
-        options: &StreamOptions,
-    ) -> impl Future<Output = Result<(), ProviderError>> + Send;
+    /// Reads the response body into the reply's writer to the protocol's end.
+    fn read(self, reply: Reply<'_>) -> impl Future<Output = Result<(), ProviderError>> + Send;
 }
 
 /// Starts a provider's stream: `prepare` maps the call to a request (a failure, e.g. a missing
@@ -161,7 +177,13 @@ async fn run<W: Wire>(
     if W::START_ON_RESPONSE {
         writer.start().await;
     }
-    wire.read(writer, model, response, &options).await
+    let reply = Reply {
+        writer,
+        model,
+        response,
+        options: &options,
+    };
+    wire.read(reply).await
 }
 
 /// Sends the request (with retries); `None` when the wire answered by other means.

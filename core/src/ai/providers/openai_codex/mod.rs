@@ -129,15 +129,10 @@ impl http::Wire for CodexWire {
         events::error_message(status, body)
     }
 
-    async fn read(
-        self,
-        writer: &mut StreamWriter,
-        model: &Model,
-        response: reqwest::Response,
-        options: &StreamOptions,
-    ) -> Result<(), ProviderError> {
-        let events = http::SseEvents::new(response, options);
-        read_stream(writer, model, events, pricing(options)).await
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let pricing = pricing(reply.options);
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events, pricing).await
     }
 }
 
@@ -155,17 +150,8 @@ impl ApiProvider for OpenAICodexResponsesProvider {
         http::start(model, options, || prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(
-            model,
-            context,
-            &crate::ai::simple_options::with_reasoning_effort(model, options),
-        )
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        crate::ai::simple_options::with_reasoning_effort(model, options)
     }
 }
 

@@ -42,17 +42,8 @@ impl ApiProvider for OpenAICompletionsProvider {
         http::start(model, options, || prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(
-            model,
-            context,
-            &crate::ai::simple_options::with_reasoning_effort(model, options),
-        )
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        crate::ai::simple_options::with_reasoning_effort(model, options)
     }
 }
 
@@ -112,16 +103,11 @@ fn prepare(
 pub(crate) struct CompletionsWire;
 
 impl http::Wire for CompletionsWire {
-    async fn read(
-        self,
-        writer: &mut StreamWriter,
-        model: &Model,
-        response: reqwest::Response,
-        options: &StreamOptions,
-    ) -> Result<(), ProviderError> {
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
         // As pi: blocks stay open until the end of the stream, and an abort ends them first.
         writer.end_blocks_on_abort();
-        read_stream(writer, model, http::SseEvents::new(response, options)).await
+        read_stream(writer, model, events).await
     }
 }
 

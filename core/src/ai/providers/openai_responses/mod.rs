@@ -59,17 +59,8 @@ impl ApiProvider for OpenAIResponsesProvider {
         http::start(model, options, || self.prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(
-            model,
-            context,
-            &crate::ai::simple_options::with_reasoning_effort(model, options),
-        )
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        crate::ai::simple_options::with_reasoning_effort(model, options)
     }
 }
 
@@ -188,20 +179,9 @@ pub(crate) struct ResponsesWire {
 pub(crate) type Prepared = http::PreparedRequest<ResponsesWire>;
 
 impl http::Wire for ResponsesWire {
-    async fn read(
-        self,
-        writer: &mut StreamWriter,
-        model: &Model,
-        response: reqwest::Response,
-        options: &StreamOptions,
-    ) -> Result<(), ProviderError> {
-        read_stream(
-            writer,
-            model,
-            http::SseEvents::new(response, options),
-            self.pricing,
-        )
-        .await
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events, self.pricing).await
     }
 }
 
