@@ -19,10 +19,10 @@ fn split_str(s: &str, n: usize) -> Vec<&str> {
     let mut pieces = Vec::with_capacity(n + 1);
     let mut start = 0;
     while start < s.len() {
-        let mut end = (start + step).min(s.len());
-        while !s.is_char_boundary(end) {
-            end += 1;
-        }
+        // The next character boundary at or after `start + step`.
+        let end = (start + step..=s.len())
+            .find(|&i| s.is_char_boundary(i))
+            .unwrap_or(s.len());
         pieces.push(&s[start..end]);
         start = end;
     }

@@ -117,10 +117,7 @@ pub fn partial_json(data: &[u8]) {
     let mut start = 0;
     let mut cut = 0;
     for piece in &pieces {
-        cut = (cut + piece.len()).min(text.len());
-        while !text.is_char_boundary(cut) {
-            cut += 1;
-        }
+        cut = crate::text::ceil_boundary(&text, cut + piece.len());
         split.push(&text[start..cut]);
         let _ = split.value();
         start = cut;

@@ -52,6 +52,8 @@ pub mod fuzzing;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod observability;
+mod panics;
+mod text;
 
 /// The `reqwest` this crate is built with, for [`ai::set_http_client`].
 pub use reqwest;

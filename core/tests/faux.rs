@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use pi_agent::ai::providers::faux::{
-    FauxOptions, FauxProvider, FauxResponse, NO_MORE_RESPONSES, faux_assistant_message,
+    FauxError, FauxOptions, FauxProvider, FauxResponse, NO_MORE_RESPONSES, faux_assistant_message,
     faux_error_message, faux_text, faux_thinking, faux_tool_call, faux_tool_call_with_id,
 };
 use pi_agent::ai::{
@@ -345,7 +345,7 @@ async fn async_factories_build_responses_and_report_failures() {
         },
     )));
     faux.push(FauxResponse::AsyncFactory(Arc::new(|_, _, _, _| {
-        async { Err("factory failed".to_owned()) }.boxed()
+        async { Err(FauxError::Factory("factory failed".to_owned())) }.boxed()
     })));
     let model = faux.model();
     let first = ai::complete(&model, &context(), &StreamOptions::default()).await;

@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use futures::FutureExt;
-use pi_agent::ai::providers::faux::{FauxOptions, FauxProvider, FauxResponse};
+use pi_agent::ai::providers::faux::{FauxError, FauxOptions, FauxProvider, FauxResponse};
 use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
 use serde_json::Value;
 
@@ -241,6 +241,7 @@ pub extern "C" fn pi_faux_push_factory(
                     run_callback(&CallbackSite::default(), build)
                         .await
                         .unwrap_or_else(|error| Err(format!("faux factory failed: {error}")))
+                        .map_err(FauxError::Factory)
                 }
                 .boxed()
             },

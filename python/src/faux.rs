@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use futures::FutureExt;
 use pi_agent::ai::providers::faux::{
-    self, FauxAsyncFactory, FauxOptions, FauxProvider, FauxResponse,
+    self, FauxAsyncFactory, FauxError, FauxOptions, FauxProvider, FauxResponse,
 };
 use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
 use pyo3::exceptions::PyKeyError;
@@ -224,10 +224,13 @@ fn python_factory(function: Py<PyAny>) -> FauxAsyncFactory {
                     outcome
                         .and_then(|response| scripted_message(&response, &scripted_model))
                         .map_err(|error| {
-                            format!("faux response factory failed: {}", describe(py, &error))
+                            FauxError::Factory(format!(
+                                "faux response factory failed: {}",
+                                describe(py, &error)
+                            ))
                         })
                 },
-                || Err(EXITING.to_owned()),
+                || Err(FauxError::Factory(EXITING.to_owned())),
             )
             .boxed()
         },

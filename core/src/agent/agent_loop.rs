@@ -21,8 +21,8 @@ use super::tool::AgentTool;
 use super::tool_calls::execute_tool_calls;
 use crate::ai::event::AssistantMessageEvent;
 use crate::ai::model::Model;
-use crate::ai::providers::faux::panic_text;
 use crate::ai::types::{AssistantContent, AssistantMessage, Context, StopReason, TextContent};
+use crate::panics::panic_text;
 
 /// The start of the error message of a turn ended by the stream idle watchdog.
 pub const STREAM_IDLE: &str = "The model stream stalled";

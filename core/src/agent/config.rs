@@ -15,11 +15,11 @@ use super::limits::RunLimits;
 use super::message::{AgentMessage, default_convert_to_llm};
 use super::queue::QueueMode;
 use super::tool::{AgentTool, AgentToolResult, ToolExecutionMode};
-use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::event_stream::AssistantMessageEventStream;
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::structured::OutputSchema;
+use crate::ai::thinking::ModelThinkingLevel;
 use crate::ai::types::{
     AssistantMessage, Context, Message, ToolCall, ToolResultMessage, UserContent,
 };

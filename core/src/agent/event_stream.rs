@@ -23,7 +23,7 @@ use super::guard::EventSink;
 use super::message::AgentMessage;
 use super::run::RUN_EVENT_BUFFER;
 use crate::ai::event_queue::{self, Receiver, Sender};
-use crate::ai::providers::faux::panic_text;
+use crate::panics::panic_text;
 
 /// The events of one loop run; ends after `agent_end`. Dropping it aborts the run.
 #[derive(Debug)]

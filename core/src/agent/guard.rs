@@ -8,7 +8,7 @@ use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::event::AgentEvent;
-use crate::ai::providers::faux::panic_text;
+use crate::panics::panic_text;
 
 /// Where a run's events go. The loop awaits every event before it goes on (pi's barrier
 /// semantics: when `before_tool_call` runs, every subscriber has seen the assistant message).

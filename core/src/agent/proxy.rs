@@ -22,7 +22,7 @@ use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
-use crate::ai::providers::http;
+use crate::ai::remote::{RemoteEvents, post_for_events};
 use crate::ai::types::{AssistantContent, AssistantMessage, Context, StopReason, Usage};
 
 /// Where the proxy is and how to authenticate.
@@ -47,8 +47,8 @@ pub fn stream_proxy(
     options: &StreamOptions,
     proxy: &ProxyOptions,
 ) -> AssistantMessageEventStream {
-    if !http::has_runtime() {
-        return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+    if let Some(failed) = AssistantMessageEventStream::outside_runtime(model) {
+        return failed;
     }
     let body = json!({
         "model": model,
@@ -76,34 +76,32 @@ async fn run(
     body: Value,
     options: &StreamOptions,
 ) -> Result<(), ProviderError> {
-    let mut request = http::client()
-        .post(&url)
-        .header(reqwest::header::CONTENT_TYPE, "application/json")
-        .body(serde_json::to_vec(&body).unwrap_or_default());
-    if let Some(token) = &token {
-        request = request.bearer_auth(token.expose());
-    }
-    let response = http::send_once(writer, request, options).await?;
-    let status = response.status();
-    if !status.is_success() {
-        let text = http::error_body_text(response, options).await;
-        let detail = serde_json::from_str::<Value>(&text)
-            .ok()
-            .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
-            .unwrap_or_else(|| {
-                format!(
-                    "{} {}",
-                    status.as_u16(),
-                    status.canonical_reason().unwrap_or("")
-                )
-            });
-        return Err(ProviderError::http(
-            status.as_u16(),
-            format!("Proxy error: {}", detail.trim()),
-            None,
-        ));
-    }
-    read_stream(writer, http::SseEvents::new(response, options)).await
+    let events = post_for_events(
+        writer,
+        &url,
+        token.as_ref(),
+        &body,
+        options,
+        |status, text| {
+            let detail = serde_json::from_str::<Value>(text)
+                .ok()
+                .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
+                .unwrap_or_else(|| {
+                    format!(
+                        "{} {}",
+                        status.as_u16(),
+                        status.canonical_reason().unwrap_or("")
+                    )
+                });
+            ProviderError::http(
+                status.as_u16(),
+                format!("Proxy error: {}", detail.trim()),
+                None,
+            )
+        },
+    )
+    .await?;
+    read_stream(writer, events).await
 }
 
 message_error! {
@@ -131,8 +129,8 @@ pub fn stream_from_events(
     signal: Option<CancellationToken>,
     mut events: BoxStream<'static, Result<Value, EventSourceError>>,
 ) -> AssistantMessageEventStream {
-    if !http::has_runtime() {
-        return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+    if let Some(failed) = AssistantMessageEventStream::outside_runtime(model) {
+        return failed;
     }
     let (writer, stream) = channel(model, signal);
     tokio::spawn(writer.drive(async move |writer| {
@@ -157,8 +155,8 @@ pub fn stream_message(
     signal: Option<CancellationToken>,
     message: AssistantMessage,
 ) -> AssistantMessageEventStream {
-    if !http::has_runtime() {
-        return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
+    if let Some(failed) = AssistantMessageEventStream::outside_runtime(model) {
+        return failed;
     }
     let (writer, stream) = channel(model, signal);
     tokio::spawn(writer.drive(async move |writer| {
@@ -228,7 +226,7 @@ pub fn stream_message(
 /// Reads a proxy's event stream to its end (fuzzing feeds bytes here, without a network).
 pub(crate) async fn read_stream(
     writer: &mut StreamWriter,
-    mut events: http::SseEvents,
+    mut events: RemoteEvents,
 ) -> Result<(), ProviderError> {
     while let Some(event) = events.next().await? {
         if let Some(end) = apply(writer, &event.data).await? {

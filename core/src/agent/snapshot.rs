@@ -20,9 +20,9 @@ use super::queue::QueueMode;
 use super::stateful::lock;
 use super::tool::ToolExecutionMode;
 use super::{Agent, AgentOptions};
-use crate::ai::catalog::ModelThinkingLevel;
 use crate::ai::model::Model;
 use crate::ai::options::is_known_safe_header;
+use crate::ai::thinking::ModelThinkingLevel;
 
 /// The current snapshot format (2: settings nested under `settings`; 1 is still read).
 pub const SNAPSHOT_VERSION: u32 = 2;

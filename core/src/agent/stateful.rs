@@ -19,11 +19,11 @@ use super::message::AgentMessage;
 use super::queue::{MessageQueue, QueueMode};
 use super::run::{self, AgentRun, RunOutcome};
 use super::tool::{AgentTool, ToolExecutionMode};
-use crate::ai::catalog::ModelThinkingLevel;
+use crate::ai::thinking::ModelThinkingLevel;
 use crate::ai::event_stream::PartialMessage;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
-use crate::ai::providers::faux::panic_text;
+use crate::panics::panic_text;
 use crate::ai::types::{
     ImageContent, TextContent, UserContent, UserMessage, UserMessageContent, now_ms,
 };

@@ -23,9 +23,9 @@ use super::tool::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
     UpdateQueue,
 };
-use crate::ai::providers::faux::panic_text;
 use crate::ai::types::{AssistantMessage, ToolCall, ToolResultMessage, ToolTiming, now_ms};
 use crate::ai::validation::{CompiledToolSchema, check_argument_depth};
+use crate::panics::panic_text;
 
 /// The text of a tool result for a call that `before_tool_call` blocked without a reason.
 pub const TOOL_BLOCKED: &str = "Tool execution was blocked";

@@ -33,6 +33,9 @@ use super::types::{
     now_ms,
 };
 
+/// The message of a stream started outside a tokio runtime.
+pub(crate) const NO_RUNTIME: &str = "pi-agent providers must be called from within a tokio runtime";
+
 /// The message of a stream that ended without `done` or `error`.
 pub const STREAM_ENDED_EARLY: &str = "provider stream ended without a terminal event";
 
@@ -126,6 +129,13 @@ pub fn empty_message(model: &Model) -> AssistantMessage {
 }
 
 impl AssistantMessageEventStream {
+    /// A stream with only an `error` event when called outside a tokio runtime (a stream's
+    /// task needs one); `None` inside one.
+    pub(crate) fn outside_runtime(model: &Model) -> Option<Self> {
+        (tokio::runtime::Handle::try_current().is_err())
+            .then(|| Self::failed(model, StopReason::Error, NO_RUNTIME))
+    }
+
     /// A stream that yields only an `error` event (for failures before any provider runs).
     /// `error` is a [`ProviderError`] or a plain message (no kind); `reason` `aborted` makes
     /// the kind `aborted`.

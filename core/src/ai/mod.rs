@@ -6,9 +6,11 @@
 //! key, unknown api) ends that sequence with an `error` event instead of an `Err`.
 
 pub(crate) mod accumulator;
+pub(crate) mod api_provider;
 pub(crate) mod catalog;
 pub(crate) mod env_keys;
 pub(crate) mod error;
+pub(crate) mod error_kind;
 pub(crate) mod event;
 pub(crate) mod event_queue;
 pub(crate) mod event_stream;
@@ -20,24 +22,28 @@ pub(crate) mod partial_json;
 pub mod providers;
 mod redact;
 pub(crate) mod registry;
+pub(crate) mod remote;
 pub(crate) mod shape;
 pub(crate) mod short_hash;
 pub(crate) mod simple_options;
 pub mod sse;
 pub mod strict_json;
 pub(crate) mod structured;
+pub(crate) mod thinking;
 pub(crate) mod tool_choice;
 pub(crate) mod transform;
 pub(crate) mod types;
 pub(crate) mod validation;
 
 pub use accumulator::MessageAccumulator;
+pub use api_provider::ApiProvider;
 pub use catalog::{
-    ModelThinkingLevel, all_models, clamp_thinking_level, get_model, get_models, get_providers,
+    all_models, clamp_thinking_level, get_model, get_models, get_providers,
     get_supported_thinking_levels, release_catalog, resolve_model,
 };
 pub use env_keys::{env_key_names, find_env_keys, get_env_api_key};
-pub use error::{ErrorKind, MessageError, ProviderError, RunLimit};
+pub use error::{MessageError, ProviderError};
+pub use error_kind::{ErrorKind, RunLimit};
 pub use event::AssistantMessageEvent;
 pub use event_stream::{
     AssistantMessageEventStream, PartialMessage, STREAM_ENDED_EARLY, StreamWriter, channel,
@@ -53,7 +59,7 @@ pub use options::{
     ApiKey, CacheRetention, Callback, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_ERROR_BODY_BYTES,
     DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS,
     DEFAULT_REQUEST_TIMEOUT_MS, GoogleThinking, OnPayload, OnResponse, StreamOptions,
-    ThinkingBudgets, ThinkingLevel, Transport, is_credential_header, is_known_safe_header,
+    ThinkingBudgets, Transport, is_credential_header, is_known_safe_header,
 };
 pub use overflow::{
     NON_OVERFLOW_PATTERNS, OVERFLOW_PATTERNS, is_context_overflow, release_overflow_patterns,
@@ -61,7 +67,7 @@ pub use overflow::{
 pub use partial_json::{PartialJsonParser, parse_streaming_json};
 pub use providers::http::{forget_connections_after_fork, set_http_client};
 pub use registry::{
-    ApiProvider, clear_api_providers, get_api_provider, get_api_providers, register_api_provider,
+    clear_api_providers, get_api_provider, get_api_providers, register_api_provider,
     unregister_api_provider,
 };
 pub use shape::shape_fields;
@@ -74,6 +80,7 @@ pub use structured::{
 };
 #[cfg(feature = "schemars")]
 pub use structured::{complete_structured, output_schema_for};
+pub use thinking::{ModelThinkingLevel, ThinkingLevel};
 pub use tool_choice::{ToolChoice, ToolChoiceError};
 pub use transform::{
     NO_RESULT_PROVIDED, NormalizeToolCallId, TOOL_IMAGE_OMITTED, USER_IMAGE_OMITTED,
@@ -139,10 +146,10 @@ fn start(
         return no_provider(model);
     };
     match structured::prepare(model, context, options) {
-        Err(message) => AssistantMessageEventStream::failed(
+        Err(error) => AssistantMessageEventStream::failed(
             model,
             StopReason::Error,
-            ProviderError::other(message, Some(ErrorKind::BadRequest)),
+            ProviderError::other(error.to_string(), Some(ErrorKind::BadRequest)),
         ),
         Ok(prepared) => {
             let stream = run(provider.as_ref(), &prepared.context, &prepared.options);

@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::model::Model;
 use super::structured::OutputSchema;
+use super::thinking::{ModelThinkingLevel, ThinkingLevel};
 use super::tool_choice::ToolChoice;
 
 /// An API key. Its `Debug` and `Display` never show the secret, so it cannot leak into logs,
@@ -61,35 +62,6 @@ impl From<&str> for ApiKey {
 impl From<String> for ApiKey {
     fn from(key: String) -> Self {
         Self::new(key)
-    }
-}
-
-/// How hard a reasoning model should think (pi's `ThinkingLevel`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ThinkingLevel {
-    /// The least.
-    Minimal,
-    /// Low.
-    Low,
-    /// Medium.
-    Medium,
-    /// High.
-    High,
-    /// Extra high (only models that list it support it).
-    Xhigh,
-}
-
-impl ThinkingLevel {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Minimal => "minimal",
-            Self::Low => "low",
-            Self::Medium => "medium",
-            Self::High => "high",
-            Self::Xhigh => "xhigh",
-        }
     }
 }
 
@@ -467,8 +439,8 @@ pub enum Transport {
 fn deserialize_reasoning<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<ThinkingLevel>, D::Error> {
-    let level: Option<super::catalog::ModelThinkingLevel> = Option::deserialize(deserializer)?;
-    Ok(level.and_then(super::catalog::ModelThinkingLevel::thinking_level))
+    let level: Option<ModelThinkingLevel> = Option::deserialize(deserializer)?;
+    Ok(level.and_then(ModelThinkingLevel::thinking_level))
 }
 
 impl StreamOptions {
@@ -477,6 +449,14 @@ impl StreamOptions {
         self.signal
             .as_ref()
             .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// The body a provider sends: `body`, or what the caller's [`OnPayload`] puts in its place.
+    pub(crate) fn payload(&self, body: Value, model: &Model) -> Value {
+        match &self.on_payload {
+            Some(on_payload) => (on_payload.0)(&body, model).unwrap_or(body),
+            None => body,
+        }
     }
 
     /// Parses pi-shaped JSON options (`{"maxTokens": 100, "reasoning": "high", ...}`); an

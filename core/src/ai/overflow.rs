@@ -6,7 +6,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use regex::RegexSet;
 
-use super::error::ErrorKind;
+use super::error_kind::ErrorKind;
 use super::types::{AssistantMessage, StopReason};
 
 /// Error texts that mean "the prompt is too long", per provider (pi's list).

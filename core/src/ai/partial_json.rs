@@ -832,10 +832,7 @@ mod tests {
         let mut p = PartialJsonParser::new();
         let mut start = 0;
         while start < doc.len() {
-            let mut end = (start + 7).min(doc.len());
-            while !doc.is_char_boundary(end) {
-                end += 1;
-            }
+            let end = crate::text::ceil_boundary(&doc, start + 7);
             p.push(&doc[start..end]);
             start = end;
         }
@@ -866,13 +863,7 @@ mod tests {
     fn split_at_indices<'a>(s: &'a str, cuts: &[proptest::sample::Index]) -> Vec<&'a str> {
         let mut points: Vec<usize> = cuts
             .iter()
-            .map(|c| {
-                let mut p = c.index(s.len() + 1);
-                while !s.is_char_boundary(p) {
-                    p -= 1;
-                }
-                p
-            })
+            .map(|c| crate::text::floor_boundary(s, c.index(s.len() + 1)))
             .collect();
         points.sort_unstable();
         let mut chunks = Vec::new();

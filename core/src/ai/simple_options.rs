@@ -4,12 +4,13 @@
 //!
 //! Split as in pi: `stream` sends exactly what the provider keys of [`StreamOptions`] say;
 //! `stream_simple` first fills those keys from the api-independent `reasoning` level (each
-//! provider's [`ApiProvider::stream_simple`](super::registry::ApiProvider::stream_simple)), so
+//! provider's [`ApiProvider::stream_simple`](super::api_provider::ApiProvider::stream_simple)), so
 //! an agent or a UI can offer one thinking setting for every model.
 
 use super::catalog::clamp_thinking_level;
 use super::model::Model;
-use super::options::{StreamOptions, ThinkingBudgets, ThinkingLevel};
+use super::options::{StreamOptions, ThinkingBudgets};
+use super::thinking::ThinkingLevel;
 
 /// Output-token cap that [`stream_simple`](super::stream_simple) applies when the caller sets
 /// none (pi's `buildBaseOptions`).

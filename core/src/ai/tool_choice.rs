@@ -26,9 +26,25 @@ pub enum ToolChoice {
     Tool(String),
 }
 
-/// Why a tool choice cannot be sent with a request.
+/// The spellings [`ToolChoice::from_value`] reads.
+const EXPECTED: &str = "expected \"auto\", \"none\", \"required\" (or \"any\"), or \
+                        {\"type\": \"tool\", \"name\": ...}";
+
+/// Why a tool choice cannot be read, or cannot be sent with a request.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ToolChoiceError {
+    /// A string that names no choice.
+    #[error("unknown tool choice \"{choice}\": {EXPECTED}")]
+    UnknownChoice {
+        /// The string as written.
+        choice: String,
+    },
+    /// A value of no accepted shape.
+    #[error("unreadable tool choice {value}: {EXPECTED}")]
+    Unreadable {
+        /// The value as JSON.
+        value: String,
+    },
     /// `required` or a named tool, but the request has no tools.
     #[error("toolChoice {choice} needs tools, but the request has none")]
     NoTools {
@@ -47,15 +63,15 @@ pub enum ToolChoiceError {
 
 impl ToolChoice {
     /// Reads any of the accepted spellings (see the module docs).
-    pub fn from_value(value: &Value) -> Result<Self, String> {
-        const EXPECTED: &str = "expected \"auto\", \"none\", \"required\" (or \"any\"), or \
-                                {\"type\": \"tool\", \"name\": ...}";
+    pub fn from_value(value: &Value) -> Result<Self, ToolChoiceError> {
         match value {
             Value::String(kind) => match kind.as_str() {
                 "auto" => Ok(Self::Auto),
                 "none" => Ok(Self::None),
                 "required" | "any" => Ok(Self::Required),
-                other => Err(format!("unknown tool choice \"{other}\": {EXPECTED}")),
+                other => Err(ToolChoiceError::UnknownChoice {
+                    choice: other.to_owned(),
+                }),
             },
             Value::Object(object) => {
                 let name = object
@@ -70,10 +86,14 @@ impl ToolChoice {
                     (Some(kind @ ("auto" | "none" | "any" | "required")), None) => {
                         Self::from_value(&Value::String(kind.to_owned()))
                     }
-                    _ => Err(format!("unreadable tool choice {value}: {EXPECTED}")),
+                    _ => Err(ToolChoiceError::Unreadable {
+                        value: value.to_string(),
+                    }),
                 }
             }
-            other => Err(format!("unreadable tool choice {other}: {EXPECTED}")),
+            other => Err(ToolChoiceError::Unreadable {
+                value: other.to_string(),
+            }),
         }
     }
 
@@ -185,7 +205,9 @@ mod tests {
         ] {
             assert_eq!(read(value), ToolChoice::Tool("calc".into()));
         }
-        let error = ToolChoice::from_value(&json!("requird")).unwrap_err();
+        let error = ToolChoice::from_value(&json!("requird"))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("unknown tool choice \"requird\""), "{error}");
         assert!(ToolChoice::from_value(&json!(3)).is_err());
         assert!(ToolChoice::from_value(&json!({"type": "tool"})).is_err());

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::error::{ErrorKind, RunLimit};
+use super::error_kind::{ErrorKind, RunLimit};
 
 /// Milliseconds since the Unix epoch, as pi stores `timestamp`.
 pub fn now_ms() -> i64 {
@@ -259,7 +259,7 @@ pub struct AssistantMessage {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "super::error::lenient_kind"
+        deserialize_with = "super::error_kind::lenient_kind"
     )]
     pub error_kind: Option<ErrorKind>,
     /// The HTTP status of the failed response, when the failure was one (ours).
@@ -273,7 +273,7 @@ pub struct AssistantMessage {
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
-        deserialize_with = "super::error::lenient_run_limit"
+        deserialize_with = "super::error_kind::lenient_run_limit"
     )]
     pub run_limit: Option<RunLimit>,
     /// How long the response took (ours; pi ignores the field, so transcripts still load there).

@@ -45,7 +45,8 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::ai::{AssistantMessage, Model};
+use crate::ai::model::Model;
+use crate::ai::types::AssistantMessage;
 
 /// 0 = not decided yet (read the environment), 1 = off, 2 = on.
 static CAPTURE_CONTENT: AtomicU8 = AtomicU8::new(0);

@@ -120,11 +120,7 @@ fn error_detail(body: &[u8]) -> String {
     if text.is_empty() {
         return "(empty response body)".to_owned();
     }
-    let mut end = text.len().min(MAX_ERROR_EXCERPT);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_owned()
+    crate::text::prefix(text, MAX_ERROR_EXCERPT).to_owned()
 }
 
 #[cfg(test)]

@@ -15,15 +15,17 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde::Deserialize;
 
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::error::ProviderError;
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::{InputModality, Model};
 use crate::ai::options::{CacheRetention, StreamOptions};
-use crate::ai::registry::{ApiProvider, register_api_provider, unregister_api_provider};
+use crate::ai::registry::{register_api_provider, unregister_api_provider};
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, StopReason, TextContent, ThinkingContent,
     ToolCall, Usage, UserContent, UserMessageContent, now_ms,
 };
+use crate::panics::panic_text;
 
 /// Error text when a request finds no scripted response.
 pub const NO_MORE_RESPONSES: &str = "No more faux responses queued";
@@ -32,8 +34,41 @@ pub const NO_MORE_RESPONSES: &str = "No more faux responses queued";
 pub type FauxFactory =
     Arc<dyn Fn(&Context, &StreamOptions, usize, &Model) -> AssistantMessage + Send + Sync>;
 
+/// Why a scripted response could not be played. Its `Display` is the failed message's
+/// `errorMessage`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FauxError {
+    /// A factory failed with this message (as pi's throwing factory does).
+    #[error("{0}")]
+    Factory(String),
+    /// A factory panicked; the panic's message.
+    #[error("faux response factory panicked: {0}")]
+    Panicked(String),
+    /// The script is used up.
+    #[error("{NO_MORE_RESPONSES}")]
+    NoMoreResponses,
+    /// A response written in JSON ([`faux_message_from_json`]) does not read as a message.
+    #[error("{0}")]
+    InvalidMessage(String),
+}
+
+impl From<String> for FauxError {
+    /// A factory's failure message.
+    fn from(message: String) -> Self {
+        Self::Factory(message)
+    }
+}
+
+impl From<&str> for FauxError {
+    /// A factory's failure message.
+    fn from(message: &str) -> Self {
+        Self::Factory(message.to_owned())
+    }
+}
+
 /// Builds a response from the request asynchronously (for bindings whose factories are host
-/// callbacks or coroutines): `Err(message)` ends the stream with that error, as pi's throwing
+/// callbacks or coroutines): `Err(error)` ends the stream with that error, as pi's throwing
 /// factory does.
 pub type FauxAsyncFactory = Arc<
     dyn Fn(
@@ -41,7 +76,7 @@ pub type FauxAsyncFactory = Arc<
             StreamOptions,
             usize,
             Model,
-        ) -> BoxFuture<'static, Result<AssistantMessage, String>>
+        ) -> BoxFuture<'static, Result<AssistantMessage, FauxError>>
         + Send
         + Sync,
 >;
@@ -317,12 +352,8 @@ impl ApiProvider for FauxApi {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        if !super::http::has_runtime() {
-            return AssistantMessageEventStream::failed(
-                model,
-                StopReason::Error,
-                super::http::NO_RUNTIME,
-            );
+        if let Some(failed) = AssistantMessageEventStream::outside_runtime(model) {
+            return failed;
         }
         let call = self.0.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let response = self
@@ -333,15 +364,13 @@ impl ApiProvider for FauxApi {
             .pop_front();
         let (mut writer, stream) = channel(model, options.signal.clone());
         let scripted = match response {
-            None => Scripted::Ready(Err(NO_MORE_RESPONSES.to_owned())),
+            None => Scripted::Ready(Err(FauxError::NoMoreResponses)),
             Some(FauxResponse::Message(message)) => Scripted::Ready(Ok(message)),
             Some(FauxResponse::Factory(factory)) => Scripted::Ready(
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     factory(context, options, call, model)
                 }))
-                .map_err(|panic| {
-                    format!("faux response factory panicked: {}", panic_text(&*panic))
-                }),
+                .map_err(|panic| FauxError::Panicked(panic_text(&*panic))),
             ),
             Some(FauxResponse::AsyncFactory(factory)) => Scripted::Pending(factory(
                 context.clone(),
@@ -363,12 +392,7 @@ impl ApiProvider for FauxApi {
                     Scripted::Pending(future) => std::panic::AssertUnwindSafe(future)
                         .catch_unwind()
                         .await
-                        .unwrap_or_else(|panic| {
-                            Err(format!(
-                                "faux response factory panicked: {}",
-                                panic_text(&*panic)
-                            ))
-                        }),
+                        .unwrap_or_else(|panic| Err(FauxError::Panicked(panic_text(&*panic)))),
                 };
                 match scripted {
                     Ok(message) => {
@@ -378,7 +402,7 @@ impl ApiProvider for FauxApi {
                     Err(error) => {
                         // pi estimates the usage of the failure message too.
                         writer.message_mut().usage = state.usage_estimate(&[], &prompt, &options);
-                        writer.fail(error).await;
+                        writer.fail(error.to_string()).await;
                     }
                 }
             },
@@ -386,15 +410,6 @@ impl ApiProvider for FauxApi {
         ));
         stream
     }
-}
-
-/// The text of a panic payload.
-pub fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_owned())
 }
 
 /// Deterministic delta sizes (no dependency on a random crate, and reproducible tests).
@@ -417,10 +432,7 @@ impl Chunker {
         let mut pieces = Vec::new();
         let mut rest = text;
         while !rest.is_empty() {
-            let mut end = self.next_chars().min(rest.len());
-            while !rest.is_char_boundary(end) {
-                end += 1;
-            }
+            let end = crate::text::ceil_boundary(rest, self.next_chars());
             pieces.push(&rest[..end]);
             rest = &rest[end..];
         }
@@ -454,8 +466,8 @@ async fn pace(writer: &StreamWriter, settings: &FauxOptions, chars: usize) -> bo
 
 /// A response that is ready, or a factory's future.
 enum Scripted {
-    Ready(Result<AssistantMessage, String>),
-    Pending(BoxFuture<'static, Result<AssistantMessage, String>>),
+    Ready(Result<AssistantMessage, FauxError>),
+    Pending(BoxFuture<'static, Result<AssistantMessage, FauxError>>),
 }
 
 /// pi's `estimateTokens`: a quarter of the text's length in UTF-16 code units, rounded up.
@@ -765,7 +777,7 @@ pub fn faux_assistant_message(content: Vec<AssistantContent>) -> AssistantMessag
 pub fn faux_message_from_json(
     value: serde_json::Value,
     model: &Model,
-) -> Result<AssistantMessage, String> {
+) -> Result<AssistantMessage, FauxError> {
     use serde_json::{Value, json};
     let mut message = match value {
         Value::String(text) => serde_json::Map::from_iter([("content".to_owned(), json!(text))]),
@@ -774,15 +786,19 @@ pub fn faux_message_from_json(
         }
         Value::Object(message) => message,
         other => {
-            return Err(format!(
+            return Err(FauxError::InvalidMessage(format!(
                 "expected a message object, a list of content blocks or a string, found {other}"
-            ));
+            )));
         }
     };
     match message.get("role") {
         None => {}
         Some(Value::String(role)) if role == "assistant" => {}
-        Some(role) => return Err(format!("expected role `assistant`, found {role}")),
+        Some(role) => {
+            return Err(FauxError::InvalidMessage(format!(
+                "expected role `assistant`, found {role}"
+            )));
+        }
     }
     let content = match message.remove("content") {
         None | Some(Value::Null) => Value::Array(Vec::new()),
@@ -806,7 +822,8 @@ pub fn faux_message_from_json(
     message
         .entry("stopReason")
         .or_insert_with(|| json!(if has_tool_call { "toolUse" } else { "stop" }));
-    serde_json::from_value(Value::Object(message)).map_err(|error| error.to_string())
+    serde_json::from_value(Value::Object(message))
+        .map_err(|error| FauxError::InvalidMessage(error.to_string()))
 }
 
 /// A scripted failure: streams `content`, then ends with `error` and this message.

@@ -26,6 +26,8 @@
 //! `<redacted>`, whatever the server echoes.
 
 mod body;
+mod driver;
+mod headers;
 mod limits;
 mod redirect;
 mod retry;
@@ -40,9 +42,10 @@ use serde_json::Value;
 use crate::ai::error::ProviderError;
 
 pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents, read_error_body};
+pub(crate) use self::driver::{Flow, PreparedRequest, Reply, Wire, start};
+pub(crate) use self::headers::Headers;
 pub(crate) use self::limits::Limits;
-pub(crate) use self::retry::{RetryPolicy, error_body_text, send_once, send_with_policy};
-pub(crate) use self::retry::{send, send_formatted};
+pub(crate) use self::retry::{RetryPolicy, error_body_text, send_once};
 pub(crate) use self::url_parts::{host_label, path_segment, path_segments};
 
 /// Idle connections kept per host between requests.
@@ -118,49 +121,6 @@ pub fn set_http_client(client: Option<reqwest::Client>) {
         .unwrap_or_else(PoisonError::into_inner) = client;
 }
 
-/// The message of a stream started outside a tokio runtime.
-pub(crate) const NO_RUNTIME: &str = "pi-agent providers must be called from within a tokio runtime";
-
-/// Whether we are inside a tokio runtime that can run a provider task.
-pub(crate) fn has_runtime() -> bool {
-    tokio::runtime::Handle::try_current().is_ok()
-}
-
-/// How a provider's stream starts: `prepare` builds the request from the call (a failure, e.g.
-/// a missing key, is a stream with only an `error` event, as in pi; `aborted` when the caller's
-/// signal already fired), then `start` turns the writer and the request into the task that
-/// sends it (usually `writer.drive(..)`), spawned on the runtime.
-pub(crate) fn spawn_stream<P, F>(
-    model: &crate::ai::model::Model,
-    options: &crate::ai::options::StreamOptions,
-    prepare: impl FnOnce() -> Result<P, ProviderError>,
-    start: impl FnOnce(crate::ai::event_stream::StreamWriter, P) -> F,
-) -> crate::ai::event_stream::AssistantMessageEventStream
-where
-    F: std::future::Future<Output = ()> + Send + 'static,
-{
-    use crate::ai::event_stream::{AssistantMessageEventStream, channel};
-    use crate::ai::types::StopReason;
-    if !has_runtime() {
-        return AssistantMessageEventStream::failed(model, StopReason::Error, NO_RUNTIME);
-    }
-    match prepare() {
-        Ok(prepared) => {
-            let (writer, stream) = channel(model, options.signal.clone());
-            tokio::spawn(start(writer, prepared));
-            stream
-        }
-        Err(error) => {
-            let reason = if options.is_aborted() {
-                StopReason::Aborted
-            } else {
-                StopReason::Error
-            };
-            AssistantMessageEventStream::failed(model, reason, error)
-        }
-    }
-}
-
 /// The provider's own message from an error body, in the shapes vendors use
 /// (`{"error":{"message":..}}`, `{"error":".."}`, `{"message":..}`, `{"detail":..}`), else the
 /// raw body (truncated).
@@ -189,11 +149,7 @@ pub(crate) fn error_body_message(body: &str) -> String {
     if trimmed.is_empty() {
         return "(empty response body)".to_owned();
     }
-    let mut end = trimmed.len().min(2_000);
-    while !trimmed.is_char_boundary(end) {
-        end -= 1;
-    }
-    trimmed[..end].to_owned()
+    crate::text::prefix(trimmed, 2_000).to_owned()
 }
 
 /// `"<status> <provider message>"`, the shape pi's SDK errors have.

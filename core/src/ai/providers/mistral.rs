@@ -4,17 +4,16 @@
 
 use std::collections::HashMap;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
 use serde_json::{Map, Value, json};
 
 use super::http;
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::error::{ErrorKind, ProviderError, record_stop};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
-use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::options::StreamOptions;
 use crate::ai::partial_json::parse_json_lenient;
-use crate::ai::registry::ApiProvider;
 use crate::ai::short_hash::short_hash;
 use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
@@ -43,74 +42,60 @@ impl ApiProvider for MistralProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        if !http::has_runtime() {
-            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
-        }
-        let api_key = request_key(options)
-            .or_else(|| get_env_api_key_for_url(&model.provider, &model.base_url));
-        if api_key.is_none() && !http::is_loopback(&model.base_url) {
-            return AssistantMessageEventStream::failed(
-                model,
-                StopReason::Error,
-                ProviderError::other(
-                    missing_key_message_for_url(&model.provider, &model.base_url),
-                    Some(ErrorKind::Auth),
-                ),
-            );
-        }
-        let mut body = build_body(model, context, options);
-        if let Some(on_payload) = &options.on_payload
-            && let Some(replacement) = (on_payload.0)(&body, model)
-        {
-            body = replacement;
-        }
-        let mut headers: Vec<(String, String)> = model
-            .headers
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        if let Some(session) = &options.session_id
-            && !headers
-                .iter()
-                .any(|(name, _)| name.eq_ignore_ascii_case("x-affinity"))
-        {
-            // Mistral routes requests with the same affinity to a warm KV cache.
-            headers.push(("x-affinity".to_owned(), session.clone()));
-        }
-        let request = Request {
-            url: format!(
-                "{}/v1/chat/completions",
-                model.base_url.trim_end_matches('/')
-            ),
-            body: serde_json::to_vec(&body).unwrap_or_default(),
-            api_key,
-            headers,
-            options: options.clone(),
-        };
-        let (writer, stream) = channel(model, options.signal.clone());
-        let model = model.clone();
-        tokio::spawn(writer.drive(async move |writer| run(writer, &model, request).await));
-        stream
+        http::start(model, options, || prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(model, context, &simple_options(model, options))
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        simple_options(model, options)
     }
 }
 
-struct Request {
-    url: String,
-    body: Vec<u8>,
-    api_key: Option<ApiKey>,
-    headers: Vec<(String, String)>,
-    options: StreamOptions,
+fn prepare(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Result<http::PreparedRequest<MistralWire>, ProviderError> {
+    let api_key =
+        request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &model.base_url));
+    if api_key.is_none() && !http::is_loopback(&model.base_url) {
+        return Err(ProviderError::other(
+            missing_key_message_for_url(&model.provider, &model.base_url),
+            Some(ErrorKind::Auth),
+        ));
+    }
+    let body = options.payload(build_body(model, context, options), model);
+    let mut headers = http::Headers::json(Some("text/event-stream"));
+    if let Some(key) = &api_key {
+        headers.set("authorization", format!("Bearer {}", key.expose()));
+    }
+    headers.extend(model.headers.iter().flatten());
+    headers.extend(&options.headers);
+    if let Some(session) = &options.session_id
+        && !headers.has("x-affinity")
+    {
+        // Mistral routes requests with the same affinity to a warm KV cache.
+        headers.set("x-affinity", session.clone());
+    }
+    Ok(http::PreparedRequest::new(
+        format!(
+            "{}/v1/chat/completions",
+            model.base_url.trim_end_matches('/')
+        ),
+        &body,
+        headers,
+        options,
+        MistralWire,
+    ))
+}
+
+/// Mistral's stream: SSE chunks to `[DONE]`.
+pub(crate) struct MistralWire;
+
+impl http::Wire for MistralWire {
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events).await
+    }
 }
 
 /// Maps ids to Mistral's 9-character form, without collisions within one request.
@@ -549,34 +534,6 @@ impl State {
         }
         Ok(())
     }
-}
-
-async fn run(
-    writer: &mut StreamWriter,
-    model: &Model,
-    request: Request,
-) -> Result<(), ProviderError> {
-    let build = || {
-        let mut builder = http::client()
-            .post(&request.url)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "text/event-stream");
-        if let Some(key) = &request.api_key {
-            builder = builder.bearer_auth(key.expose());
-        }
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        builder.body(request.body.clone())
-    };
-    let response = http::send(writer, build, &request.options, model).await?;
-    writer.start().await;
-    read_stream(
-        writer,
-        model,
-        http::SseEvents::new(response, &request.options),
-    )
-    .await
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use super::registry::ApiProvider;
+use super::api_provider::ApiProvider;
 
 #[cfg(feature = "anthropic")]
 pub(crate) mod anthropic;
@@ -22,6 +22,8 @@ pub(crate) mod bedrock;
 // through.
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod cloudflare;
+#[cfg(any(feature = "openai", feature = "anthropic"))]
+mod compat_flags;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod copilot;
 #[cfg(any(feature = "bedrock", feature = "google"))]
@@ -69,7 +71,7 @@ pub use openai_completions::OpenAICompletionsProvider;
 #[cfg(feature = "openai")]
 pub use openai_responses::OpenAIResponsesProvider;
 #[cfg(feature = "openai")]
-pub use openai_responses::azure::AzureOpenAIResponsesProvider;
+pub use openai_responses::azure::{AzureConfigError, AzureOpenAIResponsesProvider};
 
 /// The providers registered when the registry is first used.
 pub(crate) fn builtins() -> Vec<Arc<dyn ApiProvider>> {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use super::{Delivery, OutputSchema, OutputTracker, delivery};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
-use crate::ai::tool_choice::ToolChoice;
+use crate::ai::tool_choice::{ToolChoice, ToolChoiceError};
 use crate::ai::types::{Context, Tool};
 use crate::ai::validation::CompiledToolSchema;
 
@@ -21,17 +21,38 @@ pub(crate) struct Prepared<'a> {
     pub tracker: Option<OutputTracker>,
 }
 
+/// Why a request's `toolChoice` or `outputSchema` cannot be sent (nothing reaches the
+/// provider; the message is the stream's `error`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RequestShapeError {
+    /// The tool choice does not fit the request's tools.
+    #[error(transparent)]
+    ToolChoice(#[from] ToolChoiceError),
+    /// The schema's name is not usable on every api.
+    #[error("outputSchema name \"{0}\" must be 1 to 64 letters, digits, '_' or '-'")]
+    BadName(String),
+    /// The schema is not a JSON object (as JSON).
+    #[error("outputSchema schema must be a JSON Schema object, not {0}")]
+    NotAnObject(String),
+    /// The schema does not compile; why.
+    #[error("outputSchema schema is invalid: {0}")]
+    Invalid(String),
+    /// A tool has the schema's name.
+    #[error("outputSchema name \"{0}\" is also the name of a tool; give the schema another name")]
+    NameTaken(String),
+}
+
 /// Checks `options.tool_choice` and `options.output_schema` against the request; an error is a
 /// message naming what is wrong (sent as the stream's `error`, nothing reaches the provider).
 pub(crate) fn prepare<'a>(
     model: &Model,
     context: &'a Context,
     options: &'a StreamOptions,
-) -> Result<Prepared<'a>, String> {
+) -> Result<Prepared<'a>, RequestShapeError> {
     let tools = context.tools.as_deref().unwrap_or_default();
     let Some(schema) = &options.output_schema else {
         if let Some(choice) = &options.tool_choice {
-            choice.check(tools).map_err(|error| error.to_string())?;
+            choice.check(tools)?;
         }
         return Ok(Prepared {
             context: Cow::Borrowed(context),
@@ -41,16 +62,13 @@ pub(crate) fn prepare<'a>(
     };
     check_schema(schema)?;
     if tools.iter().any(|tool| tool.name == schema.name) {
-        return Err(format!(
-            "outputSchema name \"{}\" is also the name of a tool; give the schema another name",
-            schema.name
-        ));
+        return Err(RequestShapeError::NameTaken(schema.name.clone()));
     }
     let how = delivery(&model.api, &model.id, !tools.is_empty());
     let tracker = OutputTracker::new(schema, how == Delivery::Tool);
     if how == Delivery::Native {
         if let Some(choice) = &options.tool_choice {
-            choice.check(tools).map_err(|error| error.to_string())?;
+            choice.check(tools)?;
         }
         return Ok(Prepared {
             context: Cow::Borrowed(context),
@@ -78,9 +96,8 @@ pub(crate) fn prepare<'a>(
         }),
         parameters: schema.schema.clone(),
     });
-    choice
-        .check(rewritten.tools.as_deref().unwrap_or_default())
-        .map_err(|error| error.to_string())?;
+    choice.check(rewritten.tools.as_deref().unwrap_or_default())?;
+
     let mut options = options.clone();
     options.tool_choice = Some(choice);
     // The provider must not map the schema a second time.
@@ -106,7 +123,7 @@ fn claude_thinking(model: &Model, options: &StreamOptions) -> bool {
 }
 
 /// A usable name (OpenAI's rule, which every api accepts) and a schema that compiles.
-fn check_schema(schema: &OutputSchema) -> Result<(), String> {
+fn check_schema(schema: &OutputSchema) -> Result<(), RequestShapeError> {
     let name_ok = !schema.name.is_empty()
         && schema.name.len() <= 64
         && schema
@@ -114,20 +131,12 @@ fn check_schema(schema: &OutputSchema) -> Result<(), String> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if !name_ok {
-        return Err(format!(
-            "outputSchema name \"{}\" must be 1 to 64 letters, digits, '_' or '-'",
-            schema.name
-        ));
+        return Err(RequestShapeError::BadName(schema.name.clone()));
     }
     if !schema.schema.is_object() {
-        return Err(format!(
-            "outputSchema schema must be a JSON Schema object, not {}",
-            schema.schema
-        ));
+        return Err(RequestShapeError::NotAnObject(schema.schema.to_string()));
     }
     CompiledToolSchema::new(schema.name.clone(), &schema.schema)
         .schema_error()
-        .map_or(Ok(()), |message| {
-            Err(format!("outputSchema schema is invalid: {message}"))
-        })
+        .map_or(Ok(()), |message| Err(RequestShapeError::Invalid(message)))
 }

@@ -3,6 +3,7 @@
 
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
+use crate::ai::providers::http::Headers;
 use crate::ai::types::Message;
 
 /// The `anthropic-version` header every request carries.
@@ -88,47 +89,6 @@ pub(crate) fn from_claude_code_name(name: &str, tools: &[String]) -> String {
         .unwrap_or_else(|| name.to_owned())
 }
 
-/// Headers in the order they are applied; a later header replaces an earlier one of the same
-/// name (compared case-insensitively), as pi's `mergeHeaders` does.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct HeaderList(Vec<(String, String)>);
-
-impl HeaderList {
-    /// Sets `name`, replacing any earlier value.
-    pub(crate) fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
-        let name = name.into();
-        self.0
-            .retain(|(existing, _)| !existing.eq_ignore_ascii_case(&name));
-        self.0.push((name, value.into()));
-    }
-
-    /// Sets every header of `headers`, in order.
-    pub(crate) fn extend<'a>(
-        &mut self,
-        headers: impl IntoIterator<Item = (&'a String, &'a String)>,
-    ) {
-        for (name, value) in headers {
-            self.set(name.clone(), value.clone());
-        }
-    }
-
-    /// The value of `name`, if set.
-    #[cfg(test)]
-    pub(crate) fn get(&self, name: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(existing, _)| existing.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-
-    /// The headers, in order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0
-            .iter()
-            .map(|(name, value)| (name.as_str(), value.as_str()))
-    }
-}
-
 /// Everything that decides the request headers.
 #[derive(Debug)]
 pub(crate) struct HeaderInputs<'a> {
@@ -148,8 +108,8 @@ pub(crate) struct HeaderInputs<'a> {
 
 /// The request headers: the protocol's own, then authentication, then `model.headers`, then
 /// (Copilot only) the per-request headers, then `options.headers`.
-pub(crate) fn build_headers(inputs: &HeaderInputs<'_>) -> HeaderList {
-    let mut headers = HeaderList::default();
+pub(crate) fn build_headers(inputs: &HeaderInputs<'_>) -> Headers {
+    let mut headers = Headers::default();
     headers.set("content-type", "application/json");
     headers.set("anthropic-version", ANTHROPIC_VERSION);
     headers.set("accept", "application/json");

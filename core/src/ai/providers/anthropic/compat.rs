@@ -1,25 +1,18 @@
 //! The two flags Anthropic-compatible servers differ on (pi's `AnthropicMessagesCompat`).
 
-use serde::Deserialize;
-
+use super::super::compat_flags::compat_flags;
 use crate::ai::model::Model;
 
-/// Flags as written in `model.compat` (all optional).
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct CompatOverrides {
-    supports_eager_tool_input_streaming: Option<bool>,
-    supports_long_cache_retention: Option<bool>,
-}
-
-/// The resolved flags for one model.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Compat {
-    /// Tools carry `eager_input_streaming: true`; when `false`, the request asks for the
-    /// `fine-grained-tool-streaming` beta instead.
-    pub supports_eager_tool_input_streaming: bool,
-    /// Long cache retention adds `ttl: "1h"` to the cache markers.
-    pub supports_long_cache_retention: bool,
+compat_flags! {
+    /// The resolved flags for one model.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) struct Compat {
+        /// Tools carry `eager_input_streaming: true`; when `false`, the request asks for the
+        /// `fine-grained-tool-streaming` beta instead.
+        pub supports_eager_tool_input_streaming: bool,
+        /// Long cache retention adds `ttl: "1h"` to the cache markers.
+        pub supports_long_cache_retention: bool,
+    }
 }
 
 impl Default for Compat {
@@ -34,20 +27,7 @@ impl Default for Compat {
 impl Compat {
     /// The flags of `model`: both default to `true`, `model.compat` overrides them.
     pub(crate) fn for_model(model: &Model) -> Self {
-        let overrides: CompatOverrides = model
-            .compat
-            .as_ref()
-            .and_then(|value| serde_json::from_value(value.clone()).ok())
-            .unwrap_or_default();
-        let defaults = Self::default();
-        Self {
-            supports_eager_tool_input_streaming: overrides
-                .supports_eager_tool_input_streaming
-                .unwrap_or(defaults.supports_eager_tool_input_streaming),
-            supports_long_cache_retention: overrides
-                .supports_long_cache_retention
-                .unwrap_or(defaults.supports_long_cache_retention),
-        }
+        Self::default().with_overrides(model.compat.as_ref())
     }
 }
 

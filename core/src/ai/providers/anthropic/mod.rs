@@ -11,18 +11,18 @@ pub(crate) mod compat;
 pub(crate) mod request;
 pub(crate) mod response;
 
-use self::auth::{AuthMode, HeaderInputs, HeaderList};
+use self::auth::{AuthMode, HeaderInputs};
 use self::compat::Compat;
 use self::request::{BodyInputs, supports_adaptive_thinking};
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use super::http;
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
-use crate::ai::registry::ApiProvider;
-use crate::ai::types::{Context, StopReason};
+use crate::ai::types::Context;
 
 /// The api id.
 pub(crate) const API: &str = "anthropic-messages";
@@ -30,16 +30,6 @@ pub(crate) const API: &str = "anthropic-messages";
 /// The `anthropic-messages` provider.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AnthropicProvider;
-
-/// Everything a request needs, resolved before the task starts.
-struct PreparedRequest {
-    url: String,
-    body: Vec<u8>,
-    headers: HeaderList,
-    options: StreamOptions,
-    /// The caller's tool names, when Claude Code's casing must be mapped back (OAuth).
-    oauth_tool_names: Option<Vec<String>>,
-}
 
 impl ApiProvider for AnthropicProvider {
     fn api(&self) -> &str {
@@ -52,115 +42,91 @@ impl ApiProvider for AnthropicProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        if !http::has_runtime() {
-            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
-        }
-        let failed = |error: ProviderError| {
-            let reason = if options.is_aborted() {
-                StopReason::Aborted
-            } else {
-                StopReason::Error
-            };
-            AssistantMessageEventStream::failed(model, reason, error)
-        };
-        let base_url = match auth::resolve_base_url(model) {
-            Ok(url) => url,
-            Err(error) => return failed(error),
-        };
-        let key =
-            request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
-        if key.is_none() && !auth::is_loopback(&base_url) {
-            return failed(ProviderError::other(
-                missing_key_message_for_url(&model.provider, &base_url),
-                Some(ErrorKind::Auth),
-            ));
-        }
-        let mode = AuthMode::detect(&model.provider, key.as_ref());
-        let oauth = mode == AuthMode::OAuth;
-        let compat = Compat::for_model(model);
+        http::start(model, options, || prepare(model, context, options))
+    }
 
-        let mut body = request::build_body(BodyInputs {
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        request::simple_options(model, options)
+    }
+}
+
+fn prepare(
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+) -> Result<http::PreparedRequest<MessagesWire>, ProviderError> {
+    let base_url = auth::resolve_base_url(model)?;
+    let key = request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
+    if key.is_none() && !auth::is_loopback(&base_url) {
+        return Err(ProviderError::other(
+            missing_key_message_for_url(&model.provider, &base_url),
+            Some(ErrorKind::Auth),
+        ));
+    }
+    let mode = AuthMode::detect(&model.provider, key.as_ref());
+    let oauth = mode == AuthMode::OAuth;
+    let compat = Compat::for_model(model);
+    let body = options.payload(
+        request::build_body(BodyInputs {
             model,
             context,
             options,
             compat,
             oauth,
-        });
-        if let Some(on_payload) = &options.on_payload
-            && let Some(replacement) = (on_payload.0)(&body, model)
-        {
-            body = replacement;
-        }
+        }),
+        model,
+    );
 
-        let has_tools = context
+    let has_tools = context
+        .tools
+        .as_ref()
+        .is_some_and(|tools| !tools.is_empty());
+    let mut betas = Vec::new();
+    if has_tools && !compat.supports_eager_tool_input_streaming {
+        betas.push(auth::FINE_GRAINED_TOOL_STREAMING_BETA);
+    }
+    if options.interleaved_thinking.unwrap_or(true) && !supports_adaptive_thinking(&model.id) {
+        betas.push(auth::INTERLEAVED_THINKING_BETA);
+    }
+    let headers = auth::build_headers(&HeaderInputs {
+        model,
+        options,
+        messages: &context.messages,
+        key: key.as_ref(),
+        mode,
+        betas,
+    });
+    let oauth_tool_names = oauth.then(|| {
+        context
             .tools
-            .as_ref()
-            .is_some_and(|tools| !tools.is_empty());
-        let mut betas = Vec::new();
-        if has_tools && !compat.supports_eager_tool_input_streaming {
-            betas.push(auth::FINE_GRAINED_TOOL_STREAMING_BETA);
-        }
-        if options.interleaved_thinking.unwrap_or(true) && !supports_adaptive_thinking(&model.id) {
-            betas.push(auth::INTERLEAVED_THINKING_BETA);
-        }
-        let headers = auth::build_headers(&HeaderInputs {
-            model,
-            options,
-            messages: &context.messages,
-            key: key.as_ref(),
-            mode,
-            betas,
-        });
-
-        let prepared = PreparedRequest {
-            url: format!(
-                "{}/v1/messages",
-                base_url.strip_suffix('/').unwrap_or(&base_url)
-            ),
-            body: serde_json::to_vec(&body).unwrap_or_default(),
-            headers,
-            options: options.clone(),
-            oauth_tool_names: oauth.then(|| {
-                context
-                    .tools
-                    .iter()
-                    .flatten()
-                    .map(|tool| tool.name.clone())
-                    .collect()
-            }),
-        };
-        let (writer, stream) = channel(model, options.signal.clone());
-        let model = model.clone();
-        tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
-        stream
-    }
-
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(model, context, &request::simple_options(model, options))
-    }
+            .iter()
+            .flatten()
+            .map(|tool| tool.name.clone())
+            .collect()
+    });
+    Ok(http::PreparedRequest::new(
+        format!(
+            "{}/v1/messages",
+            base_url.strip_suffix('/').unwrap_or(&base_url)
+        ),
+        &body,
+        headers,
+        options,
+        MessagesWire { oauth_tool_names },
+    ))
 }
 
-async fn run(
-    writer: &mut StreamWriter,
-    model: &Model,
-    request: PreparedRequest,
-) -> Result<(), ProviderError> {
-    let build = || {
-        let mut builder = http::client().post(&request.url);
-        for (name, value) in request.headers.iter() {
-            builder = builder.header(name, value);
-        }
-        builder.body(request.body.clone())
-    };
-    let response = http::send(writer, build, &request.options, model).await?;
-    writer.start().await;
-    let events = http::SseEvents::new(response, &request.options);
-    read_stream(writer, model, events, request.oauth_tool_names).await
+/// The Messages stream, read to `message_stop`.
+pub(crate) struct MessagesWire {
+    /// The caller's tool names, when Claude Code's casing must be mapped back (OAuth).
+    oauth_tool_names: Option<Vec<String>>,
+}
+
+impl http::Wire for MessagesWire {
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events, self.oauth_tool_names).await
+    }
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).

@@ -6,8 +6,9 @@ use serde_json::{Map, Value, json};
 use super::auth::{CLAUDE_CODE_IDENTITY, to_claude_code_name};
 use super::compat::Compat;
 use crate::ai::model::Model;
-use crate::ai::options::{CacheRetention, StreamOptions, ThinkingLevel};
+use crate::ai::options::{CacheRetention, StreamOptions};
 use crate::ai::simple_options::{adjust_max_tokens_for_thinking, base_options};
+use crate::ai::thinking::ThinkingLevel;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, Tool, ToolResultMessage, UserContent,

@@ -77,13 +77,9 @@ pub(super) struct EventState {
 /// [`parse_json_lenient`]); anything else that is not JSON is an error.
 fn parse_event(name: &str, data: &str) -> Result<Value, ProviderError> {
     parse_json_lenient(data).map_err(|error| {
-        let mut end = data.len().min(500);
-        while !data.is_char_boundary(end) {
-            end -= 1;
-        }
         ProviderError::Decode(format!(
             "Could not parse Anthropic SSE event {name}: {error}; data={}",
-            &data[..end]
+            crate::text::prefix(data, 500)
         ))
     })
 }

@@ -45,9 +45,9 @@ pub(crate) fn finish(
     env: &Environment,
     region: String,
     endpoint: Option<String>,
-) -> Result<ClientConfig, String> {
+) -> Result<ClientConfig, ConfigError> {
     if !is_valid_region(&region) {
-        return Err(format!("Invalid AWS region `{region}`"));
+        return Err(ConfigError::InvalidRegion { region });
     }
     let endpoint = endpoint.unwrap_or_else(|| default_endpoint(env, &region));
     Ok(ClientConfig { region, endpoint })
@@ -102,13 +102,36 @@ fn default_endpoint(env: &Environment, region: &str) -> String {
     format!("https://{service}.{region}.{suffix}")
 }
 
+/// Why no region or endpoint could be resolved.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ConfigError {
+    /// A profile is in use, but neither it nor the environment names a region.
+    #[error("Region is missing: set AWS_REGION or `region` in AWS profile `{profile}`")]
+    MissingRegion {
+        /// The profile read.
+        profile: String,
+    },
+    /// The region is not a valid AWS region name.
+    #[error("Invalid AWS region `{region}`")]
+    InvalidRegion {
+        /// The region as given.
+        region: String,
+    },
+}
+
+impl From<ConfigError> for ProviderError {
+    fn from(error: ConfigError) -> Self {
+        ProviderError::from(error.to_string())
+    }
+}
+
 /// Resolves the region and endpoint for a model whose catalog URL is `base_url`.
 pub(crate) fn resolve(
     env: &Environment,
     base_url: &str,
     requested_region: Option<&str>,
     requested_profile: Option<&str>,
-) -> Result<Resolution, String> {
+) -> Result<Resolution, ConfigError> {
     let configured = configured_region(env, requested_region);
     // pi looks at the variable only, not at the request's `profile`.
     let has_profile = env.var("AWS_PROFILE").is_some();
@@ -132,11 +155,7 @@ pub(crate) fn resolve(
                 load_profile(env, &profile)
                     .and_then(|found| found.get("region").cloned())
                     .filter(|region| !region.is_empty())
-                    .ok_or_else(|| {
-                        format!(
-                            "Region is missing: set AWS_REGION or `region` in AWS profile `{profile}`"
-                        )
-                    })?
+                    .ok_or(ConfigError::MissingRegion { profile })?
             }
         },
     };
@@ -176,7 +195,7 @@ mod tests {
         base_url: &str,
         region: Option<&str>,
         profile: Option<&str>,
-    ) -> Result<ClientConfig, String> {
+    ) -> Result<ClientConfig, ConfigError> {
         match super::resolve(env, base_url, region, profile)? {
             Resolution::Ready(config) => Ok(config),
             pending => panic!("{pending:?}"),
@@ -321,7 +340,9 @@ mod tests {
                 "https://bedrock-runtime.eu-north-1.amazonaws.com"
             )
         );
-        let error = resolve(&vars("bare"), US_EAST, None, None).unwrap_err();
+        let error = resolve(&vars("bare"), US_EAST, None, None)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("Region is missing"), "{error}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -330,7 +351,7 @@ mod tests {
     fn regions_cannot_inject_into_the_url() {
         let error =
             resolve(&env(&[("AWS_REGION", "evil.com/x")]), US_EAST, None, None).unwrap_err();
-        assert_eq!(error, "Invalid AWS region `evil.com/x`");
+        assert_eq!(error.to_string(), "Invalid AWS region `evil.com/x`");
     }
 
     #[test]

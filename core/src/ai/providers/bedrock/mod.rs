@@ -35,11 +35,11 @@ use self::request::CommandInputs;
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use self::sigv4::{BEDROCK_SIGNING_NAME, SignableInput};
 use super::http;
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
 use crate::ai::options::{CacheRetention, StreamOptions};
-use crate::ai::registry::ApiProvider;
 use crate::ai::types::Context;
 
 /// The api id.
@@ -72,18 +72,108 @@ impl BedrockProvider {
     }
 }
 
-/// Everything a request needs, resolved before the task starts.
-struct PreparedRequest {
-    /// Empty while `pending_region` is set.
-    url: String,
+/// Bedrock's side of the exchange: how each attempt authenticates, and the eventstream body.
+/// (No `Debug`: it holds credentials.)
+pub(crate) struct BedrockWire {
+    /// The model id of the URL (kept for a region found when the request runs).
     model_id: String,
     /// The profile whose region the SDK's region providers give, when the region is not known
-    /// before the request runs (with the explicit endpoint, if any).
+    /// before the request runs (with the explicit endpoint, if any); the URL is empty until then.
     pending_region: Option<(String, Option<String>)>,
-    body: Vec<u8>,
     auth: BedrockAuth,
     region: String,
-    options: StreamOptions,
+}
+
+impl http::Wire for BedrockWire {
+    /// A reply without `messageStart` still opens with `start` (see [`read_stream`]).
+    const START_ON_RESPONSE: bool = false;
+
+    async fn prepare_send(
+        request: &mut http::PreparedRequest<Self>,
+        _: &mut StreamWriter,
+        _: &Model,
+    ) -> Result<http::Flow, ProviderError> {
+        if let Some((profile, endpoint)) = request.wire.pending_region.take() {
+            let found = region::profile_region(&profile)
+                .await
+                .map_err(ProviderError::from)?;
+            let ClientConfig { region, endpoint } =
+                config::finish(&Environment::Process, found, endpoint)?;
+            request.url = config::converse_stream_url(&endpoint, &request.wire.model_id)?;
+            request.wire.region = region;
+        }
+        let wire = &mut request.wire;
+        if let BedrockAuth::Chain(profile) = &wire.auth {
+            let credentials = chain::credentials(profile.as_deref(), &wire.region)
+                .await
+                .map_err(|error| ProviderError::other(error.to_string(), Some(ErrorKind::Auth)))?;
+            wire.auth = BedrockAuth::SigV4(credentials);
+        }
+        Ok(http::Flow::Send)
+    }
+
+    /// SigV4 signs with the current time, so each retry is signed afresh.
+    fn attempt_headers(
+        request: &http::PreparedRequest<Self>,
+    ) -> Result<Vec<(String, String)>, ProviderError> {
+        match &request.wire.auth {
+            BedrockAuth::Bearer(token) => Ok(vec![(
+                "authorization".to_owned(),
+                format!("Bearer {}", token.expose()),
+            )]),
+            // Resolved in `prepare_send` before the first attempt.
+            BedrockAuth::Chain(_) => Err(ProviderError::other(
+                "AWS credentials were not resolved",
+                Some(ErrorKind::Auth),
+            )),
+            BedrockAuth::SigV4(credentials) => sigv4::sign_request(
+                credentials,
+                &SignableInput {
+                    method: "POST",
+                    url: &request.url,
+                    headers: &[("content-type", "application/json")],
+                    body: &request.body,
+                    region: &request.wire.region,
+                    service: BEDROCK_SIGNING_NAME,
+                    time: SystemTime::now(),
+                    content_sha256_header: true,
+                },
+            )
+            .map_err(|error| ProviderError::other(error.to_string(), None)),
+        }
+    }
+
+    fn error_message(
+        status: reqwest::StatusCode,
+        headers: &reqwest::header::HeaderMap,
+        body: &str,
+    ) -> String {
+        response::format_http_error(status, headers, body)
+    }
+
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let http::Reply {
+            writer,
+            model,
+            response,
+            options,
+        } = reply;
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.starts_with("application/json"));
+        if is_json {
+            // A proxy answering 200 with a JSON error instead of an event stream.
+            let body = http::error_body_text(response, options).await;
+            return Err(ProviderError::Decode(format!(
+                "Bedrock answered with JSON instead of an event stream: {}",
+                http::error_body_message(&body)
+            )));
+        }
+        let frames = http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), options);
+        read_stream(writer, model, frames).await
+    }
 }
 
 impl ApiProvider for BedrockProvider {
@@ -97,24 +187,11 @@ impl ApiProvider for BedrockProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        let owned = model.clone();
-        http::spawn_stream(
-            model,
-            options,
-            || self.prepare(model, context, options),
-            |writer, prepared| {
-                writer.drive(async move |writer| run(writer, &owned, prepared).await)
-            },
-        )
+        http::start(model, options, || self.prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(model, context, &request::simple_options(model, options))
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        request::simple_options(model, options)
     }
 }
 
@@ -124,7 +201,7 @@ impl BedrockProvider {
         model: &Model,
         context: &Context,
         options: &StreamOptions,
-    ) -> Result<PreparedRequest, ProviderError> {
+    ) -> Result<http::PreparedRequest<BedrockWire>, ProviderError> {
         let bedrock = BedrockRequestOptions::from_stream_options(options);
         let (ClientConfig { region, endpoint }, pending_region) = match config::resolve(
             &self.env,
@@ -148,7 +225,7 @@ impl BedrockProvider {
         )
         .map_err(|error| ProviderError::other(error.to_string(), Some(ErrorKind::Auth)))?;
         let configured_region = config::configured_region(&self.env, bedrock.region.as_deref());
-        let mut command = request::build_command(
+        let command = request::build_command(
             CommandInputs {
                 model,
                 options: &bedrock,
@@ -160,12 +237,8 @@ impl BedrockProvider {
             },
             context,
         )
-        .map_err(|message| ProviderError::other(message, Some(ErrorKind::BadRequest)))?;
-        if let Some(on_payload) = &options.on_payload
-            && let Some(replacement) = (on_payload.0)(&command, model)
-        {
-            command = replacement;
-        }
+        .map_err(|error| ProviderError::other(error.to_string(), Some(ErrorKind::BadRequest)))?;
+        let mut command = options.payload(command, model);
         // `modelId` is the URL's; everything else is the body.
         let model_id = match &mut command {
             Value::Object(fields) => match fields.shift_remove("modelId") {
@@ -178,103 +251,19 @@ impl BedrockProvider {
             Some(_) => String::new(),
             None => config::converse_stream_url(&endpoint, &model_id)?,
         };
-        Ok(PreparedRequest {
+        Ok(http::PreparedRequest::new(
             url,
-            model_id,
-            pending_region,
-            body: serde_json::to_vec(&command).unwrap_or_default(),
-            auth,
-            region,
-            options: options.clone(),
-        })
+            &command,
+            http::Headers::json(None),
+            options,
+            BedrockWire {
+                model_id,
+                pending_region,
+                auth,
+                region,
+            },
+        ))
     }
-}
-
-/// The request headers of one attempt (SigV4 signs with the current time, so each retry is
-/// signed afresh).
-fn request_headers(request: &PreparedRequest) -> Result<Vec<(String, String)>, String> {
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    match &request.auth {
-        BedrockAuth::Bearer(token) => headers.push((
-            "authorization".to_owned(),
-            format!("Bearer {}", token.expose()),
-        )),
-        // Resolved in `run` before the first attempt.
-        BedrockAuth::Chain(_) => return Err("AWS credentials were not resolved".to_owned()),
-        BedrockAuth::SigV4(credentials) => {
-            let signed = sigv4::sign_request(
-                credentials,
-                &SignableInput {
-                    method: "POST",
-                    url: &request.url,
-                    headers: &[("content-type", "application/json")],
-                    body: &request.body,
-                    region: &request.region,
-                    service: BEDROCK_SIGNING_NAME,
-                    time: SystemTime::now(),
-                    content_sha256_header: true,
-                },
-            )
-            .map_err(|error| error.to_string())?;
-            headers.extend(signed);
-        }
-    }
-    Ok(headers)
-}
-
-async fn run(
-    writer: &mut StreamWriter,
-    model: &Model,
-    mut request: PreparedRequest,
-) -> Result<(), ProviderError> {
-    if let Some((profile, endpoint)) = request.pending_region.take() {
-        let found = region::profile_region(&profile).await?;
-        let ClientConfig { region, endpoint } =
-            config::finish(&Environment::Process, found, endpoint)?;
-        request.url = config::converse_stream_url(&endpoint, &request.model_id)?;
-        request.region = region;
-    }
-    if let BedrockAuth::Chain(profile) = &request.auth {
-        let credentials = chain::credentials(profile.as_deref(), &request.region)
-            .await
-            .map_err(|error| ProviderError::other(error.to_string(), Some(ErrorKind::Auth)))?;
-        request.auth = BedrockAuth::SigV4(credentials);
-    }
-    // Signing can only fail on the URL, which does not change between attempts.
-    let first_headers = request_headers(&request)?;
-    let build = || {
-        let headers = request_headers(&request).unwrap_or_else(|_| first_headers.clone());
-        let mut builder = http::client().post(&request.url);
-        for (name, value) in headers {
-            builder = builder.header(name, value);
-        }
-        builder.body(request.body.clone())
-    };
-    let response = http::send_formatted(
-        writer,
-        build,
-        &request.options,
-        model,
-        response::format_http_error,
-    )
-    .await?;
-    let is_json = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/json"));
-    if is_json {
-        // A proxy answering 200 with a JSON error instead of an event stream.
-        let body = http::error_body_text(response, &request.options).await;
-        return Err(ProviderError::Decode(format!(
-            "Bedrock answered with JSON instead of an event stream: {}",
-            http::error_body_message(&body)
-        )));
-    }
-
-    let frames =
-        http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), &request.options);
-    read_stream(writer, model, frames).await
 }
 
 /// Reads a ConverseStream body's eventstream frames into `writer` (also the fuzz entry point).

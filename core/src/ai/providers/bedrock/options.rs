@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 
-use crate::ai::options::{ApiKey, StreamOptions, ThinkingBudgets, ThinkingLevel};
+use crate::ai::options::{ApiKey, StreamOptions, ThinkingBudgets};
+use crate::ai::thinking::ThinkingLevel;
 use crate::ai::tool_choice::ToolChoice;
 
 /// The value `getEnvApiKey("amazon-bedrock")` returns when ambient AWS credentials exist; it is

@@ -10,13 +10,14 @@ use super::model_family::{
 };
 use super::options::BedrockRequestOptions;
 use crate::ai::model::Model;
-use crate::ai::options::{CacheRetention, StreamOptions, ThinkingBudgets, ThinkingLevel};
+use crate::ai::options::{CacheRetention, StreamOptions, ThinkingBudgets};
 use crate::ai::providers::anthropic::request::{
     MIN_THINKING_BUDGET, effort_for, normalize_tool_call_id,
 };
 use crate::ai::simple_options::{
     adjust_max_tokens_for_thinking, base_options, default_thinking_budget,
 };
+use crate::ai::thinking::ThinkingLevel;
 use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
@@ -78,8 +79,19 @@ pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOp
     simple
 }
 
+/// Why a conversation cannot be written as a ConverseStream command.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RequestError {
+    /// An image of a type Bedrock does not take (JPEG, PNG, GIF and WebP only).
+    #[error("Unknown image type: {0}")]
+    UnknownImageType(String),
+}
+
 /// The command as JSON, `modelId` first. Fails on an image type Bedrock does not take.
-pub(crate) fn build_command(inputs: CommandInputs<'_>, context: &Context) -> Result<Value, String> {
+pub(crate) fn build_command(
+    inputs: CommandInputs<'_>,
+    context: &Context,
+) -> Result<Value, RequestError> {
     let model = inputs.model;
     let cache_point = cache_point(inputs);
     let mut command = Map::new();
@@ -209,13 +221,13 @@ fn additional_model_request_fields(inputs: CommandInputs<'_>) -> Option<Value> {
 
 /// An image block; Bedrock takes JPEG, PNG, GIF and WebP only. The bytes travel base64-encoded
 /// in the JSON, exactly as the caller's data.
-fn image_block(image: &ImageContent) -> Result<Value, String> {
+fn image_block(image: &ImageContent) -> Result<Value, RequestError> {
     let format = match image.mime_type.as_str() {
         "image/jpeg" | "image/jpg" => "jpeg",
         "image/png" => "png",
         "image/gif" => "gif",
         "image/webp" => "webp",
-        other => return Err(format!("Unknown image type: {other}")),
+        other => return Err(RequestError::UnknownImageType(other.to_owned())),
     };
     Ok(json!({"image": {"format": format, "source": {"bytes": image.data}}}))
 }
@@ -224,7 +236,7 @@ fn convert_messages(
     model: &Model,
     context: &Context,
     cache_point: Option<&Value>,
-) -> Result<Vec<Value>, String> {
+) -> Result<Vec<Value>, RequestError> {
     let messages = transform_messages(&context.messages, model, Some(&normalize_tool_call_id));
     let signatures = is_claude(model);
     let mut out: Vec<Value> = Vec::with_capacity(messages.len());
@@ -266,7 +278,7 @@ fn convert_messages(
     Ok(out)
 }
 
-fn user_block(block: &UserContent) -> Result<Value, String> {
+fn user_block(block: &UserContent) -> Result<Value, RequestError> {
     match block {
         UserContent::Text(text) => Ok(json!({"text": text.text})),
         UserContent::Image(image) => image_block(image),
@@ -314,7 +326,7 @@ fn convert_assistant(message: &AssistantMessage, signatures: bool) -> Option<Val
     (!blocks.is_empty()).then(|| json!({"role": "assistant", "content": blocks}))
 }
 
-fn convert_tool_result(result: &ToolResultMessage) -> Result<Value, String> {
+fn convert_tool_result(result: &ToolResultMessage) -> Result<Value, RequestError> {
     let content = result
         .content
         .iter()
@@ -585,7 +597,9 @@ mod tests {
         };
         let options = BedrockRequestOptions::default();
         assert_eq!(
-            build_command(inputs(&model, &options), &context).unwrap_err(),
+            build_command(inputs(&model, &options), &context)
+                .unwrap_err()
+                .to_string(),
             "Unknown image type: image/bmp"
         );
     }

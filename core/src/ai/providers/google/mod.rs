@@ -27,17 +27,15 @@
 pub(crate) mod request;
 pub(crate) mod response;
 
-use reqwest::header::CONTENT_TYPE;
-
 use self::response::ChunkState;
 use super::http;
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
-use crate::ai::options::{ApiKey, StreamOptions};
-use crate::ai::registry::ApiProvider;
-use crate::ai::types::{Context, StopReason};
+use crate::ai::options::StreamOptions;
+use crate::ai::types::Context;
 
 /// The api id.
 pub(crate) const API: &str = "google-generative-ai";
@@ -55,15 +53,6 @@ pub(crate) const INCOMPLETE_RESPONSE: &str =
 /// The `google-generative-ai` provider.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct GoogleProvider;
-
-/// Everything a request needs, resolved before the task starts.
-struct PreparedRequest {
-    url: String,
-    body: Vec<u8>,
-    api_key: Option<ApiKey>,
-    headers: Vec<(String, String)>,
-    options: StreamOptions,
-}
 
 /// `{base}/models/{id}:streamGenerateContent?alt=sse`; ids already qualified as `models/…` or
 /// `tunedModels/…` keep their collection (the SDK's rule). The name itself is one encoded path
@@ -96,101 +85,68 @@ impl ApiProvider for GoogleProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        if !http::has_runtime() {
-            return AssistantMessageEventStream::failed(model, StopReason::Error, http::NO_RUNTIME);
-        }
-        let mut headers: Vec<(String, String)> = model
-            .headers
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let headers_authenticate = headers.iter().any(|(name, _)| {
-            name.eq_ignore_ascii_case(API_KEY_HEADER) || name.eq_ignore_ascii_case("authorization")
-        });
-        let base_url = if model.base_url.is_empty() {
-            DEFAULT_BASE_URL
-        } else {
-            &model.base_url
-        };
-        let api_key =
-            request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, base_url));
-        if api_key.is_none() && !headers_authenticate && !http::is_loopback(base_url) {
-            let reason = if options.is_aborted() {
-                StopReason::Aborted
-            } else {
-                StopReason::Error
-            };
-            return AssistantMessageEventStream::failed(
-                model,
-                reason,
-                ProviderError::other(
-                    missing_key_message_for_url(&model.provider, base_url),
-                    Some(ErrorKind::Auth),
-                ),
-            );
-        }
-        let mut body = request::build_body(model, context, options);
-        if let Some(on_payload) = &options.on_payload
-            && let Some(replacement) = (on_payload.0)(&body, model)
-        {
-            body = replacement;
-        }
-        let url = match stream_url(model) {
-            Ok(url) => url,
-            Err(error) => {
-                return AssistantMessageEventStream::failed(model, StopReason::Error, error);
-            }
-        };
-        let prepared = PreparedRequest {
-            url,
-            body: serde_json::to_vec(&body).unwrap_or_default(),
-            api_key: api_key.filter(|_| !headers_authenticate),
-            headers,
-            options: options.clone(),
-        };
-        let (writer, stream) = channel(model, options.signal.clone());
-        let model = model.clone();
-        tokio::spawn(writer.drive(async move |writer| run(writer, &model, prepared).await));
-        stream
+        http::start(model, options, || prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(model, context, &request::simple_options(model, options))
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        request::simple_options(model, options)
     }
 }
 
-async fn run(
-    writer: &mut StreamWriter,
+/// Whether the caller's headers authenticate the request themselves (the SDK then sends no
+/// key header).
+pub(crate) fn caller_authenticates(headers: &http::Headers) -> bool {
+    headers.has(API_KEY_HEADER) || headers.has("authorization")
+}
+
+/// `model.headers`, then `options.headers`.
+pub(crate) fn caller_headers(model: &Model, options: &StreamOptions) -> http::Headers {
+    let mut headers = http::Headers::default();
+    headers.extend(model.headers.iter().flatten());
+    headers.extend(&options.headers);
+    headers
+}
+
+fn prepare(
     model: &Model,
-    request: PreparedRequest,
-) -> Result<(), ProviderError> {
-    let build = || {
-        let mut builder = http::client()
-            .post(&request.url)
-            .header(CONTENT_TYPE, "application/json");
-        if let Some(key) = &request.api_key {
-            builder = builder.header(API_KEY_HEADER, key.expose());
-        }
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        builder.body(request.body.clone())
+    context: &Context,
+    options: &StreamOptions,
+) -> Result<http::PreparedRequest<GeminiWire>, ProviderError> {
+    let caller = caller_headers(model, options);
+    let authenticated = caller_authenticates(&caller);
+    let base_url = if model.base_url.is_empty() {
+        DEFAULT_BASE_URL
+    } else {
+        &model.base_url
     };
-    let response = http::send(writer, build, &request.options, model).await?;
-    writer.start().await;
-    read_stream(
-        writer,
-        model,
-        http::SseEvents::new(response, &request.options),
-    )
-    .await
+    let api_key =
+        request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, base_url));
+    if api_key.is_none() && !authenticated && !http::is_loopback(base_url) {
+        return Err(ProviderError::other(
+            missing_key_message_for_url(&model.provider, base_url),
+            Some(ErrorKind::Auth),
+        ));
+    }
+    let body = options.payload(request::build_body(model, context, options), model);
+    let url = stream_url(model)?;
+    let mut headers = http::Headers::json(None);
+    if let Some(key) = api_key.filter(|_| !authenticated) {
+        headers.set(API_KEY_HEADER, key.expose());
+    }
+    headers.extend(caller.0.iter().map(|(name, value)| (name, value)));
+    Ok(http::PreparedRequest::new(
+        url, &body, headers, options, GeminiWire,
+    ))
+}
+
+/// The Gemini stream (also Vertex AI's): SSE chunks up to the one with the finish reason.
+pub(crate) struct GeminiWire;
+
+impl http::Wire for GeminiWire {
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events).await
+    }
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network). The chunk

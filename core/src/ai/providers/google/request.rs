@@ -7,9 +7,10 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::ai::catalog::{ModelThinkingLevel, clamp_thinking_level};
+use crate::ai::catalog::clamp_thinking_level;
 use crate::ai::model::Model;
-use crate::ai::options::{GoogleThinking, StreamOptions, ThinkingLevel};
+use crate::ai::options::{GoogleThinking, StreamOptions};
+use crate::ai::thinking::{ModelThinkingLevel, ThinkingLevel};
 use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{

@@ -96,13 +96,9 @@ fn stream_error(error: &Value) -> ProviderError {
 /// [`parse_json_lenient`]).
 fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
     parse_json_lenient(data).map_err(|error| {
-        let mut end = data.len().min(200);
-        while !data.is_char_boundary(end) {
-            end -= 1;
-        }
         ProviderError::Decode(format!(
             "Malformed chunk from provider ({error}): {}",
-            &data[..end]
+            crate::text::prefix(data, 200)
         ))
     })
 }

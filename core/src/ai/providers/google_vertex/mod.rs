@@ -25,20 +25,18 @@ pub(crate) mod external;
 pub(crate) mod subject_aws;
 pub(crate) mod subject_exec;
 
-use reqwest::header::CONTENT_TYPE;
-
 use self::adc::Credentials;
 use self::endpoint::{KeySource, Scope};
 use super::environment::Environment;
 use super::google::request::{self, Variant};
-use super::google::{API_KEY_HEADER, read_stream};
+use super::google::{API_KEY_HEADER, caller_authenticates, caller_headers, read_stream};
 use super::http;
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::env_key_allowed;
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
-use crate::ai::options::{ApiKey, StreamOptions};
-use crate::ai::registry::ApiProvider;
+use crate::ai::options::StreamOptions;
 use crate::ai::types::Context;
 
 /// The api id.
@@ -75,23 +73,31 @@ impl GoogleVertexProvider {
     }
 }
 
-/// How a request authenticates.
-enum Auth {
-    /// `x-goog-api-key`.
-    ApiKey(ApiKey),
-    /// A token from these credentials, fetched when the request is sent.
-    Adc(Box<Credentials>),
-    /// The caller's own `Authorization` / `x-goog-api-key` header.
-    Caller,
+/// Vertex AI's side of the exchange: the Gemini stream, and the Application Default
+/// Credentials whose token is fetched when the request is sent. (No `Debug`: it holds keys.)
+pub(crate) struct VertexWire {
+    adc: Option<Box<Credentials>>,
 }
 
-/// Everything a request needs, resolved before the task starts. (No `Debug`: it holds keys.)
-struct PreparedRequest {
-    url: String,
-    body: Vec<u8>,
-    auth: Auth,
-    headers: Vec<(String, String)>,
-    options: StreamOptions,
+impl http::Wire for VertexWire {
+    async fn prepare_send(
+        request: &mut http::PreparedRequest<Self>,
+        _: &mut StreamWriter,
+        _: &Model,
+    ) -> Result<http::Flow, ProviderError> {
+        if let Some(credentials) = &request.wire.adc {
+            let token = adc::access_token(credentials, &request.options).await?;
+            request
+                .headers
+                .set("authorization", format!("Bearer {}", token.expose()));
+        }
+        Ok(http::Flow::Send)
+    }
+
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events).await
+    }
 }
 
 impl ApiProvider for GoogleVertexProvider {
@@ -105,28 +111,11 @@ impl ApiProvider for GoogleVertexProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        let owned = model.clone();
-        http::spawn_stream(
-            model,
-            options,
-            || self.prepare(model, context, options),
-            |writer, prepared| {
-                writer.drive(async move |writer| run(writer, &owned, prepared).await)
-            },
-        )
+        http::start(model, options, || self.prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(
-            model,
-            context,
-            &request::simple_options_for(Variant::Vertex, model, options),
-        )
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        request::simple_options_for(Variant::Vertex, model, options)
     }
 }
 
@@ -150,18 +139,11 @@ impl GoogleVertexProvider {
         model: &Model,
         context: &Context,
         options: &StreamOptions,
-    ) -> Result<PreparedRequest, ProviderError> {
-        let mut headers: Vec<(String, String)> = model
-            .headers
-            .iter()
-            .flatten()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        headers.extend(options.headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let caller_authenticates = headers.iter().any(|(name, _)| {
-            name.eq_ignore_ascii_case(API_KEY_HEADER) || name.eq_ignore_ascii_case("authorization")
-        });
-        let (url, auth) = match endpoint::resolve_api_key(options, &self.env) {
+    ) -> Result<http::PreparedRequest<VertexWire>, ProviderError> {
+        let caller = caller_headers(model, options);
+        let authenticated = caller_authenticates(&caller);
+        let mut headers = http::Headers::json(None);
+        let (url, adc) = match endpoint::resolve_api_key(options, &self.env) {
             Some((key, source)) => {
                 let url = endpoint::stream_url(model, &Scope::ApiKey)?;
                 if source == KeySource::Environment && !env_key_allowed(PROVIDER, &url) {
@@ -170,87 +152,45 @@ impl GoogleVertexProvider {
                         &url,
                     ));
                 }
-                let auth = if caller_authenticates {
-                    Auth::Caller
-                } else {
-                    Auth::ApiKey(key)
-                };
-                (url, auth)
+                if !authenticated {
+                    headers.set(API_KEY_HEADER, key.expose());
+                }
+                (url, None)
             }
             None => {
                 let project = endpoint::resolve_project(options, &self.env)?;
                 let location = endpoint::resolve_location(options, &self.env)?;
                 let url = endpoint::stream_url(model, &Scope::Project { project, location })?;
-                let auth = if caller_authenticates {
-                    Auth::Caller
+                if authenticated {
+                    (url, None)
                 } else {
                     let credentials = adc::load(&self.env)
                         .map_err(|message| ProviderError::other(message, Some(ErrorKind::Auth)))?;
                     if !env_key_allowed(PROVIDER, &url) {
                         return Err(withheld("Application Default Credentials", &url));
                     }
-                    if let Some(project) = credentials.quota_project()
-                        && !headers
-                            .iter()
-                            .any(|(name, _)| name.eq_ignore_ascii_case(USER_PROJECT_HEADER))
-                    {
-                        headers.push((USER_PROJECT_HEADER.to_owned(), project.to_owned()));
-                    }
-                    Auth::Adc(Box::new(credentials))
-                };
-                (url, auth)
+                    (url, Some(Box::new(credentials)))
+                }
             }
         };
-        let mut body = request::build_body_for(Variant::Vertex, model, context, options);
-        if let Some(on_payload) = &options.on_payload
-            && let Some(replacement) = (on_payload.0)(&body, model)
+        headers.extend(caller.0.iter().map(|(name, value)| (name, value)));
+        if let Some(project) = adc
+            .as_ref()
+            .and_then(|credentials| credentials.quota_project())
+            && !headers.has(USER_PROJECT_HEADER)
         {
-            body = replacement;
+            headers.set(USER_PROJECT_HEADER, project);
         }
-        Ok(PreparedRequest {
+        let body = options.payload(
+            request::build_body_for(Variant::Vertex, model, context, options),
+            model,
+        );
+        Ok(http::PreparedRequest::new(
             url,
-            body: serde_json::to_vec(&body).unwrap_or_default(),
-            auth,
+            &body,
             headers,
-            options: options.clone(),
-        })
+            options,
+            VertexWire { adc },
+        ))
     }
-}
-
-async fn run(
-    writer: &mut StreamWriter,
-    model: &Model,
-    request: PreparedRequest,
-) -> Result<(), ProviderError> {
-    let auth_header = match &request.auth {
-        Auth::ApiKey(key) => Some((API_KEY_HEADER, key.clone())),
-        Auth::Adc(credentials) => {
-            let token = adc::access_token(credentials, &request.options).await?;
-            Some((
-                "authorization",
-                ApiKey::new(format!("Bearer {}", token.expose())),
-            ))
-        }
-        Auth::Caller => None,
-    };
-    let build = || {
-        let mut builder = http::client()
-            .post(&request.url)
-            .header(CONTENT_TYPE, "application/json");
-        if let Some((name, value)) = &auth_header {
-            builder = builder.header(*name, value.expose());
-        }
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        builder.body(request.body.clone())
-    };
-    let response = http::send(writer, build, &request.options, model).await?;
-    writer.start().await;
-    read_stream(
-        writer,
-        model,
-        http::SseEvents::new(response, &request.options),
-    )
-    .await
 }

@@ -244,43 +244,14 @@ fn redactor_for(request: &reqwest::Request, model: &Model, options: &StreamOptio
 }
 
 /// `"<status> <provider message>"`, the shape pi's SDK errors have.
-fn default_error(status: reqwest::StatusCode, _: &HeaderMap, body: &str) -> String {
+pub(crate) fn default_error(status: reqwest::StatusCode, _: &HeaderMap, body: &str) -> String {
     format!("{} {}", status.as_u16(), error_body_message(body))
 }
 
-/// [`send_with_retries`] for a provider's stream: the retries go to the message's
-/// `diagnostics`, and `writer` hides the request's credentials in every message it writes from
-/// now on (an error event echoing the key included).
-pub(crate) async fn send(
-    writer: &mut StreamWriter,
-    build: impl Fn() -> reqwest::RequestBuilder,
-    options: &StreamOptions,
-    model: &Model,
-) -> Result<reqwest::Response, ProviderError> {
-    send_formatted(writer, build, options, model, default_error).await
-}
-
-/// [`send`] with the provider's own wording of a failed response (see
-/// [`send_with_retries_formatted`]).
-pub(crate) async fn send_formatted(
-    writer: &mut StreamWriter,
-    build: impl Fn() -> reqwest::RequestBuilder,
-    options: &StreamOptions,
-    model: &Model,
-    format_error: impl Fn(reqwest::StatusCode, &HeaderMap, &str) -> String,
-) -> Result<reqwest::Response, ProviderError> {
-    send_with_policy(
-        writer,
-        build,
-        options,
-        model,
-        format_error,
-        RetryPolicy::DEFAULT,
-    )
-    .await
-}
-
-/// [`send_formatted`] with a provider's own retry rules (openai-codex-responses has pi's).
+/// Sends a provider's request with retries: the retries go to the message's `diagnostics`,
+/// `format_error` words a failed response, `policy` says what is retried, and `writer` hides the
+/// request's credentials in every message it writes from now on (an error event echoing the
+/// key included).
 pub(crate) async fn send_with_policy(
     writer: &mut StreamWriter,
     build: impl Fn() -> reqwest::RequestBuilder,
@@ -333,7 +304,7 @@ pub(crate) async fn send_once(
         }
     }
     writer.hide_secrets(redactor);
-    // Boxed for the reason given in `send_formatted`.
+    // Boxed for the reason given in `send_with_policy`.
     Box::pin(execute_within(request, &Limits::new(options)))
         .await
         .map_err(Failure::into_error)

@@ -195,11 +195,7 @@ pub(crate) fn error_message(status: reqwest::StatusCode, body: &str) -> String {
                 .unwrap_or("Request failed")
                 .to_owned()
         } else {
-            let mut end = raw.len().min(2_000);
-            while !raw.is_char_boundary(end) {
-                end -= 1;
-            }
-            raw[..end].to_owned()
+            crate::text::prefix(raw, 2_000).to_owned()
         }
     };
     let Some(error) = error_object(body) else {

@@ -38,6 +38,7 @@ use self::events::CodexError;
 use self::websocket::{WebSocketFailure, WebSocketRequest};
 use super::http::{self, RetryPolicy};
 use super::openai_responses::response::{Pricing, ResponseState};
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{missing_key_message, request_key};
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
@@ -45,7 +46,6 @@ use crate::ai::model::Model;
 use crate::ai::oauth::openai_codex::account_id;
 use crate::ai::options::{ApiKey, StreamOptions, Transport};
 use crate::ai::redact::Redactor;
-use crate::ai::registry::ApiProvider;
 use crate::ai::types::{Context, now_ms};
 
 pub use self::websocket::OpenAICodexWebSocketStats;
@@ -73,14 +73,67 @@ const RETRY_POLICY: RetryPolicy<'static> = RetryPolicy {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpenAICodexResponsesProvider;
 
-/// Everything a request needs, resolved before the task starts. (No `Debug`: it holds the
-/// token.)
-struct PreparedRequest {
+/// Codex's side of the exchange: what the WebSocket transport needs, and the Responses
+/// stream over SSE. (No `Debug`: it holds the token.)
+pub(crate) struct CodexWire {
     base_url: String,
+    /// The body as JSON, for the WebSocket (the request carries it serialized, for SSE).
     body: Value,
     token: ApiKey,
     account_id: String,
-    options: StreamOptions,
+}
+
+type Prepared = http::PreparedRequest<CodexWire>;
+
+impl http::Wire for CodexWire {
+    const RETRY_POLICY: RetryPolicy<'static> = RETRY_POLICY;
+
+    /// The WebSocket first (unless the transport is `sse`, a proxy is set, or the session fell
+    /// back before); a failure before any event falls back to SSE.
+    async fn prepare_send(
+        request: &mut Prepared,
+        writer: &mut StreamWriter,
+        model: &Model,
+    ) -> Result<http::Flow, ProviderError> {
+        let options = &request.options;
+        let transport = options.transport.unwrap_or_default();
+        let session_id = options.session_id.as_deref();
+        if transport == Transport::Sse
+            || websocket::proxied(&request::websocket_url(&request.wire.base_url))
+            || websocket::take_sse_fallback(session_id)
+        {
+            return Ok(http::Flow::Send);
+        }
+        match stream_websocket(writer, model, request, transport).await {
+            Ok(()) => Ok(http::Flow::Done),
+            Err(WebSocketFailure {
+                error: CodexError::Transport(error),
+                started,
+            }) => {
+                record_transport_failure(writer, request, transport, &error, started);
+                websocket::record_failure(session_id, &error, !started);
+                if started {
+                    return Err(events::transport_error(error));
+                }
+                Ok(http::Flow::Send)
+            }
+            Err(WebSocketFailure { error, .. }) => Err(error.into_error()),
+        }
+    }
+
+    fn error_message(
+        status: reqwest::StatusCode,
+        _: &reqwest::header::HeaderMap,
+        body: &str,
+    ) -> String {
+        events::error_message(status, body)
+    }
+
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let pricing = pricing(reply.options);
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events, pricing).await
+    }
 }
 
 impl ApiProvider for OpenAICodexResponsesProvider {
@@ -94,28 +147,11 @@ impl ApiProvider for OpenAICodexResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        let owned = model.clone();
-        http::spawn_stream(
-            model,
-            options,
-            || prepare(model, context, options),
-            |writer, prepared| {
-                writer.drive(async move |writer| run(writer, &owned, prepared).await)
-            },
-        )
+        http::start(model, options, || prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(
-            model,
-            context,
-            &crate::ai::simple_options::with_reasoning_effort(model, options),
-        )
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        crate::ai::simple_options::with_reasoning_effort(model, options)
     }
 }
 
@@ -123,23 +159,26 @@ fn prepare(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
-) -> Result<PreparedRequest, ProviderError> {
+) -> Result<Prepared, ProviderError> {
     let auth = |message: String| ProviderError::other(message, Some(ErrorKind::Auth));
     let token = request_key(options).ok_or_else(|| auth(missing_key_message(&model.provider)))?;
     let account_id = account_id(token.expose()).ok_or_else(|| auth(NO_ACCOUNT_ID.to_owned()))?;
-    let mut body = request::build_body(model, context, options);
-    if let Some(on_payload) = &options.on_payload
-        && let Some(replacement) = (on_payload.0)(&body, model)
-    {
-        body = replacement;
-    }
-    Ok(PreparedRequest {
-        base_url: model.base_url.clone(),
-        body,
-        token,
-        account_id,
-        options: options.clone(),
-    })
+    let body = options.payload(request::build_body(model, context, options), model);
+    let headers = request::sse_headers(model, options, &account_id, &token);
+    let mut prepared = Prepared::new(
+        request::resolve_url(&model.base_url),
+        &serde_json::Value::Null,
+        headers,
+        options,
+        CodexWire {
+            base_url: model.base_url.clone(),
+            body,
+            token,
+            account_id,
+        },
+    );
+    prepared.body = serde_json::to_vec(&prepared.wire.body).unwrap_or_default();
+    Ok(prepared)
 }
 
 fn pricing(options: &StreamOptions) -> Pricing {
@@ -150,40 +189,10 @@ fn pricing(options: &StreamOptions) -> Pricing {
     }
 }
 
-async fn run(
-    writer: &mut StreamWriter,
-    model: &Model,
-    request: PreparedRequest,
-) -> Result<(), ProviderError> {
-    let options = &request.options;
-    let transport = options.transport.unwrap_or_default();
-    let session_id = options.session_id.as_deref();
-    if transport != Transport::Sse
-        && !websocket::proxied(&request::websocket_url(&request.base_url))
-        && !websocket::take_sse_fallback(session_id)
-    {
-        match stream_websocket(writer, model, &request, transport).await {
-            Ok(()) => return Ok(()),
-            Err(WebSocketFailure {
-                error: CodexError::Transport(error),
-                started,
-            }) => {
-                record_transport_failure(writer, &request, transport, &error, started);
-                websocket::record_failure(session_id, &error, !started);
-                if started {
-                    return Err(events::transport_error(error));
-                }
-            }
-            Err(WebSocketFailure { error, .. }) => return Err(error.into_error()),
-        }
-    }
-    stream_sse(writer, model, &request).await
-}
-
 /// Appends pi's `provider_transport_failure` diagnostic.
 fn record_transport_failure(
     writer: &mut StreamWriter,
-    request: &PreparedRequest,
+    request: &Prepared,
     transport: Transport,
     error: &str,
     started: bool,
@@ -192,7 +201,7 @@ fn record_transport_failure(
         "configuredTransport": transport,
         "eventsEmitted": started,
         "phase": if started { "after_message_stream_start" } else { "before_message_stream_start" },
-        "requestBytes": request.body.to_string().len(),
+        "requestBytes": request.body.len(),
     });
     if !started {
         details["fallbackTransport"] = json!("sse");
@@ -212,30 +221,26 @@ fn record_transport_failure(
 async fn stream_websocket(
     writer: &mut StreamWriter,
     model: &Model,
-    request: &PreparedRequest,
+    request: &Prepared,
     transport: Transport,
 ) -> Result<(), WebSocketFailure> {
     let options = &request.options;
+    let wire = &request.wire;
     let request_id = options
         .session_id
         .clone()
         .unwrap_or_else(request::random_uuid);
-    let headers = request::websocket_headers(
-        model,
-        options,
-        &request.account_id,
-        &request.token,
-        &request_id,
-    );
-    hide_credentials(writer, &headers.0, &request.token);
-    let url = request::websocket_url(&request.base_url);
+    let headers =
+        request::websocket_headers(model, options, &wire.account_id, &wire.token, &request_id);
+    hide_credentials(writer, &headers.0, &wire.token);
+    let url = request::websocket_url(&wire.base_url);
     websocket::stream(
         writer,
         model,
         WebSocketRequest {
             url: &url,
             headers: &headers.0,
-            body: &request.body,
+            body: &wire.body,
             transport,
             options,
             pricing: pricing(options),
@@ -252,41 +257,6 @@ fn hide_credentials(writer: &mut StreamWriter, headers: &[(String, String)], tok
     }
     redactor.add(token.expose());
     writer.hide_secrets(redactor);
-}
-
-async fn stream_sse(
-    writer: &mut StreamWriter,
-    model: &Model,
-    request: &PreparedRequest,
-) -> Result<(), ProviderError> {
-    let options = &request.options;
-    let headers = request::sse_headers(model, options, &request.account_id, &request.token);
-    let url = request::resolve_url(&request.base_url);
-    let body = serde_json::to_vec(&request.body).unwrap_or_default();
-    let build = || {
-        let mut builder = http::client().post(&url);
-        for (name, value) in &headers.0 {
-            builder = builder.header(name, value);
-        }
-        builder.body(body.clone())
-    };
-    let response = http::send_with_policy(
-        writer,
-        build,
-        options,
-        model,
-        |status, _, text| events::error_message(status, text),
-        RETRY_POLICY,
-    )
-    .await?;
-    writer.start().await;
-    read_stream(
-        writer,
-        model,
-        http::SseEvents::new(response, options),
-        pricing(options),
-    )
-    .await
 }
 
 /// Reads an SSE body to the end of the response (fuzzing feeds bytes here, without a

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::super::openai_responses::Headers;
+use super::super::http::Headers;
 use super::super::openai_responses::request::{
     INCLUDE_ENCRYPTED_REASONING, convert_input_with, convert_tools_with_strict,
 };

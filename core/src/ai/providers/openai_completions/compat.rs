@@ -6,6 +6,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::super::compat_flags::compat_flags;
 use crate::ai::model::Model;
 
 /// How a server wants reasoning switched on and replayed.
@@ -36,29 +37,6 @@ pub(crate) enum MaxTokensField {
     MaxTokens,
 }
 
-/// Flags as written in `model.compat` (all optional).
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct CompatOverrides {
-    supports_store: Option<bool>,
-    supports_developer_role: Option<bool>,
-    supports_reasoning_effort: Option<bool>,
-    supports_usage_in_streaming: Option<bool>,
-    max_tokens_field: Option<MaxTokensField>,
-    requires_tool_result_name: Option<bool>,
-    requires_assistant_after_tool_result: Option<bool>,
-    requires_thinking_as_text: Option<bool>,
-    requires_reasoning_content_on_assistant_messages: Option<bool>,
-    thinking_format: Option<ThinkingFormat>,
-    supports_strict_mode: Option<bool>,
-    open_router_routing: Option<Value>,
-    vercel_gateway_routing: Option<Value>,
-    zai_tool_stream: Option<bool>,
-    cache_control_format: Option<CacheControlFormat>,
-    send_session_affinity_headers: Option<bool>,
-    supports_long_cache_retention: Option<bool>,
-}
-
 /// How prompt-cache markers are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -67,107 +45,55 @@ pub(crate) enum CacheControlFormat {
     Anthropic,
 }
 
-/// The resolved flags for one model.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Compat {
-    /// Send `store: false`.
-    pub supports_store: bool,
-    /// Send the system prompt of reasoning models as role `developer`.
-    pub supports_developer_role: bool,
-    /// Send `reasoning_effort`.
-    pub supports_reasoning_effort: bool,
-    /// Send `stream_options: {include_usage: true}`.
-    pub supports_usage_in_streaming: bool,
-    /// Which field carries the output-token cap.
-    pub max_tokens_field: MaxTokensField,
-    /// Tool messages carry `name`.
-    pub requires_tool_result_name: bool,
-    /// A tool result followed by a user message needs an assistant message in between.
-    pub requires_assistant_after_tool_result: bool,
-    /// Replay reasoning as text parts.
-    pub requires_thinking_as_text: bool,
-    /// Replayed assistant messages of reasoning models need `reasoning_content`.
-    pub requires_reasoning_content_on_assistant_messages: bool,
-    /// How reasoning is requested.
-    pub thinking_format: ThinkingFormat,
-    /// Tools may carry `strict: false`.
-    pub supports_strict_mode: bool,
-    /// OpenRouter provider routing preferences, sent as `provider`.
-    pub open_router_routing: Value,
-    /// Vercel AI Gateway routing (`only`, `order`), sent as `providerOptions.gateway`.
-    pub vercel_gateway_routing: Value,
-    /// Send `tool_stream: true` when there are tools (z.ai).
-    pub zai_tool_stream: bool,
-    /// Write prompt-cache markers in this format.
-    pub cache_control_format: Option<CacheControlFormat>,
-    /// Send `session_id`, `x-client-request-id` and `x-session-affinity` headers.
-    pub send_session_affinity_headers: bool,
-    /// The server honours long cache retention (`prompt_cache_retention: "24h"`).
-    pub supports_long_cache_retention: bool,
+compat_flags! {
+    /// The resolved flags for one model.
+    #[derive(Clone, Debug, PartialEq)]
+    pub(crate) struct Compat {
+        /// Send `store: false`.
+        pub supports_store: bool,
+        /// Send the system prompt of reasoning models as role `developer`.
+        pub supports_developer_role: bool,
+        /// Send `reasoning_effort`.
+        pub supports_reasoning_effort: bool,
+        /// Send `stream_options: {include_usage: true}`.
+        pub supports_usage_in_streaming: bool,
+        /// Which field carries the output-token cap.
+        pub max_tokens_field: MaxTokensField,
+        /// Tool messages carry `name`.
+        pub requires_tool_result_name: bool,
+        /// A tool result followed by a user message needs an assistant message in between.
+        pub requires_assistant_after_tool_result: bool,
+        /// Replay reasoning as text parts.
+        pub requires_thinking_as_text: bool,
+        /// Replayed assistant messages of reasoning models need `reasoning_content`.
+        pub requires_reasoning_content_on_assistant_messages: bool,
+        /// How reasoning is requested.
+        pub thinking_format: ThinkingFormat,
+        /// Tools may carry `strict: false`.
+        pub supports_strict_mode: bool,
+        /// OpenRouter provider routing preferences, sent as `provider`.
+        pub open_router_routing: Value,
+        /// Vercel AI Gateway routing (`only`, `order`), sent as `providerOptions.gateway`.
+        pub vercel_gateway_routing: Value,
+        /// Send `tool_stream: true` when there are tools (z.ai).
+        pub zai_tool_stream: bool,
+        /// Write prompt-cache markers in this format.
+        pub cache_control_format: Option<CacheControlFormat>,
+        /// Send `session_id`, `x-client-request-id` and `x-session-affinity` headers.
+        pub send_session_affinity_headers: bool,
+        /// The server honours long cache retention (`prompt_cache_retention: "24h"`).
+        pub supports_long_cache_retention: bool,
+    }
 }
 
 impl Compat {
     /// Detects the flags for `model`, then applies `model.compat`.
     pub(crate) fn for_model(model: &Model) -> Self {
-        let detected = Self::detect(&model.provider, &model.base_url);
-        let overrides: CompatOverrides = model
-            .compat
-            .as_ref()
-            .filter(|value| value.is_object())
-            .and_then(|value| serde_json::from_value(Value::clone(value)).ok())
-            .unwrap_or_default();
-        Self {
-            supports_store: overrides.supports_store.unwrap_or(detected.supports_store),
-            supports_developer_role: overrides
-                .supports_developer_role
-                .unwrap_or(detected.supports_developer_role),
-            supports_reasoning_effort: overrides
-                .supports_reasoning_effort
-                .unwrap_or(detected.supports_reasoning_effort),
-            supports_usage_in_streaming: overrides
-                .supports_usage_in_streaming
-                .unwrap_or(detected.supports_usage_in_streaming),
-            max_tokens_field: overrides
-                .max_tokens_field
-                .unwrap_or(detected.max_tokens_field),
-            requires_tool_result_name: overrides
-                .requires_tool_result_name
-                .unwrap_or(detected.requires_tool_result_name),
-            requires_assistant_after_tool_result: overrides
-                .requires_assistant_after_tool_result
-                .unwrap_or(detected.requires_assistant_after_tool_result),
-            requires_thinking_as_text: overrides
-                .requires_thinking_as_text
-                .unwrap_or(detected.requires_thinking_as_text),
-            requires_reasoning_content_on_assistant_messages: overrides
-                .requires_reasoning_content_on_assistant_messages
-                .unwrap_or(detected.requires_reasoning_content_on_assistant_messages),
-            thinking_format: overrides
-                .thinking_format
-                .unwrap_or(detected.thinking_format),
-            supports_strict_mode: overrides
-                .supports_strict_mode
-                .unwrap_or(detected.supports_strict_mode),
-            open_router_routing: overrides
-                .open_router_routing
-                .unwrap_or(detected.open_router_routing),
-            vercel_gateway_routing: overrides
-                .vercel_gateway_routing
-                .unwrap_or(detected.vercel_gateway_routing),
-            zai_tool_stream: overrides
-                .zai_tool_stream
-                .unwrap_or(detected.zai_tool_stream),
-            cache_control_format: overrides.cache_control_format.or_else(|| {
-                (model.provider == "openrouter" && model.id.starts_with("anthropic/"))
-                    .then_some(CacheControlFormat::Anthropic)
-            }),
-            send_session_affinity_headers: overrides
-                .send_session_affinity_headers
-                .unwrap_or(detected.send_session_affinity_headers),
-            supports_long_cache_retention: overrides
-                .supports_long_cache_retention
-                .unwrap_or(detected.supports_long_cache_retention),
+        let mut detected = Self::detect(&model.provider, &model.base_url);
+        if model.provider == "openrouter" && model.id.starts_with("anthropic/") {
+            detected.cache_control_format = Some(CacheControlFormat::Anthropic);
         }
+        detected.with_overrides(model.compat.as_ref())
     }
 
     /// pi's `detectCompat`: defaults from the provider id and base URL.

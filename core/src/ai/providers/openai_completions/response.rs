@@ -121,13 +121,9 @@ pub(super) fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
             if parser.is_complete() && !parser.has_error() {
                 Ok(parser.into_value())
             } else {
-                let mut end = data.len().min(200);
-                while !data.is_char_boundary(end) {
-                    end -= 1;
-                }
                 Err(ProviderError::Decode(format!(
                     "Malformed chunk from provider ({error}): {}",
-                    &data[..end]
+                    crate::text::prefix(data, 200)
                 )))
             }
         }

@@ -15,14 +15,14 @@ use reqwest::Url;
 
 use super::request::{self, BodySettings};
 use super::response::Pricing;
-use super::{Headers, PreparedRequest, launch, resolve_api_key};
+use super::{OPENAI_ACCEPT, Prepared, ResponsesWire, resolve_api_key};
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{env_key_names, missing_key_message_for_url};
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::AssistantMessageEventStream;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
-use crate::ai::providers::http::{host_label, is_loopback};
-use crate::ai::registry::ApiProvider;
+use crate::ai::providers::http::{self, host_label, is_loopback};
 use crate::ai::types::Context;
 
 /// The api id.
@@ -43,6 +43,31 @@ pub(crate) const TOOL_CALL_PROVIDERS: &[&str] = &[
     "azure-openai-responses",
 ];
 
+/// Why no Azure OpenAI endpoint could be resolved. Its `Display` is the failed message's
+/// `errorMessage`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AzureConfigError {
+    /// Neither the options, the environment nor the model name a base URL or resource.
+    #[error(
+        "Azure OpenAI base URL is required. Set AZURE_OPENAI_BASE_URL or \
+         AZURE_OPENAI_RESOURCE_NAME, pass azureBaseUrl or azureResourceName, or set model.baseUrl."
+    )]
+    MissingBaseUrl,
+    /// The base URL (as given) is not a URL.
+    #[error("Invalid Azure OpenAI base URL: {0}")]
+    InvalidBaseUrl(String),
+    /// The resource name cannot be a host label; the reason.
+    #[error("{0}")]
+    InvalidResourceName(String),
+}
+
+impl From<AzureConfigError> for ProviderError {
+    fn from(error: AzureConfigError) -> Self {
+        ProviderError::from(error.to_string())
+    }
+}
+
 /// The `azure-openai-responses` provider. pi's Azure options (`azureBaseUrl`,
 /// `azureResourceName`, `azureApiVersion`, `azureDeploymentName`, `reasoningSummary`) are
 /// [`StreamOptions`] keys; the environment variables fill in what they leave unset.
@@ -60,20 +85,11 @@ impl ApiProvider for AzureOpenAIResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        launch(model, options, || self.prepare(model, context, options))
+        http::start(model, options, || self.prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(
-            model,
-            context,
-            &crate::ai::simple_options::with_reasoning_effort(model, options),
-        )
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        crate::ai::simple_options::with_reasoning_effort(model, options)
     }
 }
 
@@ -92,7 +108,10 @@ fn non_empty(value: Option<&String>) -> Option<String> {
 
 impl AzureOpenAIResponsesProvider {
     /// The base URL for `model` (see the module docs), normalised.
-    pub fn resolve_base_url(model: &Model, options: &StreamOptions) -> Result<String, String> {
+    pub fn resolve_base_url(
+        model: &Model,
+        options: &StreamOptions,
+    ) -> Result<String, AzureConfigError> {
         let from_resource = || {
             non_empty(options.azure_resource_name.as_ref())
                 .or_else(|| env_value("AZURE_OPENAI_RESOURCE_NAME"))
@@ -100,7 +119,7 @@ impl AzureOpenAIResponsesProvider {
                     // The name becomes part of the host (issue 17): `evil.example/x` must not.
                     host_label("Azure OpenAI resource name", &resource)
                         .map(|resource| format!("https://{resource}.openai.azure.com/openai/v1"))
-                        .map_err(|error| error.to_string())
+                        .map_err(|error| AzureConfigError::InvalidResourceName(error.to_string()))
                 })
                 .transpose()
         };
@@ -112,12 +131,7 @@ impl AzureOpenAIResponsesProvider {
         };
         let base = base
             .or_else(|| non_empty(Some(&model.base_url)))
-            .ok_or_else(|| {
-                "Azure OpenAI base URL is required. Set AZURE_OPENAI_BASE_URL or \
-                 AZURE_OPENAI_RESOURCE_NAME, pass azureBaseUrl or azureResourceName, or set \
-                 model.baseUrl."
-                    .to_owned()
-            })?;
+            .ok_or(AzureConfigError::MissingBaseUrl)?;
         normalize_base_url(&base)
     }
 
@@ -144,7 +158,7 @@ impl AzureOpenAIResponsesProvider {
         model: &Model,
         context: &Context,
         options: &StreamOptions,
-    ) -> Result<PreparedRequest, ProviderError> {
+    ) -> Result<Prepared, ProviderError> {
         let base_url = Self::resolve_base_url(model, options)?;
         let api_key = resolve_api_key(model, options, Some(API_KEY_ENV), &base_url);
         if api_key.is_none() && !is_loopback(&base_url) {
@@ -169,29 +183,35 @@ impl AzureOpenAIResponsesProvider {
             reasoning_summary: options.reasoning_summary.as_deref(),
             explicit_reasoning_off: true,
         };
-        let body = request::build_body(model, context, options, &settings);
-        let mut headers = Headers::default();
+        let body = options.payload(
+            request::build_body(model, context, options, &settings),
+            model,
+        );
+        let mut headers = http::Headers::json(OPENAI_ACCEPT);
         if let Some(key) = &api_key {
             headers.set("api-key", key.expose());
         }
         headers.extend(model.headers.iter().flatten());
         headers.extend(&options.headers);
-        Ok(PreparedRequest {
-            url: responses_url(&base_url, &Self::resolve_api_version(options))?,
-            body,
-            headers: headers.0,
-            pricing: Pricing::default(),
-        })
+        Ok(Prepared::new(
+            responses_url(&base_url, &Self::resolve_api_version(options))?,
+            &body,
+            headers,
+            options,
+            ResponsesWire {
+                pricing: Pricing::default(),
+            },
+        ))
     }
 }
 
 /// pi's `normalizeAzureBaseUrl`: trailing slashes go; on `*.openai.azure.com` and
 /// `*.cognitiveservices.azure.com`, an empty, `/` or `/openai` path becomes `/openai/v1` and the
 /// query is dropped; other URLs are kept.
-pub(crate) fn normalize_base_url(base_url: &str) -> Result<String, String> {
+pub(crate) fn normalize_base_url(base_url: &str) -> Result<String, AzureConfigError> {
     let trimmed = base_url.trim().trim_end_matches('/');
     let mut url =
-        Url::parse(trimmed).map_err(|_| format!("Invalid Azure OpenAI base URL: {base_url}"))?;
+        Url::parse(trimmed).map_err(|_| AzureConfigError::InvalidBaseUrl(base_url.to_owned()))?;
     let host = url.host_str().unwrap_or("");
     let azure_host =
         host.ends_with(".openai.azure.com") || host.ends_with(".cognitiveservices.azure.com");
@@ -204,9 +224,9 @@ pub(crate) fn normalize_base_url(base_url: &str) -> Result<String, String> {
 }
 
 /// `{base}/responses?api-version={version}`, keeping any other query parameter of the base.
-pub(crate) fn responses_url(base_url: &str, api_version: &str) -> Result<String, String> {
+pub(crate) fn responses_url(base_url: &str, api_version: &str) -> Result<String, AzureConfigError> {
     let mut url =
-        Url::parse(base_url).map_err(|_| format!("Invalid Azure OpenAI base URL: {base_url}"))?;
+        Url::parse(base_url).map_err(|_| AzureConfigError::InvalidBaseUrl(base_url.to_owned()))?;
     let path = format!("{}/responses", url.path().trim_end_matches('/'));
     url.set_path(&path);
     let kept: Vec<(String, String)> = url
@@ -273,7 +293,7 @@ mod tests {
         }
         assert_eq!(
             normalize_base_url("not a url"),
-            Err("Invalid Azure OpenAI base URL: not a url".into())
+            Err(AzureConfigError::InvalidBaseUrl("not a url".into()))
         );
     }
 

@@ -14,13 +14,12 @@ pub(crate) mod compat;
 pub(crate) mod request;
 pub(crate) mod response;
 
-use reqwest::header::{ACCEPT, CONTENT_TYPE};
-use serde_json::Value;
-
 use self::compat::Compat;
 use self::request::BodySettings;
 use self::response::{Pricing, ResponseState};
-use super::{cloudflare, copilot, http};
+use super::http::{self, Headers};
+use super::{cloudflare, copilot};
+use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{
     env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url, request_key,
 };
@@ -28,7 +27,6 @@ use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
-use crate::ai::registry::ApiProvider;
 use crate::ai::types::Context;
 
 /// The api id.
@@ -58,20 +56,11 @@ impl ApiProvider for OpenAIResponsesProvider {
         context: &Context,
         options: &StreamOptions,
     ) -> AssistantMessageEventStream {
-        launch(model, options, || self.prepare(model, context, options))
+        http::start(model, options, || self.prepare(model, context, options))
     }
 
-    fn stream_simple(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        self.stream(
-            model,
-            context,
-            &crate::ai::simple_options::with_reasoning_effort(model, options),
-        )
+    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
+        crate::ai::simple_options::with_reasoning_effort(model, options)
     }
 }
 
@@ -81,7 +70,7 @@ impl OpenAIResponsesProvider {
         model: &Model,
         context: &Context,
         options: &StreamOptions,
-    ) -> Result<PreparedRequest, ProviderError> {
+    ) -> Result<Prepared, ProviderError> {
         let base_url = resolve_placeholders(model)?;
         let api_key = resolve_api_key(model, options, None, &base_url);
         if api_key.is_none() && !http::is_loopback(&base_url) {
@@ -107,9 +96,12 @@ impl OpenAIResponsesProvider {
             reasoning_summary: options.reasoning_summary.as_deref(),
             explicit_reasoning_off: model.provider != "github-copilot",
         };
-        let body = request::build_body(model, context, options, &settings);
+        let body = options.payload(
+            request::build_body(model, context, options, &settings),
+            model,
+        );
 
-        let mut headers = Headers::default();
+        let mut headers = Headers::json(OPENAI_ACCEPT);
         let cloudflare_gateway = cloudflare::is_gateway(&model.provider);
         if let Some(key) = &api_key
             && !cloudflare_gateway
@@ -137,47 +129,18 @@ impl OpenAIResponsesProvider {
                 format!("Bearer {}", key.expose()),
             );
         }
-        Ok(PreparedRequest {
-            url: format!("{}/responses", base_url.trim_end_matches('/')),
-            body,
-            headers: headers.0,
-            pricing: Pricing {
-                service_tiers: true,
-                requested_tier: options.service_tier.clone(),
-                requested_over_default: false,
-            },
-        })
-    }
-}
-
-/// Request headers in order; setting a name again (in any case) replaces its value. (No
-/// `Debug`: it holds the key.)
-#[derive(Default)]
-pub(crate) struct Headers(pub(crate) Vec<(String, String)>);
-
-impl Headers {
-    /// Sets `name` (replacing any value under that name in any case).
-    pub(crate) fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
-        let name = name.into();
-        let value = value.into();
-        match self
-            .0
-            .iter_mut()
-            .find(|(existing, _)| existing.eq_ignore_ascii_case(&name))
-        {
-            Some(slot) => slot.1 = value,
-            None => self.0.push((name, value)),
-        }
-    }
-
-    /// Sets every header of `headers`, in order.
-    pub(crate) fn extend<'a>(
-        &mut self,
-        headers: impl IntoIterator<Item = (&'a String, &'a String)>,
-    ) {
-        for (name, value) in headers {
-            self.set(name.clone(), value.clone());
-        }
+        let pricing = Pricing {
+            service_tiers: true,
+            requested_tier: options.service_tier.clone(),
+            requested_over_default: false,
+        };
+        Ok(Prepared::new(
+            format!("{}/responses", base_url.trim_end_matches('/')),
+            &body,
+            headers,
+            options,
+            ResponsesWire { pricing },
+        ))
     }
 }
 
@@ -207,66 +170,24 @@ fn resolve_api_key(
         })
 }
 
-/// Everything a request needs, resolved before the task starts.
-struct PreparedRequest {
-    url: String,
-    body: Value,
-    /// Authentication included.
-    headers: Vec<(String, String)>,
+/// What reading a Responses stream needs besides the body: how its cost is priced.
+pub(crate) struct ResponsesWire {
     pricing: Pricing,
 }
 
-/// Prepares the request and starts the task that sends it. Setup failures (missing key, bad
-/// base URL) are a stream with only an `error` event, as in pi.
-fn launch(
-    model: &Model,
-    options: &StreamOptions,
-    prepare: impl FnOnce() -> Result<PreparedRequest, ProviderError>,
-) -> AssistantMessageEventStream {
-    let (owned_model, owned_options) = (model.clone(), options.clone());
-    http::spawn_stream(
-        model,
-        options,
-        || {
-            let mut prepared = prepare()?;
-            if let Some(on_payload) = &options.on_payload
-                && let Some(replacement) = (on_payload.0)(&prepared.body, model)
-            {
-                prepared.body = replacement;
-            }
-            Ok(prepared)
-        },
-        |writer, prepared| {
-            writer.drive(async move |writer| {
-                run(writer, &owned_model, &owned_options, prepared).await
-            })
-        },
-    )
+/// The prepared request of both Responses providers.
+pub(crate) type Prepared = http::PreparedRequest<ResponsesWire>;
+
+impl http::Wire for ResponsesWire {
+    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+        let (writer, model, events) = reply.sse();
+        read_stream(writer, model, events, self.pricing).await
+    }
 }
 
-async fn run(
-    writer: &mut StreamWriter,
-    model: &Model,
-    options: &StreamOptions,
-    request: PreparedRequest,
-) -> Result<(), ProviderError> {
-    let body = serde_json::to_vec(&request.body).unwrap_or_default();
-    let build = || {
-        let mut builder = http::client()
-            .post(&request.url)
-            .header(CONTENT_TYPE, "application/json")
-            // What pi's OpenAI SDK sends, though the answer is a stream.
-            .header(ACCEPT, "application/json");
-        for (name, value) in &request.headers {
-            builder = builder.header(name, value);
-        }
-        builder.body(body.clone())
-    };
-    let response = http::send(writer, build, options, model).await?;
-    writer.start().await;
-    let events = http::SseEvents::new(response, options);
-    read_stream(writer, model, events, request.pricing).await
-}
+/// The `Content-Type` and `Accept` headers pi's OpenAI SDK sends (`Accept` is JSON, though
+/// the answer is a stream).
+pub(crate) const OPENAI_ACCEPT: Option<&str> = Some("application/json");
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).
 pub(crate) async fn read_stream(
@@ -291,21 +212,6 @@ pub(crate) async fn read_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn headers_replace_case_insensitively() {
-        let mut headers = Headers::default();
-        headers.set("Authorization", "Bearer a");
-        headers.set("x-one", "1");
-        headers.set("authorization", "Bearer b");
-        assert_eq!(
-            headers.0,
-            [
-                ("Authorization".to_owned(), "Bearer b".to_owned()),
-                ("x-one".to_owned(), "1".to_owned())
-            ]
-        );
-    }
 
     #[test]
     fn cloudflare_placeholders_need_their_variables() {

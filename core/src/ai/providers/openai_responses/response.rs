@@ -171,13 +171,9 @@ fn error_event_message(event: &Value) -> String {
 /// [`parse_json_lenient`]).
 fn parse_event(data: &str) -> Result<Value, ProviderError> {
     parse_json_lenient(data).map_err(|error| {
-        let mut end = data.len().min(200);
-        while !data.is_char_boundary(end) {
-            end -= 1;
-        }
         ProviderError::Decode(format!(
             "Malformed event from provider ({error}): {}",
-            &data[..end]
+            crate::text::prefix(data, 200)
         ))
     })
 }

@@ -1,0 +1,215 @@
+//! The one path every HTTP provider's stream takes: the provider prepares a
+//! [`PreparedRequest`] (its request mapping), the driver starts the task, sends the request
+//! with retries, and hands the response to the provider's [`Wire::read`] (its response
+//! mapping).
+
+use std::future::Future;
+
+use reqwest::header::HeaderMap;
+
+use super::SseEvents;
+use super::client;
+use super::headers::Headers;
+use super::retry::{RetryPolicy, default_error, send_with_policy};
+use crate::ai::error::ProviderError;
+use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
+use crate::ai::model::Model;
+use crate::ai::options::StreamOptions;
+use crate::ai::types::StopReason;
+
+/// One provider request, resolved before its task starts: where it goes, what it carries
+/// (authentication included), and the provider's own state for the rest of the exchange.
+/// (No `Debug`: it holds the key.)
+pub(crate) struct PreparedRequest<W> {
+    /// The request URL.
+    pub url: String,
+    /// The serialized body (always JSON: the driver sends it as `POST`).
+    pub body: Vec<u8>,
+    /// The headers, in the order they are sent.
+    pub headers: Headers,
+    /// The call's options (limits, retries, signal).
+    pub options: StreamOptions,
+    /// What the provider needs to send and read: credentials fetched late, pricing, names.
+    pub wire: W,
+}
+
+impl<W> PreparedRequest<W> {
+    /// A request of `body` (serialized here) to `url`.
+    pub(crate) fn new(
+        url: String,
+        body: &serde_json::Value,
+        headers: Headers,
+        options: &StreamOptions,
+        wire: W,
+    ) -> Self {
+        Self {
+            url,
+            body: serde_json::to_vec(body).unwrap_or_default(),
+            headers,
+            options: options.clone(),
+            wire,
+        }
+    }
+
+    /// The request of one attempt, with `extra` headers after the prepared ones.
+    fn builder(&self, extra: Vec<(String, String)>) -> reqwest::RequestBuilder {
+        let mut builder = client().post(&self.url);
+        for (name, value) in self.headers.iter().chain(extra.iter().map(pair)) {
+            builder = builder.header(name, value);
+        }
+        builder.body(self.body.clone())
+    }
+}
+
+fn pair((name, value): &(String, String)) -> (&str, &str) {
+    (name.as_str(), value.as_str())
+}
+
+/// The answer a [`Wire`] reads: the response (its head arrived), where its events go, and the
+/// call's options.
+pub(crate) struct Reply<'a> {
+    /// The stream being written.
+    pub writer: &'a mut StreamWriter,
+    /// The model asked.
+    pub model: &'a Model,
+    /// The response, its body unread.
+    pub response: reqwest::Response,
+    /// The call's options (the body's limits).
+    pub options: &'a StreamOptions,
+}
+
+impl<'a> Reply<'a> {
+    /// The body as SSE events, with the writer and model to read them into.
+    pub(crate) fn sse(self) -> (&'a mut StreamWriter, &'a Model, SseEvents) {
+        let events = SseEvents::new(self.response, self.options);
+        (self.writer, self.model, events)
+    }
+}
+
+/// What the driver does after [`Wire::prepare_send`].
+pub(crate) enum Flow {
+    /// Send the request over HTTP.
+    Send,
+    /// The provider answered by other means (the Codex WebSocket): the stream is done.
+    Done,
+}
+
+/// A provider's side of one exchange: its response mapping, and the few places where a wire
+/// protocol departs from "POST the prepared request, retry the usual failures".
+pub(crate) trait Wire: Sized + Send + Sync + 'static {
+    /// Which failures are retried, how often and how fast.
+    const RETRY_POLICY: RetryPolicy<'static> = RetryPolicy::DEFAULT;
+
+    /// Whether the driver opens the message (`start`) when the response head arrives; a wire
+    /// whose body opens it itself says `false`.
+    const START_ON_RESPONSE: bool = true;
+
+    /// Runs once before the first attempt: fetches credentials that need I/O, or answers by
+    /// another transport.
+    fn prepare_send(
+        request: &mut PreparedRequest<Self>,
+        writer: &mut StreamWriter,
+        model: &Model,
+    ) -> impl Future<Output = Result<Flow, ProviderError>> + Send {
+        let _ = (request, writer, model);
+        async { Ok(Flow::Send) }
+    }
+
+    /// Headers computed afresh for each attempt (a signature over the current time).
+    fn attempt_headers(
+        request: &PreparedRequest<Self>,
+    ) -> Result<Vec<(String, String)>, ProviderError> {
+        let _ = request;
+        Ok(Vec::new())
+    }
+
+    /// The message of a failed response (default: `"<status> <provider message>"`).
+    fn error_message(status: reqwest::StatusCode, headers: &HeaderMap, body: &str) -> String {
+        default_error(status, headers, body)
+    }
+
+    /// Reads the response body into the reply's writer to the protocol's end.
+    fn read(self, reply: Reply<'_>) -> impl Future<Output = Result<(), ProviderError>> + Send;
+}
+
+/// Starts a provider's stream: `prepare` maps the call to a request (a failure, e.g. a missing
+/// key, is a stream with only an `error` event, as in pi; `aborted` when the caller's signal
+/// already fired), then a task sends it and reads the answer through `W`.
+pub(crate) fn start<W: Wire>(
+    model: &Model,
+    options: &StreamOptions,
+    prepare: impl FnOnce() -> Result<PreparedRequest<W>, ProviderError>,
+) -> AssistantMessageEventStream {
+    if let Some(failed) = AssistantMessageEventStream::outside_runtime(model) {
+        return failed;
+    }
+    match prepare() {
+        Ok(prepared) => {
+            let (writer, stream) = channel(model, options.signal.clone());
+            let owned = model.clone();
+            // Boxed: a stream's task keeps only what the body needs while it streams
+            // (thousands of streams at once stay small).
+            let prepared = Box::new(prepared);
+            tokio::spawn(writer.drive(async move |writer| run(writer, &owned, prepared).await));
+            stream
+        }
+        Err(error) => {
+            let reason = if options.is_aborted() {
+                StopReason::Aborted
+            } else {
+                StopReason::Error
+            };
+            AssistantMessageEventStream::failed(model, reason, error)
+        }
+    }
+}
+
+async fn run<W: Wire>(
+    writer: &mut StreamWriter,
+    model: &Model,
+    request: Box<PreparedRequest<W>>,
+) -> Result<(), ProviderError> {
+    // The request phase (the prepared request, retries, the client's futures) is freed once
+    // the response head has arrived.
+    let Some((response, wire, options)) = Box::pin(send(writer, model, request)).await? else {
+        return Ok(());
+    };
+    if W::START_ON_RESPONSE {
+        writer.start().await;
+    }
+    let reply = Reply {
+        writer,
+        model,
+        response,
+        options: &options,
+    };
+    wire.read(reply).await
+}
+
+/// Sends the request (with retries); `None` when the wire answered by other means.
+async fn send<W: Wire>(
+    writer: &mut StreamWriter,
+    model: &Model,
+    mut request: Box<PreparedRequest<W>>,
+) -> Result<Option<(reqwest::Response, W, StreamOptions)>, ProviderError> {
+    if let Flow::Done = W::prepare_send(&mut request, writer, model).await? {
+        return Ok(None);
+    }
+    // Attempt headers can only fail on what does not change between attempts.
+    let first = W::attempt_headers(&request)?;
+    let build = || {
+        let extra = W::attempt_headers(&request).unwrap_or_else(|_| first.clone());
+        request.builder(extra)
+    };
+    let response = send_with_policy(
+        writer,
+        build,
+        &request.options,
+        model,
+        W::error_message,
+        W::RETRY_POLICY,
+    )
+    .await?;
+    let PreparedRequest { wire, options, .. } = *request;
+    Ok(Some((response, wire, options)))
+}
