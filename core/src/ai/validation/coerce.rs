@@ -17,22 +17,24 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::evaluate::{Evaluation, Fault};
+use jsonschema::Validator;
+
+use super::compile;
 use super::js::{self, number_of, number_to_string, string_to_number};
-use super::schema::Compiled;
 
 /// How deeply the coercion plan may nest (the schema's own nesting).
 const MAX_PLAN_DEPTH: usize = 128;
 
-/// Why coercion stopped.
-#[derive(Debug)]
-pub(crate) enum CoerceError {
-    /// pi would dereference `null` here: a `null` where a schema belongs (in `allOf`, `anyOf`,
-    /// `oneOf`, or a `properties` entry the arguments use).
-    NullSchema,
-    /// Validating a union branch failed to finish.
-    Fault(Fault),
-}
+/// Why coercion stopped: pi would dereference `null` here, a `null` where a schema belongs (in
+/// `allOf`, `anyOf`, `oneOf`, or a `properties` entry the arguments use).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("null where a schema belongs")]
+pub(crate) struct NullSchema;
+
+/// Why a schema cannot be walked for coercion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the schema nests more than {MAX_PLAN_DEPTH} levels deep")]
+pub(crate) struct PlanTooDeep;
 
 /// What coercion does with one schema location.
 #[derive(Debug)]
@@ -50,7 +52,7 @@ struct Branch {
     plan: Plan,
     /// The branch compiled on its own; `None` when it is not an object or array, or does not
     /// compile (pi then never picks it).
-    validator: Option<Compiled>,
+    validator: Option<Validator>,
 }
 
 #[derive(Debug, Default)]
@@ -74,20 +76,18 @@ enum ItemsPlan {
 
 impl Plan {
     /// The plan for `schema`; the error says why the schema cannot be walked.
-    pub(crate) fn new(schema: &Value) -> Result<Self, String> {
+    pub(crate) fn new(schema: &Value) -> Result<Self, PlanTooDeep> {
         Self::build(schema, 0)
     }
 
-    fn build(schema: &Value, depth: usize) -> Result<Self, String> {
+    fn build(schema: &Value, depth: usize) -> Result<Self, PlanTooDeep> {
         let map = match schema {
             Value::Null => return Ok(Self::NullSchema),
             Value::Object(map) => map,
             _ => return Ok(Self::Nothing),
         };
         if depth >= MAX_PLAN_DEPTH {
-            return Err(format!(
-                "the schema nests more than {MAX_PLAN_DEPTH} levels deep"
-            ));
+            return Err(PlanTooDeep);
         }
         let depth = depth + 1;
         let mut walk = Walk {
@@ -134,7 +134,7 @@ impl Plan {
                                 Self::build(item, depth).map(Some)
                             }
                         })
-                        .collect::<Result<_, String>>()?,
+                        .collect::<Result<_, PlanTooDeep>>()?,
                 )),
                 Some(item @ Value::Object(_)) => Some(ItemsPlan::Every(Self::build(item, depth)?)),
                 _ => None,
@@ -143,7 +143,7 @@ impl Plan {
         Ok(Self::Walk(Box::new(walk)))
     }
 
-    fn branches(list: Option<&Value>, depth: usize) -> Result<Vec<Branch>, String> {
+    fn branches(list: Option<&Value>, depth: usize) -> Result<Vec<Branch>, PlanTooDeep> {
         let Some(Value::Array(members)) = list else {
             return Ok(Vec::new());
         };
@@ -153,7 +153,7 @@ impl Plan {
                 Ok(Branch {
                     plan: Self::build(member, depth)?,
                     validator: match member {
-                        Value::Object(_) | Value::Array(_) => Compiled::new(member).ok(),
+                        Value::Object(_) => compile::build(member).ok(),
                         _ => None,
                     },
                 })
@@ -162,10 +162,10 @@ impl Plan {
     }
 
     /// Coerces `value` in place.
-    pub(crate) fn apply(&self, value: &mut Value) -> Result<(), CoerceError> {
+    pub(crate) fn apply(&self, value: &mut Value) -> Result<(), NullSchema> {
         let walk = match self {
             Self::Nothing => return Ok(()),
-            Self::NullSchema => return Err(CoerceError::NullSchema),
+            Self::NullSchema => return Err(NullSchema),
             Self::Walk(walk) => walk,
         };
         for member in &walk.all_of {
@@ -206,7 +206,7 @@ impl Plan {
 }
 
 impl Walk {
-    fn apply_properties(&self, map: &mut Map<String, Value>) -> Result<(), CoerceError> {
+    fn apply_properties(&self, map: &mut Map<String, Value>) -> Result<(), NullSchema> {
         for (key, plan) in &self.properties {
             if let Some(item) = map.get_mut(key) {
                 plan.apply(item)?;
@@ -225,14 +225,12 @@ impl Walk {
 
 /// pi's `coerceWithUnionSchema`: the first branch whose coerced copy validates replaces the
 /// value; otherwise it stays as it was.
-fn union(branches: &[Branch], value: &mut Value) -> Result<(), CoerceError> {
+fn union(branches: &[Branch], value: &mut Value) -> Result<(), NullSchema> {
     for branch in branches {
         let mut candidate = value.clone();
         branch.plan.apply(&mut candidate)?;
         if let Some(validator) = &branch.validator
-            && Evaluation::new(validator)
-                .check(&candidate)
-                .map_err(CoerceError::Fault)?
+            && validator.is_valid(&candidate)
         {
             *value = candidate;
             return Ok(());
@@ -259,8 +257,25 @@ fn is_falsy(value: &Value) -> bool {
 fn matches_type(value: &Value, name: &str) -> bool {
     match name {
         "number" | "integer" | "boolean" | "string" | "null" | "array" | "object" => {
-            super::evaluate::type_matches(name, value)
+            type_matches(name, value)
         }
+        _ => false,
+    }
+}
+
+/// JSON Schema's type names (`integer`: a number with no fraction, 1.0 included).
+fn type_matches(name: &str, value: &Value) -> bool {
+    match name {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.as_number().is_some_and(|n| {
+            let n = number_of(n);
+            n.is_finite() && n.trunc() == n
+        }),
+        "number" => value.is_number(),
+        "null" => value.is_null(),
+        "string" => value.is_string(),
         _ => false,
     }
 }

@@ -1,0 +1,115 @@
+//! Builds the `jsonschema` validator of a schema, once per schema: the compiled validators are
+//! kept in a small process-wide cache keyed by the schema's JSON text, so an agent compiles each
+//! tool's schema once however many turns and runs use it.
+//!
+//! The options are pi's (TypeBox's) reading of a schema where the crate lets us choose: formats
+//! are assertions (the `format` vocabulary is only an annotation by default in 2020-12), `url`
+//! is a known format as in TypeBox, patterns are ECMA-262 regexes (the crate's fancy-regex
+//! engine), and nothing is fetched: a `$ref` to another document does not resolve.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use jsonschema::{Draft, Validator};
+use serde_json::Value;
+
+/// Why a schema cannot be compiled.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SchemaError {
+    /// The schema is not an object or a boolean.
+    #[error("a tool schema must be a JSON object, not {0}")]
+    NotASchema(&'static str),
+    /// `jsonschema` refused it: a keyword of the wrong shape, a regex ECMA-262 rejects, a `$ref`
+    /// that does not resolve. The text is the crate's.
+    #[error("{0}")]
+    Rejected(String),
+}
+
+/// How many compiled schemas the cache keeps; past that, the oldest unused one goes.
+const CACHE_CAPACITY: usize = 256;
+
+/// The compiled schemas by their JSON text, and the order they were added in.
+#[derive(Default)]
+struct Cache {
+    entries: HashMap<String, Arc<Result<Validator, SchemaError>>>,
+    order: VecDeque<String>,
+}
+
+fn cache() -> &'static Mutex<Cache> {
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    CACHE.get_or_init(Mutex::default)
+}
+
+/// The validator of `schema`, compiled on first use and shared afterwards.
+pub(crate) fn compiled(schema: &Value) -> Arc<Result<Validator, SchemaError>> {
+    let key = schema.to_string();
+    if let Some(found) = cache()
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entries
+        .get(&key)
+    {
+        return Arc::clone(found);
+    }
+    // Compiled outside the lock: a big schema must not stall every other validation.
+    let built = Arc::new(build(schema));
+    let mut cache = cache().lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(found) = cache.entries.get(&key) {
+        return Arc::clone(found);
+    }
+    while cache.entries.len() >= CACHE_CAPACITY {
+        let Some(oldest) = cache.order.pop_front() else {
+            break;
+        };
+        cache.entries.remove(&oldest);
+    }
+    cache.order.push_back(key.clone());
+    cache.entries.insert(key, Arc::clone(&built));
+    built
+}
+
+/// Compiles `schema` without the cache (coercion's union branches, compiled with their plan).
+pub(crate) fn build(schema: &Value) -> Result<Validator, SchemaError> {
+    match schema {
+        Value::Object(_) | Value::Bool(_) => {}
+        Value::Null => return Err(SchemaError::NotASchema("null")),
+        Value::Number(_) => return Err(SchemaError::NotASchema("a number")),
+        Value::String(_) => return Err(SchemaError::NotASchema("a string")),
+        Value::Array(_) => return Err(SchemaError::NotASchema("an array")),
+    }
+    let mut options = jsonschema::options()
+        .should_validate_formats(true)
+        .with_format("url", |text: &str| url::Url::parse(text).is_ok());
+    if schema.get("$schema").is_none() && uses_draft7_keywords(schema) {
+        options = options.with_draft(Draft::Draft7);
+    }
+    options
+        .build(schema)
+        .map_err(|error| SchemaError::Rejected(error.to_string()))
+}
+
+/// Whether `schema` uses keywords 2020-12 dropped (`items` as a list, `additionalItems`,
+/// `dependencies`), which TypeBox still reads: such a schema is read as draft 7. Iterative.
+fn uses_draft7_keywords(schema: &Value) -> bool {
+    let mut stack = vec![schema];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                if map.get("items").is_some_and(Value::is_array)
+                    || map.contains_key("additionalItems")
+                    || map.contains_key("dependencies")
+                {
+                    return true;
+                }
+                stack.extend(
+                    map.iter()
+                        .filter(|(key, _)| *key != "const" && *key != "enum")
+                        .map(|(_, value)| value),
+                );
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
