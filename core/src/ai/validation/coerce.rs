@@ -19,17 +19,23 @@ use serde_json::{Map, Value};
 
 use jsonschema::Validator;
 
-use super::compile;
+use super::compile::{self, SchemaError};
 use super::js::{self, number_of, number_to_string, string_to_number};
 
 /// How deeply the coercion plan may nest (the schema's own nesting).
 const MAX_PLAN_DEPTH: usize = 128;
 
-/// Why coercion stopped: pi would dereference `null` here, a `null` where a schema belongs (in
-/// `allOf`, `anyOf`, `oneOf`, or a `properties` entry the arguments use).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("null where a schema belongs")]
-pub(crate) struct NullSchema;
+/// Why coercion stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum CoerceError {
+    /// pi would dereference `null` here: a `null` where a schema belongs (in `allOf`, `anyOf`,
+    /// `oneOf`, or a `properties` entry the arguments use).
+    #[error("null where a schema belongs")]
+    NullSchema,
+    /// A union branch, compiled on its own as pi compiles it, loops (pi overflows its stack).
+    #[error("{0}")]
+    Branch(SchemaError),
+}
 
 /// Why a schema cannot be walked for coercion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -52,7 +58,7 @@ struct Branch {
     plan: Plan,
     /// The branch compiled on its own; `None` when it is not an object or array, or does not
     /// compile (pi then never picks it).
-    validator: Option<Validator>,
+    validator: Option<Result<Validator, SchemaError>>,
 }
 
 #[derive(Debug, Default)]
@@ -153,7 +159,7 @@ impl Plan {
                 Ok(Branch {
                     plan: Self::build(member, depth)?,
                     validator: match member {
-                        Value::Object(_) => compile::build(member).ok(),
+                        Value::Object(_) => Some(compile::build(member)),
                         _ => None,
                     },
                 })
@@ -162,10 +168,10 @@ impl Plan {
     }
 
     /// Coerces `value` in place.
-    pub(crate) fn apply(&self, value: &mut Value) -> Result<(), NullSchema> {
+    pub(crate) fn apply(&self, value: &mut Value) -> Result<(), CoerceError> {
         let walk = match self {
             Self::Nothing => return Ok(()),
-            Self::NullSchema => return Err(NullSchema),
+            Self::NullSchema => return Err(CoerceError::NullSchema),
             Self::Walk(walk) => walk,
         };
         for member in &walk.all_of {
@@ -206,7 +212,7 @@ impl Plan {
 }
 
 impl Walk {
-    fn apply_properties(&self, map: &mut Map<String, Value>) -> Result<(), NullSchema> {
+    fn apply_properties(&self, map: &mut Map<String, Value>) -> Result<(), CoerceError> {
         for (key, plan) in &self.properties {
             if let Some(item) = map.get_mut(key) {
                 plan.apply(item)?;
@@ -225,13 +231,18 @@ impl Walk {
 
 /// pi's `coerceWithUnionSchema`: the first branch whose coerced copy validates replaces the
 /// value; otherwise it stays as it was.
-fn union(branches: &[Branch], value: &mut Value) -> Result<(), NullSchema> {
+fn union(branches: &[Branch], value: &mut Value) -> Result<(), CoerceError> {
     for branch in branches {
         let mut candidate = value.clone();
         branch.plan.apply(&mut candidate)?;
-        if let Some(validator) = &branch.validator
-            && validator.is_valid(&candidate)
-        {
+        let valid = match &branch.validator {
+            Some(Ok(validator)) => validator.is_valid(&candidate),
+            Some(Err(error @ SchemaError::Loop(_))) => {
+                return Err(CoerceError::Branch(error.clone()));
+            }
+            _ => false,
+        };
+        if valid {
             *value = candidate;
             return Ok(());
         }

@@ -19,6 +19,10 @@ pub(crate) enum SchemaError {
     /// The schema is not an object or a boolean.
     #[error("a tool schema must be a JSON object, not {0}")]
     NotASchema(&'static str),
+    /// A `$ref` leads back to itself without consuming any input: the schema can never finish
+    /// (pi overflows its call stack there).
+    #[error("$ref \"{0}\" leads back to itself without consuming any input")]
+    Loop(String),
     /// `jsonschema` refused it: a keyword of the wrong shape, a regex ECMA-262 rejects, a `$ref`
     /// that does not resolve. The text is the crate's.
     #[error("{0}")]
@@ -77,6 +81,9 @@ pub(crate) fn build(schema: &Value) -> Result<Validator, SchemaError> {
         Value::String(_) => return Err(SchemaError::NotASchema("a string")),
         Value::Array(_) => return Err(SchemaError::NotASchema("an array")),
     }
+    if let Some(reference) = find_loop(schema) {
+        return Err(SchemaError::Loop(reference));
+    }
     let mut options = jsonschema::options()
         .should_validate_formats(true)
         .with_format("url", |text: &str| url::Url::parse(text).is_ok());
@@ -112,4 +119,87 @@ fn uses_draft7_keywords(schema: &Value) -> bool {
         }
     }
     false
+}
+
+/// Keywords whose subschemas apply to the same value (following them consumes no input).
+const IN_PLACE: [&str; 7] = ["allOf", "anyOf", "oneOf", "not", "if", "then", "else"];
+
+/// A `$ref` (its text) from which `$ref`s and in-place keywords lead back to the same schema,
+/// anywhere in `schema`; the crate would accept such a schema and never say why it validates.
+/// Iterative depth-first search over the schema objects (by address).
+fn find_loop(root: &Value) -> Option<String> {
+    /// The in-place successors of a schema object, with the `$ref` text that led there.
+    fn successors<'v>(root: &'v Value, schema: &'v Value) -> Vec<(&'v Value, Option<&'v str>)> {
+        let Value::Object(map) = schema else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if let Some(reference) = map.get("$ref").and_then(Value::as_str)
+            && let Some(target) = super::render::resolve(root, reference)
+        {
+            out.push((target, Some(reference)));
+        }
+        for keyword in IN_PLACE {
+            match map.get(keyword) {
+                Some(Value::Array(list)) => out.extend(list.iter().map(|s| (s, None))),
+                Some(sub @ Value::Object(_)) => out.push((sub, None)),
+                _ => {}
+            }
+        }
+        out
+    }
+    // Every schema object of the document is a start (a loop under an absent property is
+    // refused too: the schema is broken whatever the arguments).
+    let mut starts = Vec::new();
+    let mut stack = vec![root];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Object(map) => {
+                starts.push(value);
+                stack.extend(
+                    map.iter()
+                        .filter(|(key, _)| *key != "const" && *key != "enum")
+                        .map(|(_, value)| value),
+                );
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    // 1: on the current path, 2: done.
+    let mut state: HashMap<*const Value, u8> = HashMap::new();
+    for start in starts {
+        if state.contains_key(&(start as *const Value)) {
+            continue;
+        }
+        // Each schema on the current path, the `$ref` that led to it, and what is left to visit.
+        type Step<'v> = (
+            &'v Value,
+            Option<&'v str>,
+            Vec<(&'v Value, Option<&'v str>)>,
+        );
+        let mut path: Vec<Step<'_>> = vec![(start, None, successors(root, start))];
+        state.insert(start, 1);
+        while let Some((_, _, next)) = path.last_mut() {
+            match next.pop() {
+                Some((target, via)) => match state.get(&(target as *const Value)) {
+                    Some(1) => {
+                        let last_ref = via.or_else(|| path.iter().rev().find_map(|step| step.1));
+                        return Some(last_ref.unwrap_or("#").to_owned());
+                    }
+                    Some(_) => {}
+                    None => {
+                        state.insert(target, 1);
+                        path.push((target, via, successors(root, target)));
+                    }
+                },
+                None => {
+                    if let Some((done, _, _)) = path.pop() {
+                        state.insert(done, 2);
+                    }
+                }
+            }
+        }
+    }
+    None
 }

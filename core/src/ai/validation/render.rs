@@ -15,7 +15,6 @@ use std::fmt::Write as _;
 
 use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
-use jsonschema::paths::LocationSegment;
 use serde_json::Value;
 
 use super::js::{self, number_to_string};
@@ -43,7 +42,7 @@ enum Merge {
     /// `propertyNames`' summary, naming every invalid key.
     Names {
         base: Vec<String>,
-        names: Vec<String>,
+        names: Vec<(u32, String)>,
     },
     /// Lines that are kept as they are (one per error).
     Each,
@@ -54,6 +53,7 @@ struct Entry {
     key: Vec<u32>,
     lines: Vec<Problem>,
     merge: Merge,
+    first_item: Option<(Vec<u32>, u32)>,
 }
 
 /// TypeBox's keyword order (`Errors` in `typebox/value`); keywords it does not know come last.
@@ -107,22 +107,33 @@ fn rank(keyword: &str) -> u32 {
     }
 }
 
-/// pi's path: keys (`~` and `/` escaped as in a JSON pointer) and indices joined by dots.
+/// pi's path: the segments (keys escaped as in a JSON pointer) joined by dots, `root` when
+/// that is empty.
 fn render_path(path: &[String]) -> String {
-    if path.is_empty() {
-        return "root".to_owned();
+    let joined = path.join(".");
+    if joined.is_empty() {
+        "root".to_owned()
+    } else {
+        joined
     }
-    path.iter()
-        .map(|segment| segment.replace('~', "~0").replace('/', "~1"))
-        .collect::<Vec<_>>()
-        .join(".")
 }
 
-fn segment_text(segment: &LocationSegment<'_>) -> String {
-    match segment {
-        LocationSegment::Property(name) => name.to_string(),
-        LocationSegment::Index(index) => index.to_string(),
+/// A key as a path segment (`~` and `/` escaped as in a JSON pointer).
+fn escaped(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The segments of a JSON pointer, unescaped (empty keys kept).
+fn pointer_segments(pointer: &str) -> Vec<String> {
+    if pointer.is_empty() {
+        return Vec::new();
     }
+    pointer
+        .strip_prefix('/')
+        .unwrap_or(pointer)
+        .split('/')
+        .map(|segment| segment.replace("~1", "/").replace("~0", "~"))
+        .collect()
 }
 
 /// The position of `key` among `map`'s keys in JavaScript order.
@@ -133,7 +144,7 @@ fn position(map: Option<&Value>, key: &str) -> u32 {
 }
 
 /// What `reference` points at inside `root` (`#`, `#/json/pointer`, `#anchor`), if anything.
-fn resolve<'v>(root: &'v Value, reference: &str) -> Option<&'v Value> {
+pub(crate) fn resolve<'v>(root: &'v Value, reference: &str) -> Option<&'v Value> {
     let fragment = reference.split_once('#').map_or("", |(_, f)| f);
     if fragment.is_empty() {
         return Some(root);
@@ -189,13 +200,17 @@ struct Walk<'v> {
     schema: Option<&'v Value>,
     path: Vec<String>,
     instance: Option<&'v Value>,
+    /// Under `additionalItems`: its key and the item's index (TypeBox reports only the first
+    /// failing additional item).
+    first_item: Option<(Vec<u32>, u32)>,
 }
 
 /// What the walk met on its way that changes how the error is reported.
 enum Special {
     /// The error is inside a `then`: TypeBox reports only `must match "then" schema`.
     Then,
-    /// The error is a `dependencies` / `dependentRequired` list entry for this key.
+    /// The error is a missing property of a `dependencies` / `dependentRequired` list (the
+    /// keyword).
     Dependency(String),
 }
 
@@ -208,22 +223,15 @@ struct Renderer<'v> {
 impl<'v> Renderer<'v> {
     /// Walks `error`'s evaluation path; trailers met on the way are added as entries.
     fn walk(&mut self, error: &ValidationError<'_>) -> (Walk<'v>, Option<Special>) {
-        let evaluation: Vec<String> = error
-            .evaluation_path()
-            .iter()
-            .map(|s| segment_text(&s))
-            .collect();
-        let instance_path: Vec<String> = error
-            .instance_path()
-            .iter()
-            .map(|s| segment_text(&s))
-            .collect();
+        let evaluation = pointer_segments(error.evaluation_path().as_str());
+        let instance_path = pointer_segments(error.instance_path().as_str());
         let mut instance_steps = instance_path.into_iter();
         let mut walk = Walk {
             key: Vec::new(),
             schema: Some(self.root),
             path: Vec::new(),
             instance: Some(self.instance),
+            first_item: None,
         };
         let mut segments = evaluation.into_iter().peekable();
         while let Some(keyword) = segments.next() {
@@ -243,7 +251,7 @@ impl<'v> Renderer<'v> {
                         }
                         _ => None,
                     });
-                    walk.path.push(step);
+                    walk.path.push(escaped(&step));
                 }
             };
             match keyword.as_str() {
@@ -256,15 +264,15 @@ impl<'v> Renderer<'v> {
                         step_instance(&mut walk);
                     }
                 }
-                "dependencies" | "dependentRequired" => {
+                "dependencies" | "dependentRequired" if segments.peek().is_none() => {
+                    // A list entry: the crate names only the missing property.
+                    walk.schema = here;
+                    return (walk, Some(Special::Dependency(keyword)));
+                }
+                "dependencies" => {
                     let name = segments.next().unwrap_or_default();
                     walk.key.push(position(sub(&keyword), &name));
-                    let entry = sub(&keyword).and_then(|m| m.get(&name));
-                    if keyword == "dependentRequired" || entry.is_some_and(Value::is_array) {
-                        walk.schema = here;
-                        return (walk, Some(Special::Dependency(name)));
-                    }
-                    walk.schema = entry;
+                    walk.schema = sub(&keyword).and_then(|m| m.get(&name));
                 }
                 "items" | "prefixItems" => {
                     if let Some(Value::Array(list)) = sub(&keyword) {
@@ -283,7 +291,10 @@ impl<'v> Renderer<'v> {
                 }
                 "additionalItems" => {
                     walk.schema = sub(&keyword);
+                    let prefix = walk.key.clone();
                     step_instance(&mut walk);
+                    let index = walk.key.last().copied().unwrap_or(0);
+                    walk.first_item = Some((prefix, index));
                 }
                 "allOf" | "anyOf" | "oneOf" => {
                     let index: usize = segments.next().and_then(|s| s.parse().ok()).unwrap_or(0);
@@ -311,7 +322,7 @@ impl<'v> Renderer<'v> {
                 }
             }
         }
-        walk.path.extend(instance_steps);
+        walk.path.extend(instance_steps.map(|step| escaped(&step)));
         (walk, None)
     }
 
@@ -326,6 +337,7 @@ impl<'v> Renderer<'v> {
                 message: message.to_owned(),
             }],
             merge: Merge::Once,
+            first_item: None,
         });
     }
 
@@ -339,6 +351,7 @@ impl<'v> Renderer<'v> {
             key: walk.key.clone(),
             lines: Vec::new(),
             merge: Merge::Each,
+            first_item: walk.first_item.clone(),
         };
         match special {
             Some(Special::Then) => {
@@ -349,40 +362,48 @@ impl<'v> Renderer<'v> {
                 self.entries.push(entry);
                 return;
             }
-            Some(Special::Dependency(name)) => {
-                let list = walk
+            Some(Special::Dependency(keyword)) => {
+                let ValidationErrorKind::Required { property } = error.kind() else {
+                    return;
+                };
+                let present = |key: &str| walk.instance.and_then(|i| i.get(key)).is_some();
+                // The first present key whose list names the missing property.
+                let lists = walk
                     .schema
-                    .and_then(|s| s.get("dependentRequired").or_else(|| s.get("dependencies")))
-                    .and_then(|m| m.get(&name))
-                    .and_then(Value::as_array)
-                    .map(|keys| {
-                        keys.iter()
-                            .filter_map(Value::as_str)
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default();
-                let base: Vec<String> = walk.path.clone();
-                let message =
-                    format!("must have properties {list} when property {name} is present");
-                // `dependencies` stops at its first missing key; `dependentRequired` reports
-                // each missing one.
-                let from_dependencies = walk
-                    .schema
-                    .is_some_and(|s| s.get("dependencies").and_then(|m| m.get(&name)).is_some());
-                if from_dependencies {
+                    .and_then(|s| s.get(&keyword))
+                    .and_then(Value::as_object);
+                let Some((index, name, keys)) = lists.and_then(|lists| {
+                    js::entries(lists)
+                        .into_iter()
+                        .enumerate()
+                        .find_map(|(index, (name, keys))| {
+                            let keys = keys.as_array()?;
+                            (present(name) && keys.contains(property))
+                                .then_some((index, name, keys))
+                        })
+                }) else {
+                    return;
+                };
+                entry.key.push(index as u32);
+                let list: Vec<&str> = keys.iter().filter_map(Value::as_str).collect();
+                // `dependencies` stops at a key's first missing property; `dependentRequired`
+                // reports each missing one.
+                if keyword == "dependencies" {
                     entry.merge = Merge::Once;
-                } else if let ValidationErrorKind::Required { property } = error.kind() {
+                } else {
                     entry.key.push(
-                        walk.schema
-                            .and_then(|s| s.get("dependentRequired"))
-                            .and_then(|m| m.get(&name))
-                            .and_then(Value::as_array)
-                            .and_then(|keys| keys.iter().position(|k| k == property))
+                        keys.iter()
+                            .position(|k| k == property)
                             .map_or(0, |i| i as u32),
                     );
                 }
-                entry.lines.push(line(&base, message));
+                entry.lines.push(line(
+                    &walk.path,
+                    format!(
+                        "must have properties {} when property {name} is present",
+                        list.join(", ")
+                    ),
+                ));
                 self.entries.push(entry);
                 return;
             }
@@ -406,13 +427,14 @@ impl<'v> Renderer<'v> {
                 keys.sort_by_key(|key| position(order, key));
                 for key in keys {
                     let mut at = path.clone();
-                    at.push(key.clone());
+                    at.push(escaped(key));
                     let mut key_path = walk.key.clone();
                     key_path.push(position(order, key));
                     self.entries.push(Entry {
                         key: key_path,
                         lines: vec![line(&at, "schema is false".to_owned())],
                         merge: Merge::Each,
+                        first_item: None,
                     });
                 }
                 let mut key = walk.key.clone();
@@ -424,6 +446,7 @@ impl<'v> Renderer<'v> {
                         "must not have additional properties".to_owned(),
                     )],
                     merge: Merge::Once,
+                    first_item: None,
                 });
                 return;
             }
@@ -437,7 +460,7 @@ impl<'v> Renderer<'v> {
             ValidationErrorKind::PropertyNames { error: inner } => {
                 let name = inner.instance().as_str().unwrap_or_default().to_owned();
                 let mut at = path.clone();
-                at.push(name.clone());
+                at.push(escaped(&name));
                 entry.key.push(position(walk.instance, &name));
                 entry.lines.push(line(&at, message(inner.kind(), None)));
                 self.entries.push(entry);
@@ -448,8 +471,9 @@ impl<'v> Renderer<'v> {
                     lines: Vec::new(),
                     merge: Merge::Names {
                         base: path,
-                        names: vec![name],
+                        names: vec![(position(walk.instance, &name), name)],
                     },
+                    first_item: None,
                 });
                 return;
             }
@@ -478,6 +502,17 @@ impl<'v> Renderer<'v> {
 
     /// The lines in TypeBox's order, merged, at most eight.
     fn finish(mut self) -> Vec<Problem> {
+        let firsts: Vec<(Vec<u32>, u32)> = self
+            .entries
+            .iter()
+            .filter_map(|entry| entry.first_item.clone())
+            .collect();
+        self.entries.retain(|entry| {
+            entry
+                .first_item
+                .as_ref()
+                .is_none_or(|(prefix, index)| firsts.iter().all(|(p, i)| p != prefix || i >= index))
+        });
         self.entries.sort_by(|a, b| a.key.cmp(&b.key));
         let mut merged: Vec<Entry> = Vec::new();
         for entry in self.entries {
@@ -517,10 +552,14 @@ impl<'v> Renderer<'v> {
                         message: format!("must have required properties {}", missing.join(", ")),
                     });
                 }
-                Merge::Names { base, names } => out.push(Problem {
-                    path: render_path(&base),
-                    message: format!("property names {} are invalid", names.join(", ")),
-                }),
+                Merge::Names { base, mut names } => {
+                    names.sort();
+                    let names: Vec<String> = names.into_iter().map(|(_, name)| name).collect();
+                    out.push(Problem {
+                        path: render_path(&base),
+                        message: format!("property names {} are invalid", names.join(", ")),
+                    });
+                }
                 Merge::Once | Merge::Each => out.extend(entry.lines),
             }
             if out.len() >= MAX_ERRORS {
