@@ -1,7 +1,9 @@
 //! Tool-argument validation against the tool's JSON Schema, as pi's `validateToolArguments` does
-//! it (TypeBox's validator plus pi's AJV-compatible coercion for plain JSON schemas).
+//! it: the `jsonschema` crate validates (drafts, `$ref`, formats, ECMA-262 patterns), and this
+//! module adds pi's AJV-compatible coercion and renders the crate's typed errors as pi's report.
 //!
-//! A schema is compiled once ([`CompiledToolSchema::new`]) and reused for every call. Arguments
+//! A schema is compiled once ([`CompiledToolSchema::new`]; the validator is cached by schema, so
+//! a new `CompiledToolSchema` for a schema seen before costs a lookup) and reused for every call. Arguments
 //! are coerced toward the schema (`"42"` → 42 for a number, `"true"` → true…) and the coerced
 //! copy is returned when it validates. Otherwise the error is pi's report, word for word, which
 //! is what the model reads in the error tool result:
@@ -20,7 +22,8 @@
 //! The report lists at most eight problems, in TypeBox's order, with pi's paths (`a.b.0.c`,
 //! `root` for the arguments object itself); the arguments are printed exactly as JavaScript's
 //! `JSON.stringify(args, null, 2)` prints them. `tests/fixtures/pi/validation.json`, recorded
-//! from pi itself, pins all of this down.
+//! from pi itself, pins all of this down; the few cases where the crate judges differently from
+//! pi's TypeBox are listed in the README ("Differences from pi").
 //!
 //! ```
 //! use pi_agent::ai::CompiledToolSchema;
@@ -34,8 +37,10 @@
 //! ```
 //!
 //! Nothing here panics or recurses without bound: a schema that cannot be compiled (a regex
-//! JavaScript rejects, a `$ref` to something that is not a schema) or that loops (`{"$ref": "#"}`)
-//! gives [`ValidationError::InvalidSchema`], which the agent turns into an error tool result.
+//! ECMA-262 rejects, a malformed keyword, a `$ref` that does not resolve), that loops
+//! (`{"$ref": "#"}`) or that nests too deep gives [`ValidationError::InvalidSchema`], which the
+//! agent turns into an error tool result; arguments nested too deep give
+//! [`ValidationError::TooDeep`].
 
 mod coerce;
 mod compile;
@@ -48,7 +53,7 @@ use jsonschema::Validator;
 use serde_json::Value;
 
 use self::coerce::{Plan, strictly_equal};
-use self::compile::SchemaError;
+use self::compile::{SchemaError, depth_exceeds};
 use crate::ai::types::{Tool, ToolCall};
 
 /// How deeply arguments may nest for [`CompiledToolSchema::validate_and_coerce`] and
@@ -165,8 +170,8 @@ pub struct ToolParametersError {
 /// Checks a tool's `parameters` when the tool is defined (the C ABI and Python do): it must be
 /// a JSON object (a schema), and every `type` in it, at any depth, a JSON type name or a list
 /// of them. The error names the place (`parameters.properties.a.type: ...`). The validator
-/// itself is as lenient as pi's (it ignores a `type` it cannot read), so without this check
-/// `{"type": 12}` would accept any arguments.
+/// refuses such a schema too, but only at the first call; this check refuses it when the tool
+/// is defined, naming the place.
 pub fn check_tool_parameters(parameters: &Value) -> Result<(), ToolParametersError> {
     if !parameters.is_object() {
         return Err(ToolParametersError {
@@ -262,6 +267,17 @@ impl CompiledToolSchema {
     /// remembered and reported on every validation instead of failing here, so one bad tool
     /// cannot break an agent.
     pub fn new(tool: impl Into<String>, schema: &Value) -> Self {
+        // Before any recursive step (cloning, printing, compiling): a schema too deep for them
+        // is refused as it is.
+        if depth_exceeds(schema, compile::MAX_SCHEMA_DEPTH) {
+            return Self {
+                tool: tool.into(),
+                output: false,
+                schema: Value::Null,
+                compiled: Arc::new(Err(SchemaError::TooDeep)),
+                plan: Err(coerce::PlanTooDeep),
+            };
+        }
         Self {
             tool: tool.into(),
             output: false,
@@ -374,23 +390,6 @@ impl CompiledToolSchema {
     }
 }
 
-/// Whether `value` nests more than `limit` objects and arrays. Iterative.
-fn depth_exceeds(value: &Value, limit: usize) -> bool {
-    let mut stack: Vec<(&Value, usize)> = vec![(value, 1)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth > limit {
-            return true;
-        }
-        stack.extend(children.map(|child| (child, depth + 1)));
-    }
-    false
-}
-
 /// pi's `validateToolArguments(tool, toolCall)`: validates (and coerces) the call's arguments
 /// against the tool's schema. Compiles the schema each time; keep a [`CompiledToolSchema`] to
 /// validate many calls.
@@ -450,8 +449,13 @@ mod tests {
 
     #[test]
     fn broken_schemas_are_reported_not_fatal() {
+        // `true` is a schema (it accepts anything); pi throws there (README "Differences").
+        assert!(
+            CompiledToolSchema::new("any", &json!(true))
+                .validate(&json!({"a": 1}))
+                .is_ok()
+        );
         for schema in [
-            json!(true),
             json!(12),
             json!({"properties": {"a": {"pattern": "("}}}),
             json!({"properties": {"a": {"$ref": "#/$defs/N"}}, "$defs": {"N": 5}}),

@@ -23,11 +23,18 @@ pub(crate) enum SchemaError {
     /// (pi overflows its call stack there).
     #[error("$ref \"{0}\" leads back to itself without consuming any input")]
     Loop(String),
+    /// The schema nests deeper than the compiler follows on a worker thread's stack.
+    #[error("the schema nests more than {MAX_SCHEMA_DEPTH} levels deep")]
+    TooDeep,
     /// `jsonschema` refused it: a keyword of the wrong shape, a regex ECMA-262 rejects, a `$ref`
     /// that does not resolve. The text is the crate's.
     #[error("{0}")]
     Rejected(String),
 }
+
+/// How deeply a schema's JSON may nest (objects and arrays; a `properties` level costs two).
+/// The crate compiles recursively, and this stays well inside a 2 MiB stack in a debug build.
+pub(crate) const MAX_SCHEMA_DEPTH: usize = 256;
 
 /// How many compiled schemas the cache keeps; past that, the oldest unused one goes.
 const CACHE_CAPACITY: usize = 256;
@@ -80,6 +87,9 @@ pub(crate) fn build(schema: &Value) -> Result<Validator, SchemaError> {
         Value::Number(_) => return Err(SchemaError::NotASchema("a number")),
         Value::String(_) => return Err(SchemaError::NotASchema("a string")),
         Value::Array(_) => return Err(SchemaError::NotASchema("an array")),
+    }
+    if depth_exceeds(schema, MAX_SCHEMA_DEPTH) {
+        return Err(SchemaError::TooDeep);
     }
     if let Some(reference) = find_loop(schema) {
         return Err(SchemaError::Loop(reference));
@@ -202,4 +212,21 @@ fn find_loop(root: &Value) -> Option<String> {
         }
     }
     None
+}
+
+/// Whether `value` nests more than `limit` objects and arrays. Iterative.
+pub(crate) fn depth_exceeds(value: &Value, limit: usize) -> bool {
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 1)];
+    while let Some((value, depth)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if depth > limit {
+            return true;
+        }
+        stack.extend(children.map(|child| (child, depth + 1)));
+    }
+    false
 }
