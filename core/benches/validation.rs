@@ -12,7 +12,7 @@ fn schema() -> Value {
         "type": "object",
         "required": ["path", "mode", "edits"],
         "properties": {
-            "path": {"type": "string", "minLength": 1, "pattern": "^[^\\0]+$"},
+            "path": {"type": "string", "minLength": 1, "pattern": "^[^\\s].*$"},
             "mode": {"type": "string", "enum": ["replace", "append", "insert"]},
             "line": {"type": "integer", "minimum": 0},
             "dryRun": {"type": "boolean"},
