@@ -228,3 +228,33 @@ fn deeply_nested_schemas_are_refused() {
         }
     });
 }
+
+#[test]
+fn schemas_at_the_depth_limit_compile_and_report_on_a_small_stack() {
+    on_small_stack(|| {
+        // 127 nested `properties` (254 JSON levels, under the 256 refused above) and arguments
+        // 127 objects deep (under the 128 refused): the crate's recursive compile and
+        // validation both fit.
+        let mut schema = json!({"type": "string"});
+        let mut value = json!(5);
+        for _ in 0..127 {
+            schema = json!({"type": "object", "properties": {"a": schema}});
+            value = json!({"a": value});
+        }
+        let compiled = CompiledToolSchema::new("t", &schema);
+        let error = compiled.validate(&value).unwrap_err().to_string();
+        assert!(
+            error.contains(&format!("  - {}a: must be string", "a.".repeat(126))),
+            "{error}"
+        );
+        // The same schema again is the cached validator, not a second compilation.
+        let again = CompiledToolSchema::new("t2", &schema);
+        assert!(
+            again
+                .validate(&value)
+                .unwrap_err()
+                .to_string()
+                .contains("\"t2\"")
+        );
+    });
+}

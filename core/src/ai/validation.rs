@@ -1,7 +1,9 @@
 //! Tool-argument validation against the tool's JSON Schema, as pi's `validateToolArguments` does
-//! it (TypeBox's validator plus pi's AJV-compatible coercion for plain JSON schemas).
+//! it: the `jsonschema` crate validates (drafts, `$ref`, formats, ECMA-262 patterns), and this
+//! module adds pi's AJV-compatible coercion and renders the crate's typed errors as pi's report.
 //!
-//! A schema is compiled once ([`CompiledToolSchema::new`]) and reused for every call. Arguments
+//! A schema is compiled once ([`CompiledToolSchema::new`]; the validator is cached by schema, so
+//! a new `CompiledToolSchema` for a schema seen before costs a lookup) and reused for every call. Arguments
 //! are coerced toward the schema (`"42"` → 42 for a number, `"true"` → true…) and the coerced
 //! copy is returned when it validates. Otherwise the error is pi's report, word for word, which
 //! is what the model reads in the error tool result:
@@ -20,7 +22,8 @@
 //! The report lists at most eight problems, in TypeBox's order, with pi's paths (`a.b.0.c`,
 //! `root` for the arguments object itself); the arguments are printed exactly as JavaScript's
 //! `JSON.stringify(args, null, 2)` prints them. `tests/fixtures/pi/validation.json`, recorded
-//! from pi itself, pins all of this down.
+//! from pi itself, pins all of this down; the few cases where the crate judges differently from
+//! pi's TypeBox are listed in the README ("Differences from pi").
 //!
 //! ```
 //! use pi_agent::ai::CompiledToolSchema;
@@ -34,23 +37,28 @@
 //! ```
 //!
 //! Nothing here panics or recurses without bound: a schema that cannot be compiled (a regex
-//! JavaScript rejects, a `$ref` to something that is not a schema) or that loops (`{"$ref": "#"}`)
-//! gives [`ValidationError::InvalidSchema`], which the agent turns into an error tool result.
+//! ECMA-262 rejects, a malformed keyword, a `$ref` that does not resolve), that loops
+//! (`{"$ref": "#"}`) or that nests too deep gives [`ValidationError::InvalidSchema`], which the
+//! agent turns into an error tool result; arguments nested too deep give
+//! [`ValidationError::TooDeep`].
 
 mod coerce;
-mod evaluate;
-mod format;
-mod idna;
+mod compile;
 mod js;
-mod js_regex;
-mod schema;
+mod render;
 
+use std::sync::Arc;
+
+use jsonschema::Validator;
 use serde_json::Value;
 
-use self::coerce::{CoerceError, Plan, strictly_equal};
-use self::evaluate::{Evaluation, Fault, MAX_EVAL_DEPTH};
-use self::schema::Compiled;
+use self::coerce::{Plan, strictly_equal};
+use self::compile::{SchemaError, depth_exceeds};
 use crate::ai::types::{Tool, ToolCall};
+
+/// How deeply arguments may nest for [`CompiledToolSchema::validate_and_coerce`] and
+/// [`CompiledToolSchema::validate`] (the validator recurses once per level).
+const MAX_EVAL_DEPTH: usize = 128;
 
 /// Why arguments were rejected.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -108,20 +116,11 @@ pub const MAX_ARGUMENT_DEPTH: usize = 64;
 /// `Err(ArgumentsTooDeep)` when `arguments` nest more than [`MAX_ARGUMENT_DEPTH`] containers.
 /// Iterative: a hostile value cannot exhaust the stack.
 pub fn check_argument_depth(tool: &str, arguments: &Value) -> Result<(), ValidationError> {
-    let mut stack: Vec<(&Value, usize)> = vec![(arguments, 1)];
-    while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth > MAX_ARGUMENT_DEPTH {
-            return Err(ValidationError::ArgumentsTooDeep {
-                tool: tool.to_owned(),
-                limit: MAX_ARGUMENT_DEPTH,
-            });
-        }
-        stack.extend(children.map(|child| (child, depth + 1)));
+    if depth_exceeds(arguments, MAX_ARGUMENT_DEPTH) {
+        return Err(ValidationError::ArgumentsTooDeep {
+            tool: tool.to_owned(),
+            limit: MAX_ARGUMENT_DEPTH,
+        });
     }
     Ok(())
 }
@@ -171,8 +170,8 @@ pub struct ToolParametersError {
 /// Checks a tool's `parameters` when the tool is defined (the C ABI and Python do): it must be
 /// a JSON object (a schema), and every `type` in it, at any depth, a JSON type name or a list
 /// of them. The error names the place (`parameters.properties.a.type: ...`). The validator
-/// itself is as lenient as pi's (it ignores a `type` it cannot read), so without this check
-/// `{"type": 12}` would accept any arguments.
+/// refuses such a schema too, but only at the first call; this check refuses it when the tool
+/// is defined, naming the place.
 pub fn check_tool_parameters(parameters: &Value) -> Result<(), ToolParametersError> {
     if !parameters.is_object() {
         return Err(ToolParametersError {
@@ -242,13 +241,16 @@ pub fn check_tool_parameters(parameters: &Value) -> Result<(), ToolParametersErr
     Ok(())
 }
 
-/// A tool schema compiled for repeated validation.
+/// A tool schema compiled for repeated validation. The `jsonschema` validator behind it is
+/// shared by every `CompiledToolSchema` of the same schema (a process-wide cache keyed by the
+/// schema), so compiling one per tool per turn costs a lookup, not a compilation.
 pub struct CompiledToolSchema {
     tool: String,
     /// `true` for an answer's output schema: the report then speaks of the output.
     output: bool,
-    compiled: Result<Compiled, String>,
-    plan: Result<Plan, String>,
+    schema: Value,
+    compiled: Arc<Result<Validator, SchemaError>>,
+    plan: Result<Plan, coerce::PlanTooDeep>,
 }
 
 impl std::fmt::Debug for CompiledToolSchema {
@@ -261,13 +263,26 @@ impl std::fmt::Debug for CompiledToolSchema {
 }
 
 impl CompiledToolSchema {
-    /// Compiles `schema` for the tool named `tool`. A broken schema is remembered and reported
-    /// on every validation instead of failing here, so one bad tool cannot break an agent.
+    /// Compiles `schema` for the tool named `tool` (or finds it compiled). A broken schema is
+    /// remembered and reported on every validation instead of failing here, so one bad tool
+    /// cannot break an agent.
     pub fn new(tool: impl Into<String>, schema: &Value) -> Self {
+        // Before any recursive step (cloning, printing, compiling): a schema too deep for them
+        // is refused as it is.
+        if depth_exceeds(schema, compile::MAX_SCHEMA_DEPTH) {
+            return Self {
+                tool: tool.into(),
+                output: false,
+                schema: Value::Null,
+                compiled: Arc::new(Err(SchemaError::TooDeep)),
+                plan: Err(coerce::PlanTooDeep),
+            };
+        }
         Self {
             tool: tool.into(),
             output: false,
-            compiled: Compiled::new(schema),
+            schema: schema.clone(),
+            compiled: compile::compiled(schema),
             plan: Plan::new(schema),
         }
     }
@@ -282,11 +297,11 @@ impl CompiledToolSchema {
 
     /// Why the schema cannot be used, if it cannot.
     pub(crate) fn schema_error(&self) -> Option<String> {
-        self.compiled
-            .as_ref()
-            .err()
-            .or(self.plan.as_ref().err())
-            .cloned()
+        match (self.compiled.as_ref(), &self.plan) {
+            (Err(error), _) => Some(error.to_string()),
+            (_, Err(error)) => Some(error.to_string()),
+            _ => None,
+        }
     }
 
     fn invalid_schema(&self, message: impl Into<String>) -> ValidationError {
@@ -296,71 +311,60 @@ impl CompiledToolSchema {
         }
     }
 
-    fn fault(&self, fault: Fault) -> ValidationError {
-        match fault {
-            Fault::Loop(reference) => self.invalid_schema(format!(
-                "$ref \"{reference}\" leads back to itself without consuming any input"
-            )),
-            Fault::TooDeep => ValidationError::TooDeep {
-                tool: self.tool.clone(),
-            },
-        }
-    }
-
-    fn compiled(&self) -> Result<&Compiled, ValidationError> {
-        self.compiled
+    fn validator(&self, arguments: &Value) -> Result<&Validator, ValidationError> {
+        let validator = self
+            .compiled
             .as_ref()
-            .map_err(|message| self.invalid_schema(message.clone()))
+            .as_ref()
+            .map_err(|error| self.invalid_schema(error.to_string()))?;
+        if depth_exceeds(arguments, MAX_EVAL_DEPTH) {
+            return Err(ValidationError::TooDeep {
+                tool: self.tool.clone(),
+            });
+        }
+        Ok(validator)
     }
 
     /// pi's `validateToolArguments`: coerces a copy of `arguments` toward the schema (see the
     /// module docs) and returns it when it validates; otherwise pi's report, which shows the
     /// arguments as received.
     pub fn validate_and_coerce(&self, arguments: &Value) -> Result<Value, ValidationError> {
-        let compiled = self.compiled()?;
+        let validator = self.validator(arguments)?;
         let plan = self
             .plan
             .as_ref()
-            .map_err(|message| self.invalid_schema(message.clone()))?;
+            .map_err(|error| self.invalid_schema(error.to_string()))?;
         let mut coerced = arguments.clone();
-        plan.apply(&mut coerced).map_err(|error| match error {
-            CoerceError::NullSchema => self.invalid_schema("null where a schema belongs"),
-            CoerceError::Fault(fault) => self.fault(fault),
-        })?;
-        let check = |value: &Value| Evaluation::new(compiled).check(value);
+        plan.apply(&mut coerced)
+            .map_err(|error| self.invalid_schema(error.to_string()))?;
         // pi's quirk for arguments that are not an object: when coercion changed them, it
         // returns the coerced value if valid and the original otherwise, without an error.
         if !matches!(arguments, Value::Object(_) | Value::Array(_))
             && !strictly_equal(arguments, &coerced)
         {
-            let valid = check(&coerced).map_err(|fault| self.fault(fault))?;
+            let valid = validator.is_valid(&coerced);
             return Ok(if valid { coerced } else { arguments.clone() });
         }
-        self.report(compiled, &coerced, arguments)?;
+        self.report(validator, &coerced, arguments)?;
         Ok(coerced)
     }
 
     /// Checks `arguments` as they are, without coercion.
     pub fn validate(&self, arguments: &Value) -> Result<(), ValidationError> {
-        self.report(self.compiled()?, arguments, arguments)
+        self.report(self.validator(arguments)?, arguments, arguments)
     }
 
     /// `Ok` when `value` validates, else pi's report of its errors, showing `received`.
     fn report(
         &self,
-        compiled: &Compiled,
+        validator: &Validator,
         value: &Value,
         received: &Value,
     ) -> Result<(), ValidationError> {
-        if Evaluation::new(compiled)
-            .check(value)
-            .map_err(|fault| self.fault(fault))?
-        {
+        if validator.is_valid(value) {
             return Ok(());
         }
-        let problems = Evaluation::new(compiled)
-            .errors(value)
-            .map_err(|fault| self.fault(fault))?;
+        let problems = render::problems(&self.schema, value, validator.iter_errors(value));
         let lines = if problems.is_empty() {
             "Unknown validation error".to_owned()
         } else {
@@ -370,21 +374,18 @@ impl CompiledToolSchema {
                 .collect::<Vec<_>>()
                 .join("\n")
         };
+        let (what, received_what) = if self.output {
+            ("output", "output")
+        } else {
+            ("tool", "arguments")
+        };
         Err(ValidationError::InvalidArguments {
             tool: self.tool.clone(),
-            report: if self.output {
-                format!(
-                    "Validation failed for output \"{}\":\n{lines}\n\nReceived output:\n{}",
-                    self.tool,
-                    js::stringify_pretty(received)
-                )
-            } else {
-                format!(
-                    "Validation failed for tool \"{}\":\n{lines}\n\nReceived arguments:\n{}",
-                    self.tool,
-                    js::stringify_pretty(received)
-                )
-            },
+            report: format!(
+                "Validation failed for {what} \"{}\":\n{lines}\n\nReceived {received_what}:\n{}",
+                self.tool,
+                js::stringify_pretty(received)
+            ),
         })
     }
 }
@@ -448,8 +449,13 @@ mod tests {
 
     #[test]
     fn broken_schemas_are_reported_not_fatal() {
+        // `true` is a schema (it accepts anything); pi throws there (README "Differences").
+        assert!(
+            CompiledToolSchema::new("any", &json!(true))
+                .validate(&json!({"a": 1}))
+                .is_ok()
+        );
         for schema in [
-            json!(true),
             json!(12),
             json!({"properties": {"a": {"pattern": "("}}}),
             json!({"properties": {"a": {"$ref": "#/$defs/N"}}, "$defs": {"N": 5}}),

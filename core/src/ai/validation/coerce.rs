@@ -17,22 +17,30 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use super::evaluate::{Evaluation, Fault};
+use jsonschema::Validator;
+
+use super::compile::{self, SchemaError};
 use super::js::{self, number_of, number_to_string, string_to_number};
-use super::schema::Compiled;
 
 /// How deeply the coercion plan may nest (the schema's own nesting).
 const MAX_PLAN_DEPTH: usize = 128;
 
 /// Why coercion stopped.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum CoerceError {
     /// pi would dereference `null` here: a `null` where a schema belongs (in `allOf`, `anyOf`,
     /// `oneOf`, or a `properties` entry the arguments use).
+    #[error("null where a schema belongs")]
     NullSchema,
-    /// Validating a union branch failed to finish.
-    Fault(Fault),
+    /// A union branch, compiled on its own as pi compiles it, loops (pi overflows its stack).
+    #[error("{0}")]
+    Branch(SchemaError),
 }
+
+/// Why a schema cannot be walked for coercion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the schema nests more than {MAX_PLAN_DEPTH} levels deep")]
+pub(crate) struct PlanTooDeep;
 
 /// What coercion does with one schema location.
 #[derive(Debug)]
@@ -50,7 +58,7 @@ struct Branch {
     plan: Plan,
     /// The branch compiled on its own; `None` when it is not an object or array, or does not
     /// compile (pi then never picks it).
-    validator: Option<Compiled>,
+    validator: Option<Result<Validator, SchemaError>>,
 }
 
 #[derive(Debug, Default)]
@@ -74,20 +82,18 @@ enum ItemsPlan {
 
 impl Plan {
     /// The plan for `schema`; the error says why the schema cannot be walked.
-    pub(crate) fn new(schema: &Value) -> Result<Self, String> {
+    pub(crate) fn new(schema: &Value) -> Result<Self, PlanTooDeep> {
         Self::build(schema, 0)
     }
 
-    fn build(schema: &Value, depth: usize) -> Result<Self, String> {
+    fn build(schema: &Value, depth: usize) -> Result<Self, PlanTooDeep> {
         let map = match schema {
             Value::Null => return Ok(Self::NullSchema),
             Value::Object(map) => map,
             _ => return Ok(Self::Nothing),
         };
         if depth >= MAX_PLAN_DEPTH {
-            return Err(format!(
-                "the schema nests more than {MAX_PLAN_DEPTH} levels deep"
-            ));
+            return Err(PlanTooDeep);
         }
         let depth = depth + 1;
         let mut walk = Walk {
@@ -134,7 +140,7 @@ impl Plan {
                                 Self::build(item, depth).map(Some)
                             }
                         })
-                        .collect::<Result<_, String>>()?,
+                        .collect::<Result<_, PlanTooDeep>>()?,
                 )),
                 Some(item @ Value::Object(_)) => Some(ItemsPlan::Every(Self::build(item, depth)?)),
                 _ => None,
@@ -143,7 +149,7 @@ impl Plan {
         Ok(Self::Walk(Box::new(walk)))
     }
 
-    fn branches(list: Option<&Value>, depth: usize) -> Result<Vec<Branch>, String> {
+    fn branches(list: Option<&Value>, depth: usize) -> Result<Vec<Branch>, PlanTooDeep> {
         let Some(Value::Array(members)) = list else {
             return Ok(Vec::new());
         };
@@ -153,7 +159,7 @@ impl Plan {
                 Ok(Branch {
                     plan: Self::build(member, depth)?,
                     validator: match member {
-                        Value::Object(_) | Value::Array(_) => Compiled::new(member).ok(),
+                        Value::Object(_) => Some(compile::build(member)),
                         _ => None,
                     },
                 })
@@ -229,11 +235,14 @@ fn union(branches: &[Branch], value: &mut Value) -> Result<(), CoerceError> {
     for branch in branches {
         let mut candidate = value.clone();
         branch.plan.apply(&mut candidate)?;
-        if let Some(validator) = &branch.validator
-            && Evaluation::new(validator)
-                .check(&candidate)
-                .map_err(CoerceError::Fault)?
-        {
+        let valid = match &branch.validator {
+            Some(Ok(validator)) => validator.is_valid(&candidate),
+            Some(Err(error @ SchemaError::Loop(_))) => {
+                return Err(CoerceError::Branch(error.clone()));
+            }
+            _ => false,
+        };
+        if valid {
             *value = candidate;
             return Ok(());
         }
@@ -259,8 +268,25 @@ fn is_falsy(value: &Value) -> bool {
 fn matches_type(value: &Value, name: &str) -> bool {
     match name {
         "number" | "integer" | "boolean" | "string" | "null" | "array" | "object" => {
-            super::evaluate::type_matches(name, value)
+            type_matches(name, value)
         }
+        _ => false,
+    }
+}
+
+/// JSON Schema's type names (`integer`: a number with no fraction, 1.0 included).
+fn type_matches(name: &str, value: &Value) -> bool {
+    match name {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.as_number().is_some_and(|n| {
+            let n = number_of(n);
+            n.is_finite() && n.trunc() == n
+        }),
+        "number" => value.is_number(),
+        "null" => value.is_null(),
+        "string" => value.is_string(),
         _ => false,
     }
 }
