@@ -453,7 +453,12 @@ impl PyToolContext {
 /// when it is not JSON, its `str()`).
 fn tool_result(value: &Bound<'_, PyAny>) -> Result<AgentToolResult, ToolError> {
     if let Ok(text) = value.cast::<PyString>() {
-        return Ok(AgentToolResult::text(text.to_string()));
+        // One copy, from the str's UTF-8 (`to_string` would format it piece by piece).
+        let text = match text.to_cow() {
+            Ok(text) => text.into_owned(),
+            Err(_) => text.to_string_lossy().into_owned(),
+        };
+        return Ok(AgentToolResult::text(text));
     }
     if let Ok(dict) = value.cast::<PyDict>()
         && dict.contains("content").unwrap_or(false)
