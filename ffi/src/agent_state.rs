@@ -376,8 +376,8 @@ pub extern "C" fn pi_agent_listener_errors_json(
 /// headers (the stream options' and the model's own `headers` alike) only those known to carry
 /// no credential (`content-type`, `user-agent`, `anthropic-beta`, ...); every other header,
 /// whatever its name, is left out, so pass it again to `pi_agent_restore`. Tools, hooks and
-/// subscriptions are code: they are not in it (`toolNames` is for reference). During a run the transcript is as of the last completed message. Restore it
-/// with `pi_agent_restore`.
+/// subscriptions are code: they are not in it (`toolNames` is for reference). During a run
+/// the transcript is as of the last completed message. Restore it with `pi_agent_restore`.
 ///
 /// Errors: `NULL_ARGUMENT`.
 /// Thread-safety: may be called from any thread, also from a callback.
