@@ -5,7 +5,7 @@ same dicts (keys, key order, value types) as the serde path gives: the agent's
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -115,11 +115,12 @@ def test_agent_event_dicts_equal_the_json_value_path(faux: pi_agent.FauxProvider
     # The agent's events are built straight from serde (no `serde_json::Value`); the stepper's
     # go through a Value. Fed the agent's own messages, the stepper must emit the same dicts.
     @pi_agent.tool
-    def lookup(q: str) -> Dict[str, Any]:
+    def lookup(q: str, deep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         """Looks something up.
 
         Args:
             q: What to look up.
+            deep: Where to look.
         """
         return {"content": "ünï \"x\"", "details": {"n": 1, "f": 0.5, "none": None, "l": [1, "a", True]}}
 
