@@ -35,7 +35,7 @@ fn result_texts(agent: &Agent) -> Vec<(String, bool)> {
         .filter_map(AgentMessage::as_tool_result)
         .map(|r| {
             let text = match &r.content[0] {
-                UserContent::Text(t) => t.text.clone(),
+                UserContent::Text(t) => t.text.to_string(),
                 _ => String::new(),
             };
             (text, r.is_error)

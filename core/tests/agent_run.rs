@@ -55,7 +55,7 @@ fn log_tool(name: &'static str, log: Arc<Mutex<Vec<String>>>) -> Arc<dyn AgentTo
 
 fn first_text(message: &AgentMessage) -> String {
     match message.as_tool_result().map(|r| &r.content[0]) {
-        Some(UserContent::Text(text)) => text.text.clone(),
+        Some(UserContent::Text(text)) => text.text.to_string(),
         _ => String::new(),
     }
 }
@@ -559,7 +559,7 @@ async fn a_long_run_reads_in_order_or_gives_its_result_without_the_events() {
 /// The text of a tool result's first block.
 fn result_text(result: &AgentToolResult) -> String {
     match result.content.first() {
-        Some(UserContent::Text(text)) => text.text.clone(),
+        Some(UserContent::Text(text)) => text.text.to_string(),
         _ => String::new(),
     }
 }

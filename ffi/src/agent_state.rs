@@ -355,10 +355,12 @@ pub extern "C" fn pi_agent_listener_errors_json(
 /// `*json_out` (free it with `pi_string_free`): `{"version":2,"systemPrompt":...,
 /// "model":{...},"messages":[...],"settings":{...},"steeringQueue":[...],
 /// "followUpQueue":[...],"toolNames":[...]}`, `settings` being the `AgentSettings` of
-/// `pi_agent_settings_json` (no API key, bearer token or credential header: secrets are never
-/// saved). Tools, hooks and subscriptions are code: they are not in it (`toolNames` is for
-/// reference). During a run the transcript is as of the last completed message. Restore it
-/// with `pi_agent_restore`.
+/// `pi_agent_settings_json`. Secrets are never saved: no API key or bearer token, and of the
+/// headers (the stream options' and the model's own `headers` alike) only those known to carry
+/// no credential (`content-type`, `user-agent`, `anthropic-beta`, ...); every other header,
+/// whatever its name, is left out, so pass it again to `pi_agent_restore`. Tools, hooks and
+/// subscriptions are code: they are not in it (`toolNames` is for reference). During a run
+/// the transcript is as of the last completed message. Restore it with `pi_agent_restore`.
 ///
 /// Errors: `NULL_ARGUMENT`.
 /// Thread-safety: may be called from any thread, also from a callback.

@@ -25,8 +25,9 @@ use crate::user_data::{UserData, pi_free_callback};
 #[derive(Debug)]
 pub struct pi_faux {
     faux: FauxProvider,
-    /// The context of every request served with a scripted response, oldest first.
-    contexts: Arc<Mutex<Vec<Value>>>,
+    /// The context of every request served with a scripted response, oldest first (its
+    /// message content shared with the agent's, not copied).
+    contexts: Arc<Mutex<Vec<Context>>>,
 }
 
 /// Registers a faux provider with pi's defaults (provider `faux`, one model `faux-1`, output as
@@ -113,12 +114,11 @@ pub extern "C" fn pi_faux_push_json(
 }
 
 /// Records what a request sent.
-fn record(contexts: &Mutex<Vec<Value>>, context: &Context) {
-    let context = serde_json::to_value(context).unwrap_or_default();
+fn record(contexts: &Mutex<Vec<Context>>, context: &Context) {
     contexts
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .push(context);
+        .push(context.clone());
 }
 
 /// Builds a scripted response from a request (pi's response factory). Read the request with
@@ -349,8 +349,8 @@ pub extern "C" fn pi_faux_contexts_json(
     ffi_fallible! {
         let faux = arg_ref(faux, "faux")?;
         let out = Out::new(json_out, "json_out")?;
-        let contexts = faux.contexts.lock().unwrap_or_else(PoisonError::into_inner).clone();
-        out.write(into_c_string(to_json(&contexts, "contexts")?));
+        let json = to_json(&*faux.contexts.lock().unwrap_or_else(PoisonError::into_inner), "contexts")?;
+        out.write(into_c_string(json));
         Ok(())
     }
 }

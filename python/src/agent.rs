@@ -19,11 +19,13 @@ use serde_json::{Map, Value, json};
 use crate::agent_run::PyAgentRun;
 use crate::bridge::{drive, future_into_py, helper, running_loop, try_running_loop};
 use crate::callable::{self, RunScope, Scope, describe};
-use crate::convert::{Json, parse, parse_value, serde_to_py, to_py, type_name};
+use crate::convert::{parse, parse_value, serde_to_py, type_name};
 use crate::errors::{PiError, agent_error, type_error};
+use crate::event_dict::PyAgentEvent;
 use crate::hook::{HookKind, Hooks};
 use crate::model::PyModel;
 use crate::options::{deserialize_named, stream_options, to_keywords, update};
+use crate::py_serde::Serialized;
 use crate::runtime::{Interrupted, runtime, wait};
 use crate::signal::PySignal;
 use crate::tools::PyTool;
@@ -481,7 +483,7 @@ impl PyAgent {
         input: &Bound<'_, PyAny>,
         images: Option<&Bound<'_, PyAny>>,
         raise_on_error: bool,
-    ) -> PyResult<Json> {
+    ) -> PyResult<Serialized<Vec<AgentMessage>>> {
         let input = run_input(input, images)?;
         Self::start(slf, input, None, false)?.finish_blocking(slf.py(), raise_on_error)
     }
@@ -517,7 +519,10 @@ impl PyAgent {
 
     /// `continue_` that blocks (GIL released) until the run ends.
     #[pyo3(signature = (*, raise_on_error = false))]
-    fn continue_sync(slf: &Bound<'_, Self>, raise_on_error: bool) -> PyResult<Json> {
+    fn continue_sync(
+        slf: &Bound<'_, Self>,
+        raise_on_error: bool,
+    ) -> PyResult<Serialized<Vec<AgentMessage>>> {
         Self::start(slf, RunInput::Continue, None, false)?.finish_blocking(slf.py(), raise_on_error)
     }
 
@@ -835,7 +840,7 @@ impl PyAgent {
         // every failure is still in `listener_errors`.
         let reported = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let subscription = self.agent.subscribe_async(move |event, signal| {
-            let json = event.to_json(partial);
+            let event = PyAgentEvent::new(event, partial);
             let (call, report) = (Arc::clone(&callback), Arc::clone(&callback));
             let dispatch = dispatch.clone();
             let reported = Arc::clone(&reported);
@@ -844,7 +849,7 @@ impl PyAgent {
                 let failure = callable::call(
                     scope,
                     move |py| {
-                        let event = to_py(py, &json)?;
+                        let event = event.into_pyobject(py)?;
                         let mut args = vec![event];
                         if with_signal {
                             args.push(Bound::new(py, PySignal::new(signal))?.into_any());
@@ -852,7 +857,7 @@ impl PyAgent {
                         match &dispatch {
                             // `loop.call_soon_threadsafe(callback, *args)`.
                             Some(schedule) => {
-                                args.insert(0, call.bind(py).clone());
+                                args.insert(0, call.bind(py).clone().into_any());
                                 Ok((schedule.bind(py).clone(), PyTuple::new(py, args)?))
                             }
                             None => Ok((call.bind(py).clone(), PyTuple::new(py, args)?)),

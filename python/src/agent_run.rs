@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use futures::StreamExt;
-use pi_agent::agent::AgentRun;
+use pi_agent::agent::{AgentMessage, AgentRun};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{future_into_py, helper, ready, ready_future};
-use crate::convert::Json;
+use crate::event_dict::PyAgentEvent;
+use crate::py_serde::Serialized;
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 
@@ -31,22 +32,20 @@ pub(crate) struct PyAgentRun {
 }
 
 /// The next event, `None` after the last.
-async fn next_event(run: SharedRun, partial: bool) -> Option<Json> {
+async fn next_event(run: SharedRun, partial: bool) -> Option<PyAgentEvent> {
     let event = run.lock().await.next().await?;
-    Some(Json(event.to_json(partial)))
+    Some(PyAgentEvent::new(event, partial))
 }
 
 /// Waits until the run is over; the messages it added. With `raise_on_error`, a run whose
 /// last message failed raises that failure as its `ModelError`.
-async fn finish(run: SharedRun, raise_on_error: bool) -> PyResult<Json> {
+async fn finish(run: SharedRun, raise_on_error: bool) -> PyResult<Serialized<Vec<AgentMessage>>> {
     let outcome = run.lock().await.finish().await;
     if raise_on_error && let Some(last) = outcome.new_messages.last().and_then(|m| m.as_assistant())
     {
         crate::model_errors::check(last)?;
     }
-    Ok(Json(
-        serde_json::to_value(&outcome.new_messages).unwrap_or_default(),
-    ))
+    Ok(Serialized(outcome.new_messages))
 }
 
 /// Aborts `run` and waits until the abort completed.
@@ -70,7 +69,11 @@ impl PyAgentRun {
     }
 
     /// Blocks until the run is over; Ctrl-C aborts it (and waits for the abort to complete).
-    pub(crate) fn finish_blocking(&self, py: Python<'_>, raise_on_error: bool) -> PyResult<Json> {
+    pub(crate) fn finish_blocking(
+        &self,
+        py: Python<'_>,
+        raise_on_error: bool,
+    ) -> PyResult<Serialized<Vec<AgentMessage>>> {
         let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
         wait(py, finish(Arc::clone(&run), raise_on_error), move || {
             Interrupted::Finish(Box::pin(abort_and_finish(run, signal)))
@@ -84,7 +87,7 @@ impl PyAgentRun {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<Json> {
+    fn __next__(&self, py: Python<'_>) -> PyResult<PyAgentEvent> {
         let next = match ready(next_event(Arc::clone(&self.run), self.partial)) {
             Some(next) => next,
             None => {
@@ -130,7 +133,11 @@ impl PyAgentRun {
 
     /// `result()` that blocks (GIL released); Ctrl-C aborts the run and waits for the abort.
     #[pyo3(signature = (*, raise_on_error = false))]
-    fn result_sync(&self, py: Python<'_>, raise_on_error: bool) -> PyResult<Json> {
+    fn result_sync(
+        &self,
+        py: Python<'_>,
+        raise_on_error: bool,
+    ) -> PyResult<Serialized<Vec<AgentMessage>>> {
         self.finish_blocking(py, raise_on_error)
     }
 

@@ -87,14 +87,13 @@ pub(crate) fn to_py<'py>(py: Python<'py>, value: &Value) -> PyResult<Bound<'py, 
     Ok(root)
 }
 
-/// Serializes `value` with serde and builds the Python object.
-pub(crate) fn serde_to_py<'py, T: Serialize>(
+/// Builds the Python object of `value` straight from its serde form (the same object as
+/// [`to_py`] of its `serde_json::Value`, without that copy in between).
+pub(crate) fn serde_to_py<'py, T: Serialize + ?Sized>(
     py: Python<'py>,
     value: &T,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let json = serde_json::to_value(value)
-        .map_err(|error| PyValueError::new_err(format!("cannot serialize: {error}")))?;
-    to_py(py, &json)
+    crate::py_serde::to_py_direct(py, value)
 }
 
 /// Reads a JSON value from a Python object. Accepts what `json.dumps` accepts (dict with str

@@ -1,10 +1,12 @@
-//! Core's stream events as Python dicts, built directly: the per-delta events (most of a
-//! stream) skip the detour through `serde_json::Value` and use interned keys and tags, so a
-//! text delta costs one dict and one `str` of new text. The dicts are exactly what serde makes
-//! of the event (same keys, same order: the tag first, then the fields as declared); every
-//! other event goes through [`serde_to_py`] unchanged.
+//! Core's stream and agent events as Python dicts, built directly: the per-delta events (most
+//! of a stream) use interned keys and tags, so a text delta costs one dict and one `str` of new
+//! text, and an agent's `message_update` wraps the same dict. The dicts are exactly what serde
+//! makes of the event (same keys, same order: the tag first, then the fields as declared);
+//! every other event goes through [`serde_to_py`], which builds the objects straight from the
+//! serde form (no `serde_json::Value` in between).
 
-use pi_agent::ai::AssistantMessageEvent;
+use pi_agent::agent::AgentEvent;
+use pi_agent::ai::{AssistantMessage, AssistantMessageEvent, Message};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use pyo3::{PyTypeInfo, intern};
@@ -77,6 +79,65 @@ pub(crate) fn event_to_py<'py>(
         }
         _ => serde_to_py(py, event),
     }
+}
+
+/// One agent event on its way to Python. With `partial`, the snapshot of the message so far
+/// that a `message_update` carries as `message` is taken when the value is made (when the event
+/// is received), as `AgentEvent::to_json` takes it; the dict is built once attached.
+pub(crate) struct PyAgentEvent {
+    event: AgentEvent,
+    message: Option<AssistantMessage>,
+}
+
+impl PyAgentEvent {
+    /// `event`, with its partial message when `partial` and the event is a `message_update`.
+    pub(crate) fn new(event: AgentEvent, partial: bool) -> Self {
+        let message = match &event {
+            AgentEvent::MessageUpdate { partial: live, .. } if partial => Some(live.snapshot()),
+            _ => None,
+        };
+        Self { event, message }
+    }
+}
+
+impl<'py> IntoPyObject<'py> for PyAgentEvent {
+    type Target = PyAny;
+    type Output = Bound<'py, PyAny>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        agent_event_to_py(
+            py,
+            &self.event,
+            self.message.map(Message::Assistant).as_ref(),
+        )
+    }
+}
+
+/// The pi-shaped dict of an agent event: what `AgentEvent::to_json` gives, `message` (the
+/// partial message of a `message_update`) last when given.
+pub(crate) fn agent_event_to_py<'py>(
+    py: Python<'py>,
+    event: &AgentEvent,
+    message: Option<&Message>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let AgentEvent::MessageUpdate {
+        assistant_message_event,
+        ..
+    } = event
+    else {
+        return serde_to_py(py, event);
+    };
+    let dict = PyDict::new(py);
+    dict.set_item(intern!(py, "type"), intern!(py, "message_update"))?;
+    dict.set_item(
+        intern!(py, "assistantMessageEvent"),
+        event_to_py(py, assistant_message_event)?,
+    )?;
+    if let Some(message) = message {
+        dict.set_item(intern!(py, "message"), serde_to_py(py, message)?)?;
+    }
+    Ok(dict.into_any())
 }
 
 /// An awaitable that is already done: `await` gives `value` (or raises `error`) at once,

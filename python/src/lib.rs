@@ -25,6 +25,7 @@ mod oauth_config;
 mod options;
 mod otel;
 mod overflow;
+mod py_serde;
 mod runtime;
 mod shape;
 mod signal;

@@ -422,12 +422,45 @@ impl PyToolContext {
     }
 }
 
+/// Characters converted at a time by [`str_to_string`].
+const STR_CHUNK: usize = 1 << 20;
+
+/// A str's text as a `String`, one copy. Under the stable ABI (3.9) a str's UTF-8 comes out as
+/// a `bytes` object that is then copied again, so a big str is converted in slices of
+/// [`STR_CHUNK`] characters: the transient cost is one slice, not the whole text twice. A str
+/// with a lone surrogate is converted lossily (U+FFFD), as before.
+fn str_to_string(text: &Bound<'_, PyString>) -> String {
+    let length = text.len().unwrap_or(0);
+    if length <= STR_CHUNK {
+        return match text.to_cow() {
+            Ok(text) => text.into_owned(),
+            Err(_) => text.to_string_lossy().into_owned(),
+        };
+    }
+    let mut out = String::with_capacity(length);
+    for start in (0..length).step_by(STR_CHUNK) {
+        let slice =
+            pyo3::types::PySlice::new(text.py(), start as isize, (start + STR_CHUNK) as isize, 1);
+        let Ok(chunk) = text.as_any().get_item(slice) else {
+            return text.to_string_lossy().into_owned();
+        };
+        let Ok(chunk) = chunk.cast_into::<PyString>() else {
+            return text.to_string_lossy().into_owned();
+        };
+        match chunk.to_cow() {
+            Ok(part) => out.push_str(&part),
+            Err(_) => out.push_str(&chunk.to_string_lossy()),
+        }
+    }
+    out
+}
+
 /// A function's return value as a tool result: a str is the text, a dict with `"content"` is
 /// an `AgentToolResult` (content may be a str), anything else is sent as its JSON text (or,
 /// when it is not JSON, its `str()`).
 fn tool_result(value: &Bound<'_, PyAny>) -> Result<AgentToolResult, ToolError> {
     if let Ok(text) = value.cast::<PyString>() {
-        return Ok(AgentToolResult::text(text.to_string()));
+        return Ok(AgentToolResult::text(str_to_string(text)));
     }
     if let Ok(dict) = value.cast::<PyDict>()
         && dict.contains("content").unwrap_or(false)

@@ -5,7 +5,7 @@ same dicts (keys, key order, value types) as the serde path gives: the agent's
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -100,3 +100,74 @@ def test_an_awaited_step_then_the_end_of_the_stream(faux: pi_agent.FauxProvider)
             await stream.__anext__()
 
     asyncio.run(main())
+
+
+def deep_shape(value: Any) -> Any:
+    """Keys in order, values and their types, all the way down."""
+    if isinstance(value, dict):
+        return [(key, deep_shape(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return [deep_shape(item) for item in value]
+    return (value, type(value).__name__)
+
+
+def test_agent_event_dicts_equal_the_json_value_path(faux: pi_agent.FauxProvider) -> None:
+    # The agent's events are built straight from serde (no `serde_json::Value`); the stepper's
+    # go through a Value. Fed the agent's own messages, the stepper must emit the same dicts.
+    @pi_agent.tool
+    def lookup(q: str, deep: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        """Looks something up.
+
+        Args:
+            q: What to look up.
+            deep: Where to look.
+        """
+        return {"content": "ünï \"x\"", "details": {"n": 1, "f": 0.5, "none": None, "l": [1, "a", True]}}
+
+    faux.push([faux_text("Let me look."), faux_tool_call("lookup", {"q": "pi", "deep": {"x": [1.5]}}, id="c1")])
+    faux.push("done")
+    agent = pi_agent.Agent(faux.model, tools=[lookup])
+    events: List[Dict[str, Any]] = []
+    agent.subscribe(events.append)
+    agent.prompt_sync("go")
+    by_kind: Dict[str, List[Dict[str, Any]]] = {}
+    for event in events:
+        by_kind.setdefault(event["type"], []).append(event)
+    prompt = by_kind["message_start"][0]["message"]
+    assistant = by_kind["message_end"][1]["message"]
+    result = by_kind["message_end"][2]["message"]
+    assert result["role"] == "toolResult" and result["details"]["f"] == 0.5
+
+    stepper, step = pi_agent.AgentStepper.start(prompts=[prompt])
+    replayed = list(step["events"])
+    for answer in (
+        {"type": "steering", "messages": []},
+        {"type": "model_result", "message": assistant, "startEmitted": True},
+        {"type": "tool_results", "outcomes": [{"message": result, "terminate": False}]},
+    ):
+        replayed.extend(stepper.resume(answer)["events"])
+    wanted = [e for e in events if e["type"] in {"message_start", "message_end", "turn_end"}]
+    got = [e for e in replayed if e["type"] in {"message_start", "message_end", "turn_end"}]
+    # The agent streamed the assistant's message_start itself; the stepper did not emit one.
+    wanted = [e for e in wanted if not (e["type"] == "message_start" and e["message"]["role"] == "assistant")]
+    assert [deep_shape(e) for e in got] == [deep_shape(e) for e in wanted[: len(got)]]
+    assert len(got) == 6
+    end = by_kind["tool_execution_end"][0]
+    assert list(end) == ["type", "toolCallId", "toolName", "result", "isError"]
+    assert deep_shape(end["result"]["details"]) == deep_shape(result["details"])
+    updates = by_kind["message_update"]
+    assert list(updates[0]) == ["type", "assistantMessageEvent"]
+
+
+def test_partial_message_updates_carry_the_message_last(faux: pi_agent.FauxProvider) -> None:
+    faux.push("hello there")
+    agent = pi_agent.Agent(faux.model)
+    events: List[Dict[str, Any]] = []
+    agent.subscribe(events.append, partial=True)
+    agent.prompt_sync("go")
+    updates = [e for e in events if e["type"] == "message_update"]
+    assert updates and all(list(e) == ["type", "assistantMessageEvent", "message"] for e in updates)
+    last = updates[-1]["message"]
+    assert last["role"] == "assistant" and isinstance(last["usage"]["cost"]["total"], float)
+    final = [e for e in events if e["type"] == "message_end"][-1]["message"]
+    assert set(last) <= set(final)

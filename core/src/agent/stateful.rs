@@ -200,12 +200,12 @@ impl RunInput {
     /// A text prompt: one user message with one text block, stamped now (pi's
     /// `prompt(text)`).
     pub fn text(text: impl Into<String>) -> Self {
-        Self::Prompt(vec![UserMessage::text(text).into()])
+        Self::Prompt(vec![UserMessage::text(text.into()).into()])
     }
 
     /// A text prompt with images (pi's `prompt(text, images)`).
     pub fn text_with_images(text: impl Into<String>, images: Vec<ImageContent>) -> Self {
-        let mut blocks = vec![UserContent::Text(TextContent::new(text))];
+        let mut blocks = vec![UserContent::Text(TextContent::new(text.into()))];
         blocks.extend(images.into_iter().map(UserContent::Image));
         Self::Prompt(vec![
             UserMessage {

@@ -77,7 +77,7 @@ impl AgentToolResult {
     /// A result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
         Self {
-            content: vec![UserContent::text(text)],
+            content: vec![UserContent::text(text.into())],
             details: Value::Null,
             terminate: None,
         }
@@ -93,7 +93,7 @@ impl AgentToolResult {
     /// The error result pi gives the model: the message as text, empty details.
     pub fn error(message: impl Into<String>) -> Self {
         Self {
-            content: vec![UserContent::text(message)],
+            content: vec![UserContent::text(message.into())],
             details: Value::Object(serde_json::Map::new()),
             terminate: None,
         }

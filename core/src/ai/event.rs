@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::types::{AssistantMessage, StopReason, ToolCall};
+use super::types::{AssistantMessage, SharedString, StopReason, ToolCall};
 
 /// One step of a streamed assistant response.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,7 +48,7 @@ pub enum AssistantMessageEvent {
         /// Index of the block.
         content_index: usize,
         /// The block's whole text.
-        content: String,
+        content: SharedString,
         /// The block's `textSignature`, if the provider gave one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content_signature: Option<String>,
@@ -70,7 +70,7 @@ pub enum AssistantMessageEvent {
         /// Index of the block.
         content_index: usize,
         /// The block's whole reasoning text.
-        content: String,
+        content: SharedString,
         /// The block's `thinkingSignature`, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content_signature: Option<String>,

@@ -24,6 +24,7 @@ mod redact;
 pub(crate) mod registry;
 pub(crate) mod remote;
 pub(crate) mod shape;
+pub(crate) mod shared_string;
 pub(crate) mod short_hash;
 pub(crate) mod simple_options;
 pub mod sse;
@@ -87,9 +88,9 @@ pub use transform::{
     transform_messages,
 };
 pub use types::{
-    AssistantContent, AssistantMessage, Context, ImageContent, Message, ResponseTiming, StopReason,
-    TextContent, ThinkingContent, Tool, ToolCall, ToolResultMessage, ToolTiming, Usage, UsageCost,
-    UserContent, UserMessage, UserMessageContent, now_ms,
+    AssistantContent, AssistantMessage, Context, ImageContent, Message, ResponseTiming,
+    SharedString, StopReason, TextContent, ThinkingContent, Tool, ToolCall, ToolResultMessage,
+    ToolTiming, Usage, UsageCost, UserContent, UserMessage, UserMessageContent, now_ms,
 };
 pub use validation::{
     CompiledToolSchema, MAX_ARGUMENT_DEPTH, ToolParametersError, ValidationError,

@@ -77,8 +77,9 @@ fn convert_assistant(
                 } else if same {
                     out.content.push(block.clone());
                 } else {
-                    out.content
-                        .push(AssistantContent::Text(TextContent::new(&thinking.thinking)));
+                    out.content.push(AssistantContent::Text(TextContent::new(
+                        thinking.thinking.clone(),
+                    )));
                 }
             }
             AssistantContent::Text(text) => {
@@ -86,7 +87,7 @@ fn convert_assistant(
                     out.content.push(block.clone());
                 } else {
                     out.content
-                        .push(AssistantContent::Text(TextContent::new(&text.text)));
+                        .push(AssistantContent::Text(TextContent::new(text.text.clone())));
                 }
             }
             AssistantContent::ToolCall(call) => {

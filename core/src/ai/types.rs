@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error_kind::{ErrorKind, RunLimit};
+pub use super::shared_string::SharedString;
 
 /// Milliseconds since the Unix epoch, as pi stores `timestamp`.
 pub fn now_ms() -> i64 {
@@ -21,8 +22,8 @@ pub fn now_ms() -> i64 {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename = "text", rename_all = "camelCase")]
 pub struct TextContent {
-    /// The text.
-    pub text: String,
+    /// The text (shared: cloning a message does not copy it).
+    pub text: SharedString,
     /// Opaque provider metadata attached to this text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_signature: Option<String>,
@@ -30,7 +31,7 @@ pub struct TextContent {
 
 impl TextContent {
     /// A text block without a signature.
-    pub fn new(text: impl Into<String>) -> Self {
+    pub fn new(text: impl Into<SharedString>) -> Self {
         Self {
             text: text.into(),
             text_signature: None,
@@ -43,7 +44,7 @@ impl TextContent {
 #[serde(tag = "type", rename = "thinking", rename_all = "camelCase")]
 pub struct ThinkingContent {
     /// The reasoning text (may be a summary, or empty when only a signature came back).
-    pub thinking: String,
+    pub thinking: SharedString,
     /// Opaque provider data needed to replay this block (for openai-completions: the name of the
     /// delta field the reasoning arrived in).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -57,8 +58,8 @@ pub struct ThinkingContent {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename = "image", rename_all = "camelCase")]
 pub struct ImageContent {
-    /// Base64 data, without a `data:` prefix.
-    pub data: String,
+    /// Base64 data, without a `data:` prefix (shared: cloning a message does not copy it).
+    pub data: SharedString,
     /// The MIME type, e.g. `image/png`.
     pub mime_type: String,
 }
@@ -99,7 +100,7 @@ pub enum UserContent {
 
 impl UserContent {
     /// A text block.
-    pub fn text(text: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<SharedString>) -> Self {
         Self::Text(TextContent::new(text))
     }
 }
@@ -121,8 +122,8 @@ pub enum AssistantContent {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum UserMessageContent {
-    /// Plain text.
-    Text(String),
+    /// Plain text (shared: cloning a message does not copy it).
+    Text(SharedString),
     /// Text and image blocks.
     Blocks(Vec<UserContent>),
 }
@@ -140,7 +141,7 @@ pub struct UserMessage {
 
 impl UserMessage {
     /// A user message with one text block, stamped now (the shape pi's `Agent.prompt(text)` makes).
-    pub fn text(text: impl Into<String>) -> Self {
+    pub fn text(text: impl Into<SharedString>) -> Self {
         Self {
             content: UserMessageContent::Blocks(vec![UserContent::text(text)]),
             timestamp: now_ms(),

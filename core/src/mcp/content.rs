@@ -55,7 +55,7 @@ pub(crate) fn map_block(block: &Value) -> UserContent {
                 UserContent::text(placeholder("image", block))
             } else {
                 UserContent::Image(ImageContent {
-                    data: data.to_owned(),
+                    data: data.into(),
                     mime_type: mime.to_owned(),
                 })
             }
@@ -142,7 +142,7 @@ mod tests {
 
     fn text(content: UserContent) -> String {
         match content {
-            UserContent::Text(text) => text.text,
+            UserContent::Text(text) => text.text.into_string(),
             other => panic!("not text: {other:?}"),
         }
     }

@@ -563,8 +563,8 @@ fn assistant_text(content: &[AssistantContent]) -> String {
     content
         .iter()
         .map(|block| match block {
-            AssistantContent::Text(text) => text.text.clone(),
-            AssistantContent::Thinking(thinking) => thinking.thinking.clone(),
+            AssistantContent::Text(text) => text.text.to_string(),
+            AssistantContent::Thinking(thinking) => thinking.thinking.to_string(),
             AssistantContent::ToolCall(call) => format!(
                 "{}:{}",
                 call.name,
@@ -715,13 +715,13 @@ async fn finish_aborted(writer: StreamWriter, message: AssistantMessage) {
 
 /// A text block.
 pub fn faux_text(text: impl Into<String>) -> AssistantContent {
-    AssistantContent::Text(TextContent::new(text))
+    AssistantContent::Text(TextContent::new(text.into()))
 }
 
 /// A thinking block.
 pub fn faux_thinking(thinking: impl Into<String>) -> AssistantContent {
     AssistantContent::Thinking(ThinkingContent {
-        thinking: thinking.into(),
+        thinking: thinking.into().into(),
         ..ThinkingContent::default()
     })
 }

@@ -152,7 +152,7 @@ impl OutputTracker {
                 let content = self.raw(content_index).cloned().unwrap_or_default();
                 out.push_back(AssistantMessageEvent::TextEnd {
                     content_index,
-                    content,
+                    content: content.into(),
                     content_signature: None,
                 });
             }

@@ -319,7 +319,7 @@ impl EventState {
             Some("redacted_thinking") => {
                 let content_index = writer.thinking_start().await;
                 if let Some(thinking) = writer.thinking_block_mut(content_index) {
-                    REDACTED_THINKING_TEXT.clone_into(&mut thinking.thinking);
+                    thinking.thinking = REDACTED_THINKING_TEXT.into();
                     thinking.thinking_signature = Some(
                         block
                             .get("data")

@@ -534,7 +534,7 @@ impl ResponseState {
                     };
                     if let Some(block) = writer.thinking_block_mut(index) {
                         if !text.is_empty() {
-                            block.thinking = text;
+                            block.thinking = text.into();
                         }
                         block.thinking_signature = Some(item.to_string());
                     }
@@ -562,7 +562,7 @@ impl ResponseState {
                     });
                     if let Some(block) = text_block_mut(writer, index) {
                         if let Some(text) = text {
-                            block.text = text;
+                            block.text = text.into();
                         }
                         if signature.is_some() {
                             block.text_signature = signature;
