@@ -52,6 +52,7 @@ pub mod fuzzing;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod observability;
+pub mod session;
 
 /// The `reqwest` this crate is built with, for [`ai::set_http_client`].
 pub use reqwest;

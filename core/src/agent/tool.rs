@@ -236,6 +236,13 @@ pub trait AgentTool: Send + Sync {
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
         None
     }
+    /// Whether a call may run again after the process died while it ran (pi-durable's
+    /// `replay: "safe"`): a durable session re-runs such a call on reopen, and gives any other
+    /// an `interrupted` error result instead (default false: a call with effects is not
+    /// repeated behind the caller's back).
+    fn replay_safe(&self) -> bool {
+        false
+    }
     /// Rewrites raw arguments before validation (pi's `prepareArguments`, a compatibility shim
     /// for sloppy models). `Err` becomes an error result the model reads.
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
@@ -283,6 +290,7 @@ pub struct FnTool {
     parameters: Value,
     label: Option<String>,
     execution_mode: Option<ToolExecutionMode>,
+    replay_safe: bool,
     prepare: Option<PrepareArguments>,
     handler: Handler,
 }
@@ -315,6 +323,7 @@ impl FnTool {
             parameters,
             label: None,
             execution_mode: None,
+            replay_safe: false,
             prepare: None,
             handler: Arc::new(move |call| Box::pin(handler(call))),
         }
@@ -331,6 +340,13 @@ impl FnTool {
     #[must_use]
     pub fn with_execution_mode(mut self, mode: ToolExecutionMode) -> Self {
         self.execution_mode = Some(mode);
+        self
+    }
+
+    /// Declares the tool safe to run again after a crash (see [`AgentTool::replay_safe`]).
+    #[must_use]
+    pub fn with_replay_safe(mut self, replay_safe: bool) -> Self {
+        self.replay_safe = replay_safe;
         self
     }
 
@@ -361,6 +377,9 @@ impl AgentTool for FnTool {
     }
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
         self.execution_mode
+    }
+    fn replay_safe(&self) -> bool {
+        self.replay_safe
     }
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
         match &self.prepare {
