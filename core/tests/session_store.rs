@@ -96,7 +96,10 @@ fn concurrent_writers_are_serialised(kind: Kind) {
     assert!(records.iter().zip(1..).all(|(r, seq)| r.seq == seq));
 }
 
-fn options(faux: &pi_agent::ai::providers::faux::FauxProvider, runs: &Arc<AtomicUsize>) -> SessionOptions {
+fn options(
+    faux: &pi_agent::ai::providers::faux::FauxProvider,
+    runs: &Arc<AtomicUsize>,
+) -> SessionOptions {
     let mut options = SessionOptions::new(faux.model());
     options.tools = vec![echo_tool(Arc::clone(runs), false)];
     options
@@ -115,7 +118,9 @@ fn texts(messages: &[AgentMessage]) -> Vec<String> {
 /// Runs the scripted session (prompt → echo → "done") on `store` until idle or stopped.
 async fn run_scenario(store: Arc<dyn SessionStore>, runs: &Arc<AtomicUsize>) -> Session {
     let faux = scripted_model(FauxOptions::default());
-    let session = Session::open(store, "s", options(&faux, runs)).await.unwrap();
+    let session = Session::open(store, "s", options(&faux, runs))
+        .await
+        .unwrap();
     let _ = session.prompt("r1", UserMessage::text("hi"));
     let _ = session.wait_idle().await;
     session
@@ -161,7 +166,11 @@ async fn crash_at_every_write_point(kind: Kind) {
             assert!(runs.load(Ordering::SeqCst) <= 1, "write {allowed}");
         } else {
             assert_eq!(transcript, expected, "write {allowed}");
-            assert_eq!(runs.load(Ordering::SeqCst), 1, "write {allowed}: the tool ran once");
+            assert_eq!(
+                runs.load(Ordering::SeqCst),
+                1,
+                "write {allowed}: the tool ran once"
+            );
         }
         // Dense seqs, and the journal as a client sees it holds no step twice.
         let kinds = record_kinds(&*backing.store, "s");
@@ -226,7 +235,10 @@ async fn a_second_writer_is_refused(kind: Kind) {
     assert!(error.to_string().contains("another writer"), "{error}");
     assert!(matches!(second.status(), SessionStatus::Stopped(_)));
     // The first one's journal is intact.
-    assert_eq!(record_kinds(&*backing.store, "s").last().unwrap().0, "agent_end");
+    assert_eq!(
+        record_kinds(&*backing.store, "s").last().unwrap().0,
+        "agent_end"
+    );
 }
 
 macro_rules! suite {

@@ -227,6 +227,7 @@ pub(crate) struct CTool {
     pub(crate) description: String,
     pub(crate) parameters: Value,
     pub(crate) execution_mode: Option<ToolExecutionMode>,
+    pub(crate) replay_safe: bool,
     pub(crate) callbacks: Arc<ToolCallbacks>,
     pub(crate) site: CallbackSite,
 }
@@ -283,6 +284,10 @@ impl AgentTool for CTool {
 
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
         self.execution_mode
+    }
+
+    fn replay_safe(&self) -> bool {
+        self.replay_safe
     }
 
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {

@@ -41,6 +41,7 @@ pub struct pi_tool {
     description: String,
     parameters: Value,
     execution_mode: Option<ToolExecutionMode>,
+    replay_safe: bool,
     execute: ToolFn,
     prepare_arguments: Option<PrepareFn>,
     /// Released (its `free_user_data` called) when the tool is freed without being added.
@@ -60,6 +61,7 @@ impl pi_tool {
             description: self.description,
             parameters: self.parameters,
             execution_mode: self.execution_mode,
+            replay_safe: self.replay_safe,
             callbacks: Arc::new(ToolCallbacks {
                 execute: self.execute,
                 prepare_arguments: self.prepare_arguments,
@@ -109,6 +111,7 @@ pub extern "C" fn pi_tool_new(
             description: description.to_owned(),
             parameters,
             execution_mode: None,
+            replay_safe: false,
             execute,
             prepare_arguments: None,
             user_data: UserData::new(user_data, free_user_data),
@@ -147,6 +150,21 @@ pub extern "C" fn pi_tool_set_execution_mode(
             .map(|mode| parse_name::<ToolExecutionMode>(mode, "mode"))
             .transpose()?;
         tool_mut(tool)?.execution_mode = mode;
+        Ok(())
+    }
+}
+
+/// Declares whether a call of this tool may run again after the process died while it ran
+/// (pi-durable's `replay: "safe"`; default false). A durable session (`pi_session_open`)
+/// re-runs such a call when it resumes, and gives a call of any other tool an `interrupted`
+/// error result instead. Agents ignore it.
+///
+/// Errors: `NULL_ARGUMENT` (for `tool`).
+/// Thread-safety: not concurrently with other calls on `tool`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_set_replay_safe(tool: *mut pi_tool, replay_safe: bool) -> *mut pi_error {
+    ffi_fallible! {
+        tool_mut(tool)?.replay_safe = replay_safe;
         Ok(())
     }
 }

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{AgentMessage, StreamFn, TransformContext};
-use crate::ai::{AssistantMessage, Context, Message, Model, StopReason, StreamOptions, UserMessage};
+use crate::ai::{
+    AssistantMessage, Context, Message, Model, StopReason, StreamOptions, UserMessage,
+};
 
 /// When a session compacts.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -21,8 +21,7 @@ use crate::ai::{AssistantMessage, ToolCall, ToolResultMessage};
 
 /// The text of the error result of a tool call that was running when the process died, for a
 /// tool that is not replay-safe.
-pub const TOOL_INTERRUPTED: &str =
-    "Tool execution was interrupted: the session stopped while it ran, and the tool is not \
+pub const TOOL_INTERRUPTED: &str = "Tool execution was interrupted: the session stopped while it ran, and the tool is not \
      replay-safe, so it was not run again";
 
 /// Journals what a step's action emits, then shows it.
@@ -97,11 +96,8 @@ fn next_run(shared: &Arc<Shared>) -> Result<Option<Run>, SessionError> {
     let (run, events) = start_run(&shared.options, &inner.transcript, prompts);
     inner.signal = CancellationToken::new();
     inner.running = true;
-    let written = shared.write(&mut inner, 0, &events, &[Control::RunStart { requests }]);
-    if let Err(error) = written {
-        // Not taken: the requests stay for the next process (the store has them).
-        return Err(error);
-    }
+    // On failure the requests are not taken: the store still has them for the next process.
+    shared.write(&mut inner, 0, &events, &[Control::RunStart { requests }])?;
     shared.publish_status(&inner);
     Ok(Some(run))
 }
@@ -183,7 +179,12 @@ fn apply(
         reason: error.to_string(),
     })?;
     let mut inner = shared.lock();
-    shared.write(&mut inner, attempt, &step.events, std::slice::from_ref(&control))?;
+    shared.write(
+        &mut inner,
+        attempt,
+        &step.events,
+        std::slice::from_ref(&control),
+    )?;
     drop(inner);
     run.stepper = next;
     run.in_flight = false;
@@ -260,7 +261,11 @@ fn loop_config(shared: &Arc<Shared>) -> AgentLoopConfig {
 }
 
 #[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 enum ToolRecord {
     ToolExecutionStart {
         tool_call_id: String,
@@ -274,11 +279,11 @@ enum ToolRecord {
     Other,
 }
 
+/// The calls of a batch that began, and the results (with `isError`) of those that ended.
+type Recorded = (HashSet<String>, HashMap<String, (AgentToolResult, bool)>);
+
 /// What earlier attempts of this batch recorded: the calls that began, and those that ended.
-fn recorded_tools(
-    shared: &Arc<Shared>,
-    since_seq: u64,
-) -> Result<(HashSet<String>, HashMap<String, (AgentToolResult, bool)>), SessionError> {
+fn recorded_tools(shared: &Arc<Shared>, since_seq: u64) -> Result<Recorded, SessionError> {
     let mut started = HashSet::new();
     let mut ended = HashMap::new();
     let mut after = since_seq;
@@ -382,11 +387,8 @@ async fn execute(
         )
         .await
     };
-    let mut ran: HashMap<String, ToolOutcome> = to_run
-        .iter()
-        .map(|call| call.id.clone())
-        .zip(ran)
-        .collect();
+    let mut ran: HashMap<String, ToolOutcome> =
+        to_run.iter().map(|call| call.id.clone()).zip(ran).collect();
     if let Some(reason) = &shared.lock().stopped {
         return Err(SessionError::Stopped(reason.clone()));
     }

@@ -80,7 +80,11 @@ impl SessionStore for MemoryStore {
     }
 
     fn heads(&self, session: &str) -> Result<Heads, StoreError> {
-        Ok(self.lock().get(session).map(Logs::heads).unwrap_or_default())
+        Ok(self
+            .lock()
+            .get(session)
+            .map(Logs::heads)
+            .unwrap_or_default())
     }
 
     fn truncate(&self, session: &str, seq: u64, control: u64) -> Result<(), StoreError> {

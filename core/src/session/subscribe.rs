@@ -124,14 +124,13 @@ impl Subscription {
     fn fill(&mut self) -> Result<(), SessionError> {
         let after = self.cursor;
         for stored in self.store.records(&self.session, after, PAGE)? {
-            let event = RawValue::from_string(stored.event).map_err(|error| {
-                SessionError::Corrupt {
+            let event =
+                RawValue::from_string(stored.event).map_err(|error| SessionError::Corrupt {
                     session: self.session.clone(),
                     what: "record",
                     position: stored.seq,
                     reason: error.to_string(),
-                }
-            })?;
+                })?;
             self.buffer.push_back(JournalRecord {
                 seq: stored.seq,
                 attempt: stored.attempt,

@@ -14,8 +14,7 @@ use pi_agent::ai::providers::faux::{
 };
 use pi_agent::ai::{Context, Message};
 use pi_agent::session::{
-    Batch, Heads, MemoryStore, SessionStore, SqliteStore, StoreError, StoredControl,
-    StoredRecord,
+    Batch, Heads, MemoryStore, SessionStore, SqliteStore, StoreError, StoredControl, StoredRecord,
 };
 use serde_json::json;
 
@@ -140,7 +139,10 @@ pub fn echo_tool(runs: Arc<AtomicUsize>, replay_safe: bool) -> Arc<dyn AgentTool
                 async move {
                     runs.fetch_add(1, Ordering::SeqCst);
                     Ok(AgentToolResult::text(
-                        call.arguments["text"].as_str().unwrap_or_default().to_owned(),
+                        call.arguments["text"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
                     ))
                 }
             },
