@@ -79,23 +79,15 @@ pub extern "C" fn pi_session_open(
     session_out: *mut *mut pi_session,
 ) -> *mut pi_error {
     // Take the tools first, so that every exit frees them.
-    let taken: Vec<Box<pi_tool>> = if tools.is_null() {
-        Vec::new()
-    } else {
-        // SAFETY: per the contract, `tools` points to `tools_len` handles from `pi_tool_new`.
-        unsafe { std::slice::from_raw_parts(tools, tools_len) }
-            .iter()
-            .filter_map(|&tool| take_handle(tool))
-            .collect()
-    };
+    let taken = take_tools(tools, tools_len);
     ffi_fallible! {
         let mut taken = taken;
         if tools.is_null() && tools_len > 0 {
             return Err(pi_error::null_argument("tools"));
         }
-        let release = |taken: &mut Vec<Box<pi_tool>>| {
+        let release = |taken: &mut Vec<pi_tool>| {
             for tool in taken.drain(..) {
-                pi_tool_free(into_handle(*tool));
+                pi_tool_free(into_handle(tool));
             }
         };
         let parsed = (|| {
@@ -151,6 +143,18 @@ pub extern "C" fn pi_session_open(
         }));
         Ok(())
     }
+}
+
+/// Takes ownership of the `tools_len` tool handles at `tools` (none when `tools` is NULL).
+fn take_tools(tools: *const *mut pi_tool, tools_len: usize) -> Vec<pi_tool> {
+    if tools.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: per the contract, `tools` points to `tools_len` handles from `pi_tool_new`.
+    unsafe { std::slice::from_raw_parts(tools, tools_len) }
+        .iter()
+        .filter_map(|&tool| take_handle(tool).map(|tool| *tool))
+        .collect()
 }
 
 fn request(

@@ -81,9 +81,7 @@ pub extern "C" fn pi_session_subscription_next(
     record_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        // SAFETY: per the contract, a non-NULL `subscription` is live and used by one thread.
-        let subscription = unsafe { subscription.as_mut() }
-            .ok_or_else(|| pi_error::null_argument("subscription"))?;
+        let subscription = subscription_mut(subscription)?;
         let out = Out::new(record_json_out, "record_json_out")?;
         let timeout = Duration::from_millis(u64::from(timeout_ms));
         let record = block_on(
@@ -94,6 +92,13 @@ pub extern "C" fn pi_session_subscription_next(
         out.write(record.map_or(std::ptr::null_mut(), |record| into_c_string(record.to_json())));
         Ok(())
     }
+}
+
+fn subscription_mut<'a>(
+    subscription: *mut pi_session_subscription,
+) -> Result<&'a mut pi_session_subscription, pi_error> {
+    // SAFETY: per the contract, a non-NULL `subscription` is live and used by one thread.
+    unsafe { subscription.as_mut() }.ok_or_else(|| pi_error::null_argument("subscription"))
 }
 
 /// The seq of the last record handed out: the cursor to resume from (e.g. after a restart).

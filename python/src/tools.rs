@@ -30,6 +30,8 @@ pub(crate) struct PyTool {
     parameters: Value,
     label: Option<String>,
     execution_mode: Option<ToolExecutionMode>,
+    /// May run again after a crash (see `AgentTool::replay_safe`).
+    replay_safe: bool,
     function: Arc<Py<PyAny>>,
     /// pi's `prepareArguments`: rewrites the raw arguments before validation.
     prepare_arguments: Option<Arc<Py<PyAny>>>,
@@ -53,6 +55,7 @@ impl PyTool {
             parameters: tool.parameters().clone(),
             label: Some(tool.label().to_owned()),
             execution_mode: tool.execution_mode(),
+            replay_safe: tool.replay_safe(),
             function: Arc::new(function),
             prepare_arguments: None,
             context_parameter: None,
@@ -77,7 +80,10 @@ impl PyTool {
             Err(_) => {
                 let py = obj.py();
                 let cls = py.get_type::<PyTool>();
-                Ok(Self::from_function(&cls, obj, None, None, None, None, None, None)?.unbind())
+                Ok(
+                    Self::from_function(&cls, obj, None, None, None, None, None, None, false)?
+                        .unbind(),
+                )
             }
         }
     }
@@ -93,6 +99,7 @@ impl PyTool {
             parameters: self.parameters.clone(),
             label: self.label.clone(),
             execution_mode: self.execution_mode,
+            replay_safe: self.replay_safe,
             function: Arc::clone(&self.function),
             prepare_arguments: self.prepare_arguments.clone(),
             context_parameter: self.context_parameter.clone(),
@@ -121,8 +128,9 @@ impl PyTool {
     #[new]
     #[pyo3(signature = (
         name, description, parameters, function, *, label = None, execution_mode = None,
-        prepare_arguments = None,
+        prepare_arguments = None, replay_safe = false,
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         name: String,
         description: String,
@@ -131,6 +139,7 @@ impl PyTool {
         label: Option<String>,
         execution_mode: Option<&Bound<'_, PyAny>>,
         prepare_arguments: Option<&Bound<'_, PyAny>>,
+        replay_safe: bool,
     ) -> PyResult<Self> {
         if !function.is_callable() {
             return Err(type_error(
@@ -164,6 +173,7 @@ impl PyTool {
                 .filter(|mode| !mode.is_none())
                 .map(|mode| parse_value(from_py(mode)?, "execution_mode"))
                 .transpose()?,
+            replay_safe,
             function: Arc::new(function.unbind()),
             prepare_arguments: optional_callable(prepare_arguments, "prepare_arguments")?,
             context_parameter: context_parameter.map(Arc::from),
@@ -179,7 +189,7 @@ impl PyTool {
     #[classmethod]
     #[pyo3(signature = (
         function, name = None, description = None, parameters = None, *, label = None,
-        execution_mode = None, prepare_arguments = None,
+        execution_mode = None, prepare_arguments = None, replay_safe = false,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn from_function<'py>(
@@ -191,6 +201,7 @@ impl PyTool {
         label: Option<String>,
         execution_mode: Option<&Bound<'py, PyAny>>,
         prepare_arguments: Option<&Bound<'py, PyAny>>,
+        replay_safe: bool,
     ) -> PyResult<Bound<'py, PyTool>> {
         let py = cls.py();
         let spec = py.import("pi_agent._tools")?.call_method1(
@@ -209,6 +220,7 @@ impl PyTool {
                 label,
                 execution_mode,
                 prepare_arguments,
+                replay_safe,
             )?,
         )
     }
@@ -242,6 +254,13 @@ impl PyTool {
             ToolExecutionMode::Sequential => "sequential",
             ToolExecutionMode::Parallel => "parallel",
         })
+    }
+
+    /// Whether a durable `Session` may run a call again after the process died while it ran
+    /// (pi-durable's `replay: "safe"`); other tools' calls then end `interrupted`.
+    #[getter]
+    fn replay_safe(&self) -> bool {
+        self.replay_safe
     }
 
     /// pi's `prepareArguments`: called with the model's raw arguments before validation;
@@ -285,6 +304,7 @@ struct PythonTool {
     parameters: Value,
     label: Option<String>,
     execution_mode: Option<ToolExecutionMode>,
+    replay_safe: bool,
     function: Arc<Py<PyAny>>,
     prepare_arguments: Option<Arc<Py<PyAny>>>,
     context_parameter: Option<Arc<str>>,
@@ -311,6 +331,10 @@ impl AgentTool for PythonTool {
 
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
         self.execution_mode
+    }
+
+    fn replay_safe(&self) -> bool {
+        self.replay_safe
     }
 
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
