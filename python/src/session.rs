@@ -62,7 +62,7 @@ fn receipt<'py>(
 impl PySession {
     #[new]
     #[pyo3(signature = (
-        store_path, session_id, model, *, system_prompt = String::new(), tools = None,
+        store_path, session_id, model, *, system_prompt = "", tools = None,
         settings = None, compaction = None,
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -71,13 +71,13 @@ impl PySession {
         store_path: std::path::PathBuf,
         session_id: String,
         model: &Bound<'_, PyAny>,
-        system_prompt: String,
+        system_prompt: &str,
         tools: Option<&Bound<'_, PyAny>>,
         settings: Option<&Bound<'_, PyAny>>,
         compaction: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let mut options = SessionOptions::new(PyModel::extract(model)?);
-        options.system_prompt = system_prompt;
+        options.system_prompt = system_prompt.to_owned();
         if let Some(settings) = settings.filter(|s| !s.is_none()) {
             options.settings = parse_value::<AgentSettings>(from_py(settings)?, "settings")?;
         }
