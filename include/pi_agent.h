@@ -251,6 +251,11 @@ enum pi_error_kind
    */
   PI_ERROR_KIND_MCP = 106,
   /**
+   * A durable session's store failed (the session stopped; reopen it to resume), another
+   * writer wrote the same session, or a request id was reused for another kind of request.
+   */
+  PI_ERROR_KIND_SESSION = 107,
+  /**
    * The async runtime could not be started, or another internal failure.
    */
   PI_ERROR_KIND_RUNTIME = 200,
@@ -577,6 +582,27 @@ typedef struct pi_on_payload pi_on_payload;
  * Thread-safe: its functions may be called from any thread while the callback runs.
  */
 typedef struct pi_prepare_arguments pi_prepare_arguments;
+
+/**
+ * A durable session: every event, message, request and step is written to its SQLite file
+ * before it is shown, so the session survives the process. Made by `pi_session_open`, freed
+ * by `pi_session_free`.
+ *
+ * Thread-safe: its functions may be called from any thread (not from its tool callbacks,
+ * for the blocking ones).
+ */
+typedef struct pi_session pi_session;
+
+/**
+ * Journal records after a cursor, in order, then live ones: nothing skipped, nothing twice.
+ * Each record is core's `JournalRecord` JSON, the same in every binding:
+ * `{"seq":12,"attempt":0,"event":{"type":"message_update",...}}`. `seq` counts from 1 per
+ * session; when a record's `attempt` is higher than that of the message being shown, the
+ * message was restarted after a crash: drop what the lower attempt showed.
+ *
+ * Not thread-safe: use it from one thread at a time.
+ */
+typedef struct pi_session_subscription pi_session_subscription;
 
 /**
  * The turn that just ended, passed to a `pi_should_stop_after_turn_callback`. Valid until the
@@ -2731,6 +2757,177 @@ struct pi_error *pi_is_context_overflow(const char *assistant_message_json,
                                         bool *overflow_out);
 
 /**
+ * Opens session `session_id` in the SQLite file at `store_path` (created if needed) with
+ * `model` (copied), `system_prompt` (may be empty, not NULL), `settings_json` (NULL or core's
+ * `AgentSettings`, as `pi_agent_new` takes), `compaction_json` (NULL or
+ * `{"enabled":true,"reserveTokens":16384,"keepRecentTokens":20000}`, any subset) and the
+ * `tools_len` tools of `tools` (made by `pi_tool_new`; ownership of every one is taken in
+ * every case, success or error, so do not use them afterwards; `tools` may be NULL when
+ * `tools_len` is 0).
+ *
+ * A session that exists resumes from its journal: a run left unfinished goes on at once. A
+ * model call that was in flight is made again (its records carry the next `attempt`); a tool
+ * call that was in flight runs again only if its tool is replay-safe
+ * (`pi_tool_set_replay_safe`), else it ends with an `interrupted` error result.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `INVALID_ARGUMENT` (an empty
+ * `session_id`), `SESSION` (the file cannot be opened, or its journal is damaged).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_session_open(const char *store_path,
+                                 const char *session_id,
+                                 const struct pi_model *model,
+                                 const char *system_prompt,
+                                 const char *settings_json,
+                                 const char *compaction_json,
+                                 struct pi_tool *const *tools,
+                                 size_t tools_len,
+                                 struct pi_session **session_out);
+
+/**
+ * Asks for a run with the user message `text` (while a run goes on, it waits as a
+ * follow-up). `request_id` (not empty) makes it idempotent: the same id again does nothing
+ * and gives the same receipt, also after a restart. Returns at once; the run goes on in the
+ * background (`pi_session_wait_idle`, `pi_session_subscribe`). `receipt_json_out` (nullable)
+ * receives `{"requestId":"r1","kind":"prompt","seq":41}` (free with `pi_string_free`): `seq`
+ * is the journal's last record when it was accepted.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (empty id), `SESSION` (the
+ * session stopped, or the id was used for another kind of request).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_session_prompt(struct pi_session *session,
+                                   const char *request_id,
+                                   const char *text,
+                                   char **receipt_json_out);
+
+/**
+ * Injects the user message `text` after the current turn's tool calls (starts a run when
+ * idle). As `pi_session_prompt` otherwise.
+ *
+ * Errors and thread-safety: as `pi_session_prompt`.
+ */
+struct pi_error *pi_session_steer(struct pi_session *session,
+                                  const char *request_id,
+                                  const char *text,
+                                  char **receipt_json_out);
+
+/**
+ * Runs the user message `text` when the agent would otherwise stop (starts a run when idle).
+ * As `pi_session_prompt` otherwise.
+ *
+ * Errors and thread-safety: as `pi_session_prompt`.
+ */
+struct pi_error *pi_session_follow_up(struct pi_session *session,
+                                      const char *request_id,
+                                      const char *text,
+                                      char **receipt_json_out);
+
+/**
+ * Aborts the current run (the partial answer is kept in an `aborted` message; running tools
+ * get `aborted` results). No-op when idle or when `session` is NULL.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+void pi_session_abort(struct pi_session *session);
+
+/**
+ * Blocks until no run goes on and no request waits.
+ *
+ * Errors: `NULL_ARGUMENT`, `SESSION` (the session stopped: its store failed).
+ * Thread-safety: may be called from any thread, not from the session's tool callbacks.
+ */
+struct pi_error *pi_session_wait_idle(struct pi_session *session);
+
+/**
+ * The transcript as a JSON array of messages (every message whose `message_end` was
+ * journalled). On success `*json_out` receives it; free it with `pi_string_free`.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_session_transcript_json(const struct pi_session *session, char **json_out);
+
+/**
+ * The seq of the last journalled record (0 when none, or when `session` is NULL).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+uint64_t pi_session_last_seq(const struct pi_session *session);
+
+/**
+ * Summarises the older turns now (before the next model call when a run goes on) and blocks
+ * until done. `*compaction_json_out` receives `{"summary":"...","covers":N,"tokensBefore":N}`,
+ * or `null` when there was nothing new to compact; free it with `pi_string_free`.
+ *
+ * Errors: `NULL_ARGUMENT`, `SESSION` (the summary call failed: the session goes on
+ * uncompacted, and this cut point is not tried again).
+ * Thread-safety: may be called from any thread, not from the session's tool callbacks.
+ */
+struct pi_error *pi_session_compact(struct pi_session *session, char **compaction_json_out);
+
+/**
+ * Frees a session: it stops where it is, as a killed process would (a step in flight is
+ * resumed when the session is opened again), waits for its tool callbacks to return and
+ * calls their `free_user_data`. NULL is a no-op.
+ *
+ * Thread-safety: call once, when no other call on the session is in progress.
+ */
+void pi_session_free(struct pi_session *session);
+
+/**
+ * Subscribes to `session`'s journal after `after` (0: from the start). On success
+ * `*subscription_out` receives the subscription; free it with
+ * `pi_session_subscription_free`. It ends (`pi_session_subscription_next` gives NULL at once)
+ * once the session is freed and every record was read.
+ *
+ * Errors: `NULL_ARGUMENT`.
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_session_subscribe(const struct pi_session *session,
+                                      uint64_t after,
+                                      struct pi_session_subscription **subscription_out);
+
+/**
+ * Follows session `session_id` in the SQLite file at `store_path` after `after`, without
+ * running it: for another process (a UI, a log shipper) reading what a session writes. It
+ * polls the file every 20 ms and never ends. On success `*subscription_out` receives it.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `SESSION` (the file cannot be opened).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_session_follow(const char *store_path,
+                                   const char *session_id,
+                                   uint64_t after,
+                                   struct pi_session_subscription **subscription_out);
+
+/**
+ * Waits up to `timeout_ms` for the next record. `*record_json_out` receives its JSON (free
+ * it with `pi_string_free`), or NULL when none came in time (or the subscription ended).
+ *
+ * Errors: `NULL_ARGUMENT`, `SESSION` (the store failed, or a record is damaged).
+ * Thread-safety: not concurrently with other calls on `subscription`.
+ */
+struct pi_error *pi_session_subscription_next(struct pi_session_subscription *subscription,
+                                              uint32_t timeout_ms,
+                                              char **record_json_out);
+
+/**
+ * The seq of the last record handed out: the cursor to resume from (e.g. after a restart).
+ * 0 when `subscription` is NULL.
+ *
+ * Thread-safety: not concurrently with other calls on `subscription`.
+ */
+uint64_t pi_session_subscription_cursor(const struct pi_session_subscription *subscription);
+
+/**
+ * Frees a subscription. NULL is a no-op.
+ *
+ * Thread-safety: call once, when no other call on it is in progress.
+ */
+void pi_session_subscription_free(struct pi_session_subscription *subscription);
+
+/**
  * Shuts the library down for good, so that a program can exit clean under a leak checker
  * (`valgrind --leak-check=full --error-exitcode=1`, whose default counts "possibly lost"
  * blocks): stops the runtime's threads (waiting up to 5 s) and frees the provider registry, the
@@ -3241,6 +3438,17 @@ struct pi_error *pi_tool_set_label(struct pi_tool *tool, const char *label);
  * Thread-safety: not concurrently with other calls on `tool`.
  */
 struct pi_error *pi_tool_set_execution_mode(struct pi_tool *tool, const char *mode);
+
+/**
+ * Declares whether a call of this tool may run again after the process died while it ran
+ * (pi-durable's `replay: "safe"`; default false). A durable session (`pi_session_open`)
+ * re-runs such a call when it resumes, and gives a call of any other tool an `interrupted`
+ * error result instead. Agents ignore it.
+ *
+ * Errors: `NULL_ARGUMENT` (for `tool`).
+ * Thread-safety: not concurrently with other calls on `tool`.
+ */
+struct pi_error *pi_tool_set_replay_safe(struct pi_tool *tool, bool replay_safe);
 
 /**
  * Sets the argument shim (see `pi_prepare_arguments_callback`); NULL removes it. It gets the

@@ -54,6 +54,7 @@ pub mod mcp;
 pub mod observability;
 mod panics;
 mod text;
+pub mod session;
 
 /// The `reqwest` this crate is built with, for [`ai::set_http_client`].
 pub use reqwest;

@@ -54,6 +54,12 @@ impl Fallback for bool {
     }
 }
 
+impl Fallback for u64 {
+    fn on_panic(_message: String) -> Self {
+        0
+    }
+}
+
 impl Fallback for usize {
     fn on_panic(_: String) -> Self {
         0

@@ -44,6 +44,9 @@ pub enum pi_error_kind {
     /// An MCP server could not be started or reached, or failed a request (the message names
     /// the server and says why).
     Mcp = 106,
+    /// A durable session's store failed (the session stopped; reopen it to resume), another
+    /// writer wrote the same session, or a request id was reused for another kind of request.
+    Session = 107,
     /// The async runtime could not be started, or another internal failure.
     Runtime = 200,
     /// pi-agent panicked; the panic was caught at the C boundary.

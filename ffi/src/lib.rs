@@ -71,6 +71,8 @@ pub mod oauth;
 mod options;
 pub mod overflow;
 mod runtime;
+pub mod session;
+pub mod session_subscription;
 pub mod shutdown;
 pub mod stepper;
 pub mod stream;

@@ -139,6 +139,21 @@ pub extern "C" fn pi_tool_set_execution_mode(
     }
 }
 
+/// Declares whether a call of this tool may run again after the process died while it ran
+/// (pi-durable's `replay: "safe"`; default false). A durable session (`pi_session_open`)
+/// re-runs such a call when it resumes, and gives a call of any other tool an `interrupted`
+/// error result instead. Agents ignore it.
+///
+/// Errors: `NULL_ARGUMENT` (for `tool`).
+/// Thread-safety: not concurrently with other calls on `tool`.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_tool_set_replay_safe(tool: *mut pi_tool, replay_safe: bool) -> *mut pi_error {
+    ffi_fallible! {
+        tool_mut(tool)?.spec.replay_safe = replay_safe;
+        Ok(())
+    }
+}
+
 /// Sets the argument shim (see `pi_prepare_arguments_callback`); NULL removes it. It gets the
 /// tool's `user_data`.
 ///

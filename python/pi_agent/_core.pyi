@@ -96,6 +96,9 @@ __all__ = [
     "get_providers",
     "resolve_model",
     "AssistantMessageEventStream",
+    "Session",
+    "SessionError",
+    "SessionSubscription",
     "Signal",
     "OnPayload",
     "OnResponse",
@@ -192,6 +195,11 @@ class AgentRunError(PiError):
 class ToolValidationError(PiError):
     """Tool-call arguments do not match the tool's schema (pi's validation report), or the
     tool is unknown (``validate_tool_call``)."""
+
+class SessionError(PiError):
+    """A durable session's store failed (the session stopped; open it again to resume),
+    another writer wrote the same session, or a request id was reused for another kind of
+    request."""
 
 class OAuthError(PiError):
     """An OAuth login, refresh or credentials-file operation failed (the message never holds
@@ -712,6 +720,7 @@ class Tool(Generic[_ToolParams, _ToolResult]):
         label: Optional[str] = None,
         execution_mode: Optional[ToolExecutionMode] = None,
         prepare_arguments: Optional[Callable[[Any], Any]] = None,
+        replay_safe: bool = False,
     ) -> Tool: ...
     @classmethod
     def from_function(
@@ -724,6 +733,7 @@ class Tool(Generic[_ToolParams, _ToolResult]):
         label: Optional[str] = None,
         execution_mode: Optional[ToolExecutionMode] = None,
         prepare_arguments: Optional[Callable[[Any], Any]] = None,
+        replay_safe: bool = False,
     ) -> Tool:
         """Makes a tool from a function: the name defaults to the function's, the description
         to the first paragraph of its docstring, and the parameters' JSON Schema is derived
@@ -739,6 +749,10 @@ class Tool(Generic[_ToolParams, _ToolResult]):
     @property
     def label(self) -> str:
         """A label for user interfaces (default: the name)."""
+    @property
+    def replay_safe(self) -> bool:
+        """Whether a durable ``Session`` may run a call again after the process died while it
+        ran (pi-durable's ``replay: "safe"``); other tools' calls then end ``interrupted``."""
     @property
     def execution_mode(self) -> Optional[ToolExecutionMode]:
         """``"sequential"`` makes the batch of calls this tool's call is in run one at a time;
@@ -793,6 +807,71 @@ class ToolContext:
 # Agent
 
 _PromptInput = Union[str, AgentMessageInput, Sequence[AgentMessageInput]]
+
+@final
+class Session:
+    """A durable agent session in a SQLite file (WAL mode; one file holds many sessions):
+    every event, message, request and step is written before it is shown, so the session
+    survives the process. Opening a session that exists resumes it: a finished step is never
+    redone, a model call in flight is made again (its records carry the next ``attempt``), a
+    tool call in flight runs again only if its tool is ``replay_safe`` (else it ends with an
+    ``interrupted`` error result). Requests carry an id and are applied once."""
+
+    def __new__(
+        cls,
+        store_path: Union[str, PathLike[str]],
+        session_id: str,
+        model: Model,
+        *,
+        system_prompt: str = "",
+        tools: Optional[Sequence[Union[Tool[Any, Any], Callable[..., Any]]]] = None,
+        settings: Optional[Mapping[str, Any]] = None,
+        compaction: Optional[Mapping[str, Any]] = None,
+    ) -> Session: ...
+    @property
+    def id(self) -> str: ...
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last journalled record."""
+    def prompt(self, request_id: str, text: str) -> dict[str, Any]:
+        """Asks for a run with ``text``; returns ``{"requestId", "kind", "seq"}``. The same id
+        again is a no-op returning the same receipt, also after a restart."""
+    def steer(self, request_id: str, text: str) -> dict[str, Any]:
+        """Injects ``text`` after the current turn's tool calls (starts a run when idle)."""
+    def follow_up(self, request_id: str, text: str) -> dict[str, Any]:
+        """Runs ``text`` when the agent would otherwise stop (starts a run when idle)."""
+    def abort(self) -> None:
+        """Aborts the current run (the partial answer is kept; no-op when idle)."""
+    def wait_idle(self, timeout: Optional[float] = None) -> bool:
+        """Blocks until no run goes on; ``False`` when ``timeout`` seconds passed first."""
+    def transcript(self) -> list[AgentMessage]: ...
+    def compact(self) -> Optional[dict[str, Any]]:
+        """Summarises the older turns now: ``{"summary", "covers", "tokensBefore"}``, or
+        ``None`` when there was nothing new to compact."""
+    def subscribe(self, after: int = 0) -> SessionSubscription:
+        """The journal records after ``after``, then live ones."""
+    @staticmethod
+    def follow(
+        store_path: Union[str, PathLike[str]], session_id: str, after: int = 0
+    ) -> SessionSubscription:
+        """Follows a session of the file without running it (another process's)."""
+    def close(self) -> None:
+        """Stops the session where it is, as a killed process would."""
+    def __enter__(self) -> Session: ...
+    def __exit__(self, *args: object) -> None: ...
+
+@final
+class SessionSubscription:
+    """Journal records ``{"seq": 12, "attempt": 0, "event": {...}}`` after a cursor, in order,
+    then live ones: nothing skipped, nothing twice. A record whose ``attempt`` is higher than
+    that of the message being shown means the message was restarted after a crash."""
+
+    def next(self, timeout: Optional[float] = None) -> Optional[dict[str, Any]]: ...
+    @property
+    def cursor(self) -> int:
+        """The seq of the last record handed out."""
+    def __iter__(self) -> SessionSubscription: ...
+    def __next__(self) -> dict[str, Any]: ...
 
 @final
 class Unsubscribe:

@@ -27,6 +27,8 @@ mod otel;
 mod overflow;
 mod py_serde;
 mod runtime;
+mod session;
+mod session_subscription;
 mod shape;
 mod signal;
 mod spans;
@@ -77,6 +79,10 @@ mod _core {
     use super::otel::{_otel_enable, _otel_stats, _otel_take, _otel_wait};
     #[pymodule_export]
     use super::overflow::is_context_overflow;
+    #[pymodule_export]
+    use super::session::{PySession, SessionError};
+    #[pymodule_export]
+    use super::session_subscription::PySessionSubscription;
     #[pymodule_export]
     use super::shape::_shape_fields;
     #[pymodule_export]

@@ -71,7 +71,10 @@ impl PyTool {
             Err(_) => {
                 let py = obj.py();
                 let cls = py.get_type::<PyTool>();
-                Ok(Self::from_function(&cls, obj, None, None, None, None, None, None)?.unbind())
+                Ok(
+                    Self::from_function(&cls, obj, None, None, None, None, None, None, false)?
+                        .unbind(),
+                )
             }
         }
     }
@@ -111,8 +114,9 @@ impl PyTool {
     #[new]
     #[pyo3(signature = (
         name, description, parameters, function, *, label = None, execution_mode = None,
-        prepare_arguments = None,
+        prepare_arguments = None, replay_safe = false,
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         name: String,
         description: String,
@@ -121,6 +125,7 @@ impl PyTool {
         label: Option<String>,
         execution_mode: Option<&Bound<'_, PyAny>>,
         prepare_arguments: Option<&Bound<'_, PyAny>>,
+        replay_safe: bool,
     ) -> PyResult<Self> {
         if !function.is_callable() {
             return Err(type_error(
@@ -154,6 +159,7 @@ impl PyTool {
                 .filter(|mode| !mode.is_none())
                 .map(|mode| parse_value(from_py(mode)?, "execution_mode"))
                 .transpose()?,
+            replay_safe,
         };
         Ok(Self {
             spec,
@@ -172,7 +178,7 @@ impl PyTool {
     #[classmethod]
     #[pyo3(signature = (
         function, name = None, description = None, parameters = None, *, label = None,
-        execution_mode = None, prepare_arguments = None,
+        execution_mode = None, prepare_arguments = None, replay_safe = false,
     ))]
     #[allow(clippy::too_many_arguments)]
     fn from_function<'py>(
@@ -184,6 +190,7 @@ impl PyTool {
         label: Option<String>,
         execution_mode: Option<&Bound<'py, PyAny>>,
         prepare_arguments: Option<&Bound<'py, PyAny>>,
+        replay_safe: bool,
     ) -> PyResult<Bound<'py, PyTool>> {
         let py = cls.py();
         let spec = py.import("pi_agent._tools")?.call_method1(
@@ -202,6 +209,7 @@ impl PyTool {
                 label,
                 execution_mode,
                 prepare_arguments,
+                replay_safe,
             )?,
         )
     }
@@ -235,6 +243,13 @@ impl PyTool {
             ToolExecutionMode::Sequential => "sequential",
             ToolExecutionMode::Parallel => "parallel",
         })
+    }
+
+    /// Whether a durable `Session` may run a call again after the process died while it ran
+    /// (pi-durable's `replay: "safe"`); other tools' calls then end `interrupted`.
+    #[getter]
+    fn replay_safe(&self) -> bool {
+        self.spec.replay_safe
     }
 
     /// pi's `prepareArguments`: called with the model's raw arguments before validation;

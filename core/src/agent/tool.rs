@@ -43,6 +43,13 @@ pub struct ToolSpec {
     /// Forces sequential execution of the batch this tool's call is in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_mode: Option<ToolExecutionMode>,
+    /// May run again after the process died while it ran (see [`AgentTool::replay_safe`]).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub replay_safe: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 impl ToolSpec {
@@ -54,6 +61,7 @@ impl ToolSpec {
             description: description.into(),
             parameters,
             execution_mode: None,
+            replay_safe: false,
         }
     }
 }
@@ -261,6 +269,13 @@ pub trait AgentTool: Send + Sync {
     fn execution_mode(&self) -> Option<ToolExecutionMode> {
         self.spec().execution_mode
     }
+    /// Whether a call may run again after the process died while it ran (pi-durable's
+    /// `replay: "safe"`): a durable session re-runs such a call on reopen, and gives any other
+    /// an `interrupted` error result instead (default false: a call with effects is not
+    /// repeated behind the caller's back).
+    fn replay_safe(&self) -> bool {
+        self.spec().replay_safe
+    }
     /// Rewrites raw arguments before validation (pi's `prepareArguments`, a compatibility shim
     /// for sloppy models). `Err` becomes an error result the model reads.
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
@@ -357,6 +372,13 @@ impl FnTool {
     #[must_use]
     pub fn with_execution_mode(mut self, mode: ToolExecutionMode) -> Self {
         self.spec.execution_mode = Some(mode);
+        self
+    }
+
+    /// Declares the tool safe to run again after a crash (see [`AgentTool::replay_safe`]).
+    #[must_use]
+    pub fn with_replay_safe(mut self, replay_safe: bool) -> Self {
+        self.spec.replay_safe = replay_safe;
         self
     }
 

@@ -1,0 +1,199 @@
+//! [`SqliteStore`]: the default store, one SQLite database file (WAL mode) for many sessions.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use super::record::{Batch, Heads, StoredControl, StoredRecord};
+use super::store::{SessionStore, StoreError, check_follows};
+
+/// How long a write waits for another process's transaction on the same file.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS pi_records (
+    session TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    attempt INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (session, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pi_controls (
+    session TEXT NOT NULL,
+    idx INTEGER NOT NULL,
+    entry TEXT NOT NULL,
+    PRIMARY KEY (session, idx)
+) WITHOUT ROWID;
+";
+
+/// A [`SessionStore`] in one SQLite file. Every handle (in this process or another) on the
+/// same path sees the same sessions; writes are transactions, so a process killed at any
+/// point leaves every batch either whole or absent.
+///
+/// The file is in WAL mode with `synchronous = NORMAL`: a killed process loses nothing it
+/// committed; a power cut may lose the last transactions before a checkpoint (never corrupt
+/// the file). Two writers of one session are told apart by [`StoreError::Conflict`].
+#[derive(Debug)]
+pub struct SqliteStore {
+    path: PathBuf,
+    connection: Mutex<Connection>,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database at `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref().to_path_buf();
+        let connection = Connection::open(&path)?;
+        connection.busy_timeout(BUSY_TIMEOUT)?;
+        // `journal_mode` answers with a row; read it rather than `execute`.
+        let _mode: String =
+            connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        connection.execute_batch("PRAGMA synchronous = NORMAL;")?;
+        connection.execute_batch(SCHEMA)?;
+        Ok(Self {
+            path,
+            connection: Mutex::new(connection),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// SQLite's `data_version`: changes when another connection commits to the file, so a
+    /// follower can tell cheaply whether to read again.
+    pub fn data_version(&self) -> Result<i64, StoreError> {
+        Ok(self
+            .lock()
+            .query_row("PRAGMA data_version", [], |row| row.get(0))?)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A connection left mid-statement by a panic is still usable (SQLite rolls back).
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+fn heads_of(connection: &Connection, session: &str) -> Result<Heads, rusqlite::Error> {
+    let seq: Option<i64> = connection
+        .prepare_cached("SELECT MAX(seq) FROM pi_records WHERE session = ?1")?
+        .query_row([session], |row| row.get(0))
+        .optional()?
+        .flatten();
+    let control: Option<i64> = connection
+        .prepare_cached("SELECT MAX(idx) FROM pi_controls WHERE session = ?1")?
+        .query_row([session], |row| row.get(0))
+        .optional()?
+        .flatten();
+    Ok(Heads {
+        seq: seq.map_or(0, to_u64),
+        control: control.map_or(0, to_u64),
+    })
+}
+
+fn to_u64(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn to_i64(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+impl SessionStore for SqliteStore {
+    fn append(&self, session: &str, batch: Batch<'_>) -> Result<(), StoreError> {
+        let mut connection = self.lock();
+        // IMMEDIATE takes the write lock first, so the check and the insert see the same
+        // heads even when another process writes the same session.
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        check_follows(session, heads_of(&transaction, session)?, &batch)?;
+        {
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO pi_records (session, seq, attempt, event) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            for record in batch.records {
+                insert.execute(params![
+                    session,
+                    to_i64(record.seq),
+                    record.attempt,
+                    record.event
+                ])?;
+            }
+            let mut insert = transaction.prepare_cached(
+                "INSERT INTO pi_controls (session, idx, entry) VALUES (?1, ?2, ?3)",
+            )?;
+            for control in batch.controls {
+                insert.execute(params![session, to_i64(control.index), control.entry])?;
+            }
+        }
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn records(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredRecord>, StoreError> {
+        let connection = self.lock();
+        let mut select = connection.prepare_cached(
+            "SELECT seq, attempt, event FROM pi_records WHERE session = ?1 AND seq > ?2 \
+             ORDER BY seq LIMIT ?3",
+        )?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = select.query_map(params![session, to_i64(after), limit], |row| {
+            Ok(StoredRecord {
+                seq: to_u64(row.get(0)?),
+                attempt: row.get(1)?,
+                event: row.get(2)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn controls(&self, session: &str) -> Result<Vec<StoredControl>, StoreError> {
+        let connection = self.lock();
+        let mut select = connection
+            .prepare_cached("SELECT idx, entry FROM pi_controls WHERE session = ?1 ORDER BY idx")?;
+        let rows = select.query_map([session], |row| {
+            Ok(StoredControl {
+                index: to_u64(row.get(0)?),
+                entry: row.get(1)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    fn heads(&self, session: &str) -> Result<Heads, StoreError> {
+        Ok(heads_of(&self.lock(), session)?)
+    }
+
+    fn truncate(&self, session: &str, seq: u64, control: u64) -> Result<(), StoreError> {
+        let mut connection = self.lock();
+        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        transaction.execute(
+            "DELETE FROM pi_records WHERE session = ?1 AND seq > ?2",
+            params![session, to_i64(seq)],
+        )?;
+        transaction.execute(
+            "DELETE FROM pi_controls WHERE session = ?1 AND idx > ?2",
+            params![session, to_i64(control)],
+        )?;
+        transaction.commit()?;
+        Ok(())
+    }
+
+    fn sessions(&self) -> Result<Vec<String>, StoreError> {
+        let connection = self.lock();
+        let mut select = connection.prepare_cached(
+            "SELECT session FROM pi_controls UNION SELECT session FROM pi_records ORDER BY 1",
+        )?;
+        let rows = select.query_map([], |row| row.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}

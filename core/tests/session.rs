@@ -1,0 +1,384 @@
+//! Durable sessions through the public Rust API: journal records and cursors, request ids,
+//! restarts mid-tool and mid-stream, followers, abort and compaction.
+
+mod session_support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use pi_agent::ai::providers::faux::{
+    FauxOptions, FauxProvider, FauxResponse, faux_assistant_message, faux_error_message, faux_text,
+};
+use pi_agent::ai::{Context, Message, StopReason, UserMessage};
+use pi_agent::session::{
+    CompactionSettings, MemoryStore, SUMMARY_PREFIX, Session, SessionOptions, SessionStore,
+    SqliteStore, Subscription, TOOL_INTERRUPTED,
+};
+use serde_json::{Value, json};
+use session_support::{echo_tool, eventually, hanging_tool, record_kinds, scripted_model, temp_db};
+
+fn options(faux: &FauxProvider, tool: Arc<dyn pi_agent::agent::AgentTool>) -> SessionOptions {
+    let mut options = SessionOptions::new(faux.model());
+    options.tools = vec![tool];
+    options
+}
+
+async fn drain(subscription: &mut Subscription, until: u64) -> Vec<Value> {
+    let mut out = Vec::new();
+    while subscription.cursor() < until {
+        let record = subscription
+            .next_timeout(Duration::from_secs(30))
+            .await
+            .unwrap()
+            .expect("a record");
+        out.push(serde_json::from_str(&record.to_json()).unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn records_have_the_shared_shape_and_resume_from_any_cursor() {
+    let faux = scripted_model(FauxOptions::default());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let session = Session::open(store, "s", options(&faux, echo_tool(runs, false)))
+        .await
+        .unwrap();
+    let mut live = session.subscribe(0);
+    session.prompt("r1", UserMessage::text("hi")).unwrap();
+    session.wait_idle().await.unwrap();
+    let last = session.last_seq();
+    let all = drain(&mut live, last).await;
+    assert_eq!(
+        all[0],
+        json!({"seq": 1, "attempt": 0, "event": {"type": "agent_start"}})
+    );
+    let kinds: Vec<&str> = all
+        .iter()
+        .map(|r| r["event"]["type"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"message_update"),
+        "deltas are journalled: {kinds:?}"
+    );
+    assert_eq!(kinds.last(), Some(&"agent_end"));
+    // A client that saw record 5 gets 6 onwards, the same records.
+    let mut resumed = session.subscribe(5);
+    let rest = drain(&mut resumed, last).await;
+    assert_eq!(rest[0]["seq"], 6);
+    assert_eq!(rest[..], all[5..]);
+    assert!(resumed.try_next().unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_repeated_request_id_is_applied_once_even_after_a_restart() {
+    let faux = scripted_model(FauxOptions::default());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tool = echo_tool(Arc::clone(&runs), false);
+    let session = Session::open(Arc::clone(&store), "s", options(&faux, Arc::clone(&tool)))
+        .await
+        .unwrap();
+    let first = session.prompt("r1", UserMessage::text("hi")).unwrap();
+    let again = session.prompt("r1", UserMessage::text("hi")).unwrap();
+    assert_eq!(first, again);
+    session.wait_idle().await.unwrap();
+    let transcript = session.transcript();
+    drop(session);
+    let session = Session::open(store, "s", options(&faux, tool))
+        .await
+        .unwrap();
+    assert_eq!(
+        session.prompt("r1", UserMessage::text("hi")).unwrap(),
+        first
+    );
+    assert!(session.steer("r1", UserMessage::text("x")).is_err());
+    session.wait_idle().await.unwrap();
+    assert_eq!(session.transcript(), transcript);
+    assert_eq!(faux.call_count(), 2);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+async fn restart_mid_tool(replay_safe: bool) -> (Vec<Value>, usize) {
+    let faux = scripted_model(FauxOptions::default());
+    let path = temp_db();
+    let started = Arc::new(AtomicUsize::new(0));
+    {
+        let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
+        let session = Session::open(
+            store,
+            "s",
+            options(&faux, hanging_tool(Arc::clone(&started))),
+        )
+        .await
+        .unwrap();
+        session.prompt("r1", UserMessage::text("hi")).unwrap();
+        eventually(|| started.load(Ordering::SeqCst) == 1).await;
+        // The process dies here.
+    }
+    let runs = Arc::new(AtomicUsize::new(0));
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let session = Session::open(
+        Arc::clone(&store),
+        "s",
+        options(&faux, echo_tool(Arc::clone(&runs), replay_safe)),
+    )
+    .await
+    .unwrap();
+    session.wait_idle().await.unwrap();
+    let transcript = session
+        .transcript()
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    (transcript, runs.load(Ordering::SeqCst))
+}
+
+#[tokio::test]
+async fn a_tool_in_flight_is_interrupted_unless_replay_safe() {
+    let (transcript, runs) = restart_mid_tool(false).await;
+    assert_eq!(runs, 0);
+    assert_eq!(transcript[2]["role"], "toolResult");
+    assert_eq!(transcript[2]["isError"], true);
+    assert_eq!(transcript[2]["content"][0]["text"], TOOL_INTERRUPTED);
+    assert_eq!(transcript[2]["details"], json!({"interrupted": true}));
+    assert_eq!(transcript[3]["content"][0]["text"], "done");
+
+    let (transcript, runs) = restart_mid_tool(true).await;
+    assert_eq!(runs, 1);
+    assert_eq!(transcript[2]["isError"], false);
+    assert_eq!(transcript[2]["content"][0]["text"], "hi");
+}
+
+#[tokio::test]
+async fn a_model_call_in_flight_is_redone_as_the_next_attempt() {
+    let slow = FauxOptions {
+        tokens_per_second: Some(40.0),
+        ..FauxOptions::default()
+    };
+    let faux = FauxProvider::register_with(slow);
+    let long = "word ".repeat(200);
+    faux.set_responses(
+        (0..3).map(|_| FauxResponse::from(faux_assistant_message(vec![faux_text(long.clone())]))),
+    );
+    let path = temp_db();
+    let runs = Arc::new(AtomicUsize::new(0));
+    {
+        let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
+        let session = Session::open(
+            Arc::clone(&store),
+            "s",
+            options(&faux, echo_tool(runs.clone(), false)),
+        )
+        .await
+        .unwrap();
+        session.prompt("r1", UserMessage::text("hi")).unwrap();
+        eventually(|| {
+            record_kinds(&*store, "s")
+                .iter()
+                .filter(|(k, _)| k == "message_update")
+                .count()
+                > 3
+        })
+        .await;
+    }
+    // A client follows from another handle, from where it was.
+    let reader: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let seen = reader.heads("s").unwrap().seq;
+    let mut follower = Subscription::follow(Arc::clone(&reader), "s", seen);
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let session = Session::open(
+        Arc::clone(&store),
+        "s",
+        options(&faux, echo_tool(runs, false)),
+    )
+    .await
+    .unwrap();
+    session.wait_idle().await.unwrap();
+    let transcript = session.transcript();
+    assert_eq!(transcript.len(), 2);
+    let answer = transcript[1].as_assistant().unwrap();
+    assert_eq!(answer.text(), long);
+    assert_eq!(answer.stop_reason, StopReason::Stop);
+    let followed = drain(&mut follower, session.last_seq()).await;
+    assert_eq!(followed[0]["seq"].as_u64().unwrap(), seen + 1, "no gap");
+    assert_eq!(followed[0]["event"]["type"], "message_start");
+    assert!(
+        followed
+            .iter()
+            .all(|r| r["attempt"] == 1 || r["event"]["type"] == "agent_end")
+    );
+    assert_eq!(faux.call_count(), 2);
+}
+
+#[tokio::test]
+async fn abort_ends_the_stream_and_keeps_its_partial_text() {
+    let faux = FauxProvider::register_with(FauxOptions {
+        tokens_per_second: Some(40.0),
+        ..FauxOptions::default()
+    });
+    faux.push(faux_assistant_message(vec![faux_text("word ".repeat(400))]));
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let session = Session::open(
+        Arc::clone(&store),
+        "s",
+        options(&faux, echo_tool(runs, false)),
+    )
+    .await
+    .unwrap();
+    session.prompt("r1", UserMessage::text("hi")).unwrap();
+    eventually(|| {
+        record_kinds(&*store, "s")
+            .iter()
+            .filter(|(k, _)| k == "message_update")
+            .count()
+            > 5
+    })
+    .await;
+    session.abort();
+    session.wait_idle().await.unwrap();
+    let transcript = session.transcript();
+    let answer = transcript[1].as_assistant().unwrap();
+    assert_eq!(answer.stop_reason, StopReason::Aborted);
+    assert!(answer.text().starts_with("word"), "{}", answer.text());
+    assert_eq!(record_kinds(&*store, "s").last().unwrap().0, "agent_end");
+}
+
+#[tokio::test]
+async fn steer_and_follow_up_go_through_the_inbox() {
+    let faux = scripted_model(FauxOptions::default());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let started = Arc::new(AtomicUsize::new(0));
+    let session = Session::open(store, "s", options(&faux, echo_tool(started, false)))
+        .await
+        .unwrap();
+    session.prompt("p", UserMessage::text("hi")).unwrap();
+    session
+        .follow_up("f", UserMessage::text("and then"))
+        .unwrap();
+    session.wait_idle().await.unwrap();
+    let roles: Vec<String> = session
+        .transcript()
+        .iter()
+        .map(|m| m.role().to_owned())
+        .collect();
+    // Both prompts start the one run (the inbox was taken whole), then the tool round trip.
+    assert_eq!(
+        roles,
+        ["user", "user", "assistant", "toolResult", "assistant"]
+    );
+    session
+        .steer("s2", UserMessage::text("steer while idle"))
+        .unwrap();
+    session.wait_idle().await.unwrap();
+    assert_eq!(session.transcript().len(), 9);
+}
+
+/// A model with a small window whose summary calls succeed or fail as told.
+fn compacting_model(fail_summary: bool) -> (FauxProvider, Arc<AtomicUsize>) {
+    let faux = FauxProvider::register();
+    let summaries = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&summaries);
+    faux.set_responses((0..50).map(move |_| {
+        let counter = Arc::clone(&counter);
+        FauxResponse::Factory(Arc::new(move |context: &Context, _, _, _| {
+            if context
+                .system_prompt
+                .as_deref()
+                .unwrap_or_default()
+                .contains("summarise")
+            {
+                counter.fetch_add(1, Ordering::SeqCst);
+                if fail_summary {
+                    return faux_error_message(Vec::new(), "summary refused");
+                }
+                return faux_assistant_message(vec![faux_text("the user said hello many times")]);
+            }
+            let first = match context.messages.first() {
+                Some(Message::User(user)) => serde_json::to_string(&user.content).unwrap(),
+                _ => String::new(),
+            };
+            let tag = if first.contains("was compacted") {
+                "saw-summary"
+            } else {
+                "full"
+            };
+            faux_assistant_message(vec![faux_text(format!("{tag}|{}", "x".repeat(2000)))])
+        }))
+    }));
+    (faux, summaries)
+}
+
+fn compacting_options(faux: &FauxProvider) -> SessionOptions {
+    let mut model = faux.model();
+    model.context_window = 1_500;
+    let mut options = SessionOptions::new(model);
+    options.compaction = CompactionSettings {
+        enabled: true,
+        reserve_tokens: 200,
+        keep_recent_tokens: 300,
+    };
+    options
+}
+
+#[tokio::test]
+async fn compaction_summarises_older_turns_once_and_survives_a_restart() {
+    let (faux, summaries) = compacting_model(false);
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let session = Session::open(Arc::clone(&store), "s", compacting_options(&faux))
+        .await
+        .unwrap();
+    for turn in 0..6 {
+        session
+            .prompt(
+                &format!("r{turn}"),
+                UserMessage::text(format!("hello {turn}")),
+            )
+            .unwrap();
+        session.wait_idle().await.unwrap();
+    }
+    let compaction = session.compaction().expect("compacted");
+    assert_eq!(compaction.summary, "the user said hello many times");
+    // The transcript keeps everything; the model saw the summary first.
+    let transcript = session.transcript();
+    assert_eq!(transcript.len(), 12);
+    let last = transcript[11].as_assistant().unwrap().text();
+    assert!(last.starts_with("saw-summary|"), "{}", &last[..20]);
+    assert!(SUMMARY_PREFIX.contains("was compacted"));
+    let made = summaries.load(Ordering::SeqCst);
+    assert!(made >= 1);
+    // Nothing new to cover: an explicit compact() right after does not summarise again.
+    let again = session.compact().await.unwrap();
+    assert!(again.is_none() || again.as_ref().unwrap().covers > compaction.covers);
+    drop(session);
+    let session = Session::open(store, "s", compacting_options(&faux))
+        .await
+        .unwrap();
+    assert!(session.compaction().is_some());
+}
+
+#[tokio::test]
+async fn a_failing_summary_is_not_retried_in_a_loop() {
+    let (faux, summaries) = compacting_model(true);
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let session = Session::open(store, "s", compacting_options(&faux))
+        .await
+        .unwrap();
+    for turn in 0..6 {
+        session
+            .prompt(
+                &format!("r{turn}"),
+                UserMessage::text(format!("hello {turn}")),
+            )
+            .unwrap();
+        session.wait_idle().await.unwrap();
+    }
+    // Every turn still got its answer; each cut point was tried at most once.
+    assert_eq!(session.transcript().len(), 12);
+    assert!(session.compaction().is_none());
+    let tried = summaries.load(Ordering::SeqCst);
+    assert!((1..=6).contains(&tried), "{tried}");
+    assert!(session.compact().await.is_err() || summaries.load(Ordering::SeqCst) == tried + 1);
+}

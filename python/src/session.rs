@@ -1,0 +1,231 @@
+//! `pi_agent.Session`: a durable agent session in a SQLite file (core's `pi_agent::session`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use pi_agent::agent::{AgentSettings, AgentTool};
+use pi_agent::ai::UserMessage;
+use pi_agent::session::{
+    CompactionSettings, Receipt, Session, SessionError as CoreError, SessionOptions, SessionStore,
+    SqliteStore,
+};
+use pyo3::create_exception;
+use pyo3::prelude::*;
+
+use crate::callable::RunScope;
+use crate::convert::{from_py, parse_value, serde_to_py};
+use crate::errors::PiError;
+use crate::model::PyModel;
+use crate::runtime::{Interrupted, wait};
+use crate::session_subscription::PySessionSubscription;
+use crate::tools::PyTool;
+
+create_exception!(
+    pi_agent,
+    SessionError,
+    PiError,
+    "A durable session's store failed (the session stopped; open it again to resume), another \
+     writer wrote the same session, or a request id was reused for another kind of request."
+);
+
+/// The Python exception for a session failure (input mistakes are `ValueError`s).
+pub(crate) fn session_error(error: CoreError) -> PyErr {
+    match error {
+        CoreError::EmptyRequestId | CoreError::EmptySessionId => {
+            pyo3::exceptions::PyValueError::new_err(error.to_string())
+        }
+        error => SessionError::new_err(error.to_string()),
+    }
+}
+
+/// Opens the SQLite store at `path`.
+pub(crate) fn open_store(path: &std::path::Path) -> PyResult<Arc<dyn SessionStore>> {
+    let store = SqliteStore::open(path).map_err(|error| session_error(error.into()))?;
+    Ok(Arc::new(store))
+}
+
+/// A durable agent session: every event, message, request and step is written to a SQLite
+/// file before it is shown, so the session survives the process.
+#[pyclass(module = "pi_agent", name = "Session", frozen)]
+pub(crate) struct PySession {
+    session: Arc<Session>,
+}
+
+fn receipt<'py>(
+    py: Python<'py>,
+    receipt: Result<Receipt, CoreError>,
+) -> PyResult<Bound<'py, PyAny>> {
+    serde_to_py(py, &receipt.map_err(session_error)?)
+}
+
+#[pymethods]
+impl PySession {
+    #[new]
+    #[pyo3(signature = (
+        store_path, session_id, model, *, system_prompt = "", tools = None,
+        settings = None, compaction = None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        store_path: std::path::PathBuf,
+        session_id: String,
+        model: &Bound<'_, PyAny>,
+        system_prompt: &str,
+        tools: Option<&Bound<'_, PyAny>>,
+        settings: Option<&Bound<'_, PyAny>>,
+        compaction: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut options = SessionOptions::new(PyModel::extract(model)?);
+        options.system_prompt = system_prompt.to_owned();
+        if let Some(settings) = settings.filter(|s| !s.is_none()) {
+            options.settings = parse_value::<AgentSettings>(from_py(settings)?, "settings")?;
+        }
+        if let Some(compaction) = compaction.filter(|c| !c.is_none()) {
+            options.compaction =
+                parse_value::<CompactionSettings>(from_py(compaction)?, "compaction")?;
+        }
+        if let Some(tools) = tools.filter(|t| !t.is_none()) {
+            let scope = RunScope::default();
+            options.tools = tools
+                .try_iter()?
+                .map(|tool| {
+                    let tool = PyTool::extract(&tool?)?;
+                    Ok(tool.get().to_agent_tool(scope.clone()))
+                })
+                .collect::<PyResult<Vec<Arc<dyn AgentTool>>>>()?;
+        }
+        let store = open_store(&store_path)?;
+        let session = wait(py, Session::open(store, session_id, options), || {
+            Interrupted::Return
+        })?
+        .map_err(session_error)?;
+        Ok(Self {
+            session: Arc::new(session),
+        })
+    }
+
+    /// The session id.
+    #[getter]
+    fn id(&self) -> &str {
+        self.session.id()
+    }
+
+    /// The seq of the last journalled record.
+    #[getter]
+    fn last_seq(&self) -> u64 {
+        self.session.last_seq()
+    }
+
+    /// Asks for a run with the user message `text`; returns the receipt
+    /// `{"requestId", "kind", "seq"}`. The same `request_id` again is a no-op returning the
+    /// same receipt, also after a restart.
+    fn prompt<'py>(
+        &self,
+        py: Python<'py>,
+        request_id: &str,
+        text: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        receipt(py, self.session.prompt(request_id, UserMessage::text(text)))
+    }
+
+    /// Injects `text` after the current turn's tool calls (starts a run when idle).
+    fn steer<'py>(
+        &self,
+        py: Python<'py>,
+        request_id: &str,
+        text: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        receipt(py, self.session.steer(request_id, UserMessage::text(text)))
+    }
+
+    /// Runs `text` when the agent would otherwise stop (starts a run when idle).
+    fn follow_up<'py>(
+        &self,
+        py: Python<'py>,
+        request_id: &str,
+        text: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        receipt(
+            py,
+            self.session.follow_up(request_id, UserMessage::text(text)),
+        )
+    }
+
+    /// Aborts the current run (no-op when idle).
+    fn abort(&self) {
+        self.session.abort();
+    }
+
+    /// Blocks (GIL released) until no run goes on; `False` when `timeout` seconds passed
+    /// first. Raises `SessionError` when the session stopped.
+    #[pyo3(signature = (timeout = None))]
+    fn wait_idle(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let session = Arc::clone(&self.session);
+        let limit = timeout.map(Duration::from_secs_f64);
+        let outcome = wait(
+            py,
+            async move {
+                match limit {
+                    Some(limit) => tokio::time::timeout(limit, session.wait_idle()).await.ok(),
+                    None => Some(session.wait_idle().await),
+                }
+            },
+            || Interrupted::Return,
+        )?;
+        match outcome {
+            None => Ok(false),
+            Some(result) => result.map(|()| true).map_err(session_error),
+        }
+    }
+
+    /// The transcript: a list of message dicts.
+    fn transcript<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        serde_to_py(py, &self.session.transcript())
+    }
+
+    /// Summarises the older turns now; the compaction dict `{"summary", "covers",
+    /// "tokensBefore"}`, or `None` when there was nothing new to compact.
+    fn compact<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let session = Arc::clone(&self.session);
+        let compaction = wait(py, async move { session.compact().await }, || {
+            Interrupted::Return
+        })?
+        .map_err(session_error)?;
+        serde_to_py(py, &compaction)
+    }
+
+    /// The journal records after `after` (0: from the start), then live ones.
+    #[pyo3(signature = (after = 0))]
+    fn subscribe(&self, after: u64) -> PySessionSubscription {
+        PySessionSubscription::new(self.session.subscribe(after))
+    }
+
+    /// Follows session `session_id` of the SQLite file at `store_path` after `after`, without
+    /// running it (another process's session, for one).
+    #[staticmethod]
+    #[pyo3(signature = (store_path, session_id, after = 0))]
+    fn follow(
+        store_path: std::path::PathBuf,
+        session_id: &str,
+        after: u64,
+    ) -> PyResult<PySessionSubscription> {
+        Ok(PySessionSubscription::new(
+            pi_agent::session::Subscription::follow(open_store(&store_path)?, session_id, after),
+        ))
+    }
+
+    /// Stops the session where it is, as a killed process would (reopen it to resume).
+    fn close(&self) {
+        self.session.close();
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) {
+        self.session.close();
+    }
+}

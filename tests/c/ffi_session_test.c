@@ -1,0 +1,103 @@
+/*
+ * Durable sessions through the C API (pi_session_*), driven by ffi/tests/c_session.rs against
+ * the mock server:
+ *   ffi_session_test start  <db> <url>           prompt "r1", print every record as
+ *                                                "RECORD <json>" until killed
+ *   ffi_session_test resume <db> <url> <cursor>  reopen, repeat the request (a no-op), wait
+ *                                                until idle, print the records after <cursor>
+ *                                                and "TRANSCRIPT <json>"
+ * The `wait` tool prints "TOOL_STARTED" and sleeps (the harness kills the process there).
+ */
+#include "test_support.h"
+
+static int32_t wait_tool(void *user_data, pi_tool_call *call) {
+    (void)user_data;
+    printf("TOOL_STARTED\n");
+    fflush(stdout);
+    for (int i = 0; i < 600 && !pi_tool_call_is_aborted(call); i++) {
+        struct timespec pause = {0, 100000000};
+        nanosleep(&pause, NULL);
+    }
+    OK(pi_tool_call_set_text(call, "waited"));
+    return 0;
+}
+
+static pi_session *open_session(const char *db, const char *url) {
+    char model_json[512];
+    snprintf(model_json, sizeof model_json,
+             "{\"id\":\"mock-model\",\"api\":\"openai-completions\",\"provider\":\"mock\","
+             "\"baseUrl\":\"%s\"}",
+             url);
+    pi_model *model = NULL;
+    OK(pi_model_from_json(model_json, &model));
+    pi_tool *tool = NULL;
+    OK(pi_tool_new("wait", "Waits", "{\"type\":\"object\"}", wait_tool, NULL, NULL, &tool));
+    OK(pi_tool_set_replay_safe(tool, false));
+    pi_session *session = NULL;
+    OK(pi_session_open(db, "c-session", model, "Be brief.",
+                       "{\"streamOptions\":{\"apiKey\":\"test-key\"}}", NULL, &tool, 1,
+                       &session));
+    pi_model_free(model);
+    return session;
+}
+
+static void start(const char *db, const char *url) {
+    pi_session *session = open_session(db, url);
+    pi_session_subscription *records = NULL;
+    OK(pi_session_subscribe(session, 0, &records));
+    char *receipt = NULL;
+    OK(pi_session_prompt(session, "r1", "hello", &receipt));
+    CHECK(strstr(receipt, "\"requestId\":\"r1\"") != NULL);
+    pi_string_free(receipt);
+    for (;;) {
+        char *record = NULL;
+        OK(pi_session_subscription_next(records, 30000, &record));
+        if (record == NULL) {
+            continue;
+        }
+        printf("RECORD %s\n", record);
+        fflush(stdout);
+        pi_string_free(record);
+    }
+}
+
+static void resume(const char *db, const char *url, unsigned long long cursor) {
+    pi_session *session = open_session(db, url);
+    char *receipt = NULL;
+    OK(pi_session_prompt(session, "r1", "hello", &receipt));
+    CHECK(strstr(receipt, "\"seq\":0") != NULL); /* the first receipt, not a new request */
+    pi_string_free(receipt);
+    EXPECT_ERROR(pi_session_steer(session, "r1", "x", NULL), PI_ERROR_KIND_SESSION);
+    EXPECT_ERROR(pi_session_prompt(session, "", "x", NULL), PI_ERROR_KIND_INVALID_ARGUMENT);
+    OK(pi_session_wait_idle(session));
+    pi_session_subscription *records = NULL;
+    OK(pi_session_subscribe(session, cursor, &records));
+    uint64_t last = pi_session_last_seq(session);
+    while (pi_session_subscription_cursor(records) < last) {
+        char *record = NULL;
+        OK(pi_session_subscription_next(records, 30000, &record));
+        CHECK(record != NULL);
+        printf("RECORD %s\n", record);
+        pi_string_free(record);
+    }
+    pi_session_subscription_free(records);
+    char *transcript = NULL;
+    OK(pi_session_transcript_json(session, &transcript));
+    printf("TRANSCRIPT %s\n", transcript);
+    pi_string_free(transcript);
+    pi_session_free(session);
+    printf("ffi_session_test resume: ok\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 4 && strcmp(argv[1], "start") == 0) {
+        start(argv[2], argv[3]);
+        return 0;
+    }
+    if (argc >= 5 && strcmp(argv[1], "resume") == 0) {
+        resume(argv[2], argv[3], strtoull(argv[4], NULL, 10));
+        return 0;
+    }
+    fprintf(stderr, "usage: ffi_session_test start|resume <db> <url> [cursor]\n");
+    return 2;
+}
