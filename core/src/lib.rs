@@ -53,8 +53,8 @@ pub mod fuzzing;
 pub mod mcp;
 pub mod observability;
 mod panics;
-mod text;
 pub mod session;
+mod text;
 
 /// The `reqwest` this crate is built with, for [`ai::set_http_client`].
 pub use reqwest;

@@ -19,14 +19,14 @@ use super::message::AgentMessage;
 use super::queue::{MessageQueue, QueueMode};
 use super::run::{self, AgentRun, RunOutcome};
 use super::tool::{AgentTool, ToolExecutionMode};
-use crate::ai::thinking::ModelThinkingLevel;
 use crate::ai::event_stream::PartialMessage;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
-use crate::panics::panic_text;
+use crate::ai::thinking::ModelThinkingLevel;
 use crate::ai::types::{
     ImageContent, TextContent, UserContent, UserMessage, UserMessageContent, now_ms,
 };
+use crate::panics::panic_text;
 
 /// A subscriber called synchronously, in order, for every event of every run. The loop waits
 /// for it, so keep it quick. A subscriber that panics does not break the run or starve the
