@@ -54,7 +54,10 @@ fn options(max_tokens: u64) -> StreamOptions {
         // The server wants none; Anthropic's and the Responses client send one anyway.
         api_key: Some(ApiKey::new("local")),
         max_tokens: Some(max_tokens),
-        max_retries: Some(0),
+        // llama-server closes a keep-alive connection idle for 5 s; a request that races the
+        // close fails with "connection closed before message completed", a network error the
+        // shared policy retries.
+        max_retries: Some(2),
         ..StreamOptions::default()
     }
 }

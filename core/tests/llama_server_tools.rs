@@ -89,7 +89,10 @@ async fn agent_turn(server: &LlamaServer, api: &str) {
     let stream_options = StreamOptions {
         api_key: Some(ApiKey::new("local")),
         max_tokens: Some(48),
-        max_retries: Some(0),
+        // llama-server closes a keep-alive connection idle for 5 s; a request that races the
+        // close fails with "connection closed before message completed", a network error the
+        // shared policy retries.
+        max_retries: Some(2),
         tool_choice: Some(ToolChoice::Required),
         on_payload: Some(Callback(Arc::new(move |body: &Value, model: &Model| {
             let mut body = body.clone();

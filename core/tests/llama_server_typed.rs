@@ -33,7 +33,10 @@ fn options() -> StreamOptions {
     StreamOptions {
         api_key: Some(ApiKey::new("local")),
         max_tokens: Some(64),
-        max_retries: Some(0),
+        // llama-server closes a keep-alive connection idle for 5 s; a request that races the
+        // close fails with "connection closed before message completed", a network error the
+        // shared policy retries.
+        max_retries: Some(2),
         ..StreamOptions::default()
     }
 }

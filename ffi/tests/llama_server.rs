@@ -31,7 +31,7 @@ fn stream(
     let model = json!({"id": "SmolLM2-135M-Instruct", "api": api, "provider": "llama.cpp",
         "baseUrl": server.base_url(api), "contextWindow": 512, "maxTokens": 256});
     let context = json!({"messages": [{"role": "user", "content": prompt, "timestamp": 0}]});
-    let options = json!({"apiKey": "local", "maxTokens": max_tokens, "maxRetries": 0});
+    let options = json!({"apiKey": "local", "maxTokens": max_tokens, "maxRetries": 2});
     let mut command = Command::new(exe);
     command
         .arg(model.to_string())

@@ -30,7 +30,7 @@ fn an_agent_turn_runs_a_real_tool_call_through_c() {
 fn agent_turn(exe: &std::path::Path, server: &LlamaServer, api: &str) {
     let model = json!({"id": "SmolLM2-135M-Instruct", "api": api, "provider": "llama.cpp",
         "baseUrl": server.base_url(api), "contextWindow": SLOT_CONTEXT, "maxTokens": 256});
-    let options = json!({"apiKey": "local", "maxTokens": 48, "maxRetries": 0,
+    let options = json!({"apiKey": "local", "maxTokens": 48, "maxRetries": 2,
         "toolChoice": "required"});
     let mut command = Command::new(exe);
     command.arg(model.to_string()).arg(options.to_string());

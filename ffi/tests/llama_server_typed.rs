@@ -29,7 +29,7 @@ fn a_typed_answer_from_a_real_llama_server_through_c() {
     let schema = json!({"type": "object", "properties": {"city": {"type": "string"},
         "population": {"type": "integer"}}, "required": ["city", "population"],
         "additionalProperties": false});
-    let options = json!({"apiKey": "local", "maxTokens": 64, "maxRetries": 0,
+    let options = json!({"apiKey": "local", "maxTokens": 64, "maxRetries": 2,
         "outputSchema": {"name": "city", "schema": schema, "strict": true}});
     let mut command = Command::new(&exe);
     command

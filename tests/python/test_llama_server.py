@@ -132,7 +132,7 @@ def _context(prompt: str) -> Dict[str, Any]:
 def _run(server: Server, api: str, prompt: str, max_tokens: int, **options: Any) -> Dict[str, Any]:
     with pi_agent.stream(
         server.model(api), _context(prompt), api_key="local", max_tokens=max_tokens,
-        max_retries=0, **options
+        max_retries=2, **options
     ) as events:
         kinds = [event["type"] for event in events]
         message = events.result_sync()
@@ -155,7 +155,7 @@ def test_text_ends_done_with_the_servers_usage(server: Server, api: str) -> None
 def test_abort_frees_the_servers_slot(server: Server, api: str) -> None:
     with pi_agent.stream(
         server.model(api), _context("Write a very long story."), api_key="local",
-        max_tokens=400, max_retries=0,
+        max_tokens=400, max_retries=2,
     ) as events:
         for event in events:
             if event["type"] == "text_delta":
@@ -243,7 +243,7 @@ def test_an_agent_turn_runs_a_real_tool_call(tool_server: Server, api: str) -> N
 
     agent = pi_agent.Agent(
         tool_server.model(api), tools=[get_weather], api_key="local",
-        max_tokens=48, max_retries=0, tool_choice="required", on_payload=on_payload,
+        max_tokens=48, max_retries=2, tool_choice="required", on_payload=on_payload,
     )
     agent.prompt_sync("What is the weather in Paris? Use the tool.")
     messages = agent.messages
