@@ -234,7 +234,13 @@ fn spawn_call(
     // before its first await precedes any sibling's end: poll once here, in call order, too.
     // The waker is a no-op: the spawned task polls a pending future again at once, which
     // registers its own (a future may be polled again at any time).
+    // Not when the batch is already aborted (an abort, or a durable session that could not
+    // journal the call's start): then the tool's work must not begin here, before the task
+    // that would be dropped unpolled.
     let started = started.map(|mut future| {
+        if signal.is_cancelled() {
+            return Err(future);
+        }
         let first = span.in_scope(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 future
