@@ -34,6 +34,7 @@ pub extern "C" fn pi_shutdown() -> *mut pi_error {
         pi_agent::ai::clear_api_providers();
         pi_agent::ai::release_catalog();
         pi_agent::ai::release_overflow_patterns();
+        pi_agent::ai::release_validators();
         Ok(())
     }
 }

@@ -71,7 +71,8 @@ fn c_agent_test() {
 }
 
 /// The agent test ends with `pi_shutdown`, so it passes valgrind's default leak flags
-/// (possibly-lost blocks count), as a user's `valgrind --leak-check=full --error-exitcode=1`.
+/// (possibly-lost blocks count), as a user's `valgrind --leak-check=full --error-exitcode=1`,
+/// except the `jsonschema` crate's own static meta-schema validators (`jsonschema.supp`).
 #[test]
 fn c_agent_test_under_valgrind() {
     let exe = compile("tests/c/ffi_agent_test.c", "ffi_agent_test_valgrind");
@@ -81,7 +82,16 @@ fn c_agent_test_under_valgrind() {
     }
     let mut command = Command::new("valgrind");
     command
-        .args(["--quiet", "--leak-check=full", "--error-exitcode=99"])
+        .args([
+            "--quiet",
+            "--leak-check=full",
+            "--error-exitcode=99",
+            "--num-callers=100",
+        ])
+        .arg(format!(
+            "--suppressions={}/tests/jsonschema.supp",
+            env!("CARGO_MANIFEST_DIR")
+        ))
         .arg(&exe);
     let output = run(command);
     assert_success(&output, "valgrind --leak-check=full ffi_agent_test");

@@ -94,7 +94,8 @@ pub use types::{
 };
 pub use validation::{
     CompiledToolSchema, MAX_ARGUMENT_DEPTH, ToolParametersError, ValidationError,
-    check_argument_depth, check_tool_parameters, validate_tool_arguments, validate_tool_call,
+    check_argument_depth, check_tool_parameters, release_validators, validate_tool_arguments,
+    validate_tool_call,
 };
 
 /// Starts a request to `model` and returns its event stream (pi's `stream`). Sends exactly what

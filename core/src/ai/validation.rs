@@ -44,6 +44,12 @@
 
 mod coerce;
 mod compile;
+
+/// Frees the process-wide cache of compiled tool schemas (for a clean exit under a leak
+/// checker: the C ABI's `pi_shutdown`); later validations compile their schemas again.
+pub fn release_validators() {
+    compile::clear();
+}
 mod js;
 mod render;
 

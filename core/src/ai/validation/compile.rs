@@ -51,6 +51,11 @@ fn cache() -> &'static Mutex<Cache> {
     CACHE.get_or_init(Mutex::default)
 }
 
+/// Empties the cache (the validators still in use stay alive with their users).
+pub(crate) fn clear() {
+    *cache().lock().unwrap_or_else(PoisonError::into_inner) = Cache::default();
+}
+
 /// The validator of `schema`, compiled on first use and shared afterwards.
 pub(crate) fn compiled(schema: &Value) -> Arc<Result<Validator, SchemaError>> {
     let key = schema.to_string();
