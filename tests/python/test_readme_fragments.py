@@ -172,6 +172,9 @@ CASES: Dict[str, Case] = {
         only_compiled="tests/python/test_oauth.py logs in, saves and refreshes against a local OAuth server"
     ),
     "with pi_agent.FauxProvider(tokens_per_second=None) as faux:": Case(answers=[], check=check_faux),
+    "# with `model` from the quick start": Case(
+        only_compiled="tests/python/test_session.py opens, kills and resumes sessions on SQLite files"
+    ),
 }
 
 
