@@ -97,9 +97,8 @@ ls "$CARGO_TARGET_DIR"/wheels-ci/*.whl | grep -q -- '-cp39-abi3-' || { echo "the
 step "python stubs and examples typecheck"
 "$PYTHON" -m mypy.stubtest pi_agent._core --allowlist python/stubtest-allowlist.txt
 "$PYTHON" -m mypy --strict examples/python
-# The package modules the extension imports (pi_agent._bridge and the error classes).
-"$PYTHON" -m mypy --strict --follow-imports=silent python/pi_agent/_bridge.py \
-    python/pi_agent/_errors.py python/pi_agent/_model_errors.py
+# The whole package, pi_agent.temporal included.
+"$PYTHON" -m mypy --strict python/pi_agent
 "$PYTHON" -m pyright --pythonpath "$(command -v "$PYTHON")"
 
 step "python sdist installs in a clean venv"

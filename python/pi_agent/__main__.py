@@ -100,18 +100,30 @@ def _on_progress(message: str) -> None:
 async def _on_manual_code_input() -> str:
     """Reads a pasted code or redirect URL on a daemon thread, while the browser may win."""
     loop = asyncio.get_running_loop()
-    answer: asyncio.Future = loop.create_future()
+    answer: "asyncio.Future[str]" = loop.create_future()
 
     def read() -> None:
         try:
             line = sys.stdin.readline()
         except Exception as error:  # noqa: BLE001 - handed to the waiting coroutine
-            loop.call_soon_threadsafe(lambda: answer.done() or answer.set_exception(error))
+            loop.call_soon_threadsafe(_settle, answer, None, error)
             return
-        loop.call_soon_threadsafe(lambda: answer.done() or answer.set_result(line.strip()))
+        loop.call_soon_threadsafe(_settle, answer, line.strip(), None)
 
     threading.Thread(target=read, daemon=True).start()
     return await answer
+
+
+def _settle(
+    answer: "asyncio.Future[str]", line: Optional[str], error: Optional[BaseException]
+) -> None:
+    # The browser may have won already: a settled future is left as it is.
+    if answer.done():
+        return
+    if error is not None:
+        answer.set_exception(error)
+    else:
+        answer.set_result(line or "")
 
 
 def _on_select(prompt: Dict[str, Any]) -> Optional[str]:
@@ -121,7 +133,8 @@ def _on_select(prompt: Dict[str, Any]) -> Optional[str]:
     choice = input("Choose a number (empty to cancel): ").strip()
     if not choice:
         return None
-    return prompt["options"][int(choice) - 1]["id"]
+    chosen: str = prompt["options"][int(choice) - 1]["id"]
+    return chosen
 
 
 def login(provider_id: str, path: str) -> int:

@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 
-def _tag(value: object, key: str) -> Any:
+def _tag(value: object, key: str) -> object:
     return value.get(key) if isinstance(value, dict) else None
 
 

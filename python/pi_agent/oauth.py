@@ -85,7 +85,7 @@ class OAuthApiKey(Dict[str, Any]):
 Callback = Callable[..., Union[Any, Awaitable[Any]]]
 
 
-def providers() -> list:
+def providers() -> List[Dict[str, Any]]:
     """The registered OAuth flows: ``[{"id", "name", "usesCallbackServer"}]``."""
     return _core.oauth_providers()
 
