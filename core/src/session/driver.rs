@@ -487,6 +487,7 @@ async fn compact(
             Ok(Some(compaction))
         }
         Err(error) => {
+            let error = error.to_string();
             let control = Control::CompactionFailed {
                 covers,
                 error: error.clone(),
