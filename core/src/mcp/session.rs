@@ -57,9 +57,10 @@ pub(crate) struct ServerInner {
     pub(crate) shared: Arc<Shared>,
     session: tokio::sync::Mutex<Session>,
     info: Mutex<Option<McpServerInfo>>,
-    /// Agents whose tool tables hold this server's tools, with the names they were given.
+    /// Agents whose tool tables hold this server's tools, with the names they were given
+    /// (filled and read by [`super::server`]; held here because the handle owns all state).
     pub(crate) attached: Mutex<Vec<(WeakAgent, Vec<String>)>>,
-    /// Ends the tool-list watcher with the server.
+    /// Ends the tool-list watcher ([`super::server`]) when the handle is dropped.
     pub(crate) stop: tokio_util::sync::CancellationToken,
 }
 

@@ -64,7 +64,7 @@ pub(crate) const METADATA_TIMEOUT: Duration = Duration::from_secs(3);
 const METADATA_DEFAULT_HOST: &str = "169.254.169.254";
 
 /// Why no Application Default Credentials could be loaded. The messages name the file and
-/// what is wrong with it, never a value read from it.
+/// what is wrong with it (see [`CredentialsFileError`]), never a secret.
 #[derive(Debug, Error)]
 pub(crate) enum AdcError {
     /// No file (none named, and gcloud's is not there) and no metadata server to ask.

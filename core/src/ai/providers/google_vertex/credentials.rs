@@ -272,8 +272,9 @@ pub(crate) struct Impersonated {
     pub(crate) quota_project_id: Option<String>,
 }
 
-/// Why an ADC file's JSON is not usable credentials. The messages name fields and types,
-/// never a value read from the file.
+/// Why an ADC file's JSON is not usable credentials. The messages name the file's `type` and
+/// the field at fault; serde quotes a value only when its type is wrong, and every secret
+/// here is a string field, so a secret where it belongs is never quoted.
 #[derive(Debug, Error)]
 pub(crate) enum CredentialsFileError {
     /// The text is not JSON.
