@@ -360,6 +360,28 @@ async fn compaction_summarises_older_turns_once_and_survives_a_restart() {
 }
 
 #[tokio::test]
+async fn an_explicit_compact_reports_the_summary_failure_once() {
+    let (faux, summaries) = compacting_model(true);
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let mut options = compacting_options(&faux);
+    options.compaction.enabled = false;
+    let session = Session::open(store, "s", options).await.unwrap();
+    for turn in 0..2 {
+        session
+            .prompt(
+                &format!("r{turn}"),
+                UserMessage::text(format!("hello {turn}")),
+            )
+            .unwrap();
+        session.wait_idle().await.unwrap();
+    }
+    assert_eq!(summaries.load(Ordering::SeqCst), 0);
+    let error = session.compact().await.unwrap_err();
+    assert_eq!(error.to_string(), "compaction failed: summary refused");
+    assert_eq!(summaries.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
 async fn a_failing_summary_is_not_retried_in_a_loop() {
     let (faux, summaries) = compacting_model(true);
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());

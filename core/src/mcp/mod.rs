@@ -36,6 +36,7 @@ mod error;
 mod handler;
 mod http_client;
 mod server;
+mod session;
 mod tool;
 
 pub use self::config::{
@@ -43,7 +44,7 @@ pub use self::config::{
     StdioConfig,
 };
 pub use self::error::McpError;
-pub use self::server::{McpServer, McpServerInfo};
+pub use self::session::{McpServer, McpServerInfo};
 pub use self::tool::McpTool;
 /// MCP's own description of a tool (name, schemas, annotations), as the server lists it.
 pub use rmcp::model::Tool as McpToolInfo;

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::content::map_result;
 use super::error::McpError;
-use super::server::McpServer;
+use super::session::McpServer;
 use crate::agent::{AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolSpec};
 
 /// A tool of an MCP server. Its arguments are validated against the server's `inputSchema`

@@ -132,8 +132,20 @@ fn is_user(message: &AgentMessage) -> bool {
     matches!(message, AgentMessage::Llm(Message::User(_)))
 }
 
+/// Why the summary call gave no summary. Its text is what the journal's `compactionFailed`
+/// entry and [`SessionError::Compaction`](super::SessionError::Compaction) carry.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SummaryError {
+    /// The call ended in an error or was aborted: the provider's message.
+    #[error("{0}")]
+    Failed(String),
+    /// The call answered, with no text.
+    #[error("the summary call answered no text")]
+    Empty,
+}
+
 /// Asks `model` for a summary of `messages[previous.covers..covers]` (with the previous
-/// summary in front). `Err` is the failure text.
+/// summary in front).
 pub(crate) async fn summarise(
     model: &Model,
     stream_fn: &StreamFn,
@@ -141,7 +153,7 @@ pub(crate) async fn summarise(
     messages: &[AgentMessage],
     previous: Option<&Compaction>,
     covers: usize,
-) -> Result<String, String> {
+) -> Result<String, SummaryError> {
     let from = previous.map_or(0, |c| c.covers);
     let mut text = String::new();
     if let Some(previous) = previous {
@@ -161,13 +173,15 @@ pub(crate) async fn summarise(
     };
     let answer: AssistantMessage = stream_fn(model, &context, options).result().await;
     if matches!(answer.stop_reason, StopReason::Error | StopReason::Aborted) {
-        return Err(answer
-            .error_message
-            .unwrap_or_else(|| "the summary call failed".to_owned()));
+        return Err(SummaryError::Failed(
+            answer
+                .error_message
+                .unwrap_or_else(|| "the summary call failed".to_owned()),
+        ));
     }
     let summary = answer.text();
     if summary.trim().is_empty() {
-        return Err("the summary call answered no text".to_owned());
+        return Err(SummaryError::Empty);
     }
     Ok(summary)
 }

@@ -436,8 +436,11 @@ async fn serve_compactions(shared: &Arc<Shared>, messages: Option<&[AgentMessage
     let tokens = compaction::context_tokens(messages, previous.as_ref());
     let result = compact(shared, messages, tokens).await;
     for reply in waiting {
+        // `SessionError` is not `Clone` (a store error holds an I/O error): each waiter gets
+        // the failure's text, a summary failure's own text unwrapped so it is not prefixed twice.
         let _ = reply.send(match &result {
             Ok(compaction) => Ok(compaction.clone()),
+            Err(SessionError::Compaction(why)) => Err(SessionError::Compaction(why.clone())),
             Err(error) => Err(SessionError::Compaction(error.to_string())),
         });
     }
@@ -487,6 +490,7 @@ async fn compact(
             Ok(Some(compaction))
         }
         Err(error) => {
+            let error = error.to_string();
             let control = Control::CompactionFailed {
                 covers,
                 error: error.clone(),

@@ -18,6 +18,47 @@ use crate::ai::partial_json::PartialJsonParser;
 use crate::ai::types::{AssistantContent, AssistantMessage, StopReason, TextContent};
 use crate::ai::validation::{CompiledToolSchema, ValidationError};
 
+/// Why a final answer is not the typed output: the message's `errorMessage` (kind
+/// `invalid_output`). Like pi's report it quotes the answer, which is the model's text.
+#[derive(Debug, thiserror::Error)]
+enum OutputError<'a> {
+    /// The text does not parse as JSON.
+    #[error(
+        "Validation failed for output \"{name}\": the answer is not JSON ({error}){}\n\nReceived output:\n{text}",
+        cut_note(*.truncated)
+    )]
+    NotJson {
+        /// The schema's name.
+        name: &'a str,
+        /// The parser's complaint.
+        error: serde_json::Error,
+        /// The answer.
+        text: String,
+        /// The answer stopped at the output-token limit.
+        truncated: bool,
+    },
+    /// The JSON does not match the schema; `report` is pi's.
+    #[error("{report}{}", cut_note(*.truncated))]
+    Rejected {
+        /// The validator's report.
+        report: String,
+        /// The answer stopped at the output-token limit.
+        truncated: bool,
+    },
+    /// The schema itself could not be applied (too deep, invalid).
+    #[error(transparent)]
+    Unchecked(ValidationError),
+}
+
+/// The note added when a failed answer was cut off, since that is the likely cause.
+fn cut_note(truncated: bool) -> &'static str {
+    if truncated {
+        " (the answer was cut off at the output-token limit)"
+    } else {
+        ""
+    }
+}
+
 /// Answers up to this size get an `object_delta` after every delta.
 pub(crate) const EVERY_DELTA_BELOW: usize = 4096;
 
@@ -214,7 +255,7 @@ impl OutputTracker {
             Ok(()) => AssistantMessageEvent::Done { reason, message },
             Err(report) => {
                 message.stop_reason = StopReason::Error;
-                message.error_message = Some(report);
+                message.error_message = Some(report.to_string());
                 message.error_kind = Some(ErrorKind::InvalidOutput);
                 AssistantMessageEvent::Error {
                     reason: StopReason::Error,
@@ -225,22 +266,25 @@ impl OutputTracker {
     }
 
     /// `Ok` when the message's text is JSON the schema accepts, else the report.
-    fn check(&self, message: &AssistantMessage) -> Result<(), String> {
+    fn check(&self, message: &AssistantMessage) -> Result<(), OutputError<'_>> {
         let text = message.text();
-        let cut = if message.stop_reason == StopReason::Length {
-            " (the answer was cut off at the output-token limit)"
-        } else {
-            ""
+        let truncated = message.stop_reason == StopReason::Length;
+        let value = match parse_output(&text) {
+            Ok(value) => value,
+            Err(error) => {
+                return Err(OutputError::NotJson {
+                    name: &self.name,
+                    error,
+                    text,
+                    truncated,
+                });
+            }
         };
-        let value = parse_output(&text).map_err(|error| {
-            format!(
-                "Validation failed for output \"{}\": the answer is not JSON ({error}){cut}\n\nReceived output:\n{text}",
-                self.name
-            )
-        })?;
         self.compiled.validate(&value).map_err(|error| match error {
-            ValidationError::InvalidArguments { report, .. } => format!("{report}{cut}"),
-            other => other.to_string(),
+            ValidationError::InvalidArguments { report, .. } => {
+                OutputError::Rejected { report, truncated }
+            }
+            other => OutputError::Unchecked(other),
         })
     }
 }

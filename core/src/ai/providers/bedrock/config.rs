@@ -12,9 +12,10 @@
 //!   region providers ([`super::region`], asked when the request runs: [`Resolution::Pending`]).
 
 use super::super::http;
-use super::credentials::{Environment, named_profile};
+use super::credentials::named_profile;
 use super::profile_file::load_profile;
 use crate::ai::error::ProviderError;
+use crate::ai::providers::environment::Environment;
 
 /// The region and endpoint of one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,6 +111,17 @@ pub(crate) enum ConfigError {
     MissingRegion {
         /// The profile read.
         profile: String,
+    },
+    /// The AWS SDK's region providers asked for a profile ([`Resolution::Pending`]) found none.
+    #[error(
+        "Region is missing: set AWS_REGION or `region` in AWS profile `{profile}` (tried: {})",
+        .tried.join(", ")
+    )]
+    RegionNotFound {
+        /// The profile read.
+        profile: String,
+        /// Each source asked, and why it gave nothing.
+        tried: Vec<String>,
     },
     /// The region is not a valid AWS region name.
     #[error("Invalid AWS region `{region}`")]

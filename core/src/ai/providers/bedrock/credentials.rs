@@ -22,8 +22,7 @@ use thiserror::Error;
 
 use super::profile_file::{Profile, load_profile};
 use crate::ai::options::ApiKey;
-
-pub(crate) use crate::ai::providers::environment::Environment;
+use crate::ai::providers::environment::Environment;
 
 /// AWS credentials for SigV4. `Debug` shows the access key id only.
 #[derive(Clone, PartialEq, Eq)]

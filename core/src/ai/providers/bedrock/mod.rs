@@ -28,12 +28,13 @@ use std::time::SystemTime;
 use serde_json::Value;
 
 use self::config::{ClientConfig, Resolution};
-use self::credentials::{BedrockAuth, Environment};
+use self::credentials::BedrockAuth;
 use self::eventstream::EventStreamDecoder;
 use self::options::BedrockRequestOptions;
 use self::request::CommandInputs;
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use self::sigv4::{BEDROCK_SIGNING_NAME, SignableInput};
+use super::environment::Environment;
 use super::http;
 use crate::ai::api_provider::ApiProvider;
 use crate::ai::error::{ErrorKind, ProviderError};
@@ -94,9 +95,7 @@ impl http::Wire for BedrockWire {
         _: &Model,
     ) -> Result<http::Flow, ProviderError> {
         if let Some((profile, endpoint)) = request.wire.pending_region.take() {
-            let found = region::profile_region(&profile)
-                .await
-                .map_err(ProviderError::from)?;
+            let found = region::profile_region(&profile).await?;
             let ClientConfig { region, endpoint } =
                 config::finish(&Environment::Process, found, endpoint)?;
             request.url = config::converse_stream_url(&endpoint, &request.wire.model_id)?;

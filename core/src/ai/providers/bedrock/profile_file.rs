@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use super::credentials::Environment;
+use crate::ai::providers::environment::Environment;
 
 /// Larger files are not AWS configuration; reading stops there instead of loading them whole.
 const MAX_FILE_LEN: u64 = 1024 * 1024;

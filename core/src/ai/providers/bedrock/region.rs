@@ -22,6 +22,7 @@ use aws_config::profile::ProfileFileRegionProvider;
 use aws_config::provider_config::ProviderConfig;
 
 use super::chain::{cache_key, imds_client};
+use super::config::ConfigError;
 use super::sdk_http::ReqwestHttpClient;
 
 /// The bound on each region source.
@@ -31,7 +32,7 @@ pub(crate) const REGION_TIMEOUT: Duration = Duration::from_secs(10);
 static FOUND: LazyLock<Mutex<HashMap<[u8; 32], String>>> = LazyLock::new(Default::default);
 
 /// The region for `profile` from its shared config, else from instance metadata.
-pub(crate) async fn profile_region(profile: &str) -> Result<String, String> {
+pub(crate) async fn profile_region(profile: &str) -> Result<String, ConfigError> {
     // `\u{1}` keeps these keys apart from the credentials' (which hash a real region).
     let key = cache_key(Some(profile), "\u{1}region");
     if let Some(region) = FOUND
@@ -73,8 +74,8 @@ pub(crate) async fn profile_region(profile: &str) -> Result<String, String> {
             )),
         }
     }
-    Err(format!(
-        "Region is missing: set AWS_REGION or `region` in AWS profile `{profile}` (tried: {})",
-        tried.join(", ")
-    ))
+    Err(ConfigError::RegionNotFound {
+        profile: profile.to_owned(),
+        tried,
+    })
 }

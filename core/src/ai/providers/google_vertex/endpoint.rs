@@ -31,12 +31,27 @@ const CREDENTIALS_MARKER: &str = "gcp-vertex-credentials";
 /// The Vertex multi-regions, served from `aiplatform.{location}.rep.googleapis.com`.
 const MULTI_REGIONAL_LOCATIONS: [&str; 2] = ["us", "eu"];
 
-/// The project error (pi's words).
-pub(crate) const NO_PROJECT: &str = "Vertex AI requires a project ID. Set GOOGLE_CLOUD_PROJECT/GCLOUD_PROJECT or pass project in options.";
+/// What an ADC request lacks to be addressed (pi's words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum EndpointError {
+    /// Neither the `project` option nor `GOOGLE_CLOUD_PROJECT` / `GCLOUD_PROJECT`.
+    #[error(
+        "Vertex AI requires a project ID. Set GOOGLE_CLOUD_PROJECT/GCLOUD_PROJECT or pass project in options."
+    )]
+    NoProject,
+    /// Neither the `location` option nor `GOOGLE_CLOUD_LOCATION`.
+    #[error(
+        "Vertex AI requires a location. Set GOOGLE_CLOUD_LOCATION or pass location in options."
+    )]
+    NoLocation,
+}
 
-/// The location error (pi's words).
-pub(crate) const NO_LOCATION: &str =
-    "Vertex AI requires a location. Set GOOGLE_CLOUD_LOCATION or pass location in options.";
+impl From<EndpointError> for ProviderError {
+    /// pi throws these as plain errors (no kind).
+    fn from(error: EndpointError) -> Self {
+        ProviderError::from(error.to_string())
+    }
+}
 
 /// Where an API key came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,21 +96,21 @@ fn is_placeholder(key: &str) -> bool {
 pub(crate) fn resolve_project(
     options: &StreamOptions,
     env: &Environment,
-) -> Result<String, String> {
+) -> Result<String, EndpointError> {
     non_empty(options.project.as_deref())
         .or_else(|| env.var("GOOGLE_CLOUD_PROJECT"))
         .or_else(|| env.var("GCLOUD_PROJECT"))
-        .ok_or_else(|| NO_PROJECT.to_owned())
+        .ok_or(EndpointError::NoProject)
 }
 
 /// The location for ADC (pi's `resolveLocation`).
 pub(crate) fn resolve_location(
     options: &StreamOptions,
     env: &Environment,
-) -> Result<String, String> {
+) -> Result<String, EndpointError> {
     non_empty(options.location.as_deref())
         .or_else(|| env.var("GOOGLE_CLOUD_LOCATION"))
-        .ok_or_else(|| NO_LOCATION.to_owned())
+        .ok_or(EndpointError::NoLocation)
 }
 
 fn non_empty(value: Option<&str>) -> Option<String> {
@@ -339,7 +354,10 @@ mod tests {
         let (key, source) = resolve_api_key(&options, &env).unwrap();
         assert_eq!((key.expose(), source), ("mine", KeySource::Request));
         assert_eq!(resolve_project(&options, &env).unwrap(), "from-gcloud");
-        assert_eq!(resolve_location(&options, &env).unwrap_err(), NO_LOCATION);
+        assert_eq!(
+            resolve_location(&options, &env).unwrap_err(),
+            EndpointError::NoLocation
+        );
         options.project = Some("p".into());
         options.location = Some("europe-west4".into());
         assert_eq!(resolve_project(&options, &env).unwrap(), "p");
@@ -347,7 +365,7 @@ mod tests {
         let empty = Environment::fixed::<&str, &str>([]);
         assert_eq!(
             resolve_project(&StreamOptions::default(), &empty).unwrap_err(),
-            NO_PROJECT
+            EndpointError::NoProject
         );
     }
 }

@@ -20,103 +20,18 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::adc::{CLOUD_PLATFORM_SCOPE, Credentials};
+use super::credentials::{CLOUD_PLATFORM_SCOPE, Impersonated};
+use super::external_account::{CredentialSource, ExternalAccount, SourceFormat};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::options::{ApiKey, StreamOptions};
-use crate::ai::providers::environment::Environment;
+use crate::ai::options::ApiKey;
 use crate::ai::providers::http;
 use crate::ai::redact::Redactor;
 
 /// The bound on each request of an exchange (subject token URL, STS, IAM Credentials).
 pub(crate) const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Google's STS token endpoint (when a file names none).
-const GOOGLE_STS_URL: &str = "https://sts.googleapis.com/v1/token";
-
 /// Lifetime asked of an impersonated token.
 const IMPERSONATED_LIFETIME_SECS: u64 = 3600;
-
-/// Where the subject token comes from.
-#[derive(Clone, Debug, Deserialize)]
-pub(crate) struct CredentialSource {
-    #[serde(default)]
-    file: Option<String>,
-    /// A URL-sourced token's URL; AWS: the role credentials URL.
-    #[serde(default)]
-    pub(crate) url: Option<String>,
-    #[serde(default)]
-    headers: Option<serde_json::Map<String, Value>>,
-    #[serde(default)]
-    format: Option<SourceFormat>,
-    /// `aws1` for an AWS-sourced token.
-    #[serde(default)]
-    pub(crate) environment_id: Option<String>,
-    /// AWS: where the availability zone is read (when no `AWS_REGION`).
-    #[serde(default)]
-    pub(crate) region_url: Option<String>,
-    /// AWS: the `GetCallerIdentity` URL that is signed (`{region}` filled in).
-    #[serde(default)]
-    pub(crate) regional_cred_verification_url: Option<String>,
-    /// AWS: the IMDSv2 session token URL.
-    #[serde(default)]
-    pub(crate) imdsv2_session_token_url: Option<String>,
-    /// A program that prints the token.
-    #[serde(default)]
-    executable: Option<super::subject_exec::ExecutableSource>,
-}
-
-#[derive(Clone, Debug, Deserialize)]
-struct SourceFormat {
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    subject_token_field_name: Option<String>,
-}
-
-/// An `external_account` file.
-#[derive(Clone, Debug, Deserialize)]
-pub(crate) struct ExternalAccount {
-    pub(crate) audience: String,
-    pub(crate) subject_token_type: String,
-    #[serde(default)]
-    pub(crate) token_url: Option<String>,
-    #[serde(default)]
-    pub(crate) service_account_impersonation_url: Option<String>,
-    pub(crate) credential_source: CredentialSource,
-    #[serde(default)]
-    pub(crate) quota_project_id: Option<String>,
-    /// Where `AWS_*` and `GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES` are read (the provider's
-    /// environment; set when the file is loaded).
-    #[serde(skip)]
-    pub(crate) env: Environment,
-}
-
-/// An `impersonated_service_account` file: source credentials and the account to become.
-#[derive(Clone, Debug)]
-pub(crate) struct Impersonated {
-    pub(crate) url: String,
-    pub(crate) delegates: Vec<String>,
-    pub(crate) source: Credentials,
-    pub(crate) quota_project_id: Option<String>,
-}
-
-impl ExternalAccount {
-    /// The service account impersonated (from `.../serviceAccounts/<email>:generateAccessToken`).
-    pub(crate) fn impersonated_email(&self) -> Option<&str> {
-        let url = self.service_account_impersonation_url.as_deref()?;
-        let (_, rest) = url.rsplit_once("/serviceAccounts/")?;
-        rest.strip_suffix(":generateAccessToken")
-            .filter(|email| !email.is_empty())
-    }
-
-    /// The STS endpoint.
-    pub(crate) fn token_url(&self) -> &str {
-        self.token_url
-            .as_deref()
-            .filter(|url| !url.is_empty())
-            .unwrap_or(GOOGLE_STS_URL)
-    }
-}
 
 fn auth(message: String) -> ProviderError {
     ProviderError::other(message, Some(ErrorKind::Auth))
@@ -303,18 +218,18 @@ pub(crate) async fn external_token(
     }
 }
 
-/// An impersonated account's token: the source credentials' token, then `generateAccessToken`.
+/// An impersonated account's token: `generateAccessToken` asked with `source`, the source
+/// credentials' token (which the caller fetches: see `adc::fetch_token`).
 pub(crate) async fn impersonated_token(
     impersonated: &Impersonated,
-    options: &StreamOptions,
+    source: &ApiKey,
 ) -> Result<(ApiKey, Duration), ProviderError> {
-    let source = Box::pin(super::adc::access_token(&impersonated.source, options)).await?;
     let mut redactor = Redactor::default();
     redactor.add(source.expose());
     impersonate(
         &impersonated.url,
         &impersonated.delegates,
-        &source,
+        source,
         &mut redactor,
     )
     .await

@@ -19,13 +19,16 @@
 //! credentials, and the metadata server, are not supported.
 
 pub(crate) mod adc;
+pub(crate) mod credentials;
 pub(crate) mod endpoint;
 pub(crate) mod external;
+pub(crate) mod external_account;
+pub(crate) mod jwt;
 #[cfg(feature = "bedrock")]
 pub(crate) mod subject_aws;
 pub(crate) mod subject_exec;
 
-use self::adc::Credentials;
+use self::credentials::Credentials;
 use self::endpoint::{KeySource, Scope};
 use super::environment::Environment;
 use super::google::request::{self, Variant};
@@ -164,8 +167,7 @@ impl GoogleVertexProvider {
                 if authenticated {
                     (url, None)
                 } else {
-                    let credentials = adc::load(&self.env)
-                        .map_err(|message| ProviderError::other(message, Some(ErrorKind::Auth)))?;
+                    let credentials = adc::load(&self.env)?;
                     if !env_key_allowed(PROVIDER, &url) {
                         return Err(withheld("Application Default Credentials", &url));
                     }

@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::external::CredentialSource;
+use super::external_account::CredentialSource;
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::options::ApiKey;
 use crate::ai::providers::bedrock::credentials::AwsCredentials;

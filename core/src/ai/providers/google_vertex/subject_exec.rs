@@ -22,7 +22,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::AsyncReadExt as _;
 
-use super::external::ExternalAccount;
+use super::external_account::{ExecutableSource, ExternalAccount};
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::providers::environment::Environment;
 use crate::ai::redact::Redactor;
@@ -34,16 +34,6 @@ const MAX_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A response bigger than this is refused (tokens are a few KiB).
 const MAX_OUTPUT: usize = 1 << 20;
-
-/// `credential_source.executable`.
-#[derive(Clone, Debug, Deserialize)]
-pub(crate) struct ExecutableSource {
-    command: String,
-    #[serde(default)]
-    timeout_millis: Option<u64>,
-    #[serde(default)]
-    output_file: Option<String>,
-}
 
 #[derive(Deserialize)]
 struct Response {

@@ -73,14 +73,14 @@ fn tls_roots() -> rustls::RootCertStore {
     roots
 }
 
-/// The TLS configuration of `wss://` connections: [`tls_roots`], HTTP/1.1 only.
-static TLS: LazyLock<Result<Arc<rustls::ClientConfig>, String>> = LazyLock::new(|| {
+/// The TLS configuration of `wss://` connections: [`tls_roots`], HTTP/1.1 only. Built once;
+/// rustls's own error is kept (it is `Clone`) so every connection can report it.
+static TLS: LazyLock<Result<Arc<rustls::ClientConfig>, rustls::Error>> = LazyLock::new(|| {
     let roots = tls_roots();
     let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
         rustls::crypto::ring::default_provider(),
     ))
-    .with_safe_default_protocol_versions()
-    .map_err(|error| error.to_string())?
+    .with_safe_default_protocol_versions()?
     .with_root_certificates(roots)
     .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -144,7 +144,7 @@ pub(super) async fn connect(
         .map_err(|error| transport(format!("Connection error: {error}")))?;
         let _ = tcp.set_nodelay(true);
         let io: Pin<Box<dyn Io>> = if tls {
-            let config = TLS.as_ref().map_err(|error| transport(error.clone()))?;
+            let config = TLS.as_ref().map_err(|error| transport(error.to_string()))?;
             let name = rustls::pki_types::ServerName::try_from(host.clone())
                 .map_err(|_| transport(format!("Invalid TLS server name `{host}`")))?;
             let stream = tokio::time::timeout(
