@@ -4,14 +4,14 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use pi_agent::agent::{AgentMessage, AgentRun};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{future_into_py, helper, ready, ready_future};
-use crate::event_dict::PyAgentEvent;
+use crate::bridge::{future_into_py, helper, ready_future};
+use crate::event_dict::{PyAgentEvent, Ready};
 use crate::py_serde::Serialized;
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
@@ -35,6 +35,22 @@ pub(crate) struct PyAgentRun {
 async fn next_event(run: SharedRun, partial: bool) -> Option<PyAgentEvent> {
     let event = run.lock().await.next().await?;
     Some(PyAgentEvent::new(event, partial))
+}
+
+/// The next event as its dict if it is there already (`Some(None)` after the last), polled
+/// on the caller's thread (no runtime task, no lock wait); `None` when it would wait.
+fn ready_event<'py>(
+    py: Python<'py>,
+    run: &SharedRun,
+    partial: bool,
+) -> Option<PyResult<Option<Bound<'py, PyAny>>>> {
+    let mut run = run.try_lock().ok()?;
+    let event = run.next().now_or_never()?;
+    Some(
+        event
+            .map(|event| PyAgentEvent::new(event, partial).into_pyobject(py))
+            .transpose(),
+    )
 }
 
 /// Waits until the run is over; the messages it added. With `raise_on_error`, a run whose
@@ -87,14 +103,16 @@ impl PyAgentRun {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<PyAgentEvent> {
-        let next = match ready(next_event(Arc::clone(&self.run), self.partial)) {
-            Some(next) => next,
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let next = match ready_event(py, &self.run, self.partial) {
+            Some(next) => next?,
             None => {
                 let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
                 wait(py, next_event(Arc::clone(&run), self.partial), move || {
                     Interrupted::Finish(Box::pin(abort_and_finish(run, signal)))
                 })?
+                .map(|event| event.into_pyobject(py))
+                .transpose()?
             }
         };
         next.ok_or_else(|| PyStopIteration::new_err(()))
@@ -105,14 +123,12 @@ impl PyAgentRun {
     }
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let run = Arc::clone(&self.run);
-        if let Some(next) = ready(next_event(Arc::clone(&run), self.partial)) {
-            let outcome = next.map_or_else(
-                || Err(PyStopAsyncIteration::new_err(())),
-                |event| event.into_pyobject(py),
-            );
-            return ready_future(py, outcome);
+        if let Some(next) = ready_event(py, &self.run, self.partial) {
+            let outcome =
+                next.and_then(|next| next.ok_or_else(|| PyStopAsyncIteration::new_err(())));
+            return Ready::awaitable(py, outcome);
         }
+        let run = Arc::clone(&self.run);
         let partial = self.partial;
         future_into_py(py, async move {
             next_event(run, partial)

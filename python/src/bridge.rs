@@ -16,7 +16,6 @@ use std::future::Future;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
-use futures::FutureExt;
 use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
@@ -300,14 +299,6 @@ where
         });
     });
     Ok(py_future)
-}
-
-/// The output of `future` if it is ready at once (e.g. an event already buffered), polled
-/// here without a trip through the runtime; `None` if it would wait (it is then dropped, so it
-/// must be cancel-safe).
-pub(crate) fn ready<F: Future>(future: F) -> Option<F::Output> {
-    let _runtime = runtime().enter();
-    future.now_or_never()
 }
 
 /// An asyncio future of the running loop that is already done with `outcome`.

@@ -59,10 +59,13 @@ pub(crate) fn install(py: Python<'_>) -> PyResult<()> {
 
     let from_env = log_level_from_env();
     let max_level = from_env.map_or(LogLevel::Debug, |level| level.max(LogLevel::Debug));
-    // Only the library's own callsites: other crates' events (hyper's, at TRACE) are never built.
-    let logs = ForwardLogs::new(max_level, emit).with_filter(
-        tracing_subscriber::filter::filter_fn(|metadata| metadata.target().starts_with("pi_agent")),
-    );
+    // Only the library's own events: other crates' events (hyper's, at TRACE) are never built,
+    // and spans are left to the span layer (recorded for this one, every poll of a request's
+    // future would enter its span in the registry: a cost per streamed event).
+    let logs =
+        ForwardLogs::new(max_level, emit).with_filter(tracing_subscriber::filter::filter_fn(
+            |metadata| metadata.is_event() && metadata.target().starts_with("pi_agent"),
+        ));
     let subscriber = tracing_subscriber::registry()
         .with(logs)
         .with(crate::spans::SpanLayer.with_filter(crate::spans::WhenEnabled));

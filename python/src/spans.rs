@@ -122,7 +122,10 @@ pub(crate) fn enabled() -> bool {
 
 /// Turns the recording on or off (spans open when it is turned off still report their end).
 pub(crate) fn set_enabled(enabled: bool) {
-    ENABLED.store(enabled, Ordering::Release);
+    if ENABLED.swap(enabled, Ordering::AcqRel) != enabled {
+        // The callsites' interest depends on the switch (see `WhenEnabled`): ask again.
+        tracing::callsite::rebuild_interest_cache();
+    }
 }
 
 /// Spans seen since the process started (0 while Python never opted in).
@@ -204,8 +207,12 @@ impl<S> Filter<S> for WhenEnabled {
     }
 
     fn callsite_enabled(&self, metadata: &'static Metadata<'static>) -> Interest {
-        // Decided per span (the switch changes at run time), never for others' callsites.
-        if ours(metadata) {
+        // Decided per span while the switch is on, never for others' callsites, and never
+        // while it is off (the switch rebuilds the cache): with no layer interested, a span
+        // is not recorded at all. (Per-layer filters that each say no at run time still leave
+        // the registry recording the span, and entering it at every poll of a request's
+        // future cost a look-up per streamed event.)
+        if ours(metadata) && ENABLED.load(Ordering::Acquire) {
             Interest::sometimes()
         } else {
             Interest::never()

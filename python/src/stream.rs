@@ -6,16 +6,16 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use pi_agent::ai::{self, AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{drive, future_into_py, ready, ready_future};
+use crate::bridge::{drive, future_into_py, ready_future};
 use crate::convert::{Json, parse, serde_to_py};
-use crate::event_dict::{PyEvent, Ready};
+use crate::event_dict::{PyEvent, Ready, event_to_py};
 use crate::model::PyModel;
 use crate::options::stream_options;
 use crate::runtime::{Interrupted, runtime, wait};
@@ -43,6 +43,19 @@ pub(crate) struct PyEventStream {
 async fn next_event(stream: SharedStream) -> Option<PyEvent> {
     let mut stream = stream.lock().await;
     stream.next().await.map(PyEvent)
+}
+
+/// The next event as its dict if it is there already (`Some(None)` after the terminal one),
+/// polled on the caller's thread: no runtime task, no lock wait, and the event converted where
+/// it lies. `None` when it would wait (the queue is empty, or another reader holds the stream).
+/// This is the path of nearly every event of a stream read as fast as it arrives.
+fn ready_event<'py>(
+    py: Python<'py>,
+    stream: &SharedStream,
+) -> Option<PyResult<Option<Bound<'py, PyAny>>>> {
+    let mut stream = stream.try_lock().ok()?;
+    let event = stream.next().now_or_never()?;
+    Some(event.map(|event| event_to_py(py, &event)).transpose())
 }
 
 /// Consumes the rest of the stream and returns the final message.
@@ -130,16 +143,17 @@ impl PyEventStream {
         slf
     }
 
-    fn __next__(&self, py: Python<'_>) -> PyResult<PyEvent> {
-        let stream = Arc::clone(&self.stream);
-        let next = match ready(next_event(Arc::clone(&stream))) {
-            Some(next) => next,
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let next = match ready_event(py, &self.stream) {
+            Some(next) => next?,
             None => {
                 let signal = self.signal.clone();
-                wait(py, next_event(stream), move || {
+                wait(py, next_event(Arc::clone(&self.stream)), move || {
                     signal.cancel();
                     Interrupted::Return
                 })?
+                .map(|event| event.into_pyobject(py))
+                .transpose()?
             }
         };
         next.ok_or_else(|| PyStopIteration::new_err(()))
@@ -150,14 +164,12 @@ impl PyEventStream {
     }
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let stream = Arc::clone(&self.stream);
-        if let Some(next) = ready(next_event(Arc::clone(&stream))) {
-            let outcome = next.map_or_else(
-                || Err(PyStopAsyncIteration::new_err(())),
-                |event| event.into_pyobject(py),
-            );
+        if let Some(next) = ready_event(py, &self.stream) {
+            let outcome =
+                next.and_then(|next| next.ok_or_else(|| PyStopAsyncIteration::new_err(())));
             return Ready::awaitable(py, outcome);
         }
+        let stream = Arc::clone(&self.stream);
         future_into_py(py, async move {
             next_event(stream)
                 .await

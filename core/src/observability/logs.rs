@@ -297,15 +297,17 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ForwardLogs {
     }
 }
 
-/// `layer` with a per-layer filter passing only the library's own callsites, so that, in a
-/// subscriber of the bindings' own, other crates' events (hyper's, at TRACE) are never built.
+/// `layer` with a per-layer filter passing only the library's own events, so that, in a
+/// subscriber of the bindings' own, other crates' events (hyper's, at TRACE) are never built,
+/// and no span is recorded for it (the layer reads events only; a recorded span would cost a
+/// registry look-up at every poll of a request's future, that is, per streamed event).
 fn ours_only<S>(layer: ForwardLogs) -> impl tracing_subscriber::Layer<S>
 where
     S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
 {
     use tracing_subscriber::Layer as _;
     layer.with_filter(tracing_subscriber::filter::filter_fn(|metadata| {
-        metadata.target().starts_with("pi_agent")
+        metadata.is_event() && metadata.target().starts_with("pi_agent")
     }))
 }
 
