@@ -12,7 +12,8 @@ use ::pi_agent::agent::{Agent, AgentMessage, AgentOptions, AgentSettings, RunInp
 use ::pi_agent::ai::ImageContent;
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::boundary::{into_handle, opt_ref, take_handle};
 use crate::callback::{CallbackSite, CallsInFlight};
 use crate::error::{parse_json, parse_object, pi_error, pi_error_kind};
 use crate::event::{Listener, pi_agent_event_callback};

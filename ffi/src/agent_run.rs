@@ -9,7 +9,8 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentShared, images_input, messages_input, pi_agent, shared};
-use crate::boundary::{Out, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_str};
+use crate::boundary::{into_handle, opt_ref, take_handle};
 use crate::error::{pi_error, to_json};
 use crate::event::{EventText, pi_agent_event};
 use crate::runtime::{block_on, runtime};
@@ -194,7 +195,7 @@ pub extern "C" fn pi_agent_run_result_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let run = crate::boundary::arg_ref(run, "run")?;
+        let run = crate::args::arg_ref(run, "run")?;
         let out = Out::new(json_out, "json_out")?;
         finish(run)?;
         let state = run.state.lock().unwrap_or_else(PoisonError::into_inner);

@@ -9,7 +9,8 @@ use ::pi_agent::ai::{ApiKey, ModelThinkingLevel, StreamOptions, Tool};
 
 use crate::agent::pi_agent;
 use crate::agent_state::write_agent_json;
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::boundary::{into_handle, opt_ref};
 use crate::error::{parse_object, pi_error};
 use crate::model::pi_model;
 use crate::options::parse_name;

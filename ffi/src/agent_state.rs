@@ -11,7 +11,8 @@ use ::pi_agent::ai::{StreamOptions, UserMessage};
 use serde::Serialize;
 
 use crate::agent::{pi_agent, wrap};
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, opt_ref};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::boundary::opt_ref;
 use crate::error::{parse_json, pi_error, to_json};
 use crate::options::{parse_name, parse_or_default};
 use crate::string::into_c_string;

@@ -5,7 +5,7 @@ use std::ffi::c_char;
 
 use pi_agent::ai::{env_key_names, find_env_keys, get_env_api_key};
 
-use crate::boundary::{Out, arg_str};
+use crate::args::{Out, arg_str};
 use crate::error::{pi_error, to_json};
 use crate::string::into_c_string;
 

@@ -1,17 +1,18 @@
 //! `pi_faux`: core's scripted, offline faux provider, for tests, examples and demos.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::FutureExt;
 use pi_agent::ai::providers::faux::{FauxError, FauxOptions, FauxProvider, FauxResponse};
 use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str};
+use crate::boundary::{into_handle, opt_ref, take_handle};
 use crate::callback::{CallbackSite, run_callback};
 use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
-use crate::hook::{lazy_json, lock};
+use crate::hook_context::{Answer, call_with, lazy_json, lock, view};
 use crate::model::pi_model;
 use crate::options::parse_or_default;
 use crate::string::{into_c_string, pi_str};
@@ -115,10 +116,7 @@ pub extern "C" fn pi_faux_push_json(
 
 /// Records what a request sent.
 fn record(contexts: &Mutex<Vec<Context>>, context: &Context) {
-    contexts
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(context.clone());
+    lock(contexts).push(context.clone());
 }
 
 /// Builds a scripted response from a request (pi's response factory). Read the request with
@@ -147,7 +145,7 @@ pub struct pi_faux_request {
     model: pi_model,
     context_json: OnceLock<String>,
     options_json: OnceLock<String>,
-    message: Mutex<Option<AssistantMessage>>,
+    message: Answer<Option<AssistantMessage>>,
 }
 
 /// The request's pi `Context` as JSON (empty when `request` is NULL). Valid while the callback
@@ -156,9 +154,7 @@ pub struct pi_faux_request {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_faux_request_context_json(request: *const pi_faux_request) -> pi_str {
-    ffi_boundary! {
-        opt_ref(request).map_or(pi_str::EMPTY, |r| lazy_json(&r.context_json, || &r.context))
-    }
+    view(request, |r| lazy_json(&r.context_json, || &r.context))
 }
 
 /// The request's options as core's `StreamOptions` JSON, secrets left out (empty when `request`
@@ -167,9 +163,7 @@ pub extern "C" fn pi_faux_request_context_json(request: *const pi_faux_request) 
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_faux_request_options_json(request: *const pi_faux_request) -> pi_str {
-    ffi_boundary! {
-        opt_ref(request).map_or(pi_str::EMPTY, |r| lazy_json(&r.options_json, || &r.options))
-    }
+    view(request, |r| lazy_json(&r.options_json, || &r.options))
 }
 
 /// Which request of the provider this is, counting from 1 (0 when `request` is NULL).
@@ -204,10 +198,8 @@ pub extern "C" fn pi_faux_request_set_message_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let request = arg_ref(request, "request")?;
-        let json = arg_str(assistant_message_json, "assistant_message_json")?;
-        let value: Value = parse_json(json, "assistant_message_json")?;
-        let message = scripted_message(value, &request.model.model)?;
-        *lock(&request.message) = Some(message);
+        let value = arg_json(assistant_message_json, "assistant_message_json")?;
+        request.message.set(Some(scripted_message(value, &request.model.model)?));
         Ok(())
     }
 }
@@ -269,17 +261,10 @@ fn build_response(
         model: pi_model { model },
         context_json: OnceLock::new(),
         options_json: OnceLock::new(),
-        message: Mutex::new(None),
+        message: Answer::default(),
     };
-    // SAFETY: the callback and `user_data` were registered together by the C caller; `request`
-    // outlives the call and is only used through this library's functions, which take shared
-    // references (its mutable part is behind a mutex).
-    let code = unsafe { callback(user_data, std::ptr::from_ref(&request).cast_mut()) };
-    let message = request
-        .message
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
-    match message {
+    let (request, code) = call_with(callback, user_data, request);
+    match request.message.take() {
         _ if code != 0 => Err(format!("faux factory returned error code {code}")),
         Some(message) => Ok(message),
         None => Err("faux factory set no message".to_owned()),
@@ -349,7 +334,7 @@ pub extern "C" fn pi_faux_contexts_json(
     ffi_fallible! {
         let faux = arg_ref(faux, "faux")?;
         let out = Out::new(json_out, "json_out")?;
-        let json = to_json(&*faux.contexts.lock().unwrap_or_else(PoisonError::into_inner), "contexts")?;
+        let json = to_json(&*lock(&faux.contexts), "contexts")?;
         out.write(into_c_string(json));
         Ok(())
     }

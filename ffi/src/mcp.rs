@@ -7,7 +7,8 @@ use std::ffi::c_char;
 use ::pi_agent::mcp::{McpError, McpServer, McpServerConfig};
 
 use crate::agent::{pi_agent, shared};
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, take_handle};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::boundary::{into_handle, take_handle};
 use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
 use crate::runtime::{block_on, runtime};
 use crate::string::into_c_string;

@@ -7,7 +7,8 @@ use std::ffi::c_char;
 use pi_agent::ai::{AssistantMessage, ErrorKind, MessageError, RunLimit};
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_str, opt_ref};
+use crate::args::{Out, arg_str};
+use crate::boundary::opt_ref;
 use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::string::pi_str;
 

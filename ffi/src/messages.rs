@@ -10,7 +10,7 @@ use pi_agent::ai::{
     validate_tool_call,
 };
 
-use crate::boundary::{Out, arg_ref, arg_str};
+use crate::args::{Out, arg_ref, arg_str};
 use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;
 use crate::string::{into_c_string, pi_str};

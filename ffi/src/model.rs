@@ -8,7 +8,8 @@ use pi_agent::ai::{
     get_supported_thinking_levels, models_are_equal, resolve_model,
 };
 
-use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_ref, arg_str};
+use crate::boundary::{into_handle, opt_ref, take_handle};
 use crate::error::{parse_object, pi_error, to_json};
 use crate::options::parse_name;
 use crate::string::{into_c_string, pi_str};

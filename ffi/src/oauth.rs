@@ -16,10 +16,11 @@ use pi_agent::ai::oauth::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_ref, arg_str};
+use crate::boundary::{into_handle, opt_ref, take_handle};
 use crate::callback::{CallbackSite, run_callback, run_inline};
 use crate::error::{parse_json, parse_object, pi_error, pi_error_kind, to_json};
-use crate::hook::lock;
+use crate::hook_context::lock;
 use crate::runtime::{block_on, runtime};
 use crate::string::{into_c_string, pi_str};
 use crate::user_data::{UserData, pi_free_callback};

@@ -6,7 +6,7 @@ use pi_agent::ai::AssistantMessage;
 use pi_agent::ai::is_context_overflow;
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_str};
+use crate::args::{Out, arg_str};
 use crate::error::{parse_json, pi_error, pi_error_kind};
 
 /// Writes to `*overflow_out` whether a response failed (or was silently truncated) because the

@@ -9,7 +9,8 @@ use pi_agent::session::{
     CompactionSettings, Receipt, Session, SessionError, SessionOptions, SessionStore, SqliteStore,
 };
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, take_handle};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::boundary::{into_handle, take_handle};
 use crate::callback::{CallbackSite, CallsInFlight};
 use crate::error::{parse_object, pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use pi_agent::session::Subscription;
 
-use crate::boundary::{Out, arg_ref, arg_str, into_handle, take_handle};
+use crate::args::{Out, arg_ref, arg_str};
+use crate::boundary::{into_handle, take_handle};
 use crate::error::pi_error;
 use crate::runtime::block_on;
 use crate::session::{open_store, pi_session, session_error};

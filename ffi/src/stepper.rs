@@ -6,7 +6,8 @@ use std::ffi::c_char;
 
 use pi_agent::agent::{AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig};
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::boundary::{into_handle, opt_ref, take_handle};
 use crate::error::{parse_json, pi_error, to_json};
 use crate::options::parse_or_default;
 use crate::string::{into_c_string, pi_str};

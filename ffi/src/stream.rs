@@ -12,7 +12,8 @@ use pi_agent::ai::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::boundary::{into_handle, opt_ref, take_handle};
 use crate::error::{parse_json, pi_error, to_json};
 use crate::model::pi_model;
 use crate::options::stream_options;

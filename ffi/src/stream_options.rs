@@ -3,15 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use pi_agent::ai::{Callback, Model, StreamOptions};
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_json, arg_opt_str, arg_ref};
+use crate::boundary::{into_handle, opt_ref, take_handle};
 use crate::callback::{CallbackSite, run_inline};
-use crate::error::{parse_json, pi_error};
-use crate::hook::lock;
+use crate::error::pi_error;
+use crate::hook_context::{Answer, call_with, lazy_json, view};
 use crate::model::pi_model;
 use crate::options::stream_options;
 use crate::string::pi_str;
@@ -149,7 +150,7 @@ pub struct pi_on_payload {
     body: *const Value,
     model: pi_model,
     body_json: OnceLock<String>,
-    replacement: Mutex<Option<Value>>,
+    replacement: Answer<Option<Value>>,
 }
 
 // SAFETY: `body` is only read (through a shared reference) while the callback runs, and
@@ -162,14 +163,12 @@ unsafe impl Sync for pi_on_payload {}
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_on_payload_json(payload: *const pi_on_payload) -> pi_str {
-    ffi_boundary! {
-        opt_ref(payload).map_or(pi_str::EMPTY, |payload| {
-            crate::hook::lazy_json(&payload.body_json, || {
-                // SAFETY: points to the body of the running callback, which outlives `payload`.
-                unsafe { &*payload.body }
-            })
+    view(payload, |payload| {
+        lazy_json(&payload.body_json, || {
+            // SAFETY: points to the body of the running callback, which outlives `payload`.
+            unsafe { &*payload.body }
         })
-    }
+    })
 }
 
 /// The model of the request (NULL when `payload` is NULL). Valid while the callback runs.
@@ -193,8 +192,7 @@ pub extern "C" fn pi_on_payload_set_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let payload = arg_ref(payload, "payload")?;
-        let body: Value = parse_json(arg_str(body_json, "body_json")?, "body_json")?;
-        *lock(&payload.replacement) = Some(body);
+        payload.replacement.set(Some(arg_json(body_json, "body_json")?));
         Ok(())
     }
 }
@@ -212,18 +210,13 @@ fn on_payload(
             model: model.clone(),
         },
         body_json: OnceLock::new(),
-        replacement: Mutex::new(None),
+        replacement: Answer::default(),
     };
-    run_inline(&CallbackSite::default(), || {
-        // SAFETY: the callback and `user_data` were registered together by the C caller;
-        // `payload` (and the body it borrows) outlives the call; C uses it only through this
-        // library's functions, which take shared references.
-        unsafe { callback(user_data, std::ptr::from_ref(&payload).cast_mut()) }
+    // The body `payload` borrows outlives it.
+    let (payload, ()) = run_inline(&CallbackSite::default(), || {
+        call_with(callback, user_data, payload)
     });
-    payload
-        .replacement
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    payload.replacement.take()
 }
 
 fn on_response(

@@ -12,7 +12,7 @@ use ::pi_agent::ai::{
 
 use crate::agent::pi_agent;
 use crate::agent_run::pi_agent_run;
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
 use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;
 use crate::options::stream_options;

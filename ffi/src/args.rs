@@ -1,0 +1,85 @@
+//! The checks exported functions run on their arguments: handles that must not be NULL,
+//! `const char *` strings that must be UTF-8, JSON in core's shapes, and out-params.
+
+use std::ffi::{CStr, c_char};
+
+use serde::de::DeserializeOwned;
+
+use crate::error::{parse_json, pi_error, pi_error_kind};
+
+/// Borrows the object behind a handle, or fails with `PI_ERROR_KIND_NULL_ARGUMENT`.
+///
+/// The C caller guarantees what [`crate::boundary::opt_ref`] says.
+pub(crate) fn arg_ref<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, pi_error> {
+    crate::boundary::opt_ref(ptr).ok_or_else(|| pi_error::null_argument(name))
+}
+
+/// Reads a `const char *` argument as UTF-8, rejecting NULL and invalid UTF-8.
+pub(crate) fn arg_str<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, pi_error> {
+    arg_opt_str(ptr, name)?.ok_or_else(|| pi_error::null_argument(name))
+}
+
+/// Reads a `const char *` argument as JSON of core's type `T`, naming the argument in errors.
+pub(crate) fn arg_json<T: DeserializeOwned>(ptr: *const c_char, name: &str) -> Result<T, pi_error> {
+    parse_json(arg_str(ptr, name)?, name)
+}
+
+/// Reads a nullable `const char *` argument as UTF-8 (`None` for NULL).
+pub(crate) fn arg_opt_str<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a str>, pi_error> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: per the API contract, a non-NULL string argument is NUL-terminated and stays
+    // valid and unchanged for the duration of the call.
+    let bytes = unsafe { CStr::from_ptr(ptr) };
+    bytes.to_str().map(Some).map_err(|error| {
+        pi_error::new(
+            pi_error_kind::InvalidUtf8,
+            format!("`{name}` is not valid UTF-8: {error}"),
+        )
+    })
+}
+
+/// An out-param checked to be non-NULL; written only on success.
+pub(crate) struct Out<T>(*mut T);
+
+impl<T> Out<T> {
+    /// Checks `ptr`, failing with `PI_ERROR_KIND_NULL_ARGUMENT`.
+    pub(crate) fn new(ptr: *mut T, name: &str) -> Result<Self, pi_error> {
+        if ptr.is_null() {
+            Err(pi_error::null_argument(name))
+        } else {
+            Ok(Self(ptr))
+        }
+    }
+
+    /// Writes the value (without reading or dropping what was there).
+    pub(crate) fn write(self, value: T) {
+        // SAFETY: checked non-NULL in `new`; per the API contract it points to writable memory
+        // for a `T`.
+        unsafe { self.0.write(value) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ptr;
+
+    use super::*;
+    use crate::error::message_of;
+
+    #[test]
+    fn arguments_are_checked() {
+        let error = arg_str(ptr::null(), "text").unwrap_err();
+        assert_eq!(message_of(&error), "`text` must not be NULL");
+
+        let bad = c"\xff";
+        let error = arg_str(bad.as_ptr(), "text").unwrap_err();
+        assert!(message_of(&error).contains("is not valid UTF-8"));
+
+        assert_eq!(arg_opt_str(ptr::null(), "x").unwrap(), None);
+        assert_eq!(arg_opt_str(c"hé".as_ptr(), "x").unwrap(), Some("hé"));
+        assert!(Out::<u64>::new(ptr::null_mut(), "out").is_err());
+        assert!(arg_json::<Vec<u8>>(c"[1,".as_ptr(), "json").is_err());
+    }
+}
