@@ -11,9 +11,9 @@ use ::pi_agent::ai::{StreamOptions, UserMessage};
 use serde::Serialize;
 
 use crate::agent::{pi_agent, wrap};
-use crate::args::{Out, arg_opt_str, arg_ref, arg_str};
-use crate::boundary::opt_ref;
-use crate::error::{parse_json, pi_error, to_json};
+use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method};
+use crate::boundary::{act, flag, opt_ref};
+use crate::error::{pi_error, to_json};
 use crate::options::{parse_name, parse_or_default};
 use crate::string::into_c_string;
 
@@ -26,10 +26,9 @@ use crate::string::into_c_string;
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_reset(agent: *mut pi_agent) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         agent.shared.agent.reset().map_err(pi_error::from_agent)
-    }
+    })
 }
 
 /// Writes the transcript as a pi-shaped JSON array of messages to `*json_out` (free it with
@@ -59,12 +58,14 @@ pub extern "C" fn pi_agent_set_messages_json(
     agent: *mut pi_agent,
     messages_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let json = arg_str(messages_json, "messages_json")?;
-        let messages: Vec<AgentMessage> = parse_json(json, "messages_json")?;
-        agent.shared.agent.set_messages(messages).map_err(pi_error::from_agent)
-    }
+    method(agent, "agent", |agent| {
+        let messages: Vec<AgentMessage> = arg_json(messages_json, "messages_json")?;
+        agent
+            .shared
+            .agent
+            .set_messages(messages)
+            .map_err(pi_error::from_agent)
+    })
 }
 
 /// Appends one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
@@ -78,12 +79,14 @@ pub extern "C" fn pi_agent_append_message_json(
     agent: *mut pi_agent,
     message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let json = arg_str(message_json, "message_json")?;
-        let message: AgentMessage = parse_json(json, "message_json")?;
-        agent.shared.agent.append_message(message).map_err(pi_error::from_agent)
-    }
+    method(agent, "agent", |agent| {
+        let message: AgentMessage = arg_json(message_json, "message_json")?;
+        agent
+            .shared
+            .agent
+            .append_message(message)
+            .map_err(pi_error::from_agent)
+    })
 }
 
 // ---------------------------------------------------------------------------------- queues
@@ -125,12 +128,11 @@ pub extern "C" fn pi_agent_follow_up_queue_json(
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_steer_text(agent: *mut pi_agent, text: *const c_char) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let text = arg_str(text, "text")?;
         agent.shared.agent.steer(UserMessage::text(text));
         Ok(())
-    }
+    })
 }
 
 /// Queues `text` as a user message to run when the agent would otherwise stop (pi's
@@ -143,12 +145,11 @@ pub extern "C" fn pi_agent_follow_up_text(
     agent: *mut pi_agent,
     text: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let text = arg_str(text, "text")?;
         agent.shared.agent.follow_up(UserMessage::text(text));
         Ok(())
-    }
+    })
 }
 
 /// Queues one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
@@ -162,13 +163,11 @@ pub extern "C" fn pi_agent_steer_json(
     agent: *mut pi_agent,
     message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let json = arg_str(message_json, "message_json")?;
-        let message: AgentMessage = parse_json(json, "message_json")?;
+    method(agent, "agent", |agent| {
+        let message: AgentMessage = arg_json(message_json, "message_json")?;
         agent.shared.agent.steer(message);
         Ok(())
-    }
+    })
 }
 
 /// Queues one pi-shaped message (any role) to run when the agent would otherwise stop (pi's
@@ -181,13 +180,11 @@ pub extern "C" fn pi_agent_follow_up_json(
     agent: *mut pi_agent,
     message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let json = arg_str(message_json, "message_json")?;
-        let message: AgentMessage = parse_json(json, "message_json")?;
+    method(agent, "agent", |agent| {
+        let message: AgentMessage = arg_json(message_json, "message_json")?;
         agent.shared.agent.follow_up(message);
         Ok(())
-    }
+    })
 }
 
 /// Empties the steering queue (no-op when `agent` is NULL).
@@ -195,11 +192,7 @@ pub extern "C" fn pi_agent_follow_up_json(
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_clear_steering_queue(agent: *mut pi_agent) {
-    ffi_boundary! {
-        if let Some(agent) = opt_ref(agent) {
-            agent.shared.agent.clear_steering_queue();
-        }
-    }
+    act(agent, |agent| agent.shared.agent.clear_steering_queue())
 }
 
 /// Empties the follow-up queue (no-op when `agent` is NULL).
@@ -207,11 +200,7 @@ pub extern "C" fn pi_agent_clear_steering_queue(agent: *mut pi_agent) {
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_clear_follow_up_queue(agent: *mut pi_agent) {
-    ffi_boundary! {
-        if let Some(agent) = opt_ref(agent) {
-            agent.shared.agent.clear_follow_up_queue();
-        }
-    }
+    act(agent, |agent| agent.shared.agent.clear_follow_up_queue())
 }
 
 /// Empties both queues (no-op when `agent` is NULL).
@@ -219,11 +208,7 @@ pub extern "C" fn pi_agent_clear_follow_up_queue(agent: *mut pi_agent) {
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_clear_queues(agent: *mut pi_agent) {
-    ffi_boundary! {
-        if let Some(agent) = opt_ref(agent) {
-            agent.shared.agent.clear_all_queues();
-        }
-    }
+    act(agent, |agent| agent.shared.agent.clear_all_queues())
 }
 
 /// Whether the steering or the follow-up queue holds messages (`false` when `agent` is NULL).
@@ -231,9 +216,7 @@ pub extern "C" fn pi_agent_clear_queues(agent: *mut pi_agent) {
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_has_queued_messages(agent: *const pi_agent) -> bool {
-    ffi_boundary! {
-        opt_ref(agent).is_some_and(|agent| agent.shared.agent.has_queued_messages())
-    }
+    flag(agent, |agent| agent.shared.agent.has_queued_messages())
 }
 
 /// Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
@@ -246,12 +229,11 @@ pub extern "C" fn pi_agent_set_steering_mode(
     agent: *mut pi_agent,
     mode: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let mode: QueueMode = parse_name(arg_str(mode, "mode")?, "mode")?;
         agent.shared.agent.set_steering_mode(mode);
         Ok(())
-    }
+    })
 }
 
 /// Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
@@ -264,12 +246,11 @@ pub extern "C" fn pi_agent_set_follow_up_mode(
     agent: *mut pi_agent,
     mode: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let mode: QueueMode = parse_name(arg_str(mode, "mode")?, "mode")?;
         agent.shared.agent.set_follow_up_mode(mode);
         Ok(())
-    }
+    })
 }
 
 // ---------------------------------------------------------------------------- run progress
@@ -279,9 +260,7 @@ pub extern "C" fn pi_agent_set_follow_up_mode(
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_is_streaming(agent: *const pi_agent) -> bool {
-    ffi_boundary! {
-        opt_ref(agent).is_some_and(|agent| agent.shared.agent.is_streaming())
-    }
+    flag(agent, |agent| agent.shared.agent.is_streaming())
 }
 
 /// The error message of the last failed turn as a new string (free it with `pi_string_free`),
@@ -307,8 +286,7 @@ pub extern "C" fn pi_agent_streaming_message_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let out = Out::new(json_out, "json_out")?;
         let json = match agent.shared.agent.streaming_message() {
             Some(message) => into_c_string(to_json(&message, "message")?),
@@ -316,7 +294,7 @@ pub extern "C" fn pi_agent_streaming_message_json(
         };
         out.write(json);
         Ok(())
-    }
+    })
 }
 
 /// Writes the ids of the tool calls running right now as a sorted JSON array of strings to
@@ -393,7 +371,7 @@ pub extern "C" fn pi_agent_restore(
 ) -> *mut pi_error {
     ffi_fallible! {
         let snapshot: AgentSnapshot =
-            parse_json(arg_str(snapshot_json, "snapshot_json")?, "snapshot_json")?;
+            arg_json(snapshot_json, "snapshot_json")?;
         let name = "stream_options_json";
         let stream_options: StreamOptions =
             parse_or_default(arg_opt_str(stream_options_json, name)?, name)?;

@@ -5,13 +5,26 @@ use std::ffi::{CStr, c_char};
 
 use serde::de::DeserializeOwned;
 
-use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::error::{into_c_result, parse_json, pi_error, pi_error_kind};
 
 /// Borrows the object behind a handle, or fails with `PI_ERROR_KIND_NULL_ARGUMENT`.
 ///
 /// The C caller guarantees what [`crate::boundary::opt_ref`] says.
 pub(crate) fn arg_ref<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, pi_error> {
     crate::boundary::opt_ref(ptr).ok_or_else(|| pi_error::null_argument(name))
+}
+
+/// The body of a fallible function on an object (a method): `body` runs on the object behind
+/// `handle` (`PI_ERROR_KIND_NULL_ARGUMENT` when it is NULL) inside the panic boundary, and its
+/// outcome is the `pi_error *` the C caller gets, as with `ffi_fallible!`.
+pub(crate) fn method<T>(
+    handle: *const T,
+    name: &str,
+    body: impl FnOnce(&T) -> Result<(), pi_error>,
+) -> *mut pi_error {
+    into_c_result(std::panic::catch_unwind(std::panic::AssertUnwindSafe(
+        || body(arg_ref(handle, name)?),
+    )))
 }
 
 /// Reads a `const char *` argument as UTF-8, rejecting NULL and invalid UTF-8.

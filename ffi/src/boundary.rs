@@ -10,6 +10,7 @@
 use std::any::Any;
 use std::ffi::c_char;
 use std::ptr;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Runs the body, turning a panic into the return type's [`Fallback`] value.
 macro_rules! ffi_boundary {
@@ -81,6 +82,41 @@ pub(crate) fn opt_ref<'a, T>(ptr: *const T) -> Option<&'a T> {
     // SAFETY: per the API contract, a non-NULL handle points to a live object this library
     // allocated; `as_ref` handles NULL.
     unsafe { ptr.as_ref() }
+}
+
+/// Locks `mutex`, also after a panic while it was held: what it guards here stays consistent
+/// (every change is one assignment), and a C caller must not lose the rest of its run to one
+/// panic.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The body of an accessor that returns a flag of an object: `read` on the object behind
+/// `handle`, or `false` when it is NULL (or `read` panicked).
+pub(crate) fn flag<T>(handle: *const T, read: impl FnOnce(&T) -> bool) -> bool {
+    ffi_boundary! {
+        opt_ref(handle).is_some_and(read)
+    }
+}
+
+/// The body of a function that acts on an object and cannot fail: `act` on the object behind
+/// `handle`; a NULL `handle` (or a panic in `act`) does nothing.
+pub(crate) fn act<T>(handle: *const T, act: impl FnOnce(&T)) {
+    ffi_boundary! {
+        if let Some(object) = opt_ref(handle) {
+            act(object);
+        }
+    }
+}
+
+/// The body of a `_free` function: takes back the handle and hands the object to `finish`
+/// (which drops it, after whatever must happen first); NULL is a no-op.
+pub(crate) fn free<T>(handle: *mut T, finish: impl FnOnce(Box<T>)) {
+    ffi_boundary! {
+        if let Some(object) = take_handle(handle) {
+            finish(object);
+        }
+    }
 }
 
 /// Moves `value` to the heap and hands it to C as a handle.

@@ -5,8 +5,8 @@ use std::ptr;
 
 use pi_agent::agent::AgentError;
 
-use crate::boundary::{Fallback, into_handle, opt_ref, panic_message, take_handle};
-use crate::string::pi_str;
+use crate::boundary::{Fallback, free, into_handle, opt_ref, panic_message, take_handle};
+use crate::string::{pi_str, view};
 
 /// Runs a body returning `Result<(), pi_error>` (so `?` works) inside the boundary and converts
 /// it to the `pi_error *` result (NULL on success); a panic becomes a `PI_ERROR_KIND_PANIC`
@@ -207,9 +207,7 @@ pub extern "C" fn pi_error_get_kind(error: *const pi_error) -> pi_error_kind {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_error_message(error: *const pi_error) -> pi_str {
-    ffi_boundary! {
-        opt_ref(error).map_or(pi_str::EMPTY, |error| pi_str::new(&error.message))
-    }
+    view(error, |error| pi_str::new(&error.message))
 }
 
 /// Frees an error. NULL is a no-op.
@@ -217,9 +215,7 @@ pub extern "C" fn pi_error_message(error: *const pi_error) -> pi_str {
 /// Thread-safety: call once, when no other thread uses `error`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_error_free(error: *mut pi_error) {
-    ffi_boundary! {
-        drop(take_handle(error));
-    }
+    free(error, drop)
 }
 
 #[cfg(test)]

@@ -8,14 +8,14 @@ use pi_agent::ai::providers::faux::{FauxError, FauxOptions, FauxProvider, FauxRe
 use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
 use serde_json::Value;
 
-use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str};
-use crate::boundary::{into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_json, arg_opt_str, method};
+use crate::boundary::{free, into_handle, lock, opt_ref};
 use crate::callback::{CallbackSite, run_callback};
-use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
-use crate::hook_context::{Answer, call_with, lazy_json, lock, view};
+use crate::error::{pi_error, pi_error_kind, to_json};
+use crate::hook_context::{Answer, call_with, lazy_json};
 use crate::model::pi_model;
 use crate::options::parse_or_default;
-use crate::string::{into_c_string, pi_str};
+use crate::string::{into_c_string, pi_str, view};
 use crate::user_data::{UserData, pi_free_callback};
 
 /// A registered faux provider (pi's `registerFauxProvider`): every request to one of its models
@@ -91,10 +91,8 @@ pub extern "C" fn pi_faux_push_json(
     faux: *const pi_faux,
     assistant_message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let faux = arg_ref(faux, "faux")?;
-        let json = arg_str(assistant_message_json, "assistant_message_json")?;
-        let value: Value = parse_json(json, "assistant_message_json")?;
+    method(faux, "faux", |faux| {
+        let value: Value = arg_json(assistant_message_json, "assistant_message_json")?;
         let model = faux.faux.model();
         let messages = match value {
             Value::Array(items) => items
@@ -103,15 +101,16 @@ pub extern "C" fn pi_faux_push_json(
                 .collect::<Result<Vec<_>, _>>()?,
             item => vec![scripted_message(item, &model)?],
         };
-        faux.faux.append_responses(messages.into_iter().map(|message| {
-            let contexts = Arc::clone(&faux.contexts);
-            FauxResponse::Factory(Arc::new(move |context, _, _, _| {
-                record(&contexts, context);
-                message.clone()
-            }))
-        }));
+        faux.faux
+            .append_responses(messages.into_iter().map(|message| {
+                let contexts = Arc::clone(&faux.contexts);
+                FauxResponse::Factory(Arc::new(move |context, _, _, _| {
+                    record(&contexts, context);
+                    message.clone()
+                }))
+            }));
         Ok(())
-    }
+    })
 }
 
 /// Records what a request sent.
@@ -196,12 +195,13 @@ pub extern "C" fn pi_faux_request_set_message_json(
     request: *mut pi_faux_request,
     assistant_message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let request = arg_ref(request, "request")?;
+    method(request, "request", |request| {
         let value = arg_json(assistant_message_json, "assistant_message_json")?;
-        request.message.set(Some(scripted_message(value, &request.model.model)?));
+        request
+            .message
+            .set(Some(scripted_message(value, &request.model.model)?));
         Ok(())
-    }
+    })
 }
 
 /// Appends a response built by a C callback when its request is served (pi's response
@@ -219,8 +219,7 @@ pub extern "C" fn pi_faux_push_factory(
     user_data: *mut c_void,
     free_user_data: pi_free_callback,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let faux = arg_ref(faux, "faux")?;
+    method(faux, "faux", |faux| {
         let callback = callback.ok_or_else(|| pi_error::null_argument("callback"))?;
         let user_data = Arc::new(UserData::new(user_data, free_user_data));
         let contexts = Arc::clone(&faux.contexts);
@@ -229,7 +228,9 @@ pub extern "C" fn pi_faux_push_factory(
                 record(&contexts, &context);
                 let user_data = Arc::clone(&user_data);
                 async move {
-                    let build = move || build_response(callback, &user_data, context, options, call_number, model);
+                    let build = move || {
+                        build_response(callback, &user_data, context, options, call_number, model)
+                    };
                     run_callback(&CallbackSite::default(), build)
                         .await
                         .unwrap_or_else(|error| Err(format!("faux factory failed: {error}")))
@@ -239,7 +240,7 @@ pub extern "C" fn pi_faux_push_factory(
             },
         )));
         Ok(())
-    }
+    })
 }
 
 /// Runs a C factory for one request (on a blocking-pool thread).
@@ -291,12 +292,13 @@ pub extern "C" fn pi_faux_model(
     faux: *const pi_faux,
     model_out: *mut *mut pi_model,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let faux = arg_ref(faux, "faux")?;
+    method(faux, "faux", |faux| {
         let out = Out::new(model_out, "model_out")?;
-        out.write(into_handle(pi_model { model: faux.faux.model() }));
+        out.write(into_handle(pi_model {
+            model: faux.faux.model(),
+        }));
         Ok(())
-    }
+    })
 }
 
 /// How many scripted responses are not used yet (0 when `faux` is NULL).
@@ -331,13 +333,12 @@ pub extern "C" fn pi_faux_contexts_json(
     faux: *const pi_faux,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let faux = arg_ref(faux, "faux")?;
+    method(faux, "faux", |faux| {
         let out = Out::new(json_out, "json_out")?;
         let json = to_json(&*lock(&faux.contexts), "contexts")?;
         out.write(into_c_string(json));
         Ok(())
-    }
+    })
 }
 
 /// Unregisters the provider and frees it, dropping the responses not used yet (calling the
@@ -347,12 +348,10 @@ pub extern "C" fn pi_faux_contexts_json(
 /// Thread-safety: call once, when no other thread uses `faux`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_faux_free(faux: *mut pi_faux) {
-    ffi_boundary! {
-        if let Some(faux) = take_handle(faux) {
-            faux.faux.unregister();
-            faux.faux.set_responses(Vec::new());
-        }
-    }
+    free(faux, |faux| {
+        faux.faux.unregister();
+        faux.faux.set_responses(Vec::new());
+    })
 }
 
 #[cfg(test)]

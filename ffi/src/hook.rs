@@ -21,11 +21,12 @@ use pi_agent::agent::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{arg_json, arg_opt_str, arg_ref, arg_str};
+use crate::args::{arg_json, arg_opt_str, arg_str, method};
+use crate::boundary::flag;
 use crate::callback::{CallbackSite, run_callback};
 use crate::error::{parse_object, pi_error, pi_error_kind};
-use crate::hook_context::{Answer, Hook, call_with, flag, lazy_json, stop_on_drop, view};
-use crate::string::pi_str;
+use crate::hook_context::{Answer, Hook, call_with, lazy_json, stop_on_drop};
+use crate::string::{pi_str, view};
 use crate::user_data::UserData;
 
 /// Runs before each tool call, after its arguments were validated and before the tool runs
@@ -219,14 +220,13 @@ pub extern "C" fn pi_before_tool_call_block(
     context: *mut pi_before_tool_call,
     reason: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let reason = arg_opt_str(reason, "reason")?.map(str::to_owned);
         let mut decision = context.decision.lock();
         decision.block = true;
         decision.reason = reason;
         Ok(())
-    }
+    })
 }
 
 /// Sets the hook's whole decision from pi's `BeforeToolCallResult` JSON (core's type):
@@ -241,12 +241,14 @@ pub extern "C" fn pi_before_tool_call_set_result_json(
     context: *mut pi_before_tool_call,
     before_tool_call_result_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let name = "before_tool_call_result_json";
-        context.decision.set(parse_object(arg_str(before_tool_call_result_json, name)?, name)?);
+        context.decision.set(parse_object(
+            arg_str(before_tool_call_result_json, name)?,
+            name,
+        )?);
         Ok(())
-    }
+    })
 }
 
 /// Replaces the arguments the tool runs with by a JSON object. They are not validated again.
@@ -260,8 +262,7 @@ pub extern "C" fn pi_before_tool_call_set_arguments_json(
     context: *mut pi_before_tool_call,
     arguments_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let arguments: Value = arg_json(arguments_json, "arguments_json")?;
         if !arguments.is_object() {
             return Err(pi_error::new(
@@ -271,7 +272,7 @@ pub extern "C" fn pi_before_tool_call_set_arguments_json(
         }
         context.decision.lock().args = Some(arguments);
         Ok(())
-    }
+    })
 }
 
 fn invoke_before(
@@ -376,12 +377,13 @@ pub extern "C" fn pi_after_tool_call_set_result_json(
     context: *mut pi_after_tool_call,
     after_tool_call_result_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let name = "after_tool_call_result_json";
-        context.change.set(Some(arg_json(after_tool_call_result_json, name)?));
+        context
+            .change
+            .set(Some(arg_json(after_tool_call_result_json, name)?));
         Ok(())
-    }
+    })
 }
 
 fn invoke_after(
@@ -521,11 +523,12 @@ pub extern "C" fn pi_transform_context_set_messages_json(
     context: *mut pi_transform_context,
     messages_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        context.replacement.set(Some(arg_json(messages_json, "messages_json")?));
+    method(context, "context", |context| {
+        context
+            .replacement
+            .set(Some(arg_json(messages_json, "messages_json")?));
         Ok(())
-    }
+    })
 }
 
 impl Hook<TransformFn> {

@@ -6,10 +6,11 @@
 use std::ffi::c_void;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use crate::boundary::lock;
+
 use serde::Serialize;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::boundary::opt_ref;
 use crate::string::pi_str;
 use crate::user_data::UserData;
 
@@ -48,13 +49,6 @@ impl<T> Answer<T> {
     }
 }
 
-/// Locks `mutex`, also after a panic while it was held: what it guards here stays consistent
-/// (every change is one assignment), and a C caller must not lose the rest of its run to one
-/// panic.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// Calls a C callback with `user_data` and a pointer to `context`, and hands the context back
 /// (with the answer the callback wrote into it) together with what the callback returned.
 pub(crate) fn call_with<C, R>(
@@ -76,21 +70,6 @@ pub(crate) fn lazy_json<T: Serialize>(
     value: impl FnOnce() -> T,
 ) -> pi_str {
     pi_str::new(cell.get_or_init(|| serde_json::to_string(&value()).unwrap_or_default()))
-}
-
-/// The body of every accessor of a context handle: `read` on the context, or the empty string
-/// when `context` is NULL (inside the panic boundary, so a panic also gives the empty string).
-pub(crate) fn view<C>(context: *const C, read: impl FnOnce(&C) -> pi_str) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, read)
-    }
-}
-
-/// The body of every flag accessor of a context handle (`false` when `context` is NULL).
-pub(crate) fn flag<C>(context: *const C, read: impl FnOnce(&C) -> bool) -> bool {
-    ffi_boundary! {
-        opt_ref(context).is_some_and(read)
-    }
 }
 
 /// A signal for one callback that also fires when the run stops waiting for it: the guard, held

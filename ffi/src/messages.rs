@@ -10,8 +10,8 @@ use pi_agent::ai::{
     validate_tool_call,
 };
 
-use crate::args::{Out, arg_ref, arg_str};
-use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
+use crate::args::{Out, arg_json, arg_ref, arg_str};
+use crate::error::{pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;
 use crate::string::{into_c_string, pi_str};
 
@@ -45,7 +45,7 @@ pub extern "C" fn pi_transform_messages_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let messages: Vec<Message> =
-            parse_json(arg_str(messages_json, "messages_json")?, "messages_json")?;
+            arg_json(messages_json, "messages_json")?;
         let target = arg_ref(target, "target")?;
         let out = Out::new(messages_json_out, "messages_json_out")?;
         let bad_id = RefCell::new(None);
@@ -100,9 +100,9 @@ pub extern "C" fn pi_validate_tool_call(
     arguments_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let tools: Vec<Tool> = parse_json(arg_str(tools_json, "tools_json")?, "tools_json")?;
+        let tools: Vec<Tool> = arg_json(tools_json, "tools_json")?;
         let call: ToolCall =
-            parse_json(arg_str(tool_call_json, "tool_call_json")?, "tool_call_json")?;
+            arg_json(tool_call_json, "tool_call_json")?;
         let out = Out::new(arguments_json_out, "arguments_json_out")?;
         let arguments = validate_tool_call(&tools, &call).map_err(|error| {
             let kind = match error {

@@ -8,11 +8,11 @@ use pi_agent::ai::{
     get_supported_thinking_levels, models_are_equal, resolve_model,
 };
 
-use crate::args::{Out, arg_ref, arg_str};
-use crate::boundary::{into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_str, method};
+use crate::boundary::{free, into_handle, opt_ref};
 use crate::error::{parse_object, pi_error, to_json};
 use crate::options::parse_name;
-use crate::string::{into_c_string, pi_str};
+use crate::string::{into_c_string, pi_str, view};
 
 /// A model (pi's `Model`): id, wire API, provider, endpoint, limits, prices.
 ///
@@ -53,12 +53,11 @@ pub extern "C" fn pi_model_to_json(
     model: *const pi_model,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
+    method(model, "model", |model| {
         let out = Out::new(json_out, "json_out")?;
         out.write(into_c_string(to_json(&model.model, "model")?));
         Ok(())
-    }
+    })
 }
 
 /// The model's id (empty when `model` is NULL). Valid until `pi_model_free(model)`.
@@ -66,9 +65,7 @@ pub extern "C" fn pi_model_to_json(
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_model_id(model: *const pi_model) -> pi_str {
-    ffi_boundary! {
-        opt_ref(model).map_or(pi_str::EMPTY, |model| pi_str::new(&model.model.id))
-    }
+    view(model, |model| pi_str::new(&model.model.id))
 }
 
 /// The model's provider, e.g. `openai` (empty when `model` is NULL). Valid until
@@ -77,9 +74,7 @@ pub extern "C" fn pi_model_id(model: *const pi_model) -> pi_str {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_model_provider(model: *const pi_model) -> pi_str {
-    ffi_boundary! {
-        opt_ref(model).map_or(pi_str::EMPTY, |model| pi_str::new(&model.model.provider))
-    }
+    view(model, |model| pi_str::new(&model.model.provider))
 }
 
 /// The model's wire API, e.g. `openai-completions` (empty when `model` is NULL). Valid until
@@ -88,9 +83,7 @@ pub extern "C" fn pi_model_provider(model: *const pi_model) -> pi_str {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_model_api(model: *const pi_model) -> pi_str {
-    ffi_boundary! {
-        opt_ref(model).map_or(pi_str::EMPTY, |model| pi_str::new(&model.model.api))
-    }
+    view(model, |model| pi_str::new(&model.model.api))
 }
 
 /// Frees a model. NULL is a no-op.
@@ -98,9 +91,7 @@ pub extern "C" fn pi_model_api(model: *const pi_model) -> pi_str {
 /// Thread-safety: call once, when no other thread uses `model`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_model_free(model: *mut pi_model) {
-    ffi_boundary! {
-        drop(take_handle(model));
-    }
+    free(model, drop)
 }
 
 /// Writes a new copy of the catalog model `id` of `provider` to `*model_out` (pi's
@@ -198,13 +189,12 @@ pub extern "C" fn pi_model_supported_thinking_levels_json(
     model: *const pi_model,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
+    method(model, "model", |model| {
         let out = Out::new(json_out, "json_out")?;
         let levels = get_supported_thinking_levels(&model.model);
         out.write(into_c_string(to_json(&levels, "thinking levels")?));
         Ok(())
-    }
+    })
 }
 
 /// Writes the level to use when `level` is asked of `model` (pi's `clampThinkingLevel`) to
@@ -220,13 +210,14 @@ pub extern "C" fn pi_model_clamp_thinking_level(
     level: *const c_char,
     level_out: *mut pi_str,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
+    method(model, "model", |model| {
         let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
         let out = Out::new(level_out, "level_out")?;
-        out.write(pi_str::new(clamp_thinking_level(&model.model, level).as_str()));
+        out.write(pi_str::new(
+            clamp_thinking_level(&model.model, level).as_str(),
+        ));
         Ok(())
-    }
+    })
 }
 
 /// Computes what `usage_json` (pi's `Usage`: `{"input":N,"output":N,"cacheRead":N,
@@ -243,14 +234,13 @@ pub extern "C" fn pi_model_calculate_cost(
     usage_json: *const c_char,
     cost_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
+    method(model, "model", |model| {
         let mut usage: Usage = parse_object(arg_str(usage_json, "usage_json")?, "usage_json")?;
         let out = Out::new(cost_json_out, "cost_json_out")?;
         let cost = model.model.calculate_cost(&mut usage);
         out.write(into_c_string(to_json(&cost, "cost")?));
         Ok(())
-    }
+    })
 }
 
 /// Whether `a` and `b` are the same model (pi's `modelsAreEqual`: the same id and provider;

@@ -13,14 +13,14 @@ use pi_agent::ai::{
     ApiKey, AssistantMessageEventStream, Context, Message, Model, StopReason, StreamOptions,
 };
 
-use crate::args::{arg_json, arg_opt_str, arg_ref, arg_str};
+use crate::args::{arg_json, arg_opt_str, arg_str, method};
 use crate::boundary::opt_ref;
 use crate::callback::{CallbackSite, run_callback, run_inline};
 use crate::error::{parse_json, pi_error};
-use crate::hook_context::{Answer, Hook, call_with, lazy_json, view};
+use crate::hook_context::{Answer, Hook, call_with, lazy_json};
 use crate::model::pi_model;
 use crate::options::stream_options;
-use crate::string::pi_str;
+use crate::string::{pi_str, view};
 use crate::user_data::UserData;
 
 // ------------------------------------------------------------------------------ get_api_key
@@ -65,12 +65,11 @@ pub extern "C" fn pi_get_api_key_set_api_key(
     context: *mut pi_get_api_key,
     api_key: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let api_key = arg_str(api_key, "api_key")?;
         context.api_key.set(Some(ApiKey::new(api_key)));
         Ok(())
-    }
+    })
 }
 
 impl Hook<GetApiKeyFn> {
@@ -157,11 +156,12 @@ pub extern "C" fn pi_convert_to_llm_set_messages_json(
     context: *mut pi_convert_to_llm,
     messages_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        context.converted.set(Some(arg_json(messages_json, "messages_json")?));
+    method(context, "context", |context| {
+        context
+            .converted
+            .set(Some(arg_json(messages_json, "messages_json")?));
         Ok(())
-    }
+    })
 }
 
 impl Hook<ConvertFn> {
@@ -294,8 +294,7 @@ pub extern "C" fn pi_stream_fn_call_open(
     context_json: *const c_char,
     options_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let model = opt_ref(model).map_or(&call.model.model, |model| &model.model);
         let context = arg_opt_str(context_json, "context_json")?
             .map(|json| parse_json::<Context>(json, "context_json"))
@@ -320,7 +319,7 @@ pub extern "C" fn pi_stream_fn_call_open(
         );
         call.opened.set(Some(stream));
         Ok(())
-    }
+    })
 }
 
 impl Hook<StreamFnFn> {

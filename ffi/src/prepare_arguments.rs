@@ -7,10 +7,10 @@ use std::ffi::{c_char, c_void};
 use pi_agent::agent::ToolError;
 use serde_json::Value;
 
-use crate::args::{arg_json, arg_ref, arg_str};
+use crate::args::{arg_json, arg_str, method};
 use crate::error::pi_error;
-use crate::hook_context::{Answer, call_with, view};
-use crate::string::pi_str;
+use crate::hook_context::{Answer, call_with};
+use crate::string::{pi_str, view};
 use crate::user_data::UserData;
 
 /// Rewrites the raw arguments of a call before they are validated against the tool's schema
@@ -56,11 +56,12 @@ pub extern "C" fn pi_prepare_arguments_set_json(
     context: *mut pi_prepare_arguments,
     arguments_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        context.outcome.set(Some(Ok(arg_json(arguments_json, "arguments_json")?)));
+    method(context, "context", |context| {
+        context
+            .outcome
+            .set(Some(Ok(arg_json(arguments_json, "arguments_json")?)));
         Ok(())
-    }
+    })
 }
 
 /// Fails the call: the tool does not run and the model gets an error result with `message`.
@@ -73,12 +74,11 @@ pub extern "C" fn pi_prepare_arguments_set_error(
     context: *mut pi_prepare_arguments,
     message: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let message = arg_str(message, "message")?;
         context.outcome.set(Some(Err(message.to_owned())));
         Ok(())
-    }
+    })
 }
 
 /// Runs a C `prepare_arguments` callback on `arguments`.

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use pi_agent::session::Subscription;
 
-use crate::args::{Out, arg_ref, arg_str};
-use crate::boundary::{into_handle, take_handle};
+use crate::args::{Out, arg_ref, arg_str, method};
+use crate::boundary::{free, into_handle};
 use crate::error::pi_error;
 use crate::runtime::block_on;
 use crate::session::{open_store, pi_session, session_error};
@@ -36,14 +36,13 @@ pub extern "C" fn pi_session_subscribe(
     after: u64,
     subscription_out: *mut *mut pi_session_subscription,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let session = arg_ref(session, "session")?;
+    method(session, "session", |session| {
         let out = Out::new(subscription_out, "subscription_out")?;
         out.write(into_handle(pi_session_subscription {
             subscription: session.session.subscribe(after),
         }));
         Ok(())
-    }
+    })
 }
 
 /// Follows session `session_id` in the SQLite file at `store_path` after `after`, without
@@ -120,7 +119,5 @@ pub extern "C" fn pi_session_subscription_cursor(
 /// Thread-safety: call once, when no other call on it is in progress.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_session_subscription_free(subscription: *mut pi_session_subscription) {
-    ffi_boundary! {
-        drop(take_handle(subscription));
-    }
+    free(subscription, drop)
 }

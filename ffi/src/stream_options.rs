@@ -8,14 +8,14 @@ use std::sync::{Arc, OnceLock};
 use pi_agent::ai::{Callback, Model, StreamOptions};
 use serde_json::Value;
 
-use crate::args::{Out, arg_json, arg_opt_str, arg_ref};
-use crate::boundary::{into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_json, arg_opt_str, method};
+use crate::boundary::{free, into_handle, opt_ref};
 use crate::callback::{CallbackSite, run_inline};
 use crate::error::pi_error;
-use crate::hook_context::{Answer, call_with, lazy_json, view};
+use crate::hook_context::{Answer, call_with, lazy_json};
 use crate::model::pi_model;
 use crate::options::stream_options;
-use crate::string::pi_str;
+use crate::string::{pi_str, view};
 use crate::user_data::{UserData, pi_free_callback};
 
 /// The options of a request (core's `StreamOptions`): the JSON data of `pi_stream_open` plus
@@ -129,9 +129,7 @@ pub extern "C" fn pi_stream_options_set_on_response(
 /// Thread-safety: call once, when no other thread uses `options`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_options_free(options: *mut pi_stream_options) {
-    ffi_boundary! {
-        drop(take_handle(options));
-    }
+    free(options, drop)
 }
 
 fn options_mut<'a>(options: *mut pi_stream_options) -> Result<&'a mut pi_stream_options, pi_error> {
@@ -190,11 +188,12 @@ pub extern "C" fn pi_on_payload_set_json(
     payload: *mut pi_on_payload,
     body_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let payload = arg_ref(payload, "payload")?;
-        payload.replacement.set(Some(arg_json(body_json, "body_json")?));
+    method(payload, "payload", |payload| {
+        payload
+            .replacement
+            .set(Some(arg_json(body_json, "body_json")?));
         Ok(())
-    }
+    })
 }
 
 fn on_payload(

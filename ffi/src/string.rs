@@ -2,7 +2,7 @@
 
 use std::ffi::{CString, c_char};
 
-use crate::boundary::Fallback;
+use crate::boundary::{Fallback, opt_ref};
 
 /// A borrowed UTF-8 string: `len` bytes at `data`. NOT NUL-terminated (use `len`, e.g.
 /// `printf("%.*s", (int)s.len, s.data)`, or copy it with `pi_str_dup`);
@@ -38,6 +38,14 @@ impl pi_str {
 impl Fallback for pi_str {
     fn on_panic(_: String) -> Self {
         pi_str::EMPTY
+    }
+}
+
+/// The body of an accessor that returns a view of an object's text: `read` on the object behind
+/// `handle`, or the empty string when it is NULL (or `read` panicked).
+pub(crate) fn view<T>(handle: *const T, read: impl FnOnce(&T) -> pi_str) -> pi_str {
+    ffi_boundary! {
+        opt_ref(handle).map_or(pi_str::EMPTY, read)
     }
 }
 

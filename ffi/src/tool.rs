@@ -12,12 +12,13 @@ use pi_agent::agent::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{arg_json, arg_ref, arg_str};
+use crate::args::{arg_json, arg_str, method};
+use crate::boundary::flag;
 use crate::callback::{CallbackSite, run_callback, run_inline};
 use crate::error::pi_error;
-use crate::hook_context::{Answer, call_with, flag, stop_on_drop, view};
+use crate::hook_context::{Answer, call_with, stop_on_drop};
 use crate::prepare_arguments::{PrepareFn, prepare_arguments};
-use crate::string::pi_str;
+use crate::string::{pi_str, view};
 use crate::user_data::UserData;
 
 /// Runs one call of a C tool. It runs on a thread of the runtime's blocking pool, and calls of
@@ -107,12 +108,12 @@ pub extern "C" fn pi_tool_call_set_text(
     call: *mut pi_tool_call,
     text: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let text = arg_str(text, "text")?;
-        call.outcome.set(Outcome::Result(AgentToolResult::text(text)));
+        call.outcome
+            .set(Outcome::Result(AgentToolResult::text(text)));
         Ok(())
-    }
+    })
 }
 
 /// Sets the result from a pi-shaped `AgentToolResult`:
@@ -127,12 +128,11 @@ pub extern "C" fn pi_tool_call_set_result_json(
     call: *mut pi_tool_call,
     agent_tool_result_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let result = arg_json(agent_tool_result_json, "agent_tool_result_json")?;
         call.outcome.set(Outcome::Result(result));
         Ok(())
-    }
+    })
 }
 
 /// Marks the call as failed with `message` (the text of the `isError` result the model sees),
@@ -145,12 +145,11 @@ pub extern "C" fn pi_tool_call_set_error(
     call: *mut pi_tool_call,
     message: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let message = arg_str(message, "message")?;
         call.outcome.set(Outcome::Error(message.to_owned()));
         Ok(())
-    }
+    })
 }
 
 /// Reports progress: a `tool_execution_update` event whose `partialResult` has one text block
@@ -166,12 +165,11 @@ pub extern "C" fn pi_tool_call_send_update_text(
     call: *const pi_tool_call,
     text: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let text = arg_str(text, "text")?;
         call.updates.send(AgentToolResult::text(text));
         Ok(())
-    }
+    })
 }
 
 /// Reports progress as a pi-shaped `AgentToolResult` (the `partialResult` of the
@@ -186,11 +184,11 @@ pub extern "C" fn pi_tool_call_send_update_json(
     call: *const pi_tool_call,
     agent_tool_result_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
-        call.updates.send(arg_json(agent_tool_result_json, "agent_tool_result_json")?);
+    method(call, "call", |call| {
+        call.updates
+            .send(arg_json(agent_tool_result_json, "agent_tool_result_json")?);
         Ok(())
-    }
+    })
 }
 
 /// The C side of one registered tool: its callbacks and their `user_data`, shared by every

@@ -9,7 +9,7 @@ use pi_agent::agent::{ToolExecutionMode, ToolSpec};
 use serde_json::Value;
 
 use crate::args::{Out, arg_opt_str, arg_str};
-use crate::boundary::{into_handle, take_handle};
+use crate::boundary::{free, into_handle};
 use crate::callback::CallbackSite;
 use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::options::parse_name;
@@ -161,9 +161,7 @@ pub extern "C" fn pi_tool_set_prepare_arguments(
 /// Thread-safety: call once, when no other thread uses `tool`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_free(tool: *mut pi_tool) {
-    ffi_boundary! {
-        drop(take_handle(tool));
-    }
+    free(tool, drop)
 }
 
 fn tool_mut<'a>(tool: *mut pi_tool) -> Result<&'a mut pi_tool, pi_error> {
