@@ -1479,6 +1479,24 @@ struct pi_error *pi_agent_set_thinking_level(struct pi_agent *agent, const char 
 struct pi_error *pi_agent_set_tool_execution(struct pi_agent *agent, const char *mode);
 
 /**
+ * Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
+ * default) or `"all"`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_steering_mode(struct pi_agent *agent, const char *mode);
+
+/**
+ * Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
+ * (the default) or `"all"`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_follow_up_mode(struct pi_agent *agent, const char *mode);
+
+/**
  * Writes the system prompt to `*system_prompt_out` (free it with `pi_string_free`).
  *
  * Errors: `NULL_ARGUMENT`.
@@ -1735,24 +1753,6 @@ void pi_agent_clear_queues(struct pi_agent *agent);
  * Thread-safety: may be called from any thread, also from a callback.
  */
 bool pi_agent_has_queued_messages(const struct pi_agent *agent);
-
-/**
- * Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
- * default) or `"all"`.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
- * Thread-safety: may be called from any thread, also from a callback.
- */
-struct pi_error *pi_agent_set_steering_mode(struct pi_agent *agent, const char *mode);
-
-/**
- * Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
- * (the default) or `"all"`.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
- * Thread-safety: may be called from any thread, also from a callback.
- */
-struct pi_error *pi_agent_set_follow_up_mode(struct pi_agent *agent, const char *mode);
 
 /**
  * Whether a run is active (`false` when `agent` is NULL).

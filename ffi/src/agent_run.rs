@@ -11,10 +11,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentShared, images_input, messages_input, pi_agent, shared};
 use crate::args::{Out, arg_str};
 use crate::boundary::{act, into_handle, lock, opt_ref, take_handle};
-use crate::error::{pi_error, to_json};
+use crate::error::pi_error;
 use crate::event::{EventText, pi_agent_event};
 use crate::runtime::{block_on, runtime};
-use crate::string::into_c_string;
 
 /// One run of an agent, started by `pi_agent_run_open` (or `_open_with_images`,
 /// `_open_messages`, `_open_continue`). Read its events with `pi_agent_run_next` (the same
@@ -200,8 +199,7 @@ pub extern "C" fn pi_agent_run_result_json(
         finish(run)?;
         let state = lock(&run.state);
         let messages = state.new_messages.as_deref().unwrap_or_default();
-        out.write(into_c_string(to_json(messages, "messages")?));
-        Ok(())
+        out.write_json(messages, "messages")
     }
 }
 

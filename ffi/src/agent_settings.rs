@@ -1,11 +1,12 @@
-//! The settings of a `pi_agent` (core's `AgentSettings`: thinking level, tool execution, the
-//! options of every model call, watchdogs), its system prompt, model and tools: getters and
-//! setters. Every change applies from the next run; a run keeps what it started with.
+//! The settings of a `pi_agent` (core's `AgentSettings`: thinking level, tool execution, queue
+//! modes, the options of every model call, watchdogs), its system prompt, model and tools:
+//! getters and setters. Every change applies from the next run; a run keeps what it started with.
 
 use std::ffi::c_char;
 
-use ::pi_agent::agent::ToolExecutionMode;
-use ::pi_agent::ai::{ApiKey, ModelThinkingLevel, StreamOptions, Tool};
+use ::pi_agent::agent::{Agent, ToolExecutionMode};
+use ::pi_agent::ai::{ApiKey, StreamOptions, Tool};
+use serde::de::DeserializeOwned;
 
 use crate::agent::pi_agent;
 use crate::agent_state::write_agent_json;
@@ -59,11 +60,7 @@ pub extern "C" fn pi_agent_set_thinking_level(
     agent: *mut pi_agent,
     level: *const c_char,
 ) -> *mut pi_error {
-    method(agent, "agent", |agent| {
-        let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
-        agent.shared.agent.set_thinking_level(level);
-        Ok(())
-    })
+    set_named(agent, level, "level", Agent::set_thinking_level)
 }
 
 /// Sets how the tool calls of one assistant message run, for later runs: `mode` is
@@ -76,9 +73,48 @@ pub extern "C" fn pi_agent_set_tool_execution(
     agent: *mut pi_agent,
     mode: *const c_char,
 ) -> *mut pi_error {
+    set_named(agent, mode, "mode", Agent::set_tool_execution)
+}
+
+/// Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
+/// default) or `"all"`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_set_steering_mode(
+    agent: *mut pi_agent,
+    mode: *const c_char,
+) -> *mut pi_error {
+    set_named(agent, mode, "mode", Agent::set_steering_mode)
+}
+
+/// Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
+/// (the default) or `"all"`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_set_follow_up_mode(
+    agent: *mut pi_agent,
+    mode: *const c_char,
+) -> *mut pi_error {
+    set_named(agent, mode, "mode", Agent::set_follow_up_mode)
+}
+
+/// The body of each setter of a setting named by a string (`"parallel"`, `"all"`, ...): the
+/// name `value` read as core's `T` (`INVALID_ARGUMENT` for another name) and handed to `set`.
+fn set_named<T: DeserializeOwned>(
+    agent: *mut pi_agent,
+    value: *const c_char,
+    name: &str,
+    set: fn(&Agent, T),
+) -> *mut pi_error {
     method(agent, "agent", |agent| {
-        let mode: ToolExecutionMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.shared.agent.set_tool_execution(mode);
+        set(
+            &agent.shared.agent,
+            parse_name(arg_str(value, name)?, name)?,
+        );
         Ok(())
     })
 }
@@ -142,9 +178,7 @@ pub extern "C" fn pi_agent_settings_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "settings", |agent| agent.settings())
-    }
+    write_agent_json(agent, json_out, "settings", |agent| agent.settings())
 }
 
 /// Writes the agent's tools as the model sees them, a JSON array of pi `Tool`s
@@ -159,9 +193,13 @@ pub extern "C" fn pi_agent_tools_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "tools", |agent| agent.tools().iter().map(|tool| tool.definition()).collect::<Vec<Tool>>())
-    }
+    write_agent_json(agent, json_out, "tools", |agent| {
+        agent
+            .tools()
+            .iter()
+            .map(|tool| tool.definition())
+            .collect::<Vec<Tool>>()
+    })
 }
 
 /// Writes the label of the tool named `name` (pi's `label`; its name unless one was set) to

@@ -4,17 +4,15 @@
 
 use std::ffi::c_char;
 
-use ::pi_agent::agent::{
-    Agent, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, QueueMode,
-};
+use ::pi_agent::agent::{Agent, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot};
 use ::pi_agent::ai::{StreamOptions, UserMessage};
 use serde::Serialize;
 
 use crate::agent::{pi_agent, wrap};
-use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method};
+use crate::args::{Out, arg_json, arg_opt_str, arg_str, method, write_json};
 use crate::boundary::{act, flag, opt_ref};
 use crate::error::{pi_error, to_json};
-use crate::options::{parse_name, parse_or_default};
+use crate::options::parse_or_default;
 use crate::string::into_c_string;
 
 // ------------------------------------------------------------------------------ transcript
@@ -41,9 +39,7 @@ pub extern "C" fn pi_agent_messages_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "messages", |agent| agent.messages())
-    }
+    write_agent_json(agent, json_out, "messages", |agent| agent.messages())
 }
 
 /// Replaces the transcript with a pi-shaped JSON array of messages (takes effect for the next
@@ -101,9 +97,9 @@ pub extern "C" fn pi_agent_steering_queue_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "messages", |agent| agent.queued_messages().0)
-    }
+    write_agent_json(agent, json_out, "messages", |agent| {
+        agent.queued_messages().0
+    })
 }
 
 /// Writes the queued follow-up messages, oldest first, as a pi-shaped JSON array to
@@ -116,9 +112,9 @@ pub extern "C" fn pi_agent_follow_up_queue_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "messages", |agent| agent.queued_messages().1)
-    }
+    write_agent_json(agent, json_out, "messages", |agent| {
+        agent.queued_messages().1
+    })
 }
 
 /// Queues `text` as a user message to inject after the current turn's tool calls (pi's
@@ -219,40 +215,6 @@ pub extern "C" fn pi_agent_has_queued_messages(agent: *const pi_agent) -> bool {
     flag(agent, |agent| agent.shared.agent.has_queued_messages())
 }
 
-/// Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
-/// default) or `"all"`.
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
-/// Thread-safety: may be called from any thread, also from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_steering_mode(
-    agent: *mut pi_agent,
-    mode: *const c_char,
-) -> *mut pi_error {
-    method(agent, "agent", |agent| {
-        let mode: QueueMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.shared.agent.set_steering_mode(mode);
-        Ok(())
-    })
-}
-
-/// Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
-/// (the default) or `"all"`.
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
-/// Thread-safety: may be called from any thread, also from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_follow_up_mode(
-    agent: *mut pi_agent,
-    mode: *const c_char,
-) -> *mut pi_error {
-    method(agent, "agent", |agent| {
-        let mode: QueueMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.shared.agent.set_follow_up_mode(mode);
-        Ok(())
-    })
-}
-
 // ---------------------------------------------------------------------------- run progress
 
 /// Whether a run is active (`false` when `agent` is NULL).
@@ -307,9 +269,9 @@ pub extern "C" fn pi_agent_pending_tool_calls_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "pending tool calls", |agent| agent.pending_tool_calls())
-    }
+    write_agent_json(agent, json_out, "pending tool calls", |agent| {
+        agent.pending_tool_calls()
+    })
 }
 
 /// Writes the failures of event subscribers as a JSON array of strings, oldest first (at most
@@ -323,9 +285,9 @@ pub extern "C" fn pi_agent_listener_errors_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "listener errors", |agent| agent.listener_errors())
-    }
+    write_agent_json(agent, json_out, "listener errors", |agent| {
+        agent.listener_errors()
+    })
 }
 
 // ------------------------------------------------------------------------------- snapshots
@@ -348,9 +310,7 @@ pub extern "C" fn pi_agent_snapshot_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "snapshot", |agent| agent.snapshot())
-    }
+    write_agent_json(agent, json_out, "snapshot", |agent| agent.snapshot())
 }
 
 /// Creates an agent from a snapshot made by `pi_agent_snapshot_json` (in this process or
@@ -391,16 +351,15 @@ pub extern "C" fn pi_agent_restore(
     }
 }
 
-/// The body of each function here that writes some of the agent's data as JSON: `read` picks
-/// the data, and its JSON goes to `*json_out` (freed with `pi_string_free`).
+/// The body of each function that writes some of the agent's data as JSON: `read` picks the
+/// data, and its JSON goes to `*json_out` (freed with `pi_string_free`).
 pub(crate) fn write_agent_json<T: Serialize>(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
     what: &str,
     read: impl FnOnce(&Agent) -> T,
-) -> Result<(), pi_error> {
-    let agent = arg_ref(agent, "agent")?;
-    let out = Out::new(json_out, "json_out")?;
-    out.write(into_c_string(to_json(&read(&agent.shared.agent), what)?));
-    Ok(())
+) -> *mut pi_error {
+    method(agent, "agent", |agent| {
+        write_json(json_out, &read(&agent.shared.agent), what)
+    })
 }

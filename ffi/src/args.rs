@@ -3,9 +3,13 @@
 
 use std::ffi::{CStr, c_char};
 
+use pi_agent::ai::AssistantMessage;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
-use crate::error::{into_c_result, parse_json, pi_error, pi_error_kind};
+use crate::error::{into_c_result, parse_json, pi_error, pi_error_kind, to_json};
+use crate::string::into_c_string;
 
 /// Borrows the object behind a handle, or fails with `PI_ERROR_KIND_NULL_ARGUMENT`.
 ///
@@ -35,6 +39,22 @@ pub(crate) fn arg_str<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, pi_
 /// Reads a `const char *` argument as JSON of core's type `T`, naming the argument in errors.
 pub(crate) fn arg_json<T: DeserializeOwned>(ptr: *const c_char, name: &str) -> Result<T, pi_error> {
     parse_json(arg_str(ptr, name)?, name)
+}
+
+/// Reads a `const char *` argument as a pi-shaped assistant message (core's
+/// `AssistantMessage`); a message with another `role` is refused by name.
+pub(crate) fn arg_assistant_message(
+    ptr: *const c_char,
+    name: &str,
+) -> Result<AssistantMessage, pi_error> {
+    let value: Value = arg_json(ptr, name)?;
+    if let Some(role) = value.get("role").filter(|role| *role != "assistant") {
+        return Err(pi_error::new(
+            pi_error_kind::InvalidJson,
+            format!("`{name}` is not valid: expected role `assistant`, found {role}"),
+        ));
+    }
+    serde_json::from_value(value).map_err(|error| pi_error::invalid_json(name, &error))
 }
 
 /// Reads a nullable `const char *` argument as UTF-8 (`None` for NULL).
@@ -71,6 +91,29 @@ impl<T> Out<T> {
         // SAFETY: checked non-NULL in `new`; per the API contract it points to writable memory
         // for a `T`.
         unsafe { self.0.write(value) }
+    }
+}
+
+/// Writes `value` as JSON (a new string, freed with `pi_string_free`) to the out-param
+/// `json_out`; `what` names the value should it not serialize.
+pub(crate) fn write_json<T: Serialize + ?Sized>(
+    json_out: *mut *mut c_char,
+    value: &T,
+    what: &str,
+) -> Result<(), pi_error> {
+    Out::new(json_out, "json_out")?.write_json(value, what)
+}
+
+impl Out<*mut c_char> {
+    /// Writes `value` as JSON (a new string, freed with `pi_string_free`); `what` names the
+    /// value should it not serialize (then nothing is written).
+    pub(crate) fn write_json<T: Serialize + ?Sized>(
+        self,
+        value: &T,
+        what: &str,
+    ) -> Result<(), pi_error> {
+        self.write(into_c_string(to_json(value, what)?));
+        Ok(())
     }
 }
 

@@ -11,11 +11,11 @@ use serde_json::Value;
 use crate::args::{Out, arg_json, arg_opt_str, method};
 use crate::boundary::{free, into_handle, lock, opt_ref};
 use crate::callback::{CallbackSite, run_callback};
-use crate::error::{pi_error, pi_error_kind, to_json};
+use crate::error::{pi_error, pi_error_kind};
 use crate::hook_context::{Answer, call_with, lazy_json};
 use crate::model::pi_model;
 use crate::options::parse_or_default;
-use crate::string::{into_c_string, pi_str, view};
+use crate::string::{pi_str, view};
 use crate::user_data::{UserData, pi_free_callback};
 
 /// A registered faux provider (pi's `registerFauxProvider`): every request to one of its models
@@ -335,9 +335,7 @@ pub extern "C" fn pi_faux_contexts_json(
 ) -> *mut pi_error {
     method(faux, "faux", |faux| {
         let out = Out::new(json_out, "json_out")?;
-        let json = to_json(&*lock(&faux.contexts), "contexts")?;
-        out.write(into_c_string(json));
-        Ok(())
+        out.write_json(&*lock(&faux.contexts), "contexts")
     })
 }
 

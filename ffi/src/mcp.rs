@@ -7,11 +7,10 @@ use std::ffi::c_char;
 use ::pi_agent::mcp::{McpError, McpServer, McpServerConfig};
 
 use crate::agent::{pi_agent, shared};
-use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method};
+use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method, write_json};
 use crate::boundary::{free, into_handle};
-use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
+use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::runtime::{block_on, runtime};
-use crate::string::into_c_string;
 
 /// A connected MCP server (its session, restarted after failures).
 ///
@@ -146,9 +145,7 @@ pub extern "C" fn pi_mcp_server_info_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     method(server, "server", |server| {
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&server.server.info(), "info")?));
-        Ok(())
+        write_json(json_out, &server.server.info(), "info")
     })
 }
 
@@ -175,8 +172,7 @@ pub extern "C" fn pi_mcp_server_list_tools_json(
                 .map_err(|error| pi_error::runtime(error.to_string()))
         })??
         .map_err(mcp_error)?;
-        out.write(into_c_string(to_json(&tools, "tools")?));
-        Ok(())
+        out.write_json(&tools, "tools")
     }
 }
 

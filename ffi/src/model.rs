@@ -8,11 +8,11 @@ use pi_agent::ai::{
     get_supported_thinking_levels, models_are_equal, resolve_model,
 };
 
-use crate::args::{Out, arg_str, method};
+use crate::args::{Out, arg_str, method, write_json};
 use crate::boundary::{free, into_handle, opt_ref};
-use crate::error::{parse_object, pi_error, to_json};
+use crate::error::{parse_object, pi_error};
 use crate::options::parse_name;
-use crate::string::{into_c_string, pi_str, view};
+use crate::string::{pi_str, view};
 
 /// A model (pi's `Model`): id, wire API, provider, endpoint, limits, prices.
 ///
@@ -54,9 +54,7 @@ pub extern "C" fn pi_model_to_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     method(model, "model", |model| {
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&model.model, "model")?));
-        Ok(())
+        write_json(json_out, &model.model, "model")
     })
 }
 
@@ -152,9 +150,7 @@ pub extern "C" fn pi_model_resolve(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_providers_json(json_out: *mut *mut c_char) -> *mut pi_error {
     ffi_fallible! {
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&get_providers(), "providers")?));
-        Ok(())
+        write_json(json_out, &get_providers(), "providers")
     }
 }
 
@@ -171,9 +167,7 @@ pub extern "C" fn pi_models_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let provider = arg_str(provider, "provider")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&get_models(provider), "models")?));
-        Ok(())
+        write_json(json_out, &get_models(provider), "models")
     }
 }
 
@@ -190,10 +184,8 @@ pub extern "C" fn pi_model_supported_thinking_levels_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     method(model, "model", |model| {
-        let out = Out::new(json_out, "json_out")?;
         let levels = get_supported_thinking_levels(&model.model);
-        out.write(into_c_string(to_json(&levels, "thinking levels")?));
-        Ok(())
+        write_json(json_out, &levels, "thinking levels")
     })
 }
 
@@ -238,8 +230,7 @@ pub extern "C" fn pi_model_calculate_cost(
         let mut usage: Usage = parse_object(arg_str(usage_json, "usage_json")?, "usage_json")?;
         let out = Out::new(cost_json_out, "cost_json_out")?;
         let cost = model.model.calculate_cost(&mut usage);
-        out.write(into_c_string(to_json(&cost, "cost")?));
-        Ok(())
+        out.write_json(&cost, "cost")
     })
 }
 

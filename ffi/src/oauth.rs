@@ -501,7 +501,6 @@ pub extern "C" fn pi_oauth_modify_models(
             pi_error::not_found(format!("unknown OAuth provider `{provider_id}`"))
         })?;
         let models = provider.modify_models(models, &credentials);
-        out.write(into_c_string(to_json(&models, "models")?));
-        Ok(())
+        out.write_json(&models, "models")
     }
 }

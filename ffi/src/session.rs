@@ -268,9 +268,7 @@ pub extern "C" fn pi_session_transcript_json(
 ) -> *mut pi_error {
     method(session, "session", |session| {
         let out = Out::new(json_out, "json_out")?;
-        let json = to_json(&session.session.transcript(), "transcript")?;
-        out.write(into_c_string(json));
-        Ok(())
+        out.write_json(&session.session.transcript(), "transcript")
     })
 }
 
@@ -300,8 +298,7 @@ pub extern "C" fn pi_session_compact(
         let out = Out::new(compaction_json_out, "compaction_json_out")?;
         let compaction =
             block_on("pi_session_compact", session.session.compact())?.map_err(session_error)?;
-        out.write(into_c_string(to_json(&compaction, "compaction")?));
-        Ok(())
+        out.write_json(&compaction, "compaction")
     })
 }
 

@@ -6,7 +6,7 @@ use std::ffi::c_char;
 
 use pi_agent::agent::{AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig};
 
-use crate::args::{Out, arg_json, arg_opt_str, arg_str, method};
+use crate::args::{Out, arg_json, arg_opt_str, arg_str, method, write_json};
 use crate::boundary::{flag, free, into_handle};
 use crate::error::{pi_error, to_json};
 use crate::options::parse_or_default;
@@ -173,9 +173,7 @@ pub extern "C" fn pi_agent_stepper_state_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     method(stepper, "stepper", |stepper| {
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&stepper.stepper, "stepper")?));
-        Ok(())
+        write_json(json_out, &stepper.stepper, "stepper")
     })
 }
 

@@ -12,9 +12,9 @@ use pi_agent::ai::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method};
+use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method, write_json};
 use crate::boundary::{act, free, into_handle, lock, opt_ref};
-use crate::error::{pi_error, to_json};
+use crate::error::pi_error;
 use crate::model::pi_model;
 use crate::options::stream_options;
 use crate::runtime::{block_on, poll_or_block_on, runtime};
@@ -299,10 +299,8 @@ pub extern "C" fn pi_stream_partial_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     method(stream, "stream", |stream| {
-        let out = Out::new(json_out, "json_out")?;
         let message = stream.partial.snapshot();
-        out.write(into_c_string(to_json(&message, "message")?));
-        Ok(())
+        write_json(json_out, &message, "message")
     })
 }
 

@@ -65,8 +65,7 @@ pub extern "C" fn pi_complete_structured_json(
         match answer {
             Ok(answer) => {
                 write_message(&answer.message)?;
-                out.write(into_c_string(to_json(&answer.value, "value")?));
-                Ok(())
+                out.write_json(&answer.value, "value")
             }
             Err(error) => {
                 let (message, kind) = match &error {
@@ -130,7 +129,6 @@ pub extern "C" fn pi_agent_run_output_json(
         let out = Out::new(json_out, "json_out")?;
         crate::agent_run::finish(run)?;
         let state = lock(&run.state);
-        out.write(into_c_string(to_json(&state.output, "output")?));
-        Ok(())
+        out.write_json(&state.output, "output")
     })
 }
