@@ -31,6 +31,14 @@ pub(crate) fn method<T>(
     )))
 }
 
+/// Borrows the object behind a handle for a change, or fails with
+/// `PI_ERROR_KIND_NULL_ARGUMENT`: for objects documented as used by one thread at a time.
+pub(crate) fn arg_mut<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T, pi_error> {
+    // SAFETY: per the API contract, a non-NULL handle points to a live object this library
+    // allocated, and no other call uses it at the same time; `as_mut` handles NULL.
+    unsafe { ptr.as_mut() }.ok_or_else(|| pi_error::null_argument(name))
+}
+
 /// Reads a `const char *` argument as UTF-8, rejecting NULL and invalid UTF-8.
 pub(crate) fn arg_str<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, pi_error> {
     arg_opt_str(ptr, name)?.ok_or_else(|| pi_error::null_argument(name))

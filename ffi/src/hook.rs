@@ -379,10 +379,7 @@ pub extern "C" fn pi_after_tool_call_set_result_json(
 ) -> *mut pi_error {
     method(context, "context", |context| {
         let name = "after_tool_call_result_json";
-        context
-            .change
-            .set(Some(arg_json(after_tool_call_result_json, name)?));
-        Ok(())
+        context.change.set_json(after_tool_call_result_json, name)
     })
 }
 
@@ -524,10 +521,7 @@ pub extern "C" fn pi_transform_context_set_messages_json(
     messages_json: *const c_char,
 ) -> *mut pi_error {
     method(context, "context", |context| {
-        context
-            .replacement
-            .set(Some(arg_json(messages_json, "messages_json")?));
-        Ok(())
+        context.replacement.set_json(messages_json, "messages_json")
     })
 }
 

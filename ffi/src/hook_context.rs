@@ -3,12 +3,15 @@
 //! context type, handed to C as that type's JSON ([`lazy_json`]), and an [`Answer`] that its
 //! setters fill while the callback runs and [`call_with`] hands back once it returned.
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use crate::args::arg_json;
 use crate::boundary::lock;
+use crate::error::pi_error;
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::string::pi_str;
@@ -46,6 +49,15 @@ impl<T> Answer<T> {
 
     pub(crate) fn take(self) -> T {
         self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<T: DeserializeOwned> Answer<Option<T>> {
+    /// The body of a setter that answers with a JSON argument (core's `T`): the last call wins;
+    /// bad JSON leaves the answer as it was.
+    pub(crate) fn set_json(&self, json: *const c_char, name: &str) -> Result<(), pi_error> {
+        self.set(Some(arg_json(json, name)?));
+        Ok(())
     }
 }
 

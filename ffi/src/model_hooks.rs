@@ -13,7 +13,7 @@ use pi_agent::ai::{
     ApiKey, AssistantMessageEventStream, Context, Message, Model, StopReason, StreamOptions,
 };
 
-use crate::args::{arg_json, arg_opt_str, arg_str, method};
+use crate::args::{arg_opt_str, arg_str, method};
 use crate::boundary::opt_ref;
 use crate::callback::{CallbackSite, run_callback, run_inline};
 use crate::error::{parse_json, pi_error};
@@ -157,10 +157,7 @@ pub extern "C" fn pi_convert_to_llm_set_messages_json(
     messages_json: *const c_char,
 ) -> *mut pi_error {
     method(context, "context", |context| {
-        context
-            .converted
-            .set(Some(arg_json(messages_json, "messages_json")?));
-        Ok(())
+        context.converted.set_json(messages_json, "messages_json")
     })
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use pi_agent::session::Subscription;
 
-use crate::args::{Out, arg_ref, arg_str, method};
+use crate::args::{Out, arg_mut, arg_ref, arg_str, method};
 use crate::boundary::{free, into_handle};
 use crate::error::pi_error;
 use crate::runtime::block_on;
@@ -81,7 +81,7 @@ pub extern "C" fn pi_session_subscription_next(
     record_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let subscription = subscription_mut(subscription)?;
+        let subscription = arg_mut(subscription, "subscription")?;
         let out = Out::new(record_json_out, "record_json_out")?;
         let timeout = Duration::from_millis(u64::from(timeout_ms));
         let record = block_on(
@@ -92,13 +92,6 @@ pub extern "C" fn pi_session_subscription_next(
         out.write(record.map_or(std::ptr::null_mut(), |record| into_c_string(record.to_json())));
         Ok(())
     }
-}
-
-fn subscription_mut<'a>(
-    subscription: *mut pi_session_subscription,
-) -> Result<&'a mut pi_session_subscription, pi_error> {
-    // SAFETY: per the contract, a non-NULL `subscription` is live and used by one thread.
-    unsafe { subscription.as_mut() }.ok_or_else(|| pi_error::null_argument("subscription"))
 }
 
 /// The seq of the last record handed out: the cursor to resume from (e.g. after a restart).

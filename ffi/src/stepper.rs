@@ -6,7 +6,7 @@ use std::ffi::c_char;
 
 use pi_agent::agent::{AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig};
 
-use crate::args::{Out, arg_json, arg_opt_str, arg_str, method, write_json};
+use crate::args::{Out, arg_json, arg_mut, arg_opt_str, arg_str, method, write_json};
 use crate::boundary::{flag, free, into_handle};
 use crate::error::{pi_error, to_json};
 use crate::options::parse_or_default;
@@ -88,7 +88,7 @@ pub extern "C" fn pi_agent_stepper_resume(
     step_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let stepper = stepper_mut(stepper)?;
+        let stepper = arg_mut(stepper, "stepper")?;
         let input: StepInput = arg_json(input_json, "input_json")?;
         let out = Out::new(step_json_out, "step_json_out")?;
         let step = stepper
@@ -102,12 +102,6 @@ pub extern "C" fn pi_agent_stepper_resume(
 
 fn step_json(step: &Step) -> Result<*mut c_char, pi_error> {
     Ok(into_c_string(to_json(step, "step")?))
-}
-
-fn stepper_mut<'a>(stepper: *mut pi_agent_stepper) -> Result<&'a mut pi_agent_stepper, pi_error> {
-    // SAFETY: per the API contract, a non-NULL `stepper` came from this library, is not freed
-    // yet, and no other call uses it at the same time.
-    unsafe { stepper.as_mut() }.ok_or_else(|| pi_error::null_argument("stepper"))
 }
 
 /// The system prompt of the run (empty when `stepper` is NULL). Valid until the stepper is
@@ -147,7 +141,7 @@ pub extern "C" fn pi_agent_stepper_messages_json(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_stepper_abort(stepper: *mut pi_agent_stepper) {
     ffi_boundary! {
-        if let Ok(stepper) = stepper_mut(stepper) {
+        if let Ok(stepper) = arg_mut(stepper, "stepper") {
             stepper.stepper.abort();
         }
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, OnceLock};
 use pi_agent::ai::{Callback, Model, StreamOptions};
 use serde_json::Value;
 
-use crate::args::{Out, arg_json, arg_opt_str, method};
+use crate::args::{Out, arg_mut, arg_opt_str, method};
 use crate::boundary::{free, into_handle, opt_ref};
 use crate::callback::{CallbackSite, run_inline};
 use crate::error::pi_error;
@@ -86,7 +86,7 @@ pub extern "C" fn pi_stream_options_set_on_payload(
     free_user_data: pi_free_callback,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let options = options_mut(options)?;
+        let options = arg_mut(options, "options")?;
         options.options.on_payload = callback.map(|callback| {
             let user_data = UserData::new(user_data, free_user_data);
             Callback(Arc::new(move |body: &Value, model: &Model| {
@@ -111,7 +111,7 @@ pub extern "C" fn pi_stream_options_set_on_response(
     free_user_data: pi_free_callback,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let options = options_mut(options)?;
+        let options = arg_mut(options, "options")?;
         options.options.on_response = callback.map(|callback| {
             let user_data = UserData::new(user_data, free_user_data);
             Callback(Arc::new(
@@ -130,12 +130,6 @@ pub extern "C" fn pi_stream_options_set_on_response(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_options_free(options: *mut pi_stream_options) {
     free(options, drop)
-}
-
-fn options_mut<'a>(options: *mut pi_stream_options) -> Result<&'a mut pi_stream_options, pi_error> {
-    // SAFETY: per the API contract, a non-NULL `options` came from
-    // `pi_stream_options_from_json`, is not freed yet, and no other call uses it meanwhile.
-    unsafe { options.as_mut() }.ok_or_else(|| pi_error::null_argument("options"))
 }
 
 // ------------------------------------------------------------------------------ on_payload
@@ -189,10 +183,7 @@ pub extern "C" fn pi_on_payload_set_json(
     body_json: *const c_char,
 ) -> *mut pi_error {
     method(payload, "payload", |payload| {
-        payload
-            .replacement
-            .set(Some(arg_json(body_json, "body_json")?));
-        Ok(())
+        payload.replacement.set_json(body_json, "body_json")
     })
 }
 

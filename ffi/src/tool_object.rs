@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pi_agent::agent::{ToolExecutionMode, ToolSpec};
 use serde_json::Value;
 
-use crate::args::{Out, arg_opt_str, arg_str};
+use crate::args::{Out, arg_mut, arg_opt_str, arg_str};
 use crate::boundary::{free, into_handle};
 use crate::callback::CallbackSite;
 use crate::error::{parse_json, pi_error, pi_error_kind};
@@ -100,7 +100,7 @@ pub extern "C" fn pi_tool_new(
 pub extern "C" fn pi_tool_set_label(tool: *mut pi_tool, label: *const c_char) -> *mut pi_error {
     ffi_fallible! {
         let label = arg_opt_str(label, "label")?.map(str::to_owned);
-        tool_mut(tool)?.spec.label = label;
+        arg_mut(tool, "tool")?.spec.label = label;
         Ok(())
     }
 }
@@ -120,7 +120,7 @@ pub extern "C" fn pi_tool_set_execution_mode(
         let mode = arg_opt_str(mode, "mode")?
             .map(|mode| parse_name::<ToolExecutionMode>(mode, "mode"))
             .transpose()?;
-        tool_mut(tool)?.spec.execution_mode = mode;
+        arg_mut(tool, "tool")?.spec.execution_mode = mode;
         Ok(())
     }
 }
@@ -135,7 +135,7 @@ pub extern "C" fn pi_tool_set_execution_mode(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_set_replay_safe(tool: *mut pi_tool, replay_safe: bool) -> *mut pi_error {
     ffi_fallible! {
-        tool_mut(tool)?.spec.replay_safe = replay_safe;
+        arg_mut(tool, "tool")?.spec.replay_safe = replay_safe;
         Ok(())
     }
 }
@@ -151,7 +151,7 @@ pub extern "C" fn pi_tool_set_prepare_arguments(
     callback: pi_prepare_arguments_callback,
 ) -> *mut pi_error {
     ffi_fallible! {
-        tool_mut(tool)?.prepare_arguments = callback;
+        arg_mut(tool, "tool")?.prepare_arguments = callback;
         Ok(())
     }
 }
@@ -162,10 +162,4 @@ pub extern "C" fn pi_tool_set_prepare_arguments(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_free(tool: *mut pi_tool) {
     free(tool, drop)
-}
-
-fn tool_mut<'a>(tool: *mut pi_tool) -> Result<&'a mut pi_tool, pi_error> {
-    // SAFETY: per the API contract, a non-NULL `tool` came from `pi_tool_new`, is not freed
-    // yet, and no other call uses it at the same time.
-    unsafe { tool.as_mut() }.ok_or_else(|| pi_error::null_argument("tool"))
 }
