@@ -40,6 +40,99 @@
 
 
 /**
+ * What kind of error a `pi_error` is. The values are stable: they never change meaning and
+ * retired values are never reused.
+ */
+enum pi_error_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * A pointer argument that must not be NULL was NULL.
+   */
+  PI_ERROR_KIND_NULL_ARGUMENT = 1,
+  /**
+   * A string argument was not valid UTF-8.
+   */
+  PI_ERROR_KIND_INVALID_UTF8 = 2,
+  /**
+   * A JSON argument was not valid JSON, or not of the expected shape.
+   */
+  PI_ERROR_KIND_INVALID_JSON = 3,
+  /**
+   * Another argument was not acceptable (e.g. an unknown subscription id).
+   */
+  PI_ERROR_KIND_INVALID_ARGUMENT = 4,
+  /**
+   * What was looked up does not exist (e.g. no catalog model with that provider and id, or
+   * no tool with that name).
+   */
+  PI_ERROR_KIND_NOT_FOUND = 5,
+  /**
+   * A tool call's arguments do not match the tool's JSON Schema (pi's validation message,
+   * see `pi_validate_tool_call`).
+   */
+  PI_ERROR_KIND_VALIDATION_FAILED = 6,
+  /**
+   * A model request failed (`pi_complete_structured_json`); the message is the failed
+   * assistant message's `errorMessage`.
+   */
+  PI_ERROR_KIND_REQUEST_FAILED = 7,
+  /**
+   * The agent is already running (pi's "Agent is already processing ..." messages).
+   */
+  PI_ERROR_KIND_ALREADY_RUNNING = 100,
+  /**
+   * `pi_agent_continue` found nothing to continue from (pi's messages).
+   */
+  PI_ERROR_KIND_CANNOT_CONTINUE = 101,
+  /**
+   * A blocking function was called from a callback, where it would block a runtime thread
+   * or wait for itself.
+   */
+  PI_ERROR_KIND_CALLED_FROM_CALLBACK = 102,
+  /**
+   * An agent run ended abnormally (a bug in pi-agent; the transcript was repaired).
+   */
+  PI_ERROR_KIND_RUN_FAILED = 103,
+  /**
+   * An OAuth login or token refresh failed (the message never contains a token).
+   */
+  PI_ERROR_KIND_O_AUTH_FAILED = 104,
+  /**
+   * The operation was cancelled (e.g. `pi_oauth_login_cancel`, or a login callback that
+   * returned non-zero).
+   */
+  PI_ERROR_KIND_CANCELLED = 105,
+  /**
+   * An MCP server could not be started or reached, or failed a request (the message names
+   * the server and says why).
+   */
+  PI_ERROR_KIND_MCP = 106,
+  /**
+   * A durable session's store failed (the session stopped; reopen it to resume), another
+   * writer wrote the same session, or a request id was reused for another kind of request.
+   */
+  PI_ERROR_KIND_SESSION = 107,
+  /**
+   * The async runtime could not be started, or another internal failure.
+   */
+  PI_ERROR_KIND_RUNTIME = 200,
+  /**
+   * pi-agent panicked; the panic was caught at the C boundary.
+   */
+  PI_ERROR_KIND_PANIC = 201,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum pi_error_kind pi_error_kind;
+#else
+typedef uint32_t pi_error_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * What an agent event is (pi's `AgentEvent` `type`).
  */
 enum pi_agent_event_kind
@@ -176,99 +269,6 @@ enum pi_stream_event_kind
 typedef enum pi_stream_event_kind pi_stream_event_kind;
 #else
 typedef uint32_t pi_stream_event_kind;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
-
-/**
- * What kind of error a `pi_error` is. The values are stable: they never change meaning and
- * retired values are never reused.
- */
-enum pi_error_kind
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : uint32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
-  /**
-   * A pointer argument that must not be NULL was NULL.
-   */
-  PI_ERROR_KIND_NULL_ARGUMENT = 1,
-  /**
-   * A string argument was not valid UTF-8.
-   */
-  PI_ERROR_KIND_INVALID_UTF8 = 2,
-  /**
-   * A JSON argument was not valid JSON, or not of the expected shape.
-   */
-  PI_ERROR_KIND_INVALID_JSON = 3,
-  /**
-   * Another argument was not acceptable (e.g. an unknown subscription id).
-   */
-  PI_ERROR_KIND_INVALID_ARGUMENT = 4,
-  /**
-   * What was looked up does not exist (e.g. no catalog model with that provider and id, or
-   * no tool with that name).
-   */
-  PI_ERROR_KIND_NOT_FOUND = 5,
-  /**
-   * A tool call's arguments do not match the tool's JSON Schema (pi's validation message,
-   * see `pi_validate_tool_call`).
-   */
-  PI_ERROR_KIND_VALIDATION_FAILED = 6,
-  /**
-   * A model request failed (`pi_complete_structured_json`); the message is the failed
-   * assistant message's `errorMessage`.
-   */
-  PI_ERROR_KIND_REQUEST_FAILED = 7,
-  /**
-   * The agent is already running (pi's "Agent is already processing ..." messages).
-   */
-  PI_ERROR_KIND_ALREADY_RUNNING = 100,
-  /**
-   * `pi_agent_continue` found nothing to continue from (pi's messages).
-   */
-  PI_ERROR_KIND_CANNOT_CONTINUE = 101,
-  /**
-   * A blocking function was called from a callback, where it would block a runtime thread
-   * or wait for itself.
-   */
-  PI_ERROR_KIND_CALLED_FROM_CALLBACK = 102,
-  /**
-   * An agent run ended abnormally (a bug in pi-agent; the transcript was repaired).
-   */
-  PI_ERROR_KIND_RUN_FAILED = 103,
-  /**
-   * An OAuth login or token refresh failed (the message never contains a token).
-   */
-  PI_ERROR_KIND_O_AUTH_FAILED = 104,
-  /**
-   * The operation was cancelled (e.g. `pi_oauth_login_cancel`, or a login callback that
-   * returned non-zero).
-   */
-  PI_ERROR_KIND_CANCELLED = 105,
-  /**
-   * An MCP server could not be started or reached, or failed a request (the message names
-   * the server and says why).
-   */
-  PI_ERROR_KIND_MCP = 106,
-  /**
-   * A durable session's store failed (the session stopped; reopen it to resume), another
-   * writer wrote the same session, or a request id was reused for another kind of request.
-   */
-  PI_ERROR_KIND_SESSION = 107,
-  /**
-   * The async runtime could not be started, or another internal failure.
-   */
-  PI_ERROR_KIND_RUNTIME = 200,
-  /**
-   * pi-agent panicked; the panic was caught at the C boundary.
-   */
-  PI_ERROR_KIND_PANIC = 201,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum pi_error_kind pi_error_kind;
-#else
-typedef uint32_t pi_error_kind;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -663,6 +663,22 @@ typedef struct pi_tool_call pi_tool_call;
 typedef struct pi_transform_context pi_transform_context;
 
 /**
+ * A borrowed UTF-8 string: `len` bytes at `data`. NOT NUL-terminated (use `len`, e.g.
+ * `printf("%.*s", (int)s.len, s.data)`, or copy it with `pi_str_dup`);
+ * `data` is never NULL. How long it stays valid is stated by the function that returns it.
+ */
+typedef struct pi_str {
+  /**
+   * The first byte.
+   */
+  const char *data;
+  /**
+   * The length in bytes.
+   */
+  size_t len;
+} pi_str;
+
+/**
  * Runs one call of a C tool. It runs on a thread of the runtime's blocking pool, and calls of
  * the same tool may run concurrently on several threads (parallel tool execution, the
  * default). Read the call with `pi_tool_call_id` / `_name` / `_arguments_json`, report
@@ -688,22 +704,6 @@ typedef int32_t (*pi_tool_callback)(void *user_data, struct pi_tool_call *call);
  * thread releases the registration last.
  */
 typedef void (*pi_free_callback)(void *user_data);
-
-/**
- * A borrowed UTF-8 string: `len` bytes at `data`. NOT NUL-terminated (use `len`, e.g.
- * `printf("%.*s", (int)s.len, s.data)`, or copy it with `pi_str_dup`);
- * `data` is never NULL. How long it stays valid is stated by the function that returns it.
- */
-typedef struct pi_str {
-  /**
-   * The first byte.
-   */
-  const char *data;
-  /**
-   * The length in bytes.
-   */
-  size_t len;
-} pi_str;
 
 /**
  * One agent event, as passed to a `pi_agent_event_callback` or filled in by
@@ -754,7 +754,7 @@ typedef void (*pi_agent_event_callback)(void *user_data, const struct pi_agent_e
 /**
  * Runs before each tool call, after its arguments were validated and before the tool runs
  * (pi's `beforeToolCall`). Read the call with `pi_before_tool_call_id` / `_name` /
- * `_arguments_json` / `_assistant_message_json`; stop it with `pi_before_tool_call_block`
+ * `_arguments_json`, or all of it with `_context_json`; stop it with `pi_before_tool_call_block`
  * (the model gets an error result with the reason), or change its arguments with
  * `pi_before_tool_call_set_arguments_json`. Return 0, or non-zero for a hook failure: the
  * call then does not run and gets the error result "before_tool_call hook returned error
@@ -770,18 +770,19 @@ typedef int32_t (*pi_before_tool_call_callback)(void *user_data, struct pi_befor
 /**
  * Runs after each tool call that ran (not for calls that were blocked, named an unknown tool
  * or had invalid arguments) and before its result is reported (pi's `afterToolCall`). Read
- * the result with `pi_after_tool_call_result_json` / `_is_error`; replace parts of it with
- * `pi_after_tool_call_set_result_json`. Return 0, or non-zero for a hook failure: the call then
- * gets the error result "after_tool_call hook returned error code N". `context` is valid until
- * the callback returns. Threads and concurrency as for `pi_before_tool_call_callback`.
+ * the result with `pi_after_tool_call_context_json` (its `result`) / `_is_error`; replace parts
+ * of it with `pi_after_tool_call_set_result_json`. Return 0, or non-zero for a hook failure:
+ * the call then gets the error result "after_tool_call hook returned error code N". `context`
+ * is valid until the callback returns. Threads and concurrency as for
+ * `pi_before_tool_call_callback`.
  */
 typedef int32_t (*pi_after_tool_call_callback)(void *user_data, struct pi_after_tool_call *context);
 
 /**
  * Asked after every turn (one model call and its tool calls) whether the run should stop
- * there, without polling the steering and follow-up queues (pi's `shouldStopAfterTurn`). Set
- * `*stop_out` (initially `false`) to `true` to stop. `context` and `stop_out` are valid until
- * the callback returns. It runs on a thread of the runtime's blocking pool, one turn at a
+ * there, without polling the steering and follow-up queues (pi's `shouldStopAfterTurn`). Read
+ * the turn with `pi_should_stop_after_turn_context_json`. Set `*stop_out` (initially `false`)
+ * to `true` to stop. `context` and `stop_out` are valid until the callback returns. It runs on a thread of the runtime's blocking pool, one turn at a
  * time; the rules of `pi_tool_callback` apply.
  */
 typedef void (*pi_should_stop_after_turn_callback)(void *user_data,
@@ -1021,6 +1022,27 @@ typedef int32_t (*pi_prepare_arguments_callback)(void *user_data,
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * The kind of `error` (`PI_ERROR_KIND_NULL_ARGUMENT` when `error` is NULL).
+ *
+ * Thread-safety: may be called from any thread.
+ */
+pi_error_kind pi_error_get_kind(const struct pi_error *error);
+
+/**
+ * The message of `error` (empty when `error` is NULL). Valid until `pi_error_free(error)`.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_error_message(const struct pi_error *error);
+
+/**
+ * Frees an error. NULL is a no-op.
+ *
+ * Thread-safety: call once, when no other thread uses `error`.
+ */
+void pi_error_free(struct pi_error *error);
 
 /**
  * Creates an agent for `model` (copied) with `system_prompt` (may be empty, not NULL).
@@ -1457,6 +1479,24 @@ struct pi_error *pi_agent_set_thinking_level(struct pi_agent *agent, const char 
 struct pi_error *pi_agent_set_tool_execution(struct pi_agent *agent, const char *mode);
 
 /**
+ * Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
+ * default) or `"all"`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_steering_mode(struct pi_agent *agent, const char *mode);
+
+/**
+ * Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
+ * (the default) or `"all"`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+ * Thread-safety: may be called from any thread, also from a callback.
+ */
+struct pi_error *pi_agent_set_follow_up_mode(struct pi_agent *agent, const char *mode);
+
+/**
  * Writes the system prompt to `*system_prompt_out` (free it with `pi_string_free`).
  *
  * Errors: `NULL_ARGUMENT`.
@@ -1715,24 +1755,6 @@ void pi_agent_clear_queues(struct pi_agent *agent);
 bool pi_agent_has_queued_messages(const struct pi_agent *agent);
 
 /**
- * Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
- * default) or `"all"`.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
- * Thread-safety: may be called from any thread, also from a callback.
- */
-struct pi_error *pi_agent_set_steering_mode(struct pi_agent *agent, const char *mode);
-
-/**
- * Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
- * (the default) or `"all"`.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
- * Thread-safety: may be called from any thread, also from a callback.
- */
-struct pi_error *pi_agent_set_follow_up_mode(struct pi_agent *agent, const char *mode);
-
-/**
  * Whether a run is active (`false` when `agent` is NULL).
  *
  * Thread-safety: may be called from any thread, also from a callback.
@@ -1840,27 +1862,6 @@ struct pi_error *pi_find_env_keys_json(const char *provider, char **json_out);
  * Thread-safety: may be called from any thread.
  */
 struct pi_error *pi_get_env_api_key(const char *provider, char **api_key_out);
-
-/**
- * The kind of `error` (`PI_ERROR_KIND_NULL_ARGUMENT` when `error` is NULL).
- *
- * Thread-safety: may be called from any thread.
- */
-pi_error_kind pi_error_get_kind(const struct pi_error *error);
-
-/**
- * The message of `error` (empty when `error` is NULL). Valid until `pi_error_free(error)`.
- *
- * Thread-safety: may be called from any thread.
- */
-struct pi_str pi_error_message(const struct pi_error *error);
-
-/**
- * Frees an error. NULL is a no-op.
- *
- * Thread-safety: call once, when no other thread uses `error`.
- */
-void pi_error_free(struct pi_error *error);
 
 /**
  * Registers a faux provider with pi's defaults (provider `faux`, one model `faux-1`, output as
@@ -2002,8 +2003,8 @@ void pi_faux_free(struct pi_faux *faux);
 
 /**
  * The whole context as core's `BeforeToolCallContext` JSON (pi's, without the agent context):
- * `{"assistantMessage":{...},"toolCall":{...},"args":{...}}` (empty when `context` is NULL).
- * Valid while the callback runs.
+ * `{"assistantMessage":{"role":"assistant",...},"toolCall":{...},"args":{...}}` (empty when
+ * `context` is NULL). Valid while the callback runs.
  *
  * Thread-safety: may be called from any thread.
  */
@@ -2024,20 +2025,12 @@ struct pi_str pi_before_tool_call_id(const struct pi_before_tool_call *context);
 struct pi_str pi_before_tool_call_name(const struct pi_before_tool_call *context);
 
 /**
- * The arguments as a JSON object, validated against the tool's schema (empty when `context`
- * is NULL). Valid while the callback runs.
+ * The arguments as a JSON object, validated against the tool's schema (the context's `args`;
+ * empty when `context` is NULL). Valid while the callback runs.
  *
  * Thread-safety: may be called from any thread.
  */
 struct pi_str pi_before_tool_call_arguments_json(const struct pi_before_tool_call *context);
-
-/**
- * The assistant message that made the call, as pi-shaped JSON (empty when `context` is
- * NULL). Valid while the callback runs.
- *
- * Thread-safety: may be called from any thread.
- */
-struct pi_str pi_before_tool_call_assistant_message_json(const struct pi_before_tool_call *context);
 
 /**
  * Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
@@ -2081,8 +2074,9 @@ struct pi_error *pi_before_tool_call_set_arguments_json(struct pi_before_tool_ca
 
 /**
  * The whole context as core's `AfterToolCallContext` JSON (pi's, without the agent context):
- * `{"assistantMessage":{...},"toolCall":{...},"args":{...},"result":{...},"isError":false}`
- * (empty when `context` is NULL). Valid while the callback runs.
+ * `{"assistantMessage":{"role":"assistant",...},"toolCall":{...},"args":{...},
+ * "result":{"content":[...],"details":...},"isError":false}` (empty when `context` is NULL).
+ * Valid while the callback runs.
  *
  * Thread-safety: may be called from any thread.
  */
@@ -2103,32 +2097,15 @@ struct pi_str pi_after_tool_call_id(const struct pi_after_tool_call *context);
 struct pi_str pi_after_tool_call_name(const struct pi_after_tool_call *context);
 
 /**
- * The arguments the tool ran with, as a JSON object (empty when `context` is NULL). Valid
- * while the callback runs.
+ * The arguments the tool ran with, as a JSON object (the context's `args`; empty when
+ * `context` is NULL). Valid while the callback runs.
  *
  * Thread-safety: may be called from any thread.
  */
 struct pi_str pi_after_tool_call_arguments_json(const struct pi_after_tool_call *context);
 
 /**
- * The assistant message that made the call, as pi-shaped JSON (empty when `context` is
- * NULL). Valid while the callback runs.
- *
- * Thread-safety: may be called from any thread.
- */
-struct pi_str pi_after_tool_call_assistant_message_json(const struct pi_after_tool_call *context);
-
-/**
- * The tool's result as a pi-shaped `AgentToolResult`:
- * `{"content":[...],"details":...}` (empty when `context` is NULL). Valid while the callback
- * runs.
- *
- * Thread-safety: may be called from any thread.
- */
-struct pi_str pi_after_tool_call_result_json(const struct pi_after_tool_call *context);
-
-/**
- * Whether the tool failed (`false` when `context` is NULL).
+ * Whether the tool failed (the context's `isError`; `false` when `context` is NULL).
  *
  * Thread-safety: may be called from any thread.
  */
@@ -2158,36 +2135,14 @@ struct pi_error *pi_after_tool_call_set_result_json(struct pi_after_tool_call *c
 
 /**
  * The whole context as core's `ShouldStopAfterTurnContext` JSON (pi's, without the agent
- * context): `{"message":{...},"toolResults":[...],"newMessages":[...]}` (empty when `context`
- * is NULL). Valid while the callback runs.
+ * context): `{"message":{"role":"assistant",...},"toolResults":[{"role":"toolResult",...}],
+ * "newMessages":[...]}`: the turn's assistant message, its tool results in the assistant's
+ * call order, and every message this run added so far (empty when `context` is NULL). Valid
+ * while the callback runs.
  *
  * Thread-safety: may be called from any thread.
  */
 struct pi_str pi_should_stop_after_turn_context_json(const struct pi_should_stop_after_turn *context);
-
-/**
- * The turn's assistant message as pi-shaped JSON (empty when `context` is NULL). Valid while
- * the callback runs.
- *
- * Thread-safety: may be called from any thread.
- */
-struct pi_str pi_should_stop_after_turn_message_json(const struct pi_should_stop_after_turn *context);
-
-/**
- * The turn's tool-result messages as a pi-shaped JSON array, in the assistant's call order
- * (empty string when `context` is NULL). Valid while the callback runs.
- *
- * Thread-safety: may be called from any thread.
- */
-struct pi_str pi_should_stop_after_turn_tool_results_json(const struct pi_should_stop_after_turn *context);
-
-/**
- * Every message this run added so far, as a pi-shaped JSON array (empty string when `context`
- * is NULL). Valid while the callback runs.
- *
- * Thread-safety: may be called from any thread.
- */
-struct pi_str pi_should_stop_after_turn_new_messages_json(const struct pi_should_stop_after_turn *context);
 
 /**
  * The transcript as a pi-shaped JSON array of messages, custom messages included (empty
@@ -2755,6 +2710,34 @@ struct pi_error *pi_oauth_modify_models(const char *provider_id,
 struct pi_error *pi_is_context_overflow(const char *assistant_message_json,
                                         uint64_t context_window,
                                         bool *overflow_out);
+
+/**
+ * The arguments as the model sent them, as JSON (not validated; not necessarily an object).
+ * Empty when `context` is NULL. Valid while the callback runs.
+ *
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_str pi_prepare_arguments_input_json(const struct pi_prepare_arguments *context);
+
+/**
+ * Sets the arguments to validate and run the tool with (any JSON; the schema decides). The
+ * last `pi_prepare_arguments_set_*` call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_prepare_arguments_set_json(struct pi_prepare_arguments *context,
+                                               const char *arguments_json);
+
+/**
+ * Fails the call: the tool does not run and the model gets an error result with `message`.
+ * The last `pi_prepare_arguments_set_*` call wins.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
+ * Thread-safety: may be called from any thread while the callback runs.
+ */
+struct pi_error *pi_prepare_arguments_set_error(struct pi_prepare_arguments *context,
+                                                const char *message);
 
 /**
  * Opens session `session_id` in the SQLite file at `store_path` (created if needed) with
@@ -3466,34 +3449,6 @@ struct pi_error *pi_tool_set_prepare_arguments(struct pi_tool *tool,
  * Thread-safety: call once, when no other thread uses `tool`.
  */
 void pi_tool_free(struct pi_tool *tool);
-
-/**
- * The arguments as the model sent them, as JSON (not validated; not necessarily an object).
- * Empty when `context` is NULL. Valid while the callback runs.
- *
- * Thread-safety: may be called from any thread.
- */
-struct pi_str pi_prepare_arguments_input_json(const struct pi_prepare_arguments *context);
-
-/**
- * Sets the arguments to validate and run the tool with (any JSON; the schema decides). The
- * last `pi_prepare_arguments_set_*` call wins.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
- * Thread-safety: may be called from any thread while the callback runs.
- */
-struct pi_error *pi_prepare_arguments_set_json(struct pi_prepare_arguments *context,
-                                               const char *arguments_json);
-
-/**
- * Fails the call: the tool does not run and the model gets an error result with `message`.
- * The last `pi_prepare_arguments_set_*` call wins.
- *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
- * Thread-safety: may be called from any thread while the callback runs.
- */
-struct pi_error *pi_prepare_arguments_set_error(struct pi_prepare_arguments *context,
-                                                const char *message);
 
 /**
  * The library version, e.g. `"0.1.0"` (static; never freed). It equals

@@ -6,13 +6,14 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use ::pi_agent::agent::{Agent, AgentMessage, AgentOptions, AgentSettings, RunInput, Subscription};
 use ::pi_agent::ai::ImageContent;
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method};
+use crate::boundary::{act, into_handle, lock, opt_ref, take_handle};
 use crate::callback::{CallbackSite, CallsInFlight};
 use crate::error::{parse_json, parse_object, pi_error, pi_error_kind};
 use crate::event::{Listener, pi_agent_event_callback};
@@ -51,9 +52,7 @@ impl AgentShared {
     }
 
     fn subscriptions(&self) -> MutexGuard<'_, HashMap<u64, (Subscription, Arc<Listener>)>> {
-        self.subscriptions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.subscriptions)
     }
 
     /// Where this agent's callbacks run.
@@ -120,8 +119,7 @@ pub extern "C" fn pi_agent_new(
     settings_json: *const c_char,
     agent_out: *mut *mut pi_agent,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
+    method(model, "model", |model| {
         let system_prompt = arg_str(system_prompt, "system_prompt")?;
         let settings: AgentSettings = match arg_opt_str(settings_json, "settings_json")? {
             Some(json) => parse_object(json, "settings_json")?,
@@ -136,7 +134,7 @@ pub extern "C" fn pi_agent_new(
         });
         out.write(wrap(agent));
         Ok(())
-    }
+    })
 }
 
 /// Hands a core agent to C.
@@ -450,8 +448,7 @@ pub(crate) fn images_input(
     images_json: *const c_char,
 ) -> Result<RunInput, pi_error> {
     let text = arg_str(text, "text")?;
-    let images: Vec<ImageContent> =
-        parse_json(arg_str(images_json, "images_json")?, "images_json")?;
+    let images: Vec<ImageContent> = arg_json(images_json, "images_json")?;
     Ok(RunInput::text_with_images(text, images))
 }
 
@@ -491,11 +488,7 @@ pub extern "C" fn pi_agent_continue(agent: *mut pi_agent) -> *mut pi_error {
 /// Thread-safety: may be called from any thread, also from any callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_abort(agent: *mut pi_agent) {
-    ffi_boundary! {
-        if let Some(agent) = opt_ref(agent) {
-            agent.shared.agent.abort();
-        }
-    }
+    act(agent, |agent| agent.shared.agent.abort())
 }
 
 /// Whether the active run has been aborted (pi's `agent.signal.aborted`): `true` from

@@ -9,7 +9,7 @@ use ::pi_agent::agent::{AgentHooks, ProxyOptions, proxy_stream_fn};
 use ::pi_agent::ai::ApiKey;
 
 use crate::agent::{pi_agent, shared};
-use crate::boundary::arg_opt_str;
+use crate::args::arg_opt_str;
 use crate::callback::CallbackSite;
 use crate::error::pi_error;
 use crate::hook::{

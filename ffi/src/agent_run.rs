@@ -9,11 +9,11 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::{AgentShared, images_input, messages_input, pi_agent, shared};
-use crate::boundary::{Out, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{pi_error, to_json};
+use crate::args::{Out, arg_str};
+use crate::boundary::{act, into_handle, lock, opt_ref, take_handle};
+use crate::error::pi_error;
 use crate::event::{EventText, pi_agent_event};
 use crate::runtime::{block_on, runtime};
-use crate::string::into_c_string;
 
 /// One run of an agent, started by `pi_agent_run_open` (or `_open_with_images`,
 /// `_open_messages`, `_open_continue`). Read its events with `pi_agent_run_next` (the same
@@ -42,7 +42,7 @@ pub(crate) struct RunState {
 
 /// Waits for the end of `run` once (later calls return at once) and keeps its outcome.
 pub(crate) fn finish(run: &pi_agent_run) -> Result<(), pi_error> {
-    let mut state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut state = lock(&run.state);
     if let Some(events) = state.run.take() {
         let outcome = block_on("pi_agent_run_result_json", events.result())?;
         state.new_messages = Some(outcome.new_messages);
@@ -165,7 +165,7 @@ pub extern "C" fn pi_agent_run_next(
         let Ok(out) = Out::new(event_out, "event_out") else {
             return false;
         };
-        let mut state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&run.state);
         let state = &mut *state;
         let Some(events) = state.run.as_mut().filter(|_| !state.finished) else {
             return false;
@@ -194,13 +194,12 @@ pub extern "C" fn pi_agent_run_result_json(
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let run = crate::boundary::arg_ref(run, "run")?;
+        let run = crate::args::arg_ref(run, "run")?;
         let out = Out::new(json_out, "json_out")?;
         finish(run)?;
-        let state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let state = lock(&run.state);
         let messages = state.new_messages.as_deref().unwrap_or_default();
-        out.write(into_c_string(to_json(messages, "messages")?));
-        Ok(())
+        out.write_json(messages, "messages")
     }
 }
 
@@ -210,11 +209,7 @@ pub extern "C" fn pi_agent_run_result_json(
 /// Thread-safety: may be called from any thread at any time before `pi_agent_run_free`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_run_abort(run: *const pi_agent_run) {
-    ffi_boundary! {
-        if let Some(run) = opt_ref(run) {
-            run.signal.cancel();
-        }
-    }
+    act(run, |run| run.signal.cancel())
 }
 
 /// Frees a run. A run that has not ended is aborted, and since C has no background to finish

@@ -1,20 +1,22 @@
-//! The settings of a `pi_agent` (core's `AgentSettings`: thinking level, tool execution, the
-//! options of every model call, watchdogs), its system prompt, model and tools: getters and
-//! setters. Every change applies from the next run; a run keeps what it started with.
+//! The settings of a `pi_agent` (core's `AgentSettings`: thinking level, tool execution, queue
+//! modes, the options of every model call, watchdogs), its system prompt, model and tools:
+//! getters and setters. Every change applies from the next run; a run keeps what it started with.
 
 use std::ffi::c_char;
 
-use ::pi_agent::agent::ToolExecutionMode;
-use ::pi_agent::ai::{ApiKey, ModelThinkingLevel, StreamOptions, Tool};
+use ::pi_agent::agent::{Agent, ToolExecutionMode};
+use ::pi_agent::ai::{ApiKey, StreamOptions, Tool};
+use serde::de::DeserializeOwned;
 
 use crate::agent::pi_agent;
 use crate::agent_state::write_agent_json;
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str, method};
+use crate::boundary::into_handle;
 use crate::error::{parse_object, pi_error};
 use crate::model::pi_model;
 use crate::options::parse_name;
 use crate::stream_options::pi_stream_options;
-use crate::string::{into_c_string, pi_str};
+use crate::string::{into_c_string, pi_str, view};
 
 /// Sets the system prompt (may be empty, not NULL), for later runs.
 ///
@@ -25,12 +27,11 @@ pub extern "C" fn pi_agent_set_system_prompt(
     agent: *mut pi_agent,
     system_prompt: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let system_prompt = arg_str(system_prompt, "system_prompt")?;
         agent.shared.agent.set_system_prompt(system_prompt);
         Ok(())
-    }
+    })
 }
 
 /// Sets the model (copied; `model` may be freed right after), for later runs.
@@ -42,12 +43,11 @@ pub extern "C" fn pi_agent_set_model(
     agent: *mut pi_agent,
     model: *const pi_model,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let model = arg_ref(model, "model")?;
         agent.shared.agent.set_model(model.model.clone());
         Ok(())
-    }
+    })
 }
 
 /// Sets the reasoning level, for later runs: `level` is `"off"`, `"minimal"`, `"low"`,
@@ -60,12 +60,7 @@ pub extern "C" fn pi_agent_set_thinking_level(
     agent: *mut pi_agent,
     level: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
-        agent.shared.agent.set_thinking_level(level);
-        Ok(())
-    }
+    set_named(agent, level, "level", Agent::set_thinking_level)
 }
 
 /// Sets how the tool calls of one assistant message run, for later runs: `mode` is
@@ -78,12 +73,50 @@ pub extern "C" fn pi_agent_set_tool_execution(
     agent: *mut pi_agent,
     mode: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let mode: ToolExecutionMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.shared.agent.set_tool_execution(mode);
+    set_named(agent, mode, "mode", Agent::set_tool_execution)
+}
+
+/// Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
+/// default) or `"all"`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_set_steering_mode(
+    agent: *mut pi_agent,
+    mode: *const c_char,
+) -> *mut pi_error {
+    set_named(agent, mode, "mode", Agent::set_steering_mode)
+}
+
+/// Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
+/// (the default) or `"all"`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
+/// Thread-safety: may be called from any thread, also from a callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_agent_set_follow_up_mode(
+    agent: *mut pi_agent,
+    mode: *const c_char,
+) -> *mut pi_error {
+    set_named(agent, mode, "mode", Agent::set_follow_up_mode)
+}
+
+/// The body of each setter of a setting named by a string (`"parallel"`, `"all"`, ...): the
+/// name `value` read as core's `T` (`INVALID_ARGUMENT` for another name) and handed to `set`.
+fn set_named<T: DeserializeOwned>(
+    agent: *mut pi_agent,
+    value: *const c_char,
+    name: &str,
+    set: fn(&Agent, T),
+) -> *mut pi_error {
+    method(agent, "agent", |agent| {
+        set(
+            &agent.shared.agent,
+            parse_name(arg_str(value, name)?, name)?,
+        );
         Ok(())
-    }
+    })
 }
 
 // --------------------------------------------------------------------------------- getters
@@ -97,12 +130,11 @@ pub extern "C" fn pi_agent_system_prompt(
     agent: *const pi_agent,
     system_prompt_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let out = Out::new(system_prompt_out, "system_prompt_out")?;
         out.write(into_c_string(agent.shared.agent.system_prompt()));
         Ok(())
-    }
+    })
 }
 
 /// Writes a copy of the agent's model to `*model_out` (free it with `pi_model_free`).
@@ -114,12 +146,13 @@ pub extern "C" fn pi_agent_model(
     agent: *const pi_agent,
     model_out: *mut *mut pi_model,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let out = Out::new(model_out, "model_out")?;
-        out.write(into_handle(pi_model { model: agent.shared.agent.model() }));
+        out.write(into_handle(pi_model {
+            model: agent.shared.agent.model(),
+        }));
         Ok(())
-    }
+    })
 }
 
 /// The reasoning level: `"off"` (pi's default), `"minimal"`, `"low"`, `"medium"`, `"high"` or
@@ -128,11 +161,9 @@ pub extern "C" fn pi_agent_model(
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_thinking_level(agent: *const pi_agent) -> pi_str {
-    ffi_boundary! {
-        opt_ref(agent).map_or(pi_str::EMPTY, |agent| {
-            pi_str::new(agent.shared.agent.thinking_level().as_str())
-        })
-    }
+    view(agent, |agent| {
+        pi_str::new(agent.shared.agent.thinking_level().as_str())
+    })
 }
 
 /// Writes the agent's settings as core's `AgentSettings` JSON to `*json_out` (free it with
@@ -147,9 +178,7 @@ pub extern "C" fn pi_agent_settings_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "settings", |agent| agent.settings())
-    }
+    write_agent_json(agent, json_out, "settings", |agent| agent.settings())
 }
 
 /// Writes the agent's tools as the model sees them, a JSON array of pi `Tool`s
@@ -164,9 +193,13 @@ pub extern "C" fn pi_agent_tools_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "tools", |agent| agent.tools().iter().map(|tool| tool.definition()).collect::<Vec<Tool>>())
-    }
+    write_agent_json(agent, json_out, "tools", |agent| {
+        agent
+            .tools()
+            .iter()
+            .map(|tool| tool.definition())
+            .collect::<Vec<Tool>>()
+    })
 }
 
 /// Writes the label of the tool named `name` (pi's `label`; its name unless one was set) to
@@ -180,15 +213,17 @@ pub extern "C" fn pi_agent_tool_label(
     name: *const c_char,
     label_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let name = arg_str(name, "name")?;
         let out = Out::new(label_out, "label_out")?;
         let tools = agent.shared.agent.tools();
-        let tool = tools.iter().find(|tool| tool.name() == name).ok_or_else(|| no_tool(name))?;
+        let tool = tools
+            .iter()
+            .find(|tool| tool.name() == name)
+            .ok_or_else(|| no_tool(name))?;
         out.write(into_c_string(tool.label().to_owned()));
         Ok(())
-    }
+    })
 }
 
 /// Writes the execution mode the tool named `name` forces (pi's `executionMode`) to
@@ -203,19 +238,21 @@ pub extern "C" fn pi_agent_tool_execution_mode(
     name: *const c_char,
     mode_out: *mut pi_str,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let name = arg_str(name, "name")?;
         let out = Out::new(mode_out, "mode_out")?;
         let tools = agent.shared.agent.tools();
-        let tool = tools.iter().find(|tool| tool.name() == name).ok_or_else(|| no_tool(name))?;
+        let tool = tools
+            .iter()
+            .find(|tool| tool.name() == name)
+            .ok_or_else(|| no_tool(name))?;
         out.write(match tool.execution_mode() {
             Some(ToolExecutionMode::Sequential) => pi_str::new("sequential"),
             Some(ToolExecutionMode::Parallel) => pi_str::new("parallel"),
             None => pi_str::EMPTY,
         });
         Ok(())
-    }
+    })
 }
 
 fn no_tool(name: &str) -> pi_error {
@@ -236,13 +273,12 @@ pub extern "C" fn pi_agent_set_stream_options_json(
     agent: *mut pi_agent,
     options_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let options: StreamOptions =
             parse_object(arg_str(options_json, "options_json")?, "options_json")?;
         agent.shared.agent.set_stream_options(options);
         Ok(())
-    }
+    })
 }
 
 /// Replaces the options of every model call with a copy of `options` (made with
@@ -256,12 +292,14 @@ pub extern "C" fn pi_agent_set_stream_options(
     agent: *mut pi_agent,
     options: *const pi_stream_options,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let options = arg_ref(options, "options")?;
-        agent.shared.agent.set_stream_options(options.options.clone());
+        agent
+            .shared
+            .agent
+            .set_stream_options(options.options.clone());
         Ok(())
-    }
+    })
 }
 
 /// Sets the API key of every model call (`streamOptions.apiKey`; copied, never logged or saved
@@ -274,12 +312,14 @@ pub extern "C" fn pi_agent_set_api_key(
     agent: *mut pi_agent,
     api_key: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let api_key = arg_opt_str(api_key, "api_key")?.map(ApiKey::new);
-        agent.shared.agent.update_settings(|settings| settings.stream_options.api_key = api_key);
+        agent
+            .shared
+            .agent
+            .update_settings(|settings| settings.stream_options.api_key = api_key);
         Ok(())
-    }
+    })
 }
 
 /// Sets the session id of every model call (`streamOptions.sessionId`: prompt-cache keys and
@@ -292,12 +332,14 @@ pub extern "C" fn pi_agent_set_session_id(
     agent: *mut pi_agent,
     session_id: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let session_id = arg_opt_str(session_id, "session_id")?.map(str::to_owned);
-        agent.shared.agent.update_settings(|settings| settings.stream_options.session_id = session_id);
+        agent
+            .shared
+            .agent
+            .update_settings(|settings| settings.stream_options.session_id = session_id);
         Ok(())
-    }
+    })
 }
 
 /// Sets one extra HTTP header of every model call (`streamOptions.headers`, applied last so it
@@ -311,8 +353,7 @@ pub extern "C" fn pi_agent_set_header(
     name: *const c_char,
     value: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let name = arg_str(name, "name")?.to_owned();
         let value = arg_opt_str(value, "value")?.map(str::to_owned);
         agent.shared.agent.update_settings(|settings| {
@@ -323,7 +364,7 @@ pub extern "C" fn pi_agent_set_header(
             }
         });
         Ok(())
-    }
+    })
 }
 
 // ------------------------------------------------------------------------------ watchdogs
@@ -338,12 +379,14 @@ pub extern "C" fn pi_agent_set_tool_timeout_ms(
     agent: *mut pi_agent,
     timeout_ms: u64,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let timeout = (timeout_ms > 0).then_some(timeout_ms);
-        agent.shared.agent.update_settings(|settings| settings.tool_timeout_ms = timeout);
+        agent
+            .shared
+            .agent
+            .update_settings(|settings| settings.tool_timeout_ms = timeout);
         Ok(())
-    }
+    })
 }
 
 /// Sets the stream watchdog (`streamIdleTimeoutMs`): a model stream that sends nothing for
@@ -356,10 +399,12 @@ pub extern "C" fn pi_agent_set_stream_idle_timeout_ms(
     agent: *mut pi_agent,
     timeout_ms: u64,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let timeout = (timeout_ms > 0).then_some(timeout_ms);
-        agent.shared.agent.update_settings(|settings| settings.stream_idle_timeout_ms = timeout);
+        agent
+            .shared
+            .agent
+            .update_settings(|settings| settings.stream_idle_timeout_ms = timeout);
         Ok(())
-    }
+    })
 }

@@ -4,16 +4,15 @@
 
 use std::ffi::c_char;
 
-use ::pi_agent::agent::{
-    Agent, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, QueueMode,
-};
+use ::pi_agent::agent::{Agent, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot};
 use ::pi_agent::ai::{StreamOptions, UserMessage};
 use serde::Serialize;
 
 use crate::agent::{pi_agent, wrap};
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, opt_ref};
-use crate::error::{parse_json, pi_error, to_json};
-use crate::options::{parse_name, parse_or_default};
+use crate::args::{Out, arg_json, arg_opt_str, arg_str, method, write_json};
+use crate::boundary::{act, flag, opt_ref};
+use crate::error::{pi_error, to_json};
+use crate::options::parse_or_default;
 use crate::string::into_c_string;
 
 // ------------------------------------------------------------------------------ transcript
@@ -25,10 +24,9 @@ use crate::string::into_c_string;
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_reset(agent: *mut pi_agent) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         agent.shared.agent.reset().map_err(pi_error::from_agent)
-    }
+    })
 }
 
 /// Writes the transcript as a pi-shaped JSON array of messages to `*json_out` (free it with
@@ -41,9 +39,7 @@ pub extern "C" fn pi_agent_messages_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "messages", |agent| agent.messages())
-    }
+    write_agent_json(agent, json_out, "messages", |agent| agent.messages())
 }
 
 /// Replaces the transcript with a pi-shaped JSON array of messages (takes effect for the next
@@ -58,12 +54,14 @@ pub extern "C" fn pi_agent_set_messages_json(
     agent: *mut pi_agent,
     messages_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let json = arg_str(messages_json, "messages_json")?;
-        let messages: Vec<AgentMessage> = parse_json(json, "messages_json")?;
-        agent.shared.agent.set_messages(messages).map_err(pi_error::from_agent)
-    }
+    method(agent, "agent", |agent| {
+        let messages: Vec<AgentMessage> = arg_json(messages_json, "messages_json")?;
+        agent
+            .shared
+            .agent
+            .set_messages(messages)
+            .map_err(pi_error::from_agent)
+    })
 }
 
 /// Appends one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
@@ -77,12 +75,14 @@ pub extern "C" fn pi_agent_append_message_json(
     agent: *mut pi_agent,
     message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let json = arg_str(message_json, "message_json")?;
-        let message: AgentMessage = parse_json(json, "message_json")?;
-        agent.shared.agent.append_message(message).map_err(pi_error::from_agent)
-    }
+    method(agent, "agent", |agent| {
+        let message: AgentMessage = arg_json(message_json, "message_json")?;
+        agent
+            .shared
+            .agent
+            .append_message(message)
+            .map_err(pi_error::from_agent)
+    })
 }
 
 // ---------------------------------------------------------------------------------- queues
@@ -97,9 +97,9 @@ pub extern "C" fn pi_agent_steering_queue_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "messages", |agent| agent.queued_messages().0)
-    }
+    write_agent_json(agent, json_out, "messages", |agent| {
+        agent.queued_messages().0
+    })
 }
 
 /// Writes the queued follow-up messages, oldest first, as a pi-shaped JSON array to
@@ -112,9 +112,9 @@ pub extern "C" fn pi_agent_follow_up_queue_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "messages", |agent| agent.queued_messages().1)
-    }
+    write_agent_json(agent, json_out, "messages", |agent| {
+        agent.queued_messages().1
+    })
 }
 
 /// Queues `text` as a user message to inject after the current turn's tool calls (pi's
@@ -124,12 +124,11 @@ pub extern "C" fn pi_agent_follow_up_queue_json(
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_steer_text(agent: *mut pi_agent, text: *const c_char) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let text = arg_str(text, "text")?;
         agent.shared.agent.steer(UserMessage::text(text));
         Ok(())
-    }
+    })
 }
 
 /// Queues `text` as a user message to run when the agent would otherwise stop (pi's
@@ -142,12 +141,11 @@ pub extern "C" fn pi_agent_follow_up_text(
     agent: *mut pi_agent,
     text: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let text = arg_str(text, "text")?;
         agent.shared.agent.follow_up(UserMessage::text(text));
         Ok(())
-    }
+    })
 }
 
 /// Queues one pi-shaped message (any role; see `pi_agent_set_messages_json` for custom
@@ -161,13 +159,11 @@ pub extern "C" fn pi_agent_steer_json(
     agent: *mut pi_agent,
     message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let json = arg_str(message_json, "message_json")?;
-        let message: AgentMessage = parse_json(json, "message_json")?;
+    method(agent, "agent", |agent| {
+        let message: AgentMessage = arg_json(message_json, "message_json")?;
         agent.shared.agent.steer(message);
         Ok(())
-    }
+    })
 }
 
 /// Queues one pi-shaped message (any role) to run when the agent would otherwise stop (pi's
@@ -180,13 +176,11 @@ pub extern "C" fn pi_agent_follow_up_json(
     agent: *mut pi_agent,
     message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let json = arg_str(message_json, "message_json")?;
-        let message: AgentMessage = parse_json(json, "message_json")?;
+    method(agent, "agent", |agent| {
+        let message: AgentMessage = arg_json(message_json, "message_json")?;
         agent.shared.agent.follow_up(message);
         Ok(())
-    }
+    })
 }
 
 /// Empties the steering queue (no-op when `agent` is NULL).
@@ -194,11 +188,7 @@ pub extern "C" fn pi_agent_follow_up_json(
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_clear_steering_queue(agent: *mut pi_agent) {
-    ffi_boundary! {
-        if let Some(agent) = opt_ref(agent) {
-            agent.shared.agent.clear_steering_queue();
-        }
-    }
+    act(agent, |agent| agent.shared.agent.clear_steering_queue())
 }
 
 /// Empties the follow-up queue (no-op when `agent` is NULL).
@@ -206,11 +196,7 @@ pub extern "C" fn pi_agent_clear_steering_queue(agent: *mut pi_agent) {
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_clear_follow_up_queue(agent: *mut pi_agent) {
-    ffi_boundary! {
-        if let Some(agent) = opt_ref(agent) {
-            agent.shared.agent.clear_follow_up_queue();
-        }
-    }
+    act(agent, |agent| agent.shared.agent.clear_follow_up_queue())
 }
 
 /// Empties both queues (no-op when `agent` is NULL).
@@ -218,11 +204,7 @@ pub extern "C" fn pi_agent_clear_follow_up_queue(agent: *mut pi_agent) {
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_clear_queues(agent: *mut pi_agent) {
-    ffi_boundary! {
-        if let Some(agent) = opt_ref(agent) {
-            agent.shared.agent.clear_all_queues();
-        }
-    }
+    act(agent, |agent| agent.shared.agent.clear_all_queues())
 }
 
 /// Whether the steering or the follow-up queue holds messages (`false` when `agent` is NULL).
@@ -230,45 +212,7 @@ pub extern "C" fn pi_agent_clear_queues(agent: *mut pi_agent) {
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_has_queued_messages(agent: *const pi_agent) -> bool {
-    ffi_boundary! {
-        opt_ref(agent).is_some_and(|agent| agent.shared.agent.has_queued_messages())
-    }
-}
-
-/// Sets how many steering messages the agent takes at a time: `mode` is `"one-at-a-time"` (the
-/// default) or `"all"`.
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
-/// Thread-safety: may be called from any thread, also from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_steering_mode(
-    agent: *mut pi_agent,
-    mode: *const c_char,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let mode: QueueMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.shared.agent.set_steering_mode(mode);
-        Ok(())
-    }
-}
-
-/// Sets how many follow-up messages the agent takes at a time: `mode` is `"one-at-a-time"`
-/// (the default) or `"all"`.
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (another `mode`).
-/// Thread-safety: may be called from any thread, also from a callback.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_agent_set_follow_up_mode(
-    agent: *mut pi_agent,
-    mode: *const c_char,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
-        let mode: QueueMode = parse_name(arg_str(mode, "mode")?, "mode")?;
-        agent.shared.agent.set_follow_up_mode(mode);
-        Ok(())
-    }
+    flag(agent, |agent| agent.shared.agent.has_queued_messages())
 }
 
 // ---------------------------------------------------------------------------- run progress
@@ -278,9 +222,7 @@ pub extern "C" fn pi_agent_set_follow_up_mode(
 /// Thread-safety: may be called from any thread, also from a callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_is_streaming(agent: *const pi_agent) -> bool {
-    ffi_boundary! {
-        opt_ref(agent).is_some_and(|agent| agent.shared.agent.is_streaming())
-    }
+    flag(agent, |agent| agent.shared.agent.is_streaming())
 }
 
 /// The error message of the last failed turn as a new string (free it with `pi_string_free`),
@@ -306,8 +248,7 @@ pub extern "C" fn pi_agent_streaming_message_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let out = Out::new(json_out, "json_out")?;
         let json = match agent.shared.agent.streaming_message() {
             Some(message) => into_c_string(to_json(&message, "message")?),
@@ -315,7 +256,7 @@ pub extern "C" fn pi_agent_streaming_message_json(
         };
         out.write(json);
         Ok(())
-    }
+    })
 }
 
 /// Writes the ids of the tool calls running right now as a sorted JSON array of strings to
@@ -328,9 +269,9 @@ pub extern "C" fn pi_agent_pending_tool_calls_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "pending tool calls", |agent| agent.pending_tool_calls())
-    }
+    write_agent_json(agent, json_out, "pending tool calls", |agent| {
+        agent.pending_tool_calls()
+    })
 }
 
 /// Writes the failures of event subscribers as a JSON array of strings, oldest first (at most
@@ -344,9 +285,9 @@ pub extern "C" fn pi_agent_listener_errors_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "listener errors", |agent| agent.listener_errors())
-    }
+    write_agent_json(agent, json_out, "listener errors", |agent| {
+        agent.listener_errors()
+    })
 }
 
 // ------------------------------------------------------------------------------- snapshots
@@ -369,9 +310,7 @@ pub extern "C" fn pi_agent_snapshot_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        write_agent_json(agent, json_out, "snapshot", |agent| agent.snapshot())
-    }
+    write_agent_json(agent, json_out, "snapshot", |agent| agent.snapshot())
 }
 
 /// Creates an agent from a snapshot made by `pi_agent_snapshot_json` (in this process or
@@ -392,7 +331,7 @@ pub extern "C" fn pi_agent_restore(
 ) -> *mut pi_error {
     ffi_fallible! {
         let snapshot: AgentSnapshot =
-            parse_json(arg_str(snapshot_json, "snapshot_json")?, "snapshot_json")?;
+            arg_json(snapshot_json, "snapshot_json")?;
         let name = "stream_options_json";
         let stream_options: StreamOptions =
             parse_or_default(arg_opt_str(stream_options_json, name)?, name)?;
@@ -412,16 +351,15 @@ pub extern "C" fn pi_agent_restore(
     }
 }
 
-/// The body of each function here that writes some of the agent's data as JSON: `read` picks
-/// the data, and its JSON goes to `*json_out` (freed with `pi_string_free`).
+/// The body of each function that writes some of the agent's data as JSON: `read` picks the
+/// data, and its JSON goes to `*json_out` (freed with `pi_string_free`).
 pub(crate) fn write_agent_json<T: Serialize>(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
     what: &str,
     read: impl FnOnce(&Agent) -> T,
-) -> Result<(), pi_error> {
-    let agent = arg_ref(agent, "agent")?;
-    let out = Out::new(json_out, "json_out")?;
-    out.write(into_c_string(to_json(&read(&agent.shared.agent), what)?));
-    Ok(())
+) -> *mut pi_error {
+    method(agent, "agent", |agent| {
+        write_json(json_out, &read(&agent.shared.agent), what)
+    })
 }

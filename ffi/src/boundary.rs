@@ -1,16 +1,16 @@
-//! The one boundary every exported function runs inside, and the argument checks used in it.
+//! The one boundary every exported function runs inside, and the handles that cross it. A leaf:
+//! it knows no type of this crate, so every other module (errors and strings included) builds
+//! on it.
 //!
 //! [`ffi_boundary!`] wraps a body in `catch_unwind` and turns a panic into the function's
-//! fallback value ([`Fallback`]): an error object for `pi_error *`, NULL, `false`, 0 or an
-//! empty `pi_str` otherwise. [`ffi_fallible!`] does the same for bodies written as
-//! `Result<(), pi_error>` (so `?` works) and returns the `pi_error *` the C caller sees.
+//! fallback value ([`Fallback`]): NULL, `false`, 0, or what the type's own module says (an
+//! error object for `pi_error *`, an empty `pi_str`). `ffi_fallible!` (in `error.rs`) does the
+//! same for bodies written as `Result<(), pi_error>`.
 
 use std::any::Any;
-use std::ffi::{CStr, c_char};
+use std::ffi::c_char;
 use std::ptr;
-
-use crate::error::{pi_error, pi_error_kind};
-use crate::string::pi_str;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// Runs the body, turning a panic into the return type's [`Fallback`] value.
 macro_rules! ffi_boundary {
@@ -24,28 +24,10 @@ macro_rules! ffi_boundary {
     };
 }
 
-/// Runs a body returning `Result<(), pi_error>` and converts it to the `pi_error *` result
-/// (NULL on success); a panic becomes a `PI_ERROR_KIND_PANIC` error.
-macro_rules! ffi_fallible {
-    ($($body:tt)*) => {
-        $crate::boundary::into_c_result(::std::panic::catch_unwind(
-            ::std::panic::AssertUnwindSafe(
-                || -> ::std::result::Result<(), $crate::error::pi_error> { $($body)* },
-            ),
-        ))
-    };
-}
-
 /// What an exported function returns when its body panicked.
 pub(crate) trait Fallback {
     /// The value for a panic with this message.
     fn on_panic(message: String) -> Self;
-}
-
-impl Fallback for *mut pi_error {
-    fn on_panic(message: String) -> Self {
-        pi_error::panic(message).into_raw()
-    }
 }
 
 impl Fallback for bool {
@@ -55,7 +37,7 @@ impl Fallback for bool {
 }
 
 impl Fallback for u64 {
-    fn on_panic(_message: String) -> Self {
+    fn on_panic(_: String) -> Self {
         0
     }
 }
@@ -82,18 +64,6 @@ impl<T> Fallback for *const T {
     }
 }
 
-impl Fallback for pi_str {
-    fn on_panic(_: String) -> Self {
-        pi_str::EMPTY
-    }
-}
-
-impl Fallback for pi_error_kind {
-    fn on_panic(_: String) -> Self {
-        pi_error_kind::Panic
-    }
-}
-
 /// The text of a panic payload.
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     let text = payload
@@ -104,70 +74,48 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
     format!("panic in pi-agent: {text}")
 }
 
-/// The `pi_error *` for the outcome of an [`ffi_fallible!`] body.
-pub(crate) fn into_c_result(outcome: std::thread::Result<Result<(), pi_error>>) -> *mut pi_error {
-    match outcome {
-        Ok(Ok(())) => ptr::null_mut(),
-        Ok(Err(error)) => error.into_raw(),
-        Err(payload) => pi_error::panic(panic_message(&*payload)).into_raw(),
-    }
-}
-
-/// Borrows the object behind a handle, or fails with `PI_ERROR_KIND_NULL_ARGUMENT`.
+/// Borrows the object behind a handle, if it is not NULL (for functions without an error).
 ///
 /// The C caller guarantees that a non-NULL handle came from this library, is not freed yet, and
 /// stays alive for the returned lifetime (the duration of the call).
-pub(crate) fn arg_ref<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, pi_error> {
+pub(crate) fn opt_ref<'a, T>(ptr: *const T) -> Option<&'a T> {
     // SAFETY: per the API contract, a non-NULL handle points to a live object this library
     // allocated; `as_ref` handles NULL.
-    unsafe { ptr.as_ref() }.ok_or_else(|| pi_error::null_argument(name))
-}
-
-/// Borrows the object behind a handle, if it is not NULL (for functions without an error).
-pub(crate) fn opt_ref<'a, T>(ptr: *const T) -> Option<&'a T> {
-    // SAFETY: as in `arg_ref`.
     unsafe { ptr.as_ref() }
 }
 
-/// Reads a `const char *` argument as UTF-8, rejecting NULL and invalid UTF-8.
-pub(crate) fn arg_str<'a>(ptr: *const c_char, name: &str) -> Result<&'a str, pi_error> {
-    arg_opt_str(ptr, name)?.ok_or_else(|| pi_error::null_argument(name))
+/// Locks `mutex`, also after a panic while it was held: what it guards here stays consistent
+/// (every change is one assignment), and a C caller must not lose the rest of its run to one
+/// panic.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Reads a nullable `const char *` argument as UTF-8 (`None` for NULL).
-pub(crate) fn arg_opt_str<'a>(ptr: *const c_char, name: &str) -> Result<Option<&'a str>, pi_error> {
-    if ptr.is_null() {
-        return Ok(None);
+/// The body of an accessor that returns a flag of an object: `read` on the object behind
+/// `handle`, or `false` when it is NULL (or `read` panicked).
+pub(crate) fn flag<T>(handle: *const T, read: impl FnOnce(&T) -> bool) -> bool {
+    ffi_boundary! {
+        opt_ref(handle).is_some_and(read)
     }
-    // SAFETY: per the API contract, a non-NULL string argument is NUL-terminated and stays
-    // valid and unchanged for the duration of the call.
-    let bytes = unsafe { CStr::from_ptr(ptr) };
-    bytes.to_str().map(Some).map_err(|error| {
-        pi_error::new(
-            pi_error_kind::InvalidUtf8,
-            format!("`{name}` is not valid UTF-8: {error}"),
-        )
-    })
 }
 
-/// An out-param checked to be non-NULL; written only on success.
-pub(crate) struct Out<T>(*mut T);
-
-impl<T> Out<T> {
-    /// Checks `ptr`, failing with `PI_ERROR_KIND_NULL_ARGUMENT`.
-    pub(crate) fn new(ptr: *mut T, name: &str) -> Result<Self, pi_error> {
-        if ptr.is_null() {
-            Err(pi_error::null_argument(name))
-        } else {
-            Ok(Self(ptr))
+/// The body of a function that acts on an object and cannot fail: `act` on the object behind
+/// `handle`; a NULL `handle` (or a panic in `act`) does nothing.
+pub(crate) fn act<T>(handle: *const T, act: impl FnOnce(&T)) {
+    ffi_boundary! {
+        if let Some(object) = opt_ref(handle) {
+            act(object);
         }
     }
+}
 
-    /// Writes the value (without reading or dropping what was there).
-    pub(crate) fn write(self, value: T) {
-        // SAFETY: checked non-NULL in `new`; per the API contract it points to writable memory
-        // for a `T`.
-        unsafe { self.0.write(value) }
+/// The body of a `_free` function: takes back the handle and hands the object to `finish`
+/// (which drops it, after whatever must happen first); NULL is a no-op.
+pub(crate) fn free<T>(handle: *mut T, finish: impl FnOnce(Box<T>)) {
+    ffi_boundary! {
+        if let Some(object) = take_handle(handle) {
+            finish(object);
+        }
     }
 }
 
@@ -186,37 +134,12 @@ pub(crate) fn take_handle<T>(ptr: *mut T) -> Option<Box<T>> {
     Some(unsafe { Box::from_raw(ptr) })
 }
 
-/// Frees a string made by [`crate::string::into_c_string`] (NULL is a no-op).
-pub(crate) fn take_handle_c_string(ptr: *mut c_char) {
-    if ptr.is_null() {
-        return;
-    }
-    // SAFETY: per the API contract, a non-NULL string passed to `pi_string_free` came from
-    // `CString::into_raw` in this library and is freed exactly once.
-    drop(unsafe { std::ffi::CString::from_raw(ptr) });
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::error::{pi_error_free, pi_error_get_kind, pi_error_message};
-
-    fn message(error: *mut pi_error) -> String {
-        let view = pi_error_message(error);
-        // SAFETY: `pi_error_message` returns a view of `len` valid bytes.
-        let bytes = unsafe { std::slice::from_raw_parts(view.data.cast::<u8>(), view.len) };
-        String::from_utf8(bytes.to_vec()).unwrap()
-    }
+    use std::ffi::c_char;
 
     #[test]
-    fn panics_become_errors_or_defaults() {
-        let error: *mut pi_error = ffi_fallible! {
-            panic!("boom");
-        };
-        assert_eq!(pi_error_get_kind(error), pi_error_kind::Panic);
-        assert_eq!(message(error), "panic in pi-agent: boom");
-        pi_error_free(error);
-
+    fn panics_become_defaults() {
         let flag: bool = ffi_boundary! {
             panic!("boom");
         };
@@ -225,22 +148,5 @@ mod tests {
             panic!("boom");
         };
         assert!(string.is_null());
-    }
-
-    #[test]
-    fn arguments_are_checked() {
-        let error = into_c_result(Ok(arg_str(ptr::null(), "text").map(drop)));
-        assert_eq!(pi_error_get_kind(error), pi_error_kind::NullArgument);
-        assert_eq!(message(error), "`text` must not be NULL");
-        pi_error_free(error);
-
-        let bad = c"\xff";
-        let error = into_c_result(Ok(arg_str(bad.as_ptr(), "text").map(drop)));
-        assert_eq!(pi_error_get_kind(error), pi_error_kind::InvalidUtf8);
-        pi_error_free(error);
-
-        assert_eq!(arg_opt_str(ptr::null(), "x").unwrap(), None);
-        assert_eq!(arg_opt_str(c"hé".as_ptr(), "x").unwrap(), Some("hé"));
-        assert!(Out::<u64>::new(ptr::null_mut(), "out").is_err());
     }
 }

@@ -5,8 +5,8 @@ use std::ffi::c_char;
 
 use pi_agent::ai::{env_key_names, find_env_keys, get_env_api_key};
 
-use crate::boundary::{Out, arg_str};
-use crate::error::{pi_error, to_json};
+use crate::args::{Out, arg_str, write_json};
+use crate::error::pi_error;
 use crate::string::into_c_string;
 
 /// Writes the environment variables `provider` reads its API key from, in the order they are
@@ -23,9 +23,7 @@ pub extern "C" fn pi_env_key_names_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let provider = arg_str(provider, "provider")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(env_key_names(provider), "names")?));
-        Ok(())
+        write_json(json_out, env_key_names(provider), "names")
     }
 }
 
@@ -43,9 +41,7 @@ pub extern "C" fn pi_find_env_keys_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let provider = arg_str(provider, "provider")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&find_env_keys(provider), "names")?));
-        Ok(())
+        write_json(json_out, &find_env_keys(provider), "names")
     }
 }
 

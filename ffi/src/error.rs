@@ -1,9 +1,25 @@
-//! `pi_error`: the error object fallible functions return, and its stable `pi_error_kind`.
+//! `pi_error`: the error object fallible functions return, its stable `pi_error_kind`, and
+//! [`ffi_fallible!`], the boundary of the functions that return one.
+
+use std::ptr;
 
 use pi_agent::agent::AgentError;
 
-use crate::boundary::{into_handle, opt_ref, take_handle};
-use crate::string::pi_str;
+use crate::boundary::{Fallback, free, into_handle, opt_ref, panic_message, take_handle};
+use crate::string::{pi_str, view};
+
+/// Runs a body returning `Result<(), pi_error>` (so `?` works) inside the boundary and converts
+/// it to the `pi_error *` result (NULL on success); a panic becomes a `PI_ERROR_KIND_PANIC`
+/// error.
+macro_rules! ffi_fallible {
+    ($($body:tt)*) => {
+        $crate::error::into_c_result(::std::panic::catch_unwind(
+            ::std::panic::AssertUnwindSafe(
+                || -> ::std::result::Result<(), $crate::error::pi_error> { $($body)* },
+            ),
+        ))
+    };
+}
 
 /// What kind of error a `pi_error` is. The values are stable: they never change meaning and
 /// retired values are never reused.
@@ -123,6 +139,27 @@ impl pi_error {
     }
 }
 
+impl Fallback for *mut pi_error {
+    fn on_panic(message: String) -> Self {
+        pi_error::panic(message).into_raw()
+    }
+}
+
+impl Fallback for pi_error_kind {
+    fn on_panic(_: String) -> Self {
+        pi_error_kind::Panic
+    }
+}
+
+/// The `pi_error *` for the outcome of an [`ffi_fallible!`] body.
+pub(crate) fn into_c_result(outcome: std::thread::Result<Result<(), pi_error>>) -> *mut pi_error {
+    match outcome {
+        Ok(Ok(())) => ptr::null_mut(),
+        Ok(Err(error)) => error.into_raw(),
+        Err(payload) => pi_error::panic(panic_message(&*payload)).into_raw(),
+    }
+}
+
 /// The message of an error (for tests).
 #[cfg(test)]
 pub(crate) fn message_of(error: &pi_error) -> &str {
@@ -170,9 +207,7 @@ pub extern "C" fn pi_error_get_kind(error: *const pi_error) -> pi_error_kind {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_error_message(error: *const pi_error) -> pi_str {
-    ffi_boundary! {
-        opt_ref(error).map_or(pi_str::EMPTY, |error| pi_str::new(&error.message))
-    }
+    view(error, |error| pi_str::new(&error.message))
 }
 
 /// Frees an error. NULL is a no-op.
@@ -180,7 +215,33 @@ pub extern "C" fn pi_error_message(error: *const pi_error) -> pi_str {
 /// Thread-safety: call once, when no other thread uses `error`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_error_free(error: *mut pi_error) {
-    ffi_boundary! {
-        drop(take_handle(error));
+    free(error, drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(error: *mut pi_error) -> String {
+        let view = pi_error_message(error);
+        // SAFETY: `pi_error_message` returns a view of `len` valid bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(view.data.cast::<u8>(), view.len) };
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn panics_and_errors_become_error_objects() {
+        let error: *mut pi_error = ffi_fallible! {
+            panic!("boom");
+        };
+        assert_eq!(pi_error_get_kind(error), pi_error_kind::Panic);
+        assert_eq!(message(error), "panic in pi-agent: boom");
+        pi_error_free(error);
+
+        let error = into_c_result(Ok(Err(pi_error::null_argument("text"))));
+        assert_eq!(pi_error_get_kind(error), pi_error_kind::NullArgument);
+        assert_eq!(message(error), "`text` must not be NULL");
+        pi_error_free(error);
+        assert!(into_c_result(Ok(Ok(()))).is_null());
     }
 }

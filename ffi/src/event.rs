@@ -3,12 +3,13 @@
 //! them.
 
 use std::ffi::c_void;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use pi_agent::agent::AgentEvent;
 use pi_agent::ai::AssistantMessageEvent;
 
+use crate::boundary::lock;
 use crate::runtime::{Scope, ScopeGuard, current_scope};
 use crate::stream::pi_stream_event_kind;
 use crate::string::pi_str;
@@ -156,7 +157,7 @@ impl Listener {
 
     /// Calls the C callback with `event`; `aborted` is the state of the run's signal.
     pub(crate) fn deliver(&self, event: &AgentEvent, aborted: bool) {
-        let _delivering = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _delivering = lock(&self.lock);
         let Some(user_data) = self.user_data.get() else {
             return;
         };
@@ -180,7 +181,7 @@ impl Listener {
             self.release_after_delivery.store(true, Ordering::Release);
             return;
         }
-        let _idle = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        let _idle = lock(&self.lock);
         self.user_data.release();
     }
 }

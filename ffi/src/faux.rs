@@ -1,20 +1,21 @@
 //! `pi_faux`: core's scripted, offline faux provider, for tests, examples and demos.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use futures::FutureExt;
 use pi_agent::ai::providers::faux::{FauxError, FauxOptions, FauxProvider, FauxResponse};
 use pi_agent::ai::{AssistantMessage, Context, Model, StreamOptions};
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_json, arg_opt_str, method};
+use crate::boundary::{free, into_handle, lock, opt_ref};
 use crate::callback::{CallbackSite, run_callback};
-use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
-use crate::hook::{lazy_json, lock};
+use crate::error::{pi_error, pi_error_kind};
+use crate::hook_context::{Answer, call_with, lazy_json};
 use crate::model::pi_model;
 use crate::options::parse_or_default;
-use crate::string::{into_c_string, pi_str};
+use crate::string::{pi_str, view};
 use crate::user_data::{UserData, pi_free_callback};
 
 /// A registered faux provider (pi's `registerFauxProvider`): every request to one of its models
@@ -90,10 +91,8 @@ pub extern "C" fn pi_faux_push_json(
     faux: *const pi_faux,
     assistant_message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let faux = arg_ref(faux, "faux")?;
-        let json = arg_str(assistant_message_json, "assistant_message_json")?;
-        let value: Value = parse_json(json, "assistant_message_json")?;
+    method(faux, "faux", |faux| {
+        let value: Value = arg_json(assistant_message_json, "assistant_message_json")?;
         let model = faux.faux.model();
         let messages = match value {
             Value::Array(items) => items
@@ -102,23 +101,21 @@ pub extern "C" fn pi_faux_push_json(
                 .collect::<Result<Vec<_>, _>>()?,
             item => vec![scripted_message(item, &model)?],
         };
-        faux.faux.append_responses(messages.into_iter().map(|message| {
-            let contexts = Arc::clone(&faux.contexts);
-            FauxResponse::Factory(Arc::new(move |context, _, _, _| {
-                record(&contexts, context);
-                message.clone()
-            }))
-        }));
+        faux.faux
+            .append_responses(messages.into_iter().map(|message| {
+                let contexts = Arc::clone(&faux.contexts);
+                FauxResponse::Factory(Arc::new(move |context, _, _, _| {
+                    record(&contexts, context);
+                    message.clone()
+                }))
+            }));
         Ok(())
-    }
+    })
 }
 
 /// Records what a request sent.
 fn record(contexts: &Mutex<Vec<Context>>, context: &Context) {
-    contexts
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(context.clone());
+    lock(contexts).push(context.clone());
 }
 
 /// Builds a scripted response from a request (pi's response factory). Read the request with
@@ -147,7 +144,7 @@ pub struct pi_faux_request {
     model: pi_model,
     context_json: OnceLock<String>,
     options_json: OnceLock<String>,
-    message: Mutex<Option<AssistantMessage>>,
+    message: Answer<Option<AssistantMessage>>,
 }
 
 /// The request's pi `Context` as JSON (empty when `request` is NULL). Valid while the callback
@@ -156,9 +153,7 @@ pub struct pi_faux_request {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_faux_request_context_json(request: *const pi_faux_request) -> pi_str {
-    ffi_boundary! {
-        opt_ref(request).map_or(pi_str::EMPTY, |r| lazy_json(&r.context_json, || &r.context))
-    }
+    view(request, |r| lazy_json(&r.context_json, || &r.context))
 }
 
 /// The request's options as core's `StreamOptions` JSON, secrets left out (empty when `request`
@@ -167,9 +162,7 @@ pub extern "C" fn pi_faux_request_context_json(request: *const pi_faux_request) 
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_faux_request_options_json(request: *const pi_faux_request) -> pi_str {
-    ffi_boundary! {
-        opt_ref(request).map_or(pi_str::EMPTY, |r| lazy_json(&r.options_json, || &r.options))
-    }
+    view(request, |r| lazy_json(&r.options_json, || &r.options))
 }
 
 /// Which request of the provider this is, counting from 1 (0 when `request` is NULL).
@@ -202,14 +195,13 @@ pub extern "C" fn pi_faux_request_set_message_json(
     request: *mut pi_faux_request,
     assistant_message_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let request = arg_ref(request, "request")?;
-        let json = arg_str(assistant_message_json, "assistant_message_json")?;
-        let value: Value = parse_json(json, "assistant_message_json")?;
-        let message = scripted_message(value, &request.model.model)?;
-        *lock(&request.message) = Some(message);
+    method(request, "request", |request| {
+        let value = arg_json(assistant_message_json, "assistant_message_json")?;
+        request
+            .message
+            .set(Some(scripted_message(value, &request.model.model)?));
         Ok(())
-    }
+    })
 }
 
 /// Appends a response built by a C callback when its request is served (pi's response
@@ -227,8 +219,7 @@ pub extern "C" fn pi_faux_push_factory(
     user_data: *mut c_void,
     free_user_data: pi_free_callback,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let faux = arg_ref(faux, "faux")?;
+    method(faux, "faux", |faux| {
         let callback = callback.ok_or_else(|| pi_error::null_argument("callback"))?;
         let user_data = Arc::new(UserData::new(user_data, free_user_data));
         let contexts = Arc::clone(&faux.contexts);
@@ -237,7 +228,9 @@ pub extern "C" fn pi_faux_push_factory(
                 record(&contexts, &context);
                 let user_data = Arc::clone(&user_data);
                 async move {
-                    let build = move || build_response(callback, &user_data, context, options, call_number, model);
+                    let build = move || {
+                        build_response(callback, &user_data, context, options, call_number, model)
+                    };
                     run_callback(&CallbackSite::default(), build)
                         .await
                         .unwrap_or_else(|error| Err(format!("faux factory failed: {error}")))
@@ -247,7 +240,7 @@ pub extern "C" fn pi_faux_push_factory(
             },
         )));
         Ok(())
-    }
+    })
 }
 
 /// Runs a C factory for one request (on a blocking-pool thread).
@@ -269,17 +262,10 @@ fn build_response(
         model: pi_model { model },
         context_json: OnceLock::new(),
         options_json: OnceLock::new(),
-        message: Mutex::new(None),
+        message: Answer::default(),
     };
-    // SAFETY: the callback and `user_data` were registered together by the C caller; `request`
-    // outlives the call and is only used through this library's functions, which take shared
-    // references (its mutable part is behind a mutex).
-    let code = unsafe { callback(user_data, std::ptr::from_ref(&request).cast_mut()) };
-    let message = request
-        .message
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner);
-    match message {
+    let (request, code) = call_with(callback, user_data, request);
+    match request.message.take() {
         _ if code != 0 => Err(format!("faux factory returned error code {code}")),
         Some(message) => Ok(message),
         None => Err("faux factory set no message".to_owned()),
@@ -306,12 +292,13 @@ pub extern "C" fn pi_faux_model(
     faux: *const pi_faux,
     model_out: *mut *mut pi_model,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let faux = arg_ref(faux, "faux")?;
+    method(faux, "faux", |faux| {
         let out = Out::new(model_out, "model_out")?;
-        out.write(into_handle(pi_model { model: faux.faux.model() }));
+        out.write(into_handle(pi_model {
+            model: faux.faux.model(),
+        }));
         Ok(())
-    }
+    })
 }
 
 /// How many scripted responses are not used yet (0 when `faux` is NULL).
@@ -346,13 +333,10 @@ pub extern "C" fn pi_faux_contexts_json(
     faux: *const pi_faux,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let faux = arg_ref(faux, "faux")?;
+    method(faux, "faux", |faux| {
         let out = Out::new(json_out, "json_out")?;
-        let json = to_json(&*faux.contexts.lock().unwrap_or_else(PoisonError::into_inner), "contexts")?;
-        out.write(into_c_string(json));
-        Ok(())
-    }
+        out.write_json(&*lock(&faux.contexts), "contexts")
+    })
 }
 
 /// Unregisters the provider and frees it, dropping the responses not used yet (calling the
@@ -362,12 +346,10 @@ pub extern "C" fn pi_faux_contexts_json(
 /// Thread-safety: call once, when no other thread uses `faux`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_faux_free(faux: *mut pi_faux) {
-    ffi_boundary! {
-        if let Some(faux) = take_handle(faux) {
-            faux.faux.unregister();
-            faux.faux.set_responses(Vec::new());
-        }
-    }
+    free(faux, |faux| {
+        faux.faux.unregister();
+        faux.faux.set_responses(Vec::new());
+    })
 }
 
 #[cfg(test)]

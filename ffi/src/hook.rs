@@ -2,32 +2,36 @@
 //! `ShouldStopAfterTurn` and `TransformContext`): the callback types, the context handles the
 //! callbacks receive, and the core hooks that run them on the runtime's blocking pool.
 //!
-//! Installing and removing hooks is in `agent.rs` (`pi_agent_set_before_tool_call`, ...).
+//! Each context handle hands C core's context type whole, as its JSON (`pi_*_context_json`);
+//! the few accessors beside it read what a C hook needs without a JSON parser (the call's id
+//! and name, flags) or what it most often rewrites (the arguments).
+//!
+//! Installing and removing hooks is in `agent_hooks.rs` (`pi_agent_set_before_tool_call`, ...).
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
-use ::pi_agent::agent::HookError;
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use pi_agent::agent::{
     AfterToolCall, AfterToolCallContext, AfterToolCallResult, AgentMessage, BeforeToolCall,
-    BeforeToolCallContext, BeforeToolCallResult, ShouldStopAfterTurn, ShouldStopAfterTurnContext,
-    TransformContext,
+    BeforeToolCallContext, BeforeToolCallResult, HookError, ShouldStopAfterTurn,
+    ShouldStopAfterTurnContext, TransformContext,
 };
-use pi_agent::ai::Message;
-use serde::Serialize;
 use serde_json::Value;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
-use crate::boundary::{arg_opt_str, arg_ref, arg_str, opt_ref};
+use crate::args::{arg_json, arg_opt_str, arg_str, method};
+use crate::boundary::flag;
 use crate::callback::{CallbackSite, run_callback};
-use crate::error::{parse_json, parse_object, pi_error, pi_error_kind};
-use crate::string::pi_str;
+use crate::error::{parse_object, pi_error, pi_error_kind};
+use crate::hook_context::{Answer, Hook, call_with, lazy_json, stop_on_drop};
+use crate::string::{pi_str, view};
 use crate::user_data::UserData;
 
 /// Runs before each tool call, after its arguments were validated and before the tool runs
 /// (pi's `beforeToolCall`). Read the call with `pi_before_tool_call_id` / `_name` /
-/// `_arguments_json` / `_assistant_message_json`; stop it with `pi_before_tool_call_block`
+/// `_arguments_json`, or all of it with `_context_json`; stop it with `pi_before_tool_call_block`
 /// (the model gets an error result with the reason), or change its arguments with
 /// `pi_before_tool_call_set_arguments_json`. Return 0, or non-zero for a hook failure: the
 /// call then does not run and gets the error result "before_tool_call hook returned error
@@ -42,17 +46,18 @@ pub type pi_before_tool_call_callback =
 
 /// Runs after each tool call that ran (not for calls that were blocked, named an unknown tool
 /// or had invalid arguments) and before its result is reported (pi's `afterToolCall`). Read
-/// the result with `pi_after_tool_call_result_json` / `_is_error`; replace parts of it with
-/// `pi_after_tool_call_set_result_json`. Return 0, or non-zero for a hook failure: the call then
-/// gets the error result "after_tool_call hook returned error code N". `context` is valid until
-/// the callback returns. Threads and concurrency as for `pi_before_tool_call_callback`.
+/// the result with `pi_after_tool_call_context_json` (its `result`) / `_is_error`; replace parts
+/// of it with `pi_after_tool_call_set_result_json`. Return 0, or non-zero for a hook failure:
+/// the call then gets the error result "after_tool_call hook returned error code N". `context`
+/// is valid until the callback returns. Threads and concurrency as for
+/// `pi_before_tool_call_callback`.
 pub type pi_after_tool_call_callback =
     Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut pi_after_tool_call) -> i32>;
 
 /// Asked after every turn (one model call and its tool calls) whether the run should stop
-/// there, without polling the steering and follow-up queues (pi's `shouldStopAfterTurn`). Set
-/// `*stop_out` (initially `false`) to `true` to stop. `context` and `stop_out` are valid until
-/// the callback returns. It runs on a thread of the runtime's blocking pool, one turn at a
+/// there, without polling the steering and follow-up queues (pi's `shouldStopAfterTurn`). Read
+/// the turn with `pi_should_stop_after_turn_context_json`. Set `*stop_out` (initially `false`)
+/// to `true` to stop. `context` and `stop_out` are valid until the callback returns. It runs on a thread of the runtime's blocking pool, one turn at a
 /// time; the rules of `pi_tool_callback` apply.
 pub type pi_should_stop_after_turn_callback = Option<
     unsafe extern "C" fn(
@@ -76,34 +81,49 @@ type AfterFn = unsafe extern "C" fn(*mut c_void, *mut pi_after_tool_call) -> i32
 type ShouldStopFn = unsafe extern "C" fn(*mut c_void, *const pi_should_stop_after_turn, *mut bool);
 type TransformFn = unsafe extern "C" fn(*mut c_void, *mut pi_transform_context);
 
-/// A registered C hook: the callback and its `user_data`.
-pub(crate) struct Hook<F> {
-    pub(crate) callback: F,
-    pub(crate) user_data: Arc<UserData>,
+/// A core hook around a tool call: it gets the call's context and the run's signal.
+type ToolCallHook<C, R> =
+    Arc<dyn Fn(C, CancellationToken) -> BoxFuture<'static, Result<R, HookError>> + Send + Sync>;
+
+/// The core hook around a tool call that runs `invoke` (which calls C, and fails with the
+/// message the model reads) on the runtime's blocking pool; the run stops waiting for it at an
+/// abort or when the tool watchdog fires, and the C side sees that in its context.
+fn tool_call_hook<F, C, R>(
+    hook: Hook<F>,
+    site: CallbackSite,
+    name: &'static str,
+    invoke: fn(&Hook<F>, C, CancellationToken) -> Result<R, String>,
+) -> ToolCallHook<C, R>
+where
+    F: Send + Sync + 'static,
+    C: Send + 'static,
+    R: Send + 'static,
+{
+    let hook = Arc::new(hook);
+    Arc::new(move |context, signal| {
+        let hook = Arc::clone(&hook);
+        let site = site.clone();
+        let (signal, stopped) = stop_on_drop(&signal);
+        async move {
+            let _stopped = stopped;
+            run_callback(&site, move || invoke(&hook, context, signal))
+                .await
+                .unwrap_or_else(|error| Err(format!("{name} hook failed: {error}")))
+                .map_err(HookError::from)
+        }
+        .boxed()
+    })
 }
 
-/// A signal for one hook call that also fires when the run stops waiting for it (the guard,
-/// held by the awaited future, cancels it when the future is dropped: an abort or the tool
-/// watchdog), so a C hook that cannot be pre-empted can see either.
-fn stop_on_drop(signal: &CancellationToken) -> (CancellationToken, DropGuard) {
-    let signal = signal.child_token();
-    let guard = signal.clone().drop_guard();
-    (signal, guard)
+/// The failure of a hook that returned a non-zero `code`.
+fn returned_error(name: &str, code: i32) -> Result<(), String> {
+    match code {
+        0 => Ok(()),
+        code => Err(format!("{name} hook returned error code {code}")),
+    }
 }
 
-/// `value` as JSON, made on first use and kept in `cell` (so views of it stay valid).
-pub(crate) fn lazy_json<T: Serialize>(
-    cell: &OnceLock<String>,
-    value: impl FnOnce() -> T,
-) -> pi_str {
-    pi_str::new(cell.get_or_init(|| serde_json::to_string(&value()).unwrap_or_default()))
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-// ------------------------------------------------------------------------ before_tool_call
+// -------------------------------------------------------------- before and after a tool call
 
 /// One tool call about to run, passed to a `pi_before_tool_call_callback`. Valid until the
 /// callback returns.
@@ -111,23 +131,45 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Thread-safe: its functions may be called from any thread while the callback runs.
 pub struct pi_before_tool_call {
     context: BeforeToolCallContext,
+    views: ToolCallViews,
+    decision: Answer<BeforeToolCallResult>,
+}
+
+/// One tool call that ran, passed to a `pi_after_tool_call_callback`. Valid until the callback
+/// returns.
+///
+/// Thread-safe: its functions may be called from any thread while the callback runs.
+pub struct pi_after_tool_call {
+    context: AfterToolCallContext,
+    views: ToolCallViews,
+    change: Answer<Option<AfterToolCallResult>>,
+}
+
+/// What the accessors of both tool-call contexts read, made on first use.
+struct ToolCallViews {
     signal: CancellationToken,
     context_json: OnceLock<String>,
     arguments_json: OnceLock<String>,
-    assistant_message_json: OnceLock<String>,
-    decision: Mutex<BeforeToolCallResult>,
+}
+
+impl ToolCallViews {
+    fn new(signal: CancellationToken) -> Self {
+        Self {
+            signal,
+            context_json: OnceLock::new(),
+            arguments_json: OnceLock::new(),
+        }
+    }
 }
 
 /// The whole context as core's `BeforeToolCallContext` JSON (pi's, without the agent context):
-/// `{"assistantMessage":{...},"toolCall":{...},"args":{...}}` (empty when `context` is NULL).
-/// Valid while the callback runs.
+/// `{"assistantMessage":{"role":"assistant",...},"toolCall":{...},"args":{...}}` (empty when
+/// `context` is NULL). Valid while the callback runs.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_before_tool_call_context_json(context: *const pi_before_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| lazy_json(&c.context_json, || &c.context))
-    }
+    view(context, |c| lazy_json(&c.views.context_json, || &c.context))
 }
 
 /// The call id the model gave (empty when `context` is NULL). Valid while the callback runs.
@@ -135,9 +177,7 @@ pub extern "C" fn pi_before_tool_call_context_json(context: *const pi_before_too
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_before_tool_call_id(context: *const pi_before_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| pi_str::new(&c.context.tool_call.id))
-    }
+    view(context, |c| pi_str::new(&c.context.tool_call.id))
 }
 
 /// The tool name (empty when `context` is NULL). Valid while the callback runs.
@@ -145,41 +185,20 @@ pub extern "C" fn pi_before_tool_call_id(context: *const pi_before_tool_call) ->
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_before_tool_call_name(context: *const pi_before_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| pi_str::new(&c.context.tool_call.name))
-    }
+    view(context, |c| pi_str::new(&c.context.tool_call.name))
 }
 
-/// The arguments as a JSON object, validated against the tool's schema (empty when `context`
-/// is NULL). Valid while the callback runs.
+/// The arguments as a JSON object, validated against the tool's schema (the context's `args`;
+/// empty when `context` is NULL). Valid while the callback runs.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_before_tool_call_arguments_json(
     context: *const pi_before_tool_call,
 ) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| {
-            lazy_json(&c.arguments_json, || &c.context.args)
-        })
-    }
-}
-
-/// The assistant message that made the call, as pi-shaped JSON (empty when `context` is
-/// NULL). Valid while the callback runs.
-///
-/// Thread-safety: may be called from any thread.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_before_tool_call_assistant_message_json(
-    context: *const pi_before_tool_call,
-) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| {
-            lazy_json(&c.assistant_message_json, || {
-                Message::Assistant(c.context.assistant_message.clone())
-            })
-        })
-    }
+    view(context, |c| {
+        lazy_json(&c.views.arguments_json, || &c.context.args)
+    })
 }
 
 /// Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
@@ -188,9 +207,7 @@ pub extern "C" fn pi_before_tool_call_assistant_message_json(
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_before_tool_call_is_aborted(context: *const pi_before_tool_call) -> bool {
-    ffi_boundary! {
-        opt_ref(context).is_some_and(|c| c.signal.is_cancelled())
-    }
+    flag(context, |c| c.views.signal.is_cancelled())
 }
 
 /// Blocks the call: the tool does not run, and the model gets an error result whose text is
@@ -203,14 +220,13 @@ pub extern "C" fn pi_before_tool_call_block(
     context: *mut pi_before_tool_call,
     reason: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        let reason = arg_opt_str(reason, "reason")?;
-        let mut decision = lock(&context.decision);
+    method(context, "context", |context| {
+        let reason = arg_opt_str(reason, "reason")?.map(str::to_owned);
+        let mut decision = context.decision.lock();
         decision.block = true;
-        decision.reason = reason.map(str::to_owned);
+        decision.reason = reason;
         Ok(())
-    }
+    })
 }
 
 /// Sets the hook's whole decision from pi's `BeforeToolCallResult` JSON (core's type):
@@ -225,14 +241,14 @@ pub extern "C" fn pi_before_tool_call_set_result_json(
     context: *mut pi_before_tool_call,
     before_tool_call_result_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let name = "before_tool_call_result_json";
-        let decision: BeforeToolCallResult =
-            parse_object(arg_str(before_tool_call_result_json, name)?, name)?;
-        *lock(&context.decision) = decision;
+        context.decision.set(parse_object(
+            arg_str(before_tool_call_result_json, name)?,
+            name,
+        )?);
         Ok(())
-    }
+    })
 }
 
 /// Replaces the arguments the tool runs with by a JSON object. They are not validated again.
@@ -246,51 +262,36 @@ pub extern "C" fn pi_before_tool_call_set_arguments_json(
     context: *mut pi_before_tool_call,
     arguments_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        let json = arg_str(arguments_json, "arguments_json")?;
-        let arguments: Value = parse_json(json, "arguments_json")?;
+    method(context, "context", |context| {
+        let arguments: Value = arg_json(arguments_json, "arguments_json")?;
         if !arguments.is_object() {
             return Err(pi_error::new(
                 pi_error_kind::InvalidJson,
                 "`arguments_json` is not valid: expected a JSON object",
             ));
         }
-        lock(&context.decision).args = Some(arguments);
+        context.decision.lock().args = Some(arguments);
         Ok(())
-    }
+    })
 }
 
-impl Hook<BeforeFn> {
-    fn invoke(
-        &self,
-        context: BeforeToolCallContext,
-        signal: CancellationToken,
-    ) -> Result<Option<BeforeToolCallResult>, String> {
-        let Some(user_data) = self.user_data.get() else {
-            return Ok(None);
-        };
-        let c_context = pi_before_tool_call {
-            context,
-            signal,
-            context_json: OnceLock::new(),
-            arguments_json: OnceLock::new(),
-            assistant_message_json: OnceLock::new(),
-            decision: Mutex::default(),
-        };
-        // SAFETY: the callback and `user_data` were registered together by the C caller;
-        // `c_context` outlives the call and is only used through this library's functions,
-        // which take shared references (its mutable part is behind a mutex).
-        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&c_context).cast_mut()) };
-        if code != 0 {
-            return Err(format!("before_tool_call hook returned error code {code}"));
-        }
-        let decision = c_context
-            .decision
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok((decision != BeforeToolCallResult::default()).then_some(decision))
-    }
+fn invoke_before(
+    hook: &Hook<BeforeFn>,
+    context: BeforeToolCallContext,
+    signal: CancellationToken,
+) -> Result<Option<BeforeToolCallResult>, String> {
+    let Some(user_data) = hook.user_data.get() else {
+        return Ok(None);
+    };
+    let context = pi_before_tool_call {
+        context,
+        views: ToolCallViews::new(signal),
+        decision: Answer::default(),
+    };
+    let (context, code) = call_with(hook.callback, user_data, context);
+    returned_error("before_tool_call", code)?;
+    let decision = context.decision.take();
+    Ok((decision != BeforeToolCallResult::default()).then_some(decision))
 }
 
 /// The core hook that runs a C `before_tool_call` callback.
@@ -299,51 +300,23 @@ pub(crate) fn before_tool_call(
     user_data: Arc<UserData>,
     site: CallbackSite,
 ) -> BeforeToolCall {
-    let hook = Arc::new(Hook {
-        callback,
-        user_data,
-    });
-    Arc::new(move |context, signal| {
-        let hook = Arc::clone(&hook);
-        let site = site.clone();
-        let (signal, stopped) = stop_on_drop(&signal);
-        async move {
-            let _stopped = stopped;
-            run_callback(&site, move || hook.invoke(context, signal))
-                .await
-                .unwrap_or_else(|error| Err(format!("before_tool_call hook failed: {error}")))
-                .map_err(HookError::from)
-        }
-        .boxed()
-    })
-}
-
-// ------------------------------------------------------------------------- after_tool_call
-
-/// One tool call that ran, passed to a `pi_after_tool_call_callback`. Valid until the callback
-/// returns.
-///
-/// Thread-safe: its functions may be called from any thread while the callback runs.
-pub struct pi_after_tool_call {
-    context: AfterToolCallContext,
-    signal: CancellationToken,
-    context_json: OnceLock<String>,
-    arguments_json: OnceLock<String>,
-    assistant_message_json: OnceLock<String>,
-    result_json: OnceLock<String>,
-    change: Mutex<Option<AfterToolCallResult>>,
+    tool_call_hook(
+        Hook::new(callback, user_data),
+        site,
+        "before_tool_call",
+        invoke_before,
+    )
 }
 
 /// The whole context as core's `AfterToolCallContext` JSON (pi's, without the agent context):
-/// `{"assistantMessage":{...},"toolCall":{...},"args":{...},"result":{...},"isError":false}`
-/// (empty when `context` is NULL). Valid while the callback runs.
+/// `{"assistantMessage":{"role":"assistant",...},"toolCall":{...},"args":{...},
+/// "result":{"content":[...],"details":...},"isError":false}` (empty when `context` is NULL).
+/// Valid while the callback runs.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_after_tool_call_context_json(context: *const pi_after_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| lazy_json(&c.context_json, || &c.context))
-    }
+    view(context, |c| lazy_json(&c.views.context_json, || &c.context))
 }
 
 /// The call id the model gave (empty when `context` is NULL). Valid while the callback runs.
@@ -351,9 +324,7 @@ pub extern "C" fn pi_after_tool_call_context_json(context: *const pi_after_tool_
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_after_tool_call_id(context: *const pi_after_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| pi_str::new(&c.context.tool_call.id))
-    }
+    view(context, |c| pi_str::new(&c.context.tool_call.id))
 }
 
 /// The tool name (empty when `context` is NULL). Valid while the callback runs.
@@ -361,61 +332,26 @@ pub extern "C" fn pi_after_tool_call_id(context: *const pi_after_tool_call) -> p
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_after_tool_call_name(context: *const pi_after_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| pi_str::new(&c.context.tool_call.name))
-    }
+    view(context, |c| pi_str::new(&c.context.tool_call.name))
 }
 
-/// The arguments the tool ran with, as a JSON object (empty when `context` is NULL). Valid
-/// while the callback runs.
+/// The arguments the tool ran with, as a JSON object (the context's `args`; empty when
+/// `context` is NULL). Valid while the callback runs.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_after_tool_call_arguments_json(context: *const pi_after_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| {
-            lazy_json(&c.arguments_json, || &c.context.args)
-        })
-    }
+    view(context, |c| {
+        lazy_json(&c.views.arguments_json, || &c.context.args)
+    })
 }
 
-/// The assistant message that made the call, as pi-shaped JSON (empty when `context` is
-/// NULL). Valid while the callback runs.
-///
-/// Thread-safety: may be called from any thread.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_after_tool_call_assistant_message_json(
-    context: *const pi_after_tool_call,
-) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| {
-            lazy_json(&c.assistant_message_json, || {
-                Message::Assistant(c.context.assistant_message.clone())
-            })
-        })
-    }
-}
-
-/// The tool's result as a pi-shaped `AgentToolResult`:
-/// `{"content":[...],"details":...}` (empty when `context` is NULL). Valid while the callback
-/// runs.
-///
-/// Thread-safety: may be called from any thread.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_after_tool_call_result_json(context: *const pi_after_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| lazy_json(&c.result_json, || &c.context.result))
-    }
-}
-
-/// Whether the tool failed (`false` when `context` is NULL).
+/// Whether the tool failed (the context's `isError`; `false` when `context` is NULL).
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_after_tool_call_is_error(context: *const pi_after_tool_call) -> bool {
-    ffi_boundary! {
-        opt_ref(context).is_some_and(|c| c.context.is_error)
-    }
+    flag(context, |c| c.context.is_error)
 }
 
 /// Whether the run no longer waits for this hook: it was aborted, or the tool watchdog fired
@@ -424,9 +360,7 @@ pub extern "C" fn pi_after_tool_call_is_error(context: *const pi_after_tool_call
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_after_tool_call_is_aborted(context: *const pi_after_tool_call) -> bool {
-    ffi_boundary! {
-        opt_ref(context).is_some_and(|c| c.signal.is_cancelled())
-    }
+    flag(context, |c| c.views.signal.is_cancelled())
 }
 
 /// Replaces parts of the result with pi's `AfterToolCallResult` (core's type): a JSON object
@@ -443,44 +377,28 @@ pub extern "C" fn pi_after_tool_call_set_result_json(
     context: *mut pi_after_tool_call,
     after_tool_call_result_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let name = "after_tool_call_result_json";
-        let json = arg_str(after_tool_call_result_json, name)?;
-        let change: AfterToolCallResult = parse_json(json, name)?;
-        *lock(&context.change) = Some(change);
-        Ok(())
-    }
+        context.change.set_json(after_tool_call_result_json, name)
+    })
 }
 
-impl Hook<AfterFn> {
-    fn invoke(
-        &self,
-        context: AfterToolCallContext,
-        signal: CancellationToken,
-    ) -> Result<Option<AfterToolCallResult>, String> {
-        let Some(user_data) = self.user_data.get() else {
-            return Ok(None);
-        };
-        let c_context = pi_after_tool_call {
-            context,
-            signal,
-            context_json: OnceLock::new(),
-            arguments_json: OnceLock::new(),
-            assistant_message_json: OnceLock::new(),
-            result_json: OnceLock::new(),
-            change: Mutex::new(None),
-        };
-        // SAFETY: as in `Hook<BeforeFn>::invoke`.
-        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&c_context).cast_mut()) };
-        if code != 0 {
-            return Err(format!("after_tool_call hook returned error code {code}"));
-        }
-        Ok(c_context
-            .change
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner))
-    }
+fn invoke_after(
+    hook: &Hook<AfterFn>,
+    context: AfterToolCallContext,
+    signal: CancellationToken,
+) -> Result<Option<AfterToolCallResult>, String> {
+    let Some(user_data) = hook.user_data.get() else {
+        return Ok(None);
+    };
+    let context = pi_after_tool_call {
+        context,
+        views: ToolCallViews::new(signal),
+        change: Answer::default(),
+    };
+    let (context, code) = call_with(hook.callback, user_data, context);
+    returned_error("after_tool_call", code)?;
+    Ok(context.change.take())
 }
 
 /// The core hook that runs a C `after_tool_call` callback.
@@ -489,23 +407,12 @@ pub(crate) fn after_tool_call(
     user_data: Arc<UserData>,
     site: CallbackSite,
 ) -> AfterToolCall {
-    let hook = Arc::new(Hook {
-        callback,
-        user_data,
-    });
-    Arc::new(move |context, signal| {
-        let hook = Arc::clone(&hook);
-        let site = site.clone();
-        let (signal, stopped) = stop_on_drop(&signal);
-        async move {
-            let _stopped = stopped;
-            run_callback(&site, move || hook.invoke(context, signal))
-                .await
-                .unwrap_or_else(|error| Err(format!("after_tool_call hook failed: {error}")))
-                .map_err(HookError::from)
-        }
-        .boxed()
-    })
+    tool_call_hook(
+        Hook::new(callback, user_data),
+        site,
+        "after_tool_call",
+        invoke_after,
+    )
 }
 
 // ------------------------------------------------------------------ should_stop_after_turn
@@ -517,75 +424,20 @@ pub(crate) fn after_tool_call(
 pub struct pi_should_stop_after_turn {
     context: ShouldStopAfterTurnContext,
     context_json: OnceLock<String>,
-    message_json: OnceLock<String>,
-    tool_results_json: OnceLock<String>,
-    new_messages_json: OnceLock<String>,
 }
 
 /// The whole context as core's `ShouldStopAfterTurnContext` JSON (pi's, without the agent
-/// context): `{"message":{...},"toolResults":[...],"newMessages":[...]}` (empty when `context`
-/// is NULL). Valid while the callback runs.
+/// context): `{"message":{"role":"assistant",...},"toolResults":[{"role":"toolResult",...}],
+/// "newMessages":[...]}`: the turn's assistant message, its tool results in the assistant's
+/// call order, and every message this run added so far (empty when `context` is NULL). Valid
+/// while the callback runs.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_should_stop_after_turn_context_json(
     context: *const pi_should_stop_after_turn,
 ) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| lazy_json(&c.context_json, || &c.context))
-    }
-}
-
-/// The turn's assistant message as pi-shaped JSON (empty when `context` is NULL). Valid while
-/// the callback runs.
-///
-/// Thread-safety: may be called from any thread.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_should_stop_after_turn_message_json(
-    context: *const pi_should_stop_after_turn,
-) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| {
-            lazy_json(&c.message_json, || Message::Assistant(c.context.message.clone()))
-        })
-    }
-}
-
-/// The turn's tool-result messages as a pi-shaped JSON array, in the assistant's call order
-/// (empty string when `context` is NULL). Valid while the callback runs.
-///
-/// Thread-safety: may be called from any thread.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_should_stop_after_turn_tool_results_json(
-    context: *const pi_should_stop_after_turn,
-) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| {
-            lazy_json(&c.tool_results_json, || {
-                c.context
-                    .tool_results
-                    .iter()
-                    .cloned()
-                    .map(Message::ToolResult)
-                    .collect::<Vec<_>>()
-            })
-        })
-    }
-}
-
-/// Every message this run added so far, as a pi-shaped JSON array (empty string when `context`
-/// is NULL). Valid while the callback runs.
-///
-/// Thread-safety: may be called from any thread.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_should_stop_after_turn_new_messages_json(
-    context: *const pi_should_stop_after_turn,
-) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| {
-            lazy_json(&c.new_messages_json, || &c.context.new_messages)
-        })
-    }
+    view(context, |c| lazy_json(&c.context_json, || &c.context))
 }
 
 impl Hook<ShouldStopFn> {
@@ -596,9 +448,6 @@ impl Hook<ShouldStopFn> {
         let c_context = pi_should_stop_after_turn {
             context,
             context_json: OnceLock::new(),
-            message_json: OnceLock::new(),
-            tool_results_json: OnceLock::new(),
-            new_messages_json: OnceLock::new(),
         };
         let mut stop = false;
         // SAFETY: the callback and `user_data` were registered together by the C caller;
@@ -615,10 +464,7 @@ pub(crate) fn should_stop_after_turn(
     user_data: Arc<UserData>,
     site: CallbackSite,
 ) -> ShouldStopAfterTurn {
-    let hook = Arc::new(Hook {
-        callback,
-        user_data,
-    });
+    let hook = Arc::new(Hook::new(callback, user_data));
     Arc::new(move |context, _signal| {
         let hook = Arc::clone(&hook);
         let site = site.clone();
@@ -641,7 +487,7 @@ pub struct pi_transform_context {
     messages: Vec<AgentMessage>,
     signal: CancellationToken,
     messages_json: OnceLock<String>,
-    replacement: Mutex<Option<Vec<AgentMessage>>>,
+    replacement: Answer<Option<Vec<AgentMessage>>>,
 }
 
 /// The transcript as a pi-shaped JSON array of messages, custom messages included (empty
@@ -652,9 +498,7 @@ pub struct pi_transform_context {
 pub extern "C" fn pi_transform_context_messages_json(
     context: *const pi_transform_context,
 ) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |c| lazy_json(&c.messages_json, || &c.messages))
-    }
+    view(context, |c| lazy_json(&c.messages_json, || &c.messages))
 }
 
 /// Whether the run was aborted (`false` when `context` is NULL).
@@ -662,9 +506,7 @@ pub extern "C" fn pi_transform_context_messages_json(
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_transform_context_is_aborted(context: *const pi_transform_context) -> bool {
-    ffi_boundary! {
-        opt_ref(context).is_some_and(|c| c.signal.is_cancelled())
-    }
+    flag(context, |c| c.signal.is_cancelled())
 }
 
 /// Sets the messages to send instead, as a pi-shaped JSON array (custom messages are then
@@ -678,13 +520,9 @@ pub extern "C" fn pi_transform_context_set_messages_json(
     context: *mut pi_transform_context,
     messages_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        let json = arg_str(messages_json, "messages_json")?;
-        let messages: Vec<AgentMessage> = parse_json(json, "messages_json")?;
-        *lock(&context.replacement) = Some(messages);
-        Ok(())
-    }
+    method(context, "context", |context| {
+        context.replacement.set_json(messages_json, "messages_json")
+    })
 }
 
 impl Hook<TransformFn> {
@@ -692,19 +530,19 @@ impl Hook<TransformFn> {
         let Some(user_data) = self.user_data.get() else {
             return messages;
         };
-        let c_context = pi_transform_context {
+        let context = pi_transform_context {
             messages,
             signal,
             messages_json: OnceLock::new(),
-            replacement: Mutex::new(None),
+            replacement: Answer::default(),
         };
-        // SAFETY: as in `Hook<BeforeFn>::invoke`.
-        unsafe { (self.callback)(user_data, std::ptr::from_ref(&c_context).cast_mut()) };
-        let replacement = c_context
-            .replacement
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        replacement.unwrap_or(c_context.messages)
+        let (context, ()) = call_with(self.callback, user_data, context);
+        let pi_transform_context {
+            messages,
+            replacement,
+            ..
+        } = context;
+        replacement.take().unwrap_or(messages)
     }
 }
 
@@ -715,20 +553,14 @@ pub(crate) fn transform_context(
     user_data: Arc<UserData>,
     site: CallbackSite,
 ) -> TransformContext {
-    let hook = Arc::new(Hook {
-        callback,
-        user_data,
-    });
+    let hook = Arc::new(Hook::new(callback, user_data));
     Arc::new(move |messages, signal| {
         let hook = Arc::clone(&hook);
         let site = site.clone();
         async move {
-            match run_callback(&site, move || hook.invoke(messages, signal)).await {
-                Ok(messages) => Ok(messages),
-                Err(error) => Err(HookError::new(format!(
-                    "transform_context hook failed: {error}"
-                ))),
-            }
+            run_callback(&site, move || hook.invoke(messages, signal))
+                .await
+                .map_err(|error| HookError::new(format!("transform_context hook failed: {error}")))
         }
         .boxed()
     })

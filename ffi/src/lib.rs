@@ -47,20 +47,25 @@
 
 #![allow(non_camel_case_types)]
 
+// The boundary macros first (`macro_rules!` are visible only below their module): the panic
+// boundary, then the errors and their `ffi_fallible!`.
 #[macro_use]
 mod boundary;
+#[macro_use]
+pub mod error;
 
 pub mod agent;
 pub mod agent_hooks;
 pub mod agent_run;
 pub mod agent_settings;
 pub mod agent_state;
+mod args;
 mod callback;
 pub mod env_keys;
-pub mod error;
 pub mod event;
 pub mod faux;
 pub mod hook;
+mod hook_context;
 pub mod log;
 pub mod mcp;
 pub mod message_error;
@@ -70,6 +75,7 @@ pub mod model_hooks;
 pub mod oauth;
 mod options;
 pub mod overflow;
+pub mod prepare_arguments;
 mod runtime;
 pub mod session;
 pub mod session_subscription;

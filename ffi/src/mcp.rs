@@ -7,10 +7,10 @@ use std::ffi::c_char;
 use ::pi_agent::mcp::{McpError, McpServer, McpServerConfig};
 
 use crate::agent::{pi_agent, shared};
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, take_handle};
-use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
+use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method, write_json};
+use crate::boundary::{free, into_handle};
+use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::runtime::{block_on, runtime};
-use crate::string::into_c_string;
 
 /// A connected MCP server (its session, restarted after failures).
 ///
@@ -46,7 +46,7 @@ pub extern "C" fn pi_mcp_server_connect(
     server_out: *mut *mut pi_mcp_server,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let config: McpServerConfig = parse_json(arg_str(config_json, "config_json")?, "config_json")?;
+        let config: McpServerConfig = arg_json(config_json, "config_json")?;
         let out = Out::new(server_out, "server_out")?;
         connect(config, out)
     }
@@ -144,12 +144,9 @@ pub extern "C" fn pi_mcp_server_info_json(
     server: *const pi_mcp_server,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let server = arg_ref(server, "server")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&server.server.info(), "info")?));
-        Ok(())
-    }
+    method(server, "server", |server| {
+        write_json(json_out, &server.server.info(), "info")
+    })
 }
 
 /// Lists the server's tools (every page) and writes them to `*json_out` as MCP's JSON array
@@ -175,8 +172,7 @@ pub extern "C" fn pi_mcp_server_list_tools_json(
                 .map_err(|error| pi_error::runtime(error.to_string()))
         })??
         .map_err(mcp_error)?;
-        out.write(into_c_string(to_json(&tools, "tools")?));
-        Ok(())
+        out.write_json(&tools, "tools")
     }
 }
 
@@ -216,13 +212,11 @@ pub extern "C" fn pi_mcp_server_add_tools_to_agent(
 /// Thread-safety: call once, when no other call on the server is in progress.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_mcp_server_free(server: *mut pi_mcp_server) {
-    ffi_boundary! {
-        if let Some(server) = take_handle(server) {
-            // Dropped inside the runtime, where the graceful close is spawned.
-            if let Ok(runtime) = runtime() {
-                let _guard = runtime.enter();
-                drop(server);
-            }
+    free(server, |server| {
+        // Dropped inside the runtime, where the graceful close is spawned.
+        if let Ok(runtime) = runtime() {
+            let _guard = runtime.enter();
+            drop(server);
         }
-    }
+    })
 }

@@ -4,11 +4,11 @@
 
 use std::ffi::c_char;
 
-use pi_agent::ai::{AssistantMessage, ErrorKind, MessageError, RunLimit};
-use serde_json::Value;
+use pi_agent::ai::{ErrorKind, MessageError, RunLimit};
 
-use crate::boundary::{Out, arg_str, opt_ref};
-use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::args::{Out, arg_assistant_message};
+use crate::boundary::opt_ref;
+use crate::error::pi_error;
 use crate::string::pi_str;
 
 /// What kind of failure ended a model call (a failed message's `errorKind`). The values are
@@ -167,17 +167,8 @@ pub extern "C" fn pi_message_error_info(
     error_out: *mut pi_message_error,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let name = "assistant_message_json";
-        let value: Value = parse_json(arg_str(assistant_message_json, name)?, name)?;
+        let message = arg_assistant_message(assistant_message_json, "assistant_message_json")?;
         let out = Out::new(error_out, "error_out")?;
-        if let Some(role) = value.get("role").filter(|role| *role != "assistant") {
-            return Err(pi_error::new(
-                pi_error_kind::InvalidJson,
-                format!("`{name}` is not valid: expected role `assistant`, found {role}"),
-            ));
-        }
-        let message: AssistantMessage = serde_json::from_value(value)
-            .map_err(|error| pi_error::invalid_json(name, &error))?;
         // The fields as written, whatever the stop reason (a message edited by hand, too).
         out.write(pi_message_error {
             kind: pi_message_error_kind::of(message.error_kind),

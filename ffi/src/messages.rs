@@ -10,10 +10,10 @@ use pi_agent::ai::{
     validate_tool_call,
 };
 
-use crate::boundary::{Out, arg_ref, arg_str};
-use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
+use crate::args::{Out, arg_json, arg_ref, arg_str, write_json};
+use crate::error::{pi_error, pi_error_kind};
 use crate::model::pi_model;
-use crate::string::{into_c_string, pi_str};
+use crate::string::pi_str;
 
 /// Renames a tool-call id for the target model (pi's `normalizeToolCallId`), called for each
 /// tool call of an assistant message from another model. Return NULL to keep `id`, or a
@@ -45,7 +45,7 @@ pub extern "C" fn pi_transform_messages_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let messages: Vec<Message> =
-            parse_json(arg_str(messages_json, "messages_json")?, "messages_json")?;
+            arg_json(messages_json, "messages_json")?;
         let target = arg_ref(target, "target")?;
         let out = Out::new(messages_json_out, "messages_json_out")?;
         let bad_id = RefCell::new(None);
@@ -77,8 +77,7 @@ pub extern "C" fn pi_transform_messages_json(
                 format!("a tool-call id from `normalize_tool_call_id` is not valid UTF-8: {error}"),
             ));
         }
-        out.write(into_c_string(to_json(&transformed, "messages")?));
-        Ok(())
+        out.write_json(&transformed, "messages")
     }
 }
 
@@ -100,9 +99,9 @@ pub extern "C" fn pi_validate_tool_call(
     arguments_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let tools: Vec<Tool> = parse_json(arg_str(tools_json, "tools_json")?, "tools_json")?;
+        let tools: Vec<Tool> = arg_json(tools_json, "tools_json")?;
         let call: ToolCall =
-            parse_json(arg_str(tool_call_json, "tool_call_json")?, "tool_call_json")?;
+            arg_json(tool_call_json, "tool_call_json")?;
         let out = Out::new(arguments_json_out, "arguments_json_out")?;
         let arguments = validate_tool_call(&tools, &call).map_err(|error| {
             let kind = match error {
@@ -111,8 +110,7 @@ pub extern "C" fn pi_validate_tool_call(
             };
             pi_error::new(kind, error.to_string())
         })?;
-        out.write(into_c_string(to_json(&arguments, "arguments")?));
-        Ok(())
+        out.write_json(&arguments, "arguments")
     }
 }
 
@@ -130,8 +128,6 @@ pub extern "C" fn pi_parse_streaming_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let text = arg_str(partial_json, "partial_json")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&parse_streaming_json(text), "value")?));
-        Ok(())
+        write_json(json_out, &parse_streaming_json(text), "value")
     }
 }

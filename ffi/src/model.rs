@@ -8,10 +8,11 @@ use pi_agent::ai::{
     get_supported_thinking_levels, models_are_equal, resolve_model,
 };
 
-use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{parse_object, pi_error, to_json};
+use crate::args::{Out, arg_str, method, write_json};
+use crate::boundary::{free, into_handle, opt_ref};
+use crate::error::{parse_object, pi_error};
 use crate::options::parse_name;
-use crate::string::{into_c_string, pi_str};
+use crate::string::{pi_str, view};
 
 /// A model (pi's `Model`): id, wire API, provider, endpoint, limits, prices.
 ///
@@ -52,12 +53,9 @@ pub extern "C" fn pi_model_to_json(
     model: *const pi_model,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&model.model, "model")?));
-        Ok(())
-    }
+    method(model, "model", |model| {
+        write_json(json_out, &model.model, "model")
+    })
 }
 
 /// The model's id (empty when `model` is NULL). Valid until `pi_model_free(model)`.
@@ -65,9 +63,7 @@ pub extern "C" fn pi_model_to_json(
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_model_id(model: *const pi_model) -> pi_str {
-    ffi_boundary! {
-        opt_ref(model).map_or(pi_str::EMPTY, |model| pi_str::new(&model.model.id))
-    }
+    view(model, |model| pi_str::new(&model.model.id))
 }
 
 /// The model's provider, e.g. `openai` (empty when `model` is NULL). Valid until
@@ -76,9 +72,7 @@ pub extern "C" fn pi_model_id(model: *const pi_model) -> pi_str {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_model_provider(model: *const pi_model) -> pi_str {
-    ffi_boundary! {
-        opt_ref(model).map_or(pi_str::EMPTY, |model| pi_str::new(&model.model.provider))
-    }
+    view(model, |model| pi_str::new(&model.model.provider))
 }
 
 /// The model's wire API, e.g. `openai-completions` (empty when `model` is NULL). Valid until
@@ -87,9 +81,7 @@ pub extern "C" fn pi_model_provider(model: *const pi_model) -> pi_str {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_model_api(model: *const pi_model) -> pi_str {
-    ffi_boundary! {
-        opt_ref(model).map_or(pi_str::EMPTY, |model| pi_str::new(&model.model.api))
-    }
+    view(model, |model| pi_str::new(&model.model.api))
 }
 
 /// Frees a model. NULL is a no-op.
@@ -97,9 +89,7 @@ pub extern "C" fn pi_model_api(model: *const pi_model) -> pi_str {
 /// Thread-safety: call once, when no other thread uses `model`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_model_free(model: *mut pi_model) {
-    ffi_boundary! {
-        drop(take_handle(model));
-    }
+    free(model, drop)
 }
 
 /// Writes a new copy of the catalog model `id` of `provider` to `*model_out` (pi's
@@ -160,9 +150,7 @@ pub extern "C" fn pi_model_resolve(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_providers_json(json_out: *mut *mut c_char) -> *mut pi_error {
     ffi_fallible! {
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&get_providers(), "providers")?));
-        Ok(())
+        write_json(json_out, &get_providers(), "providers")
     }
 }
 
@@ -179,9 +167,7 @@ pub extern "C" fn pi_models_json(
 ) -> *mut pi_error {
     ffi_fallible! {
         let provider = arg_str(provider, "provider")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&get_models(provider), "models")?));
-        Ok(())
+        write_json(json_out, &get_models(provider), "models")
     }
 }
 
@@ -197,13 +183,10 @@ pub extern "C" fn pi_model_supported_thinking_levels_json(
     model: *const pi_model,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
-        let out = Out::new(json_out, "json_out")?;
+    method(model, "model", |model| {
         let levels = get_supported_thinking_levels(&model.model);
-        out.write(into_c_string(to_json(&levels, "thinking levels")?));
-        Ok(())
-    }
+        write_json(json_out, &levels, "thinking levels")
+    })
 }
 
 /// Writes the level to use when `level` is asked of `model` (pi's `clampThinkingLevel`) to
@@ -219,13 +202,14 @@ pub extern "C" fn pi_model_clamp_thinking_level(
     level: *const c_char,
     level_out: *mut pi_str,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
+    method(model, "model", |model| {
         let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
         let out = Out::new(level_out, "level_out")?;
-        out.write(pi_str::new(clamp_thinking_level(&model.model, level).as_str()));
+        out.write(pi_str::new(
+            clamp_thinking_level(&model.model, level).as_str(),
+        ));
         Ok(())
-    }
+    })
 }
 
 /// Computes what `usage_json` (pi's `Usage`: `{"input":N,"output":N,"cacheRead":N,
@@ -242,14 +226,12 @@ pub extern "C" fn pi_model_calculate_cost(
     usage_json: *const c_char,
     cost_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
+    method(model, "model", |model| {
         let mut usage: Usage = parse_object(arg_str(usage_json, "usage_json")?, "usage_json")?;
         let out = Out::new(cost_json_out, "cost_json_out")?;
         let cost = model.model.calculate_cost(&mut usage);
-        out.write(into_c_string(to_json(&cost, "cost")?));
-        Ok(())
-    }
+        out.write_json(&cost, "cost")
+    })
 }
 
 /// Whether `a` and `b` are the same model (pi's `modelsAreEqual`: the same id and provider;

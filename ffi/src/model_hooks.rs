@@ -3,7 +3,7 @@
 //! run them. Installing them is in `agent_hooks.rs`.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use futures::FutureExt;
 use pi_agent::agent::{
@@ -13,13 +13,14 @@ use pi_agent::ai::{
     ApiKey, AssistantMessageEventStream, Context, Message, Model, StopReason, StreamOptions,
 };
 
-use crate::boundary::{arg_opt_str, arg_ref, arg_str, opt_ref};
+use crate::args::{arg_opt_str, arg_str, method};
+use crate::boundary::opt_ref;
 use crate::callback::{CallbackSite, run_callback, run_inline};
 use crate::error::{parse_json, pi_error};
-use crate::hook::{Hook, lazy_json, lock};
+use crate::hook_context::{Answer, Hook, call_with, lazy_json};
 use crate::model::pi_model;
 use crate::options::stream_options;
-use crate::string::pi_str;
+use crate::string::{pi_str, view};
 use crate::user_data::UserData;
 
 // ------------------------------------------------------------------------------ get_api_key
@@ -43,7 +44,7 @@ type GetApiKeyFn = unsafe extern "C" fn(*mut c_void, *mut pi_get_api_key) -> i32
 /// Thread-safe: its functions may be called from any thread while the callback runs.
 pub struct pi_get_api_key {
     provider: String,
-    api_key: Mutex<Option<ApiKey>>,
+    api_key: Answer<Option<ApiKey>>,
 }
 
 /// The provider of the model about to be called, e.g. `anthropic` (empty when `context` is
@@ -52,9 +53,7 @@ pub struct pi_get_api_key {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_get_api_key_provider(context: *const pi_get_api_key) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |context| pi_str::new(&context.provider))
-    }
+    view(context, |context| pi_str::new(&context.provider))
 }
 
 /// Sets the API key for this call (copied; never logged). The last call wins.
@@ -66,12 +65,11 @@ pub extern "C" fn pi_get_api_key_set_api_key(
     context: *mut pi_get_api_key,
     api_key: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
+    method(context, "context", |context| {
         let api_key = arg_str(api_key, "api_key")?;
-        *lock(&context.api_key) = Some(ApiKey::new(api_key));
+        context.api_key.set(Some(ApiKey::new(api_key)));
         Ok(())
-    }
+    })
 }
 
 impl Hook<GetApiKeyFn> {
@@ -81,21 +79,15 @@ impl Hook<GetApiKeyFn> {
         };
         let context = pi_get_api_key {
             provider,
-            api_key: Mutex::new(None),
+            api_key: Answer::default(),
         };
-        // SAFETY: the callback and `user_data` were registered together by the C caller;
-        // `context` outlives the call and is only used through this library's functions, which
-        // take shared references (its mutable part is behind a mutex).
-        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&context).cast_mut()) };
+        let (context, code) = call_with(self.callback, user_data, context);
         if code != 0 {
             return Err(HookError::new(format!(
                 "get_api_key hook returned error code {code}"
             )));
         }
-        Ok(context
-            .api_key
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner))
+        Ok(context.api_key.take())
     }
 }
 
@@ -105,10 +97,7 @@ pub(crate) fn get_api_key(
     user_data: Arc<UserData>,
     site: CallbackSite,
 ) -> GetApiKey {
-    let hook = Arc::new(Hook {
-        callback,
-        user_data,
-    });
+    let hook = Arc::new(Hook::new(callback, user_data));
     Arc::new(move |provider| {
         let hook = Arc::clone(&hook);
         let site = site.clone();
@@ -145,7 +134,7 @@ type ConvertFn = unsafe extern "C" fn(*mut c_void, *mut pi_convert_to_llm) -> i3
 /// Thread-safe: its functions may be called from any thread while the callback runs.
 pub struct pi_convert_to_llm {
     messages_json: String,
-    converted: Mutex<Option<Vec<Message>>>,
+    converted: Answer<Option<Vec<Message>>>,
 }
 
 /// The transcript (after `transform_context`) as a pi-shaped JSON array, custom messages
@@ -154,9 +143,7 @@ pub struct pi_convert_to_llm {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_convert_to_llm_messages_json(context: *const pi_convert_to_llm) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |context| pi_str::new(&context.messages_json))
-    }
+    view(context, |context| pi_str::new(&context.messages_json))
 }
 
 /// Sets the messages the model gets: a JSON array of pi's LLM messages (roles `user`,
@@ -169,13 +156,9 @@ pub extern "C" fn pi_convert_to_llm_set_messages_json(
     context: *mut pi_convert_to_llm,
     messages_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        let json = arg_str(messages_json, "messages_json")?;
-        let messages: Vec<Message> = parse_json(json, "messages_json")?;
-        *lock(&context.converted) = Some(messages);
-        Ok(())
-    }
+    method(context, "context", |context| {
+        context.converted.set_json(messages_json, "messages_json")
+    })
 }
 
 impl Hook<ConvertFn> {
@@ -185,20 +168,18 @@ impl Hook<ConvertFn> {
         };
         let context = pi_convert_to_llm {
             messages_json: serde_json::to_string(messages).unwrap_or_default(),
-            converted: Mutex::new(None),
+            converted: Answer::default(),
         };
-        // SAFETY: as in `get_api_key`.
-        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&context).cast_mut()) };
+        let (context, code) = call_with(self.callback, user_data, context);
         if code != 0 {
             return Err(HookError::new(format!(
                 "convert_to_llm hook returned error code {code}"
             )));
         }
-        let converted = context
+        Ok(context
             .converted
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        Ok(converted.unwrap_or_else(|| default_convert_to_llm(messages)))
+            .take()
+            .unwrap_or_else(|| default_convert_to_llm(messages)))
     }
 }
 
@@ -208,10 +189,7 @@ pub(crate) fn convert_to_llm(
     user_data: Arc<UserData>,
     site: CallbackSite,
 ) -> ConvertToLlm {
-    let hook = Hook {
-        callback,
-        user_data,
-    };
+    let hook = Hook::new(callback, user_data);
     Arc::new(move |messages| run_inline(&site, || hook.convert(messages)))
 }
 
@@ -244,7 +222,7 @@ pub struct pi_stream_fn_call {
     options: *const StreamOptions,
     context_json: OnceLock<String>,
     options_json: OnceLock<String>,
-    opened: Mutex<Option<AssistantMessageEventStream>>,
+    opened: Answer<Option<AssistantMessageEventStream>>,
 }
 
 // SAFETY: the pointers are only read (through shared references) while the callback runs, and
@@ -281,9 +259,9 @@ pub extern "C" fn pi_stream_fn_call_model(call: *const pi_stream_fn_call) -> *co
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_fn_call_context_json(call: *const pi_stream_fn_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(call).map_or(pi_str::EMPTY, |call| lazy_json(&call.context_json, || call.context()))
-    }
+    view(call, |call| {
+        lazy_json(&call.context_json, || call.context())
+    })
 }
 
 /// The request's options as core's `StreamOptions` JSON (the agent's `streamOptions` with
@@ -293,9 +271,9 @@ pub extern "C" fn pi_stream_fn_call_context_json(call: *const pi_stream_fn_call)
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_fn_call_options_json(call: *const pi_stream_fn_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(call).map_or(pi_str::EMPTY, |call| lazy_json(&call.options_json, || call.options()))
-    }
+    view(call, |call| {
+        lazy_json(&call.options_json, || call.options())
+    })
 }
 
 /// Opens the stream the turn reads, with pi's `streamSimple` (what the agent calls by default):
@@ -313,8 +291,7 @@ pub extern "C" fn pi_stream_fn_call_open(
     context_json: *const c_char,
     options_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let model = opt_ref(model).map_or(&call.model.model, |model| &model.model);
         let context = arg_opt_str(context_json, "context_json")?
             .map(|json| parse_json::<Context>(json, "context_json"))
@@ -337,9 +314,9 @@ pub extern "C" fn pi_stream_fn_call_open(
             context.as_ref().unwrap_or_else(|| call.context()),
             &options,
         );
-        *lock(&call.opened) = Some(stream);
+        call.opened.set(Some(stream));
         Ok(())
-    }
+    })
 }
 
 impl Hook<StreamFnFn> {
@@ -360,17 +337,11 @@ impl Hook<StreamFnFn> {
             options,
             context_json: OnceLock::new(),
             options_json: OnceLock::new(),
-            opened: Mutex::new(None),
+            opened: Answer::default(),
         };
-        // SAFETY: the callback and `user_data` were registered together by the C caller; `call`
-        // (and the request it borrows) outlives the call; C uses it only through this library's
-        // functions, which take shared references.
-        let code = unsafe { (self.callback)(user_data, std::ptr::from_ref(&call).cast_mut()) };
-        let opened = call
-            .opened
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        match opened {
+        // The request `call` borrows outlives it.
+        let (call, code) = call_with(self.callback, user_data, call);
+        match call.opened.take() {
             _ if code != 0 => failed(
                 model,
                 &format!("stream_fn callback returned error code {code}"),
@@ -391,10 +362,7 @@ pub(crate) fn stream_fn(
     user_data: Arc<UserData>,
     site: CallbackSite,
 ) -> StreamFn {
-    let hook = Hook {
-        callback,
-        user_data,
-    };
+    let hook = Hook::new(callback, user_data);
     Arc::new(move |model, context, options| {
         run_inline(&site, || hook.stream(model, context, options))
     })

@@ -16,10 +16,10 @@ use pi_agent::ai::oauth::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::boundary::{Out, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_json, arg_ref, arg_str, method};
+use crate::boundary::{act, flag, free, into_handle, lock};
 use crate::callback::{CallbackSite, run_callback, run_inline};
-use crate::error::{parse_json, parse_object, pi_error, pi_error_kind, to_json};
-use crate::hook::lock;
+use crate::error::{parse_object, pi_error, pi_error_kind, to_json};
 use crate::runtime::{block_on, runtime};
 use crate::string::{into_c_string, pi_str};
 use crate::user_data::{UserData, pi_free_callback};
@@ -96,12 +96,11 @@ pub extern "C" fn pi_oauth_answer_set(
     answer: *mut pi_oauth_answer,
     text: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let answer = arg_ref(answer, "answer")?;
+    method(answer, "answer", |answer| {
         let text = arg_str(text, "text")?;
         *lock(&answer.text) = Some(text.to_owned());
         Ok(())
-    }
+    })
 }
 
 /// Whether the login no longer needs this answer (it ended, was cancelled, or the browser
@@ -111,9 +110,7 @@ pub extern "C" fn pi_oauth_answer_set(
 /// Thread-safety: may be called from any thread while the callback runs.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_oauth_answer_is_cancelled(answer: *const pi_oauth_answer) -> bool {
-    ffi_boundary! {
-        opt_ref(answer).is_some_and(|answer| answer.cancelled.load(Ordering::Acquire))
-    }
+    flag(answer, |answer| answer.cancelled.load(Ordering::Acquire))
 }
 
 type AnswerFn = unsafe extern "C" fn(*mut c_void, pi_str, *mut pi_oauth_answer) -> i32;
@@ -348,8 +345,7 @@ pub extern "C" fn pi_oauth_login_wait(
     login: *mut pi_oauth_login,
     credentials_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let login = arg_ref(login, "login")?;
+    method(login, "login", |login| {
         let out = Out::new(credentials_json_out, "credentials_json_out")?;
         let task = lock(&login.task).take();
         if let Some(task) = task {
@@ -368,7 +364,7 @@ pub extern "C" fn pi_oauth_login_wait(
             Some(Err(error)) => Err(error.clone()),
             None => Err(pi_error::runtime("the login has no outcome")),
         }
-    }
+    })
 }
 
 /// Cancels the login (no-op once it has ended, or when `login` is NULL): it ends soon with
@@ -377,11 +373,7 @@ pub extern "C" fn pi_oauth_login_wait(
 /// Thread-safety: may be called from any thread at any time before `pi_oauth_login_free`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_oauth_login_cancel(login: *const pi_oauth_login) {
-    ffi_boundary! {
-        if let Some(login) = opt_ref(login) {
-            login.cancel.cancel();
-        }
-    }
+    act(login, |login| login.cancel.cancel())
 }
 
 /// Frees a login, cancelling it if it is still running (it then ends in the background).
@@ -390,11 +382,7 @@ pub extern "C" fn pi_oauth_login_cancel(login: *const pi_oauth_login) {
 /// Thread-safety: call once, after the last other call on the login has returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_oauth_login_free(login: *mut pi_oauth_login) {
-    ffi_boundary! {
-        if let Some(login) = take_handle(login) {
-            login.cancel.cancel();
-        }
-    }
+    free(login, |login| login.cancel.cancel())
 }
 
 /// Logs in with the OAuth provider `provider_id` and blocks until the login has ended (core's
@@ -507,13 +495,12 @@ pub extern "C" fn pi_oauth_modify_models(
         let provider_id = arg_str(provider_id, "provider_id")?;
         let credentials: OAuthCredentials =
             parse_object(arg_str(credentials_json, "credentials_json")?, "credentials_json")?;
-        let models: Vec<Model> = parse_json(arg_str(models_json, "models_json")?, "models_json")?;
+        let models: Vec<Model> = arg_json(models_json, "models_json")?;
         let out = Out::new(models_json_out, "models_json_out")?;
         let provider = get_oauth_provider(provider_id).ok_or_else(|| {
             pi_error::not_found(format!("unknown OAuth provider `{provider_id}`"))
         })?;
         let models = provider.modify_models(models, &credentials);
-        out.write(into_c_string(to_json(&models, "models")?));
-        Ok(())
+        out.write_json(&models, "models")
     }
 }

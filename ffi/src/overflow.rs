@@ -2,12 +2,10 @@
 
 use std::ffi::c_char;
 
-use pi_agent::ai::AssistantMessage;
 use pi_agent::ai::is_context_overflow;
-use serde_json::Value;
 
-use crate::boundary::{Out, arg_str};
-use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::args::{Out, arg_assistant_message};
+use crate::error::pi_error;
 
 /// Writes to `*overflow_out` whether a response failed (or was silently truncated) because the
 /// prompt no longer fits the model's context window (pi's `isContextOverflow`), so that the
@@ -26,17 +24,8 @@ pub extern "C" fn pi_is_context_overflow(
     overflow_out: *mut bool,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let name = "assistant_message_json";
-        let value: Value = parse_json(arg_str(assistant_message_json, name)?, name)?;
+        let message = arg_assistant_message(assistant_message_json, "assistant_message_json")?;
         let out = Out::new(overflow_out, "overflow_out")?;
-        if let Some(role) = value.get("role").filter(|role| *role != "assistant") {
-            return Err(pi_error::new(
-                pi_error_kind::InvalidJson,
-                format!("`{name}` is not valid: expected role `assistant`, found {role}"),
-            ));
-        }
-        let message: AssistantMessage = serde_json::from_value(value)
-            .map_err(|error| pi_error::invalid_json(name, &error))?;
         out.write(is_context_overflow(&message, Some(context_window)));
         Ok(())
     }

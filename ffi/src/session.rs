@@ -9,7 +9,8 @@ use pi_agent::session::{
     CompactionSettings, Receipt, Session, SessionError, SessionOptions, SessionStore, SqliteStore,
 };
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, take_handle};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str, method};
+use crate::boundary::{into_handle, take_handle};
 use crate::callback::{CallbackSite, CallsInFlight};
 use crate::error::{parse_object, pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;
@@ -250,10 +251,9 @@ pub extern "C" fn pi_session_abort(session: *mut pi_session) {
 /// Thread-safety: may be called from any thread, not from the session's tool callbacks.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_session_wait_idle(session: *mut pi_session) -> *mut pi_error {
-    ffi_fallible! {
-        let session = arg_ref(session, "session")?;
+    method(session, "session", |session| {
         block_on("pi_session_wait_idle", session.session.wait_idle())?.map_err(session_error)
-    }
+    })
 }
 
 /// The transcript as a JSON array of messages (every message whose `message_end` was
@@ -266,13 +266,10 @@ pub extern "C" fn pi_session_transcript_json(
     session: *const pi_session,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let session = arg_ref(session, "session")?;
+    method(session, "session", |session| {
         let out = Out::new(json_out, "json_out")?;
-        let json = to_json(&session.session.transcript(), "transcript")?;
-        out.write(into_c_string(json));
-        Ok(())
-    }
+        out.write_json(&session.session.transcript(), "transcript")
+    })
 }
 
 /// The seq of the last journalled record (0 when none, or when `session` is NULL).
@@ -297,14 +294,12 @@ pub extern "C" fn pi_session_compact(
     session: *mut pi_session,
     compaction_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let session = arg_ref(session, "session")?;
+    method(session, "session", |session| {
         let out = Out::new(compaction_json_out, "compaction_json_out")?;
         let compaction =
             block_on("pi_session_compact", session.session.compact())?.map_err(session_error)?;
-        out.write(into_c_string(to_json(&compaction, "compaction")?));
-        Ok(())
-    }
+        out.write_json(&compaction, "compaction")
+    })
 }
 
 /// Frees a session: it stops where it is, as a killed process would (a step in flight is

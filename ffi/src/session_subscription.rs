@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use pi_agent::session::Subscription;
 
-use crate::boundary::{Out, arg_ref, arg_str, into_handle, take_handle};
+use crate::args::{Out, arg_mut, arg_ref, arg_str, method};
+use crate::boundary::{free, into_handle};
 use crate::error::pi_error;
 use crate::runtime::block_on;
 use crate::session::{open_store, pi_session, session_error};
@@ -35,14 +36,13 @@ pub extern "C" fn pi_session_subscribe(
     after: u64,
     subscription_out: *mut *mut pi_session_subscription,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let session = arg_ref(session, "session")?;
+    method(session, "session", |session| {
         let out = Out::new(subscription_out, "subscription_out")?;
         out.write(into_handle(pi_session_subscription {
             subscription: session.session.subscribe(after),
         }));
         Ok(())
-    }
+    })
 }
 
 /// Follows session `session_id` in the SQLite file at `store_path` after `after`, without
@@ -81,7 +81,7 @@ pub extern "C" fn pi_session_subscription_next(
     record_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let subscription = subscription_mut(subscription)?;
+        let subscription = arg_mut(subscription, "subscription")?;
         let out = Out::new(record_json_out, "record_json_out")?;
         let timeout = Duration::from_millis(u64::from(timeout_ms));
         let record = block_on(
@@ -92,13 +92,6 @@ pub extern "C" fn pi_session_subscription_next(
         out.write(record.map_or(std::ptr::null_mut(), |record| into_c_string(record.to_json())));
         Ok(())
     }
-}
-
-fn subscription_mut<'a>(
-    subscription: *mut pi_session_subscription,
-) -> Result<&'a mut pi_session_subscription, pi_error> {
-    // SAFETY: per the contract, a non-NULL `subscription` is live and used by one thread.
-    unsafe { subscription.as_mut() }.ok_or_else(|| pi_error::null_argument("subscription"))
 }
 
 /// The seq of the last record handed out: the cursor to resume from (e.g. after a restart).
@@ -119,7 +112,5 @@ pub extern "C" fn pi_session_subscription_cursor(
 /// Thread-safety: call once, when no other call on it is in progress.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_session_subscription_free(subscription: *mut pi_session_subscription) {
-    ffi_boundary! {
-        drop(take_handle(subscription));
-    }
+    free(subscription, drop)
 }

@@ -6,10 +6,11 @@ use std::ffi::c_char;
 
 use pi_agent::agent::{AgentMessage, AgentStepper, RunStart, Step, StepInput, StepperConfig};
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{parse_json, pi_error, to_json};
+use crate::args::{Out, arg_json, arg_mut, arg_opt_str, arg_str, method, write_json};
+use crate::boundary::{flag, free, into_handle};
+use crate::error::{pi_error, to_json};
 use crate::options::parse_or_default;
-use crate::string::{into_c_string, pi_str};
+use crate::string::{into_c_string, pi_str, view};
 
 /// One agent run driven by the caller (core's `AgentStepper`). Each step is JSON:
 /// `{"events":[...],"action":{"type":...}}`: the agent events to deliver now (pi's shapes, in
@@ -61,8 +62,8 @@ pub extern "C" fn pi_agent_stepper_start(
             parse_or_default(arg_opt_str(config_json, "config_json")?, "config_json")?;
         let system_prompt = arg_str(system_prompt, "system_prompt")?;
         let messages: Vec<AgentMessage> =
-            parse_json(arg_str(messages_json, "messages_json")?, "messages_json")?;
-        let start: RunStart = parse_json(arg_str(start_json, "start_json")?, "start_json")?;
+            arg_json(messages_json, "messages_json")?;
+        let start: RunStart = arg_json(start_json, "start_json")?;
         let stepper_out = Out::new(stepper_out, "stepper_out")?;
         let step_json_out = Out::new(step_json_out, "step_json_out")?;
         let (stepper, step) = AgentStepper::start(config, system_prompt.to_owned(), messages, start);
@@ -87,8 +88,8 @@ pub extern "C" fn pi_agent_stepper_resume(
     step_json_out: *mut *mut c_char,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let stepper = stepper_mut(stepper)?;
-        let input: StepInput = parse_json(arg_str(input_json, "input_json")?, "input_json")?;
+        let stepper = arg_mut(stepper, "stepper")?;
+        let input: StepInput = arg_json(input_json, "input_json")?;
         let out = Out::new(step_json_out, "step_json_out")?;
         let step = stepper
             .stepper
@@ -103,21 +104,13 @@ fn step_json(step: &Step) -> Result<*mut c_char, pi_error> {
     Ok(into_c_string(to_json(step, "step")?))
 }
 
-fn stepper_mut<'a>(stepper: *mut pi_agent_stepper) -> Result<&'a mut pi_agent_stepper, pi_error> {
-    // SAFETY: per the API contract, a non-NULL `stepper` came from this library, is not freed
-    // yet, and no other call uses it at the same time.
-    unsafe { stepper.as_mut() }.ok_or_else(|| pi_error::null_argument("stepper"))
-}
-
 /// The system prompt of the run (empty when `stepper` is NULL). Valid until the stepper is
 /// freed.
 ///
 /// Thread-safety: one thread at a time per stepper.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_stepper_system_prompt(stepper: *const pi_agent_stepper) -> pi_str {
-    ffi_boundary! {
-        opt_ref(stepper).map_or(pi_str::EMPTY, |s| pi_str::new(s.stepper.system_prompt()))
-    }
+    view(stepper, |s| pi_str::new(s.stepper.system_prompt()))
 }
 
 /// Writes the transcript as the run sees it now (what `call_model` sends, before the host's
@@ -131,12 +124,14 @@ pub extern "C" fn pi_agent_stepper_messages_json(
     stepper: *const pi_agent_stepper,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let stepper = arg_ref(stepper, "stepper")?;
+    method(stepper, "stepper", |stepper| {
         let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(stepper.stepper.messages(), "messages")?));
+        out.write(into_c_string(to_json(
+            stepper.stepper.messages(),
+            "messages",
+        )?));
         Ok(())
-    }
+    })
 }
 
 /// Records that the run was aborted: after the current turn's tools the run ends instead of
@@ -146,7 +141,7 @@ pub extern "C" fn pi_agent_stepper_messages_json(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_stepper_abort(stepper: *mut pi_agent_stepper) {
     ffi_boundary! {
-        if let Ok(stepper) = stepper_mut(stepper) {
+        if let Ok(stepper) = arg_mut(stepper, "stepper") {
             stepper.stepper.abort();
         }
     }
@@ -157,9 +152,7 @@ pub extern "C" fn pi_agent_stepper_abort(stepper: *mut pi_agent_stepper) {
 /// Thread-safety: one thread at a time per stepper.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_stepper_is_finished(stepper: *const pi_agent_stepper) -> bool {
-    ffi_boundary! {
-        opt_ref(stepper).is_some_and(|stepper| stepper.stepper.is_finished())
-    }
+    flag(stepper, |stepper| stepper.stepper.is_finished())
 }
 
 /// Writes the stepper's whole state as JSON to `*json_out` (free it with `pi_string_free`), to
@@ -173,12 +166,9 @@ pub extern "C" fn pi_agent_stepper_state_json(
     stepper: *const pi_agent_stepper,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let stepper = arg_ref(stepper, "stepper")?;
-        let out = Out::new(json_out, "json_out")?;
-        out.write(into_c_string(to_json(&stepper.stepper, "stepper")?));
-        Ok(())
-    }
+    method(stepper, "stepper", |stepper| {
+        write_json(json_out, &stepper.stepper, "stepper")
+    })
 }
 
 /// Restores a stepper from `pi_agent_stepper_state_json`'s JSON into `*stepper_out` (free it
@@ -192,7 +182,7 @@ pub extern "C" fn pi_agent_stepper_from_state_json(
     stepper_out: *mut *mut pi_agent_stepper,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let stepper: AgentStepper = parse_json(arg_str(state_json, "state_json")?, "state_json")?;
+        let stepper: AgentStepper = arg_json(state_json, "state_json")?;
         let out = Out::new(stepper_out, "stepper_out")?;
         out.write(into_handle(pi_agent_stepper { stepper }));
         Ok(())
@@ -204,7 +194,5 @@ pub extern "C" fn pi_agent_stepper_from_state_json(
 /// Thread-safety: call once, when no other thread uses `stepper`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_stepper_free(stepper: *mut pi_agent_stepper) {
-    ffi_boundary! {
-        drop(take_handle(stepper));
-    }
+    free(stepper, drop)
 }

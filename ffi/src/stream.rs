@@ -2,7 +2,7 @@
 //! pull iterator.
 
 use std::ffi::c_char;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 use futures::StreamExt;
 use pi_agent::agent::{ProxyOptions, stream_proxy};
@@ -12,8 +12,9 @@ use pi_agent::ai::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
-use crate::error::{parse_json, pi_error, to_json};
+use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method, write_json};
+use crate::boundary::{act, free, into_handle, lock, opt_ref};
+use crate::error::pi_error;
 use crate::model::pi_model;
 use crate::options::stream_options;
 use crate::runtime::{block_on, poll_or_block_on, runtime};
@@ -259,7 +260,7 @@ fn open(
     stream_out: *mut *mut pi_stream,
 ) -> Result<(), pi_error> {
     let model = arg_ref(model, "model")?;
-    let context: Context = parse_json(arg_str(context_json, "context_json")?, "context_json")?;
+    let context: Context = arg_json(context_json, "context_json")?;
     let out = Out::new(stream_out, "stream_out")?;
     let signal = CancellationToken::new();
     options.signal = Some(signal.clone());
@@ -297,13 +298,10 @@ pub extern "C" fn pi_stream_partial_json(
     stream: *const pi_stream,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let stream = arg_ref(stream, "stream")?;
-        let out = Out::new(json_out, "json_out")?;
+    method(stream, "stream", |stream| {
         let message = stream.partial.snapshot();
-        out.write(into_c_string(to_json(&message, "message")?));
-        Ok(())
-    }
+        write_json(json_out, &message, "message")
+    })
 }
 
 /// Blocks until the next event, writes it to `*event_out` and returns `true`; returns `false`
@@ -324,7 +322,7 @@ pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_even
         let Ok(out) = Out::new(event_out, "event_out") else {
             return false;
         };
-        let mut state = stream.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&stream.state);
         if state.finished {
             return false;
         }
@@ -372,7 +370,7 @@ pub extern "C" fn pi_stream_event_json(stream: *mut pi_stream) -> pi_str {
         let Some(stream) = opt_ref(stream) else {
             return pi_str::EMPTY;
         };
-        let mut state = stream.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&stream.state);
         state.current_json(&stream.partial)
     }
 }
@@ -385,11 +383,7 @@ pub extern "C" fn pi_stream_event_json(stream: *mut pi_stream) -> pi_str {
 /// Thread-safety: the thread that calls `pi_stream_next`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_set_event_json(stream: *mut pi_stream, eager: bool) {
-    ffi_boundary! {
-        if let Some(stream) = opt_ref(stream) {
-            stream.state.lock().unwrap_or_else(PoisonError::into_inner).eager_json = eager;
-        }
-    }
+    act(stream, |stream| lock(&stream.state).eager_json = eager)
 }
 
 /// Writes the final assistant message as pi-shaped JSON to `*json_out` (free it with
@@ -404,10 +398,9 @@ pub extern "C" fn pi_stream_result_json(
     stream: *mut pi_stream,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let stream = arg_ref(stream, "stream")?;
+    method(stream, "stream", |stream| {
         let out = Out::new(json_out, "json_out")?;
-        let mut state = stream.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = lock(&stream.state);
         if !state.finished {
             state.clear_current();
             block_on("pi_stream_result_json", async {
@@ -427,7 +420,7 @@ pub extern "C" fn pi_stream_result_json(
             .map_err(|error| pi_error::invalid_json("message", &error))?;
         out.write(into_c_string(json));
         Ok(())
-    }
+    })
 }
 
 /// Aborts the request (no-op when it has ended, or `stream` is NULL). Returns at once; the
@@ -436,11 +429,7 @@ pub extern "C" fn pi_stream_result_json(
 /// Thread-safety: may be called from any thread at any time before `pi_stream_free`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_abort(stream: *const pi_stream) {
-    ffi_boundary! {
-        if let Some(stream) = opt_ref(stream) {
-            stream.signal.cancel();
-        }
-    }
+    act(stream, |stream| stream.signal.cancel())
 }
 
 /// Frees a stream, aborting the request if it is still running. NULL is a no-op.
@@ -448,9 +437,5 @@ pub extern "C" fn pi_stream_abort(stream: *const pi_stream) {
 /// Thread-safety: call once, after the last other call on the stream has returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_free(stream: *mut pi_stream) {
-    ffi_boundary! {
-        if let Some(stream) = take_handle(stream) {
-            stream.signal.cancel();
-        }
-    }
+    free(stream, |stream| stream.signal.cancel())
 }

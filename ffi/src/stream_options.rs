@@ -3,18 +3,19 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use pi_agent::ai::{Callback, Model, StreamOptions};
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_mut, arg_opt_str, method};
+use crate::boundary::{free, into_handle, opt_ref};
 use crate::callback::{CallbackSite, run_inline};
-use crate::error::{parse_json, pi_error};
-use crate::hook::lock;
+use crate::error::pi_error;
+use crate::hook_context::{Answer, call_with, lazy_json};
 use crate::model::pi_model;
 use crate::options::stream_options;
-use crate::string::pi_str;
+use crate::string::{pi_str, view};
 use crate::user_data::{UserData, pi_free_callback};
 
 /// The options of a request (core's `StreamOptions`): the JSON data of `pi_stream_open` plus
@@ -85,7 +86,7 @@ pub extern "C" fn pi_stream_options_set_on_payload(
     free_user_data: pi_free_callback,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let options = options_mut(options)?;
+        let options = arg_mut(options, "options")?;
         options.options.on_payload = callback.map(|callback| {
             let user_data = UserData::new(user_data, free_user_data);
             Callback(Arc::new(move |body: &Value, model: &Model| {
@@ -110,7 +111,7 @@ pub extern "C" fn pi_stream_options_set_on_response(
     free_user_data: pi_free_callback,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let options = options_mut(options)?;
+        let options = arg_mut(options, "options")?;
         options.options.on_response = callback.map(|callback| {
             let user_data = UserData::new(user_data, free_user_data);
             Callback(Arc::new(
@@ -128,15 +129,7 @@ pub extern "C" fn pi_stream_options_set_on_response(
 /// Thread-safety: call once, when no other thread uses `options`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_options_free(options: *mut pi_stream_options) {
-    ffi_boundary! {
-        drop(take_handle(options));
-    }
-}
-
-fn options_mut<'a>(options: *mut pi_stream_options) -> Result<&'a mut pi_stream_options, pi_error> {
-    // SAFETY: per the API contract, a non-NULL `options` came from
-    // `pi_stream_options_from_json`, is not freed yet, and no other call uses it meanwhile.
-    unsafe { options.as_mut() }.ok_or_else(|| pi_error::null_argument("options"))
+    free(options, drop)
 }
 
 // ------------------------------------------------------------------------------ on_payload
@@ -149,7 +142,7 @@ pub struct pi_on_payload {
     body: *const Value,
     model: pi_model,
     body_json: OnceLock<String>,
-    replacement: Mutex<Option<Value>>,
+    replacement: Answer<Option<Value>>,
 }
 
 // SAFETY: `body` is only read (through a shared reference) while the callback runs, and
@@ -162,14 +155,12 @@ unsafe impl Sync for pi_on_payload {}
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_on_payload_json(payload: *const pi_on_payload) -> pi_str {
-    ffi_boundary! {
-        opt_ref(payload).map_or(pi_str::EMPTY, |payload| {
-            crate::hook::lazy_json(&payload.body_json, || {
-                // SAFETY: points to the body of the running callback, which outlives `payload`.
-                unsafe { &*payload.body }
-            })
+    view(payload, |payload| {
+        lazy_json(&payload.body_json, || {
+            // SAFETY: points to the body of the running callback, which outlives `payload`.
+            unsafe { &*payload.body }
         })
-    }
+    })
 }
 
 /// The model of the request (NULL when `payload` is NULL). Valid while the callback runs.
@@ -191,12 +182,9 @@ pub extern "C" fn pi_on_payload_set_json(
     payload: *mut pi_on_payload,
     body_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let payload = arg_ref(payload, "payload")?;
-        let body: Value = parse_json(arg_str(body_json, "body_json")?, "body_json")?;
-        *lock(&payload.replacement) = Some(body);
-        Ok(())
-    }
+    method(payload, "payload", |payload| {
+        payload.replacement.set_json(body_json, "body_json")
+    })
 }
 
 fn on_payload(
@@ -212,18 +200,13 @@ fn on_payload(
             model: model.clone(),
         },
         body_json: OnceLock::new(),
-        replacement: Mutex::new(None),
+        replacement: Answer::default(),
     };
-    run_inline(&CallbackSite::default(), || {
-        // SAFETY: the callback and `user_data` were registered together by the C caller;
-        // `payload` (and the body it borrows) outlives the call; C uses it only through this
-        // library's functions, which take shared references.
-        unsafe { callback(user_data, std::ptr::from_ref(&payload).cast_mut()) }
+    // The body `payload` borrows outlives it.
+    let (payload, ()) = run_inline(&CallbackSite::default(), || {
+        call_with(callback, user_data, payload)
     });
-    payload
-        .replacement
-        .into_inner()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    payload.replacement.take()
 }
 
 fn on_response(

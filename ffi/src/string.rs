@@ -2,7 +2,7 @@
 
 use std::ffi::{CString, c_char};
 
-use crate::boundary::take_handle_c_string;
+use crate::boundary::{Fallback, opt_ref};
 
 /// A borrowed UTF-8 string: `len` bytes at `data`. NOT NUL-terminated (use `len`, e.g.
 /// `printf("%.*s", (int)s.len, s.data)`, or copy it with `pi_str_dup`);
@@ -35,6 +35,20 @@ impl pi_str {
     }
 }
 
+impl Fallback for pi_str {
+    fn on_panic(_: String) -> Self {
+        pi_str::EMPTY
+    }
+}
+
+/// The body of an accessor that returns a view of an object's text: `read` on the object behind
+/// `handle`, or the empty string when it is NULL (or `read` panicked).
+pub(crate) fn view<T>(handle: *const T, read: impl FnOnce(&T) -> pi_str) -> pi_str {
+    ffi_boundary! {
+        opt_ref(handle).map_or(pi_str::EMPTY, read)
+    }
+}
+
 /// Hands `text` to C as an owned, NUL-terminated string (freed with `pi_string_free`). NUL
 /// bytes inside `text` (never produced by JSON) are replaced by U+FFFD.
 pub(crate) fn into_c_string(text: String) -> *mut c_char {
@@ -54,8 +68,18 @@ pub(crate) fn into_c_string(text: String) -> *mut c_char {
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_string_free(string: *mut c_char) {
     ffi_boundary! {
-        take_handle_c_string(string);
+        take_c_string(string);
     }
+}
+
+/// Frees a string made by [`into_c_string`] (NULL is a no-op).
+fn take_c_string(ptr: *mut c_char) {
+    if ptr.is_null() {
+        return;
+    }
+    // SAFETY: per the API contract, a non-NULL string passed to `pi_string_free` came from
+    // `CString::into_raw` in this library and is freed exactly once.
+    drop(unsafe { CString::from_raw(ptr) });
 }
 
 /// Copies the `pi_str` view `text` into a new NUL-terminated string (free it with

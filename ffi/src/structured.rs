@@ -4,7 +4,6 @@
 //! `OutputSchema` (`{"name":"weather","schema":{...},"strict":true}`) or a bare JSON Schema.
 
 use std::ffi::c_char;
-use std::sync::PoisonError;
 
 use ::pi_agent::ai::{
     AssistantMessage, Context, ErrorKind, OutputSchema, StructuredError, complete_structured_value,
@@ -12,7 +11,8 @@ use ::pi_agent::ai::{
 
 use crate::agent::pi_agent;
 use crate::agent_run::pi_agent_run;
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str};
+use crate::args::{Out, arg_json, arg_opt_str, arg_str, method};
+use crate::boundary::lock;
 use crate::error::{parse_json, pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;
 use crate::options::stream_options;
@@ -46,9 +46,8 @@ pub extern "C" fn pi_complete_structured_json(
     value_out: *mut *mut c_char,
     message_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let model = arg_ref(model, "model")?;
-        let context: Context = parse_json(arg_str(context_json, "context_json")?, "context_json")?;
+    method(model, "model", |model| {
+        let context: Context = arg_json(context_json, "context_json")?;
         let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
         let schema = output_schema(arg_str(schema_json, "schema_json")?, "schema_json")?;
         let out = Out::new(value_out, "value_out")?;
@@ -66,8 +65,7 @@ pub extern "C" fn pi_complete_structured_json(
         match answer {
             Ok(answer) => {
                 write_message(&answer.message)?;
-                out.write(into_c_string(to_json(&answer.value, "value")?));
-                Ok(())
+                out.write_json(&answer.value, "value")
             }
             Err(error) => {
                 let (message, kind) = match &error {
@@ -86,7 +84,7 @@ pub extern "C" fn pi_complete_structured_json(
                 Err(pi_error::new(kind, error.to_string()))
             }
         }
-    }
+    })
 }
 
 /// Makes the agent's runs end in a value that follows `schema_json` (core's
@@ -103,8 +101,7 @@ pub extern "C" fn pi_agent_set_output_schema_json(
     schema_json: *const c_char,
     retries: u32,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let agent = arg_ref(agent, "agent")?;
+    method(agent, "agent", |agent| {
         let schema = arg_opt_str(schema_json, "schema_json")?
             .map(|json| output_schema(json, "schema_json"))
             .transpose()?;
@@ -113,7 +110,7 @@ pub extern "C" fn pi_agent_set_output_schema_json(
             settings.output_schema = schema;
         });
         Ok(())
-    }
+    })
 }
 
 /// Blocks until the run has ended (as `pi_agent_run_result_json`) and writes its answer, the
@@ -128,12 +125,10 @@ pub extern "C" fn pi_agent_run_output_json(
     run: *mut pi_agent_run,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let run = arg_ref(run, "run")?;
+    method(run, "run", |run| {
         let out = Out::new(json_out, "json_out")?;
         crate::agent_run::finish(run)?;
-        let state = run.state.lock().unwrap_or_else(PoisonError::into_inner);
-        out.write(into_c_string(to_json(&state.output, "output")?));
-        Ok(())
-    }
+        let state = lock(&run.state);
+        out.write_json(&state.output, "output")
+    })
 }

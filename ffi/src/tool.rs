@@ -3,20 +3,22 @@
 //! execution mode or a `prepare_arguments` callback is in `tool_object.rs`.
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use pi_agent::agent::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolSpec, ToolUpdates,
 };
 use serde_json::Value;
-use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::sync::CancellationToken;
 
-use crate::boundary::{arg_ref, arg_str, opt_ref};
+use crate::args::{arg_json, arg_str, method};
+use crate::boundary::flag;
 use crate::callback::{CallbackSite, run_callback, run_inline};
-use crate::error::{parse_json, pi_error};
-use crate::string::pi_str;
-use crate::tool_object::{PrepareFn, prepare_arguments};
+use crate::error::pi_error;
+use crate::hook_context::{Answer, call_with, stop_on_drop};
+use crate::prepare_arguments::{PrepareFn, prepare_arguments};
+use crate::string::{pi_str, view};
 use crate::user_data::UserData;
 
 /// Runs one call of a C tool. It runs on a thread of the runtime's blocking pool, and calls of
@@ -49,7 +51,7 @@ pub struct pi_tool_call {
     arguments_json: String,
     signal: CancellationToken,
     updates: ToolUpdates,
-    outcome: Mutex<Outcome>,
+    outcome: Answer<Outcome>,
 }
 
 /// What the callback set.
@@ -61,20 +63,12 @@ enum Outcome {
     Error(String),
 }
 
-impl pi_tool_call {
-    fn set(&self, outcome: Outcome) {
-        *self.outcome.lock().unwrap_or_else(PoisonError::into_inner) = outcome;
-    }
-}
-
 /// The call id the model gave (empty when `call` is NULL). Valid while the callback runs.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_call_id(call: *const pi_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(call).map_or(pi_str::EMPTY, |call| pi_str::new(&call.id))
-    }
+    view(call, |call| pi_str::new(&call.id))
 }
 
 /// The tool name (empty when `call` is NULL). Valid while the callback runs.
@@ -82,9 +76,7 @@ pub extern "C" fn pi_tool_call_id(call: *const pi_tool_call) -> pi_str {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_call_name(call: *const pi_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(call).map_or(pi_str::EMPTY, |call| pi_str::new(&call.name))
-    }
+    view(call, |call| pi_str::new(&call.name))
 }
 
 /// The arguments as a JSON object, already validated against the tool's parameter schema
@@ -93,9 +85,7 @@ pub extern "C" fn pi_tool_call_name(call: *const pi_tool_call) -> pi_str {
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_call_arguments_json(call: *const pi_tool_call) -> pi_str {
-    ffi_boundary! {
-        opt_ref(call).map_or(pi_str::EMPTY, |call| pi_str::new(&call.arguments_json))
-    }
+    view(call, |call| pi_str::new(&call.arguments_json))
 }
 
 /// Whether the run no longer waits for this call: it was aborted, or the tool watchdog
@@ -105,9 +95,7 @@ pub extern "C" fn pi_tool_call_arguments_json(call: *const pi_tool_call) -> pi_s
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_call_is_aborted(call: *const pi_tool_call) -> bool {
-    ffi_boundary! {
-        opt_ref(call).is_some_and(|call| call.signal.is_cancelled())
-    }
+    flag(call, |call| call.signal.is_cancelled())
 }
 
 /// Sets the result to one text block (what the model sees). The last `pi_tool_call_set_*`
@@ -120,12 +108,12 @@ pub extern "C" fn pi_tool_call_set_text(
     call: *mut pi_tool_call,
     text: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let text = arg_str(text, "text")?;
-        call.set(Outcome::Result(AgentToolResult::text(text)));
+        call.outcome
+            .set(Outcome::Result(AgentToolResult::text(text)));
         Ok(())
-    }
+    })
 }
 
 /// Sets the result from a pi-shaped `AgentToolResult`:
@@ -140,13 +128,11 @@ pub extern "C" fn pi_tool_call_set_result_json(
     call: *mut pi_tool_call,
     agent_tool_result_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
-        let json = arg_str(agent_tool_result_json, "agent_tool_result_json")?;
-        let result: AgentToolResult = parse_json(json, "agent_tool_result_json")?;
-        call.set(Outcome::Result(result));
+    method(call, "call", |call| {
+        let result = arg_json(agent_tool_result_json, "agent_tool_result_json")?;
+        call.outcome.set(Outcome::Result(result));
         Ok(())
-    }
+    })
 }
 
 /// Marks the call as failed with `message` (the text of the `isError` result the model sees),
@@ -159,12 +145,11 @@ pub extern "C" fn pi_tool_call_set_error(
     call: *mut pi_tool_call,
     message: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let message = arg_str(message, "message")?;
-        call.set(Outcome::Error(message.to_owned()));
+        call.outcome.set(Outcome::Error(message.to_owned()));
         Ok(())
-    }
+    })
 }
 
 /// Reports progress: a `tool_execution_update` event whose `partialResult` has one text block
@@ -180,12 +165,11 @@ pub extern "C" fn pi_tool_call_send_update_text(
     call: *const pi_tool_call,
     text: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
+    method(call, "call", |call| {
         let text = arg_str(text, "text")?;
         call.updates.send(AgentToolResult::text(text));
         Ok(())
-    }
+    })
 }
 
 /// Reports progress as a pi-shaped `AgentToolResult` (the `partialResult` of the
@@ -200,13 +184,11 @@ pub extern "C" fn pi_tool_call_send_update_json(
     call: *const pi_tool_call,
     agent_tool_result_json: *const c_char,
 ) -> *mut pi_error {
-    ffi_fallible! {
-        let call = arg_ref(call, "call")?;
-        let json = arg_str(agent_tool_result_json, "agent_tool_result_json")?;
-        let partial: AgentToolResult = parse_json(json, "agent_tool_result_json")?;
-        call.updates.send(partial);
+    method(call, "call", |call| {
+        call.updates
+            .send(arg_json(agent_tool_result_json, "agent_tool_result_json")?);
         Ok(())
-    }
+    })
 }
 
 /// The C side of one registered tool: its callbacks and their `user_data`, shared by every
@@ -239,17 +221,10 @@ impl ToolCallbacks {
             arguments_json: context.arguments.to_string(),
             signal: context.signal,
             updates: context.updates,
-            outcome: Mutex::new(Outcome::Unset),
+            outcome: Answer::default(),
         };
-        // SAFETY: the callback and `user_data` were registered together by the C caller;
-        // `call` outlives the call. C only reads `call` through this library's functions,
-        // which take shared references (its mutable part is behind a mutex).
-        let code = unsafe { (self.execute)(user_data, std::ptr::from_ref(&call).cast_mut()) };
-        match call
-            .outcome
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
-        {
+        let (call, code) = call_with(self.execute, user_data, call);
+        match call.outcome.take() {
             Outcome::Error(message) => Err(ToolError::new(message)),
             _ if code != 0 => Err(ToolError::new(format!(
                 "tool callback returned error code {code}"
@@ -280,7 +255,8 @@ impl AgentTool for CTool {
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
         let callbacks = Arc::clone(&self.callbacks);
         let site = self.site.clone();
-        let (context, stopped) = stop_on_drop(context);
+        let (signal, stopped) = stop_on_drop(&context.signal);
+        let context = ToolCallContext { signal, ..context };
         Box::pin(async move {
             let _stopped = stopped;
             run_callback(&site, move || callbacks.invoke(context))
@@ -290,14 +266,4 @@ impl AgentTool for CTool {
                 })
         })
     }
-}
-
-/// Gives the call a signal of its own that also fires when the run stops waiting for it: the
-/// returned guard, held by the future the run awaits, cancels it when that future is dropped
-/// (an abort, or the tool watchdog). The C callback, which cannot be pre-empted, sees either
-/// with `pi_tool_call_is_aborted`.
-fn stop_on_drop(context: ToolCallContext) -> (ToolCallContext, DropGuard) {
-    let signal = context.signal.child_token();
-    let guard = signal.clone().drop_guard();
-    (ToolCallContext { signal, ..context }, guard)
 }

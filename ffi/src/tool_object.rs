@@ -1,35 +1,21 @@
 //! `pi_tool`: a tool implemented in C, described in full before it is added to an agent (core's
-//! `FnTool` with `with_label`, `with_execution_mode` and `with_prepare_arguments`), and the
-//! `pi_prepare_arguments` handle its argument shim receives.
+//! `FnTool` with `with_label`, `with_execution_mode` and `with_prepare_arguments`; the argument
+//! shim itself is in `prepare_arguments.rs`).
 
 use std::ffi::{c_char, c_void};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use pi_agent::agent::{ToolError, ToolExecutionMode, ToolSpec};
+use pi_agent::agent::{ToolExecutionMode, ToolSpec};
 use serde_json::Value;
 
-use crate::boundary::{Out, arg_opt_str, arg_ref, arg_str, into_handle, opt_ref, take_handle};
+use crate::args::{Out, arg_mut, arg_opt_str, arg_str};
+use crate::boundary::{free, into_handle};
 use crate::callback::CallbackSite;
 use crate::error::{parse_json, pi_error, pi_error_kind};
 use crate::options::parse_name;
-use crate::string::pi_str;
+use crate::prepare_arguments::{PrepareFn, pi_prepare_arguments_callback};
 use crate::tool::{CTool, ToolCallbacks, ToolFn, pi_tool_callback};
 use crate::user_data::{Registrations, UserData, pi_free_callback};
-
-/// Rewrites the raw arguments of a call before they are validated against the tool's schema
-/// (pi's `prepareArguments`, a compatibility shim for models that send an old argument shape).
-/// Read them with `pi_prepare_arguments_input_json`; set the arguments to validate instead with
-/// `pi_prepare_arguments_set_json` (else they stay as they are), or fail the call with
-/// `pi_prepare_arguments_set_error` or a non-zero return ("prepare_arguments callback returned
-/// error code N"): the model then gets that error result. It gets the tool's `user_data`;
-/// `context` is valid until it returns.
-///
-/// It runs synchronously on a runtime thread (moved out of the worker pool while it runs), before
-/// `before_tool_call`: keep it quick, and do not call blocking functions of its agent.
-pub type pi_prepare_arguments_callback =
-    Option<unsafe extern "C" fn(user_data: *mut c_void, context: *mut pi_prepare_arguments) -> i32>;
-
-pub(crate) type PrepareFn = unsafe extern "C" fn(*mut c_void, *mut pi_prepare_arguments) -> i32;
 
 /// A tool not yet added to an agent: made by `pi_tool_new`, completed with `pi_tool_set_*`, and
 /// handed to `pi_agent_add_tool_object` (or freed with `pi_tool_free`).
@@ -114,7 +100,7 @@ pub extern "C" fn pi_tool_new(
 pub extern "C" fn pi_tool_set_label(tool: *mut pi_tool, label: *const c_char) -> *mut pi_error {
     ffi_fallible! {
         let label = arg_opt_str(label, "label")?.map(str::to_owned);
-        tool_mut(tool)?.spec.label = label;
+        arg_mut(tool, "tool")?.spec.label = label;
         Ok(())
     }
 }
@@ -134,7 +120,7 @@ pub extern "C" fn pi_tool_set_execution_mode(
         let mode = arg_opt_str(mode, "mode")?
             .map(|mode| parse_name::<ToolExecutionMode>(mode, "mode"))
             .transpose()?;
-        tool_mut(tool)?.spec.execution_mode = mode;
+        arg_mut(tool, "tool")?.spec.execution_mode = mode;
         Ok(())
     }
 }
@@ -149,7 +135,7 @@ pub extern "C" fn pi_tool_set_execution_mode(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_set_replay_safe(tool: *mut pi_tool, replay_safe: bool) -> *mut pi_error {
     ffi_fallible! {
-        tool_mut(tool)?.spec.replay_safe = replay_safe;
+        arg_mut(tool, "tool")?.spec.replay_safe = replay_safe;
         Ok(())
     }
 }
@@ -165,7 +151,7 @@ pub extern "C" fn pi_tool_set_prepare_arguments(
     callback: pi_prepare_arguments_callback,
 ) -> *mut pi_error {
     ffi_fallible! {
-        tool_mut(tool)?.prepare_arguments = callback;
+        arg_mut(tool, "tool")?.prepare_arguments = callback;
         Ok(())
     }
 }
@@ -175,107 +161,5 @@ pub extern "C" fn pi_tool_set_prepare_arguments(
 /// Thread-safety: call once, when no other thread uses `tool`.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_tool_free(tool: *mut pi_tool) {
-    ffi_boundary! {
-        drop(take_handle(tool));
-    }
-}
-
-fn tool_mut<'a>(tool: *mut pi_tool) -> Result<&'a mut pi_tool, pi_error> {
-    // SAFETY: per the API contract, a non-NULL `tool` came from `pi_tool_new`, is not freed
-    // yet, and no other call uses it at the same time.
-    unsafe { tool.as_mut() }.ok_or_else(|| pi_error::null_argument("tool"))
-}
-
-// ------------------------------------------------------------------------ prepare_arguments
-
-/// The raw arguments of one call, passed to a `pi_prepare_arguments_callback`. Valid until the
-/// callback returns.
-///
-/// Thread-safe: its functions may be called from any thread while the callback runs.
-pub struct pi_prepare_arguments {
-    input_json: String,
-    outcome: Mutex<Option<Result<Value, String>>>,
-}
-
-/// The arguments as the model sent them, as JSON (not validated; not necessarily an object).
-/// Empty when `context` is NULL. Valid while the callback runs.
-///
-/// Thread-safety: may be called from any thread.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_prepare_arguments_input_json(context: *const pi_prepare_arguments) -> pi_str {
-    ffi_boundary! {
-        opt_ref(context).map_or(pi_str::EMPTY, |context| pi_str::new(&context.input_json))
-    }
-}
-
-/// Sets the arguments to validate and run the tool with (any JSON; the schema decides). The
-/// last `pi_prepare_arguments_set_*` call wins.
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON` (nothing changes).
-/// Thread-safety: may be called from any thread while the callback runs.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_prepare_arguments_set_json(
-    context: *mut pi_prepare_arguments,
-    arguments_json: *const c_char,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        let arguments: Value =
-            parse_json(arg_str(arguments_json, "arguments_json")?, "arguments_json")?;
-        *lock(&context.outcome) = Some(Ok(arguments));
-        Ok(())
-    }
-}
-
-/// Fails the call: the tool does not run and the model gets an error result with `message`.
-/// The last `pi_prepare_arguments_set_*` call wins.
-///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`.
-/// Thread-safety: may be called from any thread while the callback runs.
-#[unsafe(no_mangle)]
-pub extern "C" fn pi_prepare_arguments_set_error(
-    context: *mut pi_prepare_arguments,
-    message: *const c_char,
-) -> *mut pi_error {
-    ffi_fallible! {
-        let context = arg_ref(context, "context")?;
-        let message = arg_str(message, "message")?;
-        *lock(&context.outcome) = Some(Err(message.to_owned()));
-        Ok(())
-    }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Runs a C `prepare_arguments` callback on `arguments`.
-pub(crate) fn prepare_arguments(
-    callback: PrepareFn,
-    user_data: &UserData,
-    arguments: Value,
-) -> Result<Value, ToolError> {
-    let Some(user_data) = user_data.get() else {
-        return Err(ToolError::new("the tool was released"));
-    };
-    let context = pi_prepare_arguments {
-        input_json: arguments.to_string(),
-        outcome: Mutex::new(None),
-    };
-    // SAFETY: the callback and `user_data` were registered together by the C caller;
-    // `context` outlives the call and is only used through this library's functions, which
-    // take shared references (its mutable part is behind a mutex).
-    let code = unsafe { callback(user_data, std::ptr::from_ref(&context).cast_mut()) };
-    match context
-        .outcome
-        .into_inner()
-        .unwrap_or_else(PoisonError::into_inner)
-    {
-        Some(Err(message)) => Err(ToolError::new(message)),
-        _ if code != 0 => Err(ToolError::new(format!(
-            "prepare_arguments callback returned error code {code}"
-        ))),
-        Some(Ok(prepared)) => Ok(prepared),
-        None => Ok(arguments),
-    }
+    free(tool, drop)
 }

@@ -682,8 +682,8 @@ typedef struct {
 static int32_t before_hook(void *user_data, pi_before_tool_call *context) {
     hook_state *s = user_data;
     atomic_fetch_add(&s->calls, 1);
-    CHECK(str_contains(pi_before_tool_call_assistant_message_json(context),
-                       "\"role\":\"assistant\""));
+    CHECK(str_contains(pi_before_tool_call_context_json(context),
+                       "{\"assistantMessage\":{\"role\":\"assistant\""));
     CHECK(!pi_before_tool_call_is_aborted(context));
     if (str_eq(pi_before_tool_call_name(context), "danger")) {
         OK(pi_before_tool_call_block(context, "Not allowed here."));
@@ -741,9 +741,13 @@ static int32_t after_hook(void *user_data, pi_after_tool_call *context) {
     atomic_fetch_add(&s->calls, 1);
     CHECK(str_eq(pi_after_tool_call_id(context), "e1"));
     CHECK(str_eq(pi_after_tool_call_name(context), "echo"));
-    CHECK(str_contains(pi_after_tool_call_arguments_json(context), "secret"));
-    CHECK(str_contains(pi_after_tool_call_assistant_message_json(context), "\"id\":\"e1\""));
-    CHECK(str_contains(pi_after_tool_call_result_json(context), "\"text\":\"echo:"));
+    CHECK(str_eq(pi_after_tool_call_arguments_json(context), "{\"text\":\"secret\"}"));
+    /* The rest is in the context: core's AfterToolCallContext JSON. */
+    pi_str json = pi_after_tool_call_context_json(context);
+    CHECK(str_contains(json, "{\"assistantMessage\":{\"role\":\"assistant\""));
+    CHECK(str_contains(json, "\"toolCall\":{\"type\":\"toolCall\",\"id\":\"e1\""));
+    CHECK(str_contains(json, "\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"echo:"));
+    CHECK(str_contains(json, "\"isError\":false}"));
     CHECK(!pi_after_tool_call_is_error(context));
     CHECK(!pi_after_tool_call_is_aborted(context));
     EXPECT_ERROR(pi_after_tool_call_set_result_json(context, "{\"contnet\":[]}"),
@@ -782,11 +786,13 @@ static void stop_hook(void *user_data, const pi_should_stop_after_turn *context,
     hook_state *s = user_data;
     atomic_fetch_add(&s->calls, 1);
     CHECK(!*stop_out);
-    CHECK(str_contains(pi_should_stop_after_turn_message_json(context), "\"type\":\"toolCall\""));
-    CHECK(str_contains(pi_should_stop_after_turn_tool_results_json(context),
-                       "\"role\":\"toolResult\""));
-    CHECK(str_contains(pi_should_stop_after_turn_new_messages_json(context),
-                       "\"role\":\"user\""));
+    /* The turn as core's ShouldStopAfterTurnContext JSON: its message, its tool results and
+     * what the run added (the prompt first). */
+    pi_str json = pi_should_stop_after_turn_context_json(context);
+    CHECK(str_contains(json, "{\"message\":{\"role\":\"assistant\""));
+    CHECK(str_contains(json, "\"type\":\"toolCall\""));
+    CHECK(str_contains(json, "\"toolResults\":[{\"role\":\"toolResult\""));
+    CHECK(str_contains(json, "\"newMessages\":[{\"role\":\"user\""));
     *stop_out = true;
 }
 
