@@ -4,17 +4,11 @@
 //! in a fresh loop on a pool thread (`asyncio.run`). The small Python half lives in
 //! `pi_agent/_bridge.py`, imported like any module of the package.
 //!
-//! Interpreter exit. CPython ends a thread that takes the GIL once finalization has begun
-//! (`pthread_exit`), and that forced unwind aborts the process if it crosses Rust frames. So:
-//! - user Python code only runs on pool threads, called from pure-Python frames;
-//! - runtime threads take the GIL only through [`with_gil`], which an `atexit` hook (run
-//!   before finalization) closes, after waiting for the calls in flight;
-//! - a thread blocked in a binding call with the GIL released never takes it back once the
-//!   hook ran ([`park_if_exiting`]): it parks until the process is gone.
+//! User Python code only runs on pool threads, called from pure-Python frames, and runtime
+//! threads take the GIL only through [`with_gil`] (see [`crate::exit`]).
 
 use std::future::Future;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
 use pyo3::IntoPyObjectExt;
@@ -25,77 +19,10 @@ use pyo3::types::{PyModule, PyTuple};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::exit::with_gil;
 use crate::runtime::runtime;
 
 static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-
-/// Calls into Python from runtime threads that may race the interpreter's exit.
-struct ExitState {
-    in_flight: usize,
-    exiting: bool,
-    /// The thread that ran the hook (it finalizes the interpreter and may still call us).
-    finalizer: Option<std::thread::ThreadId>,
-}
-
-static EXIT: Mutex<ExitState> = Mutex::new(ExitState {
-    in_flight: 0,
-    exiting: false,
-    finalizer: None,
-});
-static EXIT_DONE: Condvar = Condvar::new();
-
-/// How long the exit hook waits for calls in flight (conversions: microseconds).
-const EXIT_WAIT: Duration = Duration::from_secs(5);
-
-fn exit_state() -> std::sync::MutexGuard<'static, ExitState> {
-    EXIT.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Never returns once the interpreter is exiting: for threads about to take the GIL back
-/// after a blocking wait. The process ends under them. (The thread that finalizes the
-/// interpreter, which ran the hook, carries on.)
-pub(crate) fn park_if_exiting() {
-    let park = {
-        let state = exit_state();
-        state.exiting && state.finalizer != Some(std::thread::current().id())
-    };
-    if park {
-        loop {
-            std::thread::park();
-        }
-    }
-}
-
-/// Runs `f` with the GIL on a runtime thread, unless the interpreter is exiting (then `None`:
-/// nobody waits for the outcome any more).
-pub(crate) fn with_gil<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
-    {
-        let mut state = exit_state();
-        if state.exiting {
-            return None;
-        }
-        state.in_flight += 1;
-    }
-    let outcome = Python::attach(f);
-    let mut state = exit_state();
-    state.in_flight -= 1;
-    if state.in_flight == 0 {
-        EXIT_DONE.notify_all();
-    }
-    Some(outcome)
-}
-
-/// The `atexit` hook: stops new calls of [`with_gil`] and waits (GIL released) for those in
-/// flight.
-#[pyfunction]
-fn wait_for_runtime_calls(py: Python<'_>) {
-    py.detach(|| {
-        let mut state = exit_state();
-        state.exiting = true;
-        state.finalizer = Some(std::thread::current().id());
-        let _ = EXIT_DONE.wait_timeout_while(state, EXIT_WAIT, |state| state.in_flight > 0);
-    });
-}
 
 /// The `os.register_at_fork(after_in_child=...)` hook: the child gets its own runtime and
 /// worker pool on first use (the parent's threads do not exist in it).
@@ -108,11 +35,9 @@ fn after_fork_in_child(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// Registers the exit and fork hooks (once, at import).
-pub(crate) fn register_exit_hook(module: &Bound<'_, PyModule>) -> PyResult<()> {
+/// Registers the fork hook (once, at import).
+pub(crate) fn register_fork_hook(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
-    let hook = wrap_pyfunction!(wait_for_runtime_calls, module)?;
-    py.import("atexit")?.call_method1("register", (hook,))?;
     let fork_hook = wrap_pyfunction!(after_fork_in_child, module)?;
     let keywords = pyo3::types::PyDict::new(py);
     keywords.set_item("after_in_child", fork_hook)?;

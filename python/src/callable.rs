@@ -15,9 +15,10 @@ use pyo3::types::PyTuple;
 use tokio::sync::oneshot;
 
 use crate::bridge::{
-    Delivered, Done, is_awaitable, loop_is_usable, run_fresh, run_on_loop, spawn_job, with_gil,
+    Delivered, Done, is_awaitable, loop_is_usable, run_fresh, run_on_loop, spawn_job,
 };
 use crate::convert::type_name;
+use crate::exit::with_gil;
 
 /// Where the Python callbacks of a run go: the event loop of the caller awaiting it (`None`
 /// for `prompt_sync` and sync iteration), and the ids of the agents whose runs it belongs to

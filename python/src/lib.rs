@@ -4,7 +4,8 @@
 //! contexts, options and hook results cross as pi-shaped dicts read and written by core's
 //! serde types, every wait releases the GIL, everything async runs on the binding's one tokio
 //! runtime ([`runtime`]), and Python code the runtime calls runs on Python's own threads
-//! ([`bridge`]).
+//! ([`bridge`]), and the interpreter's exit never catches a runtime thread holding the GIL
+//! ([`exit`]).
 
 mod agent;
 mod agent_run;
@@ -13,6 +14,7 @@ mod callable;
 mod convert;
 mod errors;
 mod event_dict;
+mod exit;
 mod faux;
 mod helpers;
 mod hook;
@@ -101,7 +103,8 @@ mod _core {
 
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
-        super::bridge::register_exit_hook(module)?;
+        super::exit::register_exit_hook(module)?;
+        super::bridge::register_fork_hook(module)?;
         super::errors::register(module)?;
         super::model_errors::register(module)?;
         super::logs::install(module.py())?;
