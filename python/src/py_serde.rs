@@ -4,13 +4,15 @@
 //!
 //! The objects are exactly what [`to_py`](crate::convert::to_py) makes of `serde_json::to_value`
 //! (same keys in the same order, the same numbers, `None` for non-finite floats and for unit
-//! values, map keys written as strings), so a user sees no difference.
+//! values, map keys written as strings), so a user sees no difference. serde_json's `RawValue`
+//! (raw JSON text, as a session record's event) becomes the Python value of that JSON.
 
 use std::fmt::Display;
 
 use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
@@ -66,6 +68,22 @@ impl From<PyErr> for Error {
 }
 
 type Result<T> = std::result::Result<T, Error>;
+
+/// The struct name under which serde_json's `RawValue` serializes: one field of that name,
+/// holding the JSON text.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Python's `json.loads`, for `RawValue`s: the text is JSON that serde_json has already
+/// checked (so nested at most 128 deep), and Python's C parser builds its objects directly.
+static JSON_LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn parse_json<'py>(text: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>> {
+    let py = text.py();
+    let loads = JSON_LOADS.get_or_try_init(py, || {
+        py.import("json")?.getattr("loads").map(Bound::unbind)
+    })?;
+    Ok(loads.bind(py).call1((text,))?)
+}
 
 #[derive(Clone, Copy)]
 struct PySerializer<'py> {
@@ -221,11 +239,15 @@ impl<'py> ser::Serializer for PySerializer<'py> {
             ser: self,
             dict: PyDict::new(self.py),
             key: None,
-            variant: None,
+            shape: Shape::Dict,
         })
     }
-    fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Map<'py>> {
-        self.serialize_map(Some(len))
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Map<'py>> {
+        let mut map = self.serialize_map(Some(len))?;
+        if name == RAW_VALUE_TOKEN {
+            map.shape = Shape::Raw(None);
+        }
+        Ok(map)
     }
     fn serialize_struct_variant(
         self,
@@ -238,7 +260,7 @@ impl<'py> ser::Serializer for PySerializer<'py> {
             ser: self,
             dict: PyDict::new(self.py),
             key: None,
-            variant: Some(variant),
+            shape: Shape::Variant(variant),
         })
     }
 }
@@ -314,21 +336,36 @@ pub(crate) struct Map<'py> {
     dict: Bound<'py, PyDict>,
     /// The key of `serialize_key`, waiting for its value.
     key: Option<Bound<'py, PyString>>,
-    variant: Option<&'static str>,
+    shape: Shape<'py>,
+}
+
+/// What a [`Map`] becomes once filled.
+enum Shape<'py> {
+    /// The dict.
+    Dict,
+    /// `{variant: dict}`.
+    Variant(&'static str),
+    /// A `RawValue`: the value of its JSON text (its one field), once read.
+    Raw(Option<Bound<'py, PyAny>>),
 }
 
 impl<'py> Map<'py> {
     fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<()> {
         let value = value.serialize(self.ser)?;
+        if let Shape::Raw(raw) = &mut self.shape {
+            *raw = Some(parse_json(&value)?);
+            return Ok(());
+        }
         self.dict
             .set_item(PyString::intern(self.ser.py, key), value)?;
         Ok(())
     }
 
     fn done(self) -> Result<Bound<'py, PyAny>> {
-        match self.variant {
-            Some(variant) => self.ser.variant(variant, self.dict.into_any()),
-            None => Ok(self.dict.into_any()),
+        match self.shape {
+            Shape::Dict => Ok(self.dict.into_any()),
+            Shape::Variant(variant) => self.ser.variant(variant, self.dict.into_any()),
+            Shape::Raw(raw) => Ok(raw.unwrap_or_else(|| self.ser.none())),
         }
     }
 }
