@@ -44,6 +44,18 @@ pub(crate) enum HookKind {
 }
 
 impl HookKind {
+    /// Every hook, in the order of `Agent(...)`'s keywords (and of [`Hooks`]' slots).
+    pub(crate) const ALL: [Self; 7] = [
+        Self::BeforeToolCall,
+        Self::AfterToolCall,
+        Self::ShouldStopAfterTurn,
+        Self::TransformContext,
+        Self::ConvertToLlm,
+        Self::GetApiKey,
+        Self::StreamFn,
+    ];
+
+    /// The hook's Python name (its keyword and attribute).
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::BeforeToolCall => "before_tool_call",
@@ -94,7 +106,7 @@ impl PyHook {
 
 /// The Python functions installed as an agent's hooks, kept for the getters.
 #[derive(Default)]
-pub(crate) struct Hooks([Option<PyHook>; 7]);
+pub(crate) struct Hooks([Option<PyHook>; HookKind::ALL.len()]);
 
 impl Hooks {
     /// The function installed as hook `kind`.
