@@ -19,8 +19,8 @@ use serde_json::{Map, Value, json};
 use crate::agent_run::PyAgentRun;
 use crate::bridge::{drive, future_into_py, helper, running_loop, try_running_loop};
 use crate::callable::{self, RunScope, Scope, describe};
-use crate::convert::{parse, parse_value, serde_to_py, type_name};
-use crate::errors::{PiError, agent_error, type_error};
+use crate::convert::{parse, parse_value, serde_to_py};
+use crate::errors::{PiError, agent_error, callable, type_error, type_name};
 use crate::event_dict::PyAgentEvent;
 use crate::hook::{HookKind, Hooks};
 use crate::model::PyModel;
@@ -750,12 +750,7 @@ impl PyAgent {
         partial: bool,
         r#loop: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Unsubscribe> {
-        if !callback.is_callable() {
-            return Err(type_error(
-                Some("callback"),
-                format!("subscriber must be callable, not {}", type_name(&callback)),
-            ));
-        }
+        callable(&callback, "subscriber", "callback")?;
         let dispatch = match r#loop {
             None => None,
             Some(event_loop) => Some(Arc::new(loop_dispatch(&callback, &event_loop)?)),

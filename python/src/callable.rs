@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 use crate::bridge::{
     Delivered, Done, is_awaitable, loop_is_usable, run_fresh, run_on_loop, spawn_job,
 };
-use crate::convert::type_name;
+use crate::errors::type_name;
 use crate::exit::with_gil;
 
 /// Where the Python callbacks of a run go: the event loop of the caller awaiting it (`None`

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
-use crate::errors::{type_error, value_error, with_field};
+use crate::errors::{type_error, type_name, value_error, with_field};
 use crate::model::PyModel;
 use crate::tools::PyTool;
 
@@ -202,13 +202,6 @@ pub(crate) fn parse_value<T: DeserializeOwned>(value: Value, what: &str) -> PyRe
 pub(crate) fn field_of(what: &str) -> String {
     let head = what.split(" (").next().unwrap_or(what);
     head.trim().replace(' ', "_")
-}
-
-/// The name of `obj`'s type, for error messages.
-pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map_or_else(|_| "?".to_owned(), |name| name.to_string())
 }
 
 /// `max_tokens` → `maxTokens`: Python's keyword names to pi's JSON names, mechanically.

@@ -120,6 +120,44 @@ pub(crate) fn type_error(field: Option<&str>, message: impl Into<String>) -> PyE
     input_error(Kind::Type, field, message.into())
 }
 
+/// The name of `obj`'s type, for error messages.
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |name| name.to_string())
+}
+
+/// `value` if it is callable; else a `PiTypeError` "`<what>` must be callable, not <type>"
+/// whose field is `field`.
+pub(crate) fn callable<'a, 'py>(
+    value: &'a Bound<'py, PyAny>,
+    what: &str,
+    field: &str,
+) -> PyResult<&'a Bound<'py, PyAny>> {
+    if value.is_callable() {
+        return Ok(value);
+    }
+    Err(type_error(
+        Some(field),
+        format!("{what} must be callable, not {}", type_name(value)),
+    ))
+}
+
+/// An optional callable keyword argument named `what`: absent or `None` is `None`; a value that
+/// is not callable is a `PiTypeError` "`<what>` must be callable or None, not <type>".
+pub(crate) fn optional_callable<'a, 'py>(
+    value: Option<&'a Bound<'py, PyAny>>,
+    what: &str,
+) -> PyResult<Option<&'a Bound<'py, PyAny>>> {
+    match value.filter(|value| !value.is_none()) {
+        Some(value) if !value.is_callable() => Err(type_error(
+            Some(what),
+            format!("{what} must be callable or None, not {}", type_name(value)),
+        )),
+        value => Ok(value),
+    }
+}
+
 /// `error` with its field set to `field` when it is an input error that names none yet (an
 /// inner conversion failed where the caller knows what was being read). Other errors pass.
 pub(crate) fn with_field(error: PyErr, field: &str) -> PyErr {

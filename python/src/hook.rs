@@ -25,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::helper;
 use crate::callable::{self, EXITING, RunScope, exception_message, raised};
-use crate::convert::{from_py, parse, parse_value, serde_to_py, type_name};
-use crate::errors::type_error;
+use crate::convert::{from_py, parse, parse_value, serde_to_py};
+use crate::errors::optional_callable;
 use crate::signal::PySignal;
 use crate::stream_fn;
 use crate::tools::text_content_to_blocks;
@@ -87,6 +87,16 @@ impl PyHook {
         })
     }
 
+    /// A hook keyword argument: absent or `None` for none, a `TypeError` if it is not callable.
+    pub(crate) fn argument(
+        function: Option<&Bound<'_, PyAny>>,
+        kind: HookKind,
+    ) -> PyResult<Option<Self>> {
+        optional_callable(function, kind.name())?
+            .map(Self::new)
+            .transpose()
+    }
+
     /// The function and its arguments: `(argument,)` or `(argument, signal)`.
     fn call_with<'py>(
         &self,
@@ -124,20 +134,7 @@ impl Hooks {
         kind: HookKind,
         function: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let hook = match function.filter(|function| !function.is_none()) {
-            Some(function) if !function.is_callable() => {
-                return Err(type_error(
-                    Some(kind.name()),
-                    format!(
-                        "{} must be callable or None, not {}",
-                        kind.name(),
-                        type_name(function)
-                    ),
-                ));
-            }
-            Some(function) => Some(PyHook::new(function)?),
-            None => None,
-        };
+        let hook = PyHook::argument(function, kind)?;
         self.0[kind as usize] = hook.clone();
         let scope = scope.clone();
         match kind {

@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{future_into_py, running_loop};
 use crate::callable::{Scope, call, call_blocking, describe};
-use crate::convert::{Json, parse, serde_to_py, type_name};
-use crate::errors::{PiError, type_error};
+use crate::convert::{Json, parse, serde_to_py};
+use crate::errors::{PiError, optional_callable, type_error, type_name};
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 
@@ -196,15 +196,9 @@ impl OAuthLoginCallbacks for Callbacks {
     }
 }
 
-fn callable(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Arc<Py<PyAny>>>> {
-    match value.filter(|value| !value.is_none()) {
-        None => Ok(None),
-        Some(value) if value.is_callable() => Ok(Some(Arc::new(value.clone().unbind()))),
-        Some(value) => Err(type_error(
-            Some(what),
-            format!("{what} must be callable, not {}", type_name(value)),
-        )),
-    }
+/// An optional callback argument, shared by the futures that call it.
+fn optional(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Arc<Py<PyAny>>>> {
+    Ok(optional_callable(value, what)?.map(|value| Arc::new(value.clone().unbind())))
 }
 
 /// A prepared login: the provider, the host's callbacks, the cancellation token.
@@ -227,7 +221,7 @@ impl Login {
         event_loop: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let required = |value: &Bound<'_, PyAny>, what: &str| {
-            callable(Some(value), what)?
+            optional(Some(value), what)?
                 .ok_or_else(|| type_error(Some(what), format!("{what} is required")))
         };
         let cancel = match signal.filter(|signal| !signal.is_none()) {
@@ -244,9 +238,9 @@ impl Login {
             callbacks: Callbacks {
                 on_auth: required(on_auth, "on_auth")?,
                 on_prompt: required(on_prompt, "on_prompt")?,
-                on_progress: callable(on_progress, "on_progress")?,
-                on_manual_code_input: callable(on_manual_code_input, "on_manual_code_input")?,
-                on_select: callable(on_select, "on_select")?,
+                on_progress: optional(on_progress, "on_progress")?,
+                on_manual_code_input: optional(on_manual_code_input, "on_manual_code_input")?,
+                on_select: optional(on_select, "on_select")?,
                 scope: Scope {
                     event_loop: event_loop.map(Arc::new),
                     owners: None,

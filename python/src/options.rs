@@ -12,8 +12,8 @@ use pyo3::types::{PyDict, PyTuple};
 use serde_json::{Map, Value};
 
 use crate::callable::{Scope, call_blocking};
-use crate::convert::{camel_case, from_py, snake_case, to_py, type_name};
-use crate::errors::{type_error, value_error, with_field};
+use crate::convert::{camel_case, from_py, snake_case, to_py};
+use crate::errors::{callable, type_error, type_name, value_error, with_field};
 use crate::model::PyModel;
 use crate::signal::PySignal;
 
@@ -217,15 +217,9 @@ pub(crate) fn to_keywords<'py>(
     Ok(dict)
 }
 
-fn callable(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Arc<Py<PyAny>>> {
-    if value.is_callable() {
-        Ok(Arc::new(value.clone().unbind()))
-    } else {
-        Err(type_error(
-            Some(&format!("options.{what}")),
-            format!("{what} must be callable, not {}", type_name(value)),
-        ))
-    }
+fn callback(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Arc<Py<PyAny>>> {
+    let value = callable(value, what, &format!("options.{what}"))?;
+    Ok(Arc::new(value.clone().unbind()))
 }
 
 /// The arguments `(json, model)` of a callback.
@@ -252,7 +246,7 @@ fn on_payload(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnPayload>> {
     if let Ok(core) = value.cast::<PyOnPayload>() {
         return Ok(core.get().0.clone());
     }
-    let function = callable(value, "on_payload")?;
+    let function = callback(value, "on_payload")?;
     Ok(Callback(Arc::new(move |payload: &Value, model: &Model| {
         let (payload, model) = (payload.clone(), model.clone());
         let (call, report) = (Arc::clone(&function), Arc::clone(&function));
@@ -286,7 +280,7 @@ fn on_response(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnResponse>> {
     if let Ok(core) = value.cast::<PyOnResponse>() {
         return Ok(core.get().0.clone());
     }
-    let function = callable(value, "on_response")?;
+    let function = callback(value, "on_response")?;
     Ok(Callback(Arc::new(
         move |status: u16, headers: &std::collections::BTreeMap<String, String>, model: &Model| {
             let (headers, model) = (headers.clone(), model.clone());

@@ -20,9 +20,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::callable::RunScope;
-use crate::convert::{Json, parse, serde_to_py, type_name};
-use crate::errors::{type_error, value_error};
-use crate::hook::{self, PyHook};
+use crate::convert::{Json, parse, serde_to_py};
+use crate::errors::value_error;
+use crate::hook::{self, HookKind, PyHook};
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 use crate::tools::PyTool;
@@ -159,21 +159,6 @@ impl PyAgentStepper {
     }
 }
 
-/// A hook keyword argument: `None` (or absent) for none, `TypeError` if it is not callable.
-fn hook_argument(function: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<PyHook>> {
-    match function.filter(|function| !function.is_none()) {
-        Some(function) if !function.is_callable() => Err(type_error(
-            Some(name),
-            format!(
-                "{name} must be callable or None, not {}",
-                type_name(function)
-            ),
-        )),
-        Some(function) => PyHook::new(function).map(Some),
-        None => Ok(None),
-    }
-}
-
 /// Performs an `execute_tools` action (the dict a step's `action` holds) with `tools` as the
 /// agent does — `prepare_arguments`, validation, the tool functions, `ToolContext` updates,
 /// the abort through `signal` — and blocks (GIL released) until every call has its outcome.
@@ -222,10 +207,10 @@ pub(crate) fn execute_tool_calls_sync(
         "",
     ));
     config.settings.tool_timeout_ms = tool_timeout_ms;
-    if let Some(function) = hook_argument(before_tool_call, "before_tool_call")? {
+    if let Some(function) = PyHook::argument(before_tool_call, HookKind::BeforeToolCall)? {
         config.hooks.before_tool_call = Some(hook::before_tool_call(function, scope.clone()));
     }
-    if let Some(function) = hook_argument(after_tool_call, "after_tool_call")? {
+    if let Some(function) = PyHook::argument(after_tool_call, HookKind::AfterToolCall)? {
         config.hooks.after_tool_call = Some(hook::after_tool_call(function, scope.clone()));
     }
     let token = signal.map_or_else(CancellationToken::new, |signal| signal.token.clone());

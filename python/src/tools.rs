@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::helper;
 use crate::callable::{self, EXITING, RunScope, exception_message};
-use crate::convert::{from_py, parse_value, to_py, type_name};
-use crate::errors::{type_error, value_error};
+use crate::convert::{from_py, parse_value, to_py};
+use crate::errors::{callable, optional_callable, type_error, value_error};
 use crate::signal::PySignal;
 
 /// A tool: name, description, JSON Schema of its arguments, and the Python function that runs
@@ -95,20 +95,6 @@ impl PyTool {
     }
 }
 
-fn optional_callable(
-    value: Option<&Bound<'_, PyAny>>,
-    what: &str,
-) -> PyResult<Option<Arc<Py<PyAny>>>> {
-    match value.filter(|value| !value.is_none()) {
-        None => Ok(None),
-        Some(value) if value.is_callable() => Ok(Some(Arc::new(value.clone().unbind()))),
-        Some(value) => Err(type_error(
-            Some(what),
-            format!("{what} must be callable or None, not {}", type_name(value)),
-        )),
-    }
-}
-
 #[pymethods]
 impl PyTool {
     #[new]
@@ -127,15 +113,7 @@ impl PyTool {
         prepare_arguments: Option<&Bound<'_, PyAny>>,
         replay_safe: bool,
     ) -> PyResult<Self> {
-        if !function.is_callable() {
-            return Err(type_error(
-                Some("function"),
-                format!(
-                    "tool function must be callable, not {}",
-                    type_name(&function)
-                ),
-            ));
-        }
+        callable(&function, "tool function", "function")?;
         let tools = function.py().import("pi_agent._tools")?;
         let context_parameter: Option<String> = tools
             .call_method1("context_parameter", (&function,))?
@@ -164,7 +142,8 @@ impl PyTool {
         Ok(Self {
             spec,
             function: Arc::new(function.unbind()),
-            prepare_arguments: optional_callable(prepare_arguments, "prepare_arguments")?,
+            prepare_arguments: optional_callable(prepare_arguments, "prepare_arguments")?
+                .map(|prepare| Arc::new(prepare.clone().unbind())),
             context_parameter: context_parameter.map(Arc::from),
             converter: (!converter.is_none()).then(|| Arc::new(converter.unbind())),
             native: None,
