@@ -6,14 +6,16 @@
 
 use std::sync::Arc;
 
-use pi_agent::ai::{Callback, Model, OnPayload, OnResponse, StreamOptions, shape_fields};
+use pi_agent::ai::{
+    Callback, Model, OnPayload, OnResponse, PayloadError, StreamOptions, shape_fields,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use serde_json::{Map, Value};
 
-use crate::callable::{Scope, call_blocking};
+use crate::callable::{EXITING, Scope, call_blocking, raised};
 use crate::convert::{camel_case, from_py, snake_case, to_py};
-use crate::errors::{callable, type_error, type_name, value_error, with_field};
+use crate::errors::{PiError, callable, type_error, type_name, value_error, with_field};
 use crate::model::PyModel;
 use crate::signal::PySignal;
 
@@ -241,7 +243,9 @@ fn json_and_model<'py>(
 }
 
 /// `on_payload(payload, model)`: return a dict to send instead, or `None` to keep it (may be
-/// `async def`). An exception is reported through `sys.unraisablehook` and the payload is kept.
+/// `async def`). An exception (or a return value that is not JSON) fails the request unsent,
+/// as a raising hook fails its run: the stream ends with an error whose message is
+/// `"on_payload raised <Type>: <message>"`.
 fn on_payload(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnPayload>> {
     if let Ok(core) = value.cast::<PyOnPayload>() {
         return Ok(core.get().0.clone());
@@ -249,27 +253,25 @@ fn on_payload(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnPayload>> {
     let function = callback(value, "on_payload")?;
     Ok(Callback(Arc::new(move |payload: &Value, model: &Model| {
         let (payload, model) = (payload.clone(), model.clone());
-        let (call, report) = (Arc::clone(&function), Arc::clone(&function));
+        let call = Arc::clone(&function);
         call_blocking(
             Scope::default(),
             move |py| {
                 let args = PyTuple::new(py, json_and_model(py, &payload, &model)?)?;
                 Ok((call.bind(py).clone(), args))
             },
-            move |py, outcome| {
-                let replaced = outcome.and_then(|value| {
-                    if value.is_none() {
-                        Ok(None)
-                    } else {
-                        from_py(&value).map(Some)
-                    }
-                });
-                replaced.unwrap_or_else(|error| {
-                    error.write_unraisable(py, Some(report.bind(py)));
-                    None
-                })
+            |py, outcome| {
+                outcome
+                    .and_then(|value| {
+                        if value.is_none() {
+                            Ok(None)
+                        } else {
+                            from_py(&value).map(Some)
+                        }
+                    })
+                    .map_err(|error| PayloadError(raised(py, "on_payload", &error)))
             },
-            || None,
+            || Err(PayloadError(EXITING.to_owned())),
         )
     })))
 }
@@ -326,7 +328,9 @@ impl PyOnPayload {
         let payload = from_py(payload)?;
         let model = PyModel::extract(model)?;
         let callback = self.0.clone();
-        let replaced = py.detach(move || (callback.0)(&payload, &model));
+        let replaced = py
+            .detach(move || (callback.0)(&payload, &model))
+            .map_err(|error| PiError::new_err(error.0))?;
         match replaced {
             Some(value) => to_py(py, &value),
             None => Ok(py.None().into_bound(py)),
