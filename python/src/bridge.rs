@@ -78,37 +78,34 @@ impl Done {
             deliver: Mutex::new(Some(Box::new(deliver))),
         }
     }
+
+    /// Hands `outcome` on (the first time only).
+    fn deliver(&self, py: Python<'_>, outcome: PyResult<Bound<'_, PyAny>>) {
+        let deliver = self
+            .deliver
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(deliver) = deliver {
+            deliver(py, outcome);
+        }
+    }
 }
 
 #[pymethods]
 impl Done {
     fn __call__(&self, py: Python<'_>, ok: bool, value: Bound<'_, PyAny>) {
-        let deliver = self
-            .deliver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(deliver) = deliver {
-            let outcome = if ok {
-                Ok(value)
-            } else {
-                Err(PyErr::from_value(value))
-            };
-            deliver(py, outcome);
-        }
+        let outcome = if ok {
+            Ok(value)
+        } else {
+            Err(PyErr::from_value(value))
+        };
+        self.deliver(py, outcome);
     }
 
     /// As a `concurrent.futures.Future` done-callback (coroutines on another loop).
     fn future_done(&self, future: &Bound<'_, PyAny>) {
-        let outcome = future.call_method0("result");
-        let deliver = self
-            .deliver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(deliver) = deliver {
-            deliver(future.py(), outcome);
-        }
+        self.deliver(future.py(), future.call_method0("result"));
     }
 }
 
@@ -248,17 +245,34 @@ pub(crate) fn ready_future<'py>(
     Ok(future)
 }
 
-/// Cancels a submitted coroutine if the Rust side stops waiting (e.g. the run was aborted).
-struct CancelSubmitted(Option<Py<PyAny>>);
+/// Cancels a running coroutine (its submitted future, or its `FreshLoop`) if the Rust side
+/// stops waiting (e.g. the run was aborted).
+struct CancelOnDrop(Option<Py<PyAny>>);
 
-impl Drop for CancelSubmitted {
+impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(future) = self.0.take() {
+        if let Some(handle) = self.0.take() {
             with_gil(|py| {
-                let _ = future.bind(py).call_method0("cancel");
+                let _ = handle.bind(py).call_method0("cancel");
             });
         }
     }
+}
+
+/// Waits for a coroutine's outcome on `rx`; dropped before it comes, cancels the coroutine
+/// through `handle`. `lost` is the error when the outcome never comes.
+async fn outcome_or_cancel(
+    handle: PyResult<Py<PyAny>>,
+    rx: oneshot::Receiver<Delivered>,
+    lost: &'static str,
+) -> Delivered {
+    let mut guard = CancelOnDrop(Some(handle?));
+    let outcome = rx.await;
+    // Finished: nothing to cancel.
+    if let Some(handle) = guard.0.take() {
+        with_gil(|_py| drop(handle));
+    }
+    outcome.unwrap_or_else(|_| Err(PyRuntimeError::new_err(lost)))
 }
 
 /// Whether coroutines submitted to `event_loop` from another thread will run.
@@ -294,34 +308,14 @@ pub(crate) async fn run_on_loop(
             .call1((coroutine, event_loop, done, owners))
             .map(Bound::unbind)
     })?;
-    let submitted = match submitted {
-        Ok(submitted) => submitted,
-        Err(error) => return Some(Err(error)),
-    };
-    let mut guard = CancelSubmitted(Some(submitted));
-    let outcome = rx.await;
-    // Finished: nothing to cancel.
-    if let Some(submitted) = guard.0.take() {
-        with_gil(|_py| drop(submitted));
-    }
-    Some(outcome.unwrap_or_else(|_| {
-        Err(PyRuntimeError::new_err(
+    Some(
+        outcome_or_cancel(
+            submitted,
+            rx,
             "pi_agent: the event loop dropped a coroutine",
-        ))
-    }))
-}
-
-/// Cancellation handle of a coroutine run by [`run_fresh`] on a pool thread.
-struct CancelFresh(Option<Py<PyAny>>);
-
-impl Drop for CancelFresh {
-    fn drop(&mut self) {
-        if let Some(runner) = self.0.take() {
-            with_gil(|py| {
-                let _ = runner.bind(py).call_method0("cancel");
-            });
-        }
-    }
+        )
+        .await,
+    )
 }
 
 /// Runs `coroutine` to completion with `asyncio.run` on a pool thread. Dropping the returned
@@ -340,18 +334,5 @@ pub(crate) async fn run_fresh(
         spawn_job(py, &runner.getattr("run")?, &args, done, owners.as_deref())?;
         Ok(runner.unbind())
     })?;
-    let runner = match runner {
-        Ok(runner) => runner,
-        Err(error) => return Some(Err(error)),
-    };
-    let mut guard = CancelFresh(Some(runner));
-    let outcome = rx.await;
-    if let Some(runner) = guard.0.take() {
-        with_gil(|_py| drop(runner));
-    }
-    Some(outcome.unwrap_or_else(|_| {
-        Err(PyRuntimeError::new_err(
-            "pi_agent: a coroutine ended without a result",
-        ))
-    }))
+    Some(outcome_or_cancel(runner, rx, "pi_agent: a coroutine ended without a result").await)
 }

@@ -125,18 +125,11 @@ pub(crate) async fn call<T: Send + 'static>(
         .unwrap_or_else(lost)
 }
 
-/// [`call`] for core callbacks that are synchronous (`prepare_arguments`, `on_payload`, OAuth's
-/// `on_auth`): blocks the calling runtime thread, which hands its other tasks to another
-/// worker meanwhile (`block_in_place`).
-pub(crate) fn call_blocking<T: Send + 'static>(
-    scope: Scope,
-    prepare: impl for<'py> FnOnce(Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)>
-    + Send
-    + 'static,
-    finish: impl for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) -> T + Send + 'static,
-    lost: impl FnOnce() -> T,
-) -> T {
-    let block = || futures::executor::block_on(call(scope, prepare, finish, lost));
+/// Waits for a [`call`] in core callbacks that are synchronous (`prepare_arguments`,
+/// `on_payload`, OAuth's `on_auth`): blocks the calling runtime thread, which hands its other
+/// tasks to another worker meanwhile (`block_in_place`).
+pub(crate) fn call_blocking<T>(call: impl std::future::Future<Output = T>) -> T {
+    let block = || futures::executor::block_on(call);
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(block)

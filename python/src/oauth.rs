@@ -131,12 +131,12 @@ fn answer(
 impl OAuthLoginCallbacks for Callbacks {
     fn on_auth(&self, info: OAuthAuthInfo) {
         let function = Arc::clone(&self.on_auth);
-        call_blocking(
+        call_blocking(call(
             self.scope.clone(),
             dict_arg(Arc::clone(&function), info),
             report(function),
             || (),
-        );
+        ));
     }
 
     fn on_prompt(&self, prompt: OAuthPrompt) -> BoxFuture<'_, Result<String, oauth::OAuthError>> {
@@ -153,7 +153,7 @@ impl OAuthLoginCallbacks for Callbacks {
         if let Some(function) = &self.on_progress {
             let message = message.to_owned();
             let call_function = Arc::clone(function);
-            call_blocking(
+            call_blocking(call(
                 self.scope.clone(),
                 move |py| {
                     let args = PyTuple::new(py, [message])?;
@@ -161,7 +161,7 @@ impl OAuthLoginCallbacks for Callbacks {
                 },
                 report(Arc::clone(function)),
                 || (),
-            );
+            ));
         }
     }
 

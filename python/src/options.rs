@@ -254,7 +254,7 @@ fn on_payload(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnPayload>> {
     Ok(Callback(Arc::new(move |payload: &Value, model: &Model| {
         let (payload, model) = (payload.clone(), model.clone());
         let call = Arc::clone(&function);
-        call_blocking(
+        call_blocking(crate::callable::call(
             Scope::default(),
             move |py| {
                 let args = PyTuple::new(py, json_and_model(py, &payload, &model)?)?;
@@ -272,7 +272,7 @@ fn on_payload(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnPayload>> {
                     .map_err(|error| PayloadError(raised(py, "on_payload", &error)))
             },
             || Err(PayloadError(EXITING.to_owned())),
-        )
+        ))
     })))
 }
 
@@ -287,7 +287,7 @@ fn on_response(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnResponse>> {
         move |status: u16, headers: &std::collections::BTreeMap<String, String>, model: &Model| {
             let (headers, model) = (headers.clone(), model.clone());
             let (call, report) = (Arc::clone(&function), Arc::clone(&function));
-            call_blocking(
+            call_blocking(crate::callable::call(
                 Scope::default(),
                 move |py| {
                     let model = Bound::new(py, PyModel { model })?.into_any();
@@ -307,7 +307,7 @@ fn on_response(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnResponse>> {
                     }
                 },
                 || (),
-            );
+            ));
         },
     )))
 }

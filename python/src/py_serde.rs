@@ -107,6 +107,15 @@ impl<'py> PySerializer<'py> {
     }
 }
 
+/// Integers are Python `int`s.
+macro_rules! integers {
+    ($($method:ident: $integer:ty),*) => {$(
+        fn $method(self, value: $integer) -> Result<Self::Ok> {
+            self.object(value)
+        }
+    )*};
+}
+
 impl<'py> ser::Serializer for PySerializer<'py> {
     type Ok = Bound<'py, PyAny>;
     type Error = Error;
@@ -121,36 +130,18 @@ impl<'py> ser::Serializer for PySerializer<'py> {
     fn serialize_bool(self, value: bool) -> Result<Self::Ok> {
         Ok(PyBool::new(self.py, value).to_owned().into_any())
     }
-    fn serialize_i8(self, value: i8) -> Result<Self::Ok> {
-        self.object(i64::from(value))
-    }
-    fn serialize_i16(self, value: i16) -> Result<Self::Ok> {
-        self.object(i64::from(value))
-    }
-    fn serialize_i32(self, value: i32) -> Result<Self::Ok> {
-        self.object(i64::from(value))
-    }
-    fn serialize_i64(self, value: i64) -> Result<Self::Ok> {
-        self.object(value)
-    }
-    fn serialize_i128(self, value: i128) -> Result<Self::Ok> {
-        self.object(value)
-    }
-    fn serialize_u8(self, value: u8) -> Result<Self::Ok> {
-        self.object(u64::from(value))
-    }
-    fn serialize_u16(self, value: u16) -> Result<Self::Ok> {
-        self.object(u64::from(value))
-    }
-    fn serialize_u32(self, value: u32) -> Result<Self::Ok> {
-        self.object(u64::from(value))
-    }
-    fn serialize_u64(self, value: u64) -> Result<Self::Ok> {
-        self.object(value)
-    }
-    fn serialize_u128(self, value: u128) -> Result<Self::Ok> {
-        self.object(value)
-    }
+    integers!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128
+    );
     fn serialize_f32(self, value: f32) -> Result<Self::Ok> {
         self.serialize_f64(f64::from(value))
     }
@@ -286,49 +277,28 @@ impl<'py> Seq<'py> {
     }
 }
 
-impl<'py> ser::SerializeSeq for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
+/// The four list-filling traits, which differ only in the method's name.
+macro_rules! seq_traits {
+    ($($serialize_trait:ident :: $method:ident),*) => {$(
+        impl<'py> ser::$serialize_trait for Seq<'py> {
+            type Ok = Bound<'py, PyAny>;
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+                self.push(value)
+            }
+            fn end(self) -> Result<Self::Ok> {
+                self.done()
+            }
+        }
+    )*};
 }
 
-impl<'py> ser::SerializeTuple for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
-
-impl<'py> ser::SerializeTupleStruct for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
-
-impl<'py> ser::SerializeTupleVariant for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
+seq_traits!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// A dict being filled (a map, a struct, or a struct variant's fields).
 pub(crate) struct Map<'py> {
@@ -390,34 +360,35 @@ impl<'py> ser::SerializeMap for Map<'py> {
     }
 }
 
-impl<'py> ser::SerializeStruct for Map<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<()> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
+/// The two struct-filling traits, which are the same.
+macro_rules! struct_traits {
+    ($($serialize_trait:ident),*) => {$(
+        impl<'py> ser::$serialize_trait for Map<'py> {
+            type Ok = Bound<'py, PyAny>;
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<()> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<Self::Ok> {
+                self.done()
+            }
+        }
+    )*};
 }
 
-impl<'py> ser::SerializeStructVariant for Map<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<()> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
+struct_traits!(SerializeStruct, SerializeStructVariant);
+
+/// Integer keys are their decimal text.
+macro_rules! integer_keys {
+    ($($method:ident: $integer:ty),*) => {$(
+        fn $method(self, value: $integer) -> Result<Self::Ok> {
+            Ok(PyString::new(self.py, &value.to_string()))
+        }
+    )*};
 }
 
 /// Map keys, as serde_json writes them: strings, and numbers, chars and bools as their text.
@@ -443,30 +414,16 @@ impl<'py> ser::Serializer for KeySerializer<'py> {
     fn serialize_bool(self, value: bool) -> Result<Self::Ok> {
         Ok(PyString::new(self.py, if value { "true" } else { "false" }))
     }
-    fn serialize_i8(self, value: i8) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_i16(self, value: i16) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_i32(self, value: i32) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_i64(self, value: i64) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_u8(self, value: u8) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_u16(self, value: u16) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_u32(self, value: u32) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_u64(self, value: u64) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
+    integer_keys!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64
+    );
     fn serialize_f32(self, _value: f32) -> Result<Self::Ok> {
         Err(key_must_be_a_string())
     }

@@ -285,7 +285,7 @@ impl AgentTool for PythonTool {
         let Some(prepare) = self.prepare_arguments.clone() else {
             return Ok(arguments);
         };
-        callable::call_blocking(
+        callable::call_blocking(callable::call(
             self.scope.current(),
             move |py| {
                 let args = PyTuple::new(py, [to_py(py, &arguments)?])?;
@@ -300,7 +300,7 @@ impl AgentTool for PythonTool {
                 })
             },
             || Err(ToolError::new(EXITING)),
-        )
+        ))
     }
 
     fn execute(
