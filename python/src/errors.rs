@@ -1,9 +1,10 @@
-//! The exception tree, and the one mapping from core's [`AgentError`] to it.
+//! The exception tree, and the mappings from core's [`AgentError`] and session errors to it.
 //!
 //! Setup mistakes raise; model, network, tool and abort failures never do: they end the run
 //! or stream with a message whose `stopReason` is `error` or `aborted` (pi's rule).
 
 use pi_agent::agent::AgentError;
+use pi_agent::session::SessionError as SessionFailure;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -108,6 +109,24 @@ fn input_error(kind: Kind, field: Option<&str>, message: String) -> PyErr {
             },
         }
     })
+}
+
+create_exception!(
+    pi_agent,
+    SessionError,
+    PiError,
+    "A durable session's store failed (the session stopped; open it again to resume), another \
+     writer wrote the same session, or a request id was reused for another kind of request."
+);
+
+/// The Python exception for a session failure (input mistakes are `ValueError`s).
+pub(crate) fn session_error(error: SessionFailure) -> PyErr {
+    match error {
+        SessionFailure::EmptyRequestId | SessionFailure::EmptySessionId => {
+            pyo3::exceptions::PyValueError::new_err(error.to_string())
+        }
+        error => SessionError::new_err(error.to_string()),
+    }
 }
 
 /// A `PiValueError` (a `ValueError`): a value pi_agent cannot use; `field` names it.

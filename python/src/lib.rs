@@ -51,7 +51,8 @@ mod _core {
     use super::agent_run::PyAgentRun;
     #[pymodule_export]
     use super::errors::{
-        AgentBusyError, AgentRunError, CannotContinueError, PiError, ToolValidationError,
+        AgentBusyError, AgentRunError, CannotContinueError, PiError, SessionError,
+        ToolValidationError,
     };
     #[pymodule_export]
     use super::faux::{PyFauxProvider, faux_text, faux_thinking, faux_tool_call};
@@ -82,7 +83,7 @@ mod _core {
     #[pymodule_export]
     use super::overflow::is_context_overflow;
     #[pymodule_export]
-    use super::session::{PySession, SessionError};
+    use super::session::PySession;
     #[pymodule_export]
     use super::session_subscription::PySessionSubscription;
     #[pymodule_export]
@@ -105,6 +106,10 @@ mod _core {
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
         super::exit::register_exit_hook(module)?;
         super::bridge::register_fork_hook(module)?;
+        super::convert::register_json_classes(vec![
+            super::model::PyModel::as_json,
+            super::tools::PyTool::as_json,
+        ]);
         super::errors::register(module)?;
         super::model_errors::register(module)?;
         super::logs::install(module.py())?;

@@ -8,8 +8,8 @@ use pi_agent::session::Subscription;
 use pyo3::prelude::*;
 
 use crate::convert::serde_to_py;
+use crate::errors::session_error;
 use crate::runtime::{Interrupted, wait};
-use crate::session::session_error;
 
 /// Journal records `{"seq", "attempt", "event"}` after a cursor, in order, then live ones.
 #[pyclass(module = "pi_agent", name = "SessionSubscription", frozen)]

@@ -64,6 +64,12 @@ impl PyTool {
         })
     }
 
+    /// A `Tool` object's definition (for [`crate::convert::from_py`]).
+    pub(crate) fn as_json(obj: &Bound<'_, PyAny>) -> Option<PyResult<Value>> {
+        let tool = obj.cast::<PyTool>().ok()?;
+        Some(Ok(tool.get().definition_json()))
+    }
+
     /// Reads a `Tool`, or wraps a plain function with [`PyTool::from_function`].
     pub(crate) fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Py<PyTool>> {
         match obj.cast::<PyTool>() {
