@@ -70,7 +70,7 @@ mod _core {
     use super::model_errors::raise_for_error;
     #[pymodule_export]
     use super::oauth::{
-        OAuthError, oauth_get_api_key, oauth_get_api_key_sync, oauth_login, oauth_login_sync,
+        OAuthError, PyOAuthLogin, oauth_get_api_key, oauth_get_api_key_sync, oauth_login,
         oauth_modify_models, oauth_providers, oauth_read_auth_file, oauth_refresh,
         oauth_refresh_sync, oauth_write_auth_file,
     };

@@ -4,7 +4,7 @@
 //! reprs). Core's errors never contain a token; neither do the ones raised here.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -209,16 +209,14 @@ struct Login {
 }
 
 impl Login {
-    #[allow(clippy::too_many_arguments)]
+    /// `optional` are `on_progress`, `on_manual_code_input` and `on_select`. The callbacks'
+    /// event loop is the one `run()` is awaited on (none for `run_sync()`).
     fn new(
         provider_id: &str,
         on_auth: &Bound<'_, PyAny>,
         on_prompt: &Bound<'_, PyAny>,
-        on_progress: Option<&Bound<'_, PyAny>>,
-        on_manual_code_input: Option<&Bound<'_, PyAny>>,
-        on_select: Option<&Bound<'_, PyAny>>,
+        [on_progress, on_manual_code_input, on_select]: [Option<&Bound<'_, PyAny>>; 3],
         signal: Option<&Bound<'_, PyAny>>,
-        event_loop: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let required = |value: &Bound<'_, PyAny>, what: &str| {
             optional(Some(value), what)?
@@ -241,10 +239,7 @@ impl Login {
                 on_progress: optional(on_progress, "on_progress")?,
                 on_manual_code_input: optional(on_manual_code_input, "on_manual_code_input")?,
                 on_select: optional(on_select, "on_select")?,
-                scope: Scope {
-                    event_loop: event_loop.map(Arc::new),
-                    owners: None,
-                },
+                scope: Scope::default(),
             },
             cancel,
         })
@@ -266,46 +261,13 @@ fn credentials_json(credentials: &OAuthCredentials) -> PyResult<Json> {
         .map_err(|error| PyValueError::new_err(error.to_string()))
 }
 
-/// Starts a login; an asyncio future of the running loop resolving to the credentials dict.
+/// Prepares a login, to run once with `run()` (asyncio) or `run_sync()` (blocking).
 #[pyfunction]
 #[pyo3(signature = (
     provider_id, *, on_auth, on_prompt, on_progress = None, on_manual_code_input = None,
     on_select = None, signal = None,
 ))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn oauth_login<'py>(
-    py: Python<'py>,
-    provider_id: &str,
-    on_auth: &Bound<'py, PyAny>,
-    on_prompt: &Bound<'py, PyAny>,
-    on_progress: Option<&Bound<'py, PyAny>>,
-    on_manual_code_input: Option<&Bound<'py, PyAny>>,
-    on_select: Option<&Bound<'py, PyAny>>,
-    signal: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let event_loop = running_loop(py)?.unbind();
-    let login = Login::new(
-        provider_id,
-        on_auth,
-        on_prompt,
-        on_progress,
-        on_manual_code_input,
-        on_select,
-        signal,
-        Some(event_loop),
-    )?;
-    future_into_py(py, login.run())
-}
-
-/// Runs a login to its end (GIL released); Ctrl-C cancels it.
-#[pyfunction]
-#[pyo3(signature = (
-    provider_id, *, on_auth, on_prompt, on_progress = None, on_manual_code_input = None,
-    on_select = None, signal = None,
-))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn oauth_login_sync(
-    py: Python<'_>,
+pub(crate) fn oauth_login(
     provider_id: &str,
     on_auth: &Bound<'_, PyAny>,
     on_prompt: &Bound<'_, PyAny>,
@@ -313,22 +275,46 @@ pub(crate) fn oauth_login_sync(
     on_manual_code_input: Option<&Bound<'_, PyAny>>,
     on_select: Option<&Bound<'_, PyAny>>,
     signal: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Json> {
-    let login = Login::new(
-        provider_id,
-        on_auth,
-        on_prompt,
-        on_progress,
-        on_manual_code_input,
-        on_select,
-        signal,
-        None,
-    )?;
-    let cancel = login.cancel.clone();
-    wait(py, login.run(), move || {
-        cancel.cancel();
-        Interrupted::Return
-    })?
+) -> PyResult<PyOAuthLogin> {
+    let callbacks = [on_progress, on_manual_code_input, on_select];
+    let login = Login::new(provider_id, on_auth, on_prompt, callbacks, signal)?;
+    Ok(PyOAuthLogin(Mutex::new(Some(login))))
+}
+
+/// A prepared login (`oauth_login(...)`), which runs once.
+#[pyclass(module = "pi_agent", name = "_OAuthLogin", frozen)]
+pub(crate) struct PyOAuthLogin(Mutex<Option<Login>>);
+
+impl PyOAuthLogin {
+    fn take(&self) -> PyResult<Login> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| PiError::new_err("this login has already run"))
+    }
+}
+
+#[pymethods]
+impl PyOAuthLogin {
+    /// Runs the login: an asyncio future of the running loop resolving to the credentials
+    /// dict; `async def` callbacks run on that loop.
+    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let event_loop = running_loop(py)?.unbind();
+        let mut login = self.take()?;
+        login.callbacks.scope.event_loop = Some(Arc::new(event_loop));
+        future_into_py(py, login.run())
+    }
+
+    /// Runs the login to its end (GIL released); Ctrl-C cancels it.
+    fn run_sync(&self, py: Python<'_>) -> PyResult<Json> {
+        let login = self.take()?;
+        let cancel = login.cancel.clone();
+        wait(py, login.run(), move || {
+            cancel.cancel();
+            Interrupted::Return
+        })?
+    }
 }
 
 /// Reads `{provider id: credentials dict}`.
