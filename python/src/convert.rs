@@ -169,17 +169,11 @@ fn from_py_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         }
         return Ok(Value::Object(map));
     }
-    if let Ok(list) = obj.cast::<PyList>() {
-        return list
-            .iter()
-            .map(|item| from_py_at(&item, depth + 1))
-            .collect::<PyResult<_>>()
-            .map(Value::Array);
-    }
-    if let Ok(tuple) = obj.cast::<PyTuple>() {
-        return tuple
-            .iter()
-            .map(|item| from_py_at(&item, depth + 1))
+    if container {
+        // A list or a tuple (a dict returned above).
+        return obj
+            .try_iter()?
+            .map(|item| from_py_at(&item?, depth + 1))
             .collect::<PyResult<_>>()
             .map(Value::Array);
     }
