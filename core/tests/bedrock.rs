@@ -734,7 +734,7 @@ async fn on_payload_sees_the_command_and_may_replace_the_model_id() {
                 let mut replaced = command.clone();
                 replaced["modelId"] =
                     json!("arn:aws:bedrock:us-east-1:123:application-inference-profile/abc");
-                Some(replaced)
+                Ok(Some(replaced))
             },
         ))),
         ..StreamOptions::default()

@@ -829,7 +829,7 @@ async fn on_payload_replaces_the_body() {
             let mut body = body.clone();
             body["safetySettings"] =
                 json!([{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}]);
-            Some(body)
+            Ok(Some(body))
         }))),
         ..StreamOptions::default()
     };

@@ -197,7 +197,7 @@ async fn json_schema_answer_validates(server: &LlamaServer, api: &str) {
             move |body: &Value, _: &Model| {
                 let mut body = body.clone();
                 body["response_format"] = format.clone();
-                Some(body)
+                Ok(Some(body))
             },
         ))),
         ..options(64)

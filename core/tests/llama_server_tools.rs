@@ -100,7 +100,7 @@ async fn agent_turn(server: &LlamaServer, api: &str) {
                 answer_in_text(&model.api, &mut body);
             }
             sent.lock().unwrap().push(body.clone());
-            Some(body)
+            Ok(Some(body))
         }))),
         ..StreamOptions::default()
     };

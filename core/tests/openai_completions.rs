@@ -689,7 +689,7 @@ async fn on_payload_replaces_the_body_and_on_response_sees_headers() {
         on_payload: Some(Callback(Arc::new(|body: &Value, _: &Model| {
             let mut body = body.clone();
             body["user"] = json!("tenant-7");
-            Some(body)
+            Ok(Some(body))
         }))),
         on_response: Some(Callback(Arc::new(
             move |status: u16, headers: &std::collections::BTreeMap<String, String>, _: &Model| {
@@ -705,4 +705,25 @@ async fn on_payload_replaces_the_body_and_on_response_sees_headers() {
         *seen.lock().unwrap(),
         Some((200, Some("req-42".to_owned())))
     );
+}
+
+#[tokio::test]
+async fn a_failing_on_payload_fails_the_request_unsent() {
+    use pi_agent::ai::{Callback, PayloadError};
+    use std::sync::Arc;
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::text("never sent"));
+    let options = StreamOptions {
+        on_payload: Some(Callback(Arc::new(|_: &Value, _: &Model| {
+            Err(PayloadError("on_payload refused the body".to_owned()))
+        }))),
+        ..StreamOptions::default()
+    };
+    let message = ai::complete(&model_for(&server), &context("hi"), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some("on_payload refused the body")
+    );
+    assert!(server.requests().is_empty());
 }

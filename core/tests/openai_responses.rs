@@ -1433,7 +1433,7 @@ async fn on_payload_replaces_the_body_and_on_response_sees_the_status() {
         on_payload: Some(Callback(Arc::new(|body: &Value, _: &Model| {
             let mut body = body.clone();
             body["metadata"] = json!({"tenant": "7"});
-            Some(body)
+            Ok(Some(body))
         }))),
         on_response: Some(Callback(Arc::new(
             move |status: u16, _: &BTreeMap<String, String>, _: &Model| {

@@ -89,8 +89,9 @@ pub extern "C" fn pi_stream_options_set_on_payload(
         let options = arg_mut(options, "options")?;
         options.options.on_payload = callback.map(|callback| {
             let user_data = UserData::new(user_data, free_user_data);
+            // A C callback cannot fail: it replaces the body or leaves it.
             Callback(Arc::new(move |body: &Value, model: &Model| {
-                on_payload(callback, &user_data, body, model)
+                Ok(on_payload(callback, &user_data, body, model))
             }) as Arc<pi_agent::ai::OnPayload>)
         });
         Ok(())

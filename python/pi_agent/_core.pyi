@@ -135,7 +135,7 @@ __all__ = [
     "oauth_get_api_key_sync",
     "oauth_login",
     "oauth_modify_models",
-    "oauth_login_sync",
+    "_OAuthLogin",
     "oauth_providers",
     "oauth_read_auth_file",
     "oauth_refresh",
@@ -1403,17 +1403,13 @@ def oauth_login(
     on_manual_code_input: Optional[Callable[..., Any]] = None,
     on_select: Optional[Callable[..., Any]] = None,
     signal: Optional[Signal] = None,
-) -> Awaitable[dict[str, Any]]: ...
-def oauth_login_sync(
-    provider_id: str,
-    *,
-    on_auth: Callable[..., Any],
-    on_prompt: Callable[..., Any],
-    on_progress: Optional[Callable[..., Any]] = None,
-    on_manual_code_input: Optional[Callable[..., Any]] = None,
-    on_select: Optional[Callable[..., Any]] = None,
-    signal: Optional[Signal] = None,
-) -> dict[str, Any]: ...
+) -> _OAuthLogin: ...
+@final
+class _OAuthLogin:
+    """A prepared login, which runs once."""
+
+    def run(self) -> Awaitable[dict[str, Any]]: ...
+    def run_sync(self) -> dict[str, Any]: ...
 def oauth_get_api_key(
     provider_id: str, credentials: Mapping[str, Mapping[str, Any]]
 ) -> Awaitable[Optional[dict[str, Any]]]: ...

@@ -116,7 +116,7 @@ async def login(
     loop). Cancel with ``signal.abort()`` or by cancelling the awaiting task. Raises
     ``OAuthError`` (``"login cancelled"``, a timeout, an endpoint's error, ...).
     """
-    credentials = await _core.oauth_login(
+    login = _core.oauth_login(
         provider_id,
         on_auth=on_auth,
         on_prompt=on_prompt,
@@ -125,7 +125,7 @@ async def login(
         on_select=on_select,
         signal=signal,
     )
-    return OAuthCredentials(credentials)
+    return OAuthCredentials(await login.run())
 
 
 def login_sync(
@@ -139,7 +139,7 @@ def login_sync(
     signal: Optional[Signal] = None,
 ) -> OAuthCredentials:
     """:func:`login` that blocks (GIL released; Ctrl-C cancels the login)."""
-    credentials = _core.oauth_login_sync(
+    credentials = _core.oauth_login(
         provider_id,
         on_auth=on_auth,
         on_prompt=on_prompt,
@@ -147,7 +147,7 @@ def login_sync(
         on_manual_code_input=on_manual_code_input,
         on_select=on_select,
         signal=signal,
-    )
+    ).run_sync()
     return OAuthCredentials(credentials)
 
 

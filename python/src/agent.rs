@@ -19,8 +19,8 @@ use serde_json::{Map, Value, json};
 use crate::agent_run::PyAgentRun;
 use crate::bridge::{drive, future_into_py, helper, running_loop, try_running_loop};
 use crate::callable::{self, RunScope, Scope, describe};
-use crate::convert::{parse, parse_value, serde_to_py, type_name};
-use crate::errors::{PiError, agent_error, type_error};
+use crate::convert::{parse, parse_value, serde_to_py};
+use crate::errors::{PiError, agent_error, callable, type_error, type_name};
 use crate::event_dict::PyAgentEvent;
 use crate::hook::{HookKind, Hooks};
 use crate::model::PyModel;
@@ -103,7 +103,8 @@ fn run_input(input: &Bound<'_, PyAny>, images: Option<&Bound<'_, PyAny>>) -> PyR
 /// as given to `Agent(...)` and `Agent.restore(...)`.
 struct Code<'a, 'py> {
     tools: Option<&'a Bound<'py, PyAny>>,
-    hooks: [(HookKind, Option<&'a Bound<'py, PyAny>>); 7],
+    /// The hook functions given, in [`HookKind::ALL`]'s order.
+    hooks: [Option<&'a Bound<'py, PyAny>>; HookKind::ALL.len()],
     proxy_url: Option<String>,
     proxy_token: Option<String>,
 }
@@ -111,10 +112,8 @@ struct Code<'a, 'py> {
 impl Code<'_, '_> {
     /// Builds the agent: `make` gets options holding this code and adds the data.
     fn into_agent(self, make: impl FnOnce(AgentOptions) -> Agent) -> PyResult<PyAgent> {
-        let has_stream_fn = self
-            .hooks
-            .iter()
-            .any(|(kind, f)| matches!(kind, HookKind::StreamFn) && f.is_some_and(|f| !f.is_none()));
+        let has_stream_fn =
+            self.hooks[HookKind::StreamFn as usize].is_some_and(|function| !function.is_none());
         let stream_fn = match (self.proxy_url, self.proxy_token) {
             (Some(_), _) if has_stream_fn => {
                 return Err(type_error(
@@ -151,7 +150,7 @@ impl Code<'_, '_> {
             ..AgentOptions::default()
         });
         let mut hooks = Hooks::default();
-        for (kind, function) in self.hooks {
+        for (kind, function) in HookKind::ALL.into_iter().zip(self.hooks) {
             // Nothing to clear on a new agent (a proxy's stream function stays).
             if function.is_some_and(|function| !function.is_none()) {
                 hooks.set(&agent, &scope, kind, function)?;
@@ -266,14 +265,15 @@ impl PyAgent {
         let system_prompt = system_prompt.to_owned();
         let code = Code {
             tools,
+            // In `HookKind::ALL`'s order.
             hooks: [
-                (HookKind::BeforeToolCall, before_tool_call),
-                (HookKind::AfterToolCall, after_tool_call),
-                (HookKind::ShouldStopAfterTurn, should_stop_after_turn),
-                (HookKind::TransformContext, transform_context),
-                (HookKind::ConvertToLlm, convert_to_llm),
-                (HookKind::GetApiKey, get_api_key),
-                (HookKind::StreamFn, stream_fn),
+                before_tool_call,
+                after_tool_call,
+                should_stop_after_turn,
+                transform_context,
+                convert_to_llm,
+                get_api_key,
+                stream_fn,
             ],
             proxy_url,
             proxy_token,
@@ -382,14 +382,15 @@ impl PyAgent {
         let snapshot: AgentSnapshot = parse(snapshot, "snapshot")?;
         let code = Code {
             tools,
+            // In `HookKind::ALL`'s order.
             hooks: [
-                (HookKind::BeforeToolCall, before_tool_call),
-                (HookKind::AfterToolCall, after_tool_call),
-                (HookKind::ShouldStopAfterTurn, should_stop_after_turn),
-                (HookKind::TransformContext, transform_context),
-                (HookKind::ConvertToLlm, convert_to_llm),
-                (HookKind::GetApiKey, get_api_key),
-                (HookKind::StreamFn, stream_fn),
+                before_tool_call,
+                after_tool_call,
+                should_stop_after_turn,
+                transform_context,
+                convert_to_llm,
+                get_api_key,
+                stream_fn,
             ],
             proxy_url,
             proxy_token,
@@ -730,78 +731,6 @@ impl PyAgent {
         Ok(())
     }
 
-    // ---- hooks ----------------------------------------------------------------------------
-
-    #[getter]
-    fn before_tool_call(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.hooks().get(py, HookKind::BeforeToolCall)
-    }
-
-    #[setter]
-    fn set_before_tool_call(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.set_hook(HookKind::BeforeToolCall, function)
-    }
-
-    #[getter]
-    fn after_tool_call(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.hooks().get(py, HookKind::AfterToolCall)
-    }
-
-    #[setter]
-    fn set_after_tool_call(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.set_hook(HookKind::AfterToolCall, function)
-    }
-
-    #[getter]
-    fn should_stop_after_turn(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.hooks().get(py, HookKind::ShouldStopAfterTurn)
-    }
-
-    #[setter]
-    fn set_should_stop_after_turn(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.set_hook(HookKind::ShouldStopAfterTurn, function)
-    }
-
-    #[getter]
-    fn transform_context(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.hooks().get(py, HookKind::TransformContext)
-    }
-
-    #[setter]
-    fn set_transform_context(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.set_hook(HookKind::TransformContext, function)
-    }
-
-    #[getter]
-    fn convert_to_llm(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.hooks().get(py, HookKind::ConvertToLlm)
-    }
-
-    #[setter]
-    fn set_convert_to_llm(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.set_hook(HookKind::ConvertToLlm, function)
-    }
-
-    #[getter(get_api_key)]
-    fn api_key_hook(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.hooks().get(py, HookKind::GetApiKey)
-    }
-
-    #[setter]
-    fn set_get_api_key(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.set_hook(HookKind::GetApiKey, function)
-    }
-
-    #[getter]
-    fn stream_fn(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.hooks().get(py, HookKind::StreamFn)
-    }
-
-    #[setter]
-    fn set_stream_fn(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.set_hook(HookKind::StreamFn, function)
-    }
-
     // ---- subscribers ----------------------------------------------------------------------
 
     /// Calls `callback(event)` — or `callback(event, signal)` if it takes two arguments — for
@@ -821,12 +750,7 @@ impl PyAgent {
         partial: bool,
         r#loop: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Unsubscribe> {
-        if !callback.is_callable() {
-            return Err(type_error(
-                Some("callback"),
-                format!("subscriber must be callable, not {}", type_name(&callback)),
-            ));
-        }
+        callable(&callback, "subscriber", "callback")?;
         let dispatch = match r#loop {
             None => None,
             Some(event_loop) => Some(Arc::new(loop_dispatch(&callback, &event_loop)?)),
@@ -1001,6 +925,37 @@ impl PyAgent {
             }
         )
     }
+}
+
+/// The hook attributes (`agent.before_tool_call = f`, ...): a getter and a setter per
+/// [`HookKind`], from this one table.
+macro_rules! hook_attributes {
+    ($($kind:ident: $name:ident, $set:ident;)*) => {
+        #[pymethods]
+        impl PyAgent {
+            $(
+                #[getter($name)]
+                fn $name(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+                    self.hooks().get(py, HookKind::$kind)
+                }
+
+                #[setter($name)]
+                fn $set(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+                    self.set_hook(HookKind::$kind, function)
+                }
+            )*
+        }
+    };
+}
+
+hook_attributes! {
+    BeforeToolCall: before_tool_call, set_before_tool_call;
+    AfterToolCall: after_tool_call, set_after_tool_call;
+    ShouldStopAfterTurn: should_stop_after_turn, set_should_stop_after_turn;
+    TransformContext: transform_context, set_transform_context;
+    ConvertToLlm: convert_to_llm, set_convert_to_llm;
+    GetApiKey: get_api_key, set_get_api_key;
+    StreamFn: stream_fn, set_stream_fn;
 }
 
 impl Drop for PyAgent {

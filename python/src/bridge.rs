@@ -4,17 +4,11 @@
 //! in a fresh loop on a pool thread (`asyncio.run`). The small Python half lives in
 //! `pi_agent/_bridge.py`, imported like any module of the package.
 //!
-//! Interpreter exit. CPython ends a thread that takes the GIL once finalization has begun
-//! (`pthread_exit`), and that forced unwind aborts the process if it crosses Rust frames. So:
-//! - user Python code only runs on pool threads, called from pure-Python frames;
-//! - runtime threads take the GIL only through [`with_gil`], which an `atexit` hook (run
-//!   before finalization) closes, after waiting for the calls in flight;
-//! - a thread blocked in a binding call with the GIL released never takes it back once the
-//!   hook ran ([`park_if_exiting`]): it parks until the process is gone.
+//! User Python code only runs on pool threads, called from pure-Python frames, and runtime
+//! threads take the GIL only through [`with_gil`] (see [`crate::exit`]).
 
 use std::future::Future;
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyRuntimeError;
@@ -24,77 +18,10 @@ use pyo3::types::{PyModule, PyTuple};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use crate::exit::with_gil;
 use crate::runtime::runtime;
 
 static BRIDGE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
-
-/// Calls into Python from runtime threads that may race the interpreter's exit.
-struct ExitState {
-    in_flight: usize,
-    exiting: bool,
-    /// The thread that ran the hook (it finalizes the interpreter and may still call us).
-    finalizer: Option<std::thread::ThreadId>,
-}
-
-static EXIT: Mutex<ExitState> = Mutex::new(ExitState {
-    in_flight: 0,
-    exiting: false,
-    finalizer: None,
-});
-static EXIT_DONE: Condvar = Condvar::new();
-
-/// How long the exit hook waits for calls in flight (conversions: microseconds).
-const EXIT_WAIT: Duration = Duration::from_secs(5);
-
-fn exit_state() -> std::sync::MutexGuard<'static, ExitState> {
-    EXIT.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Never returns once the interpreter is exiting: for threads about to take the GIL back
-/// after a blocking wait. The process ends under them. (The thread that finalizes the
-/// interpreter, which ran the hook, carries on.)
-pub(crate) fn park_if_exiting() {
-    let park = {
-        let state = exit_state();
-        state.exiting && state.finalizer != Some(std::thread::current().id())
-    };
-    if park {
-        loop {
-            std::thread::park();
-        }
-    }
-}
-
-/// Runs `f` with the GIL on a runtime thread, unless the interpreter is exiting (then `None`:
-/// nobody waits for the outcome any more).
-pub(crate) fn with_gil<R>(f: impl FnOnce(Python<'_>) -> R) -> Option<R> {
-    {
-        let mut state = exit_state();
-        if state.exiting {
-            return None;
-        }
-        state.in_flight += 1;
-    }
-    let outcome = Python::attach(f);
-    let mut state = exit_state();
-    state.in_flight -= 1;
-    if state.in_flight == 0 {
-        EXIT_DONE.notify_all();
-    }
-    Some(outcome)
-}
-
-/// The `atexit` hook: stops new calls of [`with_gil`] and waits (GIL released) for those in
-/// flight.
-#[pyfunction]
-fn wait_for_runtime_calls(py: Python<'_>) {
-    py.detach(|| {
-        let mut state = exit_state();
-        state.exiting = true;
-        state.finalizer = Some(std::thread::current().id());
-        let _ = EXIT_DONE.wait_timeout_while(state, EXIT_WAIT, |state| state.in_flight > 0);
-    });
-}
 
 /// The `os.register_at_fork(after_in_child=...)` hook: the child gets its own runtime and
 /// worker pool on first use (the parent's threads do not exist in it).
@@ -107,11 +34,9 @@ fn after_fork_in_child(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// Registers the exit and fork hooks (once, at import).
-pub(crate) fn register_exit_hook(module: &Bound<'_, PyModule>) -> PyResult<()> {
+/// Registers the fork hook (once, at import).
+pub(crate) fn register_fork_hook(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
-    let hook = wrap_pyfunction!(wait_for_runtime_calls, module)?;
-    py.import("atexit")?.call_method1("register", (hook,))?;
     let fork_hook = wrap_pyfunction!(after_fork_in_child, module)?;
     let keywords = pyo3::types::PyDict::new(py);
     keywords.set_item("after_in_child", fork_hook)?;
@@ -152,37 +77,34 @@ impl Done {
             deliver: Mutex::new(Some(Box::new(deliver))),
         }
     }
+
+    /// Hands `outcome` on (the first time only).
+    fn deliver(&self, py: Python<'_>, outcome: PyResult<Bound<'_, PyAny>>) {
+        let deliver = self
+            .deliver
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(deliver) = deliver {
+            deliver(py, outcome);
+        }
+    }
 }
 
 #[pymethods]
 impl Done {
     fn __call__(&self, py: Python<'_>, ok: bool, value: Bound<'_, PyAny>) {
-        let deliver = self
-            .deliver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(deliver) = deliver {
-            let outcome = if ok {
-                Ok(value)
-            } else {
-                Err(PyErr::from_value(value))
-            };
-            deliver(py, outcome);
-        }
+        let outcome = if ok {
+            Ok(value)
+        } else {
+            Err(PyErr::from_value(value))
+        };
+        self.deliver(py, outcome);
     }
 
     /// As a `concurrent.futures.Future` done-callback (coroutines on another loop).
     fn future_done(&self, future: &Bound<'_, PyAny>) {
-        let outcome = future.call_method0("result");
-        let deliver = self
-            .deliver
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        if let Some(deliver) = deliver {
-            deliver(future.py(), outcome);
-        }
+        self.deliver(future.py(), future.call_method0("result"));
     }
 }
 
@@ -314,17 +236,34 @@ pub(crate) fn ready_future<'py>(
     Ok(future)
 }
 
-/// Cancels a submitted coroutine if the Rust side stops waiting (e.g. the run was aborted).
-struct CancelSubmitted(Option<Py<PyAny>>);
+/// Cancels a running coroutine (its submitted future, or its `FreshLoop`) if the Rust side
+/// stops waiting (e.g. the run was aborted).
+struct CancelOnDrop(Option<Py<PyAny>>);
 
-impl Drop for CancelSubmitted {
+impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Some(future) = self.0.take() {
+        if let Some(handle) = self.0.take() {
             with_gil(|py| {
-                let _ = future.bind(py).call_method0("cancel");
+                let _ = handle.bind(py).call_method0("cancel");
             });
         }
     }
+}
+
+/// Waits for a coroutine's outcome on `rx`; dropped before it comes, cancels the coroutine
+/// through `handle`. `lost` is the error when the outcome never comes.
+async fn outcome_or_cancel(
+    handle: PyResult<Py<PyAny>>,
+    rx: oneshot::Receiver<Delivered>,
+    lost: &'static str,
+) -> Delivered {
+    let mut guard = CancelOnDrop(Some(handle?));
+    let outcome = rx.await;
+    // Finished: nothing to cancel.
+    if let Some(handle) = guard.0.take() {
+        with_gil(|_py| drop(handle));
+    }
+    outcome.unwrap_or_else(|_| Err(PyRuntimeError::new_err(lost)))
 }
 
 /// Whether coroutines submitted to `event_loop` from another thread will run.
@@ -360,34 +299,14 @@ pub(crate) async fn run_on_loop(
             .call1((coroutine, event_loop, done, owners))
             .map(Bound::unbind)
     })?;
-    let submitted = match submitted {
-        Ok(submitted) => submitted,
-        Err(error) => return Some(Err(error)),
-    };
-    let mut guard = CancelSubmitted(Some(submitted));
-    let outcome = rx.await;
-    // Finished: nothing to cancel.
-    if let Some(submitted) = guard.0.take() {
-        with_gil(|_py| drop(submitted));
-    }
-    Some(outcome.unwrap_or_else(|_| {
-        Err(PyRuntimeError::new_err(
+    Some(
+        outcome_or_cancel(
+            submitted,
+            rx,
             "pi_agent: the event loop dropped a coroutine",
-        ))
-    }))
-}
-
-/// Cancellation handle of a coroutine run by [`run_fresh`] on a pool thread.
-struct CancelFresh(Option<Py<PyAny>>);
-
-impl Drop for CancelFresh {
-    fn drop(&mut self) {
-        if let Some(runner) = self.0.take() {
-            with_gil(|py| {
-                let _ = runner.bind(py).call_method0("cancel");
-            });
-        }
-    }
+        )
+        .await,
+    )
 }
 
 /// Runs `coroutine` to completion with `asyncio.run` on a pool thread. Dropping the returned
@@ -406,18 +325,5 @@ pub(crate) async fn run_fresh(
         spawn_job(py, &runner.getattr("run")?, &args, done, owners.as_deref())?;
         Ok(runner.unbind())
     })?;
-    let runner = match runner {
-        Ok(runner) => runner,
-        Err(error) => return Some(Err(error)),
-    };
-    let mut guard = CancelFresh(Some(runner));
-    let outcome = rx.await;
-    if let Some(runner) = guard.0.take() {
-        with_gil(|_py| drop(runner));
-    }
-    Some(outcome.unwrap_or_else(|_| {
-        Err(PyRuntimeError::new_err(
-            "pi_agent: a coroutine ended without a result",
-        ))
-    }))
+    Some(outcome_or_cancel(runner, rx, "pi_agent: a coroutine ended without a result").await)
 }

@@ -15,9 +15,10 @@ use pyo3::types::PyTuple;
 use tokio::sync::oneshot;
 
 use crate::bridge::{
-    Delivered, Done, is_awaitable, loop_is_usable, run_fresh, run_on_loop, spawn_job, with_gil,
+    Delivered, Done, is_awaitable, loop_is_usable, run_fresh, run_on_loop, spawn_job,
 };
-use crate::convert::type_name;
+use crate::errors::type_name;
+use crate::exit::with_gil;
 
 /// Where the Python callbacks of a run go: the event loop of the caller awaiting it (`None`
 /// for `prompt_sync` and sync iteration), and the ids of the agents whose runs it belongs to
@@ -124,18 +125,11 @@ pub(crate) async fn call<T: Send + 'static>(
         .unwrap_or_else(lost)
 }
 
-/// [`call`] for core callbacks that are synchronous (`prepare_arguments`, `on_payload`, OAuth's
-/// `on_auth`): blocks the calling runtime thread, which hands its other tasks to another
-/// worker meanwhile (`block_in_place`).
-pub(crate) fn call_blocking<T: Send + 'static>(
-    scope: Scope,
-    prepare: impl for<'py> FnOnce(Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)>
-    + Send
-    + 'static,
-    finish: impl for<'py> FnOnce(Python<'py>, PyResult<Bound<'py, PyAny>>) -> T + Send + 'static,
-    lost: impl FnOnce() -> T,
-) -> T {
-    let block = || futures::executor::block_on(call(scope, prepare, finish, lost));
+/// Waits for a [`call`] in core callbacks that are synchronous (`prepare_arguments`,
+/// `on_payload`, OAuth's `on_auth`): blocks the calling runtime thread, which hands its other
+/// tasks to another worker meanwhile (`block_in_place`).
+pub(crate) fn call_blocking<T>(call: impl std::future::Future<Output = T>) -> T {
+    let block = || futures::executor::block_on(call);
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(block)

@@ -6,20 +6,32 @@
 //! [`MAX_DEPTH`] (which also catches self-referential ones) instead of overflowing the stack,
 //! and JSON → Python builds the objects without recursion.
 
-use pyo3::exceptions::PyValueError;
+use std::sync::OnceLock;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Number, Value};
 
-use crate::errors::{type_error, value_error, with_field};
-use crate::model::PyModel;
-use crate::tools::PyTool;
+use crate::errors::{type_error, type_name, value_error, with_field};
 
 /// How deeply a Python object may nest to become JSON: serde_json's own limit for JSON text,
 /// so whatever is accepted here can also be written to a snapshot and read back.
 pub(crate) const MAX_DEPTH: usize = 128;
+
+/// How an object of one of the binding's classes reads as JSON (a `Model` as its pi JSON, a
+/// `Tool` as its definition); `None` when `obj` is not of that class.
+pub(crate) type ClassJson = fn(&Bound<'_, PyAny>) -> Option<PyResult<Value>>;
+
+/// The classes [`from_py`] reads besides plain values. They register at import
+/// ([`register_json_classes`]): this module knows JSON, not the classes.
+static JSON_CLASSES: OnceLock<Vec<ClassJson>> = OnceLock::new();
+
+/// Sets the classes [`from_py`] reads (once, at import).
+pub(crate) fn register_json_classes(classes: Vec<ClassJson>) {
+    let _ = JSON_CLASSES.set(classes);
+}
 
 /// A JSON value on its way to Python (converted once attached, e.g. when an async result is
 /// delivered to the event loop).
@@ -157,26 +169,18 @@ fn from_py_at(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
         }
         return Ok(Value::Object(map));
     }
-    if let Ok(list) = obj.cast::<PyList>() {
-        return list
-            .iter()
-            .map(|item| from_py_at(&item, depth + 1))
+    if container {
+        // A list or a tuple (a dict returned above).
+        return obj
+            .try_iter()?
+            .map(|item| from_py_at(&item?, depth + 1))
             .collect::<PyResult<_>>()
             .map(Value::Array);
     }
-    if let Ok(tuple) = obj.cast::<PyTuple>() {
-        return tuple
-            .iter()
-            .map(|item| from_py_at(&item, depth + 1))
-            .collect::<PyResult<_>>()
-            .map(Value::Array);
-    }
-    if let Ok(model) = obj.cast::<PyModel>() {
-        return serde_json::to_value(&model.get().model)
-            .map_err(|error| PyValueError::new_err(error.to_string()));
-    }
-    if let Ok(tool) = obj.cast::<PyTool>() {
-        return Ok(tool.get().definition_json());
+    for class_json in JSON_CLASSES.get().into_iter().flatten() {
+        if let Some(value) = class_json(obj) {
+            return value;
+        }
     }
     Err(type_error(
         None,
@@ -202,13 +206,6 @@ pub(crate) fn parse_value<T: DeserializeOwned>(value: Value, what: &str) -> PyRe
 pub(crate) fn field_of(what: &str) -> String {
     let head = what.split(" (").next().unwrap_or(what);
     head.trim().replace(' ', "_")
-}
-
-/// The name of `obj`'s type, for error messages.
-pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type()
-        .name()
-        .map_or_else(|_| "?".to_owned(), |name| name.to_string())
 }
 
 /// `max_tokens` → `maxTokens`: Python's keyword names to pi's JSON names, mechanically.

@@ -1,9 +1,10 @@
-//! The exception tree, and the one mapping from core's [`AgentError`] to it.
+//! The exception tree, and the mappings from core's [`AgentError`] and session errors to it.
 //!
 //! Setup mistakes raise; model, network, tool and abort failures never do: they end the run
 //! or stream with a message whose `stopReason` is `error` or `aborted` (pi's rule).
 
 use pi_agent::agent::AgentError;
+use pi_agent::session::SessionError as SessionFailure;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -110,6 +111,24 @@ fn input_error(kind: Kind, field: Option<&str>, message: String) -> PyErr {
     })
 }
 
+create_exception!(
+    pi_agent,
+    SessionError,
+    PiError,
+    "A durable session's store failed (the session stopped; open it again to resume), another \
+     writer wrote the same session, or a request id was reused for another kind of request."
+);
+
+/// The Python exception for a session failure (input mistakes are `ValueError`s).
+pub(crate) fn session_error(error: SessionFailure) -> PyErr {
+    match error {
+        SessionFailure::EmptyRequestId | SessionFailure::EmptySessionId => {
+            pyo3::exceptions::PyValueError::new_err(error.to_string())
+        }
+        error => SessionError::new_err(error.to_string()),
+    }
+}
+
 /// A `PiValueError` (a `ValueError`): a value pi_agent cannot use; `field` names it.
 pub(crate) fn value_error(field: Option<&str>, message: impl Into<String>) -> PyErr {
     input_error(Kind::Value, field, message.into())
@@ -118,6 +137,44 @@ pub(crate) fn value_error(field: Option<&str>, message: impl Into<String>) -> Py
 /// A `PiTypeError` (a `TypeError`): an argument of the wrong kind; `field` names it.
 pub(crate) fn type_error(field: Option<&str>, message: impl Into<String>) -> PyErr {
     input_error(Kind::Type, field, message.into())
+}
+
+/// The name of `obj`'s type, for error messages.
+pub(crate) fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".to_owned(), |name| name.to_string())
+}
+
+/// `value` if it is callable; else a `PiTypeError` "`<what>` must be callable, not <type>"
+/// whose field is `field`.
+pub(crate) fn callable<'a, 'py>(
+    value: &'a Bound<'py, PyAny>,
+    what: &str,
+    field: &str,
+) -> PyResult<&'a Bound<'py, PyAny>> {
+    if value.is_callable() {
+        return Ok(value);
+    }
+    Err(type_error(
+        Some(field),
+        format!("{what} must be callable, not {}", type_name(value)),
+    ))
+}
+
+/// An optional callable keyword argument named `what`: absent or `None` is `None`; a value that
+/// is not callable is a `PiTypeError` "`<what>` must be callable or None, not <type>".
+pub(crate) fn optional_callable<'a, 'py>(
+    value: Option<&'a Bound<'py, PyAny>>,
+    what: &str,
+) -> PyResult<Option<&'a Bound<'py, PyAny>>> {
+    match value.filter(|value| !value.is_none()) {
+        Some(value) if !value.is_callable() => Err(type_error(
+            Some(what),
+            format!("{what} must be callable or None, not {}", type_name(value)),
+        )),
+        value => Ok(value),
+    }
 }
 
 /// `error` with its field set to `field` when it is an input error that names none yet (an

@@ -13,8 +13,8 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use serde_json::{Value, json};
 
 use crate::callable::{self, EXITING, Scope, describe};
-use crate::convert::{from_py, serde_to_py, type_name};
-use crate::errors::{type_error, value_error};
+use crate::convert::{from_py, serde_to_py};
+use crate::errors::{type_error, type_name, value_error};
 use crate::model::PyModel;
 
 /// A registered faux provider: each request pops the next scripted response and streams it

@@ -25,8 +25,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::helper;
 use crate::callable::{self, EXITING, RunScope, exception_message, raised};
-use crate::convert::{from_py, parse, parse_value, serde_to_py, type_name};
-use crate::errors::type_error;
+use crate::convert::{from_py, parse, parse_value, serde_to_py};
+use crate::errors::optional_callable;
 use crate::signal::PySignal;
 use crate::stream_fn;
 use crate::tools::text_content_to_blocks;
@@ -44,6 +44,18 @@ pub(crate) enum HookKind {
 }
 
 impl HookKind {
+    /// Every hook, in the order of `Agent(...)`'s keywords (and of [`Hooks`]' slots).
+    pub(crate) const ALL: [Self; 7] = [
+        Self::BeforeToolCall,
+        Self::AfterToolCall,
+        Self::ShouldStopAfterTurn,
+        Self::TransformContext,
+        Self::ConvertToLlm,
+        Self::GetApiKey,
+        Self::StreamFn,
+    ];
+
+    /// The hook's Python name (its keyword and attribute).
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::BeforeToolCall => "before_tool_call",
@@ -75,6 +87,16 @@ impl PyHook {
         })
     }
 
+    /// A hook keyword argument: absent or `None` for none, a `TypeError` if it is not callable.
+    pub(crate) fn argument(
+        function: Option<&Bound<'_, PyAny>>,
+        kind: HookKind,
+    ) -> PyResult<Option<Self>> {
+        optional_callable(function, kind.name())?
+            .map(Self::new)
+            .transpose()
+    }
+
     /// The function and its arguments: `(argument,)` or `(argument, signal)`.
     fn call_with<'py>(
         &self,
@@ -94,7 +116,7 @@ impl PyHook {
 
 /// The Python functions installed as an agent's hooks, kept for the getters.
 #[derive(Default)]
-pub(crate) struct Hooks([Option<PyHook>; 7]);
+pub(crate) struct Hooks([Option<PyHook>; HookKind::ALL.len()]);
 
 impl Hooks {
     /// The function installed as hook `kind`.
@@ -112,20 +134,7 @@ impl Hooks {
         kind: HookKind,
         function: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let hook = match function.filter(|function| !function.is_none()) {
-            Some(function) if !function.is_callable() => {
-                return Err(type_error(
-                    Some(kind.name()),
-                    format!(
-                        "{} must be callable or None, not {}",
-                        kind.name(),
-                        type_name(function)
-                    ),
-                ));
-            }
-            Some(function) => Some(PyHook::new(function)?),
-            None => None,
-        };
+        let hook = PyHook::argument(function, kind)?;
         self.0[kind as usize] = hook.clone();
         let scope = scope.clone();
         match kind {

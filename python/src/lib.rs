@@ -4,7 +4,8 @@
 //! contexts, options and hook results cross as pi-shaped dicts read and written by core's
 //! serde types, every wait releases the GIL, everything async runs on the binding's one tokio
 //! runtime ([`runtime`]), and Python code the runtime calls runs on Python's own threads
-//! ([`bridge`]).
+//! ([`bridge`]), and the interpreter's exit never catches a runtime thread holding the GIL
+//! ([`exit`]).
 
 mod agent;
 mod agent_run;
@@ -13,6 +14,7 @@ mod callable;
 mod convert;
 mod errors;
 mod event_dict;
+mod exit;
 mod faux;
 mod helpers;
 mod hook;
@@ -49,7 +51,8 @@ mod _core {
     use super::agent_run::PyAgentRun;
     #[pymodule_export]
     use super::errors::{
-        AgentBusyError, AgentRunError, CannotContinueError, PiError, ToolValidationError,
+        AgentBusyError, AgentRunError, CannotContinueError, PiError, SessionError,
+        ToolValidationError,
     };
     #[pymodule_export]
     use super::faux::{PyFauxProvider, faux_text, faux_thinking, faux_tool_call};
@@ -67,7 +70,7 @@ mod _core {
     use super::model_errors::raise_for_error;
     #[pymodule_export]
     use super::oauth::{
-        OAuthError, oauth_get_api_key, oauth_get_api_key_sync, oauth_login, oauth_login_sync,
+        OAuthError, PyOAuthLogin, oauth_get_api_key, oauth_get_api_key_sync, oauth_login,
         oauth_modify_models, oauth_providers, oauth_read_auth_file, oauth_refresh,
         oauth_refresh_sync, oauth_write_auth_file,
     };
@@ -80,7 +83,7 @@ mod _core {
     #[pymodule_export]
     use super::overflow::is_context_overflow;
     #[pymodule_export]
-    use super::session::{PySession, SessionError};
+    use super::session::PySession;
     #[pymodule_export]
     use super::session_subscription::PySessionSubscription;
     #[pymodule_export]
@@ -101,7 +104,12 @@ mod _core {
 
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {
-        super::bridge::register_exit_hook(module)?;
+        super::exit::register_exit_hook(module)?;
+        super::bridge::register_fork_hook(module)?;
+        super::convert::register_json_classes(vec![
+            super::model::PyModel::as_json,
+            super::tools::PyTool::as_json,
+        ]);
         super::errors::register(module)?;
         super::model_errors::register(module)?;
         super::logs::install(module.py())?;

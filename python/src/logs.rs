@@ -10,7 +10,7 @@ use pi_agent::observability::{ForwardLogs, LogEvent, LogLevel, log_level_from_en
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::bridge::with_gil;
+use crate::exit::with_gil;
 
 /// Python's number for a core level (TRACE has none: 5, below DEBUG).
 fn python_level(level: LogLevel) -> u8 {

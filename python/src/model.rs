@@ -16,6 +16,15 @@ pub(crate) struct PyModel {
 }
 
 impl PyModel {
+    /// A `Model` object's pi JSON (for [`crate::convert::from_py`]).
+    pub(crate) fn as_json(obj: &Bound<'_, PyAny>) -> Option<PyResult<serde_json::Value>> {
+        let model = obj.cast::<PyModel>().ok()?;
+        Some(
+            serde_json::to_value(&model.get().model)
+                .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string())),
+        )
+    }
+
     /// Reads a `Model` object or a pi-shaped model dict.
     pub(crate) fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Model> {
         match obj.cast::<PyModel>() {

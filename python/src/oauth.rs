@@ -4,7 +4,7 @@
 //! reprs). Core's errors never contain a token; neither do the ones raised here.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
@@ -22,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{future_into_py, running_loop};
 use crate::callable::{Scope, call, call_blocking, describe};
-use crate::convert::{Json, parse, serde_to_py, type_name};
-use crate::errors::{PiError, type_error};
+use crate::convert::{Json, parse, serde_to_py};
+use crate::errors::{PiError, optional_callable, type_error, type_name};
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 
@@ -131,12 +131,12 @@ fn answer(
 impl OAuthLoginCallbacks for Callbacks {
     fn on_auth(&self, info: OAuthAuthInfo) {
         let function = Arc::clone(&self.on_auth);
-        call_blocking(
+        call_blocking(call(
             self.scope.clone(),
             dict_arg(Arc::clone(&function), info),
             report(function),
             || (),
-        );
+        ));
     }
 
     fn on_prompt(&self, prompt: OAuthPrompt) -> BoxFuture<'_, Result<String, oauth::OAuthError>> {
@@ -153,7 +153,7 @@ impl OAuthLoginCallbacks for Callbacks {
         if let Some(function) = &self.on_progress {
             let message = message.to_owned();
             let call_function = Arc::clone(function);
-            call_blocking(
+            call_blocking(call(
                 self.scope.clone(),
                 move |py| {
                     let args = PyTuple::new(py, [message])?;
@@ -161,7 +161,7 @@ impl OAuthLoginCallbacks for Callbacks {
                 },
                 report(Arc::clone(function)),
                 || (),
-            );
+            ));
         }
     }
 
@@ -196,15 +196,9 @@ impl OAuthLoginCallbacks for Callbacks {
     }
 }
 
-fn callable(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Arc<Py<PyAny>>>> {
-    match value.filter(|value| !value.is_none()) {
-        None => Ok(None),
-        Some(value) if value.is_callable() => Ok(Some(Arc::new(value.clone().unbind()))),
-        Some(value) => Err(type_error(
-            Some(what),
-            format!("{what} must be callable, not {}", type_name(value)),
-        )),
-    }
+/// An optional callback argument, shared by the futures that call it.
+fn optional(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<Option<Arc<Py<PyAny>>>> {
+    Ok(optional_callable(value, what)?.map(|value| Arc::new(value.clone().unbind())))
 }
 
 /// A prepared login: the provider, the host's callbacks, the cancellation token.
@@ -215,19 +209,17 @@ struct Login {
 }
 
 impl Login {
-    #[allow(clippy::too_many_arguments)]
+    /// `optional` are `on_progress`, `on_manual_code_input` and `on_select`. The callbacks'
+    /// event loop is the one `run()` is awaited on (none for `run_sync()`).
     fn new(
         provider_id: &str,
         on_auth: &Bound<'_, PyAny>,
         on_prompt: &Bound<'_, PyAny>,
-        on_progress: Option<&Bound<'_, PyAny>>,
-        on_manual_code_input: Option<&Bound<'_, PyAny>>,
-        on_select: Option<&Bound<'_, PyAny>>,
+        [on_progress, on_manual_code_input, on_select]: [Option<&Bound<'_, PyAny>>; 3],
         signal: Option<&Bound<'_, PyAny>>,
-        event_loop: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let required = |value: &Bound<'_, PyAny>, what: &str| {
-            callable(Some(value), what)?
+            optional(Some(value), what)?
                 .ok_or_else(|| type_error(Some(what), format!("{what} is required")))
         };
         let cancel = match signal.filter(|signal| !signal.is_none()) {
@@ -244,13 +236,10 @@ impl Login {
             callbacks: Callbacks {
                 on_auth: required(on_auth, "on_auth")?,
                 on_prompt: required(on_prompt, "on_prompt")?,
-                on_progress: callable(on_progress, "on_progress")?,
-                on_manual_code_input: callable(on_manual_code_input, "on_manual_code_input")?,
-                on_select: callable(on_select, "on_select")?,
-                scope: Scope {
-                    event_loop: event_loop.map(Arc::new),
-                    owners: None,
-                },
+                on_progress: optional(on_progress, "on_progress")?,
+                on_manual_code_input: optional(on_manual_code_input, "on_manual_code_input")?,
+                on_select: optional(on_select, "on_select")?,
+                scope: Scope::default(),
             },
             cancel,
         })
@@ -272,46 +261,13 @@ fn credentials_json(credentials: &OAuthCredentials) -> PyResult<Json> {
         .map_err(|error| PyValueError::new_err(error.to_string()))
 }
 
-/// Starts a login; an asyncio future of the running loop resolving to the credentials dict.
+/// Prepares a login, to run once with `run()` (asyncio) or `run_sync()` (blocking).
 #[pyfunction]
 #[pyo3(signature = (
     provider_id, *, on_auth, on_prompt, on_progress = None, on_manual_code_input = None,
     on_select = None, signal = None,
 ))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn oauth_login<'py>(
-    py: Python<'py>,
-    provider_id: &str,
-    on_auth: &Bound<'py, PyAny>,
-    on_prompt: &Bound<'py, PyAny>,
-    on_progress: Option<&Bound<'py, PyAny>>,
-    on_manual_code_input: Option<&Bound<'py, PyAny>>,
-    on_select: Option<&Bound<'py, PyAny>>,
-    signal: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let event_loop = running_loop(py)?.unbind();
-    let login = Login::new(
-        provider_id,
-        on_auth,
-        on_prompt,
-        on_progress,
-        on_manual_code_input,
-        on_select,
-        signal,
-        Some(event_loop),
-    )?;
-    future_into_py(py, login.run())
-}
-
-/// Runs a login to its end (GIL released); Ctrl-C cancels it.
-#[pyfunction]
-#[pyo3(signature = (
-    provider_id, *, on_auth, on_prompt, on_progress = None, on_manual_code_input = None,
-    on_select = None, signal = None,
-))]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn oauth_login_sync(
-    py: Python<'_>,
+pub(crate) fn oauth_login(
     provider_id: &str,
     on_auth: &Bound<'_, PyAny>,
     on_prompt: &Bound<'_, PyAny>,
@@ -319,22 +275,46 @@ pub(crate) fn oauth_login_sync(
     on_manual_code_input: Option<&Bound<'_, PyAny>>,
     on_select: Option<&Bound<'_, PyAny>>,
     signal: Option<&Bound<'_, PyAny>>,
-) -> PyResult<Json> {
-    let login = Login::new(
-        provider_id,
-        on_auth,
-        on_prompt,
-        on_progress,
-        on_manual_code_input,
-        on_select,
-        signal,
-        None,
-    )?;
-    let cancel = login.cancel.clone();
-    wait(py, login.run(), move || {
-        cancel.cancel();
-        Interrupted::Return
-    })?
+) -> PyResult<PyOAuthLogin> {
+    let callbacks = [on_progress, on_manual_code_input, on_select];
+    let login = Login::new(provider_id, on_auth, on_prompt, callbacks, signal)?;
+    Ok(PyOAuthLogin(Mutex::new(Some(login))))
+}
+
+/// A prepared login (`oauth_login(...)`), which runs once.
+#[pyclass(module = "pi_agent", name = "_OAuthLogin", frozen)]
+pub(crate) struct PyOAuthLogin(Mutex<Option<Login>>);
+
+impl PyOAuthLogin {
+    fn take(&self) -> PyResult<Login> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .ok_or_else(|| PiError::new_err("this login has already run"))
+    }
+}
+
+#[pymethods]
+impl PyOAuthLogin {
+    /// Runs the login: an asyncio future of the running loop resolving to the credentials
+    /// dict; `async def` callbacks run on that loop.
+    fn run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let event_loop = running_loop(py)?.unbind();
+        let mut login = self.take()?;
+        login.callbacks.scope.event_loop = Some(Arc::new(event_loop));
+        future_into_py(py, login.run())
+    }
+
+    /// Runs the login to its end (GIL released); Ctrl-C cancels it.
+    fn run_sync(&self, py: Python<'_>) -> PyResult<Json> {
+        let login = self.take()?;
+        let cancel = login.cancel.clone();
+        wait(py, login.run(), move || {
+            cancel.cancel();
+            Interrupted::Return
+        })?
+    }
 }
 
 /// Reads `{provider id: credentials dict}`.

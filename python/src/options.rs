@@ -6,14 +6,16 @@
 
 use std::sync::Arc;
 
-use pi_agent::ai::{Callback, Model, OnPayload, OnResponse, StreamOptions, shape_fields};
+use pi_agent::ai::{
+    Callback, Model, OnPayload, OnResponse, PayloadError, StreamOptions, shape_fields,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use serde_json::{Map, Value};
 
-use crate::callable::{Scope, call_blocking};
-use crate::convert::{camel_case, from_py, snake_case, to_py, type_name};
-use crate::errors::{type_error, value_error, with_field};
+use crate::callable::{EXITING, Scope, call_blocking, raised};
+use crate::convert::{camel_case, from_py, snake_case, to_py};
+use crate::errors::{PiError, callable, type_error, type_name, value_error, with_field};
 use crate::model::PyModel;
 use crate::signal::PySignal;
 
@@ -217,15 +219,9 @@ pub(crate) fn to_keywords<'py>(
     Ok(dict)
 }
 
-fn callable(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Arc<Py<PyAny>>> {
-    if value.is_callable() {
-        Ok(Arc::new(value.clone().unbind()))
-    } else {
-        Err(type_error(
-            Some(&format!("options.{what}")),
-            format!("{what} must be callable, not {}", type_name(value)),
-        ))
-    }
+fn callback(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Arc<Py<PyAny>>> {
+    let value = callable(value, what, &format!("options.{what}"))?;
+    Ok(Arc::new(value.clone().unbind()))
 }
 
 /// The arguments `(json, model)` of a callback.
@@ -247,36 +243,36 @@ fn json_and_model<'py>(
 }
 
 /// `on_payload(payload, model)`: return a dict to send instead, or `None` to keep it (may be
-/// `async def`). An exception is reported through `sys.unraisablehook` and the payload is kept.
+/// `async def`). An exception (or a return value that is not JSON) fails the request unsent,
+/// as a raising hook fails its run: the stream ends with an error whose message is
+/// `"on_payload raised <Type>: <message>"`.
 fn on_payload(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnPayload>> {
     if let Ok(core) = value.cast::<PyOnPayload>() {
         return Ok(core.get().0.clone());
     }
-    let function = callable(value, "on_payload")?;
+    let function = callback(value, "on_payload")?;
     Ok(Callback(Arc::new(move |payload: &Value, model: &Model| {
         let (payload, model) = (payload.clone(), model.clone());
-        let (call, report) = (Arc::clone(&function), Arc::clone(&function));
-        call_blocking(
+        let call = Arc::clone(&function);
+        call_blocking(crate::callable::call(
             Scope::default(),
             move |py| {
                 let args = PyTuple::new(py, json_and_model(py, &payload, &model)?)?;
                 Ok((call.bind(py).clone(), args))
             },
-            move |py, outcome| {
-                let replaced = outcome.and_then(|value| {
-                    if value.is_none() {
-                        Ok(None)
-                    } else {
-                        from_py(&value).map(Some)
-                    }
-                });
-                replaced.unwrap_or_else(|error| {
-                    error.write_unraisable(py, Some(report.bind(py)));
-                    None
-                })
+            |py, outcome| {
+                outcome
+                    .and_then(|value| {
+                        if value.is_none() {
+                            Ok(None)
+                        } else {
+                            from_py(&value).map(Some)
+                        }
+                    })
+                    .map_err(|error| PayloadError(raised(py, "on_payload", &error)))
             },
-            || None,
-        )
+            || Err(PayloadError(EXITING.to_owned())),
+        ))
     })))
 }
 
@@ -286,12 +282,12 @@ fn on_response(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnResponse>> {
     if let Ok(core) = value.cast::<PyOnResponse>() {
         return Ok(core.get().0.clone());
     }
-    let function = callable(value, "on_response")?;
+    let function = callback(value, "on_response")?;
     Ok(Callback(Arc::new(
         move |status: u16, headers: &std::collections::BTreeMap<String, String>, model: &Model| {
             let (headers, model) = (headers.clone(), model.clone());
             let (call, report) = (Arc::clone(&function), Arc::clone(&function));
-            call_blocking(
+            call_blocking(crate::callable::call(
                 Scope::default(),
                 move |py| {
                     let model = Bound::new(py, PyModel { model })?.into_any();
@@ -311,7 +307,7 @@ fn on_response(value: &Bound<'_, PyAny>) -> PyResult<Callback<OnResponse>> {
                     }
                 },
                 || (),
-            );
+            ));
         },
     )))
 }
@@ -332,7 +328,9 @@ impl PyOnPayload {
         let payload = from_py(payload)?;
         let model = PyModel::extract(model)?;
         let callback = self.0.clone();
-        let replaced = py.detach(move || (callback.0)(&payload, &model));
+        let replaced = py
+            .detach(move || (callback.0)(&payload, &model))
+            .map_err(|error| PiError::new_err(error.0))?;
         match replaced {
             Some(value) => to_py(py, &value),
             None => Ok(py.None().into_bound(py)),

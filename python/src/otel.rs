@@ -6,7 +6,7 @@ use std::time::Duration;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
-use crate::bridge::park_if_exiting;
+use crate::exit::park_if_exiting;
 use crate::spans::{self, SpanRecord, Value};
 
 /// The longest single wait of [`_otel_wait`] (the Python thread loops).

@@ -4,13 +4,15 @@
 //!
 //! The objects are exactly what [`to_py`](crate::convert::to_py) makes of `serde_json::to_value`
 //! (same keys in the same order, the same numbers, `None` for non-finite floats and for unit
-//! values, map keys written as strings), so a user sees no difference.
+//! values, map keys written as strings), so a user sees no difference. serde_json's `RawValue`
+//! (raw JSON text, as a session record's event) becomes the Python value of that JSON.
 
 use std::fmt::Display;
 
 use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
@@ -67,6 +69,22 @@ impl From<PyErr> for Error {
 
 type Result<T> = std::result::Result<T, Error>;
 
+/// The struct name under which serde_json's `RawValue` serializes: one field of that name,
+/// holding the JSON text.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Python's `json.loads`, for `RawValue`s: the text is JSON that serde_json has already
+/// checked (so nested at most 128 deep), and Python's C parser builds its objects directly.
+static JSON_LOADS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+fn parse_json<'py>(text: &Bound<'py, PyAny>) -> Result<Bound<'py, PyAny>> {
+    let py = text.py();
+    let loads = JSON_LOADS.get_or_try_init(py, || {
+        py.import("json")?.getattr("loads").map(Bound::unbind)
+    })?;
+    Ok(loads.bind(py).call1((text,))?)
+}
+
 #[derive(Clone, Copy)]
 struct PySerializer<'py> {
     py: Python<'py>,
@@ -89,6 +107,15 @@ impl<'py> PySerializer<'py> {
     }
 }
 
+/// Integers are Python `int`s.
+macro_rules! integers {
+    ($($method:ident: $integer:ty),*) => {$(
+        fn $method(self, value: $integer) -> Result<Self::Ok> {
+            self.object(value)
+        }
+    )*};
+}
+
 impl<'py> ser::Serializer for PySerializer<'py> {
     type Ok = Bound<'py, PyAny>;
     type Error = Error;
@@ -103,36 +130,18 @@ impl<'py> ser::Serializer for PySerializer<'py> {
     fn serialize_bool(self, value: bool) -> Result<Self::Ok> {
         Ok(PyBool::new(self.py, value).to_owned().into_any())
     }
-    fn serialize_i8(self, value: i8) -> Result<Self::Ok> {
-        self.object(i64::from(value))
-    }
-    fn serialize_i16(self, value: i16) -> Result<Self::Ok> {
-        self.object(i64::from(value))
-    }
-    fn serialize_i32(self, value: i32) -> Result<Self::Ok> {
-        self.object(i64::from(value))
-    }
-    fn serialize_i64(self, value: i64) -> Result<Self::Ok> {
-        self.object(value)
-    }
-    fn serialize_i128(self, value: i128) -> Result<Self::Ok> {
-        self.object(value)
-    }
-    fn serialize_u8(self, value: u8) -> Result<Self::Ok> {
-        self.object(u64::from(value))
-    }
-    fn serialize_u16(self, value: u16) -> Result<Self::Ok> {
-        self.object(u64::from(value))
-    }
-    fn serialize_u32(self, value: u32) -> Result<Self::Ok> {
-        self.object(u64::from(value))
-    }
-    fn serialize_u64(self, value: u64) -> Result<Self::Ok> {
-        self.object(value)
-    }
-    fn serialize_u128(self, value: u128) -> Result<Self::Ok> {
-        self.object(value)
-    }
+    integers!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128
+    );
     fn serialize_f32(self, value: f32) -> Result<Self::Ok> {
         self.serialize_f64(f64::from(value))
     }
@@ -221,11 +230,15 @@ impl<'py> ser::Serializer for PySerializer<'py> {
             ser: self,
             dict: PyDict::new(self.py),
             key: None,
-            variant: None,
+            shape: Shape::Dict,
         })
     }
-    fn serialize_struct(self, _name: &'static str, len: usize) -> Result<Map<'py>> {
-        self.serialize_map(Some(len))
+    fn serialize_struct(self, name: &'static str, len: usize) -> Result<Map<'py>> {
+        let mut map = self.serialize_map(Some(len))?;
+        if name == RAW_VALUE_TOKEN {
+            map.shape = Shape::Raw(None);
+        }
+        Ok(map)
     }
     fn serialize_struct_variant(
         self,
@@ -238,7 +251,7 @@ impl<'py> ser::Serializer for PySerializer<'py> {
             ser: self,
             dict: PyDict::new(self.py),
             key: None,
-            variant: Some(variant),
+            shape: Shape::Variant(variant),
         })
     }
 }
@@ -264,49 +277,28 @@ impl<'py> Seq<'py> {
     }
 }
 
-impl<'py> ser::SerializeSeq for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
+/// The four list-filling traits, which differ only in the method's name.
+macro_rules! seq_traits {
+    ($($serialize_trait:ident :: $method:ident),*) => {$(
+        impl<'py> ser::$serialize_trait for Seq<'py> {
+            type Ok = Bound<'py, PyAny>;
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
+                self.push(value)
+            }
+            fn end(self) -> Result<Self::Ok> {
+                self.done()
+            }
+        }
+    )*};
 }
 
-impl<'py> ser::SerializeTuple for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
-
-impl<'py> ser::SerializeTupleStruct for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
-
-impl<'py> ser::SerializeTupleVariant for Seq<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<()> {
-        self.push(value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
-}
+seq_traits!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// A dict being filled (a map, a struct, or a struct variant's fields).
 pub(crate) struct Map<'py> {
@@ -314,21 +306,36 @@ pub(crate) struct Map<'py> {
     dict: Bound<'py, PyDict>,
     /// The key of `serialize_key`, waiting for its value.
     key: Option<Bound<'py, PyString>>,
-    variant: Option<&'static str>,
+    shape: Shape<'py>,
+}
+
+/// What a [`Map`] becomes once filled.
+enum Shape<'py> {
+    /// The dict.
+    Dict,
+    /// `{variant: dict}`.
+    Variant(&'static str),
+    /// A `RawValue`: the value of its JSON text (its one field), once read.
+    Raw(Option<Bound<'py, PyAny>>),
 }
 
 impl<'py> Map<'py> {
     fn field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<()> {
         let value = value.serialize(self.ser)?;
+        if let Shape::Raw(raw) = &mut self.shape {
+            *raw = Some(parse_json(&value)?);
+            return Ok(());
+        }
         self.dict
             .set_item(PyString::intern(self.ser.py, key), value)?;
         Ok(())
     }
 
     fn done(self) -> Result<Bound<'py, PyAny>> {
-        match self.variant {
-            Some(variant) => self.ser.variant(variant, self.dict.into_any()),
-            None => Ok(self.dict.into_any()),
+        match self.shape {
+            Shape::Dict => Ok(self.dict.into_any()),
+            Shape::Variant(variant) => self.ser.variant(variant, self.dict.into_any()),
+            Shape::Raw(raw) => Ok(raw.unwrap_or_else(|| self.ser.none())),
         }
     }
 }
@@ -353,34 +360,35 @@ impl<'py> ser::SerializeMap for Map<'py> {
     }
 }
 
-impl<'py> ser::SerializeStruct for Map<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<()> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
+/// The two struct-filling traits, which are the same.
+macro_rules! struct_traits {
+    ($($serialize_trait:ident),*) => {$(
+        impl<'py> ser::$serialize_trait for Map<'py> {
+            type Ok = Bound<'py, PyAny>;
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<()> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<Self::Ok> {
+                self.done()
+            }
+        }
+    )*};
 }
 
-impl<'py> ser::SerializeStructVariant for Map<'py> {
-    type Ok = Bound<'py, PyAny>;
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<()> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<Self::Ok> {
-        self.done()
-    }
+struct_traits!(SerializeStruct, SerializeStructVariant);
+
+/// Integer keys are their decimal text.
+macro_rules! integer_keys {
+    ($($method:ident: $integer:ty),*) => {$(
+        fn $method(self, value: $integer) -> Result<Self::Ok> {
+            Ok(PyString::new(self.py, &value.to_string()))
+        }
+    )*};
 }
 
 /// Map keys, as serde_json writes them: strings, and numbers, chars and bools as their text.
@@ -406,30 +414,16 @@ impl<'py> ser::Serializer for KeySerializer<'py> {
     fn serialize_bool(self, value: bool) -> Result<Self::Ok> {
         Ok(PyString::new(self.py, if value { "true" } else { "false" }))
     }
-    fn serialize_i8(self, value: i8) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_i16(self, value: i16) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_i32(self, value: i32) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_i64(self, value: i64) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_u8(self, value: u8) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_u16(self, value: u16) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_u32(self, value: u32) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
-    fn serialize_u64(self, value: u64) -> Result<Self::Ok> {
-        Ok(PyString::new(self.py, &value.to_string()))
-    }
+    integer_keys!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64
+    );
     fn serialize_f32(self, _value: f32) -> Result<Self::Ok> {
         Err(key_must_be_a_string())
     }

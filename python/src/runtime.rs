@@ -11,7 +11,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 
-use crate::bridge::park_if_exiting;
+use crate::exit::park_if_exiting;
 
 /// How often a blocked caller wakes up to let Python deliver signals (Ctrl-C).
 const SIGNAL_POLL: Duration = Duration::from_millis(50);

@@ -9,34 +9,15 @@ use pi_agent::session::{
     CompactionSettings, Receipt, Session, SessionError as CoreError, SessionOptions, SessionStore,
     SqliteStore,
 };
-use pyo3::create_exception;
 use pyo3::prelude::*;
 
 use crate::callable::RunScope;
 use crate::convert::{from_py, parse_value, serde_to_py};
-use crate::errors::PiError;
+use crate::errors::session_error;
 use crate::model::PyModel;
 use crate::runtime::{Interrupted, wait};
 use crate::session_subscription::PySessionSubscription;
 use crate::tools::PyTool;
-
-create_exception!(
-    pi_agent,
-    SessionError,
-    PiError,
-    "A durable session's store failed (the session stopped; open it again to resume), another \
-     writer wrote the same session, or a request id was reused for another kind of request."
-);
-
-/// The Python exception for a session failure (input mistakes are `ValueError`s).
-pub(crate) fn session_error(error: CoreError) -> PyErr {
-    match error {
-        CoreError::EmptyRequestId | CoreError::EmptySessionId => {
-            pyo3::exceptions::PyValueError::new_err(error.to_string())
-        }
-        error => SessionError::new_err(error.to_string()),
-    }
-}
 
 /// Opens the SQLite store at `path`.
 pub(crate) fn open_store(path: &std::path::Path) -> PyResult<Arc<dyn SessionStore>> {

@@ -7,9 +7,9 @@ use std::time::Duration;
 use pi_agent::session::Subscription;
 use pyo3::prelude::*;
 
-use crate::convert::to_py;
+use crate::convert::serde_to_py;
+use crate::errors::session_error;
 use crate::runtime::{Interrupted, wait};
-use crate::session::session_error;
 
 /// Journal records `{"seq", "attempt", "event"}` after a cursor, in order, then live ones.
 #[pyclass(module = "pi_agent", name = "SessionSubscription", frozen)]
@@ -49,15 +49,8 @@ impl PySessionSubscription {
             || Interrupted::Return,
         )?
         .map_err(session_error)?;
-        // A record's event is raw JSON (`RawValue`), which only serde_json's own serializer
-        // reads as JSON: go through a `Value`.
-        record
-            .map(|record| {
-                let value = serde_json::to_value(&record)
-                    .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))?;
-                to_py(py, &value)
-            })
-            .transpose()
+        // A record's event (raw JSON) becomes its dict in `serde_to_py`.
+        record.map(|record| serde_to_py(py, &record)).transpose()
     }
 }
 

@@ -15,14 +15,15 @@ use pi_agent::agent::{
 };
 use pi_agent::ai::Model;
 use pyo3::prelude::*;
-use pyo3::types::PyType;
-use serde_json::{Value, json};
+use pyo3::types::{PyDict, PyType};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::callable::RunScope;
-use crate::convert::{Json, parse, serde_to_py, type_name};
-use crate::errors::{type_error, value_error};
-use crate::hook::{self, PyHook};
+use crate::convert::{parse, serde_to_py};
+use crate::errors::value_error;
+use crate::hook::{self, HookKind, PyHook};
+use crate::py_serde::Serialized;
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 use crate::tools::PyTool;
@@ -31,19 +32,6 @@ use crate::tools::PyTool;
 #[pyclass(module = "pi_agent", name = "AgentStepper")]
 pub(crate) struct PyAgentStepper {
     inner: AgentStepper,
-}
-
-/// A step as a dict: `{"events": [...], "action": {...}}`.
-fn step_json(step: Step) -> Json {
-    let events: Vec<Value> = step
-        .events
-        .iter()
-        .map(|event| event.to_json(false))
-        .collect();
-    Json(json!({
-        "events": events,
-        "action": serde_json::to_value(&step.action).unwrap_or(Value::Null),
-    }))
 }
 
 #[pymethods]
@@ -77,16 +65,17 @@ impl PyAgentStepper {
             None => StepperConfig::default(),
         };
         let (inner, step) = AgentStepper::start(config, system_prompt.to_owned(), messages, start);
-        Ok((Self { inner }, step_json(step).into_pyobject(py)?))
+        // A step becomes its dict (`{"events": [...], "action": {...}}`) through core's serde.
+        Ok((Self { inner }, serde_to_py(py, &step)?))
     }
 
     /// Feeds the result of the last action (a `StepInput` dict) and returns the next step.
     /// `ValueError` if it does not answer the pending action (the state is unchanged).
-    fn resume(&mut self, input: &Bound<'_, PyAny>) -> PyResult<Json> {
+    fn resume(&mut self, input: &Bound<'_, PyAny>) -> PyResult<Serialized<Step>> {
         let input: StepInput = parse(input, "step input")?;
         self.inner
             .resume(input)
-            .map(step_json)
+            .map(Serialized)
             .map_err(|error| value_error(Some("input"), error.to_string()))
     }
 
@@ -159,21 +148,6 @@ impl PyAgentStepper {
     }
 }
 
-/// A hook keyword argument: `None` (or absent) for none, `TypeError` if it is not callable.
-fn hook_argument(function: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<PyHook>> {
-    match function.filter(|function| !function.is_none()) {
-        Some(function) if !function.is_callable() => Err(type_error(
-            Some(name),
-            format!(
-                "{name} must be callable or None, not {}",
-                type_name(function)
-            ),
-        )),
-        Some(function) => PyHook::new(function).map(Some),
-        None => Ok(None),
-    }
-}
-
 /// Performs an `execute_tools` action (the dict a step's `action` holds) with `tools` as the
 /// agent does — `prepare_arguments`, validation, the tool functions, `ToolContext` updates,
 /// the abort through `signal` — and blocks (GIL released) until every call has its outcome.
@@ -183,15 +157,15 @@ fn hook_argument(function: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Op
 /// `tool_timeout_ms` (the agent's tool watchdog) apply as in an agent run.
 #[pyfunction]
 #[pyo3(signature = (action, tools, *, signal = None, before_tool_call = None, after_tool_call = None, tool_timeout_ms = None))]
-pub(crate) fn execute_tool_calls_sync(
-    py: Python<'_>,
+pub(crate) fn execute_tool_calls_sync<'py>(
+    py: Python<'py>,
     action: &Bound<'_, PyAny>,
     tools: &Bound<'_, PyAny>,
     signal: Option<PyRef<'_, PySignal>>,
     before_tool_call: Option<&Bound<'_, PyAny>>,
     after_tool_call: Option<&Bound<'_, PyAny>>,
     tool_timeout_ms: Option<u64>,
-) -> PyResult<Json> {
+) -> PyResult<Bound<'py, PyDict>> {
     let action: StepAction = parse(action, "execute_tools action")?;
     let StepAction::ExecuteTools {
         assistant_message,
@@ -222,10 +196,10 @@ pub(crate) fn execute_tool_calls_sync(
         "",
     ));
     config.settings.tool_timeout_ms = tool_timeout_ms;
-    if let Some(function) = hook_argument(before_tool_call, "before_tool_call")? {
+    if let Some(function) = PyHook::argument(before_tool_call, HookKind::BeforeToolCall)? {
         config.hooks.before_tool_call = Some(hook::before_tool_call(function, scope.clone()));
     }
-    if let Some(function) = hook_argument(after_tool_call, "after_tool_call")? {
+    if let Some(function) = PyHook::argument(after_tool_call, HookKind::AfterToolCall)? {
         config.hooks.after_tool_call = Some(hook::after_tool_call(function, scope.clone()));
     }
     let token = signal.map_or_else(CancellationToken::new, |signal| signal.token.clone());
@@ -237,8 +211,7 @@ pub(crate) fn execute_tool_calls_sync(
         tracing::Instrument::instrument(
             async move {
                 let mut events = Vec::new();
-                let mut sink =
-                    |event: pi_agent::agent::AgentEvent| events.push(event.to_json(false));
+                let mut sink = |event: pi_agent::agent::AgentEvent| events.push(event);
                 let outcomes = execute_tool_calls(
                     &assistant_message,
                     tool_calls,
@@ -258,8 +231,8 @@ pub(crate) fn execute_tool_calls_sync(
             Interrupted::Return
         },
     )?;
-    Ok(Json(json!({
-        "outcomes": serde_json::to_value(outcomes).unwrap_or(Value::Null),
-        "events": events,
-    })))
+    let executed = PyDict::new(py);
+    executed.set_item("outcomes", serde_to_py(py, &outcomes)?)?;
+    executed.set_item("events", serde_to_py(py, &events)?)?;
+    Ok(executed)
 }

@@ -23,9 +23,11 @@ use pyo3::types::{PyDict, PyString, PyTuple};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{Done, helper, spawn_job, with_gil};
+use crate::bridge::{Done, helper, spawn_job};
 use crate::callable::{self, EXITING, RunScope, Scope, describe};
-use crate::convert::{from_py, parse, serde_to_py, type_name};
+use crate::convert::{from_py, parse, serde_to_py};
+use crate::errors::type_name;
+use crate::exit::with_gil;
 use crate::model::PyModel;
 use crate::options::to_keywords;
 use crate::stream::{PyEventStream, SharedStream};

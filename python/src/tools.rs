@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::helper;
 use crate::callable::{self, EXITING, RunScope, exception_message};
-use crate::convert::{from_py, parse_value, to_py, type_name};
-use crate::errors::{type_error, value_error};
+use crate::convert::{from_py, parse_value, to_py};
+use crate::errors::{callable, optional_callable, type_error, value_error};
 use crate::signal::PySignal;
 
 /// A tool: name, description, JSON Schema of its arguments, and the Python function that runs
@@ -64,6 +64,12 @@ impl PyTool {
         })
     }
 
+    /// A `Tool` object's definition (for [`crate::convert::from_py`]).
+    pub(crate) fn as_json(obj: &Bound<'_, PyAny>) -> Option<PyResult<Value>> {
+        let tool = obj.cast::<PyTool>().ok()?;
+        Some(Ok(tool.get().definition_json()))
+    }
+
     /// Reads a `Tool`, or wraps a plain function with [`PyTool::from_function`].
     pub(crate) fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Py<PyTool>> {
         match obj.cast::<PyTool>() {
@@ -95,20 +101,6 @@ impl PyTool {
     }
 }
 
-fn optional_callable(
-    value: Option<&Bound<'_, PyAny>>,
-    what: &str,
-) -> PyResult<Option<Arc<Py<PyAny>>>> {
-    match value.filter(|value| !value.is_none()) {
-        None => Ok(None),
-        Some(value) if value.is_callable() => Ok(Some(Arc::new(value.clone().unbind()))),
-        Some(value) => Err(type_error(
-            Some(what),
-            format!("{what} must be callable or None, not {}", type_name(value)),
-        )),
-    }
-}
-
 #[pymethods]
 impl PyTool {
     #[new]
@@ -127,15 +119,7 @@ impl PyTool {
         prepare_arguments: Option<&Bound<'_, PyAny>>,
         replay_safe: bool,
     ) -> PyResult<Self> {
-        if !function.is_callable() {
-            return Err(type_error(
-                Some("function"),
-                format!(
-                    "tool function must be callable, not {}",
-                    type_name(&function)
-                ),
-            ));
-        }
+        callable(&function, "tool function", "function")?;
         let tools = function.py().import("pi_agent._tools")?;
         let context_parameter: Option<String> = tools
             .call_method1("context_parameter", (&function,))?
@@ -164,7 +148,8 @@ impl PyTool {
         Ok(Self {
             spec,
             function: Arc::new(function.unbind()),
-            prepare_arguments: optional_callable(prepare_arguments, "prepare_arguments")?,
+            prepare_arguments: optional_callable(prepare_arguments, "prepare_arguments")?
+                .map(|prepare| Arc::new(prepare.clone().unbind())),
             context_parameter: context_parameter.map(Arc::from),
             converter: (!converter.is_none()).then(|| Arc::new(converter.unbind())),
             native: None,
@@ -306,7 +291,7 @@ impl AgentTool for PythonTool {
         let Some(prepare) = self.prepare_arguments.clone() else {
             return Ok(arguments);
         };
-        callable::call_blocking(
+        callable::call_blocking(callable::call(
             self.scope.current(),
             move |py| {
                 let args = PyTuple::new(py, [to_py(py, &arguments)?])?;
@@ -321,7 +306,7 @@ impl AgentTool for PythonTool {
                 })
             },
             || Err(ToolError::new(EXITING)),
-        )
+        ))
     }
 
     fn execute(

@@ -113,6 +113,26 @@ def test_request_hooks_and_options(mock_server: MockServer) -> None:
     assert body.get("max_completion_tokens", body.get("max_tokens")) == 77
 
 
+def test_a_raising_on_payload_fails_the_request_unsent(mock_server: MockServer) -> None:
+    # As a raising hook fails its run: the error is the stream's, nothing is sent.
+    mock_server.push({"text": "never sent"}, {"text": "agent never sent"})
+
+    def on_payload(payload: Any, model: Any) -> None:
+        raise ValueError("no body for you")
+
+    message = pi_agent.complete_sync(
+        mock_server.model(), CONTEXT, api_key="sk-test", max_retries=0, on_payload=on_payload
+    )
+    assert message["stopReason"] == "error"
+    assert message["errorMessage"] == "on_payload raised ValueError: no body for you"
+
+    agent = pi_agent.Agent(mock_server.model(), api_key="sk-test", on_payload=on_payload)
+    agent.prompt_sync("hi")
+    assert agent.messages[-1]["stopReason"] == "error"
+    assert agent.error_message == "on_payload raised ValueError: no body for you"
+    assert mock_server.requests() == []
+
+
 def test_server_errors_are_retried(mock_server: MockServer) -> None:
     mock_server.push(
         {"status": 500, "body": {"error": {"message": "try again"}}},

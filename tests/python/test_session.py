@@ -107,6 +107,13 @@ def test_records_have_the_shared_shape_and_requests_apply_once(
         assert drain(session.subscribe(3), session.last_seq) == records[3:]
         transcript = session.transcript()
         assert [m["role"] for m in transcript] == ["user", "assistant"]
+        # A record's event (raw JSON in the journal) arrives as the dict it was written as,
+        # nested values and key order included.
+        ends = [r["event"] for r in records if r["event"]["type"] == "message_end"]
+        assert [end["message"] for end in ends] == transcript
+        assert all(isinstance(r["event"], dict) for r in records)
+        assert list(ends[-1]["message"]) == list(transcript[-1])
+        assert json.dumps(ends[-1]) == json.dumps({"type": "message_end", "message": transcript[-1]})
         with pytest.raises(pi_agent.SessionError):
             session.steer("r1", "x")
         with pytest.raises(ValueError):

@@ -7,6 +7,7 @@
 //! load in pi.
 
 pub(crate) use super::error_kind::{ErrorKind, RunLimit};
+use super::options::PayloadError;
 use super::overflow::is_overflow_text;
 use super::types::{AssistantMessage, StopReason};
 
@@ -297,6 +298,13 @@ impl From<String> for ProviderError {
 impl From<&str> for ProviderError {
     fn from(message: &str) -> Self {
         Self::other(message, None)
+    }
+}
+
+/// A failed `on_payload`: the request is not sent.
+impl From<PayloadError> for ProviderError {
+    fn from(error: PayloadError) -> Self {
+        Self::other(error.0, None)
     }
 }
 

@@ -59,7 +59,7 @@ pub use oauth::{
 pub use options::{
     ApiKey, CacheRetention, Callback, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_ERROR_BODY_BYTES,
     DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS,
-    DEFAULT_REQUEST_TIMEOUT_MS, GoogleThinking, OnPayload, OnResponse, StreamOptions,
+    DEFAULT_REQUEST_TIMEOUT_MS, GoogleThinking, OnPayload, OnResponse, PayloadError, StreamOptions,
     ThinkingBudgets, Transport, is_credential_header, is_known_safe_header,
 };
 pub use overflow::{

@@ -90,8 +90,14 @@ impl CacheRetention {
 }
 
 /// Inspects or replaces a provider's request body before it is sent (pi's `onPayload`):
-/// return `Some(body)` to send that body instead.
-pub type OnPayload = dyn Fn(&Value, &Model) -> Option<Value> + Send + Sync;
+/// return `Ok(Some(body))` to send that body instead. An error fails the request unsent, as a
+/// throwing `onPayload` does in pi: the stream ends with an error carrying its message.
+pub type OnPayload = dyn Fn(&Value, &Model) -> Result<Option<Value>, PayloadError> + Send + Sync;
+
+/// An [`OnPayload`] callback failed; the message is the stream's error message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PayloadError(pub String);
 
 /// Sees the HTTP status and headers once a response arrives, before its body is read (pi's
 /// `onResponse`). Header names are lowercase.
@@ -452,10 +458,10 @@ impl StreamOptions {
     }
 
     /// The body a provider sends: `body`, or what the caller's [`OnPayload`] puts in its place.
-    pub(crate) fn payload(&self, body: Value, model: &Model) -> Value {
+    pub(crate) fn payload(&self, body: Value, model: &Model) -> Result<Value, PayloadError> {
         match &self.on_payload {
-            Some(on_payload) => (on_payload.0)(&body, model).unwrap_or(body),
-            None => body,
+            Some(on_payload) => Ok((on_payload.0)(&body, model)?.unwrap_or(body)),
+            None => Ok(body),
         }
     }
 

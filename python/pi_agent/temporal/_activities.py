@@ -36,6 +36,7 @@ from ._config import (
     StepPolicy,
     ToolSpec,
     WorkerInfo,
+    failed_message,
 )
 from ._store import SessionStore
 
@@ -115,21 +116,6 @@ def _takes_signal(function: Callable[..., Any]) -> bool:
         return False
     positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in parameters)
-
-
-def _failed_message(model: Mapping[str, Any], text: str, reason: str = "error") -> Dict[str, Any]:
-    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-    return {
-        "role": "assistant",
-        "content": [],
-        "api": model["api"],
-        "provider": model["provider"],
-        "model": model["id"],
-        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0, "cost": zero},
-        "stopReason": reason,
-        "errorMessage": text,
-        "timestamp": 0,
-    }
 
 
 class _HookFailed(Exception):
@@ -291,7 +277,7 @@ class SessionActivities:
                 context = await self._context(request, signal)
                 options = await self._options(request, str(model_dict["provider"]), signal)
             except _HookFailed as failure:
-                return {"message": _failed_message(model_dict, str(failure)), "started": False}
+                return {"message": failed_message(model_dict, str(failure)), "started": False}
             message: Optional[Dict[str, Any]] = None
             started = False
             events = pi_agent.stream_simple(model, context, signal=signal, **options)

@@ -5,7 +5,7 @@ client share them, and Temporal's JSON converter stores them in the workflow's h
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 WORKFLOW_NAME = "pi_agent.Session"
 CALL_MODEL = "pi_agent.call_model"
@@ -136,3 +136,21 @@ class SessionResult:
     messages: List[Dict[str, Any]]
     runs: int
     generation: int
+
+
+def failed_message(
+    model: Mapping[str, Any], text: str, reason: str = "error", timestamp: int = 0
+) -> Dict[str, Any]:
+    """The assistant message of a model call that failed (pi's shape: no content, zero usage)."""
+    zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
+    return {
+        "role": "assistant",
+        "content": [],
+        "api": model["api"],
+        "provider": model["provider"],
+        "model": model["id"],
+        "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0, "cost": zero},
+        "stopReason": reason,
+        "errorMessage": text,
+        "timestamp": timestamp,
+    }

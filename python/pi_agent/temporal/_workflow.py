@@ -39,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
         StepPolicy,
         ToolSpec,
         WorkerInfo,
+        failed_message,
     )
 
 MODEL_ABORTED = "Request was aborted"  # core's ABORTED
@@ -366,19 +367,12 @@ class Session:
 
     def _failed_model_message(self, text: str, aborted: bool) -> Dict[str, Any]:
         assert self._input is not None
-        model = self._input.model
-        zero = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}
-        return {
-            "role": "assistant",
-            "content": [],
-            "api": model["api"],
-            "provider": model["provider"],
-            "model": model["id"],
-            "usage": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 0, "cost": zero},
-            "stopReason": "aborted" if aborted else "error",
-            "errorMessage": text,
-            "timestamp": int(workflow.now().timestamp() * 1000),
-        }
+        return failed_message(
+            self._input.model,
+            text,
+            "aborted" if aborted else "error",
+            int(workflow.now().timestamp() * 1000),
+        )
 
     async def _cancellable(self, awaitable: Any) -> Any:
         task = asyncio.ensure_future(awaitable)

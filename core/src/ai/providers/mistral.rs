@@ -63,7 +63,7 @@ fn prepare(
             Some(ErrorKind::Auth),
         ));
     }
-    let body = options.payload(build_body(model, context, options), model);
+    let body = options.payload(build_body(model, context, options), model)?;
     let mut headers = http::Headers::json(Some("text/event-stream"));
     if let Some(key) = &api_key {
         headers.set("authorization", format!("Bearer {}", key.expose()));

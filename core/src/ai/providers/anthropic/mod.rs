@@ -75,7 +75,7 @@ fn prepare(
             oauth,
         }),
         model,
-    );
+    )?;
 
     let has_tools = context
         .tools

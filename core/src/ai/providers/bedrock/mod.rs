@@ -237,7 +237,7 @@ impl BedrockProvider {
             context,
         )
         .map_err(|error| ProviderError::other(error.to_string(), Some(ErrorKind::BadRequest)))?;
-        let mut command = options.payload(command, model);
+        let mut command = options.payload(command, model)?;
         // `modelId` is the URL's; everything else is the body.
         let model_id = match &mut command {
             Value::Object(fields) => match fields.shift_remove("modelId") {

@@ -127,7 +127,7 @@ fn prepare(
             Some(ErrorKind::Auth),
         ));
     }
-    let body = options.payload(request::build_body(model, context, options), model);
+    let body = options.payload(request::build_body(model, context, options), model)?;
     let url = stream_url(model)?;
     let mut headers = http::Headers::json(None);
     if let Some(key) = api_key.filter(|_| !authenticated) {

@@ -186,7 +186,7 @@ impl GoogleVertexProvider {
         let body = options.payload(
             request::build_body_for(Variant::Vertex, model, context, options),
             model,
-        );
+        )?;
         Ok(http::PreparedRequest::new(
             url,
             &body,

@@ -163,7 +163,7 @@ fn prepare(
     let auth = |message: String| ProviderError::other(message, Some(ErrorKind::Auth));
     let token = request_key(options).ok_or_else(|| auth(missing_key_message(&model.provider)))?;
     let account_id = account_id(token.expose()).ok_or_else(|| auth(NO_ACCOUNT_ID.to_owned()))?;
-    let body = options.payload(request::build_body(model, context, options), model);
+    let body = options.payload(request::build_body(model, context, options), model)?;
     let headers = request::sse_headers(model, options, &account_id, &token);
     let mut prepared = Prepared::new(
         request::resolve_url(&model.base_url),

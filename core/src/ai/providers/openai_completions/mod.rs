@@ -62,7 +62,7 @@ fn prepare(
         ));
     }
     let compat = Compat::for_model(model);
-    let body = options.payload(request::build_body(model, context, options, &compat), model);
+    let body = options.payload(request::build_body(model, context, options, &compat), model)?;
     // pi's order: the SDK's `Authorization`, then the model's headers, Copilot's
     // per-request headers, the session-affinity headers and the caller's, each replacing
     // the same name. Cloudflare's gateway takes the key in its own header (set last), and

@@ -186,7 +186,7 @@ impl AzureOpenAIResponsesProvider {
         let body = options.payload(
             request::build_body(model, context, options, &settings),
             model,
-        );
+        )?;
         let mut headers = http::Headers::json(OPENAI_ACCEPT);
         if let Some(key) = &api_key {
             headers.set("api-key", key.expose());

@@ -99,7 +99,7 @@ impl OpenAIResponsesProvider {
         let body = options.payload(
             request::build_body(model, context, options, &settings),
             model,
-        );
+        )?;
 
         let mut headers = Headers::json(OPENAI_ACCEPT);
         let cloudflare_gateway = cloudflare::is_gateway(&model.provider);
