@@ -7,10 +7,9 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::http;
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::error::{ErrorKind, ProviderError, record_stop};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::partial_json::parse_json_lenient;
@@ -31,24 +30,7 @@ const TOOL_CALL_ID_LENGTH: usize = 9;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MistralProvider;
 
-impl ApiProvider for MistralProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        simple_options(model, options)
-    }
-}
+http::api_provider! { MistralProvider, API, prepare, simple_options }
 
 fn prepare(
     model: &Model,

@@ -16,10 +16,9 @@ use self::compat::Compat;
 use self::request::{BodyInputs, supports_adaptive_thinking};
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use super::http;
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::types::Context;
@@ -31,24 +30,7 @@ pub(crate) const API: &str = "anthropic-messages";
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AnthropicProvider;
 
-impl ApiProvider for AnthropicProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        request::simple_options(model, options)
-    }
-}
+http::api_provider! { AnthropicProvider, API, prepare, request::simple_options }
 
 fn prepare(
     model: &Model,

@@ -29,10 +29,9 @@ pub(crate) mod response;
 
 use self::response::ChunkState;
 use super::http;
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::types::Context;
@@ -74,24 +73,7 @@ pub(crate) fn stream_url(model: &Model) -> Result<String, ProviderError> {
     ))
 }
 
-impl ApiProvider for GoogleProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        request::simple_options(model, options)
-    }
-}
+http::api_provider! { GoogleProvider, API, prepare, request::simple_options }
 
 /// Whether the caller's headers authenticate the request themselves (the SDK then sends no
 /// key header).

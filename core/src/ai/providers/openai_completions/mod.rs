@@ -9,12 +9,12 @@ pub(crate) mod response;
 use self::compat::Compat;
 use self::response::ChunkState;
 use super::{cloudflare, copilot, http};
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
+use crate::ai::simple_options::with_reasoning_effort;
 use crate::ai::types::Context;
 
 /// The api id.
@@ -28,24 +28,7 @@ pub(crate) const INCOMPLETE_RESPONSE: &str =
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OpenAICompletionsProvider;
 
-impl ApiProvider for OpenAICompletionsProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        crate::ai::simple_options::with_reasoning_effort(model, options)
-    }
-}
+http::api_provider! { OpenAICompletionsProvider, API, prepare, with_reasoning_effort }
 
 fn prepare(
     model: &Model,

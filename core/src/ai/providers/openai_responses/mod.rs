@@ -19,14 +19,14 @@ use self::request::BodySettings;
 use self::response::{Pricing, ResponseState};
 use super::http::{self, Headers};
 use super::{cloudflare, copilot};
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{
     env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url, request_key,
 };
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
+use crate::ai::simple_options::with_reasoning_effort;
 use crate::ai::types::Context;
 
 /// The api id.
@@ -45,24 +45,7 @@ pub(crate) const TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "ope
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpenAIResponsesProvider;
 
-impl ApiProvider for OpenAIResponsesProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || self.prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        crate::ai::simple_options::with_reasoning_effort(model, options)
-    }
-}
+http::api_provider! { OpenAIResponsesProvider, API, self.prepare, with_reasoning_effort }
 
 impl OpenAIResponsesProvider {
     fn prepare(
