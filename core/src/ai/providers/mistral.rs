@@ -6,9 +6,9 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
+use super::api_key::required_key;
 use super::http;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
-use crate::ai::error::{ErrorKind, ProviderError, record_stop};
+use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -37,14 +37,7 @@ fn prepare(
     context: &Context,
     options: &StreamOptions,
 ) -> Result<http::PreparedRequest<MistralWire>, ProviderError> {
-    let api_key =
-        request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &model.base_url));
-    if api_key.is_none() && !http::is_loopback(&model.base_url) {
-        return Err(ProviderError::other(
-            missing_key_message_for_url(&model.provider, &model.base_url),
-            Some(ErrorKind::Auth),
-        ));
-    }
+    let api_key = required_key(options, &model.provider, &model.base_url)?;
     let body = options.payload(build_body(model, context, options), model);
     let mut headers = http::Headers::json(Some("text/event-stream"));
     if let Some(key) = &api_key {

@@ -16,6 +16,13 @@ use super::api_provider::ApiProvider;
 
 #[cfg(feature = "anthropic")]
 pub(crate) mod anthropic;
+#[cfg(any(
+    feature = "openai",
+    feature = "anthropic",
+    feature = "google",
+    feature = "mistral"
+))]
+mod api_key;
 #[cfg(feature = "bedrock")]
 pub(crate) mod bedrock;
 // The gateways (Cloudflare, GitHub Copilot) that the OpenAI and Anthropic APIs are reached

@@ -15,9 +15,9 @@ use self::auth::{AuthMode, HeaderInputs};
 use self::compat::Compat;
 use self::request::{BodyInputs, supports_adaptive_thinking};
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
+use super::api_key::required_key;
 use super::http;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
-use crate::ai::error::{ErrorKind, ProviderError};
+use crate::ai::error::ProviderError;
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -38,13 +38,7 @@ fn prepare(
     options: &StreamOptions,
 ) -> Result<http::PreparedRequest<MessagesWire>, ProviderError> {
     let base_url = auth::resolve_base_url(model)?;
-    let key = request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
-    if key.is_none() && !auth::is_loopback(&base_url) {
-        return Err(ProviderError::other(
-            missing_key_message_for_url(&model.provider, &base_url),
-            Some(ErrorKind::Auth),
-        ));
-    }
+    let key = required_key(options, &model.provider, &base_url)?;
     let mode = AuthMode::detect(&model.provider, key.as_ref());
     let oauth = mode == AuthMode::OAuth;
     let compat = Compat::for_model(model);

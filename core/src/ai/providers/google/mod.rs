@@ -28,9 +28,9 @@ pub(crate) mod request;
 pub(crate) mod response;
 
 use self::response::ChunkState;
+use super::api_key::{key_for_url, require_key};
 use super::http;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
-use crate::ai::error::{ErrorKind, ProviderError};
+use crate::ai::error::ProviderError;
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -101,14 +101,12 @@ fn prepare(
     } else {
         &model.base_url
     };
-    let api_key =
-        request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, base_url));
-    if api_key.is_none() && !authenticated && !http::is_loopback(base_url) {
-        return Err(ProviderError::other(
-            missing_key_message_for_url(&model.provider, base_url),
-            Some(ErrorKind::Auth),
-        ));
-    }
+    let api_key = key_for_url(options, &model.provider, base_url);
+    require_key(
+        api_key.is_some() || authenticated,
+        &model.provider,
+        base_url,
+    )?;
     let body = options.payload(request::build_body(model, context, options), model);
     let url = stream_url(model)?;
     let mut headers = http::Headers::json(None);
@@ -191,14 +189,5 @@ mod tests {
             stream_url(&model).unwrap(),
             "http://127.0.0.1:9/v1beta/models/..%2F..%2Fadmin%2Fdelete%3Fall%3D1%23:streamGenerateContent?alt=sse"
         );
-    }
-
-    #[test]
-    fn loopback_hosts() {
-        assert!(http::is_loopback("http://127.0.0.1:8080/v1beta"));
-        assert!(http::is_loopback("http://localhost/v1beta"));
-        assert!(http::is_loopback("http://[::1]:1234/v1"));
-        assert!(!http::is_loopback(DEFAULT_BASE_URL));
-        assert!(!http::is_loopback("https://localhost.evil.com/v1"));
     }
 }
