@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::api_key::required_key;
+use super::content::{has_images, joined_text};
 use super::http;
 use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
@@ -225,7 +226,7 @@ fn convert_message(message: &Message, images: bool) -> Option<Value> {
         Message::User(user) => match &user.content {
             UserMessageContent::Text(text) => Some(json!({"role": "user", "content": text})),
             UserMessageContent::Blocks(blocks) => {
-                let had_images = blocks.iter().any(|b| matches!(b, UserContent::Image(_)));
+                let had_images = has_images(blocks);
                 let parts: Vec<Value> = blocks
                     .iter()
                     .filter_map(|block| match block {
@@ -282,19 +283,8 @@ fn convert_message(message: &Message, images: bool) -> Option<Value> {
             Some(out)
         }
         Message::ToolResult(result) => {
-            let text = result
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    UserContent::Text(t) => Some(t.text.as_str()),
-                    UserContent::Image(_) => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            let has_images = result
-                .content
-                .iter()
-                .any(|b| matches!(b, UserContent::Image(_)));
+            let text = joined_text(&result.content);
+            let has_images = has_images(&result.content);
             let prefix = if result.is_error { "[tool error] " } else { "" };
             let trimmed = text.trim();
             let body = if !trimmed.is_empty() {

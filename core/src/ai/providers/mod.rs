@@ -31,6 +31,13 @@ pub(crate) mod bedrock;
 pub(crate) mod cloudflare;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod compat_flags;
+#[cfg(any(
+    feature = "openai",
+    feature = "anthropic",
+    feature = "google",
+    feature = "mistral"
+))]
+mod content;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod copilot;
 #[cfg(any(feature = "bedrock", feature = "google"))]

@@ -7,6 +7,7 @@ use super::auth::{CLAUDE_CODE_IDENTITY, to_claude_code_name};
 use super::compat::Compat;
 use crate::ai::model::Model;
 use crate::ai::options::{CacheRetention, StreamOptions};
+use crate::ai::providers::content::{has_images, joined_text};
 use crate::ai::simple_options::{adjust_max_tokens_for_thinking, base_options};
 use crate::ai::thinking::ThinkingLevel;
 use crate::ai::transform::transform_messages;
@@ -438,11 +439,7 @@ fn convert_assistant(message: &AssistantMessage, oauth: bool) -> Option<Value> {
 }
 
 fn convert_tool_result(result: &ToolResultMessage) -> Value {
-    let has_images = result
-        .content
-        .iter()
-        .any(|block| matches!(block, UserContent::Image(_)));
-    let content = if has_images {
+    let content = if has_images(&result.content) {
         let mut blocks: Vec<Value> = result
             .content
             .iter()
@@ -460,15 +457,7 @@ fn convert_tool_result(result: &ToolResultMessage) -> Value {
         }
         Value::Array(blocks)
     } else {
-        let texts: Vec<&str> = result
-            .content
-            .iter()
-            .filter_map(|block| match block {
-                UserContent::Text(text) => Some(text.text.as_str()),
-                UserContent::Image(_) => None,
-            })
-            .collect();
-        json!(texts.join("\n"))
+        json!(joined_text(&result.content))
     };
     json!({
         "type": "tool_result",

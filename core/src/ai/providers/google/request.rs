@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 use crate::ai::catalog::clamp_thinking_level;
 use crate::ai::model::Model;
 use crate::ai::options::{GoogleThinking, StreamOptions};
+use crate::ai::providers::content::joined_text;
 use crate::ai::thinking::{ModelThinkingLevel, ThinkingLevel};
 use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
@@ -492,15 +493,7 @@ fn assistant_parts(message: &AssistantMessage, model: &Model) -> Vec<Value> {
 /// that turn already holds function responses; images go into `functionResponse.parts` for
 /// models that accept them there, else into a separate user turn after it.
 fn push_tool_result(contents: &mut Vec<Value>, result: &ToolResultMessage, model: &Model) {
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            UserContent::Text(text) => Some(text.text.as_str()),
-            UserContent::Image(_) => None,
-        })
-        .collect();
-    let text = texts.join("\n");
+    let text = joined_text(&result.content);
     let images: Vec<Value> = if model.supports_images() {
         result
             .content
