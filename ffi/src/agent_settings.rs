@@ -5,7 +5,7 @@
 use std::ffi::c_char;
 
 use ::pi_agent::agent::ToolExecutionMode;
-use ::pi_agent::ai::{ApiKey, ModelThinkingLevel, StreamOptions, Tool};
+use ::pi_agent::ai::{ApiKey, StreamOptions, ThinkingLevel, Tool};
 
 use crate::agent::pi_agent;
 use crate::agent_state::write_agent_json;
@@ -62,7 +62,7 @@ pub extern "C" fn pi_agent_set_thinking_level(
 ) -> *mut pi_error {
     ffi_fallible! {
         let agent = arg_ref(agent, "agent")?;
-        let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
+        let level: ThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
         agent.shared.agent.set_thinking_level(level);
         Ok(())
     }

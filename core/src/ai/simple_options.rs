@@ -38,12 +38,13 @@ pub(crate) fn clamped_level(
     model: &Model,
     reasoning: Option<ThinkingLevel>,
 ) -> Option<ThinkingLevel> {
-    clamp_thinking_level(model, reasoning?.into()).thinking_level()
+    clamp_thinking_level(model, reasoning?).enabled()
 }
 
-/// pi's default thinking budget for `level` (`xhigh` counts as `high`).
+/// pi's default thinking budget for `level` (`xhigh` counts as `high`; `off` thinks none).
 pub fn default_thinking_budget(level: ThinkingLevel) -> u64 {
     match level {
+        ThinkingLevel::Off => 0,
         ThinkingLevel::Minimal => 1024,
         ThinkingLevel::Low => 2048,
         ThinkingLevel::Medium => 8192,

@@ -69,7 +69,7 @@ pub(crate) fn effort_for(model: &Model, level: ThinkingLevel) -> String {
         return mapped.clone();
     }
     match level {
-        ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
+        ThinkingLevel::Off | ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
         ThinkingLevel::Medium => "medium",
         ThinkingLevel::High | ThinkingLevel::Xhigh => "high",
     }
@@ -85,7 +85,8 @@ pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOp
     simple.thinking_budget_tokens = None;
     // Unlike pi, a model without reasoning ignores the level (pi would add a thinking budget to
     // its output cap and drop its temperature).
-    match options.reasoning.filter(|_| model.reasoning) {
+    let level = options.reasoning.and_then(ThinkingLevel::enabled);
+    match level.filter(|_| model.reasoning) {
         None => simple.thinking_enabled = Some(false),
         Some(level) if supports_adaptive_thinking(&model.id) => {
             simple.thinking_enabled = Some(true);

@@ -53,7 +53,10 @@ pub(crate) struct CommandInputs<'a> {
 /// without reasoning ignores the level (pi would still raise its output cap).
 pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
     let mut simple = base_options(model, options);
-    simple.reasoning = options.reasoning.filter(|_| model.reasoning);
+    simple.reasoning = options
+        .reasoning
+        .and_then(ThinkingLevel::enabled)
+        .filter(|_| model.reasoning);
     let Some(level) = simple.reasoning else {
         return simple;
     };
@@ -71,6 +74,7 @@ pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOp
         .thinking_budgets
         .get_or_insert_with(ThinkingBudgets::default);
     match level {
+        ThinkingLevel::Off => {}
         ThinkingLevel::Minimal => budgets.minimal = Some(budget),
         ThinkingLevel::Low => budgets.low = Some(budget),
         ThinkingLevel::Medium => budgets.medium = Some(budget),
@@ -172,7 +176,7 @@ pub(crate) fn tool_config(tools: Option<&[Tool]>, choice: Option<&ToolChoice>) -
 /// Claude's reasoning parameters; none for other models or without a reasoning level.
 fn additional_model_request_fields(inputs: CommandInputs<'_>) -> Option<Value> {
     let CommandInputs { model, options, .. } = inputs;
-    let level = options.reasoning?;
+    let level = options.reasoning?.enabled()?;
     if !model.reasoning || !is_claude(model) {
         return None;
     }
