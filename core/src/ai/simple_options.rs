@@ -52,6 +52,23 @@ pub fn default_thinking_budget(level: ThinkingLevel) -> u64 {
     }
 }
 
+/// [`adjust_max_tokens_for_thinking`] applied to `simple` (its output cap and custom budgets,
+/// `model`'s limit): raises the cap and returns the thinking budget to send.
+pub(crate) fn add_thinking_budget(
+    simple: &mut StreamOptions,
+    model: &Model,
+    level: ThinkingLevel,
+) -> u64 {
+    let (max_tokens, budget) = adjust_max_tokens_for_thinking(
+        simple.max_tokens.unwrap_or(0),
+        model.max_tokens,
+        level,
+        simple.thinking_budgets.as_ref(),
+    );
+    simple.max_tokens = Some(max_tokens);
+    budget
+}
+
 /// pi's `adjustMaxTokensForThinking`: the thinking budget is added on top of the requested
 /// output (capped by the model's limit, when it has one); if the cap leaves no room for the
 /// budget, the budget shrinks to leave 1024 tokens of output. Returns `(max_tokens, budget)`.
