@@ -169,6 +169,8 @@ pub(crate) fn start<W: Wire>(
 /// `prepare(model, context, options)` (written `self.prepare` for a provider's own method) to
 /// [`start`]; `simple_options` is `simple(model, options)`. Every built-in provider's
 /// implementation differs only in those names, so it is written once here.
+// Unused in a build without any provider feature.
+#[allow(unused_macros)]
 macro_rules! api_provider {
     ($provider:ty, $api:expr, self.$method:ident, $simple:expr $(,)?) => {
         $crate::ai::providers::http::api_provider!(@impl $provider, $api, $simple,
