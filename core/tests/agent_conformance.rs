@@ -379,10 +379,7 @@ async fn default_state_and_slow_listeners_hold_prompt() {
     let agent = Agent::new(AgentOptions::default());
     assert_eq!(agent.system_prompt(), "");
     assert_eq!(agent.model().id, "unknown");
-    assert_eq!(
-        agent.thinking_level(),
-        pi_agent::ai::ModelThinkingLevel::Off
-    );
+    assert_eq!(agent.thinking_level(), pi_agent::ai::ThinkingLevel::Off);
     assert!(agent.tools().is_empty() && agent.messages().is_empty());
     assert!(!agent.is_streaming() && agent.streaming_message().is_none());
     assert!(agent.pending_tool_calls().is_empty() && agent.error_message().is_none());

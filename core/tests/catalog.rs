@@ -4,12 +4,12 @@
 use std::collections::BTreeMap;
 
 use pi_agent::ai::{
-    self, InputModality, Model, ModelCost, ModelThinkingLevel, ThinkingLevel, clamp_thinking_level,
-    get_model, get_models, get_providers, get_supported_thinking_levels, resolve_model,
+    self, InputModality, Model, ModelCost, ThinkingLevel, clamp_thinking_level, get_model,
+    get_models, get_providers, get_supported_thinking_levels, resolve_model,
 };
 use serde_json::{Value, json};
 
-use ModelThinkingLevel::{High, Low, Medium, Minimal, Off, Xhigh};
+use ThinkingLevel::{High, Low, Medium, Minimal, Off, Xhigh};
 
 const CATALOG_JSON: &str = include_str!("../src/ai/models.json");
 
@@ -447,16 +447,16 @@ fn clamp_searches_upward_then_downward() {
 
 #[test]
 fn thinking_level_conversions() {
-    assert_eq!(ModelThinkingLevel::from(ThinkingLevel::Xhigh), Xhigh);
-    assert_eq!(ModelThinkingLevel::from(None::<ThinkingLevel>), Off);
-    assert_eq!(Off.thinking_level(), None);
-    assert_eq!(Medium.thinking_level(), Some(ThinkingLevel::Medium));
+    assert_eq!(ThinkingLevel::from(Some(Xhigh)), Xhigh);
+    assert_eq!(ThinkingLevel::from(None::<ThinkingLevel>), Off);
+    assert_eq!(Off.enabled(), None);
+    assert_eq!(Medium.enabled(), Some(Medium));
     assert_eq!(serde_json::to_value(Xhigh).unwrap(), json!("xhigh"));
     assert_eq!(
-        serde_json::from_value::<ModelThinkingLevel>(json!("off")).unwrap(),
+        serde_json::from_value::<ThinkingLevel>(json!("off")).unwrap(),
         Off
     );
-    assert_eq!(ModelThinkingLevel::parse("minimal"), Some(Minimal));
+    assert_eq!(ThinkingLevel::parse("minimal"), Some(Minimal));
     assert_eq!(High.to_string(), "high");
 }
 

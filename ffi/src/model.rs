@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 
 use pi_agent::ai::{
-    Model, ModelThinkingLevel, Usage, clamp_thinking_level, get_model, get_models, get_providers,
+    Model, ThinkingLevel, Usage, clamp_thinking_level, get_model, get_models, get_providers,
     get_supported_thinking_levels, models_are_equal, resolve_model,
 };
 
@@ -203,7 +203,7 @@ pub extern "C" fn pi_model_clamp_thinking_level(
     level_out: *mut pi_str,
 ) -> *mut pi_error {
     method(model, "model", |model| {
-        let level: ModelThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
+        let level: ThinkingLevel = parse_name(arg_str(level, "level")?, "level")?;
         let out = Out::new(level_out, "level_out")?;
         out.write(pi_str::new(
             clamp_thinking_level(&model.model, level).as_str(),

@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use pi_agent::ai::{self, Message, ModelThinkingLevel, Tool, ToolCall, Usage, ValidationError};
+use pi_agent::ai::{self, Message, ThinkingLevel, Tool, ToolCall, Usage, ValidationError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -60,7 +60,7 @@ pub(crate) fn get_supported_thinking_levels(model: &Bound<'_, PyAny>) -> PyResul
 #[pyfunction]
 pub(crate) fn clamp_thinking_level(model: &Bound<'_, PyAny>, level: &str) -> PyResult<String> {
     let model = PyModel::extract(model)?;
-    let level: ModelThinkingLevel = parse_value(level.into(), "thinking level")?;
+    let level: ThinkingLevel = parse_value(level.into(), "thinking level")?;
     Ok(ai::clamp_thinking_level(&model, level).as_str().to_owned())
 }
 

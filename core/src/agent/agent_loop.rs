@@ -311,7 +311,7 @@ async fn call_model_inner<S: EventSink>(
         tools: (!tools.is_empty()).then(|| tools.iter().map(|tool| tool.definition()).collect()),
     };
     let mut options = config.settings.stream_options.clone();
-    options.reasoning = config.settings.thinking_level.thinking_level();
+    options.reasoning = config.settings.thinking_level.enabled();
     if let Some(schema) = &config.settings.output_schema {
         options.output_schema = Some(schema.clone());
     }

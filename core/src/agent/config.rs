@@ -19,7 +19,7 @@ use crate::ai::event_stream::AssistantMessageEventStream;
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::structured::OutputSchema;
-use crate::ai::thinking::ModelThinkingLevel;
+use crate::ai::thinking::ThinkingLevel;
 use crate::ai::types::{
     AssistantMessage, Context, Message, ToolCall, ToolResultMessage, UserContent,
 };
@@ -181,7 +181,7 @@ pub type ShouldStopAfterTurn = Arc<
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct AgentSettings {
     /// Reasoning level sent with every model call (`off`, the default, sends none).
-    pub thinking_level: ModelThinkingLevel,
+    pub thinking_level: ThinkingLevel,
     /// Parallel (default) or sequential tool calls.
     pub tool_execution: ToolExecutionMode,
     /// How many steering messages one poll takes.

@@ -23,6 +23,7 @@ use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, StreamOptions};
 use crate::ai::remote::{RemoteEvents, post_for_events};
+use crate::ai::thinking::ThinkingLevel;
 use crate::ai::types::{AssistantContent, AssistantMessage, Context, StopReason, Usage};
 
 /// Where the proxy is and how to authenticate.
@@ -56,7 +57,7 @@ pub fn stream_proxy(
         "options": {
             "temperature": options.temperature,
             "maxTokens": options.max_tokens,
-            "reasoning": options.reasoning,
+            "reasoning": options.reasoning.and_then(ThinkingLevel::enabled),
             "sessionId": options.session_id,
             "headers": options.headers,
         },

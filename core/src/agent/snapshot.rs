@@ -22,7 +22,7 @@ use super::tool::ToolExecutionMode;
 use super::{Agent, AgentOptions};
 use crate::ai::model::Model;
 use crate::ai::options::is_known_safe_header;
-use crate::ai::thinking::ModelThinkingLevel;
+use crate::ai::thinking::ThinkingLevel;
 
 /// The current snapshot format (2: settings nested under `settings`; 1 is still read).
 pub const SNAPSHOT_VERSION: u32 = 2;
@@ -67,7 +67,7 @@ struct SnapshotWire {
     tool_names: Vec<String>,
     // Version 1.
     #[serde(default)]
-    thinking_level: Option<ModelThinkingLevel>,
+    thinking_level: Option<ThinkingLevel>,
     #[serde(default)]
     tool_execution: Option<ToolExecutionMode>,
     #[serde(default)]

@@ -22,7 +22,7 @@ use super::tool::{AgentTool, ToolExecutionMode};
 use crate::ai::event_stream::PartialMessage;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
-use crate::ai::thinking::ModelThinkingLevel;
+use crate::ai::thinking::ThinkingLevel;
 use crate::ai::types::{
     ImageContent, TextContent, UserContent, UserMessage, UserMessageContent, now_ms,
 };
@@ -662,12 +662,12 @@ impl Agent {
     }
 
     /// The reasoning level.
-    pub fn thinking_level(&self) -> ModelThinkingLevel {
+    pub fn thinking_level(&self) -> ThinkingLevel {
         lock(&self.inner.settings).thinking_level
     }
 
     /// Sets the reasoning level (for later runs).
-    pub fn set_thinking_level(&self, level: ModelThinkingLevel) {
+    pub fn set_thinking_level(&self, level: ThinkingLevel) {
         lock(&self.inner.settings).thinking_level = level;
     }
 

@@ -81,7 +81,7 @@ pub use structured::{
 };
 #[cfg(feature = "schemars")]
 pub use structured::{complete_structured, output_schema_for};
-pub use thinking::{ModelThinkingLevel, ThinkingLevel};
+pub use thinking::ThinkingLevel;
 pub use tool_choice::{ToolChoice, ToolChoiceError};
 pub use transform::{
     NO_RESULT_PROVIDED, NormalizeToolCallId, TOOL_IMAGE_OMITTED, USER_IMAGE_OMITTED,

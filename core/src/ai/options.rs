@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::model::Model;
 use super::structured::OutputSchema;
-use super::thinking::{ModelThinkingLevel, ThinkingLevel};
+use super::thinking::ThinkingLevel;
 use super::tool_choice::ToolChoice;
 
 /// An API key. Its `Debug` and `Display` never show the secret, so it cannot leak into logs,
@@ -216,9 +216,10 @@ pub struct ThinkingBudgets {
 }
 
 impl ThinkingBudgets {
-    /// The custom budget for `level`, if set.
+    /// The custom budget for `level`, if set (`off` has none).
     pub fn get(&self, level: ThinkingLevel) -> Option<u64> {
         match level {
+            ThinkingLevel::Off => None,
             ThinkingLevel::Minimal => self.minimal,
             ThinkingLevel::Low => self.low,
             ThinkingLevel::Medium => self.medium,
@@ -307,7 +308,7 @@ pub struct StreamOptions {
 
     // ---- pi's SimpleStreamOptions (read by `stream_simple` only) -----------------------------
     /// Reasoning level; [`stream_simple`](super::stream_simple) maps it onto the provider keys
-    /// below (`"off"` in JSON means none).
+    /// below (`Off`, and `"off"` in JSON, mean none, as `None` does).
     #[serde(
         deserialize_with = "deserialize_reasoning",
         skip_serializing_if = "Option::is_none"
@@ -445,8 +446,8 @@ pub enum Transport {
 fn deserialize_reasoning<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<ThinkingLevel>, D::Error> {
-    let level: Option<ModelThinkingLevel> = Option::deserialize(deserializer)?;
-    Ok(level.and_then(ModelThinkingLevel::thinking_level))
+    let level: Option<ThinkingLevel> = Option::deserialize(deserializer)?;
+    Ok(level.and_then(ThinkingLevel::enabled))
 }
 
 impl StreamOptions {

@@ -38,17 +38,35 @@ pub(crate) fn clamped_level(
     model: &Model,
     reasoning: Option<ThinkingLevel>,
 ) -> Option<ThinkingLevel> {
-    clamp_thinking_level(model, reasoning?.into()).thinking_level()
+    clamp_thinking_level(model, reasoning?).enabled()
 }
 
-/// pi's default thinking budget for `level` (`xhigh` counts as `high`).
+/// pi's default thinking budget for `level` (`xhigh` counts as `high`; `off` thinks none).
 pub fn default_thinking_budget(level: ThinkingLevel) -> u64 {
     match level {
+        ThinkingLevel::Off => 0,
         ThinkingLevel::Minimal => 1024,
         ThinkingLevel::Low => 2048,
         ThinkingLevel::Medium => 8192,
         ThinkingLevel::High | ThinkingLevel::Xhigh => 16384,
     }
+}
+
+/// [`adjust_max_tokens_for_thinking`] applied to `simple` (its output cap and custom budgets,
+/// `model`'s limit): raises the cap and returns the thinking budget to send.
+pub(crate) fn add_thinking_budget(
+    simple: &mut StreamOptions,
+    model: &Model,
+    level: ThinkingLevel,
+) -> u64 {
+    let (max_tokens, budget) = adjust_max_tokens_for_thinking(
+        simple.max_tokens.unwrap_or(0),
+        model.max_tokens,
+        level,
+        simple.thinking_budgets.as_ref(),
+    );
+    simple.max_tokens = Some(max_tokens);
+    budget
 }
 
 /// pi's `adjustMaxTokensForThinking`: the thinking budget is added on top of the requested

@@ -219,6 +219,14 @@ pub struct Usage {
     pub cost: UsageCost,
 }
 
+#[cfg(test)]
+impl Usage {
+    /// `[input, output, cache_read, cache_write]`, for tests that check them together.
+    pub(crate) fn token_counts(&self) -> [u64; 4] {
+        [self.input, self.output, self.cache_read, self.cache_write]
+    }
+}
+
 /// A message produced by a model. Serialises with `"role": "assistant"` wherever it appears
 /// (`done.message`, `error.error`, `complete()`'s result), so it can be appended to a context as
 /// is.

@@ -11,12 +11,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::authorization::{CodeSources, receive_code};
-use super::callback_server::{CallbackCheck, CallbackCode, CallbackReply, CallbackServer};
+use super::callback_server::{CallbackCheck, CallbackReply, CallbackServer};
 use super::callbacks::{OAuthAuthInfo, OAuthLoginCallbacks, OAuthPrompt};
 use super::credentials::{OAuthCredentials, float_to_millis};
 use super::error::OAuthError;
-use super::http::{fetch_json, http, invalid, missing_fields, number_field, string_field};
-use super::page::{error_page, success_page};
+use super::http::{Fields, fetch_json, http};
 use super::pkce::generate_pkce;
 use super::provider::OAuthProvider;
 use super::wait::{cancellable, deadline_after};
@@ -150,36 +149,24 @@ impl AnthropicOAuthProvider {
             .header("Accept", "application/json")
             .body(body.to_string());
         let json = fetch_json(request, url, self.config.request_timeout).await?;
-        let access = string_field(&json, "access_token");
-        let refresh = string_field(&json, "refresh_token");
-        let expires_in = number_field(&json, "expires_in");
-        match (access, refresh, expires_in) {
-            (Some(access), Some(refresh), Some(expires_in)) => Ok(OAuthCredentials::new(
-                access,
-                refresh,
-                now_ms() + float_to_millis(expires_in * 1000.0) - EXPIRY_MARGIN_MS,
-            )),
-            _ => Err(invalid(
-                url,
-                missing_fields(&[
-                    ("access_token", access.is_some()),
-                    ("refresh_token", refresh.is_some()),
-                    ("expires_in", expires_in.is_some()),
-                ])
-                .unwrap_or_default(),
-            )),
-        }
+        let mut fields = Fields::new(&json);
+        let access = fields.string("access_token");
+        let refresh = fields.string("refresh_token");
+        let expires_in = fields.number("expires_in");
+        fields.check(url)?;
+        Ok(OAuthCredentials::new(
+            access,
+            refresh,
+            now_ms() + float_to_millis(expires_in * 1000.0) - EXPIRY_MARGIN_MS,
+        ))
     }
 }
 
 /// pi's checks, in pi's order: an `error` from the server, then a code and a state, then the
 /// state's value. A rejected request leaves the login waiting.
 fn callback_check(expected_state: String) -> Arc<CallbackCheck> {
-    let reject = |message: &str, details: Option<&str>| CallbackReply {
-        status: 400,
-        page: error_page(message, details),
-        code: None,
-    };
+    let reject =
+        |message: &str, details: Option<&str>| CallbackReply::rejected(400, message, details);
     Arc::new(move |query| {
         if let Some(error) = query.get("error") {
             return reject(
@@ -196,14 +183,11 @@ fn callback_check(expected_state: String) -> Arc<CallbackCheck> {
         if state != expected_state {
             return reject("State mismatch.", None);
         }
-        CallbackReply {
-            status: 200,
-            page: success_page("Anthropic authentication completed. You can close this window."),
-            code: Some(CallbackCode {
-                code: code.to_owned(),
-                state: Some(state.to_owned()),
-            }),
-        }
+        CallbackReply::accepted(
+            "Anthropic authentication completed. You can close this window.",
+            code,
+            state,
+        )
     })
 }
 

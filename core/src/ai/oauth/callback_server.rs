@@ -16,7 +16,7 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 
 use super::error::OAuthError;
-use super::page::error_page;
+use super::page::{error_page, success_page};
 
 /// A request head longer than this is refused: a redirect carries a code and a state.
 const MAX_REQUEST_BYTES: usize = 16 * 1024;
@@ -44,6 +44,29 @@ pub(crate) struct CallbackReply {
     pub(crate) page: String,
     /// The code, when this request completes the login.
     pub(crate) code: Option<CallbackCode>,
+}
+
+impl CallbackReply {
+    /// A refusal with an error page (`status` 400 or 404); the login keeps waiting.
+    pub(crate) fn rejected(status: u16, message: &str, details: Option<&str>) -> Self {
+        Self {
+            status,
+            page: error_page(message, details),
+            code: None,
+        }
+    }
+
+    /// The request that completes the login: a success page saying `message`, and the code.
+    pub(crate) fn accepted(message: &str, code: &str, state: &str) -> Self {
+        Self {
+            status: 200,
+            page: success_page(message),
+            code: Some(CallbackCode {
+                code: code.to_owned(),
+                state: Some(state.to_owned()),
+            }),
+        }
+    }
 }
 
 /// Judges the query of a request to the callback path (the flow checks `state` here).
@@ -179,11 +202,7 @@ async fn handle(
 ) {
     let reply = match tokio::time::timeout(REQUEST_TIMEOUT, read_target(&mut stream)).await {
         Ok(Some(target)) => route(&target, &path, &*check),
-        Ok(None) => CallbackReply {
-            status: 400,
-            page: error_page("Malformed request.", None),
-            code: None,
-        },
+        Ok(None) => CallbackReply::rejected(400, "Malformed request.", None),
         Err(_) => return,
     };
     if let Some(code) = reply.code {
@@ -233,11 +252,7 @@ fn route(target: &str, path: &str, check: &CallbackCheck) -> CallbackReply {
     let parsed = url::Url::parse("http://localhost/").and_then(|base| base.join(target));
     match parsed {
         Ok(url) if url.path() == path => check(&Query(url.query_pairs().into_owned().collect())),
-        _ => CallbackReply {
-            status: 404,
-            page: error_page("Callback route not found.", None),
-            code: None,
-        },
+        _ => CallbackReply::rejected(404, "Callback route not found.", None),
     }
 }
 

@@ -16,9 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::callbacks::{OAuthAuthInfo, OAuthLoginCallbacks, OAuthPrompt};
 use super::credentials::{OAuthCredentials, float_to_millis};
 use super::error::OAuthError;
-use super::http::{
-    fetch_json, http, invalid, missing_fields, number_field, string_field, succeeds,
-};
+use super::http::{Fields, fetch_json, http, number_field, string_field, succeeds};
 use super::provider::OAuthProvider;
 use super::wait::{bounded, cancellable, deadline_after};
 use crate::ai::catalog::get_models;
@@ -220,54 +218,36 @@ impl GitHubCopilotOAuthProvider {
         Ok(credentials)
     }
 
-    async fn start_device_flow(&self, domain: &str) -> Result<DeviceCode, OAuthError> {
-        let url = self.github_url(domain, "/login/device/code");
-        let request = http()
-            .post(&url)
+    /// A device-flow POST to GitHub: the client id, then `first` and `second` as the form.
+    fn device_flow_request(
+        &self,
+        url: &str,
+        first: (&str, &str),
+        second: Option<(&str, &str)>,
+    ) -> reqwest::RequestBuilder {
+        let mut form = vec![("client_id", self.config.client_id.as_str()), first];
+        form.extend(second);
+        http()
+            .post(url)
             .header("Accept", "application/json")
             .header("User-Agent", COPILOT_HEADERS[0].1)
-            .form(&[
-                ("client_id", self.config.client_id.as_str()),
-                ("scope", "read:user"),
-            ]);
+            .form(&form)
+    }
+
+    async fn start_device_flow(&self, domain: &str) -> Result<DeviceCode, OAuthError> {
+        let url = self.github_url(domain, "/login/device/code");
+        let request = self.device_flow_request(&url, ("scope", "read:user"), None);
         let json = fetch_json(request, &url, self.config.request_timeout).await?;
-        let device_code = string_field(&json, "device_code");
-        let user_code = string_field(&json, "user_code");
-        let verification_uri = string_field(&json, "verification_uri");
-        let interval = number_field(&json, "interval");
-        let expires_in = number_field(&json, "expires_in");
-        match (
-            device_code,
-            user_code,
-            verification_uri,
-            interval,
-            expires_in,
-        ) {
-            (
-                Some(device_code),
-                Some(user_code),
-                Some(verification_uri),
-                Some(interval),
-                Some(expires_in),
-            ) => Ok(DeviceCode {
-                device_code: device_code.to_owned(),
-                user_code: user_code.to_owned(),
-                verification_uri: verification_uri.to_owned(),
-                interval,
-                expires_in,
-            }),
-            _ => Err(invalid(
-                &url,
-                missing_fields(&[
-                    ("device_code", device_code.is_some()),
-                    ("user_code", user_code.is_some()),
-                    ("verification_uri", verification_uri.is_some()),
-                    ("interval", interval.is_some()),
-                    ("expires_in", expires_in.is_some()),
-                ])
-                .unwrap_or_default(),
-            )),
-        }
+        let mut fields = Fields::new(&json);
+        let device = DeviceCode {
+            device_code: fields.string("device_code").to_owned(),
+            user_code: fields.string("user_code").to_owned(),
+            verification_uri: fields.string("verification_uri").to_owned(),
+            interval: fields.number("interval"),
+            expires_in: fields.number("expires_in"),
+        };
+        fields.check(&url)?;
+        Ok(device)
     }
 
     /// Polls until the user authorises the device, GitHub refuses, or the code expires.
@@ -295,15 +275,11 @@ impl GitHubCopilotOAuthProvider {
                 () = cancel.cancelled() => return Err(OAuthError::Cancelled),
                 () = tokio::time::sleep(wait) => {}
             }
-            let request = http()
-                .post(&url)
-                .header("Accept", "application/json")
-                .header("User-Agent", COPILOT_HEADERS[0].1)
-                .form(&[
-                    ("client_id", self.config.client_id.as_str()),
-                    ("device_code", device.device_code.as_str()),
-                    ("grant_type", "urn:ietf:params:oauth:grant-type:device_code"),
-                ]);
+            let request = self.device_flow_request(
+                &url,
+                ("device_code", &device.device_code),
+                Some(("grant_type", "urn:ietf:params:oauth:grant-type:device_code")),
+            );
             let json = cancellable(
                 fetch_json(request, &url, self.config.request_timeout),
                 cancel,
@@ -355,18 +331,10 @@ impl GitHubCopilotOAuthProvider {
             request = request.header(name, value);
         }
         let json = fetch_json(request, &url, self.config.request_timeout).await?;
-        let token = string_field(&json, "token");
-        let expires_at = number_field(&json, "expires_at");
-        let (Some(token), Some(expires_at)) = (token, expires_at) else {
-            return Err(invalid(
-                &url,
-                missing_fields(&[
-                    ("token", token.is_some()),
-                    ("expires_at", expires_at.is_some()),
-                ])
-                .unwrap_or_default(),
-            ));
-        };
+        let mut fields = Fields::new(&json);
+        let token = fields.string("token");
+        let expires_at = fields.number("expires_at");
+        fields.check(&url)?;
         let mut credentials = OAuthCredentials::new(
             token,
             github_token,

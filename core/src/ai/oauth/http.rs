@@ -60,15 +60,55 @@ pub(crate) fn number_field(json: &Value, key: &str) -> Option<f64> {
     json.get(key).and_then(Value::as_f64)
 }
 
-/// `"missing or invalid fields: a, b"` for the `(name, present)` pairs that are absent, or
-/// `None` when all are present.
-pub(crate) fn missing_fields(fields: &[(&str, bool)]) -> Option<String> {
-    let missing: Vec<&str> = fields
-        .iter()
-        .filter(|(_, present)| !present)
-        .map(|(name, _)| *name)
-        .collect();
-    (!missing.is_empty()).then(|| format!("missing or invalid fields: {}", missing.join(", ")))
+/// Reads the fields an answer must have, noting each one missing or of the wrong type; then
+/// [`check`](Self::check) refuses the answer naming them all, in the order read. What a read
+/// returns for a missing field (`""`, `0.0`) is never used past a failed `check`.
+pub(crate) struct Fields<'a> {
+    json: &'a Value,
+    missing: Vec<&'static str>,
+}
+
+impl<'a> Fields<'a> {
+    /// A reader of `json`'s fields.
+    pub(crate) fn new(json: &'a Value) -> Self {
+        Self {
+            json,
+            missing: Vec::new(),
+        }
+    }
+
+    /// The string field `key`.
+    pub(crate) fn string(&mut self, key: &'static str) -> &'a str {
+        self.read(key, string_field(self.json, key))
+    }
+
+    /// The string field `key`, where an empty string counts as missing.
+    pub(crate) fn non_empty_string(&mut self, key: &'static str) -> &'a str {
+        let value = string_field(self.json, key).filter(|value| !value.is_empty());
+        self.read(key, value)
+    }
+
+    /// The number field `key`.
+    pub(crate) fn number(&mut self, key: &'static str) -> f64 {
+        self.read(key, number_field(self.json, key))
+    }
+
+    fn read<T: Default>(&mut self, key: &'static str, value: Option<T>) -> T {
+        if value.is_none() {
+            self.missing.push(key);
+        }
+        value.unwrap_or_default()
+    }
+
+    /// `Ok` when every field read was there, else an [`OAuthError::InvalidResponse`] for `url`:
+    /// `"missing or invalid fields: a, b"`.
+    pub(crate) fn check(self, url: &str) -> Result<(), OAuthError> {
+        if self.missing.is_empty() {
+            return Ok(());
+        }
+        let message = format!("missing or invalid fields: {}", self.missing.join(", "));
+        Err(invalid(url, message))
+    }
 }
 
 async fn send(
@@ -142,11 +182,25 @@ mod tests {
     }
 
     #[test]
-    fn missing_fields_lists_absent_names() {
-        assert_eq!(missing_fields(&[("a", true), ("b", true)]), None);
-        assert_eq!(
-            missing_fields(&[("a", false), ("b", true), ("c", false)]).as_deref(),
-            Some("missing or invalid fields: a, c")
-        );
+    fn fields_name_every_absent_one_in_order() {
+        let json = serde_json::json!({"a": "x", "b": "", "n": 1.5, "c": 2});
+        let mut fields = Fields::new(&json);
+        assert_eq!(fields.string("a"), "x");
+        assert_eq!(fields.string("b"), "");
+        assert_eq!(fields.number("n"), 1.5);
+        fields.check("u").unwrap();
+
+        let mut fields = Fields::new(&json);
+        fields.string("c");
+        fields.non_empty_string("a");
+        fields.non_empty_string("b");
+        fields.number("a");
+        match fields.check("u").unwrap_err() {
+            OAuthError::InvalidResponse { url, message } => {
+                assert_eq!(url, "u");
+                assert_eq!(message, "missing or invalid fields: c, b, a");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

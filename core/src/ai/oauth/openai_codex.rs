@@ -14,12 +14,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::authorization::{CodeSources, receive_code};
-use super::callback_server::{CallbackCheck, CallbackCode, CallbackReply, CallbackServer};
+use super::callback_server::{CallbackCheck, CallbackReply, CallbackServer};
 use super::callbacks::{OAuthAuthInfo, OAuthLoginCallbacks, OAuthPrompt};
 use super::credentials::{OAuthCredentials, float_to_millis};
 use super::error::OAuthError;
-use super::http::{fetch_json, http, invalid, missing_fields, number_field, string_field};
-use super::page::{error_page, success_page};
+use super::http::{Fields, fetch_json, http, invalid};
 use super::pkce::{generate_pkce, random_state};
 use super::provider::OAuthProvider;
 use super::wait::{cancellable, deadline_after};
@@ -154,20 +153,11 @@ impl OpenAICodexOAuthProvider {
             self.config.request_timeout,
         )
         .await?;
-        let access = string_field(&json, "access_token").filter(|s| !s.is_empty());
-        let refresh = string_field(&json, "refresh_token").filter(|s| !s.is_empty());
-        let expires_in = number_field(&json, "expires_in");
-        let (Some(access), Some(refresh), Some(expires_in)) = (access, refresh, expires_in) else {
-            return Err(invalid(
-                url,
-                missing_fields(&[
-                    ("access_token", access.is_some()),
-                    ("refresh_token", refresh.is_some()),
-                    ("expires_in", expires_in.is_some()),
-                ])
-                .unwrap_or_default(),
-            ));
-        };
+        let mut fields = Fields::new(&json);
+        let access = fields.non_empty_string("access_token");
+        let refresh = fields.non_empty_string("refresh_token");
+        let expires_in = fields.number("expires_in");
+        fields.check(url)?;
         let account_id = account_id(access).ok_or(OAuthError::MissingAccountId)?;
         // Unlike Anthropic and Copilot, pi keeps Codex's expiry without a margin.
         let mut credentials = OAuthCredentials::new(
@@ -186,25 +176,18 @@ impl OpenAICodexOAuthProvider {
 /// login waiting.
 fn callback_check(expected_state: String) -> Arc<CallbackCheck> {
     Arc::new(move |query| {
-        let reject = |message: &str| CallbackReply {
-            status: 400,
-            page: error_page(message, None),
-            code: None,
-        };
+        let reject = |message: &str| CallbackReply::rejected(400, message, None);
         if query.get("state") != Some(expected_state.as_str()) {
             return reject("State mismatch.");
         }
         let Some(code) = query.get("code").filter(|c| !c.is_empty()) else {
             return reject("Missing authorization code.");
         };
-        CallbackReply {
-            status: 200,
-            page: success_page("OpenAI authentication completed. You can close this window."),
-            code: Some(CallbackCode {
-                code: code.to_owned(),
-                state: Some(expected_state.clone()),
-            }),
-        }
+        CallbackReply::accepted(
+            "OpenAI authentication completed. You can close this window.",
+            code,
+            &expected_state,
+        )
     })
 }
 

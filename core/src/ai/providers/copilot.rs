@@ -7,7 +7,8 @@
 //! - `Openai-Intent: conversation-edits`;
 //! - `Copilot-Vision-Request: true` when any user message or tool result holds an image.
 
-use crate::ai::types::{Message, UserContent, UserMessageContent};
+use super::content::has_images;
+use crate::ai::types::{Message, UserMessageContent};
 
 /// The provider id.
 pub(crate) const PROVIDER: &str = "github-copilot";
@@ -30,17 +31,12 @@ pub(crate) fn dynamic_headers(messages: &[Message]) -> Vec<(&'static str, &'stat
 
 /// Whether any user message or tool result carries an image.
 pub(crate) fn has_image_input(messages: &[Message]) -> bool {
-    let has_image = |blocks: &[UserContent]| {
-        blocks
-            .iter()
-            .any(|block| matches!(block, UserContent::Image(_)))
-    };
     messages.iter().any(|message| match message {
         Message::User(user) => match &user.content {
-            UserMessageContent::Blocks(blocks) => has_image(blocks),
+            UserMessageContent::Blocks(blocks) => has_images(blocks),
             UserMessageContent::Text(_) => false,
         },
-        Message::ToolResult(result) => has_image(&result.content),
+        Message::ToolResult(result) => has_images(&result.content),
         Message::Assistant(_) => false,
     })
 }
@@ -48,7 +44,9 @@ pub(crate) fn has_image_input(messages: &[Message]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ai::types::{AssistantMessage, ImageContent, ToolResultMessage, UserMessage};
+    use crate::ai::types::{
+        AssistantMessage, ImageContent, ToolResultMessage, UserContent, UserMessage,
+    };
 
     #[test]
     fn initiator_and_vision() {

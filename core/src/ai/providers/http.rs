@@ -42,7 +42,7 @@ use serde_json::Value;
 use crate::ai::error::ProviderError;
 
 pub(crate) use self::body::{BodyFrames, FrameDecoder, SseEvents, read_error_body};
-pub(crate) use self::driver::{Flow, PreparedRequest, Reply, Wire, start};
+pub(crate) use self::driver::{Flow, PreparedRequest, Reply, Wire, api_provider, start};
 pub(crate) use self::headers::Headers;
 pub(crate) use self::limits::Limits;
 pub(crate) use self::retry::{RetryPolicy, error_body_text, send_once};

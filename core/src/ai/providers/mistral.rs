@@ -6,11 +6,11 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
+use super::api_key::required_key;
+use super::content::{has_images, joined_text};
 use super::http;
-use crate::ai::api_provider::ApiProvider;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
-use crate::ai::error::{ErrorKind, ProviderError, record_stop};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::error::{ProviderError, record_stop};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::partial_json::parse_json_lenient;
@@ -31,38 +31,14 @@ const TOOL_CALL_ID_LENGTH: usize = 9;
 #[derive(Debug, Default, Clone, Copy)]
 pub struct MistralProvider;
 
-impl ApiProvider for MistralProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        simple_options(model, options)
-    }
-}
+http::api_provider! { MistralProvider, API, prepare, simple_options }
 
 fn prepare(
     model: &Model,
     context: &Context,
     options: &StreamOptions,
 ) -> Result<http::PreparedRequest<MistralWire>, ProviderError> {
-    let api_key =
-        request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &model.base_url));
-    if api_key.is_none() && !http::is_loopback(&model.base_url) {
-        return Err(ProviderError::other(
-            missing_key_message_for_url(&model.provider, &model.base_url),
-            Some(ErrorKind::Auth),
-        ));
-    }
+    let api_key = required_key(options, &model.provider, &model.base_url)?;
     let body = options.payload(build_body(model, context, options), model)?;
     let mut headers = http::Headers::json(Some("text/event-stream"));
     if let Some(key) = &api_key {
@@ -250,7 +226,7 @@ fn convert_message(message: &Message, images: bool) -> Option<Value> {
         Message::User(user) => match &user.content {
             UserMessageContent::Text(text) => Some(json!({"role": "user", "content": text})),
             UserMessageContent::Blocks(blocks) => {
-                let had_images = blocks.iter().any(|b| matches!(b, UserContent::Image(_)));
+                let had_images = has_images(blocks);
                 let parts: Vec<Value> = blocks
                     .iter()
                     .filter_map(|block| match block {
@@ -307,19 +283,8 @@ fn convert_message(message: &Message, images: bool) -> Option<Value> {
             Some(out)
         }
         Message::ToolResult(result) => {
-            let text = result
-                .content
-                .iter()
-                .filter_map(|b| match b {
-                    UserContent::Text(t) => Some(t.text.as_str()),
-                    UserContent::Image(_) => None,
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            let has_images = result
-                .content
-                .iter()
-                .any(|b| matches!(b, UserContent::Image(_)));
+            let text = joined_text(&result.content);
+            let has_images = has_images(&result.content);
             let prefix = if result.is_error { "[tool error] " } else { "" };
             let trimmed = text.trim();
             let body = if !trimmed.is_empty() {

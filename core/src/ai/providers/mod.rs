@@ -16,6 +16,13 @@ use super::api_provider::ApiProvider;
 
 #[cfg(feature = "anthropic")]
 pub(crate) mod anthropic;
+#[cfg(any(
+    feature = "openai",
+    feature = "anthropic",
+    feature = "google",
+    feature = "mistral"
+))]
+mod api_key;
 #[cfg(feature = "bedrock")]
 pub(crate) mod bedrock;
 // The gateways (Cloudflare, GitHub Copilot) that the OpenAI and Anthropic APIs are reached
@@ -24,6 +31,13 @@ pub(crate) mod bedrock;
 pub(crate) mod cloudflare;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 mod compat_flags;
+#[cfg(any(
+    feature = "openai",
+    feature = "anthropic",
+    feature = "google",
+    feature = "mistral"
+))]
+mod content;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod copilot;
 #[cfg(any(feature = "bedrock", feature = "google"))]

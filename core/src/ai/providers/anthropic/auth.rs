@@ -156,8 +156,6 @@ pub(crate) fn build_headers(inputs: &HeaderInputs<'_>) -> Headers {
 /// `resolveCloudflareBaseUrl`).
 pub(crate) use super::super::cloudflare::resolve_base_url;
 
-pub(crate) use super::super::http::is_loopback;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,12 +252,5 @@ mod tests {
         );
         model.base_url = "https://gateway.example/{lowercase}/x".into();
         assert_eq!(resolve_base_url(&model).unwrap(), model.base_url);
-    }
-
-    #[test]
-    fn loopback_hosts() {
-        assert!(is_loopback("http://127.0.0.1:8080"));
-        assert!(is_loopback("http://localhost:4000/anthropic"));
-        assert!(!is_loopback("https://api.anthropic.com"));
     }
 }

@@ -15,11 +15,10 @@ use self::auth::{AuthMode, HeaderInputs};
 use self::compat::Compat;
 use self::request::{BodyInputs, supports_adaptive_thinking};
 use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
+use super::api_key::required_key;
 use super::http;
-use crate::ai::api_provider::ApiProvider;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
-use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::error::ProviderError;
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::types::Context;
@@ -31,24 +30,7 @@ pub(crate) const API: &str = "anthropic-messages";
 #[derive(Debug, Default, Clone, Copy)]
 pub struct AnthropicProvider;
 
-impl ApiProvider for AnthropicProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        request::simple_options(model, options)
-    }
-}
+http::api_provider! { AnthropicProvider, API, prepare, request::simple_options }
 
 fn prepare(
     model: &Model,
@@ -56,13 +38,7 @@ fn prepare(
     options: &StreamOptions,
 ) -> Result<http::PreparedRequest<MessagesWire>, ProviderError> {
     let base_url = auth::resolve_base_url(model)?;
-    let key = request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
-    if key.is_none() && !auth::is_loopback(&base_url) {
-        return Err(ProviderError::other(
-            missing_key_message_for_url(&model.provider, &base_url),
-            Some(ErrorKind::Auth),
-        ));
-    }
+    let key = required_key(options, &model.provider, &base_url)?;
     let mode = AuthMode::detect(&model.provider, key.as_ref());
     let oauth = mode == AuthMode::OAuth;
     let compat = Compat::for_model(model);

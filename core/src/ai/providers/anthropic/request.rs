@@ -7,11 +7,12 @@ use super::auth::{CLAUDE_CODE_IDENTITY, to_claude_code_name};
 use super::compat::Compat;
 use crate::ai::model::Model;
 use crate::ai::options::{CacheRetention, StreamOptions};
-use crate::ai::simple_options::{adjust_max_tokens_for_thinking, base_options};
+use crate::ai::providers::content::{Turn, has_images, joined_text, turns};
+use crate::ai::simple_options::{add_thinking_budget, base_options};
 use crate::ai::thinking::ThinkingLevel;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
-    AssistantContent, AssistantMessage, Context, Message, Tool, ToolResultMessage, UserContent,
+    AssistantContent, AssistantMessage, Context, Tool, ToolResultMessage, UserContent,
     UserMessageContent,
 };
 
@@ -68,7 +69,7 @@ pub(crate) fn effort_for(model: &Model, level: ThinkingLevel) -> String {
         return mapped.clone();
     }
     match level {
-        ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
+        ThinkingLevel::Off | ThinkingLevel::Minimal | ThinkingLevel::Low => "low",
         ThinkingLevel::Medium => "medium",
         ThinkingLevel::High | ThinkingLevel::Xhigh => "high",
     }
@@ -84,20 +85,15 @@ pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOp
     simple.thinking_budget_tokens = None;
     // Unlike pi, a model without reasoning ignores the level (pi would add a thinking budget to
     // its output cap and drop its temperature).
-    match options.reasoning.filter(|_| model.reasoning) {
+    let level = options.reasoning.and_then(ThinkingLevel::enabled);
+    match level.filter(|_| model.reasoning) {
         None => simple.thinking_enabled = Some(false),
         Some(level) if supports_adaptive_thinking(&model.id) => {
             simple.thinking_enabled = Some(true);
             simple.effort = Some(effort_for(model, level));
         }
         Some(level) => {
-            let (max_tokens, budget) = adjust_max_tokens_for_thinking(
-                simple.max_tokens.unwrap_or(0),
-                model.max_tokens,
-                level,
-                options.thinking_budgets.as_ref(),
-            );
-            simple.max_tokens = Some(max_tokens);
+            let budget = add_thinking_budget(&mut simple, model, level);
             simple.thinking_enabled = Some(true);
             simple.thinking_budget_tokens = Some(budget);
         }
@@ -308,24 +304,13 @@ pub(crate) fn convert_messages(
 ) -> Vec<Value> {
     let messages = transform_messages(&context.messages, model, Some(&normalize_tool_call_id));
     let mut out: Vec<Value> = Vec::with_capacity(messages.len());
-    let mut index = 0;
-    while index < messages.len() {
-        match &messages[index] {
-            Message::User(user) => {
-                out.extend(convert_user(&user.content));
-                index += 1;
-            }
-            Message::Assistant(assistant) => {
-                out.extend(convert_assistant(assistant, oauth));
-                index += 1;
-            }
-            Message::ToolResult(_) => {
+    for turn in turns(&messages) {
+        match turn {
+            Turn::User(user) => out.extend(convert_user(&user.content)),
+            Turn::Assistant(assistant) => out.extend(convert_assistant(assistant, oauth)),
+            Turn::ToolResults(results) => {
                 // Consecutive results go into one user message (z.ai's endpoint needs it).
-                let mut results = Vec::new();
-                while let Some(Message::ToolResult(result)) = messages.get(index) {
-                    results.push(convert_tool_result(result));
-                    index += 1;
-                }
+                let results: Vec<Value> = results.into_iter().map(convert_tool_result).collect();
                 out.push(json!({"role": "user", "content": results}));
             }
         }
@@ -438,11 +423,7 @@ fn convert_assistant(message: &AssistantMessage, oauth: bool) -> Option<Value> {
 }
 
 fn convert_tool_result(result: &ToolResultMessage) -> Value {
-    let has_images = result
-        .content
-        .iter()
-        .any(|block| matches!(block, UserContent::Image(_)));
-    let content = if has_images {
+    let content = if has_images(&result.content) {
         let mut blocks: Vec<Value> = result
             .content
             .iter()
@@ -460,15 +441,7 @@ fn convert_tool_result(result: &ToolResultMessage) -> Value {
         }
         Value::Array(blocks)
     } else {
-        let texts: Vec<&str> = result
-            .content
-            .iter()
-            .filter_map(|block| match block {
-                UserContent::Text(text) => Some(text.text.as_str()),
-                UserContent::Image(_) => None,
-            })
-            .collect();
-        json!(texts.join("\n"))
+        json!(joined_text(&result.content))
     };
     json!({
         "type": "tool_result",

@@ -36,9 +36,8 @@ use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use self::sigv4::{BEDROCK_SIGNING_NAME, SignableInput};
 use super::environment::Environment;
 use super::http;
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::{CacheRetention, StreamOptions};
 use crate::ai::types::Context;
@@ -175,24 +174,7 @@ impl http::Wire for BedrockWire {
     }
 }
 
-impl ApiProvider for BedrockProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || self.prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        request::simple_options(model, options)
-    }
-}
+http::api_provider! { BedrockProvider, API, self.prepare, request::simple_options }
 
 impl BedrockProvider {
     fn prepare(

@@ -14,14 +14,13 @@ use crate::ai::options::{CacheRetention, StreamOptions, ThinkingBudgets};
 use crate::ai::providers::anthropic::request::{
     MIN_THINKING_BUDGET, effort_for, normalize_tool_call_id,
 };
-use crate::ai::simple_options::{
-    adjust_max_tokens_for_thinking, base_options, default_thinking_budget,
-};
+use crate::ai::providers::content::{Turn, turns};
+use crate::ai::simple_options::{add_thinking_budget, base_options, default_thinking_budget};
 use crate::ai::thinking::ThinkingLevel;
 use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
-    AssistantContent, AssistantMessage, Context, ImageContent, Message, Tool, ToolResultMessage,
+    AssistantContent, AssistantMessage, Context, ImageContent, Tool, ToolResultMessage,
     UserContent, UserMessageContent,
 };
 
@@ -53,24 +52,22 @@ pub(crate) struct CommandInputs<'a> {
 /// without reasoning ignores the level (pi would still raise its output cap).
 pub(crate) fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
     let mut simple = base_options(model, options);
-    simple.reasoning = options.reasoning.filter(|_| model.reasoning);
+    simple.reasoning = options
+        .reasoning
+        .and_then(ThinkingLevel::enabled)
+        .filter(|_| model.reasoning);
     let Some(level) = simple.reasoning else {
         return simple;
     };
     if !is_claude(model) || supports_adaptive_thinking(model) {
         return simple;
     }
-    let (max_tokens, budget) = adjust_max_tokens_for_thinking(
-        simple.max_tokens.unwrap_or(0),
-        model.max_tokens,
-        level,
-        options.thinking_budgets.as_ref(),
-    );
-    simple.max_tokens = Some(max_tokens);
+    let budget = add_thinking_budget(&mut simple, model, level);
     let budgets = simple
         .thinking_budgets
         .get_or_insert_with(ThinkingBudgets::default);
     match level {
+        ThinkingLevel::Off => {}
         ThinkingLevel::Minimal => budgets.minimal = Some(budget),
         ThinkingLevel::Low => budgets.low = Some(budget),
         ThinkingLevel::Medium => budgets.medium = Some(budget),
@@ -172,7 +169,7 @@ pub(crate) fn tool_config(tools: Option<&[Tool]>, choice: Option<&ToolChoice>) -
 /// Claude's reasoning parameters; none for other models or without a reasoning level.
 fn additional_model_request_fields(inputs: CommandInputs<'_>) -> Option<Value> {
     let CommandInputs { model, options, .. } = inputs;
-    let level = options.reasoning?;
+    let level = options.reasoning?.enabled()?;
     if !model.reasoning || !is_claude(model) {
         return None;
     }
@@ -240,10 +237,9 @@ fn convert_messages(
     let messages = transform_messages(&context.messages, model, Some(&normalize_tool_call_id));
     let signatures = is_claude(model);
     let mut out: Vec<Value> = Vec::with_capacity(messages.len());
-    let mut index = 0;
-    while index < messages.len() {
-        match &messages[index] {
-            Message::User(user) => {
+    for turn in turns(&messages) {
+        match turn {
+            Turn::User(user) => {
                 let content = match &user.content {
                     UserMessageContent::Text(text) => vec![json!({"text": text})],
                     UserMessageContent::Blocks(blocks) => {
@@ -251,19 +247,14 @@ fn convert_messages(
                     }
                 };
                 out.push(json!({"role": "user", "content": content}));
-                index += 1;
             }
-            Message::Assistant(assistant) => {
-                out.extend(convert_assistant(assistant, signatures));
-                index += 1;
-            }
-            Message::ToolResult(_) => {
+            Turn::Assistant(assistant) => out.extend(convert_assistant(assistant, signatures)),
+            Turn::ToolResults(results) => {
                 // Bedrock wants every result of a turn in one user message.
-                let mut results = Vec::new();
-                while let Some(Message::ToolResult(result)) = messages.get(index) {
-                    results.push(convert_tool_result(result)?);
-                    index += 1;
-                }
+                let results = results
+                    .into_iter()
+                    .map(convert_tool_result)
+                    .collect::<Result<Vec<_>, _>>()?;
                 out.push(json!({"role": "user", "content": results}));
             }
         }
@@ -342,7 +333,9 @@ fn convert_tool_result(result: &ToolResultMessage) -> Result<Value, RequestError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ai::types::{StopReason, TextContent, ThinkingContent, ToolCall, UserMessage};
+    use crate::ai::types::{
+        Message, StopReason, TextContent, ThinkingContent, ToolCall, UserMessage,
+    };
 
     fn claude(id: &str) -> Model {
         let mut model = Model::new("bedrock-converse-stream", "amazon-bedrock", id, "");

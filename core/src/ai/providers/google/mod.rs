@@ -28,11 +28,10 @@ pub(crate) mod request;
 pub(crate) mod response;
 
 use self::response::ChunkState;
+use super::api_key::{key_for_url, require_key};
 use super::http;
-use crate::ai::api_provider::ApiProvider;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
-use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::error::ProviderError;
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::types::Context;
@@ -74,24 +73,7 @@ pub(crate) fn stream_url(model: &Model) -> Result<String, ProviderError> {
     ))
 }
 
-impl ApiProvider for GoogleProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        request::simple_options(model, options)
-    }
-}
+http::api_provider! { GoogleProvider, API, prepare, request::simple_options }
 
 /// Whether the caller's headers authenticate the request themselves (the SDK then sends no
 /// key header).
@@ -119,14 +101,12 @@ fn prepare(
     } else {
         &model.base_url
     };
-    let api_key =
-        request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, base_url));
-    if api_key.is_none() && !authenticated && !http::is_loopback(base_url) {
-        return Err(ProviderError::other(
-            missing_key_message_for_url(&model.provider, base_url),
-            Some(ErrorKind::Auth),
-        ));
-    }
+    let api_key = key_for_url(options, &model.provider, base_url);
+    require_key(
+        api_key.is_some() || authenticated,
+        &model.provider,
+        base_url,
+    )?;
     let body = options.payload(request::build_body(model, context, options), model)?;
     let url = stream_url(model)?;
     let mut headers = http::Headers::json(None);
@@ -209,14 +189,5 @@ mod tests {
             stream_url(&model).unwrap(),
             "http://127.0.0.1:9/v1beta/models/..%2F..%2Fadmin%2Fdelete%3Fall%3D1%23:streamGenerateContent?alt=sse"
         );
-    }
-
-    #[test]
-    fn loopback_hosts() {
-        assert!(http::is_loopback("http://127.0.0.1:8080/v1beta"));
-        assert!(http::is_loopback("http://localhost/v1beta"));
-        assert!(http::is_loopback("http://[::1]:1234/v1"));
-        assert!(!http::is_loopback(DEFAULT_BASE_URL));
-        assert!(!http::is_loopback("https://localhost.evil.com/v1"));
     }
 }

@@ -10,7 +10,8 @@ use serde_json::{Map, Value, json};
 use crate::ai::catalog::clamp_thinking_level;
 use crate::ai::model::Model;
 use crate::ai::options::{GoogleThinking, StreamOptions};
-use crate::ai::thinking::{ModelThinkingLevel, ThinkingLevel};
+use crate::ai::providers::content::joined_text;
+use crate::ai::thinking::ThinkingLevel;
 use crate::ai::tool_choice::ToolChoice;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
@@ -307,15 +308,15 @@ pub(crate) fn simple_thinking(
     reasoning: Option<ThinkingLevel>,
     budgets: Option<&crate::ai::options::ThinkingBudgets>,
 ) -> GoogleThinking {
-    let Some(level) = reasoning else {
+    let Some(level) = reasoning.and_then(ThinkingLevel::enabled) else {
         return GoogleThinking {
             enabled: false,
             ..GoogleThinking::default()
         };
     };
-    let effort = match clamp_thinking_level(model, level.into()) {
-        ModelThinkingLevel::Off => ThinkingLevel::High,
-        other => other.thinking_level().unwrap_or(ThinkingLevel::High),
+    let effort = match clamp_thinking_level(model, level) {
+        ThinkingLevel::Off => ThinkingLevel::High,
+        other => other,
     };
     let id = model.id.as_str();
     if is_gemini3_pro(id) || is_gemini3_flash(id) || variant.gemma4_levels(id) {
@@ -347,26 +348,27 @@ fn disabled_thinking_config(variant: Variant, id: &str) -> Value {
     }
 }
 
-/// pi's `getThinkingLevel` (`xhigh` counts as `high`).
+/// pi's `getThinkingLevel` (`xhigh` counts as `high`, and so does `off`, as in
+/// [`simple_thinking`]).
 fn thinking_level(variant: Variant, effort: ThinkingLevel, id: &str) -> &'static str {
-    use ThinkingLevel::{High, Low, Medium, Minimal, Xhigh};
+    use ThinkingLevel::{High, Low, Medium, Minimal, Off, Xhigh};
     if is_gemini3_pro(id) {
         return match effort {
             Minimal | Low => "LOW",
-            Medium | High | Xhigh => "HIGH",
+            Medium | High | Xhigh | Off => "HIGH",
         };
     }
     if variant.gemma4_levels(id) {
         return match effort {
             Minimal | Low => "MINIMAL",
-            Medium | High | Xhigh => "HIGH",
+            Medium | High | Xhigh | Off => "HIGH",
         };
     }
     match effort {
         Minimal => "MINIMAL",
         Low => "LOW",
         Medium => "MEDIUM",
-        High | Xhigh => "HIGH",
+        High | Xhigh | Off => "HIGH",
     }
 }
 
@@ -386,7 +388,7 @@ pub(crate) fn thinking_budget(variant: Variant, effort: ThinkingLevel, id: &str)
         ThinkingLevel::Minimal => table[0],
         ThinkingLevel::Low => table[1],
         ThinkingLevel::Medium => table[2],
-        ThinkingLevel::High | ThinkingLevel::Xhigh => table[3],
+        ThinkingLevel::High | ThinkingLevel::Xhigh | ThinkingLevel::Off => table[3],
     }
 }
 
@@ -492,15 +494,7 @@ fn assistant_parts(message: &AssistantMessage, model: &Model) -> Vec<Value> {
 /// that turn already holds function responses; images go into `functionResponse.parts` for
 /// models that accept them there, else into a separate user turn after it.
 fn push_tool_result(contents: &mut Vec<Value>, result: &ToolResultMessage, model: &Model) {
-    let texts: Vec<&str> = result
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            UserContent::Text(text) => Some(text.text.as_str()),
-            UserContent::Image(_) => None,
-        })
-        .collect();
-    let text = texts.join("\n");
+    let text = joined_text(&result.content);
     let images: Vec<Value> = if model.supports_images() {
         result
             .content

@@ -338,15 +338,7 @@ mod tests {
                     "toolUsePromptTokenCount": 7, "totalTokenCount": 1257}),
             &model,
         );
-        assert_eq!(
-            (
-                usage.input,
-                usage.output,
-                usage.cache_read,
-                usage.cache_write
-            ),
-            (400, 250, 600, 0)
-        );
+        assert_eq!(usage.token_counts(), [400, 250, 600, 0]);
         assert_eq!(usage.total_tokens, 1250);
     }
 }

@@ -34,10 +34,9 @@ use super::environment::Environment;
 use super::google::request::{self, Variant};
 use super::google::{API_KEY_HEADER, caller_authenticates, caller_headers, read_stream};
 use super::http;
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::env_key_allowed;
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::types::Context;
@@ -103,23 +102,9 @@ impl http::Wire for VertexWire {
     }
 }
 
-impl ApiProvider for GoogleVertexProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || self.prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        request::simple_options_for(Variant::Vertex, model, options)
-    }
+http::api_provider! {
+    GoogleVertexProvider, API, self.prepare,
+    |model, options| request::simple_options_for(Variant::Vertex, model, options)
 }
 
 /// The error for environment credentials withheld from a host (kind `auth`).

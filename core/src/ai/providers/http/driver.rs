@@ -164,6 +164,51 @@ pub(crate) fn start<W: Wire>(
     }
 }
 
+/// Implements [`ApiProvider`](crate::ai::api_provider::ApiProvider) for a built-in HTTP
+/// provider: `api_provider! { Type, API, prepare, simple }`. `api` is `API`; `stream` hands
+/// `prepare(model, context, options)` (written `self.prepare` for a provider's own method) to
+/// [`start`]; `simple_options` is `simple(model, options)`. Every built-in provider's
+/// implementation differs only in those names, so it is written once here.
+// Unused in a build without any provider feature.
+#[allow(unused_macros)]
+macro_rules! api_provider {
+    ($provider:ty, $api:expr, self.$method:ident, $simple:expr $(,)?) => {
+        $crate::ai::providers::http::api_provider!(@impl $provider, $api, $simple,
+            |this: &$provider, model, context, options| this.$method(model, context, options));
+    };
+    ($provider:ty, $api:expr, $prepare:path, $simple:expr $(,)?) => {
+        $crate::ai::providers::http::api_provider!(@impl $provider, $api, $simple,
+            |_: &$provider, model, context, options| $prepare(model, context, options));
+    };
+    (@impl $provider:ty, $api:expr, $simple:expr, $prepare:expr) => {
+        impl $crate::ai::api_provider::ApiProvider for $provider {
+            fn api(&self) -> &str {
+                $api
+            }
+
+            fn stream(
+                &self,
+                model: &$crate::ai::model::Model,
+                context: &$crate::ai::types::Context,
+                options: &$crate::ai::options::StreamOptions,
+            ) -> $crate::ai::event_stream::AssistantMessageEventStream {
+                $crate::ai::providers::http::start(model, options, || {
+                    ($prepare)(self, model, context, options)
+                })
+            }
+
+            fn simple_options(
+                &self,
+                model: &$crate::ai::model::Model,
+                options: &$crate::ai::options::StreamOptions,
+            ) -> $crate::ai::options::StreamOptions {
+                ($simple)(model, options)
+            }
+        }
+    };
+}
+pub(crate) use api_provider;
+
 async fn run<W: Wire>(
     writer: &mut StreamWriter,
     model: &Model,

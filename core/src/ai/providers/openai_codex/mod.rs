@@ -38,14 +38,14 @@ use self::events::CodexError;
 use self::websocket::{WebSocketFailure, WebSocketRequest};
 use super::http::{self, RetryPolicy};
 use super::openai_responses::response::{Pricing, ResponseState};
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{missing_key_message, request_key};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::oauth::openai_codex::account_id;
 use crate::ai::options::{ApiKey, StreamOptions, Transport};
 use crate::ai::redact::Redactor;
+use crate::ai::simple_options::with_reasoning_effort;
 use crate::ai::types::{Context, now_ms};
 
 pub use self::websocket::OpenAICodexWebSocketStats;
@@ -136,24 +136,7 @@ impl http::Wire for CodexWire {
     }
 }
 
-impl ApiProvider for OpenAICodexResponsesProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        crate::ai::simple_options::with_reasoning_effort(model, options)
-    }
-}
+http::api_provider! { OpenAICodexResponsesProvider, API, prepare, with_reasoning_effort }
 
 fn prepare(
     model: &Model,

@@ -8,13 +8,13 @@ pub(crate) mod response;
 
 use self::compat::Compat;
 use self::response::ChunkState;
+use super::api_key::required_key;
 use super::{cloudflare, copilot, http};
-use crate::ai::api_provider::ApiProvider;
-use crate::ai::env_keys::{get_env_api_key_for_url, missing_key_message_for_url, request_key};
-use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::error::ProviderError;
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
+use crate::ai::simple_options::with_reasoning_effort;
 use crate::ai::types::Context;
 
 /// The api id.
@@ -28,24 +28,7 @@ pub(crate) const INCOMPLETE_RESPONSE: &str =
 #[derive(Debug, Default, Clone, Copy)]
 pub struct OpenAICompletionsProvider;
 
-impl ApiProvider for OpenAICompletionsProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        crate::ai::simple_options::with_reasoning_effort(model, options)
-    }
-}
+http::api_provider! { OpenAICompletionsProvider, API, prepare, with_reasoning_effort }
 
 fn prepare(
     model: &Model,
@@ -53,14 +36,7 @@ fn prepare(
     options: &StreamOptions,
 ) -> Result<http::PreparedRequest<CompletionsWire>, ProviderError> {
     let base_url = cloudflare::resolve_base_url(model)?;
-    let api_key =
-        request_key(options).or_else(|| get_env_api_key_for_url(&model.provider, &base_url));
-    if api_key.is_none() && !http::is_loopback(&base_url) {
-        return Err(ProviderError::other(
-            missing_key_message_for_url(&model.provider, &base_url),
-            Some(ErrorKind::Auth),
-        ));
-    }
+    let api_key = required_key(options, &model.provider, &base_url)?;
     let compat = Compat::for_model(model);
     let body = options.payload(request::build_body(model, context, options, &compat), model)?;
     // pi's order: the SDK's `Authorization`, then the model's headers, Copilot's
@@ -146,18 +122,4 @@ pub(crate) async fn read_stream(
         return Err(events.incomplete(INCOMPLETE_RESPONSE));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::http::is_loopback;
-
-    #[test]
-    fn loopback_hosts() {
-        assert!(is_loopback("http://127.0.0.1:8080/v1"));
-        assert!(is_loopback("http://localhost:11434/v1"));
-        assert!(is_loopback("http://[::1]:1234/v1"));
-        assert!(!is_loopback("https://api.openai.com/v1"));
-        assert!(!is_loopback("https://localhost.evil.com/v1"));
-    }
 }

@@ -7,6 +7,7 @@ use super::compat::{CacheControlFormat, Compat, MaxTokensField, ThinkingFormat};
 use crate::ai::model::Model;
 use crate::ai::options::CacheRetention;
 use crate::ai::options::StreamOptions;
+use crate::ai::providers::content::{Turn, turns};
 use crate::ai::simple_options::mapped_effort;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
@@ -314,28 +315,17 @@ pub(crate) fn convert_messages(model: &Model, context: &Context, compat: &Compat
     let provider = model.provider.clone();
     let normalize = move |id: &str| normalize_tool_call_id(id, &provider);
     let messages = transform_messages(&context.messages, model, Some(&normalize));
-    let mut index = 0;
-    while index < messages.len() {
-        match &messages[index] {
-            Message::User(user) => {
-                if let Some(value) = convert_user(&user.content) {
-                    out.push(value);
-                }
-                index += 1;
-            }
-            Message::Assistant(assistant) => {
-                if let Some(value) = convert_assistant(assistant, model, compat) {
-                    out.push(value);
-                }
-                index += 1;
-            }
-            Message::ToolResult(_) => {
+    let mut turns = turns(&messages).peekable();
+    while let Some(turn) = turns.next() {
+        match turn {
+            Turn::User(user) => out.extend(convert_user(&user.content)),
+            Turn::Assistant(assistant) => out.extend(convert_assistant(assistant, model, compat)),
+            Turn::ToolResults(results) => {
                 let mut images = Vec::new();
-                while let Some(Message::ToolResult(result)) = messages.get(index) {
+                for result in results {
                     out.push(convert_tool_result(result, compat, &mut images));
-                    index += 1;
                 }
-                let next_is_user = matches!(messages.get(index), Some(Message::User(_)));
+                let next_is_user = matches!(turns.peek(), Some(Turn::User(_)));
                 if compat.requires_assistant_after_tool_result
                     && (next_is_user || !images.is_empty())
                 {

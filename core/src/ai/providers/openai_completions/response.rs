@@ -517,15 +517,7 @@ mod tests {
                     "prompt_tokens_details": {"cached_tokens": 60, "cache_write_tokens": 10}}),
             &model,
         );
-        assert_eq!(
-            (
-                usage.input,
-                usage.output,
-                usage.cache_read,
-                usage.cache_write
-            ),
-            (40, 20, 50, 10)
-        );
+        assert_eq!(usage.token_counts(), [40, 20, 50, 10]);
         assert_eq!(usage.total_tokens, 120);
     }
 

@@ -16,13 +16,12 @@ use reqwest::Url;
 use super::request::{self, BodySettings};
 use super::response::Pricing;
 use super::{OPENAI_ACCEPT, Prepared, ResponsesWire, resolve_api_key};
-use crate::ai::api_provider::ApiProvider;
 use crate::ai::env_keys::{env_key_names, missing_key_message_for_url};
 use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::AssistantMessageEventStream;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::providers::http::{self, host_label, is_loopback};
+use crate::ai::simple_options::with_reasoning_effort;
 use crate::ai::types::Context;
 
 /// The api id.
@@ -74,24 +73,7 @@ impl From<AzureConfigError> for ProviderError {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AzureOpenAIResponsesProvider;
 
-impl ApiProvider for AzureOpenAIResponsesProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || self.prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        crate::ai::simple_options::with_reasoning_effort(model, options)
-    }
-}
+http::api_provider! { AzureOpenAIResponsesProvider, API, self.prepare, with_reasoning_effort }
 
 fn env_value(name: &str) -> Option<String> {
     std::env::var(name)

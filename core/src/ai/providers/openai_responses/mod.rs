@@ -17,16 +17,15 @@ pub(crate) mod response;
 use self::compat::Compat;
 use self::request::BodySettings;
 use self::response::{Pricing, ResponseState};
+use super::api_key::{key_for_url, require_key};
 use super::http::{self, Headers};
 use super::{cloudflare, copilot};
-use crate::ai::api_provider::ApiProvider;
-use crate::ai::env_keys::{
-    env_key_allowed, get_env_api_key_for_url, missing_key_message_for_url, request_key,
-};
-use crate::ai::error::{ErrorKind, ProviderError};
-use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter};
+use crate::ai::env_keys::env_key_allowed;
+use crate::ai::error::ProviderError;
+use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::{ApiKey, CacheRetention, StreamOptions};
+use crate::ai::simple_options::with_reasoning_effort;
 use crate::ai::types::Context;
 
 /// The api id.
@@ -45,24 +44,7 @@ pub(crate) const TOOL_CALL_PROVIDERS: &[&str] = &["openai", "openai-codex", "ope
 #[derive(Clone, Copy, Debug, Default)]
 pub struct OpenAIResponsesProvider;
 
-impl ApiProvider for OpenAIResponsesProvider {
-    fn api(&self) -> &str {
-        API
-    }
-
-    fn stream(
-        &self,
-        model: &Model,
-        context: &Context,
-        options: &StreamOptions,
-    ) -> AssistantMessageEventStream {
-        http::start(model, options, || self.prepare(model, context, options))
-    }
-
-    fn simple_options(&self, model: &Model, options: &StreamOptions) -> StreamOptions {
-        crate::ai::simple_options::with_reasoning_effort(model, options)
-    }
-}
+http::api_provider! { OpenAIResponsesProvider, API, self.prepare, with_reasoning_effort }
 
 impl OpenAIResponsesProvider {
     fn prepare(
@@ -73,12 +55,7 @@ impl OpenAIResponsesProvider {
     ) -> Result<Prepared, ProviderError> {
         let base_url = resolve_placeholders(model)?;
         let api_key = resolve_api_key(model, options, None, &base_url);
-        if api_key.is_none() && !http::is_loopback(&base_url) {
-            return Err(ProviderError::other(
-                missing_key_message_for_url(&model.provider, &base_url),
-                Some(ErrorKind::Auth),
-            ));
-        }
+        require_key(api_key.is_some(), &model.provider, &base_url)?;
         let compat = Compat::for_model(model);
         let retention = CacheRetention::resolve(options.cache_retention);
         let session_id = options
@@ -159,15 +136,13 @@ fn resolve_api_key(
     fallback_env: Option<&str>,
     base_url: &str,
 ) -> Option<ApiKey> {
-    request_key(options)
-        .or_else(|| get_env_api_key_for_url(&model.provider, base_url))
-        .or_else(|| {
-            fallback_env
-                .filter(|_| env_key_allowed(azure::API, base_url))
-                .and_then(|name| std::env::var(name).ok())
-                .filter(|value| !value.is_empty())
-                .map(ApiKey::new)
-        })
+    key_for_url(options, &model.provider, base_url).or_else(|| {
+        fallback_env
+            .filter(|_| env_key_allowed(azure::API, base_url))
+            .and_then(|name| std::env::var(name).ok())
+            .filter(|value| !value.is_empty())
+            .map(ApiKey::new)
+    })
 }
 
 /// What reading a Responses stream needs besides the body: how its cost is priced.

@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
+use crate::ai::providers::content::{has_images, joined_text};
 use crate::ai::simple_options::mapped_effort;
 use crate::ai::transform::transform_messages;
 use crate::ai::types::{
@@ -519,19 +520,8 @@ fn convert_assistant(
 }
 
 fn convert_tool_result(result: &ToolResultMessage, model: &Model) -> Value {
-    let text = result
-        .content
-        .iter()
-        .filter_map(|block| match block {
-            UserContent::Text(text) => Some(text.text.as_str()),
-            UserContent::Image(_) => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let has_images = result
-        .content
-        .iter()
-        .any(|block| matches!(block, UserContent::Image(_)));
+    let text = joined_text(&result.content);
+    let has_images = has_images(&result.content);
     let output = if has_images && model.supports_images() {
         let mut parts = Vec::new();
         if !text.is_empty() {

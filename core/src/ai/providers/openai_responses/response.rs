@@ -680,15 +680,7 @@ mod tests {
                     "input_tokens_details": {"cached_tokens": 400}}),
             &model,
         );
-        assert_eq!(
-            (
-                usage.input,
-                usage.output,
-                usage.cache_read,
-                usage.cache_write
-            ),
-            (600, 50, 400, 0)
-        );
+        assert_eq!(usage.token_counts(), [600, 50, 400, 0]);
         assert_eq!(usage.total_tokens, 1050);
         assert!((usage.cost.total - (600.0 + 40.0) / 1e6).abs() < 1e-15);
     }
