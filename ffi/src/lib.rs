@@ -63,6 +63,7 @@ pub mod faux;
 pub mod hook;
 pub mod log;
 pub mod mcp;
+pub mod memory;
 pub mod message_error;
 pub mod messages;
 pub mod model;

@@ -80,6 +80,8 @@ mod _core {
     #[pymodule_export]
     use super::overflow::is_context_overflow;
     #[pymodule_export]
+    use super::runtime::release_memory;
+    #[pymodule_export]
     use super::session::{PySession, SessionError};
     #[pymodule_export]
     use super::session_subscription::PySessionSubscription;
