@@ -70,7 +70,9 @@ def main() -> None:
     gc.collect()
     time.sleep(0.5)
     after = status_kb("VmRSS:")
+    trim_start = time.perf_counter()
     pi_agent.release_memory()
+    release_ms = (time.perf_counter() - trim_start) * 1e3
     released = status_kb("VmRSS:")
     ordered = sorted(delays)
     pick = lambda p: ordered[int((len(ordered) - 1) * p)] if ordered else 0  # noqa: E731
@@ -87,6 +89,7 @@ def main() -> None:
         "kib_per_stream": round((peak - idle) / streams, 1),
         "rss_after_kb": after,
         "rss_released_kb": released,
+        "release_ms": round(release_ms, 1),
     }
     print(json.dumps(result))
 
