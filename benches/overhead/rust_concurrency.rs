@@ -6,6 +6,8 @@
 //!
 //! Prints one JSON line (see benches/overhead/concurrency_run.py for the contract).
 
+use std::sync::Arc;
+
 use futures::StreamExt;
 use pi_agent::ai::{
     self, ApiKey, AssistantMessageEvent, Context, Model, StreamOptions, UserMessage,
@@ -35,13 +37,16 @@ fn status_kb(field: &str) -> i64 {
         .unwrap_or(-1)
 }
 
-/// One stream: its frame count and every frame's delay (ns).
-async fn one(
+/// What every stream asks: shared, so each task holds a pointer, not copies.
+struct Request {
     model: Model,
-    context: std::sync::Arc<Context>,
+    context: Context,
     options: StreamOptions,
-) -> (usize, Vec<i64>) {
-    let mut stream = ai::stream(&model, &context, &options);
+}
+
+/// One stream: its frame count and every frame's delay (ns).
+async fn one(request: Arc<Request>) -> (usize, Vec<i64>) {
+    let mut stream = ai::stream(&request.model, &request.context, &request.options);
     let mut delays = Vec::new();
     let mut failed = false;
     while let Some(event) = stream.next().await {
@@ -80,10 +85,10 @@ fn main() {
         base.clone(),
     );
     let warm = Model::new("openai-completions", "openai", "paced-1-0", base);
-    let context = std::sync::Arc::new(Context {
+    let context = Context {
         messages: vec![UserMessage::text("go").into()],
         ..Context::default()
-    });
+    };
     let options = StreamOptions {
         api_key: Some(ApiKey::new("k")),
         max_retries: Some(0),
@@ -94,7 +99,17 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     // One stream first: the one-time set-up (HTTP client, runtime) is not a stream's cost.
-    runtime.block_on(one(warm, std::sync::Arc::clone(&context), options.clone()));
+    let warm = Arc::new(Request {
+        model: warm,
+        context: context.clone(),
+        options: options.clone(),
+    });
+    runtime.block_on(one(warm));
+    let request = Arc::new(Request {
+        model,
+        context,
+        options,
+    });
     let idle = status_kb("VmRSS:");
     let start = mono_ns();
     // RSS halfway through the streams (every one open, none finished): the steady state.
@@ -107,13 +122,7 @@ fn main() {
     });
     let results = runtime.block_on(async {
         let tasks: Vec<_> = (0..streams)
-            .map(|_| {
-                tokio::spawn(one(
-                    model.clone(),
-                    std::sync::Arc::clone(&context),
-                    options.clone(),
-                ))
-            })
+            .map(|_| tokio::spawn(one(Arc::clone(&request))))
             .collect();
         futures::future::join_all(tasks).await
     });
