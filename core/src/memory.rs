@@ -9,8 +9,9 @@
 /// Returns the memory the allocator keeps for reuse to the operating system (glibc's
 /// `malloc_trim(0)`, which releases the free pages of every arena, not only the top of the
 /// heap), and says whether any was returned. Call it after a burst of concurrent streams or
-/// runs has ended, e.g. when a server goes idle; it costs about a millisecond per hundred MiB
-/// kept, and the next burst simply takes the pages again.
+/// runs has ended, e.g. when a server goes idle, off any latency-sensitive path: it walks every
+/// free page (about 0.2 s for the 360 MiB left by 10,000 streams on a loaded 2-core machine),
+/// and the next burst simply takes the pages again.
 ///
 /// Nothing to do (returns `false`) where the allocator is not glibc's, or in a program that
 /// set its own `#[global_allocator]` (jemalloc and mimalloc return memory by themselves).
