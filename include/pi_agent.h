@@ -2284,6 +2284,17 @@ struct pi_error *pi_mcp_server_add_tools_to_agent(const struct pi_mcp_server *se
 void pi_mcp_server_free(struct pi_mcp_server *server);
 
 /**
+ * Returns the memory the allocator keeps for reuse to the operating system (glibc's
+ * `malloc_trim`), and says whether any was returned. Freed memory otherwise stays with the
+ * process: after 10,000 concurrent streams have ended, RSS stays at their peak until this is
+ * called. Call it when a burst of streams or runs has ended (e.g. when a server goes idle);
+ * the next burst takes the pages again. Returns `false` where the allocator is not glibc's.
+ *
+ * Thread-safety: may be called from any thread at any time, also while streams run.
+ */
+bool pi_release_memory(void);
+
+/**
  * Reads the failure fields of a pi-shaped assistant message (e.g. the last message of a
  * failed run, or the `error` of a stream's error event) into `*error_out`: its `errorKind`,
  * `httpStatus` and `retryAfterMs`. The text stays in `errorMessage`. A message without them

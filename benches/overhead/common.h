@@ -10,13 +10,13 @@
 #include <sys/resource.h>
 #include <time.h>
 
-static long long mono_ns(void) {
+static inline long long mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static double cpu_seconds(void) {
+static inline double cpu_seconds(void) {
     struct rusage u;
     getrusage(RUSAGE_SELF, &u);
     return (double)u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + (double)u.ru_stime.tv_sec +
@@ -24,7 +24,7 @@ static double cpu_seconds(void) {
 }
 
 /* VmRSS or VmHWM of this process, KiB. */
-static long status_kb(const char *field) {
+static inline long status_kb(const char *field) {
     FILE *f = fopen("/proc/self/status", "r");
     char line[256];
     long kb = -1;
@@ -41,7 +41,7 @@ typedef struct {
     size_t len, cap;
 } samples;
 
-static void push(samples *s, long long x) {
+static inline void push(samples *s, long long x) {
     if (s->len == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 1024;
         s->v = realloc(s->v, s->cap * sizeof *s->v);
@@ -50,19 +50,19 @@ static void push(samples *s, long long x) {
     s->v[s->len++] = x;
 }
 
-static void print_samples(const char *name, const samples *s) {
+static inline void print_samples(const char *name, const samples *s) {
     printf("\"%s\":[", name);
     for (size_t i = 0; i < s->len; i++) printf(i ? ",%lld" : "%lld", s->v[i]);
     printf("],");
 }
 
 /* The delta's text is "<ns> ": the send time. */
-static void record_frame(samples *lat, const char *delta, size_t len, long long now) {
+static inline void record_frame(samples *lat, const char *delta, size_t len, long long now) {
     if (len == 0 || delta[0] < '0' || delta[0] > '9') return;
     push(lat, now - strtoll(delta, NULL, 10));
 }
 
-static void print_result(const samples *ttfe, const samples *lat, double cpu, long burst,
+static inline void print_result(const samples *ttfe, const samples *lat, double cpu, long burst,
                          long idle, long after) {
     printf("{");
     print_samples("ttfe_ns", ttfe);

@@ -1,31 +1,26 @@
-"""Concurrent streams in one Python process (issue 23): N ``pi_agent.stream`` calls at once
-(``async for``) against the overhead benchmark's local server (server.py), each reading
-FRAMES text deltas paced INTERVAL_US apart, so every stream is open at the same time.
+"""The Python concurrency client of the overhead benchmark (issue 23): STREAMS
+``pi_agent.stream`` calls at once (``async for``), each reading ``paced-FRAMES-INTERVAL_US``
+from the benchmark's server, so every stream is open at the same time.
 
-    python concurrency.py [--streams N] [--frames F] [--interval-us US]     defaults 1000 20 50000
+    python concurrency.py PORT STREAMS FRAMES INTERVAL_US
 
-Prints one JSON line: ``streams``, ``frames`` (received in all), ``wall_s``, ``frames_per_s``,
-``late_frames`` (delivered more than 10 ms after the server wrote them: a stall),
-``max_late_ms``, ``rss_idle_kb`` (before), ``rss_peak_kb`` (VmHWM), ``kib_per_stream`` ((peak
-- idle) / N) and ``rss_after_kb`` (VmRSS once every stream is closed). Not a test; needs the
-``pi_agent`` wheel (run.sh installs one) and ``ulimit -n`` above N.
+Prints one JSON line (see concurrency_run.py for the contract, which starts the server and
+every client). Not a test; needs the ``pi_agent`` wheel (run.sh installs one).
 """
 
 from __future__ import annotations
 
-import argparse
+import array
 import asyncio
 import gc
 import json
-import pathlib
-import subprocess
+import resource
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict
 
 import pi_agent
 
-HERE = pathlib.Path(__file__).resolve().parent
 CONTEXT: Dict[str, Any] = {"messages": [{"role": "user", "content": "go", "timestamp": 0}]}
 STALL_NS = 10_000_000
 
@@ -38,64 +33,65 @@ def status_kb(field: str) -> int:
     return -1
 
 
-async def one(model: pi_agent.Model, late: List[int]) -> int:
+async def one(model: pi_agent.Model, delays: "array.array[int]") -> int:
     frames = 0
     async with pi_agent.stream(model, CONTEXT, api_key="k", max_retries=0) as events:
         async for event in events:
             if event["type"] == "text_delta":
                 frames += 1
-                late.append(time.monotonic_ns() - int(event["delta"].split(" ", 1)[0]))
+                delays.append(time.monotonic_ns() - int(event["delta"].split(" ", 1)[0]))
             elif event["type"] == "error":
                 raise RuntimeError(event["error"].get("errorMessage"))
     return frames
 
 
-async def run(model: pi_agent.Model, streams: int) -> Dict[str, Any]:
-    late: List[int] = []
-    start = time.monotonic()
-    counts = await asyncio.gather(*(one(model, late) for _ in range(streams)))
-    wall = time.monotonic() - start
-    total = sum(counts)
-    return {
-        "frames": total,
-        "wall_s": round(wall, 3),
-        "frames_per_s": round(total / wall),
-        "late_frames": sum(1 for ns in late if ns > STALL_NS),
-        "max_late_ms": round(max(late, default=0) / 1e6, 1),
-    }
+async def run(model: pi_agent.Model, streams: int, delays: "array.array[int]") -> int:
+    counts = await asyncio.gather(*(one(model, delays) for _ in range(streams)))
+    return sum(counts)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--streams", type=int, default=1000)
-    parser.add_argument("--frames", type=int, default=20)
-    parser.add_argument("--interval-us", type=int, default=50000)
-    args = parser.parse_args()
-    server = subprocess.Popen([sys.executable, str(HERE / "server.py")], stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None
-        port = server.stdout.readline().strip()
-        model = pi_agent.Model(
-            f"paced-{args.frames}-{args.interval_us}",
-            api="openai-completions",
-            provider="openai",
-            base_url=f"http://127.0.0.1:{port}/v1",
-        )
-        idle = status_kb("VmRSS:")
-        result: Dict[str, Any] = {"streams": args.streams}
-        result.update(asyncio.run(run(model, args.streams)))
-        gc.collect()
-        peak = status_kb("VmHWM:")
-        result.update(
-            rss_idle_kb=idle,
-            rss_peak_kb=peak,
-            kib_per_stream=round((peak - idle) / args.streams, 1),
-            rss_after_kb=status_kb("VmRSS:"),
-        )
-        print(json.dumps(result))
-    finally:
-        server.kill()
-        server.wait()
+    port, streams, frames, interval_us = (int(arg) for arg in sys.argv[1:5])
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    base = f"http://127.0.0.1:{port}/v1"
+    model = pi_agent.Model(f"paced-{frames}-{interval_us}", api="openai-completions", provider="openai", base_url=base)
+    warm = pi_agent.Model("paced-1-0", api="openai-completions", provider="openai", base_url=base)
+    # One stream first: the one-time set-up (runtime, HTTP client) is not a stream's cost.
+    asyncio.run(run(warm, 1, array.array("q")))
+    gc.collect()
+    idle = status_kb("VmRSS:")
+    # An array of int64, not a list of ints: the measurement's own memory stays small.
+    delays = array.array("q")
+    start = time.monotonic()
+    total = asyncio.run(run(model, streams, delays))
+    wall = time.monotonic() - start
+    peak = status_kb("VmHWM:")
+    gc.collect()
+    time.sleep(0.5)
+    after = status_kb("VmRSS:")
+    trim_start = time.perf_counter()
+    pi_agent.release_memory()
+    release_ms = (time.perf_counter() - trim_start) * 1e3
+    released = status_kb("VmRSS:")
+    ordered = sorted(delays)
+    pick = lambda p: ordered[int((len(ordered) - 1) * p)] if ordered else 0  # noqa: E731
+    result: Dict[str, Any] = {
+        "streams": streams,
+        "frames": total,
+        "wall_s": round(wall, 3),
+        "late_frames": sum(1 for ns in delays if ns > STALL_NS),
+        "p50_ms": round(pick(0.5) / 1e6, 3),
+        "p99_ms": round(pick(0.99) / 1e6, 3),
+        "max_late_ms": round(max(delays, default=0) / 1e6, 1),
+        "rss_idle_kb": idle,
+        "rss_peak_kb": peak,
+        "kib_per_stream": round((peak - idle) / streams, 1),
+        "rss_after_kb": after,
+        "rss_released_kb": released,
+        "release_ms": round(release_ms, 1),
+    }
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

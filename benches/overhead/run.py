@@ -50,9 +50,11 @@ def main() -> None:
     parser.add_argument("--burst", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=pathlib.Path, help="write every run's figures here")
+    parser.add_argument("--server", help="the server command (default: server.py; run.sh passes server.c's binary)")
     args = parser.parse_args()
     clients = [entry.split("=", 1) for entry in args.client]
-    server = subprocess.Popen([sys.executable, str(HERE / "server.py")], stdout=subprocess.PIPE, text=True)
+    server_argv = shlex.split(args.server) if args.server else [sys.executable, str(HERE / "server.py")]
+    server = subprocess.Popen(server_argv, stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None
         port = server.stdout.readline().strip()

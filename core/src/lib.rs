@@ -51,6 +51,7 @@ pub mod ai;
 pub mod fuzzing;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+mod memory;
 pub mod observability;
 mod panics;
 pub mod session;
@@ -66,6 +67,8 @@ pub use ai::{
     AssistantMessage, AssistantMessageEvent, AssistantMessageEventStream, Context, Message, Model,
     StopReason, StreamOptions, complete, stream,
 };
+
+pub use memory::release_memory;
 
 /// The crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -68,6 +68,7 @@ pub mod hook;
 mod hook_context;
 pub mod log;
 pub mod mcp;
+pub mod memory;
 pub mod message_error;
 pub mod messages;
 pub mod model;

@@ -83,6 +83,8 @@ mod _core {
     #[pymodule_export]
     use super::overflow::is_context_overflow;
     #[pymodule_export]
+    use super::runtime::release_memory;
+    #[pymodule_export]
     use super::session::PySession;
     #[pymodule_export]
     use super::session_subscription::PySessionSubscription;

@@ -139,3 +139,12 @@ fn block_on_channel<T: Send>(py: Python<'_>, rx: &Receiver<T>) -> Waited<T> {
         }
     }
 }
+
+/// Returns the memory the allocator keeps for reuse to the operating system (core's
+/// `release_memory`: glibc's `malloc_trim`) and says whether any was returned. Call it when a
+/// burst of streams or runs has ended; RSS otherwise stays at the burst's peak.
+#[pyfunction]
+pub(crate) fn release_memory(py: Python<'_>) -> bool {
+    // Walking the arenas takes a while after a big burst: let other Python threads run.
+    py.detach(pi_agent::release_memory)
+}
