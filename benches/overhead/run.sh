@@ -2,7 +2,8 @@
 # The overhead benchmark, in one command: builds the release library, the Rust and C clients
 # and the Python wheel, installs openai-python and pi-ai (Node) into a scratch directory
 # outside the repository, then runs every client against the local timestamping server
-# (server.py) and prints the table. Not part of the test suite.
+# (server.c, one thread with epoll; server.py speaks the same protocol) and prints the table.
+# Not part of the test suite.
 #
 #   benches/overhead/run.sh [run.py options]     e.g. --repeat 5 --rounds 101
 #
