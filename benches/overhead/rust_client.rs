@@ -1,6 +1,8 @@
 //! The Rust client of the overhead benchmark (benches/overhead/run.sh builds it as the example
 //! `overhead_client` of `pi-agent-examples`): `pi_agent::ai::stream` on a multi-thread tokio
-//! runtime, each `TextDelta` read as a user would.
+//! runtime, each `TextDelta` read as a user would. With `PI_OVERHEAD_CURRENT_THREAD` set it
+//! runs on a current-thread runtime instead, so the stream's task and its reader share one
+//! thread: the difference is what the hand-off between two threads costs per frame.
 //!
 //!     overhead_client PORT ROUNDS FRAMES INTERVAL_US BURST
 //!
@@ -106,10 +108,12 @@ fn main() {
         ..StreamOptions::default()
     };
     let idle = status_kb("VmRSS:");
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let mut builder = if std::env::var_os("PI_OVERHEAD_CURRENT_THREAD").is_some() {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = builder.enable_all().build().expect("a tokio runtime");
     let (mut ttfe, mut lat) = (Vec::new(), Vec::new());
     let (cpu, got) = runtime.block_on(async {
         for _ in 0..rounds {
