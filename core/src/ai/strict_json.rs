@@ -18,7 +18,11 @@ use serde_json::Value;
 /// object. Other errors are serde_json's.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
     let value: Value = serde_json::from_str(text)?;
-    from_value(&value)
+    let read = from_value(&value)?;
+    // A `Value` keeps only the last of a key given twice; serde's own reading refuses a field
+    // given twice (`duplicate field`), and what this accepts must read the same way there.
+    serde_json::from_str::<T>(text)?;
+    Ok(read)
 }
 
 /// Reads `value` as a `T` like [`from_str`].
@@ -225,6 +229,16 @@ mod tests {
                            "list": [{"min": 3}], "any": [1, {"a": [2]}]});
         let strict: Outer = from_value(&value).unwrap();
         assert_eq!(strict, serde_json::from_value::<Outer>(value).unwrap());
+    }
+
+    #[test]
+    fn a_field_given_twice_is_refused() {
+        let error = from_str::<Outer>(r#"{"level":"high","level":"high"}"#)
+            .expect_err("a duplicated field is refused");
+        assert!(
+            error.to_string().contains("duplicate field `level`"),
+            "{error}"
+        );
     }
 
     #[test]
