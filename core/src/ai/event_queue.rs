@@ -36,6 +36,11 @@ pub(crate) const CAPACITY: usize = 256;
 /// multi-thread runtime it can work in parallel with a long batch.
 const WAKE_EVERY: usize = 64;
 
+/// A drained consumer buffer this small is freed rather than kept for the next batch: a
+/// stream whose events arrive one at a time then holds one buffer (a few events of a few
+/// hundred bytes each, times thousands of concurrent streams), and bursts keep their two.
+const SMALL_BATCH: usize = 4;
+
 #[derive(Debug)]
 struct State<T> {
     events: VecDeque<T>,
@@ -267,6 +272,10 @@ impl<T> Receiver<T> {
     /// The next event; `None` once the provider's end is gone and every event was taken.
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
         if let Some(event) = self.local.pop_front() {
+            if self.local.is_empty() && self.local.capacity() <= SMALL_BATCH {
+                // A stream whose events come one at a time (below) needs one buffer, not two.
+                self.local = VecDeque::new();
+            }
             return Poll::Ready(Some(event));
         }
         let mut state = self.shared.lock();
@@ -282,6 +291,14 @@ impl<T> Receiver<T> {
                 state.consumer = Some(cx.waker().clone());
             }
             return Poll::Pending;
+        }
+        if state.events.len() == 1 {
+            // One event (a paced stream's usual case): taken as it lies, no second buffer.
+            let event = state.events.pop_front();
+            let producer = state.producer.take();
+            drop(state);
+            wake(producer);
+            return Poll::Ready(event);
         }
         // Swap buffers: the provider keeps filling the (empty) one we drained last time.
         std::mem::swap(&mut self.local, &mut state.events);

@@ -359,39 +359,61 @@ impl StreamWriter {
     ///
     /// A consumer that drops its stream cancels the request too: the request (and its
     /// connection) is dropped at once, whatever the server does.
-    pub async fn drive(
-        mut self,
-        run: impl AsyncFnOnce(&mut StreamWriter) -> Result<(), ProviderError>,
-    ) {
-        let signal = self.signal.clone().unwrap_or_default();
-        let Some(queue) = self.tx.as_ref() else {
-            return;
-        };
-        // Each poll of the provider is one batch: its events reach the consumer with one
-        // wake-up (see `event_queue`).
-        let batch = queue.batcher();
-        let consumer_gone = queue.closed_token();
-        let span = self.open_span();
-        let outcome = tokio::select! {
-            biased;
-            () = signal.cancelled() => Ended::Aborted,
-            () = consumer_gone.cancelled() => Ended::Dropped,
-            result = batch.wrap(run(&mut self).instrument(span)) => Ended::Ran(result),
-        };
-        let outcome = match outcome {
-            Ended::Ran(result) => result,
-            // Nobody listens any more: nothing to report.
-            Ended::Dropped => return,
-            Ended::Aborted => {
-                if self.end_blocks_on_abort {
-                    self.end_open_blocks().await;
+    ///
+    /// (A plain function returning an `async` block: an `async fn` would keep a second copy
+    /// of its arguments, the writer and `run`, in every stream's task.)
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an async fn keeps a second copy of its arguments in every stream's task"
+    )]
+    pub fn drive<R>(mut self, run: R) -> impl std::future::Future<Output = ()> + use<R>
+    where
+        R: AsyncFnOnce(&mut StreamWriter) -> Result<(), ProviderError>,
+    {
+        async move {
+            let signal = self.signal.clone().unwrap_or_default();
+            let Some(queue) = self.tx.as_ref() else {
+                return;
+            };
+            // Each poll of the provider is one batch: its events reach the consumer with one
+            // wake-up (see `event_queue`).
+            let batch = queue.batcher();
+            let consumer_gone = queue.closed_token();
+            let span = self.open_span();
+            let outcome = tokio::select! {
+                biased;
+                () = signal.cancelled() => Ended::Aborted,
+                () = consumer_gone.cancelled() => Ended::Dropped,
+                result = batch.wrap(run(&mut self).instrument(span)) => Ended::Ran(result),
+            };
+            let outcome = match outcome {
+                Ended::Ran(result) => result,
+                // Nobody listens any more: nothing to report.
+                Ended::Dropped => return,
+                Ended::Aborted => {
+                    if self.end_blocks_on_abort {
+                        self.end_open_blocks().await;
+                    }
+                    Err(ProviderError::Aborted)
                 }
-                Err(ProviderError::Aborted)
+            };
+            match outcome {
+                Ok(()) => self.done().await,
+                Err(error) => self.fail(error).await,
             }
-        };
-        match outcome {
-            Ok(()) => self.done().await,
-            Err(error) => self.fail(error).await,
+        }
+    }
+
+    /// Wraps the task that writes this stream so that each of its polls is one batch: the
+    /// events one poll pushes reach the consumer with one wake-up (see [`event_queue`]), as
+    /// [`Self::drive`] does for the HTTP providers.
+    pub(crate) fn batched<F: std::future::Future>(
+        self,
+        task: impl FnOnce(Self) -> F,
+    ) -> futures::future::Either<event_queue::Batched<F, AssistantMessageEvent>, F> {
+        match self.tx.as_ref().map(Sender::batcher) {
+            Some(batcher) => futures::future::Either::Left(batcher.wrap(task(self))),
+            None => futures::future::Either::Right(task(self)),
         }
     }
 

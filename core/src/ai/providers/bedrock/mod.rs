@@ -163,13 +163,14 @@ impl http::Wire for BedrockWire {
             .is_some_and(|value| value.starts_with("application/json"));
         if is_json {
             // A proxy answering 200 with a JSON error instead of an event stream.
-            let body = http::error_body_text(response, options).await;
+            let body = http::error_body_text(response, &options).await;
             return Err(ProviderError::Decode(format!(
                 "Bedrock answered with JSON instead of an event stream: {}",
                 http::error_body_message(&body)
             )));
         }
-        let frames = http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), options);
+        let frames = http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), &options);
+        drop(options);
         read_stream(writer, model, frames).await
     }
 }
@@ -248,22 +249,29 @@ impl BedrockProvider {
 }
 
 /// Reads a ConverseStream body's eventstream frames into `writer` (also the fuzz entry point).
-pub(crate) async fn read_stream(
-    writer: &mut StreamWriter,
-    model: &Model,
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps a second copy of its arguments in every stream's task"
+)]
+pub(crate) fn read_stream<'a>(
+    writer: &'a mut StreamWriter,
+    model: &'a Model,
     mut frames: http::BodyFrames<EventStreamDecoder>,
-) -> Result<(), ProviderError> {
-    let mut state = EventState::default();
-    while let Some(frame) = frames.next().await? {
-        state.handle(&frame, writer, model).await?;
-        if writer.is_closed() {
-            return Ok(());
+) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
+    // An `async` block, not an `async fn`: the body reader is kept once in the task.
+    async move {
+        let mut state = EventState::default();
+        while let Some(frame) = frames.next().await? {
+            state.handle(&frame, writer, model).await?;
+            if writer.is_closed() {
+                return Ok(());
+            }
         }
+        if !state.stopped {
+            return Err(ProviderError::Decode(ENDED_BEFORE_MESSAGE_STOP.to_owned()));
+        }
+        // A reply without `messageStart` still opens with `start`.
+        writer.start().await;
+        Ok(())
     }
-    if !state.stopped {
-        return Err(ProviderError::Decode(ENDED_BEFORE_MESSAGE_STOP.to_owned()));
-    }
-    // A reply without `messageStart` still opens with `start`.
-    writer.start().await;
-    Ok(())
 }

@@ -123,48 +123,58 @@ fn prepare(
 pub(crate) struct GeminiWire;
 
 impl http::Wire for GeminiWire {
-    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+    fn read(
+        self,
+        reply: http::Reply<'_>,
+    ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
         let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events).await
+        read_stream(writer, model, events)
     }
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network). The chunk
 /// with the finish reason is Gemini's last: reading stops there (after the events already
 /// received), so a server that then stalls cannot hold a complete answer.
-pub(crate) async fn read_stream(
-    writer: &mut StreamWriter,
-    model: &Model,
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps a second copy of its arguments in every stream's task"
+)]
+pub(crate) fn read_stream<'a>(
+    writer: &'a mut StreamWriter,
+    model: &'a Model,
     mut events: http::SseEvents,
-) -> Result<(), ProviderError> {
-    let mut state = ChunkState::default();
-    loop {
-        let event = match events.next().await {
-            Ok(Some(event)) => event,
-            Ok(None) => break,
-            Err(error) => {
-                // As pi (whose SDK ends the iteration quietly): the open block is ended before
-                // the stream ends; unlike pi, a dropped body is an error, not a success.
-                state.close_block(writer).await;
-                return Err(error);
+) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
+    // An `async` block, not an `async fn`: the body reader is kept once in the task.
+    async move {
+        let mut state = ChunkState::default();
+        loop {
+            let event = match events.next().await {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(error) => {
+                    // As pi (whose SDK ends the iteration quietly): the open block is ended before
+                    // the stream ends; unlike pi, a dropped body is an error, not a success.
+                    state.close_block(writer).await;
+                    return Err(error);
+                }
+            };
+            state.handle(&event.data, writer, model).await?;
+            if writer.is_closed() {
+                break;
             }
-        };
-        state.handle(&event.data, writer, model).await?;
-        if writer.is_closed() {
-            break;
-        }
-        if state.finished {
-            while let Some(event) = events.next_buffered() {
-                state.handle(&event.data, writer, model).await?;
+            if state.finished {
+                while let Some(event) = events.next_buffered() {
+                    state.handle(&event.data, writer, model).await?;
+                }
+                break;
             }
-            break;
         }
+        state.close_block(writer).await;
+        if !state.finished && !writer.is_closed() {
+            return Err(events.incomplete(INCOMPLETE_RESPONSE));
+        }
+        Ok(())
     }
-    state.close_block(writer).await;
-    if !state.finished && !writer.is_closed() {
-        return Err(events.incomplete(INCOMPLETE_RESPONSE));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

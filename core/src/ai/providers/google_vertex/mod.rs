@@ -96,9 +96,12 @@ impl http::Wire for VertexWire {
         Ok(http::Flow::Send)
     }
 
-    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+    fn read(
+        self,
+        reply: http::Reply<'_>,
+    ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
         let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events).await
+        read_stream(writer, model, events)
     }
 }
 

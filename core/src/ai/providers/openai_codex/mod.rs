@@ -129,10 +129,13 @@ impl http::Wire for CodexWire {
         events::error_message(status, body)
     }
 
-    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
-        let pricing = pricing(reply.options);
+    fn read(
+        self,
+        reply: http::Reply<'_>,
+    ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
+        let pricing = pricing(&reply.options);
         let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events, pricing).await
+        read_stream(writer, model, events, pricing)
     }
 }
 
@@ -244,29 +247,36 @@ fn hide_credentials(writer: &mut StreamWriter, headers: &[(String, String)], tok
 
 /// Reads an SSE body to the end of the response (fuzzing feeds bytes here, without a
 /// network).
-pub(crate) async fn read_stream(
-    writer: &mut StreamWriter,
-    model: &Model,
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps a second copy of its arguments in every stream's task"
+)]
+pub(crate) fn read_stream<'a>(
+    writer: &'a mut StreamWriter,
+    model: &'a Model,
     mut events: http::SseEvents,
     pricing: Pricing,
-) -> Result<(), ProviderError> {
-    let mut state = ResponseState::new(pricing);
-    while let Some(event) = events.next().await? {
-        let data = event.data.trim();
-        if data.is_empty() || data == "[DONE]" {
-            continue;
+) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
+    // An `async` block, not an `async fn`: the body reader is kept once in the task.
+    async move {
+        let mut state = ResponseState::new(pricing);
+        while let Some(event) = events.next().await? {
+            let data = event.data.trim();
+            if data.is_empty() || data == "[DONE]" {
+                continue;
+            }
+            let finished = events::handle_text(&mut state, data, "SSE", writer, model)
+                .await
+                .map_err(CodexError::into_error)?;
+            if finished || writer.is_closed() {
+                return Ok(());
+            }
         }
-        let finished = events::handle_text(&mut state, data, "SSE", writer, model)
-            .await
-            .map_err(CodexError::into_error)?;
-        if finished || writer.is_closed() {
+        if writer.is_closed() {
             return Ok(());
         }
+        Err(events.incomplete(INCOMPLETE_RESPONSE))
     }
-    if writer.is_closed() {
-        return Ok(());
-    }
-    Err(events.incomplete(INCOMPLETE_RESPONSE))
 }
 
 /// pi's `getOpenAICodexWebSocketDebugStats`: the WebSocket statistics of a session.

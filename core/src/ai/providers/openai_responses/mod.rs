@@ -154,9 +154,12 @@ pub(crate) struct ResponsesWire {
 pub(crate) type Prepared = http::PreparedRequest<ResponsesWire>;
 
 impl http::Wire for ResponsesWire {
-    async fn read(self, reply: http::Reply<'_>) -> Result<(), ProviderError> {
+    fn read(
+        self,
+        reply: http::Reply<'_>,
+    ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
         let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events, self.pricing).await
+        read_stream(writer, model, events, self.pricing)
     }
 }
 
@@ -165,23 +168,30 @@ impl http::Wire for ResponsesWire {
 pub(crate) const OPENAI_ACCEPT: Option<&str> = Some("application/json");
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).
-pub(crate) async fn read_stream(
-    writer: &mut StreamWriter,
-    model: &Model,
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an async fn keeps a second copy of its arguments in every stream's task"
+)]
+pub(crate) fn read_stream<'a>(
+    writer: &'a mut StreamWriter,
+    model: &'a Model,
     mut events: http::SseEvents,
     pricing: Pricing,
-) -> Result<(), ProviderError> {
-    let mut state = ResponseState::new(pricing);
-    while let Some(event) = events.next().await? {
-        state.handle(&event, writer, model).await?;
-        if state.finished || writer.is_closed() {
-            break;
+) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
+    // An `async` block, not an `async fn`: the body reader is kept once in the task.
+    async move {
+        let mut state = ResponseState::new(pricing);
+        while let Some(event) = events.next().await? {
+            state.handle(&event, writer, model).await?;
+            if state.finished || writer.is_closed() {
+                break;
+            }
         }
+        if !state.finished && !writer.is_closed() {
+            return Err(events.incomplete(INCOMPLETE_RESPONSE));
+        }
+        Ok(())
     }
-    if !state.finished && !writer.is_closed() {
-        return Err(events.incomplete(INCOMPLETE_RESPONSE));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
