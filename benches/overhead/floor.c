@@ -2,13 +2,21 @@
  * others and reads the SSE with no HTTP library, no JSON parser and no allocation per frame.
  * What a library adds is measured over this.
  *
- *   floor PORT ROUNDS FRAMES INTERVAL_US BURST */
+ *   floor PORT ROUNDS FRAMES INTERVAL_US BURST
+ *
+ * With FLOOR_EPOLL=1 in the environment it waits in epoll_wait on a non-blocking socket, as
+ * an event loop (tokio, asyncio, libuv) does, instead of in a blocking read: the difference
+ * is what waiting through epoll costs on this machine, before any library. */
 #include "common.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 static char buf[1 << 20];
@@ -36,11 +44,23 @@ static long request(int port, const char *model, long long *first, samples *lat)
                         "content-length: %d\r\n\r\n%s",
                         blen, body);
     if (write(fd, req, (size_t)rlen) != rlen) exit(2);
+    int ep = -1;
+    if (getenv("FLOOR_EPOLL")) {
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+        ep = epoll_create1(0);
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLRDHUP | EPOLLET, .data.fd = fd};
+        epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+    }
     size_t have = 0, at = 0;
     long frames = 0;
     int in_body = 0;
     for (;;) {
         ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+        if (n < 0 && ep >= 0 && errno == EAGAIN) {
+            struct epoll_event ev;
+            if (epoll_wait(ep, &ev, 1, -1) < 0) break;
+            continue;
+        }
         if (n <= 0) break;
         long long now = mono_ns();
         have += (size_t)n;
@@ -67,6 +87,7 @@ static long request(int port, const char *model, long long *first, samples *lat)
         have -= at;
         at = 0;
     }
+    if (ep >= 0) close(ep);
     close(fd);
     return frames;
 }

@@ -53,7 +53,9 @@ VIRTUAL_ENV="$venv" "$venv/bin/maturin" build -q --release -o "$cache/wheels" >&
 
 clients=(
   --client "floor=$cache/bin/floor"
+  --client "floor-epoll=env FLOOR_EPOLL=1 $cache/bin/floor"
   --client "rust=$target/release/examples/overhead_client"
+  --client "rust-current-thread=env PI_OVERHEAD_CURRENT_THREAD=1 $target/release/examples/overhead_client"
   --client "c=$cache/bin/c_client"
   --client "python=$venv/bin/python $here/py_client.py"
   --client "python-async=$venv/bin/python $here/py_client.py --async"
