@@ -431,6 +431,35 @@ typedef uint32_t pi_run_limit;
 #endif // __cplusplus
 
 /**
+ * What `pi_stream_try_next` found.
+ */
+enum pi_poll
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * An event: `*event_out` is filled in, as by `pi_stream_next`.
+   */
+  PI_POLL_EVENT = 0,
+  /**
+   * No event yet; the `wake` callback (if any) is called when there may be one.
+   */
+  PI_POLL_PENDING = 1,
+  /**
+   * The terminal event was returned already (or an argument was NULL): nothing more.
+   */
+  PI_POLL_END = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum pi_poll pi_poll;
+#else
+typedef uint32_t pi_poll;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * One tool call that ran, passed to a `pi_after_tool_call_callback`. Valid until the callback
  * returns.
  *
@@ -616,9 +645,10 @@ typedef struct pi_should_stop_after_turn pi_should_stop_after_turn;
  * A streamed model response. Every request failure (HTTP, network, provider, abort) arrives
  * as the terminal `ERROR` event, never as a `pi_error`.
  *
- * Thread-safety: `pi_stream_next` and `pi_stream_result_json` from one thread at a time (they
- * block, so not from an event callback); `pi_stream_abort` and `pi_stream_partial_json` from
- * any thread at any time; `pi_stream_free` once, after the last other call has returned.
+ * Thread-safety: `pi_stream_next`, `pi_stream_try_next` and `pi_stream_result_json` from one
+ * thread at a time (`pi_stream_next` and `pi_stream_result_json` block, so not from an event
+ * callback); `pi_stream_abort` and `pi_stream_partial_json` from any thread at any time;
+ * `pi_stream_free` once, after the last other call has returned.
  */
 typedef struct pi_stream pi_stream;
 
@@ -983,6 +1013,13 @@ typedef struct pi_event {
    */
   struct pi_str json;
 } pi_event;
+
+/**
+ * Called when a stream that answered `PI_POLL_PENDING` may have an event: once per such
+ * answer, from a library thread. It must return quickly (e.g. write to a pipe or an eventfd,
+ * or signal a condition variable) and must not block or free the stream.
+ */
+typedef void (*pi_wake_callback)(void *user_data);
 
 /**
  * Sees a request body before it is sent and may replace it (pi's `onPayload`): read it with
@@ -3129,6 +3166,32 @@ struct pi_error *pi_stream_partial_json(const struct pi_stream *stream, char **j
  * Thread-safety: one thread at a time per stream; not from an event callback.
  */
 bool pi_stream_next(struct pi_stream *stream, struct pi_event *event_out);
+
+/**
+ * `pi_stream_next` without blocking, for a host that reads many streams from one thread (an
+ * event loop) instead of a blocked thread per stream. Returns `PI_POLL_EVENT` with
+ * `*event_out` filled in exactly as `pi_stream_next` fills it; `PI_POLL_PENDING` when no
+ * event has arrived yet; `PI_POLL_END` once the terminal `DONE` or `ERROR` event has been
+ * returned (and for NULL `stream` or `event_out`). The events, and their order, are those
+ * `pi_stream_next` returns; the two may be mixed on one stream.
+ *
+ * After `PI_POLL_PENDING`, `wake(user_data)` is called once, from a library thread, when the
+ * stream may have an event: call `pi_stream_try_next` again (it may answer
+ * `PI_POLL_PENDING` again, and then registers the new `wake`). `wake` must return quickly
+ * (write to a pipe or an eventfd, signal a condition variable), must not block and must not
+ * free the stream; `pi_stream_next` and `pi_stream_result_json` fail from it. `wake` may be
+ * NULL (the host polls). Each call replaces the previous call's registration, and
+ * `pi_stream_free` clears it, waiting for a call already running: after it returns, `wake` is
+ * not called again for this stream. The previous event's `delta` and `json` are invalid
+ * after this call, whatever it returns.
+ *
+ * Thread-safety: one thread at a time per stream (not concurrently with `pi_stream_next`);
+ * may be called from a `wake` callback.
+ */
+pi_poll pi_stream_try_next(struct pi_stream *stream,
+                           struct pi_event *event_out,
+                           pi_wake_callback wake,
+                           void *user_data);
 
 /**
  * The pi-shaped JSON of the event `pi_stream_next` returned last (e.g.

@@ -1,8 +1,10 @@
 /* The C concurrency client of the overhead benchmark: STREAMS pi_stream_open calls at once,
- * opened one after the other, each read with pi_stream_next on a thread of its own (the C
- * API's pull stream blocks, so a C host holding many streams at once holds a thread each;
+ * opened one after the other, each read with pi_stream_next on a thread of its own (the
+ * blocking pull read: a C host holding many streams at once that way holds a thread each;
  * their stacks are 64 KiB, and what as many parked threads cost is measured apart, in
- * `thread_kib`).
+ * `thread_kib`). With PI_OVERHEAD_C_EVENT_LOOP=1 every stream is read instead from the main
+ * thread with pi_stream_try_next, as an event loop reads them: each stream's wake callback
+ * puts its index on a ready list and signals an eventfd the loop waits on.
  *
  *   c_concurrency PORT STREAMS FRAMES INTERVAL_US
  *
@@ -10,6 +12,8 @@
 #include "common.h"
 
 #include <pthread.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "pi_agent.h"
@@ -24,6 +28,7 @@ typedef struct {
     pi_stream *stream;
     samples delays;
     int failed;
+    int ended;
 } job;
 
 static void *one(void *arg) {
@@ -39,6 +44,67 @@ static void *one(void *arg) {
     }
     pi_stream_free(stream);
     return NULL;
+}
+
+/* The event-loop mode: indices of the streams whose wake callback ran, and the eventfd the
+ * loop waits on. A stream has at most one registration at a time, so the list holds at most
+ * one entry per stream. */
+static pthread_mutex_t ready_lock = PTHREAD_MUTEX_INITIALIZER;
+static long *ready;
+static long ready_len;
+static int ready_fd = -1;
+
+static void wake(void *user_data) {
+    pthread_mutex_lock(&ready_lock);
+    ready[ready_len++] = (long)(intptr_t)user_data;
+    pthread_mutex_unlock(&ready_lock);
+    uint64_t one = 1;
+    if (write(ready_fd, &one, sizeof one) != sizeof one) perror("eventfd write");
+}
+
+/* Reads every stream of `jobs` to its end from this thread. */
+static void event_loop(job *jobs, long n) {
+    ready = malloc((size_t)n * sizeof *ready);
+    long *batch = malloc((size_t)n * sizeof *batch);
+    ready_fd = eventfd(0, 0);
+    long batch_len = n, open = n;
+    for (long i = 0; i < n; i++) batch[i] = i;
+    while (open > 0) {
+        for (long k = 0; k < batch_len; k++) {
+            job *j = &jobs[batch[k]];
+            pi_event event;
+            while (!j->ended) {
+                pi_poll answer = pi_stream_try_next(j->stream, &event, wake, (void *)(intptr_t)batch[k]);
+                if (answer == PI_POLL_PENDING) break;
+                if (answer == PI_POLL_END) {
+                    j->ended = 1;
+                    open--;
+                    pi_stream_free(j->stream);
+                } else if (event.kind == PI_STREAM_EVENT_KIND_TEXT_DELTA) {
+                    record_frame(&j->delays, event.delta.data, event.delta.len, mono_ns());
+                } else if (event.kind == PI_STREAM_EVENT_KIND_ERROR) {
+                    j->failed = 1;
+                }
+            }
+        }
+        if (open == 0) break;
+        pthread_mutex_lock(&ready_lock);
+        while (ready_len == 0) {
+            pthread_mutex_unlock(&ready_lock);
+            uint64_t count;
+            if (read(ready_fd, &count, sizeof count) != sizeof count) perror("eventfd read");
+            pthread_mutex_lock(&ready_lock);
+        }
+        long *taken = ready;
+        ready = batch;
+        batch = taken;
+        batch_len = ready_len;
+        ready_len = 0;
+        pthread_mutex_unlock(&ready_lock);
+    }
+    close(ready_fd);
+    free(ready);
+    free(batch);
 }
 
 static void *parked(void *arg) {
@@ -106,10 +172,21 @@ int main(int argc, char **argv) {
         jobs[i].delays.cap = (size_t)atol(argv[3]) + 1;
         jobs[i].delays.v = malloc(jobs[i].delays.cap * sizeof(long long));
     }
+    int event_loop_mode = getenv("PI_OVERHEAD_C_EVENT_LOOP") != NULL;
     long long start = mono_ns();
-    pthread_t *t = spawn(streams, one, jobs);
-    pthread_barrier_wait(&gate);
-    join_all(t, streams);
+    pthread_t *t;
+    if (event_loop_mode) {
+        for (long i = 0; i < streams; i++)
+            if (pi_stream_open(model, CONTEXT, "{\"apiKey\":\"k\",\"maxRetries\":0}", &jobs[i].stream)) {
+                fprintf(stderr, "pi_stream_open failed\n");
+                return 1;
+            }
+        event_loop(jobs, streams);
+    } else {
+        t = spawn(streams, one, jobs);
+        pthread_barrier_wait(&gate);
+        join_all(t, streams);
+    }
     double wall = (double)(mono_ns() - start) / 1e9;
     long peak = status_kb("VmHWM:");
     samples all = {0};
@@ -131,11 +208,13 @@ int main(int argc, char **argv) {
     pi_release_memory();
     long released = status_kb("VmRSS:");
     /* What the threads alone cost: as many parked threads (after the measurements above). */
-    long before_threads = status_kb("VmRSS:");
-    t = spawn(streams, parked, NULL);
-    long with_threads = status_kb("VmRSS:");
-    pthread_barrier_wait(&gate);
-    join_all(t, streams);
+    long before_threads = status_kb("VmRSS:"), with_threads = before_threads;
+    if (!event_loop_mode) {
+        t = spawn(streams, parked, NULL);
+        with_threads = status_kb("VmRSS:");
+        pthread_barrier_wait(&gate);
+        join_all(t, streams);
+    }
     printf("{\"streams\":%ld,\"frames\":%zu,\"wall_s\":%.3f,\"late_frames\":%zu,\"p50_ms\":%.3f,"
            "\"p99_ms\":%.3f,\"max_late_ms\":%.1f,\"rss_idle_kb\":%ld,\"rss_peak_kb\":%ld,"
            "\"kib_per_stream\":%.1f,\"thread_kib\":%.1f,\"rss_after_kb\":%ld,\"rss_released_kb\":%ld}\n",

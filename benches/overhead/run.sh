@@ -83,6 +83,7 @@ concurrency=(
   --client "floor=$cache/bin/floor_concurrency"
   --client "rust=$target/release/examples/overhead_concurrency"
   --client "c=$cache/bin/c_concurrency"
+  --client "c-event-loop=env PI_OVERHEAD_C_EVENT_LOOP=1 $cache/bin/c_concurrency"
   --client "python=$venv/bin/python $here/concurrency.py"
 )
 "$venv/bin/python" -c 'import openai' 2>/dev/null &&

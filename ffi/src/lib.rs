@@ -90,3 +90,4 @@ pub mod tool;
 pub mod tool_object;
 pub mod user_data;
 pub mod version;
+pub mod wake;

@@ -1,8 +1,9 @@
 //! `pi_stream`: one streamed model response (pi's `stream()` / `streamSimple()`), read as a
-//! pull iterator.
+//! pull iterator: blocking (`pi_stream_next`) or from an event loop (`pi_stream_try_next`).
 
-use std::ffi::c_char;
-use std::sync::Mutex;
+use std::ffi::{c_char, c_void};
+use std::sync::{Arc, Mutex};
+use std::task::{Context as TaskContext, Poll};
 
 use futures::StreamExt;
 use pi_agent::agent::{ProxyOptions, stream_proxy};
@@ -13,13 +14,14 @@ use pi_agent::ai::{
 use tokio_util::sync::CancellationToken;
 
 use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method, write_json};
-use crate::boundary::{act, free, into_handle, lock, opt_ref};
+use crate::boundary::{Fallback, act, free, into_handle, lock, opt_ref};
 use crate::error::pi_error;
 use crate::model::pi_model;
 use crate::options::stream_options;
 use crate::runtime::{block_on, poll_or_block_on, runtime};
 use crate::stream_options::pi_stream_options;
 use crate::string::{into_c_string, pi_str};
+use crate::wake::{WakeSlot, pi_wake_callback};
 
 /// What a stream event is (pi's `AssistantMessageEvent` `type`).
 #[repr(u32)]
@@ -81,13 +83,34 @@ pub struct pi_event {
 /// A streamed model response. Every request failure (HTTP, network, provider, abort) arrives
 /// as the terminal `ERROR` event, never as a `pi_error`.
 ///
-/// Thread-safety: `pi_stream_next` and `pi_stream_result_json` from one thread at a time (they
-/// block, so not from an event callback); `pi_stream_abort` and `pi_stream_partial_json` from
-/// any thread at any time; `pi_stream_free` once, after the last other call has returned.
+/// Thread-safety: `pi_stream_next`, `pi_stream_try_next` and `pi_stream_result_json` from one
+/// thread at a time (`pi_stream_next` and `pi_stream_result_json` block, so not from an event
+/// callback); `pi_stream_abort` and `pi_stream_partial_json` from any thread at any time;
+/// `pi_stream_free` once, after the last other call has returned.
 pub struct pi_stream {
     signal: CancellationToken,
     partial: PartialMessage,
     state: Mutex<StreamState>,
+    /// Where a pending `pi_stream_try_next` asked to be woken.
+    wake: Arc<WakeSlot>,
+}
+
+/// What `pi_stream_try_next` found.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum pi_poll {
+    /// An event: `*event_out` is filled in, as by `pi_stream_next`.
+    Event = 0,
+    /// No event yet; the `wake` callback (if any) is called when there may be one.
+    Pending = 1,
+    /// The terminal event was returned already (or an argument was NULL): nothing more.
+    End = 2,
+}
+
+impl Fallback for pi_poll {
+    fn on_panic(_: String) -> Self {
+        pi_poll::End
+    }
 }
 
 struct StreamState {
@@ -282,6 +305,7 @@ fn open(
             json: None,
             eager_json: false,
         }),
+        wake: Arc::default(),
     }));
     Ok(())
 }
@@ -327,34 +351,106 @@ pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_even
             return false;
         }
         state.clear_current();
+        // A read that blocks replaces any `pi_stream_try_next` registration.
+        stream.wake.set(None, std::ptr::null_mut());
         let Ok(next) = poll_or_block_on("pi_stream_next", state.events.next()) else {
             return false;
         };
-        let Some(mut event) = next else {
+        let Some(event) = next else {
             state.finished = true;
             return false;
         };
-        state.finished = event.is_terminal();
-        if let Some(message) = terminal_message_mut(&mut event) {
-            // `partial` holds the same message (see `StreamState::current`).
-            drop(std::mem::take(message));
-        }
-        let kind = pi_stream_event_kind::of(&event);
-        let content_index = event.content_index().unwrap_or(0);
-        let event = state.current.insert(event);
-        let delta = event.delta().map_or(pi_str::EMPTY, pi_str::new);
-        let json = if state.eager_json {
-            state.current_json(&stream.partial)
-        } else {
-            pi_str::EMPTY
-        };
-        out.write(pi_event {
-            kind,
-            content_index,
-            delta,
-            json,
-        });
+        deliver(stream, &mut state, event, out);
         true
+    }
+}
+
+/// Makes `event` the stream's current one and writes its view to `out`.
+fn deliver(
+    stream: &pi_stream,
+    state: &mut StreamState,
+    mut event: AssistantMessageEvent,
+    out: Out<pi_event>,
+) {
+    state.finished = event.is_terminal();
+    if let Some(message) = terminal_message_mut(&mut event) {
+        // `partial` holds the same message (see `StreamState::current`).
+        drop(std::mem::take(message));
+    }
+    let kind = pi_stream_event_kind::of(&event);
+    let content_index = event.content_index().unwrap_or(0);
+    let event = state.current.insert(event);
+    let delta = event.delta().map_or(pi_str::EMPTY, pi_str::new);
+    let json = if state.eager_json {
+        state.current_json(&stream.partial)
+    } else {
+        pi_str::EMPTY
+    };
+    out.write(pi_event {
+        kind,
+        content_index,
+        delta,
+        json,
+    });
+}
+
+/// `pi_stream_next` without blocking, for a host that reads many streams from one thread (an
+/// event loop) instead of a blocked thread per stream. Returns `PI_POLL_EVENT` with
+/// `*event_out` filled in exactly as `pi_stream_next` fills it; `PI_POLL_PENDING` when no
+/// event has arrived yet; `PI_POLL_END` once the terminal `DONE` or `ERROR` event has been
+/// returned (and for NULL `stream` or `event_out`). The events, and their order, are those
+/// `pi_stream_next` returns; the two may be mixed on one stream.
+///
+/// After `PI_POLL_PENDING`, `wake(user_data)` is called once, from a library thread, when the
+/// stream may have an event: call `pi_stream_try_next` again (it may answer
+/// `PI_POLL_PENDING` again, and then registers the new `wake`). `wake` must return quickly
+/// (write to a pipe or an eventfd, signal a condition variable), must not block and must not
+/// free the stream; `pi_stream_next` and `pi_stream_result_json` fail from it. `wake` may be
+/// NULL (the host polls). Each call replaces the previous call's registration, and
+/// `pi_stream_free` clears it, waiting for a call already running: after it returns, `wake` is
+/// not called again for this stream. The previous event's `delta` and `json` are invalid
+/// after this call, whatever it returns.
+///
+/// Thread-safety: one thread at a time per stream (not concurrently with `pi_stream_next`);
+/// may be called from a `wake` callback.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_stream_try_next(
+    stream: *mut pi_stream,
+    event_out: *mut pi_event,
+    wake: pi_wake_callback,
+    user_data: *mut c_void,
+) -> pi_poll {
+    ffi_boundary! {
+        let Some(stream) = opt_ref(stream) else {
+            return pi_poll::End;
+        };
+        let Ok(out) = Out::new(event_out, "event_out") else {
+            return pi_poll::End;
+        };
+        let mut state = lock(&stream.state);
+        if state.finished {
+            return pi_poll::End;
+        }
+        state.clear_current();
+        // Registered before the poll: an event that lands between the poll and the
+        // registration would otherwise wake nobody.
+        stream.wake.set(wake, user_data);
+        let waker = stream.wake.waker();
+        let mut context = TaskContext::from_waker(&waker);
+        match state.events.poll_next_unpin(&mut context) {
+            Poll::Pending => pi_poll::Pending,
+            Poll::Ready(None) => {
+                stream.wake.set(None, std::ptr::null_mut());
+                state.finished = true;
+                pi_poll::End
+            }
+            Poll::Ready(Some(event)) => {
+                // Nothing is pending: an earlier registration must not fire now.
+                stream.wake.set(None, std::ptr::null_mut());
+                deliver(stream, &mut state, event, out);
+                pi_poll::Event
+            }
+        }
     }
 }
 
@@ -437,5 +533,9 @@ pub extern "C" fn pi_stream_abort(stream: *const pi_stream) {
 /// Thread-safety: call once, after the last other call on the stream has returned.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_free(stream: *mut pi_stream) {
-    free(stream, |stream| stream.signal.cancel())
+    free(stream, |stream| {
+        // No `pi_stream_try_next` wake-up reaches the host after this returns.
+        stream.wake.clear();
+        stream.signal.cancel();
+    })
 }

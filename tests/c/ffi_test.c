@@ -12,11 +12,13 @@
 
 #include "test_support.h"
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ calculator */
 
@@ -697,6 +699,152 @@ static void test_stream_faux(void) {
     pi_faux_free(faux);
 }
 
+/* ------------------------------------------------ pi_stream_try_next */
+
+/* A wake callback: one byte into the pipe whose write end `user_data` points to. */
+static void wake_pipe(void *user_data) {
+    int fd = *(const int *)user_data;
+    char byte = 1;
+    CHECK(write(fd, &byte, 1) == 1);
+}
+
+static atomic_int wakes;
+
+static void count_wake(void *user_data) {
+    (void)user_data;
+    atomic_fetch_add(&wakes, 1);
+}
+
+/* Waits until the pipe has a byte (at most 20 s), then empties it. */
+static void wait_for_wake(int read_fd) {
+    struct pollfd ready = {.fd = read_fd, .events = POLLIN};
+    CHECK(poll(&ready, 1, 20000) == 1);
+    char bytes[64];
+    CHECK(read(read_fd, bytes, sizeof bytes) > 0);
+}
+
+/* One stream read with pi_stream_try_next, as an event loop reads it. */
+typedef struct {
+    pi_stream *stream;
+    char text[512];
+    pi_stream_event_kind last;
+    int pending;
+    int ended;
+} polled;
+
+/* Takes every event `p->stream` has now; returns 1 when it answered PENDING (and will call
+ * `wake_pipe` with `write_fd`), 0 once it has ended. */
+static int take_ready(polled *p, int *write_fd) {
+    pi_event event;
+    for (;;) {
+        pi_poll answer = pi_stream_try_next(p->stream, &event, wake_pipe, write_fd);
+        if (answer == PI_POLL_END) {
+            CHECK(p->last == PI_STREAM_EVENT_KIND_DONE || p->last == PI_STREAM_EVENT_KIND_ERROR);
+            p->ended = 1;
+            return 0;
+        }
+        if (answer == PI_POLL_PENDING) {
+            p->pending++;
+            return 1;
+        }
+        CHECK(answer == PI_POLL_EVENT);
+        CHECK(p->last != PI_STREAM_EVENT_KIND_DONE && p->last != PI_STREAM_EVENT_KIND_ERROR);
+        if (event.kind == PI_STREAM_EVENT_KIND_TEXT_DELTA) {
+            CHECK(strlen(p->text) + event.delta.len < sizeof p->text);
+            strncat(p->text, event.delta.data, event.delta.len);
+        }
+        p->last = event.kind;
+    }
+}
+
+static void test_stream_try_next(void) {
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    const char *reply = "Read from an event loop, without a thread per stream.";
+    char script[256];
+    snprintf(script, sizeof script, "{\"content\":\"%s\"}", reply);
+    pi_event event;
+    CHECK(pi_stream_try_next(NULL, &event, NULL, NULL) == PI_POLL_END);
+
+    /* Unpaced: the same events as pi_stream_next, then END for good. */
+    pi_faux *faux = NULL;
+    OK(pi_faux_new(&faux));
+    pi_model *model = NULL;
+    OK(pi_faux_model(faux, &model));
+    OK(pi_faux_push_json(faux, script));
+    polled one = {0};
+    OK(pi_stream_open(model, CONTEXT, NULL, &one.stream));
+    CHECK(pi_stream_try_next(one.stream, NULL, NULL, NULL) == PI_POLL_END); /* NULL event_out */
+    while (take_ready(&one, &fds[1])) wait_for_wake(fds[0]);
+    CHECK(one.last == PI_STREAM_EVENT_KIND_DONE);
+    CHECK(strcmp(one.text, reply) == 0);
+    CHECK(pi_stream_try_next(one.stream, &event, wake_pipe, &fds[1]) == PI_POLL_END);
+    CHECK(!pi_stream_next(one.stream, &event));
+    char *json = stream_result(one.stream);
+    CHECK(strstr(json, reply) != NULL);
+    pi_string_free(json);
+    pi_stream_free(one.stream);
+
+    /* The two reads mix on one stream: the first event polled, the rest blocking. */
+    OK(pi_faux_push_json(faux, script));
+    polled mixed = {0};
+    OK(pi_stream_open(model, CONTEXT, NULL, &mixed.stream));
+    pi_poll answer;
+    while ((answer = pi_stream_try_next(mixed.stream, &event, NULL, NULL)) == PI_POLL_PENDING)
+        sleep_ms(1);
+    CHECK(answer == PI_POLL_EVENT && event.kind == PI_STREAM_EVENT_KIND_START);
+    char text[512];
+    CHECK(drain(mixed.stream, text, sizeof text) == PI_STREAM_EVENT_KIND_DONE);
+    CHECK(strcmp(text, reply) == 0);
+    pi_stream_free(mixed.stream);
+    pi_model_free(model);
+    pi_faux_free(faux);
+
+    /* Paced streams, all read from this one thread through one pipe. */
+    OK(pi_faux_new_with_options("{\"provider\":\"paced-faux\",\"models\":[\"paced-1\"],"
+                                "\"tokensPerSecond\":400,\"tokenSize\":{\"min\":1,\"max\":1}}",
+                                &faux));
+    OK(pi_faux_model(faux, &model));
+    enum { STREAMS = 8 };
+    polled streams[STREAMS];
+    memset(streams, 0, sizeof streams);
+    for (int i = 0; i < STREAMS; i++) {
+        OK(pi_faux_push_json(faux, script));
+        OK(pi_stream_open(model, CONTEXT, NULL, &streams[i].stream));
+    }
+    int open = STREAMS;
+    while (open > 0) {
+        open = 0;
+        for (int i = 0; i < STREAMS; i++)
+            if (!streams[i].ended) open += take_ready(&streams[i], &fds[1]);
+        if (open > 0) wait_for_wake(fds[0]);
+    }
+    int pending = 0;
+    for (int i = 0; i < STREAMS; i++) {
+        CHECK(streams[i].last == PI_STREAM_EVENT_KIND_DONE);
+        CHECK(strcmp(streams[i].text, reply) == 0);
+        pending += streams[i].pending;
+        pi_stream_free(streams[i].stream);
+    }
+    CHECK(pending > STREAMS); /* paced: they did wait */
+
+    /* After pi_stream_free, a pending stream's wake is not called any more. */
+    OK(pi_faux_push_json(faux, script));
+    pi_stream *stream = NULL;
+    OK(pi_stream_open(model, CONTEXT, NULL, &stream));
+    while ((answer = pi_stream_try_next(stream, &event, count_wake, NULL)) == PI_POLL_EVENT) {
+    }
+    CHECK(answer == PI_POLL_PENDING);
+    pi_stream_free(stream);
+    int after_free = atomic_load(&wakes);
+    sleep_ms(100); /* the paced provider would have sent several deltas by now */
+    CHECK(atomic_load(&wakes) == after_free);
+    pi_model_free(model);
+    pi_faux_free(faux);
+    close(fds[0]);
+    close(fds[1]);
+}
+
 /* --------------------------------------------------------- mock server */
 
 static pi_model *mock_model(const char *base_url) {
@@ -771,6 +919,7 @@ int main(int argc, char **argv) {
         test_busy_and_abort();
         test_nested_blocking();
         test_stream_faux();
+        test_stream_try_next();
     } else if (argc >= 3 && strcmp(argv[1], "mock") == 0) {
         test_version();
         test_mock(argv[2]);

@@ -1,0 +1,116 @@
+//! The waker of a non-blocking read (`pi_stream_try_next`): a C function and its `user_data`,
+//! called once when a stream that had no event may have one, and never after the stream is
+//! freed. A C host with many streams then reads them all from one thread (its event loop)
+//! instead of blocking a thread per stream in `pi_stream_next`.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::task::{Wake, Waker};
+use std::thread::ThreadId;
+
+use crate::runtime::{Scope, ScopeGuard};
+
+/// Called when a stream that answered `PI_POLL_PENDING` may have an event: once per such
+/// answer, from a library thread. It must return quickly (e.g. write to a pipe or an eventfd,
+/// or signal a condition variable) and must not block or free the stream.
+pub type pi_wake_callback = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// The callback a pending read registered.
+#[derive(Clone, Copy)]
+struct Registered {
+    callback: unsafe extern "C" fn(user_data: *mut c_void),
+    user_data: *mut c_void,
+}
+
+// SAFETY: the C API documents that the callback is called from a library thread with its
+// `user_data`, so the registering caller guarantees both may cross threads.
+unsafe impl Send for Registered {}
+
+#[derive(Default)]
+struct State {
+    registered: Option<Registered>,
+    /// The threads running the callback right now (two, when a callback registered again and
+    /// another thread woke it before the first call returned).
+    firing: Vec<ThreadId>,
+}
+
+/// One stream's registered wake-up. The core holds [`Waker`]s made from it for as long as it
+/// likes; [`WakeSlot::clear`] makes sure none of them calls C after it returns.
+#[derive(Default)]
+pub(crate) struct WakeSlot {
+    state: Mutex<State>,
+    idle: Condvar,
+}
+
+impl WakeSlot {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Every update leaves the state consistent: a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers `callback(user_data)` for the next wake-up, replacing any earlier one;
+    /// `None` registers nothing (a host that polls).
+    pub(crate) fn set(&self, callback: pi_wake_callback, user_data: *mut c_void) {
+        self.lock().registered = callback.map(|callback| Registered {
+            callback,
+            user_data,
+        });
+    }
+
+    /// Forgets the registered callback and waits for a call already running on another
+    /// thread, so that the caller may free what `user_data` points to.
+    pub(crate) fn clear(&self) {
+        let mut state = self.lock();
+        state.registered = None;
+        let me = std::thread::current().id();
+        while state.firing.iter().any(|&thread| thread != me) {
+            state = self
+                .idle
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// A waker that calls the registered callback (once) when woken.
+    pub(crate) fn waker(self: &Arc<Self>) -> Waker {
+        Waker::from(Arc::new(SlotWaker(Arc::clone(self))))
+    }
+
+    fn fire(&self) {
+        let registered = {
+            let mut state = self.lock();
+            let Some(registered) = state.registered.take() else {
+                return;
+            };
+            state.firing.push(std::thread::current().id());
+            registered
+        };
+        // The callback runs as an event callback: a blocking call from it (`pi_stream_next`)
+        // is refused instead of stalling the runtime thread it runs on.
+        {
+            let _scope = ScopeGuard::enter(Scope::Event(0));
+            // SAFETY: the C caller registered `callback` for `user_data`, and `clear` (run
+            // before the stream is freed) waits for this call to end.
+            unsafe { (registered.callback)(registered.user_data) };
+        }
+        let me = std::thread::current().id();
+        let mut state = self.lock();
+        if let Some(at) = state.firing.iter().position(|&thread| thread == me) {
+            state.firing.swap_remove(at);
+        }
+        drop(state);
+        self.idle.notify_all();
+    }
+}
+
+struct SlotWaker(Arc<WakeSlot>);
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.fire();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fire();
+    }
+}
