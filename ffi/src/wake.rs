@@ -3,10 +3,10 @@
 //! freed. A C host with many streams then reads them all from one thread (its event loop)
 //! instead of blocking a thread per stream in `pi_stream_next`.
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::task::{Wake, Waker};
-use std::thread::ThreadId;
 
 use crate::runtime::{Scope, ScopeGuard};
 
@@ -29,9 +29,16 @@ unsafe impl Send for Registered {}
 #[derive(Default)]
 struct State {
     registered: Option<Registered>,
-    /// The threads running the callback right now (two, when a callback registered again and
-    /// another thread woke it before the first call returned).
-    firing: Vec<ThreadId>,
+    /// How many threads run the callback right now (two, when a callback registered again
+    /// and another thread woke it before the first call returned).
+    firing: usize,
+}
+
+thread_local! {
+    /// The slot whose callback this thread is running (its address), or 0. A plain `Cell`:
+    /// no allocation and no destructor, so a C host's threads (its main thread included) keep
+    /// nothing of ours when they exit (`std::thread::current()` would allocate a handle).
+    static FIRING: Cell<usize> = const { Cell::new(0) };
 }
 
 /// One stream's registered wake-up. The core holds [`Waker`]s made from it for as long as it
@@ -62,8 +69,9 @@ impl WakeSlot {
     pub(crate) fn clear(&self) {
         let mut state = self.lock();
         state.registered = None;
-        let me = std::thread::current().id();
-        while state.firing.iter().any(|&thread| thread != me) {
+        // A callback that frees its own stream does not wait for itself.
+        let mine = usize::from(FIRING.with(Cell::get) == self.address());
+        while state.firing > mine {
             state = self
                 .idle
                 .wait(state)
@@ -76,29 +84,30 @@ impl WakeSlot {
         Waker::from(Arc::new(SlotWaker(Arc::clone(self))))
     }
 
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
     fn fire(&self) {
         let registered = {
             let mut state = self.lock();
             let Some(registered) = state.registered.take() else {
                 return;
             };
-            state.firing.push(std::thread::current().id());
+            state.firing += 1;
             registered
         };
         // The callback runs as an event callback: a blocking call from it (`pi_stream_next`)
         // is refused instead of stalling the runtime thread it runs on.
         {
             let _scope = ScopeGuard::enter(Scope::Event(0));
+            let outer = FIRING.with(|cell| cell.replace(self.address()));
             // SAFETY: the C caller registered `callback` for `user_data`, and `clear` (run
             // before the stream is freed) waits for this call to end.
             unsafe { (registered.callback)(registered.user_data) };
+            FIRING.with(|cell| cell.set(outer));
         }
-        let me = std::thread::current().id();
-        let mut state = self.lock();
-        if let Some(at) = state.firing.iter().position(|&thread| thread == me) {
-            state.firing.swap_remove(at);
-        }
-        drop(state);
+        self.lock().firing -= 1;
         self.idle.notify_all();
     }
 }

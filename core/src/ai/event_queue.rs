@@ -149,6 +149,11 @@ impl<T> Sender<T> {
         if state.receiver_gone {
             return Err(Closed);
         }
+        if state.events.capacity() == 0 {
+            // Room for one event, not the four a `VecDeque` starts with: a paced stream's
+            // events come one at a time, and a burst grows the buffer as usual.
+            state.events.reserve_exact(1);
+        }
         state.events.push_back(event);
         let consumer = if state.batching && state.events.len() < WAKE_EVERY {
             state.unannounced = true;
@@ -395,6 +400,44 @@ mod tests {
             };
             assert_eq!(text(&event), n.to_string());
         }
+    }
+
+    /// Thousands of paced streams at once: after a first batch, a stream whose events come one
+    /// at a time holds one buffer with room for one event (360 bytes), not two of four.
+    #[test]
+    fn events_one_at_a_time_keep_one_small_buffer() {
+        let (tx, mut rx) = queue();
+        let noop = noop_waker();
+        let mut cx = Context::from_waker(&noop);
+        for n in 0..3 {
+            tx.push(delta(n)).expect("open");
+        }
+        for n in 0..3 {
+            let Poll::Ready(Some(event)) = rx.poll_recv(&mut cx) else {
+                panic!("event {n}");
+            };
+            assert_eq!(text(&event), n.to_string());
+        }
+        for n in 3..20 {
+            tx.push(delta(n)).expect("open");
+            let Poll::Ready(Some(event)) = rx.poll_recv(&mut cx) else {
+                panic!("event {n}");
+            };
+            assert_eq!(text(&event), n.to_string());
+        }
+        assert_eq!(rx.local.capacity(), 0, "no second buffer");
+        assert_eq!(tx.shared.lock().events.capacity(), 1);
+        // A burst still grows the buffer and is read whole.
+        for n in 0..100 {
+            tx.push(delta(n)).expect("open");
+        }
+        for n in 0..100 {
+            let Poll::Ready(Some(event)) = rx.poll_recv(&mut cx) else {
+                panic!("burst event {n}");
+            };
+            assert_eq!(text(&event), n.to_string());
+        }
+        assert!(rx.poll_recv(&mut cx).is_pending());
     }
 
     #[tokio::test]
