@@ -153,23 +153,23 @@ pub fn provider_stream(api: &str, data: &[u8]) {
     let run = writer.drive(async move |writer| {
         if api == bedrock::API {
             // Binary AWS eventstream frames, not SSE.
-            let frames =
+            let mut frames =
                 BodyFrames::from_chunks_with_decoder(body, EventStreamDecoder::new(), &options);
-            return bedrock::read_stream(writer, &model, frames).await;
+            return bedrock::read_stream(writer, &model, &mut frames).await;
         }
-        let events = SseEvents::from_chunks(body, &options);
+        let mut events = SseEvents::from_chunks(body, &options);
         match api.as_str() {
             openai_completions::API => {
-                openai_completions::read_stream(writer, &model, events).await
+                openai_completions::read_stream(writer, &model, &mut events).await
             }
             openai_responses::API => {
-                openai_responses::read_stream(writer, &model, events, Default::default()).await
+                openai_responses::read_stream(writer, &model, &mut events, Default::default()).await
             }
-            anthropic::API => anthropic::read_stream(writer, &model, events, None).await,
-            google::API => google::read_stream(writer, &model, events).await,
-            mistral::API => mistral::read_stream(writer, &model, events).await,
+            anthropic::API => anthropic::read_stream(writer, &model, &mut events, None).await,
+            google::API => google::read_stream(writer, &model, &mut events).await,
+            mistral::API => mistral::read_stream(writer, &model, &mut events).await,
             openai_codex::API => {
-                openai_codex::read_stream(writer, &model, events, Default::default()).await
+                openai_codex::read_stream(writer, &model, &mut events, Default::default()).await
             }
             "proxy" => crate::agent::read_stream(writer, events).await,
             other => panic!("unknown api {other}"),

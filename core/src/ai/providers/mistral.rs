@@ -72,8 +72,9 @@ impl http::Wire for MistralWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events)
+        let (writer, model, mut events) = reply.sse();
+        // The body reader is held once, by this block; `read_stream` only borrows it.
+        async move { read_stream(writer, model, &mut events).await }
     }
 }
 
@@ -505,50 +506,43 @@ impl State {
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an async fn keeps a second copy of its arguments in every stream's task"
-)]
-pub(crate) fn read_stream<'a>(
-    writer: &'a mut StreamWriter,
-    model: &'a Model,
-    mut events: http::SseEvents,
-) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
-    // An `async` block, not an `async fn`: the body reader is kept once in the task.
-    async move {
-        let mut state = State::default();
-        let read = loop {
-            let event = match events.next().await {
-                Ok(Some(event)) => event,
-                Ok(None) => break Ok(()),
-                // A finish reason makes the answer complete: a stall or a cut before `[DONE]`
-                // takes nothing from it.
-                Err(_) if state.finished => break Ok(()),
-                Err(error) => break Err(error),
-            };
-            let finished_before = state.finished;
-            state.handle(&event.data, writer, model).await?;
-            if state.done || writer.is_closed() {
-                break Ok(());
-            }
-            if state.finished && !finished_before {
-                events.expect_end();
-            }
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    events: &mut http::SseEvents,
+) -> Result<(), ProviderError> {
+    let mut state = State::default();
+    let read = loop {
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break Ok(()),
+            // A finish reason makes the answer complete: a stall or a cut before `[DONE]`
+            // takes nothing from it.
+            Err(_) if state.finished => break Ok(()),
+            Err(error) => break Err(error),
         };
-        // As pi, the blocks are ended when the stream ends, however it ends: the current block,
-        // then every tool call. Unlike pi, a body cut short is then an error.
-        state.close_current(writer).await;
-        for (_, index) in std::mem::take(&mut state.tools) {
-            writer.tool_call_end(index).await;
+        let finished_before = state.finished;
+        state.handle(&event.data, writer, model).await?;
+        if state.done || writer.is_closed() {
+            break Ok(());
         }
-        read?;
-        if !state.finished && !state.done && !writer.is_closed() {
-            return Err(events.incomplete(
-                "Connection error: the provider closed the stream before the response was complete",
-            ));
+        if state.finished && !finished_before {
+            events.expect_end();
         }
-        Ok(())
+    };
+    // As pi, the blocks are ended when the stream ends, however it ends: the current block,
+    // then every tool call. Unlike pi, a body cut short is then an error.
+    state.close_current(writer).await;
+    for (_, index) in std::mem::take(&mut state.tools) {
+        writer.tool_call_end(index).await;
     }
+    read?;
+    if !state.finished && !state.done && !writer.is_closed() {
+        return Err(events.incomplete(
+            "Connection error: the provider closed the stream before the response was complete",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

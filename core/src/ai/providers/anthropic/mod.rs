@@ -103,56 +103,50 @@ impl http::Wire for MessagesWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events, self.oauth_tool_names)
+        let (writer, model, mut events) = reply.sse();
+        // The body reader is held once, by this block; `read_stream` only borrows it.
+        async move { read_stream(writer, model, &mut events, self.oauth_tool_names).await }
     }
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).
 /// `oauth_tool_names` are the caller's tool names when Claude Code's casing must be mapped back.
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an async fn keeps a second copy of its arguments in every stream's task"
-)]
-pub(crate) fn read_stream<'a>(
-    writer: &'a mut StreamWriter,
-    model: &'a Model,
-    mut events: http::SseEvents,
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    events: &mut http::SseEvents,
     oauth_tool_names: Option<Vec<String>>,
-) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
-    // An `async` block, not an `async fn`: the body reader is kept once in the task.
-    async move {
-        let mut state = match oauth_tool_names {
-            Some(names) => EventState::with_oauth_tool_names(names),
-            None => EventState::default(),
+) -> Result<(), ProviderError> {
+    let mut state = match oauth_tool_names {
+        Some(names) => EventState::with_oauth_tool_names(names),
+        None => EventState::default(),
+    };
+    loop {
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            // The stop reason makes the answer complete: a stall or a cut before
+            // `message_stop` takes nothing from it.
+            Err(_) if state.complete => break,
+            Err(error) => return Err(error),
         };
-        loop {
-            let event = match events.next().await {
-                Ok(Some(event)) => event,
-                Ok(None) => break,
-                // The stop reason makes the answer complete: a stall or a cut before
-                // `message_stop` takes nothing from it.
-                Err(_) if state.complete => break,
-                Err(error) => return Err(error),
-            };
-            let complete_before = state.complete;
-            state
-                .handle(event.event.as_deref(), &event.data, writer, model)
-                .await?;
-            if state.stopped || writer.is_closed() {
-                break;
-            }
-            if state.complete && !complete_before {
-                events.expect_end();
-            }
+        let complete_before = state.complete;
+        state
+            .handle(event.event.as_deref(), &event.data, writer, model)
+            .await?;
+        if state.stopped || writer.is_closed() {
+            break;
         }
-        if !state.stopped && !writer.is_closed() {
-            if state.complete {
-                state.close_open(writer).await;
-                return Ok(());
-            }
-            return Err(events.incomplete(ENDED_BEFORE_MESSAGE_STOP));
+        if state.complete && !complete_before {
+            events.expect_end();
         }
-        Ok(())
     }
+    if !state.stopped && !writer.is_closed() {
+        if state.complete {
+            state.close_open(writer).await;
+            return Ok(());
+        }
+        return Err(events.incomplete(ENDED_BEFORE_MESSAGE_STOP));
+    }
+    Ok(())
 }

@@ -169,9 +169,11 @@ impl http::Wire for BedrockWire {
                 http::error_body_message(&body)
             )));
         }
-        let frames = http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), &options);
+        let mut frames =
+            http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), &options);
+        // Not kept across the body's read (a kilobyte per stream).
         drop(options);
-        read_stream(writer, model, frames).await
+        read_stream(writer, model, &mut frames).await
     }
 }
 
@@ -249,29 +251,22 @@ impl BedrockProvider {
 }
 
 /// Reads a ConverseStream body's eventstream frames into `writer` (also the fuzz entry point).
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an async fn keeps a second copy of its arguments in every stream's task"
-)]
-pub(crate) fn read_stream<'a>(
-    writer: &'a mut StreamWriter,
-    model: &'a Model,
-    mut frames: http::BodyFrames<EventStreamDecoder>,
-) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
-    // An `async` block, not an `async fn`: the body reader is kept once in the task.
-    async move {
-        let mut state = EventState::default();
-        while let Some(frame) = frames.next().await? {
-            state.handle(&frame, writer, model).await?;
-            if writer.is_closed() {
-                return Ok(());
-            }
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    frames: &mut http::BodyFrames<EventStreamDecoder>,
+) -> Result<(), ProviderError> {
+    let mut state = EventState::default();
+    while let Some(frame) = frames.next().await? {
+        state.handle(&frame, writer, model).await?;
+        if writer.is_closed() {
+            return Ok(());
         }
-        if !state.stopped {
-            return Err(ProviderError::Decode(ENDED_BEFORE_MESSAGE_STOP.to_owned()));
-        }
-        // A reply without `messageStart` still opens with `start`.
-        writer.start().await;
-        Ok(())
     }
+    if !state.stopped {
+        return Err(ProviderError::Decode(ENDED_BEFORE_MESSAGE_STOP.to_owned()));
+    }
+    // A reply without `messageStart` still opens with `start`.
+    writer.start().await;
+    Ok(())
 }

@@ -127,54 +127,48 @@ impl http::Wire for GeminiWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events)
+        let (writer, model, mut events) = reply.sse();
+        // The body reader is held once, by this block; `read_stream` only borrows it.
+        async move { read_stream(writer, model, &mut events).await }
     }
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network). The chunk
 /// with the finish reason is Gemini's last: reading stops there (after the events already
 /// received), so a server that then stalls cannot hold a complete answer.
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an async fn keeps a second copy of its arguments in every stream's task"
-)]
-pub(crate) fn read_stream<'a>(
-    writer: &'a mut StreamWriter,
-    model: &'a Model,
-    mut events: http::SseEvents,
-) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
-    // An `async` block, not an `async fn`: the body reader is kept once in the task.
-    async move {
-        let mut state = ChunkState::default();
-        loop {
-            let event = match events.next().await {
-                Ok(Some(event)) => event,
-                Ok(None) => break,
-                Err(error) => {
-                    // As pi (whose SDK ends the iteration quietly): the open block is ended before
-                    // the stream ends; unlike pi, a dropped body is an error, not a success.
-                    state.close_block(writer).await;
-                    return Err(error);
-                }
-            };
-            state.handle(&event.data, writer, model).await?;
-            if writer.is_closed() {
-                break;
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    events: &mut http::SseEvents,
+) -> Result<(), ProviderError> {
+    let mut state = ChunkState::default();
+    loop {
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(error) => {
+                // As pi (whose SDK ends the iteration quietly): the open block is ended before
+                // the stream ends; unlike pi, a dropped body is an error, not a success.
+                state.close_block(writer).await;
+                return Err(error);
             }
-            if state.finished {
-                while let Some(event) = events.next_buffered() {
-                    state.handle(&event.data, writer, model).await?;
-                }
-                break;
+        };
+        state.handle(&event.data, writer, model).await?;
+        if writer.is_closed() {
+            break;
+        }
+        if state.finished {
+            while let Some(event) = events.next_buffered() {
+                state.handle(&event.data, writer, model).await?;
             }
+            break;
         }
-        state.close_block(writer).await;
-        if !state.finished && !writer.is_closed() {
-            return Err(events.incomplete(INCOMPLETE_RESPONSE));
-        }
-        Ok(())
     }
+    state.close_block(writer).await;
+    if !state.finished && !writer.is_closed() {
+        return Err(events.incomplete(INCOMPLETE_RESPONSE));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -100,8 +100,9 @@ impl http::Wire for VertexWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events)
+        let (writer, model, mut events) = reply.sse();
+        // The body reader is held once, by this block; `read_stream` only borrows it.
+        async move { read_stream(writer, model, &mut events).await }
     }
 }
 

@@ -134,8 +134,9 @@ impl http::Wire for CodexWire {
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
         let pricing = pricing(&reply.options);
-        let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events, pricing)
+        let (writer, model, mut events) = reply.sse();
+        // The body reader is held once, by this block; `read_stream` only borrows it.
+        async move { read_stream(writer, model, &mut events, pricing).await }
     }
 }
 
@@ -247,36 +248,29 @@ fn hide_credentials(writer: &mut StreamWriter, headers: &[(String, String)], tok
 
 /// Reads an SSE body to the end of the response (fuzzing feeds bytes here, without a
 /// network).
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an async fn keeps a second copy of its arguments in every stream's task"
-)]
-pub(crate) fn read_stream<'a>(
-    writer: &'a mut StreamWriter,
-    model: &'a Model,
-    mut events: http::SseEvents,
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    events: &mut http::SseEvents,
     pricing: Pricing,
-) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
-    // An `async` block, not an `async fn`: the body reader is kept once in the task.
-    async move {
-        let mut state = ResponseState::new(pricing);
-        while let Some(event) = events.next().await? {
-            let data = event.data.trim();
-            if data.is_empty() || data == "[DONE]" {
-                continue;
-            }
-            let finished = events::handle_text(&mut state, data, "SSE", writer, model)
-                .await
-                .map_err(CodexError::into_error)?;
-            if finished || writer.is_closed() {
-                return Ok(());
-            }
+) -> Result<(), ProviderError> {
+    let mut state = ResponseState::new(pricing);
+    while let Some(event) = events.next().await? {
+        let data = event.data.trim();
+        if data.is_empty() || data == "[DONE]" {
+            continue;
         }
-        if writer.is_closed() {
+        let finished = events::handle_text(&mut state, data, "SSE", writer, model)
+            .await
+            .map_err(CodexError::into_error)?;
+        if finished || writer.is_closed() {
             return Ok(());
         }
-        Err(events.incomplete(INCOMPLETE_RESPONSE))
     }
+    if writer.is_closed() {
+        return Ok(());
+    }
+    Err(events.incomplete(INCOMPLETE_RESPONSE))
 }
 
 /// pi's `getOpenAICodexWebSocketDebugStats`: the WebSocket statistics of a session.

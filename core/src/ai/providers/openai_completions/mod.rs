@@ -84,53 +84,47 @@ impl http::Wire for CompletionsWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, events) = reply.sse();
+        let (writer, model, mut events) = reply.sse();
         // As pi: blocks stay open until the end of the stream, and an abort ends them first.
         writer.end_blocks_on_abort();
-        read_stream(writer, model, events)
+        // The body reader is held once, by this block; `read_stream` only borrows it.
+        async move { read_stream(writer, model, &mut events).await }
     }
 }
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an async fn keeps a second copy of its arguments in every stream's task"
-)]
-pub(crate) fn read_stream<'a>(
-    writer: &'a mut StreamWriter,
-    model: &'a Model,
-    mut events: http::SseEvents,
-) -> impl Future<Output = Result<(), ProviderError>> + Send + 'a {
-    // An `async` block, not an `async fn`: the body reader is kept once in the task.
-    async move {
-        let mut state = ChunkState::default();
-        loop {
-            let event = match events.next().await {
-                Ok(Some(event)) => event,
-                Ok(None) => break,
-                // A finish reason makes the answer complete: a stall or a cut before `[DONE]` (or
-                // before a usage chunk) takes nothing from it.
-                Err(_) if state.finish_seen => break,
-                Err(error) => {
-                    // As pi (whose SDK ends the iteration quietly): the open blocks are ended
-                    // before the stream ends; unlike pi, a dropped body is an error.
-                    writer.end_open_blocks().await;
-                    return Err(error);
-                }
-            };
-            let finished_before = state.finish_seen;
-            state.handle(&event.data, writer, model).await?;
-            if state.done_seen || writer.is_closed() {
-                break;
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    events: &mut http::SseEvents,
+) -> Result<(), ProviderError> {
+    let mut state = ChunkState::default();
+    loop {
+        let event = match events.next().await {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            // A finish reason makes the answer complete: a stall or a cut before `[DONE]` (or
+            // before a usage chunk) takes nothing from it.
+            Err(_) if state.finish_seen => break,
+            Err(error) => {
+                // As pi (whose SDK ends the iteration quietly): the open blocks are ended
+                // before the stream ends; unlike pi, a dropped body is an error.
+                writer.end_open_blocks().await;
+                return Err(error);
             }
-            if state.finish_seen && !finished_before {
-                events.expect_end();
-            }
+        };
+        let finished_before = state.finish_seen;
+        state.handle(&event.data, writer, model).await?;
+        if state.done_seen || writer.is_closed() {
+            break;
         }
-        writer.end_open_blocks().await;
-        if !state.done_seen && !state.finish_seen && !writer.is_closed() {
-            return Err(events.incomplete(INCOMPLETE_RESPONSE));
+        if state.finish_seen && !finished_before {
+            events.expect_end();
         }
-        Ok(())
     }
+    writer.end_open_blocks().await;
+    if !state.done_seen && !state.finish_seen && !writer.is_closed() {
+        return Err(events.incomplete(INCOMPLETE_RESPONSE));
+    }
+    Ok(())
 }

@@ -158,8 +158,9 @@ impl http::Wire for ResponsesWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, events) = reply.sse();
-        read_stream(writer, model, events, self.pricing)
+        let (writer, model, mut events) = reply.sse();
+        // The body reader is held once, by this block; `read_stream` only borrows it.
+        async move { read_stream(writer, model, &mut events, self.pricing).await }
     }
 }
 
@@ -168,30 +169,23 @@ impl http::Wire for ResponsesWire {
 pub(crate) const OPENAI_ACCEPT: Option<&str> = Some("application/json");
 
 /// Reads a response body to its end (fuzzing feeds bytes here, without a network).
-#[expect(
-    clippy::manual_async_fn,
-    reason = "an async fn keeps a second copy of its arguments in every stream's task"
-)]
-pub(crate) fn read_stream<'a>(
-    writer: &'a mut StreamWriter,
-    model: &'a Model,
-    mut events: http::SseEvents,
+pub(crate) async fn read_stream(
+    writer: &mut StreamWriter,
+    model: &Model,
+    events: &mut http::SseEvents,
     pricing: Pricing,
-) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send + 'a {
-    // An `async` block, not an `async fn`: the body reader is kept once in the task.
-    async move {
-        let mut state = ResponseState::new(pricing);
-        while let Some(event) = events.next().await? {
-            state.handle(&event, writer, model).await?;
-            if state.finished || writer.is_closed() {
-                break;
-            }
+) -> Result<(), ProviderError> {
+    let mut state = ResponseState::new(pricing);
+    while let Some(event) = events.next().await? {
+        state.handle(&event, writer, model).await?;
+        if state.finished || writer.is_closed() {
+            break;
         }
-        if !state.finished && !writer.is_closed() {
-            return Err(events.incomplete(INCOMPLETE_RESPONSE));
-        }
-        Ok(())
     }
+    if !state.finished && !writer.is_closed() {
+        return Err(events.incomplete(INCOMPLETE_RESPONSE));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
