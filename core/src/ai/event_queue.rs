@@ -297,19 +297,20 @@ impl<T> Receiver<T> {
             }
             return Poll::Pending;
         }
-        if state.events.len() == 1 {
+        let single = if state.events.len() == 1 {
             // One event (a paced stream's usual case): taken as it lies, no second buffer.
-            let event = state.events.pop_front();
-            let producer = state.producer.take();
-            drop(state);
-            wake(producer);
-            return Poll::Ready(event);
-        }
-        // Swap buffers: the provider keeps filling the (empty) one we drained last time.
-        std::mem::swap(&mut self.local, &mut state.events);
+            state.events.pop_front()
+        } else {
+            // Swap buffers: the provider keeps filling the (empty) one we drained last time.
+            std::mem::swap(&mut self.local, &mut state.events);
+            None
+        };
         let producer = state.producer.take();
         drop(state);
         wake(producer);
+        if single.is_some() {
+            return Poll::Ready(single);
+        }
         // A burst that needed a big buffer does not keep it for the rest of a long stream.
         if self.local.capacity() > self.shared.capacity && self.local.len() <= WAKE_EVERY {
             self.local.shrink_to(WAKE_EVERY);
