@@ -340,28 +340,47 @@ pub extern "C" fn pi_stream_partial_json(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_event) -> bool {
     ffi_boundary! {
-        let Some(stream) = opt_ref(stream) else {
-            return false;
-        };
-        let Ok(out) = Out::new(event_out, "event_out") else {
-            return false;
-        };
-        let mut state = lock(&stream.state);
-        if state.finished {
-            return false;
-        }
-        state.clear_current();
-        // A read that blocks replaces any `pi_stream_try_next` registration.
-        stream.wake.set(None, std::ptr::null_mut());
-        let Ok(next) = poll_or_block_on("pi_stream_next", state.events.next()) else {
-            return false;
-        };
-        let Some(event) = next else {
+        let answer = read_event(stream, event_out, |stream, events| {
+            // A read that blocks replaces any `pi_stream_try_next` registration.
+            stream.wake.unset();
+            // Refused (called from an event callback): nothing taken, the stream as it was.
+            poll_or_block_on("pi_stream_next", events.next()).map_or(Poll::Pending, Poll::Ready)
+        });
+        answer == pi_poll::Event
+    }
+}
+
+/// The body of `pi_stream_next` and `pi_stream_try_next`: `fetch` takes the next event
+/// (`Pending`: none now), which becomes the current one and is written to `event_out`.
+fn read_event(
+    stream: *mut pi_stream,
+    event_out: *mut pi_event,
+    fetch: impl FnOnce(
+        &pi_stream,
+        &mut AssistantMessageEventStream,
+    ) -> Poll<Option<AssistantMessageEvent>>,
+) -> pi_poll {
+    let Some(stream) = opt_ref(stream) else {
+        return pi_poll::End;
+    };
+    let Ok(out) = Out::new(event_out, "event_out") else {
+        return pi_poll::End;
+    };
+    let mut state = lock(&stream.state);
+    if state.finished {
+        return pi_poll::End;
+    }
+    state.clear_current();
+    match fetch(stream, &mut state.events) {
+        Poll::Pending => pi_poll::Pending,
+        Poll::Ready(None) => {
             state.finished = true;
-            return false;
-        };
-        deliver(stream, &mut state, event, out);
-        true
+            pi_poll::End
+        }
+        Poll::Ready(Some(event)) => {
+            deliver(stream, &mut state, event, out);
+            pi_poll::Event
+        }
     }
 }
 
@@ -421,36 +440,18 @@ pub extern "C" fn pi_stream_try_next(
     user_data: *mut c_void,
 ) -> pi_poll {
     ffi_boundary! {
-        let Some(stream) = opt_ref(stream) else {
-            return pi_poll::End;
-        };
-        let Ok(out) = Out::new(event_out, "event_out") else {
-            return pi_poll::End;
-        };
-        let mut state = lock(&stream.state);
-        if state.finished {
-            return pi_poll::End;
-        }
-        state.clear_current();
-        // Registered before the poll: an event that lands between the poll and the
-        // registration would otherwise wake nobody.
-        stream.wake.set(wake, user_data);
-        let waker = stream.wake.waker();
-        let mut context = TaskContext::from_waker(&waker);
-        match state.events.poll_next_unpin(&mut context) {
-            Poll::Pending => pi_poll::Pending,
-            Poll::Ready(None) => {
-                stream.wake.set(None, std::ptr::null_mut());
-                state.finished = true;
-                pi_poll::End
-            }
-            Poll::Ready(Some(event)) => {
+        read_event(stream, event_out, |stream, events| {
+            // Registered before the poll: an event that lands between the poll and the
+            // registration would otherwise wake nobody.
+            stream.wake.set(wake, user_data);
+            let waker = stream.wake.waker();
+            let next = events.poll_next_unpin(&mut TaskContext::from_waker(&waker));
+            if next.is_ready() {
                 // Nothing is pending: an earlier registration must not fire now.
-                stream.wake.set(None, std::ptr::null_mut());
-                deliver(stream, &mut state, event, out);
-                pi_poll::Event
+                stream.wake.unset();
             }
-        }
+            next
+        })
     }
 }
 

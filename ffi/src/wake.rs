@@ -64,6 +64,11 @@ impl WakeSlot {
         });
     }
 
+    /// Forgets the registered callback (a call already running finishes on its own).
+    pub(crate) fn unset(&self) {
+        self.lock().registered = None;
+    }
+
     /// Forgets the registered callback and waits for a call already running on another
     /// thread, so that the caller may free what `user_data` points to.
     pub(crate) fn clear(&self) {
