@@ -103,9 +103,9 @@ impl http::Wire for MessagesWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, mut events) = reply.sse();
-        // The body reader is held once, by this block; `read_stream` only borrows it.
-        async move { read_stream(writer, model, &mut events, self.oauth_tool_names).await }
+        reply.read_sse(async move |writer, model, events| {
+            read_stream(writer, model, events, self.oauth_tool_names).await
+        })
     }
 }
 

@@ -127,9 +127,7 @@ impl http::Wire for GeminiWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, mut events) = reply.sse();
-        // The body reader is held once, by this block; `read_stream` only borrows it.
-        async move { read_stream(writer, model, &mut events).await }
+        reply.read_sse(read_stream)
     }
 }
 

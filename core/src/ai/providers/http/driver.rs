@@ -80,10 +80,17 @@ pub(crate) struct Reply<'a> {
 }
 
 impl<'a> Reply<'a> {
-    /// The body as SSE events, with the writer and model to read them into.
-    pub(crate) fn sse(self) -> (&'a mut StreamWriter, &'a Model, SseEvents) {
-        let events = SseEvents::new(self.response, &self.options);
-        (self.writer, self.model, events)
+    /// Reads the body as SSE events with `read` (a wire's `read_stream`), which borrows the
+    /// reader: the returned future holds it once, for the whole stream (an `async fn` taking
+    /// it by value would keep a second copy), and the options are dropped here, once the
+    /// body's limits are taken.
+    pub(crate) fn read_sse<R>(self, read: R) -> impl Future<Output = Result<(), ProviderError>>
+    where
+        R: AsyncFnOnce(&mut StreamWriter, &Model, &mut SseEvents) -> Result<(), ProviderError>,
+    {
+        let mut events = SseEvents::new(self.response, &self.options);
+        let (writer, model) = (self.writer, self.model);
+        async move { read(writer, model, &mut events).await }
     }
 }
 

@@ -134,9 +134,9 @@ impl http::Wire for CodexWire {
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
         let pricing = pricing(&reply.options);
-        let (writer, model, mut events) = reply.sse();
-        // The body reader is held once, by this block; `read_stream` only borrows it.
-        async move { read_stream(writer, model, &mut events, pricing).await }
+        reply.read_sse(async move |writer, model, events| {
+            read_stream(writer, model, events, pricing).await
+        })
     }
 }
 

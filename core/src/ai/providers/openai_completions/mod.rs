@@ -84,11 +84,9 @@ impl http::Wire for CompletionsWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, mut events) = reply.sse();
         // As pi: blocks stay open until the end of the stream, and an abort ends them first.
-        writer.end_blocks_on_abort();
-        // The body reader is held once, by this block; `read_stream` only borrows it.
-        async move { read_stream(writer, model, &mut events).await }
+        reply.writer.end_blocks_on_abort();
+        reply.read_sse(read_stream)
     }
 }
 

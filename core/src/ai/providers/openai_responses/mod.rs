@@ -158,9 +158,9 @@ impl http::Wire for ResponsesWire {
         self,
         reply: http::Reply<'_>,
     ) -> impl std::future::Future<Output = Result<(), ProviderError>> + Send {
-        let (writer, model, mut events) = reply.sse();
-        // The body reader is held once, by this block; `read_stream` only borrows it.
-        async move { read_stream(writer, model, &mut events, self.pricing).await }
+        reply.read_sse(async move |writer, model, events| {
+            read_stream(writer, model, events, self.pricing).await
+        })
     }
 }
 
