@@ -5,9 +5,10 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::task::{Wake, Waker};
 
+use crate::boundary::lock;
 use crate::runtime::{Scope, ScopeGuard};
 
 /// Called when a stream that answered `PI_POLL_PENDING` may have an event: once per such
@@ -50,15 +51,10 @@ pub(crate) struct WakeSlot {
 }
 
 impl WakeSlot {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Every update leaves the state consistent: a poisoned lock is still usable.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// Registers `callback(user_data)` for the next wake-up, replacing any earlier one;
     /// `None` registers nothing (a host that polls).
     pub(crate) fn set(&self, callback: pi_wake_callback, user_data: *mut c_void) {
-        self.lock().registered = callback.map(|callback| Registered {
+        lock(&self.state).registered = callback.map(|callback| Registered {
             callback,
             user_data,
         });
@@ -66,13 +62,13 @@ impl WakeSlot {
 
     /// Forgets the registered callback (a call already running finishes on its own).
     pub(crate) fn unset(&self) {
-        self.lock().registered = None;
+        lock(&self.state).registered = None;
     }
 
     /// Forgets the registered callback and waits for a call already running on another
     /// thread, so that the caller may free what `user_data` points to.
     pub(crate) fn clear(&self) {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         state.registered = None;
         // A callback that frees its own stream does not wait for itself.
         let mine = usize::from(FIRING.with(Cell::get) == self.address());
@@ -95,7 +91,7 @@ impl WakeSlot {
 
     fn fire(&self) {
         let registered = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let Some(registered) = state.registered.take() else {
                 return;
             };
@@ -112,7 +108,7 @@ impl WakeSlot {
             unsafe { (registered.callback)(registered.user_data) };
             FIRING.with(|cell| cell.set(outer));
         }
-        self.lock().firing -= 1;
+        lock(&self.state).firing -= 1;
         self.idle.notify_all();
     }
 }
