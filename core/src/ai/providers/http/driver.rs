@@ -217,8 +217,9 @@ pub(crate) use api_provider;
 ///
 /// Its size is what every open stream costs beyond the HTTP connection (kept small by
 /// `a_stream_task_stays_small`): the prepared request is boxed so that its phase is freed
-/// once the response head arrives, and the functions on the body's path return `async`
-/// blocks rather than being `async fn`s, which keep a second copy of their arguments.
+/// once the response head arrives, and the writer and the body reader are each held once
+/// ([`StreamWriter::drive`] and [`Reply::read_sse`] return `async` blocks: an `async fn`
+/// keeps a second copy of its arguments).
 fn task<W: Wire>(
     writer: StreamWriter,
     model: Model,
