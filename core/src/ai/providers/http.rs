@@ -27,6 +27,7 @@
 
 mod body;
 mod driver;
+mod h1;
 mod headers;
 mod limits;
 mod redirect;
@@ -51,6 +52,12 @@ pub(crate) use self::url_parts::{host_label, path_segment, path_segments};
 /// Idle connections kept per host between requests.
 const MAX_IDLE_PER_HOST: usize = 32;
 
+/// How long an idle connection is kept.
+const POOL_IDLE: Duration = Duration::from_secs(30);
+
+/// The longest a connection takes to open.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How many nested `fork`s get a fresh client (see [`forget_connections_after_fork`]).
 const FORK_GENERATIONS: usize = 64;
 
@@ -73,7 +80,8 @@ static CLIENTS: [OnceLock<reqwest::Client>; FORK_GENERATIONS] =
 /// the program's and is kept: set a fresh one in the child.
 pub fn forget_connections_after_fork() {
     let generation = GENERATION.load(Ordering::Acquire);
-    if CLIENTS[generation].get().is_some() && generation + 1 < FORK_GENERATIONS {
+    let used = CLIENTS[generation].get().is_some() || h1::pool_used(generation);
+    if used && generation + 1 < FORK_GENERATIONS {
         GENERATION.store(generation + 1, Ordering::Release);
     }
 }
@@ -82,11 +90,11 @@ pub fn forget_connections_after_fork() {
 fn default_client() -> &'static reqwest::Client {
     CLIENTS[GENERATION.load(Ordering::Acquire)].get_or_init(|| {
         reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
+            .connect_timeout(CONNECT_TIMEOUT)
             // Bounded idle pool: a burst of thousands of streams to one host must not leave
             // thousands of idle sockets (and their buffers) behind it.
             .pool_max_idle_per_host(MAX_IDLE_PER_HOST)
-            .pool_idle_timeout(Duration::from_secs(30))
+            .pool_idle_timeout(POOL_IDLE)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap_or_else(|_| reqwest::Client::new())
@@ -102,6 +110,14 @@ static CUSTOM_CLIENT: RwLock<Option<reqwest::Client>> = RwLock::new(None);
 pub(crate) fn client() -> reqwest::Client {
     let custom = CUSTOM_CLIENT.read().unwrap_or_else(PoisonError::into_inner);
     custom.as_ref().unwrap_or_else(|| default_client()).clone()
+}
+
+/// Whether the program set its own client.
+fn custom_client_set() -> bool {
+    CUSTOM_CLIENT
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .is_some()
 }
 
 /// Makes the built-in providers (and the agent proxy and OAuth flows) send their HTTP requests

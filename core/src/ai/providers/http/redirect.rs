@@ -9,7 +9,7 @@
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderMap, LOCATION};
 use reqwest::{Method, StatusCode};
 
-use super::{client, transport_error};
+use super::{client, h1, transport_error};
 use crate::ai::error::ProviderError;
 use crate::ai::options::is_known_safe_header;
 
@@ -41,10 +41,14 @@ pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Re
         // The body is in memory, so the request can be sent again.
         let again = request.try_clone();
         let from = request.url().clone();
-        let response = client()
-            .execute(request)
-            .await
-            .map_err(|error| Failure::Transient(transport_error(&error)))?;
+        let response = if h1::serves(&request) {
+            h1::execute(request).await.map_err(Failure::Transient)?
+        } else {
+            client()
+                .execute(request)
+                .await
+                .map_err(|error| Failure::Transient(transport_error(&error)))?
+        };
         let status = response.status();
         let target = response
             .headers()

@@ -1,0 +1,364 @@
+//! The library's own HTTP/1.1 client, for plain-`http://` provider requests (local model
+//! servers, gateways on the same host or network) sent with the library's client.
+//!
+//! Why not reqwest here: over hyper, every open stream holds 25 KiB of fixed per-connection
+//! buffers that cannot be set smaller (a 9 KiB dispatch block, an 8 KiB read buffer, an 8 KiB
+//! write head), and every frame passes from hyper's connection task to the stream's task,
+//! often across threads. Here the stream's own task reads its socket: one 4 KiB read buffer
+//! that grows only for a fast body, no task in between, and a handful of system calls per
+//! request. The protocol is the same HTTP/1.1 reqwest speaks to an `http://` URL, with the
+//! same default `accept: */*`, connect timeout and idle pool bounds.
+//!
+//! Everything else goes through reqwest, as before: HTTPS (ALPN, HTTP/2), a proxy from the
+//! environment (`HTTP_PROXY`, `ALL_PROXY`, any case), a body that is a stream, and every request
+//! once the program set its own client ([`set_http_client`](crate::ai::set_http_client)).
+//! Redirects, retries and time limits are the caller's ([`super::redirect`], [`super::retry`])
+//! either way; the response is a `reqwest::Response` like any other.
+
+mod body;
+mod head;
+mod pool;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::OnceLock;
+
+use bytes::BytesMut;
+use reqwest::ResponseBuilderExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use self::body::{Body, INITIAL_READ_BYTES};
+use self::head::{Head, MAX_HEAD_BYTES, encode_request, has_token, parse_response};
+use self::pool::{Origin, pool};
+use super::CONNECT_TIMEOUT;
+use crate::ai::error::ProviderError;
+
+pub(super) use self::pool::used as pool_used;
+
+/// Whether this client sends `request` (see the module's doc for what goes to reqwest).
+pub(super) fn serves(request: &reqwest::Request) -> bool {
+    let url = request.url();
+    url.scheme() == "http"
+        && url.host().is_some()
+        && request.body().is_none_or(|body| body.as_bytes().is_some())
+        && !super::custom_client_set()
+        && !proxy_in_environment()
+}
+
+/// Whether the environment names a proxy for `http://` URLs, as reqwest's default client reads
+/// it (once; reqwest too reads it once, when its client is built).
+fn proxy_in_environment() -> bool {
+    static PROXY: OnceLock<bool> = OnceLock::new();
+    *PROXY.get_or_init(|| {
+        ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"]
+            .iter()
+            .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
+    })
+}
+
+/// Sends `request` (one [`serves`]) and reads the response head. A pooled connection the
+/// server closed before answering is replaced by another, or a fresh one: the server read
+/// nothing of the request then.
+pub(super) async fn execute(request: reqwest::Request) -> Result<reqwest::Response, ProviderError> {
+    let url = request.url();
+    let origin = Origin {
+        host: url.host_str().unwrap_or_default().into(),
+        port: url.port_or_known_default().unwrap_or(80),
+    };
+    let body = request
+        .body()
+        .and_then(reqwest::Body::as_bytes)
+        .unwrap_or_default();
+    let wire = encode_request(&request, body);
+    let closes = has_token(request.headers(), &reqwest::header::CONNECTION, "close");
+    loop {
+        let (mut socket, reused) = match pool().take(&origin) {
+            Some(socket) => (socket, true),
+            None => (connect(&request, &origin).await?, false),
+        };
+        let mut buffer = BytesMut::with_capacity(INITIAL_READ_BYTES);
+        let head = exchange(&mut socket, &wire, &mut buffer, request.method(), closes).await;
+        let head = match head {
+            Ok(head) => head,
+            Err(Exchange::Unanswered(_)) if reused => continue,
+            Err(Exchange::Unanswered(error) | Exchange::Failed(error)) => {
+                return Err(ProviderError::Network(format!("Connection error: {error}")));
+            }
+        };
+        let Head {
+            status,
+            headers,
+            framing,
+            reusable,
+        } = head;
+        let body = Body::new(socket, buffer, framing, reusable, origin);
+        let mut response = http::Response::builder()
+            .status(status)
+            .version(http::Version::HTTP_11)
+            .url(request.url().clone());
+        if let Some(map) = response.headers_mut() {
+            *map = headers;
+        }
+        return response
+            .body(reqwest::Body::wrap(body))
+            .map(reqwest::Response::from)
+            .map_err(|error| ProviderError::Network(format!("Connection error: {error}")));
+    }
+}
+
+/// Why an exchange gave no response head.
+enum Exchange {
+    /// The connection failed before any byte of an answer: on a reused connection, the server
+    /// had closed it.
+    Unanswered(io::Error),
+    /// It failed after.
+    Failed(io::Error),
+}
+
+/// Writes the request and reads the response head (interim `1xx` heads skipped); `buffer`
+/// keeps the body bytes read with it.
+async fn exchange(
+    socket: &mut TcpStream,
+    wire: &[u8],
+    buffer: &mut BytesMut,
+    method: &reqwest::Method,
+    closes: bool,
+) -> Result<Head, Exchange> {
+    socket.write_all(wire).await.map_err(Exchange::Unanswered)?;
+    let mut answered = false;
+    loop {
+        if let Some((head, used)) =
+            parse_response(buffer, method, closes).map_err(Exchange::Failed)?
+        {
+            bytes::Buf::advance(buffer, used);
+            if head.status == reqwest::StatusCode::SWITCHING_PROTOCOLS {
+                return Err(Exchange::Failed(head::invalid(
+                    "the server switched protocols".into(),
+                )));
+            }
+            if head.status.is_informational() {
+                continue;
+            }
+            return Ok(head);
+        }
+        if buffer.len() >= MAX_HEAD_BYTES {
+            return Err(Exchange::Failed(head::invalid(format!(
+                "the response head is larger than {MAX_HEAD_BYTES} bytes"
+            ))));
+        }
+        if buffer.capacity() == buffer.len() {
+            buffer.reserve(INITIAL_READ_BYTES);
+        }
+        let read = socket.read_buf(buffer).await;
+        match read {
+            Ok(0) => {
+                let error = io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the connection before its response head",
+                );
+                return Err(if answered {
+                    Exchange::Failed(error)
+                } else {
+                    Exchange::Unanswered(error)
+                });
+            }
+            Ok(_) => answered = true,
+            Err(error) if answered => return Err(Exchange::Failed(error)),
+            Err(error) => return Err(Exchange::Unanswered(error)),
+        }
+    }
+}
+
+/// A fresh connection to `origin`, its addresses tried in order within [`CONNECT_TIMEOUT`].
+async fn connect(request: &reqwest::Request, origin: &Origin) -> Result<TcpStream, ProviderError> {
+    let failed = |error: &dyn std::fmt::Display| {
+        format!(
+            "Connection error: could not connect to the provider at {}:{}: {error}",
+            origin.host, origin.port
+        )
+    };
+    let attempt = async {
+        let addresses: Vec<SocketAddr> = match request.url().host() {
+            Some(url::Host::Ipv4(ip)) => vec![SocketAddr::from((ip, origin.port))],
+            Some(url::Host::Ipv6(ip)) => vec![SocketAddr::from((ip, origin.port))],
+            _ => tokio::net::lookup_host((&*origin.host, origin.port))
+                .await?
+                .collect(),
+        };
+        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the host");
+        for address in addresses {
+            match TcpStream::connect(address).await {
+                Ok(socket) => {
+                    socket.set_nodelay(true)?;
+                    return Ok(socket);
+                }
+                Err(error) => last = error,
+            }
+        }
+        Err(last)
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+        Ok(Ok(socket)) => Ok(socket),
+        Ok(Err(error)) => Err(ProviderError::Network(failed(&error))),
+        Err(_) => Err(ProviderError::Timeout(failed(&format_args!(
+            "no connection after {} ms",
+            CONNECT_TIMEOUT.as_millis()
+        )))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A raw server: each connection reads requests (heads ending in a blank line, bodies by
+    /// `content-length`) and answers each with the next of `answers`; `None` closes the
+    /// connection instead. Returns its port and how many connections it accepted.
+    async fn serve(answers: Vec<Option<&'static str>>) -> (u16, Arc<AtomicUsize>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        let answers = Arc::new(std::sync::Mutex::new(answers.into_iter()));
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let answers = answers.clone();
+                tokio::spawn(async move {
+                    let mut seen = Vec::new();
+                    loop {
+                        let mut chunk = [0u8; 4096];
+                        let Ok(n) = socket.read(&mut chunk).await else {
+                            return;
+                        };
+                        if n == 0 {
+                            return;
+                        }
+                        seen.extend_from_slice(&chunk[..n]);
+                        let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n") else {
+                            continue;
+                        };
+                        let head = String::from_utf8_lossy(&seen[..end]).to_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|line| line.strip_prefix("content-length: "))
+                            .map_or(0, |n| n.trim().parse().unwrap());
+                        if seen.len() < end + 4 + length {
+                            continue;
+                        }
+                        seen.drain(..end + 4 + length);
+                        let answer = answers.lock().unwrap().next().flatten();
+                        match answer {
+                            Some(answer) => socket.write_all(answer.as_bytes()).await.unwrap(),
+                            None => return,
+                        }
+                    }
+                });
+            }
+        });
+        (port, accepted)
+    }
+
+    async fn post(port: u16) -> Result<(u16, String), ProviderError> {
+        let request = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/v1/x"))
+            .body("{}")
+            .build()
+            .unwrap();
+        assert!(serves(&request));
+        let response = execute(request).await?;
+        let status = response.status().as_u16();
+        let text = response.text().await.map_err(|error| {
+            ProviderError::Network(super::super::transport_error_message(&error))
+        })?;
+        Ok((status, text))
+    }
+
+    const CHUNKED: &str = "HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n\
+                           5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+
+    #[tokio::test]
+    async fn a_connection_read_to_its_end_is_used_again() {
+        let (port, accepted) = serve(vec![Some(CHUNKED), Some(CHUNKED)]).await;
+        let origin = Origin {
+            host: "127.0.0.1".into(),
+            port,
+        };
+        assert_eq!(post(port).await.unwrap(), (200, "hello world".into()));
+        assert_eq!(pool().idle(&origin), 1);
+        assert_eq!(post(port).await.unwrap(), (200, "hello world".into()));
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn a_connection_the_server_closed_is_replaced() {
+        // The first connection answers once, then closes when the second request comes (or
+        // before): the second request gets a fresh connection either way.
+        let (port, accepted) = serve(vec![
+            Some("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"),
+            None,
+            Some(
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\ncontent-length: 3\r\n\r\nyes",
+            ),
+        ])
+        .await;
+        assert_eq!(post(port).await.unwrap(), (200, "ok".into()));
+        assert_eq!(post(port).await.unwrap(), (201, "yes".into()));
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_cut_body_is_an_error_and_its_connection_is_not_kept() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 1024];
+            let _ = socket.read(&mut request).await;
+            // Half the body, then the connection closes.
+            let cut = "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf";
+            socket.write_all(cut.as_bytes()).await.unwrap();
+        });
+        let error = post(port).await.unwrap_err().to_string();
+        assert!(error.contains("cut off"), "{error}");
+        let origin = Origin {
+            host: "127.0.0.1".into(),
+            port,
+        };
+        assert_eq!(pool().idle(&origin), 0);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connection_names_host_and_port() {
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let error = post(port).await.unwrap_err();
+        assert!(
+            error.to_string().starts_with(&format!(
+                "Connection error: could not connect to the provider at 127.0.0.1:{port}"
+            )),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn https_proxies_and_custom_clients_go_to_reqwest() {
+        let client = reqwest::Client::new();
+        assert!(!serves(
+            &client.get("https://example.com/").build().unwrap()
+        ));
+        assert!(serves(&client.get("http://[::1]:8/x").build().unwrap()));
+        // reqwest moves a URL's user and password into an `authorization` header.
+        let request = client.get("http://user:pw@127.0.0.1/").build().unwrap();
+        assert!(serves(&request) && request.headers().contains_key("authorization"));
+    }
+}
