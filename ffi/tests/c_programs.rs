@@ -144,6 +144,8 @@ fn c_ai_test_mock_server() {
     assert_success(&output, "ffi_ai_test mock");
     let requests = server.requests();
     assert_eq!(requests.len(), 4);
+    // One after another, over one kept-alive connection (the library's HTTP/1.1 client).
+    assert_eq!(server.connections(), 1);
     // The C `on_payload` rewrote both bodies; the stream sent its key, the agent the hook's.
     for request in &requests[..2] {
         assert_eq!(request.body["user"], "c-on-payload", "{}", request.body);

@@ -77,6 +77,10 @@ class MockServer:
     def reset(self) -> None:
         self._call("POST", "/_mock/reset", {})
 
+    def connections(self) -> int:
+        """Connections the server accepted, this call's own (urllib opens one per call) included."""
+        return self._call("GET", "/_mock/connections")["connections"]
+
     def model(self, **overrides: Any) -> pi_agent.Model:
         """An openai-completions model served by this mock, built from pi's JSON shape."""
         data = {

@@ -31,6 +31,20 @@ def test_text_reply_through_model_from_dict(mock_server: MockServer) -> None:
     assert request["body"]["temperature"] == 0.5
 
 
+def test_streams_one_after_another_share_one_connection(mock_server: MockServer) -> None:
+    mock_server.push({"text": "one"}, {"text": "two"}, {"text": "three"})
+    before = mock_server.connections()
+    model = mock_server.model()
+    texts = []
+    for _ in range(3):
+        with pi_agent.stream(model, CONTEXT, api_key="sk-test") as events:
+            texts.append(events.result_sync()["content"][0]["text"])
+    assert texts == ["one", "two", "three"]
+    # This call's own connection, and at most one for the three streams (none when a
+    # connection kept from an earlier test is reused).
+    assert mock_server.connections() - before <= 2
+
+
 def test_agent_with_a_tool_against_the_mock(mock_server: MockServer) -> None:
     mock_server.push(
         {"tool_calls": [{"id": "call_1", "name": "multiply", "arguments": {"a": 6, "b": 7}}]},

@@ -366,13 +366,15 @@ pub(crate) async fn stall(stream: &mut TcpStream, ms: Option<u64>) -> bool {
 
 /// Writes `head` then the body `pieces`, applying delays, stall and drop.
 /// Ends with the zero chunk (chunked framing) unless the script drops the
-/// connection. The caller closes the socket afterwards.
+/// connection. With `keep_alive` the connection stays open for the next request; else it is
+/// half-closed and drained.
 pub(crate) async fn write_response(
     stream: &mut TcpStream,
     head: &[u8],
     pieces: &[Piece],
     framing: Framing,
     shaping: &Shaping,
+    keep_alive: bool,
 ) -> io::Result<()> {
     if let Some(ms) = shaping.head_stall_ms
         && stall(stream, Some(ms)).await
@@ -426,6 +428,9 @@ pub(crate) async fn write_response(
         stream.write_all(b"0\r\n\r\n").await?;
     }
     stream.flush().await?;
+    if keep_alive {
+        return Ok(());
+    }
     // Half-close so the client sees a clean EOF after the full response, then
     // wait (briefly) for the client to close: closing with unread input would
     // send a RST that may destroy response bytes the client has not read yet.

@@ -2,7 +2,9 @@
 //!
 //! The server speaks HTTP/1.1 by hand so that tests control every byte that
 //! goes on the wire: chunk boundaries, delays, dropped connections and
-//! stalls. Every response closes the connection.
+//! stalls. Connections are kept alive, as real servers keep them: requests are answered one
+//! after another on a connection until the client closes it or sends `connection: close`; a
+//! reply that scripts a drop or a stall ends its connection.
 //!
 //! Rust tests use [`MockServer`] in-process; C and Python tests spawn the
 //! `pi-mock-server` binary, which prints
@@ -21,7 +23,9 @@
 //!   nothing.
 //! - `GET /_mock/requests`: the JSON array of [`RecordedRequest`]s.
 //! - `GET /_mock/pending`: `{"pending":N}`.
-//! - `POST /_mock/reset`: clears the queue and the request log.
+//! - `GET /_mock/connections`: `{"connections":N}`, the connections accepted (a client that
+//!   keeps its connections alive opens one for many requests).
+//! - `POST /_mock/reset`: clears the queue, the request log and the connection count.
 //! - `GET` with `Upgrade: websocket`: a WebSocket (see shape 6 below); the
 //!   upgrade is recorded as `GET`, each message the client sends as `WS`.
 //! - any other method: 404 with a JSON error body (recorded).
@@ -174,6 +178,8 @@ pub(crate) struct State {
     pub(crate) log: Vec<RecordedRequest>,
     /// Number of replies popped so far (used for default completion ids).
     pub(crate) served: u64,
+    /// Connections accepted.
+    pub(crate) connections: u64,
 }
 
 /// Shared handle on [`State`].
@@ -273,7 +279,13 @@ impl MockServer {
         self.shared.lock().queue.len()
     }
 
-    /// Clears the reply queue and the request log (like `POST /_mock/reset`).
+    /// How many connections the server accepted (like `GET /_mock/connections`).
+    pub fn connections(&self) -> u64 {
+        self.shared.lock().connections
+    }
+
+    /// Clears the reply queue, the request log and the connection count (like
+    /// `POST /_mock/reset`).
     pub fn reset(&self) {
         let mut state = self.shared.lock();
         *state = State::default();

@@ -43,7 +43,7 @@ mod tests {
         let mut stream = tokio::net::TcpStream::connect(server.addr()).await.unwrap();
         stream
             .write_all(
-                b"POST /model/m/converse-stream HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+                b"POST /model/m/converse-stream HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}",
             )
             .await
             .unwrap();

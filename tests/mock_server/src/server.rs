@@ -25,6 +25,7 @@ pub(crate) async fn accept_loop(
                     tokio::time::sleep(std::time::Duration::from_millis(10)).await;
                     continue;
                 };
+                shared.lock().connections += 1;
                 let shared = Arc::clone(&shared);
                 let mut stop = shutdown.clone();
                 tokio::spawn(async move {
@@ -46,28 +47,58 @@ fn error_body(message: &str, kind: &str) -> Value {
 /// Serves one connection: one request, one response, close.
 async fn handle(mut stream: TcpStream, shared: &Shared) {
     let _ = stream.set_nodelay(true);
-    let plan = match http::read_request(&mut stream).await {
-        Ok(request) if crate::websocket::is_upgrade(&request) => {
-            return crate::websocket::serve(stream, request, shared).await;
-        }
-        Ok(request) => route(&request, shared),
-        Err(ReadError::Closed | ReadError::Io) => return,
-        Err(ReadError::Malformed(msg)) => Plan::json(
-            400,
-            &error_body(
-                &format!("mock server: malformed request: {msg}"),
-                "invalid_request_error",
+    // Keep-alive, as real servers: requests are answered one after another on a connection
+    // until the client closes it or asks to (`connection: close`), or a reply scripts a
+    // fault (a drop or a stall), after which the connection is not used again.
+    loop {
+        let (plan, closes) = match http::read_request(&mut stream).await {
+            Ok(request) if crate::websocket::is_upgrade(&request) => {
+                return crate::websocket::serve(stream, request, shared).await;
+            }
+            Ok(request) => {
+                let closes = request
+                    .header("connection")
+                    .is_some_and(|value| value.eq_ignore_ascii_case("close"));
+                (route(&request, shared), closes)
+            }
+            Err(ReadError::Closed | ReadError::Io) => return,
+            Err(ReadError::Malformed(msg)) => (
+                Plan::json(
+                    400,
+                    &error_body(
+                        &format!("mock server: malformed request: {msg}"),
+                        "invalid_request_error",
+                    ),
+                ),
+                true,
             ),
-        ),
-    };
-    let _ = http::write_response(
-        &mut stream,
-        &plan.head(),
-        &plan.pieces,
-        plan.framing,
-        &plan.shaping,
-    )
-    .await;
+        };
+        let shaping = &plan.shaping;
+        let faulty = shaping.drop_after_bytes.is_some()
+            || shaping.stall_after_bytes.is_some()
+            || shaping.head_stall_ms.is_some();
+        let keep_alive = !closes && !faulty;
+        let mut plan = plan;
+        if keep_alive {
+            for (name, value) in &mut plan.headers {
+                if name.eq_ignore_ascii_case("connection") {
+                    *value = "keep-alive".into();
+                }
+            }
+        }
+        let written = http::write_response(
+            &mut stream,
+            &plan.head(),
+            &plan.pieces,
+            plan.framing,
+            &plan.shaping,
+            keep_alive,
+        )
+        .await;
+        if written.is_err() || !keep_alive {
+            return;
+        }
+    }
 }
 
 fn parse_body(body: &[u8]) -> Value {
@@ -168,6 +199,9 @@ fn control_route(method: &str, control: &str, request: &Request, shared: &Shared
             Plan::json(200, &serde_json::to_value(log).unwrap_or(Value::Null))
         }
         ("GET", "pending") => Plan::json(200, &json!({"pending": shared.lock().queue.len()})),
+        ("GET", "connections") => {
+            Plan::json(200, &json!({"connections": shared.lock().connections}))
+        }
         ("POST", "reset") => {
             *shared.lock() = crate::State::default();
             Plan::json(200, &json!({"reset": true}))

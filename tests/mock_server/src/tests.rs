@@ -106,7 +106,7 @@ async fn send_raw(addr: SocketAddr, raw: &[u8]) -> Vec<u8> {
 
 fn request(method: &str, path: &str, body: &str) -> Vec<u8> {
     format!(
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer sk-test\r\nContent-Length: {}\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer sk-test\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()
@@ -471,14 +471,14 @@ async fn chunked_request_body_and_expect_continue() {
     let server = MockServer::start().await.unwrap();
     server.push(reply::text("x"));
     server.push(reply::text("y"));
-    let raw = b"POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"mod\r\na;ext=1\r\nel\":\"abc\"}\r\n0\r\n\r\n";
+    let raw = b"POST /v1/chat/completions HTTP/1.1\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"mod\r\na;ext=1\r\nel\":\"abc\"}\r\n0\r\n\r\n";
     let r = parse_response(&send_raw(server.addr(), raw).await);
     assert!(r.text().contains(r#""model":"abc""#));
 
     let body = r#"{"model":"m2"}"#;
     let mut s = TcpStream::connect(server.addr()).await.unwrap();
     let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
+        "POST /v1/chat/completions HTTP/1.1\r\nConnection: close\r\nExpect: 100-continue\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     s.write_all(head.as_bytes()).await.unwrap();

@@ -1,7 +1,8 @@
 //! A response body read straight from its connection, in the task that reads the stream: no
 //! connection task in between, one read buffer that starts small and grows only for a body
 //! that arrives faster than it is read. A body read to its end gives its connection back to
-//! the pool; one dropped before (an aborted stream) closes it.
+//! the pool, and so does one whose reader stopped at its protocol's end marker when the
+//! framing's end has arrived too; one dropped midway (an aborted stream) closes it.
 
 use std::io;
 use std::pin::Pin;
@@ -20,6 +21,9 @@ pub(super) const INITIAL_READ_BYTES: usize = 4 * 1024;
 
 /// The largest read: a body arriving this fast (a large tool call) is read in such steps.
 const MAX_READ_BYTES: usize = 64 * 1024;
+
+/// The most of a body's rest read when its reader let go of it (see [`Body::settle`]).
+const MAX_SETTLE_BYTES: usize = 16 * 1024;
 
 /// The longest chunk-size line (with its extensions) or trailer section accepted.
 const MAX_LINE_BYTES: usize = 4 * 1024;
@@ -203,10 +207,49 @@ impl Body {
         if let Some(io) = self.io.take()
             && self.reusable
             && self.buffer.is_empty()
+            && let Ok(socket) = io.into_std()
         {
-            pool().put(std::mem::take(&mut self.origin), io);
+            pool().put(std::mem::take(&mut self.origin), socket);
         }
         self.buffer = BytesMut::new();
+    }
+
+    /// The reader let go of the body before its end. A protocol's reader stops at its own end
+    /// marker (`data: [DONE]`, `message_stop`), and the body's framing end (the last chunk)
+    /// follows at once: what has already arrived is read, without waiting and at most
+    /// [`MAX_SETTLE_BYTES`], and if the body ends there the connection is kept. Otherwise (an
+    /// aborted stream) it closes now, which tells the server to stop.
+    fn settle(&mut self, io: TcpStream) {
+        let Ok(mut socket) = io.into_std() else {
+            return;
+        };
+        let mut read = 0;
+        loop {
+            match self.decoder.step(&mut self.buffer) {
+                Ok(Step::Done) => {
+                    if self.buffer.is_empty() {
+                        pool().put(std::mem::take(&mut self.origin), socket);
+                    }
+                    return;
+                }
+                Ok(Step::Data(bytes)) => read += bytes.len(),
+                Ok(Step::NeedMore) => {
+                    let mut more = [0u8; 1024];
+                    match io::Read::read(&mut socket, &mut more) {
+                        Ok(n) if n > 0 => {
+                            read += n;
+                            self.buffer.extend_from_slice(&more[..n]);
+                        }
+                        // Closed, failed, or nothing there yet (`WouldBlock`).
+                        _ => return,
+                    }
+                }
+                Err(_) => return,
+            }
+            if read > MAX_SETTLE_BYTES {
+                return;
+            }
+        }
     }
 
     /// The body failed: the connection is closed.
@@ -214,6 +257,16 @@ impl Body {
         self.io = None;
         self.buffer = BytesMut::new();
         Poll::Ready(Some(Err(error)))
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        if let Some(io) = self.io.take()
+            && self.reusable
+        {
+            self.settle(io);
+        }
     }
 }
 

@@ -76,12 +76,10 @@ impl Pool {
         }
     }
 
-    /// Keeps `socket` for the next request to `origin`; drops connections that waited too
+    /// Keeps `socket` (taken out of its runtime with `into_std`) for the next request to
+    /// `origin`; drops connections that waited too
     /// long, and the oldest when `origin` already has [`MAX_IDLE_PER_HOST`].
-    pub(crate) fn put(&self, origin: Origin, socket: TcpStream) {
-        let Ok(socket) = socket.into_std() else {
-            return;
-        };
+    pub(crate) fn put(&self, origin: Origin, socket: StdTcpStream) {
         let now = Instant::now();
         let mut idle = lock(&self.idle);
         idle.retain(|_, waiting| {
