@@ -1,7 +1,8 @@
-//! HTTP plumbing shared by the HTTP providers: one pooled client, sending with retries,
-//! redirects and time limits ([`send`]), reading a streamed body within its limits
-//! ([`SseEvents`], or any [`FrameDecoder`] in [`BodyFrames`]), and turning a failed response
-//! into a readable message.
+//! HTTP plumbing shared by the HTTP providers: one pooled client (reqwest for HTTPS, proxies
+//! and a program's own client; the library's own HTTP/1.1 client, [`h1`], for plain `http://`),
+//! sending with retries, redirects and time limits ([`send`]), reading a streamed body within
+//! its limits ([`SseEvents`], or any [`FrameDecoder`] in [`BodyFrames`]), and turning a failed
+//! response into a readable message.
 //!
 //! # Limits (issue 9: never hang, never crash, never leak a key)
 //!
