@@ -194,9 +194,7 @@ pub(crate) fn transport_error_message(error: &reqwest::Error) -> String {
             .url()
             .and_then(|url| Some((url.host_str()?.to_owned(), url.port_or_known_default()?)))
         {
-            Some((host, port)) => {
-                format!("Connection error: could not connect to the provider at {host}:{port}")
-            }
+            Some((host, port)) => could_not_connect(&host, port),
             None => "Connection error: could not connect to the provider".to_owned(),
         }
     } else if error.is_timeout() {
@@ -216,6 +214,11 @@ pub(crate) fn transport_error_message(error: &reqwest::Error) -> String {
         source = cause.source();
     }
     message
+}
+
+/// The start of every connect failure's message (both HTTP clients word it so).
+fn could_not_connect(host: &str, port: u16) -> String {
+    format!("Connection error: could not connect to the provider at {host}:{port}")
 }
 
 /// Local servers (Ollama, llama.cpp, LM Studio, vLLM on this machine) need no key.

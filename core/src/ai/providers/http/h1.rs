@@ -174,8 +174,8 @@ async fn exchange(
 async fn connect(request: &reqwest::Request, origin: &Origin) -> Result<TcpStream, ProviderError> {
     let failed = |error: &dyn std::fmt::Display| {
         format!(
-            "Connection error: could not connect to the provider at {}:{}: {error}",
-            origin.host, origin.port
+            "{}: {error}",
+            super::could_not_connect(&origin.host, origin.port)
         )
     };
     let attempt = async {

@@ -206,12 +206,18 @@ impl Body {
     fn finish(&mut self) {
         if let Some(io) = self.io.take()
             && self.reusable
-            && self.buffer.is_empty()
             && let Ok(socket) = io.into_std()
         {
-            pool().put(std::mem::take(&mut self.origin), socket);
+            self.give_back(socket);
         }
         self.buffer = BytesMut::new();
+    }
+
+    /// Pools the connection of an ended body, unless the server sent more after it.
+    fn give_back(&mut self, socket: std::net::TcpStream) {
+        if self.buffer.is_empty() {
+            pool().put(std::mem::take(&mut self.origin), socket);
+        }
     }
 
     /// The reader let go of the body before its end. A protocol's reader stops at its own end
@@ -226,12 +232,7 @@ impl Body {
         let mut read = 0;
         loop {
             match self.decoder.step(&mut self.buffer) {
-                Ok(Step::Done) => {
-                    if self.buffer.is_empty() {
-                        pool().put(std::mem::take(&mut self.origin), socket);
-                    }
-                    return;
-                }
+                Ok(Step::Done) => return self.give_back(socket),
                 Ok(Step::Data(bytes)) => read += bytes.len(),
                 Ok(Step::NeedMore) => {
                     let mut more = [0u8; 1024];
