@@ -132,9 +132,11 @@ POOL = Pool()
 
 
 def after_fork_in_child() -> None:
-    """In a forked child the parent's idle workers do not exist: start a fresh pool."""
+    """In a forked child the parent's idle workers do not exist: start a fresh pool. Wake
+    channels are made afresh too: the inherited sockets are shared with the parent."""
     global POOL
     POOL = Pool()
+    _WAKE_CHANNELS.clear()
 
 
 def spawn(
@@ -210,6 +212,30 @@ async def _until_finished(run: Any) -> None:
 def on_collect(future: object, callback: Callable[[], object]) -> None:
     """Calls `callback()` when `future` is garbage-collected (it was abandoned)."""
     weakref.finalize(future, callback)
+
+
+# One wake channel per event loop (see python/src/loop_wake.rs): a reader callback that the
+# runtime's threads trigger by writing to a socket, without the GIL. `False` for a loop that
+# cannot watch a file descriptor; looked up weakly, so a finished loop takes its channel along.
+_WAKE_CHANNELS: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def wake_channel(loop: asyncio.AbstractEventLoop, make: Callable[[], Any]) -> Any:
+    """The wake channel of `loop` (the running loop), made on first use; None if it has none."""
+    try:
+        channel = _WAKE_CHANNELS.get(loop)
+    except TypeError:  # a loop that cannot be weakly referenced
+        return None
+    if channel is None:
+        channel = make()
+        try:
+            loop.add_reader(channel.fileno(), channel)
+        except (NotImplementedError, AttributeError, RuntimeError):
+            channel = False
+        _WAKE_CHANNELS[loop] = channel
+    return channel or None
 
 
 def set_result(future: "asyncio.Future[Any]", value: object) -> None:

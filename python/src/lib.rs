@@ -19,6 +19,7 @@ mod faux;
 mod helpers;
 mod hook;
 mod logs;
+mod loop_wake;
 mod mcp;
 mod model;
 mod model_errors;

@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::Poll;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use pi_agent::ai::{self, AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bridge::{drive, future_into_py, ready_future};
 use crate::convert::{Json, parse, serde_to_py};
 use crate::event_dict::{PyEvent, Ready, event_to_py};
+use crate::loop_wake::LoopSource;
 use crate::model::PyModel;
 use crate::options::stream_options;
 use crate::runtime::{Interrupted, runtime, wait};
@@ -54,7 +56,10 @@ fn ready_event<'py>(
     stream: &SharedStream,
 ) -> Option<PyResult<Option<Bound<'py, PyAny>>>> {
     let mut stream = stream.try_lock().ok()?;
-    let event = stream.next().now_or_never()?;
+    // No waker registered: a pending `async for` wait stays the one woken.
+    let Poll::Ready(event) = stream.poll_next_ready() else {
+        return None;
+    };
     Some(event.map(|event| event_to_py(py, &event)).transpose())
 }
 
@@ -70,6 +75,29 @@ async fn final_message(stream: SharedStream, raise_on_error: bool) -> PyResult<J
         crate::model_errors::check(&message)?;
     }
     Ok(Json(serde_json::to_value(&message).unwrap_or_default()))
+}
+
+/// `async for`'s wait for the next event: polled on the loop's thread when woken.
+impl LoopSource for tokio::sync::Mutex<AssistantMessageEventStream> {
+    type Output = PyEvent;
+
+    fn poll_here<'py>(
+        &self,
+        py: Python<'py>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Option<Poll<PyResult<Bound<'py, PyAny>>>> {
+        let mut stream = self.try_lock().ok()?;
+        Some(stream.poll_next_unpin(cx).map(|event| match event {
+            Some(event) => event_to_py(py, &event),
+            None => Err(PyStopAsyncIteration::new_err(())),
+        }))
+    }
+
+    async fn wait(this: Arc<Self>) -> PyResult<PyEvent> {
+        next_event(this)
+            .await
+            .ok_or_else(|| PyStopAsyncIteration::new_err(()))
+    }
 }
 
 impl PyEventStream {
@@ -169,12 +197,7 @@ impl PyEventStream {
                 next.and_then(|next| next.ok_or_else(|| PyStopAsyncIteration::new_err(())));
             return Ready::awaitable(py, outcome);
         }
-        let stream = Arc::clone(&self.stream);
-        future_into_py(py, async move {
-            next_event(stream)
-                .await
-                .ok_or_else(|| PyStopAsyncIteration::new_err(()))
-        })
+        crate::loop_wake::await_next(py, &self.stream)
     }
 
     /// Waits for the end of the stream (consuming the remaining events) and returns the final

@@ -276,6 +276,16 @@ pub(crate) struct Receiver<T = AssistantMessageEvent> {
 impl<T> Receiver<T> {
     /// The next event; `None` once the provider's end is gone and every event was taken.
     pub(crate) fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        self.recv(Some(cx.waker()))
+    }
+
+    /// [`poll_recv`](Self::poll_recv) that registers no waker when it is `Pending`: the task
+    /// waiting on the queue, if any, stays the one woken.
+    pub(crate) fn poll_recv_ready(&mut self) -> Poll<Option<T>> {
+        self.recv(None)
+    }
+
+    fn recv(&mut self, waker: Option<&Waker>) -> Poll<Option<T>> {
         if let Some(event) = self.local.pop_front() {
             if self.local.is_empty() && self.local.capacity() <= SMALL_BATCH {
                 // A stream whose events come one at a time (below) needs one buffer, not two.
@@ -288,13 +298,21 @@ impl<T> Receiver<T> {
             if state.sender_gone {
                 return Poll::Ready(None);
             }
-            if !state
+            let Some(waker) = waker else {
+                return Poll::Pending;
+            };
+            if state
                 .consumer
                 .as_ref()
-                .is_some_and(|waker| waker.will_wake(cx.waker()))
+                .is_some_and(|registered| registered.will_wake(waker))
             {
-                state.consumer = Some(cx.waker().clone());
+                return Poll::Pending;
             }
+            // A waker displaced by another reader's is woken, so that its task polls again
+            // (and waits its turn) instead of waiting for a wake-up that would never come.
+            let displaced = state.consumer.replace(waker.clone());
+            drop(state);
+            wake(displaced);
             return Poll::Pending;
         }
         let single = if state.events.len() == 1 {
@@ -401,6 +419,47 @@ mod tests {
             };
             assert_eq!(text(&event), n.to_string());
         }
+    }
+
+    /// Two readers of one queue (an `async for` wait and a `result()`, say): the one whose
+    /// waker is displaced is woken to poll again, and a check that only looks registers none.
+    #[test]
+    fn a_displaced_waker_is_woken_and_a_ready_check_registers_none() {
+        let (tx, mut rx) = queue();
+        let (first, second) = (Arc::new(Count::default()), Arc::new(Count::default()));
+        let first_waker = Waker::from(Arc::clone(&first));
+        let second_waker = Waker::from(Arc::clone(&second));
+        assert!(
+            rx.poll_recv(&mut Context::from_waker(&first_waker))
+                .is_pending()
+        );
+        assert!(rx.poll_recv_ready().is_pending());
+        // The same waker again: nothing displaced.
+        assert!(
+            rx.poll_recv(&mut Context::from_waker(&first_waker))
+                .is_pending()
+        );
+        assert_eq!(first.0.load(Ordering::SeqCst), 0);
+        assert!(
+            rx.poll_recv(&mut Context::from_waker(&second_waker))
+                .is_pending()
+        );
+        assert_eq!(
+            first.0.load(Ordering::SeqCst),
+            1,
+            "the displaced waker is woken"
+        );
+        tx.push(delta(0)).expect("open");
+        assert_eq!(
+            second.0.load(Ordering::SeqCst),
+            1,
+            "the registered one gets the event"
+        );
+        assert_eq!(first.0.load(Ordering::SeqCst), 1);
+        let Poll::Ready(Some(event)) = rx.poll_recv_ready() else {
+            panic!("the event is there");
+        };
+        assert_eq!(text(&event), "0");
     }
 
     /// Thousands of paced streams at once: after a first batch, a stream whose events come one

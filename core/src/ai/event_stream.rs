@@ -211,7 +211,24 @@ impl Stream for AssistantMessageEventStream {
     type Item = AssistantMessageEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
-        let this = &mut *self;
+        self.poll_with(Some(cx.waker()))
+    }
+}
+
+impl AssistantMessageEventStream {
+    /// The next event if it is already there: `Ready(Some(event))`, `Ready(None)` after the
+    /// last one, `Pending` when none has arrived yet. Unlike polling the stream (e.g.
+    /// `stream.next().now_or_never()`), it registers no waker, so a task waiting on the stream
+    /// stays the one woken. For readers that check between other work.
+    pub fn poll_next_ready(&mut self) -> Poll<Option<AssistantMessageEvent>> {
+        self.poll_with(None)
+    }
+
+    fn poll_with(
+        &mut self,
+        waker: Option<&std::task::Waker>,
+    ) -> Poll<Option<AssistantMessageEvent>> {
+        let this = self;
         loop {
             if let Some(event) = this.pending.pop_front() {
                 return Poll::Ready(Some(this.yield_event(event)));
@@ -222,7 +239,11 @@ impl Stream for AssistantMessageEventStream {
             let Some(rx) = this.rx.as_mut() else {
                 return Poll::Ready(None);
             };
-            match rx.poll_recv(cx) {
+            let received = match waker {
+                Some(waker) => rx.poll_recv(&mut TaskContext::from_waker(waker)),
+                None => rx.poll_recv_ready(),
+            };
+            match received {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(event)) => match this.output.as_mut() {
                     // The tracker queues what the event becomes (one event or a few).

@@ -30,6 +30,7 @@ mod body;
 mod driver;
 mod h1;
 mod headers;
+mod idle;
 mod limits;
 mod redirect;
 mod retry;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
+use super::idle::{Elapsed, IdleTimer};
 use super::limits::{Limits, TRAILER_TIMEOUT};
 use super::{error_body_message, transport_error, transport_error_message};
 use crate::ai::error::ProviderError;
@@ -55,19 +56,12 @@ const PREVIEW_BYTES: usize = 64 * 1024;
 /// How much of an unexpected body a message quotes.
 const QUOTE_CHARS: usize = 300;
 
-async fn with_idle_timeout<T>(
-    idle: Option<Duration>,
-    next: impl Future<Output = T>,
-) -> Result<T, ProviderError> {
-    match idle {
-        Some(idle) => tokio::time::timeout(idle, next).await.map_err(|_| {
-            ProviderError::Timeout(format!(
-                "Stream idle timeout: no data for {} ms",
-                idle.as_millis()
-            ))
-        }),
-        None => Ok(next.await),
-    }
+/// The error of a body whose next chunk took longer than `limit`.
+fn idle_error(limit: Duration) -> ProviderError {
+    ProviderError::Timeout(format!(
+        "Stream idle timeout: no data for {} ms",
+        limit.as_millis()
+    ))
 }
 
 /// The frames of a streamed body, decoded incrementally (each byte once) by `D` within the
@@ -81,7 +75,7 @@ pub(crate) struct BodyFrames<D: FrameDecoder> {
     decoder: D,
     pending: VecDeque<D::Frame>,
     scratch: Vec<D::Frame>,
-    idle_timeout: Option<Duration>,
+    idle_timeout: Option<IdleTimer>,
     content_type: Option<String>,
     content_encoding: Option<String>,
     /// The first bytes, while no event has been decoded.
@@ -158,7 +152,7 @@ impl<D: FrameDecoder> BodyFrames<D> {
             decoder,
             pending: VecDeque::new(),
             scratch: Vec::new(),
-            idle_timeout: Limits::new(options).idle_timeout,
+            idle_timeout: Limits::new(options).idle_timeout.map(IdleTimer::new),
             content_type: None,
             content_encoding: None,
             preview: Vec::new(),
@@ -189,7 +183,16 @@ impl<D: FrameDecoder> BodyFrames<D> {
             if self.ended {
                 return Ok(None);
             }
-            let decoded = match with_idle_timeout(self.idle_timeout, self.body.next()).await? {
+            let chunk = match &mut self.idle_timeout {
+                Some(idle) => {
+                    let limit = idle.limit();
+                    idle.wait(self.body.next())
+                        .await
+                        .map_err(|Elapsed| idle_error(limit))?
+                }
+                None => self.body.next().await,
+            };
+            let decoded = match chunk {
                 Some(Ok(bytes)) => {
                     self.bytes_seen += bytes.len() as u64;
                     if self.events_seen == 0 && self.preview.len() < PREVIEW_BYTES {
@@ -229,7 +232,9 @@ impl<D: FrameDecoder> BodyFrames<D> {
     /// body is waited for at most [`TRAILER_TIMEOUT`] between chunks (or the idle timeout, if
     /// shorter; not at all if it is disabled).
     pub(crate) fn expect_end(&mut self) {
-        self.idle_timeout = self.idle_timeout.map(|idle| idle.min(TRAILER_TIMEOUT));
+        if let Some(idle) = &mut self.idle_timeout {
+            idle.set_limit(idle.limit().min(TRAILER_TIMEOUT));
+        }
     }
 
     /// The error for a body that ended before the protocol's end (kind `decode`): `default`

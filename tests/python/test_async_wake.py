@@ -1,0 +1,121 @@
+"""`async for` over a stream whose events are not there yet: the wait is woken through the
+loop's wake channel (python/src/loop_wake.rs), without a runtime task per event; a loop that
+cannot watch a file descriptor takes the general path. Either way every event arrives once,
+in order, and a cancelled wait loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from typing import Any, Dict, List
+
+import pi_agent
+from pi_agent import _bridge
+
+CONTEXT: Dict[str, Any] = {"messages": [{"role": "user", "content": "go", "timestamp": 0}]}
+WORDS = "one two three four five six seven eight nine ten " * 3
+
+
+def slow_faux() -> pi_agent.FauxProvider:
+    # Paced: most `__anext__` calls find nothing there and wait.
+    return pi_agent.FauxProvider(tokens_per_second=400)
+
+
+async def read_all(model: pi_agent.Model) -> List[Dict[str, Any]]:
+    async with pi_agent.stream(model, CONTEXT) as events:
+        return [event async for event in events]
+
+
+def text_of(events: List[Dict[str, Any]]) -> str:
+    return "".join(event["delta"] for event in events if event["type"] == "text_delta")
+
+
+def test_waits_are_woken_through_one_channel_per_loop() -> None:
+    with slow_faux() as faux:
+        for _ in range(8):
+            faux.push(WORDS)
+
+        async def main() -> List[List[Dict[str, Any]]]:
+            seen = await asyncio.gather(*(read_all(faux.model) for _ in range(8)))
+            loop = asyncio.get_running_loop()
+            # The channel is this loop's, registered as a reader.
+            assert _bridge._WAKE_CHANNELS.get(loop) not in (None, False)
+            return seen
+
+        for events in asyncio.run(main()):
+            assert events[0]["type"] == "start" and events[-1]["type"] == "done"
+            assert text_of(events) == WORDS
+    gc.collect()
+    # A finished loop takes its channel along.
+    assert len(_bridge._WAKE_CHANNELS) == 0
+
+
+def test_a_cancelled_wait_loses_no_event() -> None:
+    with slow_faux() as faux:
+        faux.push(WORDS)
+
+        async def main() -> List[Dict[str, Any]]:
+            seen: List[Dict[str, Any]] = []
+            timeouts = 0
+            async with pi_agent.stream(faux.model, CONTEXT) as events:
+                iterator = events.__aiter__()
+                while True:
+                    try:
+                        # Far shorter than the pacing: most waits are cancelled.
+                        seen.append(await asyncio.wait_for(iterator.__anext__(), 0.0005))
+                    except asyncio.TimeoutError:
+                        timeouts += 1
+                        continue
+                    except StopAsyncIteration:
+                        break
+            assert timeouts > 0
+            return seen
+
+        seen = asyncio.run(main())
+    kinds = [event["type"] for event in seen]
+    assert kinds[0] == "start" and kinds[-1] == "done" and kinds.count("done") == 1
+    assert text_of(seen) == WORDS
+
+
+class NoReaderLoop(asyncio.SelectorEventLoop):
+    """A loop that cannot watch file descriptors (as some embedded or proactor loops)."""
+
+    def add_reader(self, *args: Any) -> None:
+        raise NotImplementedError
+
+
+def test_a_loop_without_add_reader_takes_the_general_path() -> None:
+    with slow_faux() as faux:
+        faux.push(WORDS)
+        loop = NoReaderLoop()
+        try:
+            events = loop.run_until_complete(read_all(faux.model))
+            assert _bridge._WAKE_CHANNELS.get(loop) is False
+        finally:
+            loop.close()
+    assert events[-1]["type"] == "done"
+    assert text_of(events) == WORDS
+
+
+def test_a_second_reader_of_a_waiting_stream_is_served_by_the_general_path() -> None:
+    """`result()` awaited while an `async for` wait is pending: one of them holds the stream,
+    the other waits for it; both end, and the final message has the whole text."""
+    with slow_faux() as faux:
+        faux.push(WORDS)
+
+        async def main() -> Dict[str, Any]:
+            events = pi_agent.stream(faux.model, CONTEXT)
+            first = await events.__anext__()
+            assert first["type"] == "start"
+            pending = asyncio.ensure_future(events.__anext__())
+            await asyncio.sleep(0)
+            message = await events.result()
+            try:
+                await pending
+            except StopAsyncIteration:
+                pass
+            return message
+
+        message = asyncio.run(main())
+    assert message["stopReason"] == "stop"
+    assert message["content"][0]["text"] == WORDS
