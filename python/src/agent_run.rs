@@ -3,8 +3,9 @@
 //! dropped or its `with` / `async with` block is left early.
 
 use std::sync::Arc;
+use std::task::Poll;
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use pi_agent::agent::{AgentMessage, AgentRun};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
@@ -12,12 +13,20 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{future_into_py, helper, ready_future};
 use crate::event_dict::{PyAgentEvent, Ready};
+use crate::loop_wake::LoopSource;
 use crate::py_serde::Serialized;
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 
 /// A core run shared with the runtime tasks that wait on it for a Python caller.
-type SharedRun = Arc<tokio::sync::Mutex<AgentRun>>;
+type SharedRun = Arc<RunCell>;
+
+/// A core run, and how its events become dicts.
+struct RunCell {
+    run: tokio::sync::Mutex<AgentRun>,
+    /// Whether `message_update` events carry pi's `message` (the partial message).
+    partial: bool,
+}
 
 /// The events of one agent run, as pi-shaped dicts, ending after `agent_end`; its result; and
 /// its abort. Dropping it before the run ended aborts the run.
@@ -27,14 +36,12 @@ pub(crate) struct PyAgentRun {
     /// The agent: kept alive while its run is (collecting an agent aborts its run).
     _agent: Py<PyAny>,
     signal: CancellationToken,
-    /// Whether `message_update` events carry pi's `message` (the partial message).
-    partial: bool,
 }
 
 /// The next event, `None` after the last.
-async fn next_event(run: SharedRun, partial: bool) -> Option<PyAgentEvent> {
-    let event = run.lock().await.next().await?;
-    Some(PyAgentEvent::new(event, partial))
+async fn next_event(run: SharedRun) -> Option<PyAgentEvent> {
+    let event = run.run.lock().await.next().await?;
+    Some(PyAgentEvent::new(event, run.partial))
 }
 
 /// The next event as its dict if it is there already (`Some(None)` after the last), polled
@@ -42,10 +49,13 @@ async fn next_event(run: SharedRun, partial: bool) -> Option<PyAgentEvent> {
 fn ready_event<'py>(
     py: Python<'py>,
     run: &SharedRun,
-    partial: bool,
 ) -> Option<PyResult<Option<Bound<'py, PyAny>>>> {
-    let mut run = run.try_lock().ok()?;
-    let event = run.next().now_or_never()?;
+    let partial = run.partial;
+    let mut run = run.run.try_lock().ok()?;
+    // No waker registered: a pending `async for` wait stays the one woken.
+    let Poll::Ready(event) = run.poll_next_ready() else {
+        return None;
+    };
     Some(
         event
             .map(|event| PyAgentEvent::new(event, partial).into_pyobject(py))
@@ -56,7 +66,7 @@ fn ready_event<'py>(
 /// Waits until the run is over; the messages it added. With `raise_on_error`, a run whose
 /// last message failed raises that failure as its `ModelError`.
 async fn finish(run: SharedRun, raise_on_error: bool) -> PyResult<Serialized<Vec<AgentMessage>>> {
-    let outcome = run.lock().await.finish().await;
+    let outcome = run.run.lock().await.finish().await;
     if raise_on_error && let Some(last) = outcome.new_messages.last().and_then(|m| m.as_assistant())
     {
         crate::model_errors::check(last)?;
@@ -70,18 +80,43 @@ async fn abort_and_finish(run: SharedRun, signal: CancellationToken) {
     let _ = finish(run, false).await;
 }
 
+/// `async for`'s wait for the next event: polled on the loop's thread when woken.
+impl LoopSource for RunCell {
+    type Output = PyAgentEvent;
+
+    fn poll_here<'py>(
+        &self,
+        py: Python<'py>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Option<Poll<PyResult<Bound<'py, PyAny>>>> {
+        let mut run = self.run.try_lock().ok()?;
+        Some(run.poll_next_unpin(cx).map(|event| match event {
+            Some(event) => PyAgentEvent::new(event, self.partial).into_pyobject(py),
+            None => Err(PyStopAsyncIteration::new_err(())),
+        }))
+    }
+
+    async fn wait(this: Arc<Self>) -> PyResult<PyAgentEvent> {
+        next_event(this)
+            .await
+            .ok_or_else(|| PyStopAsyncIteration::new_err(()))
+    }
+}
+
 impl PyAgentRun {
     pub(crate) fn new(run: AgentRun, partial: bool, agent: Py<PyAny>) -> Self {
         Self {
             signal: run.signal(),
-            run: Arc::new(tokio::sync::Mutex::new(run)),
+            run: Arc::new(RunCell {
+                run: tokio::sync::Mutex::new(run),
+                partial,
+            }),
             _agent: agent,
-            partial,
         }
     }
 
     fn is_over(&self) -> bool {
-        self.run.try_lock().is_ok_and(|run| run.is_finished())
+        self.run.run.try_lock().is_ok_and(|run| run.is_finished())
     }
 
     /// Blocks until the run is over; Ctrl-C aborts it (and waits for the abort to complete).
@@ -104,11 +139,11 @@ impl PyAgentRun {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let next = match ready_event(py, &self.run, self.partial) {
+        let next = match ready_event(py, &self.run) {
             Some(next) => next?,
             None => {
                 let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
-                wait(py, next_event(Arc::clone(&run), self.partial), move || {
+                wait(py, next_event(Arc::clone(&run)), move || {
                     Interrupted::Finish(Box::pin(abort_and_finish(run, signal)))
                 })?
                 .map(|event| event.into_pyobject(py))
@@ -123,18 +158,12 @@ impl PyAgentRun {
     }
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(next) = ready_event(py, &self.run, self.partial) {
+        if let Some(next) = ready_event(py, &self.run) {
             let outcome =
                 next.and_then(|next| next.ok_or_else(|| PyStopAsyncIteration::new_err(())));
             return Ready::awaitable(py, outcome);
         }
-        let run = Arc::clone(&self.run);
-        let partial = self.partial;
-        future_into_py(py, async move {
-            next_event(run, partial)
-                .await
-                .ok_or_else(|| PyStopAsyncIteration::new_err(()))
-        })
+        crate::loop_wake::await_next(py, &self.run)
     }
 
     /// Waits until the run is over (reading the remaining events) and returns the messages it

@@ -57,7 +57,7 @@ pub(crate) fn await_next<'py, S: LoopSource>(
     };
     let future = event_loop.call_method0("create_future")?;
     let waiting = Arc::new(Waiting {
-        channel,
+        channel: Arc::downgrade(&channel),
         queued: AtomicBool::new(false),
         source: Arc::downgrade(source),
         // Weakly: an abandoned task (and the stream its frame holds) must stay collectable,
@@ -155,7 +155,9 @@ trait Woken: Send + Sync {
 
 /// One pending `await`: the waker its source holds.
 struct Waiting<S> {
-    channel: Arc<Channel>,
+    /// Weakly: the loop's reader callback holds the channel, and a channel that still lists
+    /// this waker when its loop closes must not keep itself alive through it.
+    channel: Weak<Channel>,
     /// On the ready list already (a second wake before the drain adds nothing).
     queued: AtomicBool,
     source: Weak<S>,
@@ -165,8 +167,9 @@ struct Waiting<S> {
 
 impl<S: LoopSource> Wake for Waiting<S> {
     fn wake(self: Arc<Self>) {
-        if !self.queued.swap(true, Ordering::AcqRel) {
-            let channel = Arc::clone(&self.channel);
+        if !self.queued.swap(true, Ordering::AcqRel)
+            && let Some(channel) = self.channel.upgrade()
+        {
             channel.push(self);
         }
     }

@@ -119,3 +119,37 @@ def test_a_second_reader_of_a_waiting_stream_is_served_by_the_general_path() -> 
         message = asyncio.run(main())
     assert message["stopReason"] == "stop"
     assert message["content"][0]["text"] == WORDS
+
+
+def test_an_agent_run_read_with_cancelled_waits_loses_no_event() -> None:
+    """The same wake path for `async for` over an `Agent.run`."""
+    with slow_faux() as faux:
+        faux.push(WORDS)
+        agent = pi_agent.Agent(faux.model)
+
+        async def main() -> List[Dict[str, Any]]:
+            seen: List[Dict[str, Any]] = []
+            timeouts = 0
+            async with agent.run("go", partial=True) as run:
+                iterator = run.__aiter__()
+                while True:
+                    try:
+                        seen.append(await asyncio.wait_for(iterator.__anext__(), 0.0005))
+                    except asyncio.TimeoutError:
+                        timeouts += 1
+                    except StopAsyncIteration:
+                        break
+            assert timeouts > 0
+            assert _bridge._WAKE_CHANNELS.get(asyncio.get_running_loop()) not in (None, False)
+            return seen
+
+        seen = asyncio.run(main())
+    kinds = [event["type"] for event in seen]
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end" and kinds.count("agent_end") == 1
+    deltas = [
+        event["assistantMessageEvent"]["delta"]
+        for event in seen
+        if event["type"] == "message_update" and event["assistantMessageEvent"]["type"] == "text_delta"
+    ]
+    assert "".join(deltas) == WORDS
+    assert seen[-1]["messages"][-1]["content"][0]["text"] == WORDS

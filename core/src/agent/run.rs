@@ -176,18 +176,34 @@ impl AgentRun {
     }
 }
 
-impl Stream for AgentRun {
-    type Item = AgentEvent;
+impl AgentRun {
+    /// The next event if it is already there: `Ready(Some(event))`, `Ready(None)` after the
+    /// last one, `Pending` when none has arrived yet. Unlike polling the run as a stream, it
+    /// registers no waker, so a task waiting on the run stays the one woken.
+    pub fn poll_next_ready(&mut self) -> Poll<Option<AgentEvent>> {
+        self.poll_with(None)
+    }
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
+    fn poll_with(&mut self, cx: Option<&mut TaskContext<'_>>) -> Poll<Option<AgentEvent>> {
         let Some(events) = self.events.as_mut() else {
             return Poll::Ready(None);
         };
-        let polled = events.poll_recv(cx);
+        let polled = match cx {
+            Some(cx) => events.poll_recv(cx),
+            None => events.poll_recv_ready(),
+        };
         if let Poll::Ready(None) = polled {
             // The run has sent its last event.
             self.disarm();
         }
         polled
+    }
+}
+
+impl Stream for AgentRun {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<AgentEvent>> {
+        self.poll_with(Some(cx))
     }
 }
