@@ -136,6 +136,12 @@ def after_fork_in_child() -> None:
     channels are made afresh too: the inherited sockets are shared with the parent."""
     global POOL
     POOL = Pool()
+    for loop, channel in list(_WAKE_CHANNELS.items()):
+        if channel:
+            try:  # an inherited loop must not read the parent's wake-ups
+                loop.remove_reader(channel.fileno())
+            except Exception:  # noqa: BLE001 - a closed or foreign loop: nothing to undo
+                pass
     _WAKE_CHANNELS.clear()
 
 

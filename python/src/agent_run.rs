@@ -13,20 +13,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{future_into_py, helper, ready_future};
 use crate::event_dict::{PyAgentEvent, Ready};
-use crate::loop_wake::LoopSource;
+use crate::loop_wake::{self, Locked};
 use crate::py_serde::Serialized;
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 
 /// A core run shared with the runtime tasks that wait on it for a Python caller.
-type SharedRun = Arc<RunCell>;
-
-/// A core run, and how its events become dicts.
-struct RunCell {
-    run: tokio::sync::Mutex<AgentRun>,
-    /// Whether `message_update` events carry pi's `message` (the partial message).
-    partial: bool,
-}
+type SharedRun = Arc<tokio::sync::Mutex<AgentRun>>;
 
 /// The events of one agent run, as pi-shaped dicts, ending after `agent_end`; its result; and
 /// its abort. Dropping it before the run ended aborts the run.
@@ -36,12 +29,14 @@ pub(crate) struct PyAgentRun {
     /// The agent: kept alive while its run is (collecting an agent aborts its run).
     _agent: Py<PyAny>,
     signal: CancellationToken,
+    /// Whether `message_update` events carry pi's `message` (the partial message).
+    partial: bool,
 }
 
 /// The next event, `None` after the last.
-async fn next_event(run: SharedRun) -> Option<PyAgentEvent> {
-    let event = run.run.lock().await.next().await?;
-    Some(PyAgentEvent::new(event, run.partial))
+async fn next_event(run: SharedRun, partial: bool) -> Option<PyAgentEvent> {
+    let event = run.lock().await.next().await?;
+    Some(PyAgentEvent::new(event, partial))
 }
 
 /// The next event as its dict if it is there already (`Some(None)` after the last), polled
@@ -49,9 +44,9 @@ async fn next_event(run: SharedRun) -> Option<PyAgentEvent> {
 fn ready_event<'py>(
     py: Python<'py>,
     run: &SharedRun,
+    partial: bool,
 ) -> Option<PyResult<Option<Bound<'py, PyAny>>>> {
-    let partial = run.partial;
-    let mut run = run.run.try_lock().ok()?;
+    let mut run = run.try_lock().ok()?;
     // No waker registered: a pending `async for` wait stays the one woken.
     let Poll::Ready(event) = run.poll_next_ready() else {
         return None;
@@ -63,10 +58,36 @@ fn ready_event<'py>(
     )
 }
 
+/// The next event, or `StopAsyncIteration` after the last (the general path's future).
+async fn next_or_stop(run: SharedRun, partial: bool) -> PyResult<PyAgentEvent> {
+    next_event(run, partial)
+        .await
+        .ok_or_else(|| PyStopAsyncIteration::new_err(()))
+}
+
+/// `async for`'s hold on the run while it waits for the next event.
+struct RunLocked {
+    guard: tokio::sync::OwnedMutexGuard<AgentRun>,
+    partial: bool,
+}
+
+impl Locked for RunLocked {
+    fn poll_here<'py>(
+        &mut self,
+        py: Python<'py>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<PyResult<Bound<'py, PyAny>>> {
+        self.guard.poll_next_unpin(cx).map(|event| match event {
+            Some(event) => PyAgentEvent::new(event, self.partial).into_pyobject(py),
+            None => Err(PyStopAsyncIteration::new_err(())),
+        })
+    }
+}
+
 /// Waits until the run is over; the messages it added. With `raise_on_error`, a run whose
 /// last message failed raises that failure as its `ModelError`.
 async fn finish(run: SharedRun, raise_on_error: bool) -> PyResult<Serialized<Vec<AgentMessage>>> {
-    let outcome = run.run.lock().await.finish().await;
+    let outcome = run.lock().await.finish().await;
     if raise_on_error && let Some(last) = outcome.new_messages.last().and_then(|m| m.as_assistant())
     {
         crate::model_errors::check(last)?;
@@ -80,43 +101,18 @@ async fn abort_and_finish(run: SharedRun, signal: CancellationToken) {
     let _ = finish(run, false).await;
 }
 
-/// `async for`'s wait for the next event: polled on the loop's thread when woken.
-impl LoopSource for RunCell {
-    type Output = PyAgentEvent;
-
-    fn poll_here<'py>(
-        &self,
-        py: Python<'py>,
-        cx: &mut std::task::Context<'_>,
-    ) -> Option<Poll<PyResult<Bound<'py, PyAny>>>> {
-        let mut run = self.run.try_lock().ok()?;
-        Some(run.poll_next_unpin(cx).map(|event| match event {
-            Some(event) => PyAgentEvent::new(event, self.partial).into_pyobject(py),
-            None => Err(PyStopAsyncIteration::new_err(())),
-        }))
-    }
-
-    async fn wait(this: Arc<Self>) -> PyResult<PyAgentEvent> {
-        next_event(this)
-            .await
-            .ok_or_else(|| PyStopAsyncIteration::new_err(()))
-    }
-}
-
 impl PyAgentRun {
     pub(crate) fn new(run: AgentRun, partial: bool, agent: Py<PyAny>) -> Self {
         Self {
             signal: run.signal(),
-            run: Arc::new(RunCell {
-                run: tokio::sync::Mutex::new(run),
-                partial,
-            }),
+            run: Arc::new(tokio::sync::Mutex::new(run)),
             _agent: agent,
+            partial,
         }
     }
 
     fn is_over(&self) -> bool {
-        self.run.run.try_lock().is_ok_and(|run| run.is_finished())
+        self.run.try_lock().is_ok_and(|run| run.is_finished())
     }
 
     /// Blocks until the run is over; Ctrl-C aborts it (and waits for the abort to complete).
@@ -139,11 +135,11 @@ impl PyAgentRun {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let next = match ready_event(py, &self.run) {
+        let next = match ready_event(py, &self.run, self.partial) {
             Some(next) => next?,
             None => {
                 let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
-                wait(py, next_event(Arc::clone(&run)), move || {
+                wait(py, next_event(Arc::clone(&run), self.partial), move || {
                     Interrupted::Finish(Box::pin(abort_and_finish(run, signal)))
                 })?
                 .map(|event| event.into_pyobject(py))
@@ -158,12 +154,21 @@ impl PyAgentRun {
     }
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(next) = ready_event(py, &self.run) {
-            let outcome =
-                next.and_then(|next| next.ok_or_else(|| PyStopAsyncIteration::new_err(())));
+        let partial = self.partial;
+        let Ok(mut guard) = Arc::clone(&self.run).try_lock_owned() else {
+            // Another reader holds the run: wait for it on the runtime.
+            return future_into_py(py, next_or_stop(Arc::clone(&self.run), partial));
+        };
+        if let Poll::Ready(event) = guard.poll_next_ready() {
+            drop(guard);
+            let outcome = match event {
+                Some(event) => PyAgentEvent::new(event, partial).into_pyobject(py),
+                None => Err(PyStopAsyncIteration::new_err(())),
+            };
             return Ready::awaitable(py, outcome);
         }
-        crate::loop_wake::await_next(py, &self.run)
+        let general = next_or_stop(Arc::clone(&self.run), partial);
+        loop_wake::await_next(py, Box::new(RunLocked { guard, partial }), general)
     }
 
     /// Waits until the run is over (reading the remaining events) and returns the messages it

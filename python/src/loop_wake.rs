@@ -1,17 +1,22 @@
-//! Waking an `await` on an asyncio loop from a runtime thread without taking the GIL.
+//! `async for`'s wait for an event that is not there yet, woken from a runtime thread without
+//! taking the GIL.
 //!
-//! The general path ([`future_into_py`]) spawns a runtime task per awaited value, and that task
-//! takes the GIL on a runtime thread to call `loop.call_soon_threadsafe`: with many streams
-//! open, runtime threads queue for the GIL behind the loop's own thread, and every pending
-//! `__anext__` holds a task, a cancellation token and a `weakref.finalize` (about 1.5 KiB).
+//! The general path ([`future_into_py`]) spawns a runtime task per awaited event, and that task
+//! takes the GIL on a runtime thread to complete an asyncio future with
+//! `loop.call_soon_threadsafe`: with many streams open, runtime threads queue for the GIL behind
+//! the loop's own thread, and every pending `__anext__` holds a task, a cancellation token and a
+//! `weakref.finalize`.
 //!
-//! Here, per event loop, one socket pair is registered with `loop.add_reader`. A pending
-//! `__anext__` polls its source once with a waker of its own ([`Waiting`]); when the source
-//! has something, the waker (on whichever runtime thread pushed it) puts itself on the loop's
-//! ready list and writes one byte, taking no GIL. On the loop's thread, the reader callback
-//! ([`Drain`]) polls each woken source again, where its event is converted, and completes the
-//! asyncio future. A loop that cannot watch a file descriptor (`add_reader` unsupported), or a
-//! source locked by another reader, takes the general path.
+//! Here the awaitable is a [`NextEvent`], which holds the reader's lock on the stream (or run)
+//! for as long as it waits, as the general path's task did: a second reader waits its turn.
+//! Each step of the awaiting task polls the stream with a waker of its own ([`Waiting`]); when
+//! nothing is there, the step yields a plain asyncio future. The waker, called on whichever
+//! runtime thread pushed an event, puts itself on its loop's ready list and writes one byte to a
+//! socket the loop watches (`loop.add_reader`, one socket pair per loop), taking no GIL. On the
+//! loop's thread, the reader callback ([`Drain`]) completes each woken future, and the task's
+//! next step takes the event. The event is only ever taken by the task that receives it, so a
+//! wait cancelled at any moment loses nothing. A loop that cannot watch a file descriptor takes
+//! the general path.
 
 use std::future::Future;
 use std::io::{Read as _, Write as _};
@@ -21,52 +26,53 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::PyWeakrefReference;
 
-use crate::bridge::{complete_from_runtime, future_into_py, helper, running_loop};
+use crate::bridge::{future_into_py, helper, running_loop};
 
-/// What an asyncio task awaits through a loop's wake channel: a source of one value at a
-/// time, polled on the loop's thread.
-pub(crate) trait LoopSource: Send + Sync + Sized + 'static {
-    /// What the general path's future gives.
-    type Output: for<'py> IntoPyObject<'py> + Send + 'static;
-
-    /// Polls once with `cx` (the GIL held): the value (or the error to raise), `Pending` with
-    /// `cx`'s waker registered, or `None` when it cannot be polled now (another reader holds
-    /// it).
+/// A reader's hold on a stream or run (an owned lock guard), polled on the loop's thread.
+pub(crate) trait Locked: Send {
+    /// Polls once with `cx` (the GIL held): the event's dict, the error to raise
+    /// (`StopAsyncIteration` at the end), or `Pending` with `cx`'s waker registered.
     fn poll_here<'py>(
-        &self,
+        &mut self,
         py: Python<'py>,
         cx: &mut Context<'_>,
-    ) -> Option<Poll<PyResult<Bound<'py, PyAny>>>>;
-
-    /// The same wait as a runtime future (the general path).
-    fn wait(this: Arc<Self>) -> impl Future<Output = PyResult<Self::Output>> + Send + 'static;
+    ) -> Poll<PyResult<Bound<'py, PyAny>>>;
 }
 
-/// An awaitable of `source`'s next value on the running loop: an asyncio future completed
-/// through the loop's wake channel, or by the general path where there is none.
-pub(crate) fn await_next<'py, S: LoopSource>(
+/// The awaitable of the next event of `locked` (nothing there yet) on the running loop: a
+/// [`NextEvent`] woken through the loop's wake channel, or, where the loop has none, `general`
+/// (which waits for the lock and the event on the runtime) once `locked` is let go.
+pub(crate) fn await_next<'py, F, T>(
     py: Python<'py>,
-    source: &Arc<S>,
-) -> PyResult<Bound<'py, PyAny>> {
+    locked: Box<dyn Locked>,
+    general: F,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: Future<Output = PyResult<T>> + Send + 'static,
+    T: for<'a> IntoPyObject<'a> + Send + 'static,
+{
     let event_loop = running_loop(py)?;
     let Some(channel) = channel_for(&event_loop)? else {
-        return future_into_py(py, S::wait(Arc::clone(source)));
+        drop(locked);
+        return future_into_py(py, general);
     };
-    let future = event_loop.call_method0("create_future")?;
     let waiting = Arc::new(Waiting {
         channel: Arc::downgrade(&channel),
         queued: AtomicBool::new(false),
-        source: Arc::downgrade(source),
-        // Weakly: an abandoned task (and the stream its frame holds) must stay collectable,
-        // and the source holds this waker.
-        future: PyWeakrefReference::new(&future)?.into_any().unbind(),
+        future: Mutex::new(None),
     });
-    // The first poll registers the waker (the value may have arrived since the caller's).
-    waiting.resolve(py);
-    Ok(future)
+    let next = NextEvent {
+        pending: Mutex::new(Some(Pending {
+            locked,
+            waiting,
+            event_loop: event_loop.unbind(),
+        })),
+    };
+    Ok(Bound::new(py, next)?.into_any())
 }
 
 /// The wake channel of `event_loop` (made and registered on first use), or `None` when the
@@ -80,10 +86,116 @@ fn channel_for(event_loop: &Bound<'_, PyAny>) -> PyResult<Option<Arc<Channel>>> 
     Ok(Some(Arc::clone(&drain.cast_into::<Drain>()?.get().channel)))
 }
 
+/// An `await` of the next event: each step polls, and yields an asyncio future to wait on when
+/// nothing is there. Dropping it (the await cancelled, or the task collected) lets the stream go.
+#[pyclass(module = "pi_agent", frozen)]
+pub(crate) struct NextEvent {
+    /// `None` once the await is over.
+    pending: Mutex<Option<Pending>>,
+}
+
+struct Pending {
+    locked: Box<dyn Locked>,
+    waiting: Arc<Waiting>,
+    event_loop: Py<PyAny>,
+}
+
+#[pymethods]
+impl NextEvent {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// One step of the awaiting task: ends the await with the event (`StopIteration(event)`)
+    /// or its error, or yields a future to wait on.
+    fn __next__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let mut slot = this.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(pending) = slot.as_mut() else {
+            return Err(PyRuntimeError::new_err(
+                "cannot reuse already awaited event",
+            ));
+        };
+        let waker = Waker::from(Arc::clone(&pending.waiting));
+        let mut cx = Context::from_waker(&waker);
+        match pending.locked.poll_here(py, &mut cx) {
+            Poll::Ready(outcome) => {
+                // The lock is let go before the caller sees the event.
+                *slot = None;
+                drop(slot);
+                Err(match outcome {
+                    Ok(event) => {
+                        PyErr::from_type(py.get_type::<PyStopIteration>(), (event.unbind(),))
+                    }
+                    Err(error) => error,
+                })
+            }
+            Poll::Pending => {
+                let future = pending.event_loop.bind(py).call_method0("create_future")?;
+                // What `Future.__await__` sets before it yields: the task waits on the future.
+                future.setattr("_asyncio_future_blocking", true)?;
+                // Weakly: the stream holds this waker, and an abandoned task (with the stream
+                // its frame holds) must stay collectable.
+                let weak = PyWeakrefReference::new(&future)?.into_any().unbind();
+                *pending
+                    .waiting
+                    .future
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(weak);
+                Ok(future.unbind())
+            }
+        }
+    }
+
+    /// As `__next__` (the task sends `None`).
+    fn send(slf: &Bound<'_, Self>, _value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        Self::__next__(slf)
+    }
+
+    /// An exception thrown into the await (the task cancelled, a timeout): the await is over
+    /// and lets the stream go at once (this object itself may live on in a traceback), and the
+    /// exception goes on.
+    #[pyo3(signature = (kind, value = None, _traceback = None))]
+    fn throw(
+        &self,
+        kind: &Bound<'_, PyAny>,
+        value: Option<&Bound<'_, PyAny>>,
+        _traceback: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.end();
+        let value = value.filter(|value| !value.is_none()).unwrap_or(kind);
+        Err(PyErr::from_value(value.clone()))
+    }
+
+    /// The awaiting coroutine is closed: the await is over.
+    fn close(&self) {
+        self.end();
+    }
+}
+
+impl NextEvent {
+    /// Ends the await: the stream (its lock) is let go; the event stays for the next reader.
+    fn end(&self) {
+        drop(
+            self.pending
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+    }
+}
+
 /// One loop's ready list and the socket pair that tells the loop it is not empty.
 struct Channel {
-    ready: Mutex<Vec<Arc<dyn Woken>>>,
-    /// Written (one byte) when the list stops being empty; non-blocking.
+    ready: Mutex<Vec<Arc<Waiting>>>,
+    /// A byte was written since the loop last emptied the list.
+    signalled: AtomicBool,
+    /// Written (one byte) when the list has something new; non-blocking.
     signal: UnixStream,
     /// Watched by the loop; non-blocking.
     watched: UnixStream,
@@ -96,26 +208,37 @@ impl Channel {
         watched.set_nonblocking(true)?;
         Ok(Self {
             ready: Mutex::new(Vec::new()),
+            signalled: AtomicBool::new(false),
             signal,
             watched,
         })
     }
 
-    fn push(&self, woken: Arc<dyn Woken>) {
-        let mut ready = self.ready.lock().unwrap_or_else(PoisonError::into_inner);
-        let first = ready.is_empty();
-        ready.push(woken);
-        drop(ready);
-        if first {
-            // A full socket buffer already has a byte for the loop to see.
-            let _ = (&self.signal).write(&[1]);
+    fn push(&self, waiting: Arc<Waiting>) {
+        self.ready
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(waiting);
+        if !self.signalled.swap(true, Ordering::SeqCst) {
+            match (&self.signal).write(&[1]) {
+                // A full socket buffer already has bytes for the loop to see.
+                Ok(_) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => {}
+                // Not written: the next push tries again.
+                Err(_) => self.signalled.store(false, Ordering::Release),
+            }
         }
     }
 
-    fn take(&self) -> Vec<Arc<dyn Woken>> {
-        // Emptied first: a push from now on writes a byte again, so none is missed.
+    fn take(&self) -> Vec<Arc<Waiting>> {
+        // The bytes first, then the flag, then the list. A push whose byte this read consumed
+        // set the flag before it is cleared here, so its waker is in the list taken below; a
+        // push that finds the flag cleared writes a byte this read did not see. (Clearing the
+        // flag before the read would lose wake-ups: a push in between would set it again, its
+        // byte be read here, and every later push see the flag set and write nothing.)
         let mut bytes = [0u8; 256];
         while matches!((&self.watched).read(&mut bytes), Ok(n) if n > 0) {}
+        self.signalled.store(false, Ordering::SeqCst);
         std::mem::take(&mut *self.ready.lock().unwrap_or_else(PoisonError::into_inner))
     }
 }
@@ -140,32 +263,30 @@ impl Drain {
         self.channel.watched.as_raw_fd()
     }
 
-    /// Completes every woken awaiter whose value is there (on the loop's thread).
+    /// Completes the future of every woken wait (on the loop's thread).
     fn __call__(&self, py: Python<'_>) {
-        for woken in self.channel.take() {
-            woken.resolve_woken(py);
+        let woken = self.channel.take();
+        for waiting in &woken {
+            waiting.queued.store(false, Ordering::Release);
+        }
+        for waiting in woken {
+            waiting.complete(py);
         }
     }
 }
 
-/// A woken [`Waiting`], whatever its source: what the ready list holds.
-trait Woken: Send + Sync {
-    fn resolve_woken(self: Arc<Self>, py: Python<'_>);
-}
-
-/// One pending `await`: the waker its source holds.
-struct Waiting<S> {
+/// The waker of one [`NextEvent`]: what the stream holds while the task waits.
+struct Waiting {
     /// Weakly: the loop's reader callback holds the channel, and a channel that still lists
     /// this waker when its loop closes must not keep itself alive through it.
     channel: Weak<Channel>,
     /// On the ready list already (a second wake before the drain adds nothing).
     queued: AtomicBool,
-    source: Weak<S>,
-    /// A `weakref.ref` to the asyncio future.
-    future: Py<PyAny>,
+    /// A `weakref.ref` to the future the task waits on; taken when completed.
+    future: Mutex<Option<Py<PyAny>>>,
 }
 
-impl<S: LoopSource> Wake for Waiting<S> {
+impl Wake for Waiting {
     fn wake(self: Arc<Self>) {
         if !self.queued.swap(true, Ordering::AcqRel)
             && let Some(channel) = self.channel.upgrade()
@@ -175,52 +296,30 @@ impl<S: LoopSource> Wake for Waiting<S> {
     }
 }
 
-impl<S: LoopSource> Woken for Waiting<S> {
-    fn resolve_woken(self: Arc<Self>, py: Python<'_>) {
-        self.queued.store(false, Ordering::Release);
-        self.resolve(py);
-    }
-}
-
-impl<S: LoopSource> Waiting<S> {
-    /// Polls the source and completes the future if its value is there; otherwise the source
-    /// keeps this waker. Nothing is taken when nobody waits any more.
-    fn resolve(self: &Arc<Self>, py: Python<'_>) {
-        let future = match self.future.bind(py).cast::<PyWeakrefReference>() {
-            Ok(weak) => match weak.upgrade() {
-                Some(future) => future,
-                None => return, // collected: nobody is waiting
-            },
-            Err(_) => return,
+impl Waiting {
+    /// Completes the waited-on future (the task's next step takes the event). Nothing to do
+    /// when it was cancelled or collected.
+    fn complete(&self, py: Python<'_>) {
+        let weak = self
+            .future
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(future) = weak.and_then(|weak| {
+            weak.bind(py)
+                .cast::<PyWeakrefReference>()
+                .ok()
+                .and_then(|weak| weak.upgrade())
+        }) else {
+            return;
         };
         let done = future
             .call_method0("done")
             .and_then(|done| done.is_truthy())
             .unwrap_or(true);
-        if done {
-            return; // cancelled: the value stays for the next `__anext__`
+        if !done {
+            // An error here means the future was completed meanwhile: nothing else to tell.
+            let _ = future.call_method1("set_result", (py.None(),));
         }
-        let Some(source) = self.source.upgrade() else {
-            return;
-        };
-        let waker = Waker::from(Arc::clone(self));
-        let mut cx = Context::from_waker(&waker);
-        let outcome = match source.poll_here(py, &mut cx) {
-            Some(Poll::Pending) => return,
-            Some(Poll::Ready(outcome)) => outcome,
-            None => {
-                // Another reader holds the source: wait for it on the runtime instead. (An
-                // error means the loop is closed: nobody will run the awaiting task.)
-                if let Ok(event_loop) = future.call_method0("get_loop") {
-                    let _ = complete_from_runtime(&future, event_loop, S::wait(source));
-                }
-                return;
-            }
-        };
-        // Errors here mean the future was completed meanwhile; nothing else to tell.
-        drop(match outcome {
-            Ok(value) => future.call_method1("set_result", (value,)),
-            Err(error) => future.call_method1("set_exception", (error.into_value(py),)),
-        });
     }
 }

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bridge::{drive, future_into_py, ready_future};
 use crate::convert::{Json, parse, serde_to_py};
 use crate::event_dict::{PyEvent, Ready, event_to_py};
-use crate::loop_wake::LoopSource;
+use crate::loop_wake::{self, Locked};
 use crate::model::PyModel;
 use crate::options::stream_options;
 use crate::runtime::{Interrupted, runtime, wait};
@@ -77,27 +77,25 @@ async fn final_message(stream: SharedStream, raise_on_error: bool) -> PyResult<J
     Ok(Json(serde_json::to_value(&message).unwrap_or_default()))
 }
 
-/// `async for`'s wait for the next event: polled on the loop's thread when woken.
-impl LoopSource for tokio::sync::Mutex<AssistantMessageEventStream> {
-    type Output = PyEvent;
-
+/// `async for`'s hold on the stream while it waits for the next event.
+impl Locked for tokio::sync::OwnedMutexGuard<AssistantMessageEventStream> {
     fn poll_here<'py>(
-        &self,
+        &mut self,
         py: Python<'py>,
         cx: &mut std::task::Context<'_>,
-    ) -> Option<Poll<PyResult<Bound<'py, PyAny>>>> {
-        let mut stream = self.try_lock().ok()?;
-        Some(stream.poll_next_unpin(cx).map(|event| match event {
+    ) -> Poll<PyResult<Bound<'py, PyAny>>> {
+        self.poll_next_unpin(cx).map(|event| match event {
             Some(event) => event_to_py(py, &event),
             None => Err(PyStopAsyncIteration::new_err(())),
-        }))
+        })
     }
+}
 
-    async fn wait(this: Arc<Self>) -> PyResult<PyEvent> {
-        next_event(this)
-            .await
-            .ok_or_else(|| PyStopAsyncIteration::new_err(()))
-    }
+/// The next event, or `StopAsyncIteration` after the last (the general path's future).
+async fn next_or_stop(stream: SharedStream) -> PyResult<PyEvent> {
+    next_event(stream)
+        .await
+        .ok_or_else(|| PyStopAsyncIteration::new_err(()))
 }
 
 impl PyEventStream {
@@ -192,12 +190,22 @@ impl PyEventStream {
     }
 
     fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        if let Some(next) = ready_event(py, &self.stream) {
-            let outcome =
-                next.and_then(|next| next.ok_or_else(|| PyStopAsyncIteration::new_err(())));
+        let Ok(mut stream) = Arc::clone(&self.stream).try_lock_owned() else {
+            // Another reader holds the stream: wait for it on the runtime.
+            return future_into_py(py, next_or_stop(Arc::clone(&self.stream)));
+        };
+        // An event already there (nearly every event of a stream read as fast as it arrives)
+        // is converted where it lies.
+        if let Poll::Ready(event) = stream.poll_next_ready() {
+            drop(stream);
+            let outcome = match event {
+                Some(event) => event_to_py(py, &event),
+                None => Err(PyStopAsyncIteration::new_err(())),
+            };
             return Ready::awaitable(py, outcome);
         }
-        crate::loop_wake::await_next(py, &self.stream)
+        let general = next_or_stop(Arc::clone(&self.stream));
+        loop_wake::await_next(py, Box::new(stream), general)
     }
 
     /// Waits for the end of the stream (consuming the remaining events) and returns the final

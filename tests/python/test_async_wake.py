@@ -1,12 +1,14 @@
 """`async for` over a stream whose events are not there yet: the wait is woken through the
 loop's wake channel (python/src/loop_wake.rs), without a runtime task per event; a loop that
 cannot watch a file descriptor takes the general path. Either way every event arrives once,
-in order, and a cancelled wait loses nothing."""
+in order, a cancelled wait loses nothing (the event is taken by the step of the task that
+receives it), and two readers of one stream take turns."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import weakref
 from typing import Any, Dict, List
 
 import pi_agent
@@ -31,23 +33,36 @@ def text_of(events: List[Dict[str, Any]]) -> str:
 
 
 def test_waits_are_woken_through_one_channel_per_loop() -> None:
+    """Eight streams woken through one channel, over and over: a wake-up lost between the
+    runtime threads and the loop would stall them all (it did, once in four rounds, while
+    the channel cleared its flag before reading its bytes)."""
+    rounds, streams = 12, 8
     with slow_faux() as faux:
-        for _ in range(8):
+        for _ in range(rounds * streams):
             faux.push(WORDS)
 
+        loops: List["weakref.ref[asyncio.AbstractEventLoop]"] = []
+
         async def main() -> List[List[Dict[str, Any]]]:
-            seen = await asyncio.gather(*(read_all(faux.model) for _ in range(8)))
             loop = asyncio.get_running_loop()
-            # The channel is this loop's, registered as a reader.
+            loops.append(weakref.ref(loop))
+            seen: List[List[Dict[str, Any]]] = []
+            for _ in range(rounds):
+                batch = asyncio.gather(*(read_all(faux.model) for _ in range(streams)))
+                seen.extend(await asyncio.wait_for(batch, 60))
+            # A wait took the loop path: the loop has a channel, registered as a reader.
             assert _bridge._WAKE_CHANNELS.get(loop) not in (None, False)
             return seen
 
-        for events in asyncio.run(main()):
+        results = asyncio.run(main())
+        assert len(results) == rounds * streams
+        for events in results:
             assert events[0]["type"] == "start" and events[-1]["type"] == "done"
             assert text_of(events) == WORDS
     gc.collect()
     # A finished loop takes its channel along.
-    assert len(_bridge._WAKE_CHANNELS) == 0
+    finished = loops[0]()
+    assert finished is None or finished not in _bridge._WAKE_CHANNELS
 
 
 def test_a_cancelled_wait_loses_no_event() -> None:
@@ -153,3 +168,46 @@ def test_an_agent_run_read_with_cancelled_waits_loses_no_event() -> None:
     ]
     assert "".join(deltas) == WORDS
     assert seen[-1]["messages"][-1]["content"][0]["text"] == WORDS
+
+
+def test_a_wait_on_a_stream_nobody_else_holds_completes() -> None:
+    """`await anext(pi_agent.stream(...))`: the stream object is a temporary, yet the wait holds
+    the stream until its event comes (the stream itself was aborted with its object)."""
+    with slow_faux() as faux:
+        faux.push(WORDS)
+
+        async def main() -> Dict[str, Any]:
+            return await pi_agent.stream(faux.model, CONTEXT).__anext__()
+
+        first = asyncio.run(asyncio.wait_for(main(), 30))
+    assert first["type"] in ("start", "error")
+
+
+def test_two_waits_on_one_stream_take_turns() -> None:
+    """Two `__anext__` awaited at once on one stream: each event goes to one of them, in order,
+    and neither waits forever."""
+    with slow_faux() as faux:
+        faux.push(WORDS)
+
+        async def main() -> List[Dict[str, Any]]:
+            seen: List[Dict[str, Any]] = []
+            events = pi_agent.stream(faux.model, CONTEXT)
+            iterator = events.__aiter__()
+
+            async def one() -> Any:
+                try:
+                    return await iterator.__anext__()
+                except StopAsyncIteration:
+                    return None
+
+            while True:
+                pair = await asyncio.wait_for(asyncio.gather(one(), one()), 30)
+                got = [event for event in pair if event is not None]
+                seen.extend(got)
+                if len(got) < 2:
+                    return seen
+
+        seen = asyncio.run(main())
+    kinds = [event["type"] for event in seen]
+    assert kinds[0] == "start" and kinds.count("done") == 1 and kinds[-1] == "done"
+    assert text_of(seen) == WORDS

@@ -301,18 +301,13 @@ impl<T> Receiver<T> {
             let Some(waker) = waker else {
                 return Poll::Pending;
             };
-            if state
+            if !state
                 .consumer
                 .as_ref()
                 .is_some_and(|registered| registered.will_wake(waker))
             {
-                return Poll::Pending;
+                state.consumer = Some(waker.clone());
             }
-            // A waker displaced by another reader's is woken, so that its task polls again
-            // (and waits its turn) instead of waiting for a wake-up that would never come.
-            let displaced = state.consumer.replace(waker.clone());
-            drop(state);
-            wake(displaced);
             return Poll::Pending;
         }
         let single = if state.events.len() == 1 {
@@ -421,45 +416,33 @@ mod tests {
         }
     }
 
-    /// Two readers of one queue (an `async for` wait and a `result()`, say): the one whose
-    /// waker is displaced is woken to poll again, and a check that only looks registers none.
+    /// A check that only looks (`poll_recv_ready`) leaves the registered waker in place: the
+    /// waiting task still gets the next event's wake-up.
     #[test]
-    fn a_displaced_waker_is_woken_and_a_ready_check_registers_none() {
+    fn a_ready_check_keeps_the_registered_waker() {
         let (tx, mut rx) = queue();
-        let (first, second) = (Arc::new(Count::default()), Arc::new(Count::default()));
-        let first_waker = Waker::from(Arc::clone(&first));
-        let second_waker = Waker::from(Arc::clone(&second));
-        assert!(
-            rx.poll_recv(&mut Context::from_waker(&first_waker))
-                .is_pending()
-        );
+        let waiting = Arc::new(Count::default());
+        let waker = Waker::from(Arc::clone(&waiting));
+        assert!(rx.poll_recv(&mut Context::from_waker(&waker)).is_pending());
         assert!(rx.poll_recv_ready().is_pending());
-        // The same waker again: nothing displaced.
-        assert!(
-            rx.poll_recv(&mut Context::from_waker(&first_waker))
-                .is_pending()
-        );
-        assert_eq!(first.0.load(Ordering::SeqCst), 0);
-        assert!(
-            rx.poll_recv(&mut Context::from_waker(&second_waker))
-                .is_pending()
-        );
-        assert_eq!(
-            first.0.load(Ordering::SeqCst),
-            1,
-            "the displaced waker is woken"
-        );
         tx.push(delta(0)).expect("open");
         assert_eq!(
-            second.0.load(Ordering::SeqCst),
+            waiting.0.load(Ordering::SeqCst),
             1,
-            "the registered one gets the event"
+            "the waiting task is woken"
         );
-        assert_eq!(first.0.load(Ordering::SeqCst), 1);
         let Poll::Ready(Some(event)) = rx.poll_recv_ready() else {
             panic!("the event is there");
         };
         assert_eq!(text(&event), "0");
+        // A noop-waker poll, by contrast, replaces it: the next event wakes nobody.
+        assert!(rx.poll_recv(&mut Context::from_waker(&waker)).is_pending());
+        assert!(
+            rx.poll_recv(&mut Context::from_waker(Waker::noop()))
+                .is_pending()
+        );
+        tx.push(delta(1)).expect("open");
+        assert_eq!(waiting.0.load(Ordering::SeqCst), 1);
     }
 
     /// Thousands of paced streams at once: after a first batch, a stream whose events come one
