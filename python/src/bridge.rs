@@ -177,22 +177,6 @@ where
 {
     let event_loop = running_loop(py)?;
     let py_future = event_loop.call_method0("create_future")?;
-    complete_from_runtime(&py_future, event_loop, future)?;
-    Ok(py_future)
-}
-
-/// Completes `py_future` (an asyncio future of `event_loop`) with the outcome of `future`, run
-/// on the runtime. Cancelling `py_future` drops `future`; so does collecting it.
-pub(crate) fn complete_from_runtime<F, T>(
-    py_future: &Bound<'_, PyAny>,
-    event_loop: Bound<'_, PyAny>,
-    future: F,
-) -> PyResult<()>
-where
-    F: Future<Output = PyResult<T>> + Send + 'static,
-    T: for<'py> IntoPyObject<'py> + Send + 'static,
-{
-    let py = py_future.py();
     let cancel = CancellationToken::new();
     let on_done = Bound::new(
         py,
@@ -201,11 +185,11 @@ where
         },
     )?;
     py_future.call_method1("add_done_callback", (&on_done,))?;
-    helper(py, "on_collect")?.call1((py_future, &on_done))?;
+    helper(py, "on_collect")?.call1((&py_future, &on_done))?;
     let event_loop = event_loop.unbind();
     let target = py
         .import("weakref")?
-        .call_method1("ref", (py_future,))?
+        .call_method1("ref", (&py_future,))?
         .unbind();
     runtime().spawn(async move {
         let outcome = tokio::select! {
@@ -236,7 +220,7 @@ where
             drop(delivered);
         });
     });
-    Ok(())
+    Ok(py_future)
 }
 
 /// An asyncio future of the running loop that is already done with `outcome`.
