@@ -20,8 +20,6 @@
 
 use std::future::Future;
 use std::io::{Read as _, Write as _};
-use std::os::fd::AsRawFd as _;
-use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::task::{Context, Poll, Wake, Waker};
@@ -196,14 +194,14 @@ struct Channel {
     /// A byte was written since the loop last emptied the list.
     signalled: AtomicBool,
     /// Written (one byte) when the list has something new; non-blocking.
-    signal: UnixStream,
+    signal: socket_pair::Socket,
     /// Watched by the loop; non-blocking.
-    watched: UnixStream,
+    watched: socket_pair::Socket,
 }
 
 impl Channel {
     fn new() -> std::io::Result<Self> {
-        let (signal, watched) = UnixStream::pair()?;
+        let (signal, watched) = socket_pair::pair()?;
         signal.set_nonblocking(true)?;
         watched.set_nonblocking(true)?;
         Ok(Self {
@@ -258,9 +256,9 @@ impl Drain {
         })
     }
 
-    /// The file descriptor the loop watches.
-    fn fileno(&self) -> i32 {
-        self.channel.watched.as_raw_fd()
+    /// The file descriptor (a `SOCKET` on Windows) the loop watches.
+    fn fileno(&self) -> u64 {
+        socket_pair::fileno(&self.channel.watched)
     }
 
     /// Completes the future of every woken wait (on the loop's thread).
@@ -321,5 +319,47 @@ impl Waiting {
             // An error here means the future was completed meanwhile: nothing else to tell.
             let _ = future.call_method1("set_result", (py.None(),));
         }
+    }
+}
+
+/// The two connected sockets of a [`Channel`]: a Unix socket pair where there is one, else a
+/// TCP connection over the loopback interface (Windows' selector loop watches sockets only).
+mod socket_pair {
+    #[cfg(unix)]
+    pub(super) type Socket = std::os::unix::net::UnixStream;
+    #[cfg(not(unix))]
+    pub(super) type Socket = std::net::TcpStream;
+
+    #[cfg(unix)]
+    pub(super) fn pair() -> std::io::Result<(Socket, Socket)> {
+        Socket::pair()
+    }
+
+    /// Connects to a listener of its own; an accepted peer that is not this connection (another
+    /// local process racing for the port) is refused.
+    #[cfg(not(unix))]
+    pub(super) fn pair() -> std::io::Result<(Socket, Socket)> {
+        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
+        let signal = Socket::connect(listener.local_addr()?)?;
+        loop {
+            let (watched, peer) = listener.accept()?;
+            if peer == signal.local_addr()? {
+                signal.set_nodelay(true)?;
+                return Ok((signal, watched));
+            }
+        }
+    }
+
+    #[cfg(unix)]
+    pub(super) fn fileno(socket: &Socket) -> u64 {
+        use std::os::fd::AsRawFd as _;
+        // A file descriptor is never negative.
+        socket.as_raw_fd().unsigned_abs().into()
+    }
+
+    #[cfg(windows)]
+    pub(super) fn fileno(socket: &Socket) -> u64 {
+        use std::os::windows::io::AsRawSocket as _;
+        socket.as_raw_socket()
     }
 }

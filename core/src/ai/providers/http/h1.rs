@@ -73,12 +73,16 @@ pub(super) async fn execute(request: reqwest::Request) -> Result<reqwest::Respon
     let wire = encode_request(&request, body);
     let closes = has_token(request.headers(), &reqwest::header::CONNECTION, "close");
     loop {
-        let (mut socket, reused) = match pool().take(&origin) {
-            Some(socket) => (socket, true),
-            None => (connect(&request, &origin).await?, false),
+        let (mut socket, reused, sent) = match pool().take(&origin) {
+            Some(socket) => (socket, true, 0),
+            None => {
+                let (socket, sent) = connect(&request, &origin, &wire).await?;
+                (socket, false, sent)
+            }
         };
         let mut buffer = BytesMut::with_capacity(INITIAL_READ_BYTES);
-        let head = exchange(&mut socket, &wire, &mut buffer, request.method(), closes).await;
+        let unsent = &wire[sent..];
+        let head = exchange(&mut socket, unsent, &mut buffer, request.method(), closes).await;
         let head = match head {
             Ok(head) => head,
             Err(Exchange::Unanswered(_)) if reused => continue,
@@ -116,8 +120,8 @@ enum Exchange {
     Failed(io::Error),
 }
 
-/// Writes the request and reads the response head (interim `1xx` heads skipped); `buffer`
-/// keeps the body bytes read with it.
+/// Writes the request (what of it [`connect`] did not send already) and reads the response
+/// head (interim `1xx` heads skipped); `buffer` keeps the body bytes read with it.
 async fn exchange(
     socket: &mut TcpStream,
     wire: &[u8],
@@ -125,7 +129,9 @@ async fn exchange(
     method: &reqwest::Method,
     closes: bool,
 ) -> Result<Head, Exchange> {
-    socket.write_all(wire).await.map_err(Exchange::Unanswered)?;
+    if !wire.is_empty() {
+        socket.write_all(wire).await.map_err(Exchange::Unanswered)?;
+    }
     let mut answered = false;
     loop {
         if let Some((head, used)) =
@@ -170,8 +176,20 @@ async fn exchange(
     }
 }
 
-/// A fresh connection to `origin`, its addresses tried in order within [`CONNECT_TIMEOUT`].
-async fn connect(request: &reqwest::Request, origin: &Origin) -> Result<TcpStream, ProviderError> {
+/// A fresh connection to `origin`, its addresses tried in order within [`CONNECT_TIMEOUT`],
+/// and how much of `wire` (the request) it has sent already.
+///
+/// The request is written right after the non-blocking `connect`, before the socket is
+/// registered with the runtime: a connection to a local server is usually established by
+/// then, and the request leaves without a wait for writability (an `epoll` round trip, often
+/// on another thread), the `SO_ERROR` check after it, or the connect timer's registration
+/// (the timeout below arms its timer only when the connection is still pending). A socket
+/// still connecting takes nothing (`EAGAIN`) and is waited for as before.
+async fn connect(
+    request: &reqwest::Request,
+    origin: &Origin,
+    wire: &[u8],
+) -> Result<(TcpStream, usize), ProviderError> {
     let failed = |error: &dyn std::fmt::Display| {
         format!(
             "{}: {error}",
@@ -188,24 +206,86 @@ async fn connect(request: &reqwest::Request, origin: &Origin) -> Result<TcpStrea
         };
         let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the host");
         for address in addresses {
-            match TcpStream::connect(address).await {
-                Ok(socket) => {
-                    socket.set_nodelay(true)?;
-                    return Ok(socket);
-                }
+            match connect_and_send(address, wire).await {
+                Ok(connected) => return Ok(connected),
                 Err(error) => last = error,
             }
         }
         Err(last)
     };
     match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
-        Ok(Ok(socket)) => Ok(socket),
+        Ok(Ok(connected)) => Ok(connected),
         Ok(Err(error)) => Err(ProviderError::Network(failed(&error))),
         Err(_) => Err(ProviderError::Timeout(failed(&format_args!(
             "no connection after {} ms",
             CONNECT_TIMEOUT.as_millis()
         )))),
     }
+}
+
+/// Connects to `address` and sends what of `wire` the socket takes at once; the connection is
+/// established (or the error is the connection's) when this returns.
+async fn connect_and_send(address: SocketAddr, wire: &[u8]) -> io::Result<(TcpStream, usize)> {
+    let socket = nonblocking_socket(address)?;
+    socket.set_tcp_nodelay(true)?;
+    match socket.connect(&address.into()) {
+        Ok(()) => {}
+        Err(error) if connecting(&error) => {}
+        Err(error) => return Err(error),
+    }
+    let mut socket = std::net::TcpStream::from(socket);
+    // std's `write` sends with `MSG_NOSIGNAL`: a failed connection is an error, not a SIGPIPE.
+    let sent = match io::Write::write(&mut socket, wire) {
+        Ok(sent) => sent,
+        // Still connecting: Linux says `EAGAIN`, Windows and the BSDs say "not connected".
+        Err(error)
+            if matches!(
+                error.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::NotConnected
+            ) =>
+        {
+            0
+        }
+        Err(error) => return Err(error),
+    };
+    let socket = TcpStream::from_std(socket)?;
+    if sent < wire.len() {
+        // What tokio's own `connect` waits for: writable, then the connection's error if any.
+        socket.writable().await?;
+        if let Some(error) = socket.take_error()? {
+            return Err(error);
+        }
+    }
+    Ok((socket, sent))
+}
+
+/// A non-blocking TCP socket for `address` (one system call where the platform can).
+fn nonblocking_socket(address: SocketAddr) -> io::Result<socket2::Socket> {
+    let domain = socket2::Domain::for_address(address);
+    #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+    {
+        socket2::Socket::new(
+            domain,
+            socket2::Type::STREAM.nonblocking(),
+            Some(socket2::Protocol::TCP),
+        )
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+    {
+        let socket =
+            socket2::Socket::new(domain, socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+        socket.set_nonblocking(true)?;
+        Ok(socket)
+    }
+}
+
+/// Whether a non-blocking `connect`'s error only says the connection is under way.
+fn connecting(error: &io::Error) -> bool {
+    #[cfg(unix)]
+    if error.raw_os_error() == Some(libc::EINPROGRESS) {
+        return true;
+    }
+    error.kind() == io::ErrorKind::WouldBlock
 }
 
 #[cfg(test)]
@@ -333,6 +413,21 @@ mod tests {
             port,
         };
         assert_eq!(pool().idle(&origin), 0);
+    }
+
+    /// The first write right after `connect` takes what the socket buffer holds; the rest
+    /// goes through the runtime once the connection is writable.
+    #[tokio::test]
+    async fn a_request_larger_than_the_socket_buffer_is_sent_whole() {
+        let (port, _) = serve(vec![Some("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")]).await;
+        let body = "x".repeat(8 << 20);
+        let request = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/v1/x"))
+            .body(body)
+            .build()
+            .unwrap();
+        let response = execute(request).await.unwrap();
+        assert_eq!(response.text().await.unwrap(), "ok");
     }
 
     #[tokio::test]

@@ -11,6 +11,7 @@ use std::task::{Context, Poll, ready};
 use bytes::{Buf, Bytes, BytesMut};
 use http_body::Frame;
 use tokio::net::TcpStream;
+use tokio_util::io::poll_read_buf;
 
 use super::head::{Framing, invalid};
 use super::pool::{Origin, pool};
@@ -298,15 +299,11 @@ impl http_body::Body for Body {
                 this.buffer.reserve(this.read_bytes);
             }
             let room = this.buffer.capacity() - this.buffer.len();
-            let read = loop {
-                if let Err(error) = ready!(io.poll_read_ready(cx)) {
-                    return this.fail(error);
-                }
-                match io.try_read_buf(&mut this.buffer) {
-                    Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
-                    other => break other,
-                }
-            };
+            // `poll_read`, not `poll_read_ready` and `try_read_buf`: a read that leaves room in
+            // the buffer has drained the socket, and tokio then clears its readiness, so the
+            // next poll waits without a read that would only say `EAGAIN` (one system call
+            // fewer per frame of a paced stream).
+            let read = ready!(poll_read_buf(Pin::new(io), cx, &mut this.buffer));
             match read {
                 Ok(0) => match this.decoder.closed() {
                     Ok(()) => {
