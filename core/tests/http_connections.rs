@@ -1,6 +1,7 @@
 //! Connections of plain-`http://` provider requests (the library's own HTTP/1.1 client): kept
 //! alive and reused once a response was read to its end, never reused after a stream was
-//! dropped midway, one per stream when streams run at the same time.
+//! dropped midway, one per stream when streams run at the same time, and kept when the body's
+//! last chunk comes apart from the protocol's end marker.
 
 use futures::StreamExt;
 use pi_agent::ai::{self, ApiKey, Context, Model, StreamOptions, UserMessage};
@@ -85,4 +86,34 @@ async fn an_error_answer_read_to_its_end_keeps_the_connection() {
     let message = ai::complete(&model(&server), &context(), &options()).await;
     assert_eq!(message.text(), "after");
     assert_eq!(server.connections(), 1);
+}
+
+/// The body's last chunk (the framing's end) comes 50 ms after `data: [DONE]`, as from a
+/// server that writes it apart on a loaded machine: the stream reads it before `done`, so the
+/// next request finds the connection idle.
+#[tokio::test]
+async fn a_last_chunk_that_comes_late_still_keeps_the_connection() {
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"text": "late end", "end_delay_ms": 50}));
+    server.push(reply::text("next"));
+    let message = ai::complete(&model(&server), &context(), &options()).await;
+    assert_eq!(message.text(), "late end");
+    let message = ai::complete(&model(&server), &context(), &options()).await;
+    assert_eq!(message.text(), "next");
+    assert_eq!(server.connections(), 1);
+}
+
+/// A server that never ends the body after `data: [DONE]` holds the answer back for at most
+/// the end's short wait: the answer is whole, and its connection is not reused.
+#[tokio::test]
+async fn a_body_that_never_ends_after_its_end_marker_still_completes() {
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"text": "whole", "stall_after_bytes": 1_000_000, "stall_ms": 60_000}));
+    server.push(reply::text("next"));
+    let message = ai::complete(&model(&server), &context(), &options()).await;
+    assert_eq!(message.text(), "whole");
+    assert_eq!(message.stop_reason, ai::StopReason::Stop);
+    let message = ai::complete(&model(&server), &context(), &options()).await;
+    assert_eq!(message.text(), "next");
+    assert_eq!(server.connections(), 2);
 }

@@ -34,6 +34,7 @@ mod session;
 mod session_subscription;
 mod shape;
 mod signal;
+mod socket_pair;
 mod spans;
 mod stepper;
 mod stream;

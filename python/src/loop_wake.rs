@@ -29,6 +29,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyWeakrefReference;
 
 use crate::bridge::{future_into_py, helper, running_loop};
+use crate::socket_pair::{self, Socket};
 
 /// A reader's hold on a stream or run (an owned lock guard), polled on the loop's thread.
 pub(crate) trait Locked: Send {
@@ -194,9 +195,9 @@ struct Channel {
     /// A byte was written since the loop last emptied the list.
     signalled: AtomicBool,
     /// Written (one byte) when the list has something new; non-blocking.
-    signal: socket_pair::Socket,
+    signal: Socket,
     /// Watched by the loop; non-blocking.
-    watched: socket_pair::Socket,
+    watched: Socket,
 }
 
 impl Channel {
@@ -319,47 +320,5 @@ impl Waiting {
             // An error here means the future was completed meanwhile: nothing else to tell.
             let _ = future.call_method1("set_result", (py.None(),));
         }
-    }
-}
-
-/// The two connected sockets of a [`Channel`]: a Unix socket pair where there is one, else a
-/// TCP connection over the loopback interface (Windows' selector loop watches sockets only).
-mod socket_pair {
-    #[cfg(unix)]
-    pub(super) type Socket = std::os::unix::net::UnixStream;
-    #[cfg(not(unix))]
-    pub(super) type Socket = std::net::TcpStream;
-
-    #[cfg(unix)]
-    pub(super) fn pair() -> std::io::Result<(Socket, Socket)> {
-        Socket::pair()
-    }
-
-    /// Connects to a listener of its own; an accepted peer that is not this connection (another
-    /// local process racing for the port) is refused.
-    #[cfg(not(unix))]
-    pub(super) fn pair() -> std::io::Result<(Socket, Socket)> {
-        let listener = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))?;
-        let signal = Socket::connect(listener.local_addr()?)?;
-        loop {
-            let (watched, peer) = listener.accept()?;
-            if peer == signal.local_addr()? {
-                signal.set_nodelay(true)?;
-                return Ok((signal, watched));
-            }
-        }
-    }
-
-    #[cfg(unix)]
-    pub(super) fn fileno(socket: &Socket) -> u64 {
-        use std::os::fd::AsRawFd as _;
-        // A file descriptor is never negative.
-        socket.as_raw_fd().unsigned_abs().into()
-    }
-
-    #[cfg(windows)]
-    pub(super) fn fileno(socket: &Socket) -> u64 {
-        use std::os::windows::io::AsRawSocket as _;
-        socket.as_raw_socket()
     }
 }

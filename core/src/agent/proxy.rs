@@ -231,6 +231,10 @@ pub(crate) async fn read_stream(
 ) -> Result<(), ProviderError> {
     while let Some(event) = events.next().await? {
         if let Some(end) = apply(writer, &event.data).await? {
+            // As a provider's answer: the connection is kept once the body has ended.
+            if end.is_ok() && !writer.is_closed() {
+                events.read_to_end().await;
+            }
             return end;
         }
     }

@@ -282,6 +282,8 @@ pub(crate) struct Shaping {
     pub(crate) stall_ms: Option<u64>,
     /// Stall before the response head for this long (or until the client disconnects).
     pub(crate) head_stall_ms: Option<u64>,
+    /// Wait this long before the terminating chunk (not a fault: the connection is kept).
+    pub(crate) end_delay_ms: u64,
 }
 
 /// Default stall duration when `stall_ms` is not given.
@@ -425,6 +427,10 @@ pub(crate) async fn write_response(
         return Ok(());
     }
     if framing == Framing::Chunked {
+        if shaping.end_delay_ms > 0 {
+            stream.flush().await?;
+            tokio::time::sleep(Duration::from_millis(shaping.end_delay_ms)).await;
+        }
         stream.write_all(b"0\r\n\r\n").await?;
     }
     stream.flush().await?;

@@ -108,6 +108,9 @@
 //! - `"head_stall_ms": ms`: before the status line, wait `ms` or until the
 //!   client disconnects (a server that accepted the request and says
 //!   nothing).
+//! - `"end_delay_ms": ms`: write the terminating zero chunk `ms` after the
+//!   last piece, as a server that sends it apart does; unlike the faults
+//!   above, the connection stays kept alive.
 //!
 //! # Fault recipes
 //!
@@ -117,6 +120,7 @@
 //! | stall right after the headers | `"stall_after_bytes": 0` |
 //! | stall mid-body | `"stall_after_bytes": n` |
 //! | stall after the terminal event | `"stall_after_bytes"` >= the body length (the stall comes before the terminating chunk) |
+//! | the body's end written apart, late | `"end_delay_ms": 50` (the connection is kept alive) |
 //! | error status whose body stalls | `{"status": 500, "body": "...", "stall_after_bytes": 5}` |
 //! | hostile headers | `"headers": {"retry-after": "inf"}` (any value without CR/LF) |
 //! | a line / error body too large | a `repeat` piece of `sse` |

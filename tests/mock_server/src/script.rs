@@ -31,6 +31,7 @@ const KNOWN_KEYS: &[&str] = &[
     "stall_after_bytes",
     "stall_ms",
     "head_stall_ms",
+    "end_delay_ms",
 ];
 
 /// Keys that only make sense for a generated completion stream.
@@ -172,6 +173,7 @@ fn parse_shaping(obj: &Map<String, Value>) -> Result<Shaping, String> {
         stall_after_bytes: get_usize(obj, "stall_after_bytes")?,
         stall_ms: get_u64(obj, "stall_ms")?,
         head_stall_ms: get_u64(obj, "head_stall_ms")?,
+        end_delay_ms: get_u64(obj, "end_delay_ms")?.unwrap_or(0),
     })
 }
 

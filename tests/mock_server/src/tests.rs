@@ -721,6 +721,7 @@ fn piece_validation() {
         json!({"sse": [{"hex": "00"}], "split": 1}),
         json!({"sse": [{"repeat": "x", "bytes": 10}], "stall_after_bytes": 3}),
         json!({"text": "x", "head_stall_ms": 5}),
+        json!({"text": "x", "end_delay_ms": 5}),
     ] {
         assert!(validate_reply(&good).is_ok(), "{good}");
     }

@@ -173,7 +173,11 @@ impl http::Wire for BedrockWire {
             http::BodyFrames::with_decoder(response, EventStreamDecoder::new(), &options);
         // Not kept across the body's read (a kilobyte per stream).
         drop(options);
-        read_stream(writer, model, &mut frames).await
+        read_stream(writer, model, &mut frames).await?;
+        if !writer.is_closed() {
+            frames.read_to_end().await;
+        }
+        Ok(())
     }
 }
 

@@ -53,6 +53,14 @@ type ByteStream = Pin<Box<dyn Stream<Item = Result<bytes::Bytes, ProviderError>>
 /// How much of a body that decodes to no event is kept, to say what it was.
 const PREVIEW_BYTES: usize = 64 * 1024;
 
+/// The longest [`BodyFrames::read_to_end`] waits for the next chunk after the protocol's end
+/// marker; the last chunk normally follows at once.
+const END_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The most of a body [`BodyFrames::read_to_end`] reads and discards after the protocol's end
+/// marker before it lets the body go.
+const MAX_END_BYTES: usize = 64 * 1024;
+
 /// How much of an unexpected body a message quotes.
 const QUOTE_CHARS: usize = 300;
 
@@ -235,6 +243,36 @@ impl<D: FrameDecoder> BodyFrames<D> {
         if let Some(idle) = &mut self.idle_timeout {
             idle.set_limit(idle.limit().min(TRAILER_TIMEOUT));
         }
+    }
+
+    /// Reads the rest of a body whose protocol has ended (its end marker was read, and the
+    /// stream's answer is whole), discarding it, until the body's own end: the framing's end
+    /// (the last chunk) follows the marker at once, and a connection read to its end is kept
+    /// for the next request (by the library's HTTP/1.1 client and by hyper alike). Without
+    /// this, a body let go right after the marker keeps its connection only when the last
+    /// chunk happened to arrive in the same read, which a loaded machine or a server that
+    /// writes it apart does not promise. As pi, whose SDKs read every stream to its end.
+    ///
+    /// Bounded: at most [`END_TIMEOUT`] between chunks (less when the idle timeout is
+    /// shorter) and [`MAX_END_BYTES`] in all; past either, or on an error, the body is simply
+    /// let go (its connection closes). Nothing read here changes the answer.
+    pub(crate) async fn read_to_end(&mut self) {
+        if self.ended || self.failed.is_some() {
+            return;
+        }
+        let limit = self
+            .idle_timeout
+            .as_ref()
+            .map_or(END_TIMEOUT, |idle| idle.limit().min(END_TIMEOUT));
+        let mut discarded = 0;
+        // `timeout` polls the body first: a body whose end has arrived arms no timer.
+        while let Ok(Some(Ok(bytes))) = tokio::time::timeout(limit, self.body.next()).await {
+            discarded += bytes.len();
+            if discarded > MAX_END_BYTES {
+                return;
+            }
+        }
+        self.ended = true;
     }
 
     /// The error for a body that ended before the protocol's end (kind `decode`): `default`

@@ -83,14 +83,23 @@ impl<'a> Reply<'a> {
     /// Reads the body as SSE events with `read` (a wire's `read_stream`), which borrows the
     /// reader: the returned future holds it once, for the whole stream (an `async fn` taking
     /// it by value would keep a second copy), and the options are dropped here, once the
-    /// body's limits are taken.
+    /// body's limits are taken. After a successful read, the body is read to its end
+    /// ([`SseEvents::read_to_end`]).
     pub(crate) fn read_sse<R>(self, read: R) -> impl Future<Output = Result<(), ProviderError>>
     where
         R: AsyncFnOnce(&mut StreamWriter, &Model, &mut SseEvents) -> Result<(), ProviderError>,
     {
         let mut events = SseEvents::new(self.response, &self.options);
         let (writer, model) = (self.writer, self.model);
-        async move { read(writer, model, &mut events).await }
+        async move {
+            read(writer, model, &mut events).await?;
+            // The answer is whole: what follows its end marker is read before `done` is sent,
+            // so that the connection is back in the pool for the caller's next request.
+            if !writer.is_closed() {
+                events.read_to_end().await;
+            }
+            Ok(())
+        }
     }
 }
 
