@@ -3163,6 +3163,11 @@ struct pi_error *pi_stream_partial_json(const struct pi_stream *stream, char **j
  * The event is not serialised to JSON unless asked (`pi_stream_event_json`, or
  * `pi_stream_set_event_json` for every event).
  *
+ * The calling thread reads the response itself: for an `http://` provider URL it waits for
+ * the connection's socket (`poll`) and parses each frame as it arrives, so an event reaches it
+ * with one wake-up, not through a library thread. Timers and `pi_stream_abort` from another
+ * thread still wake it.
+ *
  * Thread-safety: one thread at a time per stream; not from an event callback.
  */
 bool pi_stream_next(struct pi_stream *stream, struct pi_event *event_out);

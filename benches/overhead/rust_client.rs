@@ -2,7 +2,9 @@
 //! `overhead_client` of `pi-agent-examples`): `pi_agent::ai::stream` on a multi-thread tokio
 //! runtime, each `TextDelta` read as a user would. With `PI_OVERHEAD_CURRENT_THREAD` set it
 //! runs on a current-thread runtime instead, so the stream's task and its reader share one
-//! thread: the difference is what the hand-off between two threads costs per frame.
+//! thread: the difference is what the hand-off between two threads costs per frame. With
+//! `PI_OVERHEAD_BLOCKING` set the main thread reads each stream with `blocking_next` (outside
+//! the runtime, which keeps its workers), as C's `pi_stream_next` and Python's `for` do.
 //!
 //!     overhead_client PORT ROUNDS FRAMES INTERVAL_US BURST
 //!
@@ -71,6 +73,37 @@ async fn request(
     frames
 }
 
+/// [`request`] read with `blocking_next` on the calling thread (the stream made on `runtime`).
+fn request_blocking(
+    runtime: &tokio::runtime::Runtime,
+    model: &Model,
+    context: &Context,
+    options: &StreamOptions,
+    first: &mut i64,
+    mut lat: Option<&mut Vec<i64>>,
+) -> usize {
+    let mut stream = {
+        let _runtime = runtime.enter();
+        ai::stream(model, context, options)
+    };
+    let mut frames = 0;
+    while let Some(event) = stream.blocking_next() {
+        if let AssistantMessageEvent::TextDelta { delta, .. } = &event {
+            let now = mono_ns();
+            if frames == 0 {
+                *first = now;
+            }
+            frames += 1;
+            if let Some(lat) = lat.as_deref_mut()
+                && let Some(sent) = delta.split(' ').next().and_then(|s| s.parse::<i64>().ok())
+            {
+                lat.push(now - sent);
+            }
+        }
+    }
+    frames
+}
+
 fn join(values: &[i64]) -> String {
     values
         .iter()
@@ -115,16 +148,35 @@ fn main() {
     };
     let runtime = builder.enable_all().build().expect("a tokio runtime");
     let (mut ttfe, mut lat) = (Vec::new(), Vec::new());
-    let (cpu, got) = runtime.block_on(async {
+    let blocking = std::env::var_os("PI_OVERHEAD_BLOCKING").is_some();
+    let (cpu, got) = if blocking {
         for _ in 0..rounds {
             let (start, mut first) = (mono_ns(), 0);
-            request(&paced, &context, &options, &mut first, Some(&mut lat)).await;
+            request_blocking(
+                &runtime,
+                &paced,
+                &context,
+                &options,
+                &mut first,
+                Some(&mut lat),
+            );
             ttfe.push(first - start);
         }
         let before = cpu_seconds();
-        let got = request(&bursty, &context, &options, &mut 0, None).await;
+        let got = request_blocking(&runtime, &bursty, &context, &options, &mut 0, None);
         (cpu_seconds() - before, got)
-    });
+    } else {
+        runtime.block_on(async {
+            for _ in 0..rounds {
+                let (start, mut first) = (mono_ns(), 0);
+                request(&paced, &context, &options, &mut first, Some(&mut lat)).await;
+                ttfe.push(first - start);
+            }
+            let before = cpu_seconds();
+            let got = request(&bursty, &context, &options, &mut 0, None).await;
+            (cpu_seconds() - before, got)
+        })
+    };
     if got.to_string() != *burst {
         eprintln!("overhead_client: {got} of {burst} burst frames");
     }

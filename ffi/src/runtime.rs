@@ -130,20 +130,13 @@ pub(crate) fn block_on<F: Future>(what: &str, future: F) -> Result<F::Output, pi
     Ok(runtime()?.block_on(future))
 }
 
-/// Like [`block_on`], but first polls `future` once on the calling thread, and parks only if it
-/// is not ready: a stream whose next event is already queued (events arrive in batches) then
-/// costs no trip through the runtime's scheduler. For futures whose poll needs no runtime
-/// context (no tokio I/O or timers of their own).
-pub(crate) fn poll_or_block_on<F: Future>(what: &str, future: F) -> Result<F::Output, pi_error> {
+/// Runs `read`, a blocking read of a stream on the calling thread (which waits there itself, see
+/// core's `AssistantMessageEventStream::blocking_next`), unless the thread must not block or
+/// the library was shut down (the stream's runtime is gone). `what` names the C function.
+pub(crate) fn read_blocking<T>(what: &str, read: impl FnOnce() -> T) -> Result<T, pi_error> {
     may_block(what)?;
-    let mut future = std::pin::pin!(future);
-    // A no-op waker is enough: if the future is pending, `block_on` polls it again with a real
-    // one, which replaces it before anything can be missed.
-    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-    if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
-        return Ok(output);
-    }
-    Ok(runtime()?.block_on(future))
+    runtime()?;
+    Ok(read())
 }
 
 /// Fails when the current thread must not block (it runs an event callback).

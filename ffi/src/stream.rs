@@ -18,7 +18,7 @@ use crate::boundary::{Fallback, act, free, into_handle, lock, opt_ref};
 use crate::error::pi_error;
 use crate::model::pi_model;
 use crate::options::stream_options;
-use crate::runtime::{block_on, poll_or_block_on, runtime};
+use crate::runtime::{block_on, read_blocking, runtime};
 use crate::stream_options::pi_stream_options;
 use crate::string::{into_c_string, pi_str};
 use crate::wake::{WakeSlot, pi_wake_callback};
@@ -336,6 +336,11 @@ pub extern "C" fn pi_stream_partial_json(
 /// The event is not serialised to JSON unless asked (`pi_stream_event_json`, or
 /// `pi_stream_set_event_json` for every event).
 ///
+/// The calling thread reads the response itself: for an `http://` provider URL it waits for
+/// the connection's socket (`poll`) and parses each frame as it arrives, so an event reaches it
+/// with one wake-up, not through a library thread. Timers and `pi_stream_abort` from another
+/// thread still wake it.
+///
 /// Thread-safety: one thread at a time per stream; not from an event callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_event) -> bool {
@@ -344,7 +349,9 @@ pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_even
             // A read that blocks replaces any `pi_stream_try_next` registration.
             stream.wake.unset();
             // Refused (called from an event callback): nothing taken, the stream as it was.
-            poll_or_block_on("pi_stream_next", events.next()).map_or(Poll::Pending, Poll::Ready)
+            // Else the stream is read on this thread, which waits for the socket itself.
+            read_blocking("pi_stream_next", || events.blocking_next())
+                .map_or(Poll::Pending, Poll::Ready)
         });
         answer == pi_poll::Event
     }

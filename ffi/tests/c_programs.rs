@@ -185,6 +185,31 @@ fn c_agent_run_test_under_valgrind() {
 
 #[test]
 fn c_test_mock_server() {
+    let (_runtime, server) = scripted_mock_server();
+    let exe = compile("tests/c/ffi_test.c", "ffi_test_mock");
+    let mut command = Command::new(&exe);
+    command.arg("mock").arg(server.base_url());
+    let output = run(command);
+    assert_success(&output, "ffi_test mock");
+    check_scripted_requests(&server);
+}
+
+/// The same program and server under valgrind: `pi_stream_next` reads the socket on the C
+/// program's own thread (core's `blocking_next`), whose reads and waits memcheck sees.
+#[test]
+fn c_test_mock_server_under_valgrind() {
+    if !valgrind_available() {
+        println!("note: valgrind is not installed; skipping");
+        return;
+    }
+    let (_runtime, server) = scripted_mock_server();
+    let exe = compile("tests/c/ffi_test.c", "ffi_test_mock_valgrind");
+    run_under_valgrind(&exe, &["mock", &server.base_url()], "ffi_test mock");
+    check_scripted_requests(&server);
+}
+
+/// A mock server with `ffi_test mock`'s five replies, on a runtime of its own.
+fn scripted_mock_server() -> (tokio::runtime::Runtime, MockServer) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
@@ -203,11 +228,10 @@ fn c_test_mock_server() {
             "arguments": {"expression": "6 * 7"}}]}),
         json!({"text": "The answer is 42."}),
     ]);
-    let exe = compile("tests/c/ffi_test.c", "ffi_test_mock");
-    let mut command = Command::new(&exe);
-    command.arg("mock").arg(server.base_url());
-    let output = run(command);
-    assert_success(&output, "ffi_test mock");
+    (runtime, server)
+}
+
+fn check_scripted_requests(server: &MockServer) {
     assert_eq!(server.pending(), 0, "every scripted reply was used");
     let requests = server.requests();
     assert_eq!(requests.len(), 5);
@@ -215,7 +239,6 @@ fn c_test_mock_server() {
     // The agent's second request carries the C tool's result.
     let last = requests[4].body.to_string();
     assert!(last.contains("\"tool_call_id\":\"call_1\""), "{last}");
-    drop(server);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use tokio::runtime::Runtime;
 use crate::exit::park_if_exiting;
 
 /// How often a blocked caller wakes up to let Python deliver signals (Ctrl-C).
-const SIGNAL_POLL: Duration = Duration::from_millis(50);
+pub(crate) const SIGNAL_POLL: Duration = Duration::from_millis(50);
 
 /// How many nested `fork`s get a fresh runtime (see [`after_fork_in_child`]).
 const FORK_GENERATIONS: usize = 64;

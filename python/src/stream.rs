@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::Poll;
 
 use futures::StreamExt;
-use pi_agent::ai::{self, AssistantMessageEventStream, Context, PartialMessage, StreamOptions};
+use pi_agent::ai::{
+    self, AssistantMessageEventStream, Context, PartialMessage, StreamOptions, WaitTimedOut,
+};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict};
@@ -17,10 +19,11 @@ use tokio_util::sync::CancellationToken;
 use crate::bridge::{drive, future_into_py, ready_future};
 use crate::convert::{Json, parse, serde_to_py};
 use crate::event_dict::{PyEvent, Ready, event_to_py};
+use crate::exit::park_if_exiting;
 use crate::loop_wake::{self, Locked};
 use crate::model::PyModel;
 use crate::options::stream_options;
-use crate::runtime::{Interrupted, runtime, wait};
+use crate::runtime::{Interrupted, SIGNAL_POLL, runtime, wait};
 use crate::signal::PySignal;
 
 /// A core stream shared with the runtime tasks that wait on it for a Python caller.
@@ -61,6 +64,35 @@ fn ready_event<'py>(
         return None;
     };
     Some(event.map(|event| event_to_py(py, &event)).transpose())
+}
+
+/// The next event (`None` after the terminal one), read on the calling thread with the GIL
+/// released: core's `blocking_next`, where the thread waits for the response's socket itself.
+/// Every [`SIGNAL_POLL`] it takes the GIL back to let Python deliver signals; one that raises
+/// (Ctrl-C) aborts the request and is returned. `None` when another reader holds the stream.
+fn read_here(
+    py: Python<'_>,
+    stream: &SharedStream,
+    signal: &CancellationToken,
+) -> Option<PyResult<Option<PyEvent>>> {
+    let mut stream = stream.try_lock().ok()?;
+    loop {
+        let read = py.detach(|| {
+            let read = stream.blocking_next_timeout(SIGNAL_POLL);
+            // Taking the GIL back during the interpreter's exit would kill this thread.
+            park_if_exiting();
+            read
+        });
+        match read {
+            Ok(event) => return Some(Ok(event.map(PyEvent))),
+            Err(WaitTimedOut) => {
+                if let Err(error) = py.check_signals() {
+                    signal.cancel();
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
 }
 
 /// Consumes the rest of the stream and returns the final message.
@@ -173,13 +205,19 @@ impl PyEventStream {
         let next = match ready_event(py, &self.stream) {
             Some(next) => next?,
             None => {
-                let signal = self.signal.clone();
-                wait(py, next_event(Arc::clone(&self.stream)), move || {
-                    signal.cancel();
-                    Interrupted::Return
-                })?
-                .map(|event| event.into_pyobject(py))
-                .transpose()?
+                let next = match read_here(py, &self.stream, &self.signal) {
+                    Some(next) => next?,
+                    // Another reader holds the stream (an `async for`): wait for it on the
+                    // runtime.
+                    None => {
+                        let signal = self.signal.clone();
+                        wait(py, next_event(Arc::clone(&self.stream)), move || {
+                            signal.cancel();
+                            Interrupted::Return
+                        })?
+                    }
+                };
+                next.map(|event| event.into_pyobject(py)).transpose()?
             }
         };
         next.ok_or_else(|| PyStopIteration::new_err(()))

@@ -11,10 +11,11 @@
 //!   buffering without limit.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::task::{Context as TaskContext, Poll};
-use std::time::Instant;
+use std::task::{Context as TaskContext, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use futures::Stream;
 use serde_json::Value;
@@ -22,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use super::accumulator::{MessageAccumulator, object_or_empty};
+use super::blocking;
 use super::error::{ErrorKind, ProviderError};
 use super::event::AssistantMessageEvent;
 use super::event_queue::{self, Receiver, Sender};
@@ -73,9 +75,18 @@ enum Ended {
 
 /// The caller's end: a `futures::Stream` of events plus [`result`](Self::result). Dropping it
 /// cancels the request.
+///
+/// The built-in HTTP providers' requests run in the stream itself: whoever reads the stream
+/// (a task awaiting it, or a thread in [`blocking_next`](Self::blocking_next)) sends the
+/// request and parses the answer as it reads, with no runtime task between the socket and
+/// the reader. The request is sent when the stream is made, as far as it goes without
+/// waiting (a connection to a local server is usually open by then); the rest happens while
+/// the stream is read. A stream nobody reads does nothing, and dropping it ends its request.
 #[derive(Debug)]
 pub struct AssistantMessageEventStream {
     rx: Option<Receiver>,
+    /// The provider's task, while the stream's reader drives it (see [`Self::driving`]).
+    task: Option<DrivenTask>,
     partial: PartialMessage,
     /// Set once the terminal event has been yielded.
     finished: bool,
@@ -94,6 +105,7 @@ pub fn channel(
     let header = empty_message(model);
     let stream = AssistantMessageEventStream {
         rx: Some(rx),
+        task: None,
         partial: PartialMessage(Arc::new(Mutex::new(MessageAccumulator::new(
             header.clone(),
         )))),
@@ -115,6 +127,37 @@ pub fn channel(
         caller_span: tracing::Span::current(),
     };
     (writer, stream)
+}
+
+/// No event arrived within the wait of
+/// [`blocking_next_timeout`](AssistantMessageEventStream::blocking_next_timeout); the stream is
+/// as it was, and a later read gets the next event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("no event arrived within the wait")]
+pub struct WaitTimedOut;
+
+/// A provider's task that the stream's reader polls (see [`AssistantMessageEventStream`]).
+struct DrivenTask {
+    /// The runtime the stream was made on: each poll enters it, so that the task's sockets and
+    /// timers are that runtime's, whichever thread reads.
+    runtime: tokio::runtime::Handle,
+    future: sync_wrapper::SyncWrapper<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl std::fmt::Debug for DrivenTask {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DrivenTask")
+    }
+}
+
+impl DrivenTask {
+    fn poll(&mut self, waker: &Waker) -> Poll<()> {
+        let _runtime = self.runtime.enter();
+        self.future
+            .get_mut()
+            .as_mut()
+            .poll(&mut TaskContext::from_waker(waker))
+    }
 }
 
 /// The empty assistant message a response from `model` starts as.
@@ -155,6 +198,56 @@ impl AssistantMessageEventStream {
             rx: Some(rx),
             ..stream
         }
+    }
+
+    /// Has this stream's reader drive `task`, the provider's task writing it (call within a
+    /// runtime, on a stream made by [`channel`] whose writer `task` owns). `task` is polled
+    /// once here, so that the request leaves at once; see the type's documentation.
+    pub(crate) fn driving(mut self, task: impl Future<Output = ()> + Send + 'static) -> Self {
+        let mut task = DrivenTask {
+            runtime: tokio::runtime::Handle::current(),
+            future: sync_wrapper::SyncWrapper::new(Box::pin(task)),
+        };
+        // Nobody is woken by this poll: a socket that would wait names itself to the (absent)
+        // reading thread instead of registering with the runtime; the first read registers it
+        // where that reader waits.
+        if blocking::start(|| task.poll(Waker::noop())).is_pending() {
+            self.task = Some(task);
+        }
+        self
+    }
+
+    /// The next event, waiting for it on the calling thread; `None` after the last one. For
+    /// threads that do not run async code (a worker thread of your own, a C or Python caller):
+    /// like [`futures::StreamExt::next`] under a `block_on`, but where the stream's request is
+    /// the library's own HTTP/1.1 client's (`http://` URLs), the thread waits for the socket
+    /// itself, so each frame reaches it with one wake-up instead of going through a runtime
+    /// worker. Timers, aborts and other connections still wake it through the runtime the
+    /// stream was made on, which must keep running (it does unless it is a current-thread
+    /// runtime that nobody drives).
+    ///
+    /// Do not call it from async code: it blocks the thread it runs on.
+    pub fn blocking_next(&mut self) -> Option<AssistantMessageEvent> {
+        blocking::poll_until(None, |waker| match self.poll_with(Some(waker)) {
+            Poll::Ready(event) => Some(event),
+            Poll::Pending => None,
+        })
+        .flatten()
+    }
+
+    /// [`blocking_next`](Self::blocking_next), waiting at most `timeout`: `Err(WaitTimedOut)`
+    /// when no event arrived by then (nothing is lost: the next call gets it). For callers
+    /// that must look up now and then (Python checks for Ctrl-C).
+    pub fn blocking_next_timeout(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<AssistantMessageEvent>, WaitTimedOut> {
+        let deadline = Instant::now().checked_add(timeout);
+        blocking::poll_until(deadline, |waker| match self.poll_with(Some(waker)) {
+            Poll::Ready(event) => Some(event),
+            Poll::Pending => None,
+        })
+        .ok_or(WaitTimedOut)
     }
 
     /// A handle on the message as it builds up (see [`PartialMessage`]).
@@ -224,10 +317,7 @@ impl AssistantMessageEventStream {
         self.poll_with(None)
     }
 
-    fn poll_with(
-        &mut self,
-        waker: Option<&std::task::Waker>,
-    ) -> Poll<Option<AssistantMessageEvent>> {
+    fn poll_with(&mut self, waker: Option<&Waker>) -> Poll<Option<AssistantMessageEvent>> {
         let this = self;
         loop {
             if let Some(event) = this.pending.pop_front() {
@@ -239,9 +329,26 @@ impl AssistantMessageEventStream {
             let Some(rx) = this.rx.as_mut() else {
                 return Poll::Ready(None);
             };
-            let received = match waker {
-                Some(waker) => rx.poll_recv(&mut TaskContext::from_waker(waker)),
-                None => rx.poll_recv_ready(),
+            let received = match (waker, this.task.as_mut()) {
+                (None, _) => rx.poll_recv_ready(),
+                (Some(waker), None) => rx.poll_recv(&mut TaskContext::from_waker(waker)),
+                // The task is polled only when its queue is empty, and then the queue needs no
+                // waker: only the task pushes to it, and the task's own wake-ups (its socket,
+                // timers, abort) are registered with `waker` by this poll.
+                (Some(waker), Some(task)) => match rx.poll_recv_ready() {
+                    Poll::Pending => {
+                        if task.poll(waker).is_ready() {
+                            // Its writer is gone with it: the queue ends after its events.
+                            this.task = None;
+                            continue;
+                        }
+                        match rx.poll_recv_ready() {
+                            Poll::Pending => return Poll::Pending,
+                            ready => ready,
+                        }
+                    }
+                    ready => ready,
+                },
             };
             match received {
                 Poll::Pending => return Poll::Pending,

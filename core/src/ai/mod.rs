@@ -7,6 +7,7 @@
 
 pub(crate) mod accumulator;
 pub(crate) mod api_provider;
+pub(crate) mod blocking;
 pub(crate) mod catalog;
 pub(crate) mod env_keys;
 pub(crate) mod error;
@@ -47,8 +48,8 @@ pub use error::{MessageError, ProviderError};
 pub use error_kind::{ErrorKind, RunLimit};
 pub use event::AssistantMessageEvent;
 pub use event_stream::{
-    AssistantMessageEventStream, PartialMessage, STREAM_ENDED_EARLY, StreamWriter, channel,
-    empty_message,
+    AssistantMessageEventStream, PartialMessage, STREAM_ENDED_EARLY, StreamWriter, WaitTimedOut,
+    channel, empty_message,
 };
 pub use model::{InputModality, Model, ModelCost, models_are_equal};
 pub use oauth::{

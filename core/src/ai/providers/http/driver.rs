@@ -163,8 +163,8 @@ pub(crate) fn start<W: Wire>(
     match prepare() {
         Ok(prepared) => {
             let (writer, stream) = channel(model, options.signal.clone());
-            tokio::spawn(task(writer, model.clone(), prepared));
-            stream
+            // Driven by the stream's reader (see `AssistantMessageEventStream`), not spawned.
+            stream.driving(task(writer, model.clone(), prepared))
         }
         Err(error) => {
             let reason = if options.is_aborted() {

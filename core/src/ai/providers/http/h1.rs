@@ -16,6 +16,7 @@
 //! either way; the response is a `reqwest::Response` like any other.
 
 mod body;
+mod conn;
 mod head;
 mod pool;
 
@@ -25,10 +26,9 @@ use std::sync::OnceLock;
 
 use bytes::BytesMut;
 use reqwest::ResponseBuilderExt as _;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 
 use self::body::{Body, INITIAL_READ_BYTES};
+use self::conn::Conn;
 use self::head::{Head, MAX_HEAD_BYTES, encode_request, has_token, parse_response};
 use self::pool::{Origin, pool};
 use super::CONNECT_TIMEOUT;
@@ -74,7 +74,7 @@ pub(super) async fn execute(request: reqwest::Request) -> Result<reqwest::Respon
     let closes = has_token(request.headers(), &reqwest::header::CONNECTION, "close");
     loop {
         let (mut socket, reused, sent) = match pool().take(&origin) {
-            Some(socket) => (socket, true, 0),
+            Some(socket) => (Conn::new(socket), true, 0),
             None => {
                 let (socket, sent) = connect(&request, &origin, &wire).await?;
                 (socket, false, sent)
@@ -123,7 +123,7 @@ enum Exchange {
 /// Writes the request (what of it [`connect`] did not send already) and reads the response
 /// head (interim `1xx` heads skipped); `buffer` keeps the body bytes read with it.
 async fn exchange(
-    socket: &mut TcpStream,
+    socket: &mut Conn,
     wire: &[u8],
     buffer: &mut BytesMut,
     method: &reqwest::Method,
@@ -180,16 +180,16 @@ async fn exchange(
 /// and how much of `wire` (the request) it has sent already.
 ///
 /// The request is written right after the non-blocking `connect`, before the socket is
-/// registered with the runtime: a connection to a local server is usually established by
-/// then, and the request leaves without a wait for writability (an `epoll` round trip, often
-/// on another thread), the `SO_ERROR` check after it, or the connect timer's registration
-/// (the timeout below arms its timer only when the connection is still pending). A socket
-/// still connecting takes nothing (`EAGAIN`) and is waited for as before.
+/// registered with any runtime (see [`Conn`]): a connection to a local server is usually
+/// established by then, and the request leaves without a wait for writability (an `epoll`
+/// round trip, often on another thread), the `SO_ERROR` check after it, or the connect timer's
+/// registration (the timeout below arms its timer only when the connection is still pending).
+/// A socket still connecting takes nothing (`EAGAIN`) and is waited for as before.
 async fn connect(
     request: &reqwest::Request,
     origin: &Origin,
     wire: &[u8],
-) -> Result<(TcpStream, usize), ProviderError> {
+) -> Result<(Conn, usize), ProviderError> {
     let failed = |error: &dyn std::fmt::Display| {
         format!(
             "{}: {error}",
@@ -225,7 +225,7 @@ async fn connect(
 
 /// Connects to `address` and sends what of `wire` the socket takes at once; the connection is
 /// established (or the error is the connection's) when this returns.
-async fn connect_and_send(address: SocketAddr, wire: &[u8]) -> io::Result<(TcpStream, usize)> {
+async fn connect_and_send(address: SocketAddr, wire: &[u8]) -> io::Result<(Conn, usize)> {
     let socket = nonblocking_socket(address)?;
     socket.set_tcp_nodelay(true)?;
     match socket.connect(&address.into()) {
@@ -248,7 +248,7 @@ async fn connect_and_send(address: SocketAddr, wire: &[u8]) -> io::Result<(TcpSt
         }
         Err(error) => return Err(error),
     };
-    let socket = TcpStream::from_std(socket)?;
+    let mut socket = Conn::new(socket);
     if sent < wire.len() {
         // What tokio's own `connect` waits for: writable, then the connection's error if any.
         socket.writable().await?;

@@ -10,9 +10,8 @@ use std::task::{Context, Poll, ready};
 
 use bytes::{Buf, Bytes, BytesMut};
 use http_body::Frame;
-use tokio::net::TcpStream;
-use tokio_util::io::poll_read_buf;
 
+use super::conn::Conn;
 use super::head::{Framing, invalid};
 use super::pool::{Origin, pool};
 
@@ -169,7 +168,7 @@ impl Decoder {
 /// One response's body, read from its connection.
 pub(super) struct Body {
     /// The connection; `None` once the body ended or failed.
-    io: Option<TcpStream>,
+    io: Option<Conn>,
     buffer: BytesMut,
     decoder: Decoder,
     /// Whether the connection goes back to the pool at the body's end.
@@ -182,7 +181,7 @@ pub(super) struct Body {
 impl Body {
     /// The body that follows a head: `buffer` holds the bytes already read after it.
     pub(super) fn new(
-        io: TcpStream,
+        io: Conn,
         buffer: BytesMut,
         framing: Framing,
         reusable: bool,
@@ -226,7 +225,7 @@ impl Body {
     /// follows at once: what has already arrived is read, without waiting and at most
     /// [`MAX_SETTLE_BYTES`], and if the body ends there the connection is kept. Otherwise (an
     /// aborted stream) it closes now, which tells the server to stop.
-    fn settle(&mut self, io: TcpStream) {
+    fn settle(&mut self, io: Conn) {
         let Ok(mut socket) = io.into_std() else {
             return;
         };
@@ -299,11 +298,7 @@ impl http_body::Body for Body {
                 this.buffer.reserve(this.read_bytes);
             }
             let room = this.buffer.capacity() - this.buffer.len();
-            // `poll_read`, not `poll_read_ready` and `try_read_buf`: a read that leaves room in
-            // the buffer has drained the socket, and tokio then clears its readiness, so the
-            // next poll waits without a read that would only say `EAGAIN` (one system call
-            // fewer per frame of a paced stream).
-            let read = ready!(poll_read_buf(Pin::new(io), cx, &mut this.buffer));
+            let read = ready!(io.poll_read_buf(cx, &mut this.buffer));
             match read {
                 Ok(0) => match this.decoder.closed() {
                     Ok(()) => {

@@ -1,7 +1,7 @@
 //! Idle keep-alive connections of the HTTP/1.1 client, per origin.
 //!
 //! A connection waits here as a plain `std` socket, registered with no runtime: the next
-//! request registers it with its own. So a connection opened on one runtime (a test's, a
+//! request registers it with its own if it waits through one (see `conn`). So a connection opened on one runtime (a test's, a
 //! binding's worker) is never driven by a runtime that is gone or not running, which a pooled
 //! `tokio` socket would be. Before reuse, a non-blocking peek checks that the server has not
 //! closed it meanwhile (servers close idle connections after a few seconds).
@@ -10,8 +10,6 @@ use std::collections::HashMap;
 use std::net::TcpStream as StdTcpStream;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
-
-use tokio::net::TcpStream;
 
 use crate::ai::providers::http::{FORK_GENERATIONS, GENERATION, MAX_IDLE_PER_HOST, POOL_IDLE};
 
@@ -54,9 +52,9 @@ pub(crate) fn used(generation: usize) -> bool {
 }
 
 impl Pool {
-    /// An idle connection to `origin` the server still holds open, registered with the
-    /// current runtime.
-    pub(crate) fn take(&self, origin: &Origin) -> Option<TcpStream> {
+    /// An idle connection to `origin` the server still holds open (registered with no
+    /// runtime: see `conn`).
+    pub(crate) fn take(&self, origin: &Origin) -> Option<StdTcpStream> {
         loop {
             let Idle { socket, since } = {
                 let mut idle = lock(&self.idle);
@@ -67,10 +65,7 @@ impl Pool {
                 }
                 last?
             };
-            if since.elapsed() < self.idle_timeout
-                && is_open(&socket)
-                && let Ok(socket) = TcpStream::from_std(socket)
-            {
+            if since.elapsed() < self.idle_timeout && is_open(&socket) {
                 return Some(socket);
             }
         }
