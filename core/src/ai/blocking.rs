@@ -8,8 +8,9 @@
 //! socket (the library's HTTP/1.1 client, see `providers/http/h1`), the reader waits for that
 //! socket with `poll(2)` on its own thread, as a program reading a socket does: the kernel
 //! wakes the thread that parses the frame. Everything else the task may wait for (a timer, an
-//! abort, a connection of reqwest's) wakes the reader through its [`Parker`], a socket pair
-//! the same `poll(2)` watches.
+//! abort, a connection of reqwest's) wakes the reader through its [`Parker`], whose
+//! [`Doorbell`] (an eventfd on Linux: one descriptor per reading thread) the same `poll(2)`
+//! watches.
 //!
 //! While the reader polls, [`is_reading_thread`] is true on its thread, and a socket that would
 //! block names itself with [`wait_for`] instead of registering with the runtime (the runtime
@@ -129,20 +130,16 @@ pub(crate) fn poll_until<T>(
 }
 
 /// A reading thread's wake-up: its waker sets a flag and, while the thread sleeps in `poll(2)`,
-/// writes a byte to a socket pair the thread watches. One per thread, made on first use.
+/// rings a [`Doorbell`] the thread watches. One per thread, made on first use.
 struct Parker {
     /// Woken since the last poll of the task.
     notified: AtomicBool,
-    /// The thread is (about to be) asleep: a wake must write (or unpark).
+    /// The thread is (about to be) asleep: a wake must ring (or unpark).
     sleeping: AtomicBool,
-    /// The pair's writing and watched halves, both non-blocking.
     #[cfg(unix)]
-    pair: Option<(
-        std::os::unix::net::UnixStream,
-        std::os::unix::net::UnixStream,
-    )>,
-    /// Without a pair (no descriptor left, or not Unix), the thread parks, a waker unparks it,
-    /// and the task's sockets wait through the runtime.
+    doorbell: Option<Doorbell>,
+    /// Without a doorbell (no descriptor left, or not Unix), the thread parks, a waker unparks
+    /// it, and the task's sockets wait through the runtime.
     thread: Option<std::thread::Thread>,
 }
 
@@ -157,20 +154,14 @@ impl Parker {
 
     #[cfg(unix)]
     fn new() -> Self {
-        let pair = std::os::unix::net::UnixStream::pair()
-            .and_then(|(signal, watched)| {
-                signal.set_nonblocking(true)?;
-                watched.set_nonblocking(true)?;
-                Ok((signal, watched))
-            })
-            .ok();
+        let doorbell = Doorbell::new().ok();
         Self {
             notified: AtomicBool::new(false),
             sleeping: AtomicBool::new(false),
             // The thread's handle only where it is used: taking it allocates (and valgrind
             // counts a handle kept in a thread-local as possibly lost).
-            thread: pair.is_none().then(std::thread::current),
-            pair,
+            thread: doorbell.is_none().then(std::thread::current),
+            doorbell,
         }
     }
 
@@ -186,7 +177,7 @@ impl Parker {
     /// Whether this thread waits for the task's sockets itself.
     fn watches_sockets(&self) -> bool {
         #[cfg(unix)]
-        return self.pair.is_some();
+        return self.doorbell.is_some();
         #[cfg(not(unix))]
         return false;
     }
@@ -206,8 +197,8 @@ impl Parker {
 
     fn sleep(&self, wait: Option<Wait>, timeout: Option<Duration>) -> Option<Wait> {
         #[cfg(unix)]
-        if let Some((_, watched)) = &self.pair {
-            return poll_fds(watched, wait, timeout).then_some(wait).flatten();
+        if let Some(doorbell) = &self.doorbell {
+            return poll_fds(doorbell, wait, timeout).then_some(wait).flatten();
         }
         let _ = wait;
         match timeout {
@@ -218,21 +209,16 @@ impl Parker {
     }
 }
 
-/// `poll(2)` on the parker's watched half and the task's socket, then empties the former;
-/// whether the task's socket is ready.
+/// `poll(2)` on the doorbell and the task's socket, then silences the former; whether the
+/// task's socket is ready.
 #[cfg(unix)]
-fn poll_fds(
-    watched: &std::os::unix::net::UnixStream,
-    wait: Option<Wait>,
-    timeout: Option<Duration>,
-) -> bool {
-    use std::os::fd::AsRawFd as _;
+fn poll_fds(doorbell: &Doorbell, wait: Option<Wait>, timeout: Option<Duration>) -> bool {
     let entry = |fd, events| libc::pollfd {
         fd,
         events,
         revents: 0,
     };
-    let mut fds = [entry(watched.as_raw_fd(), libc::POLLIN), entry(-1, 0)];
+    let mut fds = [entry(doorbell.fd(), libc::POLLIN), entry(-1, 0)];
     if let Some((fd, interest)) = wait {
         let events = match interest {
             Interest::Read => libc::POLLIN,
@@ -248,11 +234,85 @@ fn poll_fds(
     // outlives the call.
     let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, timeout_ms) };
     if ready > 0 && fds[0].revents != 0 {
-        // Emptied, so that the next wait sleeps; the flag, not the bytes, says "woken".
-        let mut bytes = [0u8; 64];
-        while matches!(std::io::Read::read(&mut &*watched, &mut bytes), Ok(n) if n > 0) {}
+        // Silenced, so that the next wait sleeps; the flag, not the doorbell, says "woken".
+        doorbell.silence();
     }
     ready > 0 && fds[1].revents != 0
+}
+
+/// A descriptor `poll(2)` sees as readable once rung: an eventfd on Linux (one descriptor per
+/// reading thread), a socket pair elsewhere. Non-blocking both ways.
+#[cfg(unix)]
+struct Doorbell {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    event: std::os::fd::OwnedFd,
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    pair: (
+        std::os::unix::net::UnixStream,
+        std::os::unix::net::UnixStream,
+    ),
+}
+
+#[cfg(unix)]
+impl Doorbell {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    fn new() -> std::io::Result<Self> {
+        use std::os::fd::FromRawFd as _;
+        // SAFETY: plain system call; the descriptor it returns is ours alone.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor, owned by nothing else.
+        let event = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        Ok(Self { event })
+    }
+
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    fn new() -> std::io::Result<Self> {
+        let (signal, watched) = std::os::unix::net::UnixStream::pair()?;
+        signal.set_nonblocking(true)?;
+        watched.set_nonblocking(true)?;
+        Ok(Self {
+            pair: (signal, watched),
+        })
+    }
+
+    /// The descriptor to watch.
+    fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd as _;
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        return self.event.as_raw_fd();
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        return self.pair.1.as_raw_fd();
+    }
+
+    /// Makes the descriptor readable (a full counter or buffer is readable already).
+    fn ring(&self) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let one = 1u64.to_ne_bytes();
+            // SAFETY: writes 8 bytes from a live buffer to our own descriptor.
+            let _ = unsafe { libc::write(self.fd(), one.as_ptr().cast(), one.len()) };
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        let _ = std::io::Write::write(&mut &self.pair.0, &[1]);
+    }
+
+    /// Makes it unreadable again.
+    fn silence(&self) {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            let mut count = [0u8; 8];
+            // SAFETY: reads at most 8 bytes into a live buffer from our own descriptor.
+            let _ = unsafe { libc::read(self.fd(), count.as_mut_ptr().cast(), count.len()) };
+        }
+        #[cfg(not(any(target_os = "linux", target_os = "android")))]
+        {
+            let mut bytes = [0u8; 64];
+            while matches!(std::io::Read::read(&mut &self.pair.1, &mut bytes), Ok(n) if n > 0) {}
+        }
+    }
 }
 
 impl Wake for Parker {
@@ -266,10 +326,8 @@ impl Wake for Parker {
             return;
         }
         #[cfg(unix)]
-        if let Some((signal, _)) = &self.pair {
-            // Non-blocking: a full buffer wakes the thread already.
-            let _ = std::io::Write::write(&mut &*signal, &[1]);
-            return;
+        if let Some(doorbell) = &self.doorbell {
+            return doorbell.ring();
         }
         if let Some(thread) = &self.thread {
             thread.unpark();
