@@ -225,3 +225,34 @@ fn a_stream_dropped_by_its_thread_closes_its_connection() {
     assert_eq!(next.final_message().unwrap().text(), "fresh");
     assert_eq!(server.connections(), 2);
 }
+
+/// A stream nobody reads makes no progress of its own; moved into the background with
+/// `drive_in_background`, it does (its events wait in its queue), and looking at it with
+/// `poll_next_ready` (which drives nothing) finds the whole answer.
+#[test]
+fn a_stream_in_the_background_progresses_unread() {
+    let runtime = runtime();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push_all([reply::text("arrived alone"), reply::text("arrived alone")]);
+    let model = model(&server);
+    let mut idle = open(&runtime, &model, &options());
+    let mut background = open(&runtime, &model, &options());
+    background.drive_in_background();
+    let mut events = Vec::new();
+    loop {
+        match background.poll_next_ready() {
+            std::task::Poll::Ready(Some(event)) => events.push(event),
+            std::task::Poll::Ready(None) => break,
+            std::task::Poll::Pending => std::thread::sleep(Duration::from_millis(2)),
+        }
+    }
+    assert_eq!(kinds(&events).last(), Some(&"done"));
+    assert_eq!(background.final_message().unwrap().text(), "arrived alone");
+    // The unread one has parsed nothing (its request left when it was made, as far as it
+    // could without waiting).
+    assert!(idle.poll_next_ready().is_pending());
+    // Read, it completes.
+    let rest = read_all(&mut idle);
+    assert_eq!(kinds(&rest).last(), Some(&"done"));
+    assert_eq!(server.requests().len(), 2);
+}

@@ -232,6 +232,9 @@ impl PyEventStream {
             // Another reader holds the stream: wait for it on the runtime.
             return future_into_py(py, next_or_stop(Arc::clone(&self.stream)));
         };
+        // An event loop may read thousands of streams: their responses are parsed on the
+        // runtime's workers, without the GIL, not on the loop's thread.
+        stream.drive_in_background();
         // An event already there (nearly every event of a stream read as fast as it arrives)
         // is converted where it lies.
         if let Poll::Ready(event) = stream.poll_next_ready() {

@@ -217,6 +217,19 @@ impl AssistantMessageEventStream {
         self
     }
 
+    /// Moves the stream's request into a runtime task of its own, on the runtime the stream was
+    /// made on: from then on it progresses whether or not the stream is read (its events wait
+    /// in the stream's bounded queue), and whoever reads is woken through that queue. For a
+    /// reader that is an event loop of its own reading many streams (Python's `async for`
+    /// uses it), so that the responses are parsed on the runtime's workers, in parallel,
+    /// rather than on the loop's one thread. Does nothing when the request already runs on its
+    /// own or has ended.
+    pub fn drive_in_background(&mut self) {
+        if let Some(task) = self.task.take() {
+            drop(task.runtime.spawn(task.future.into_inner()));
+        }
+    }
+
     /// The next event, waiting for it on the calling thread; `None` after the last one. For
     /// threads that do not run async code (a worker thread of your own, a C or Python caller):
     /// like [`futures::StreamExt::next`] under a `block_on`, but where the stream's request is
