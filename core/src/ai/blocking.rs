@@ -42,6 +42,8 @@ thread_local! {
     static WAIT: Cell<Option<Wait>> = const { Cell::new(None) };
     /// The socket the thread's last wait ended for (it is ready), during the poll after it.
     static READY: Cell<Option<Wait>> = const { Cell::new(None) };
+    /// The earliest deadline the polled task waits for (see [`wake_at`]).
+    static WAKE_AT: Cell<Option<Instant>> = const { Cell::new(None) };
 }
 
 /// Whether the current thread is a reader polling a stream's task: a socket that would block
@@ -56,6 +58,17 @@ pub(crate) fn is_reading_thread() -> bool {
 #[cfg(unix)]
 pub(crate) fn wait_for(fd: std::os::fd::RawFd, interest: Interest) {
     WAIT.with(|wait| wait.set(Some((fd, interest))));
+}
+
+/// The polled task waits for `at` too (a time limit): the reading thread's wait ends then,
+/// and the task is polled again (call only when [`is_reading_thread`]). A runtime timer would
+/// do the same, but arming one from this thread wakes a runtime worker for nothing.
+pub(crate) fn wake_at(at: Instant) {
+    WAKE_AT.with(|wake_at| {
+        if wake_at.get().is_none_or(|earlier| at < earlier) {
+            wake_at.set(Some(at));
+        }
+    });
 }
 
 /// Whether the reading thread's last wait ended because `fd` became ready for `interest`
@@ -87,6 +100,7 @@ fn reading<T>(mark: bool, poll: impl FnOnce() -> T) -> (T, Option<Wait>) {
         return (poll(), None);
     }
     WAIT.with(|wait| wait.set(None));
+    WAKE_AT.with(|wake_at| wake_at.set(None));
     READING.with(|reading| reading.set(true));
     let unmark = Unmark;
     let output = poll();
@@ -117,13 +131,17 @@ pub(crate) fn poll_until<T>(
         if let Some(output) = output {
             return Some(output);
         }
-        let timeout = match deadline {
-            None => None,
-            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return None,
-            },
+        let now = Instant::now();
+        if deadline.is_some_and(|deadline| deadline <= now) {
+            return None;
+        }
+        // The caller's deadline or the task's, whichever comes first; the task's is only a
+        // reason to poll it again.
+        let wake = match (deadline, WAKE_AT.with(Cell::take)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         };
+        let timeout = wake.map(|wake| wake.saturating_duration_since(now));
         let ready = parker.park(wait, timeout);
         READY.with(|cell| cell.set(ready));
     }

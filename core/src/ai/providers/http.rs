@@ -27,6 +27,7 @@
 //! `<redacted>`, whatever the server echoes.
 
 mod body;
+mod deadline;
 mod driver;
 mod h1;
 mod headers;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
+use super::deadline::within;
 use super::idle::{Elapsed, IdleTimer};
 use super::limits::{Limits, TRAILER_TIMEOUT};
 use super::{error_body_message, transport_error, transport_error_message};
@@ -265,8 +266,8 @@ impl<D: FrameDecoder> BodyFrames<D> {
             .as_ref()
             .map_or(END_TIMEOUT, |idle| idle.limit().min(END_TIMEOUT));
         let mut discarded = 0;
-        // `timeout` polls the body first: a body whose end has arrived arms no timer.
-        while let Ok(Some(Ok(bytes))) = tokio::time::timeout(limit, self.body.next()).await {
+        // `within` polls the body first: a body whose end has arrived arms no timer.
+        while let Ok(Some(Ok(bytes))) = within(limit, self.body.next()).await {
             discarded += bytes.len();
             if discarded > MAX_END_BYTES {
                 return;

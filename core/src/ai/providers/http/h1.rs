@@ -32,6 +32,7 @@ use self::conn::Conn;
 use self::head::{Head, MAX_HEAD_BYTES, encode_request, has_token, parse_response};
 use self::pool::{Origin, pool};
 use super::CONNECT_TIMEOUT;
+use super::deadline::within;
 use crate::ai::error::ProviderError;
 
 pub(super) use self::pool::used as pool_used;
@@ -213,7 +214,7 @@ async fn connect(
         }
         Err(last)
     };
-    match tokio::time::timeout(CONNECT_TIMEOUT, attempt).await {
+    match within(CONNECT_TIMEOUT, attempt).await {
         Ok(Ok(connected)) => Ok(connected),
         Ok(Err(error)) => Err(ProviderError::Network(failed(&error))),
         Err(_) => Err(ProviderError::Timeout(failed(&format_args!(

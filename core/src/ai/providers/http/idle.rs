@@ -5,14 +5,17 @@
 //! and now and then a wake-up of the thread parked on the driver. Here the timer is armed once
 //! and left where it is; each wait only notes when it began. When the timer fires before a
 //! wait's real deadline (the body was busy meanwhile), it is moved to that deadline. So a
-//! frame costs a clock read, and the wheel is touched about once per limit's length.
+//! frame costs a clock read, and the wheel is touched about once per limit's length. On a
+//! thread that reads the stream itself there is no runtime timer at all (see `deadline`).
 
 use std::future::Future;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
+
+use super::deadline::Deadline;
 
 /// The wait for the next chunk took longer than the limit.
 pub(crate) struct Elapsed;
@@ -20,14 +23,17 @@ pub(crate) struct Elapsed;
 /// An idle limit (see the module's doc).
 pub(crate) struct IdleTimer {
     limit: Duration,
-    /// Armed on the first wait that does not finish at once.
-    timer: Option<Pin<Box<Sleep>>>,
+    /// Made on the first wait that does not finish at once, and moved by each wait after it.
+    deadline: Option<Deadline>,
 }
 
 impl IdleTimer {
     /// A limit of `limit` for each wait.
     pub(crate) fn new(limit: Duration) -> Self {
-        Self { limit, timer: None }
+        Self {
+            limit,
+            deadline: None,
+        }
     }
 
     /// Waits from now on get `limit` instead.
@@ -43,30 +49,16 @@ impl IdleTimer {
     /// `next`'s output, or [`Elapsed`] if it took longer than the limit from now.
     pub(crate) async fn wait<F: Future>(&mut self, next: F) -> Result<F::Output, Elapsed> {
         let mut next = pin!(next);
-        let mut deadline = None;
+        let mut started = None;
         std::future::poll_fn(|cx| {
             if let Poll::Ready(output) = next.as_mut().poll(cx) {
                 return Poll::Ready(Ok(output));
             }
             // The clock is read only when the chunk is not there yet.
-            let deadline = *deadline.get_or_insert_with(|| Instant::now() + self.limit);
-            let timer = self
-                .timer
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(deadline)));
-            if timer.deadline() > deadline {
-                // A shorter limit than the timer was armed for (or a first arming).
-                timer.as_mut().reset(deadline);
-            }
-            loop {
-                match timer.as_mut().poll(cx) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(()) if Instant::now() >= deadline => {
-                        return Poll::Ready(Err(Elapsed));
-                    }
-                    // Fired for an earlier wait's deadline: move it to this one's.
-                    Poll::Ready(()) => timer.as_mut().reset(deadline),
-                }
-            }
+            let at = *started.get_or_insert_with(|| Instant::now() + self.limit);
+            let deadline = self.deadline.get_or_insert_with(|| Deadline::new(at));
+            deadline.set(at);
+            deadline.poll_elapsed(cx).map(|()| Err(Elapsed))
         })
         .await
     }
@@ -114,6 +106,6 @@ mod tests {
     async fn a_ready_chunk_reads_no_clock_and_arms_no_timer() {
         let mut idle = IdleTimer::new(Duration::from_millis(100));
         assert!(idle.wait(async { 7 }).await.is_ok_and(|n| n == 7));
-        assert!(idle.timer.is_none());
+        assert!(idle.deadline.is_none());
     }
 }

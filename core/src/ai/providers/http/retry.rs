@@ -8,6 +8,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use super::body::read_error_body;
+use super::deadline::within;
 use super::error_body_message;
 use super::limits::Limits;
 use super::redirect::{self, Failure};
@@ -316,7 +317,7 @@ async fn execute_within(
     limits: &Limits,
 ) -> Result<reqwest::Response, Failure> {
     match limits.request_timeout {
-        Some(timeout) => tokio::time::timeout(timeout, redirect::execute(request))
+        Some(timeout) => within(timeout, redirect::execute(request))
             .await
             .unwrap_or_else(|_| {
                 Err(Failure::Transient(ProviderError::Timeout(format!(
