@@ -151,12 +151,16 @@ impl std::fmt::Debug for DrivenTask {
 }
 
 impl DrivenTask {
+    /// Polls the task on the runtime it was made on. A panic in it ends it (`Ready`), as a
+    /// runtime task's panic would: its writer is dropped with it, and the stream ends with an
+    /// `error` of its own instead of the panic reaching the reader.
     fn poll(&mut self, waker: &Waker) -> Poll<()> {
         let _runtime = self.runtime.enter();
-        self.future
-            .get_mut()
-            .as_mut()
-            .poll(&mut TaskContext::from_waker(waker))
+        let future = self.future.get_mut().as_mut();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            future.poll(&mut TaskContext::from_waker(waker))
+        }))
+        .unwrap_or(Poll::Ready(()))
     }
 }
 
@@ -869,6 +873,26 @@ mod tests {
             kinds.push(event.kind());
         }
         assert_eq!(kinds, ["start", "text_start", "text_delta", "error"]);
+    }
+
+    /// A provider task that panics while its reader drives it ends the stream with an `error`
+    /// of the stream's own; the panic does not reach the reader.
+    #[tokio::test]
+    async fn a_driven_task_that_panics_ends_with_error() {
+        let (mut writer, stream) = channel(&model(), None);
+        let mut stream = stream.driving(async move {
+            writer.start().await;
+            let i = writer.text_start().await;
+            writer.text_delta(i, "partial").await;
+            tokio::task::yield_now().await;
+            panic!("provider bug");
+        });
+        let mut kinds = Vec::new();
+        while let Some(event) = stream.next().await {
+            kinds.push(event.kind());
+        }
+        assert_eq!(kinds, ["start", "text_start", "text_delta", "error"]);
+        assert_eq!(stream.final_message().unwrap().text(), "partial");
     }
 
     #[tokio::test]
