@@ -86,27 +86,37 @@ pub(crate) fn woke_for(fd: std::os::fd::RawFd, interest: Interest) -> bool {
     })
 }
 
+/// What a reader's poll left for its wait: the socket it named and the deadline it set.
+type Left = (Option<Wait>, Option<Instant>);
+
 /// Polls with the current thread marked as a reader (when `mark`); returns what `poll` returned
-/// and the socket it named, if any.
-fn reading<T>(mark: bool, poll: impl FnOnce() -> T) -> (T, Option<Wait>) {
-    /// Unmarks the thread even if `poll` panics.
-    struct Unmark;
-    impl Drop for Unmark {
+/// and what it left for the wait. Nests: a poll inside another (a stream made while a task is
+/// polled) leaves the outer one's marks as they were.
+fn reading<T>(mark: bool, poll: impl FnOnce() -> T) -> (T, Left) {
+    /// Puts the outer poll's marks back, even if `poll` panics.
+    struct Restore {
+        reading: bool,
+        left: Left,
+    }
+    impl Drop for Restore {
         fn drop(&mut self) {
-            READING.with(|reading| reading.set(false));
+            READING.with(|reading| reading.set(self.reading));
+            WAIT.with(|wait| wait.set(self.left.0));
+            WAKE_AT.with(|wake_at| wake_at.set(self.left.1));
         }
     }
     if !mark {
-        return (poll(), None);
+        return (poll(), (None, None));
     }
-    WAIT.with(|wait| wait.set(None));
-    WAKE_AT.with(|wake_at| wake_at.set(None));
-    READING.with(|reading| reading.set(true));
-    let unmark = Unmark;
+    let restore = Restore {
+        reading: READING.with(|reading| reading.replace(true)),
+        left: (WAIT.with(Cell::take), WAKE_AT.with(Cell::take)),
+    };
     let output = poll();
-    drop(unmark);
+    let left = (WAIT.with(Cell::take), WAKE_AT.with(Cell::take));
+    drop(restore);
     READY.with(|ready| ready.set(None));
-    (output, WAIT.with(Cell::take))
+    (output, left)
 }
 
 /// Polls a task once for a reader that is not there yet (a stream's first poll, as it is made):
@@ -127,7 +137,7 @@ pub(crate) fn poll_until<T>(
     let waker = Waker::from(Arc::clone(&parker));
     loop {
         parker.notified.store(false, Ordering::SeqCst);
-        let (output, wait) = reading(parker.watches_sockets(), || poll(&waker));
+        let (output, (wait, wake_at)) = reading(parker.watches_sockets(), || poll(&waker));
         if let Some(output) = output {
             return Some(output);
         }
@@ -137,7 +147,7 @@ pub(crate) fn poll_until<T>(
         }
         // The caller's deadline or the task's, whichever comes first; the task's is only a
         // reason to poll it again.
-        let wake = match (deadline, WAKE_AT.with(Cell::take)) {
+        let wake = match (deadline, wake_at) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
@@ -385,6 +395,35 @@ mod tests {
         assert_eq!(output, Some(3));
         drop(send);
         waker_thread.join().unwrap();
+    }
+
+    /// A task that makes a stream while it is polled (its first poll happens inside) keeps
+    /// the socket it named before: the outer wait still watches it.
+    #[cfg(unix)]
+    #[test]
+    fn a_poll_inside_a_poll_keeps_the_outer_wait() {
+        use std::io::Write as _;
+        use std::os::fd::AsRawFd as _;
+        let (mut writer, reader) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut polls = 0;
+        // Were the outer socket forgotten, only the deadline would end the wait: `None`.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let output = poll_until(Some(deadline), |_| {
+            polls += 1;
+            if polls == 2 {
+                return Some(polls);
+            }
+            wait_for(reader.as_raw_fd(), Interest::Read);
+            start(|| {
+                assert!(is_reading_thread());
+                wait_for(0, Interest::Write);
+            });
+            assert!(is_reading_thread(), "still the outer poll");
+            writer.write_all(b"x").unwrap();
+            None
+        });
+        assert_eq!(output, Some(2));
+        assert!(!is_reading_thread());
     }
 
     #[test]
