@@ -329,7 +329,9 @@ impl AssistantMessageEventStream {
     /// The next event if it is already there: `Ready(Some(event))`, `Ready(None)` after the
     /// last one, `Pending` when none has arrived yet. Unlike polling the stream (e.g.
     /// `stream.next().now_or_never()`), it registers no waker, so a task waiting on the stream
-    /// stays the one woken. For readers that check between other work.
+    /// stays the one woken, and it does not drive the request: an event parsed by an earlier
+    /// read (or by the request's own task, after [`drive_in_background`](Self::drive_in_background))
+    /// is there, nothing else. For readers that check between other work.
     pub fn poll_next_ready(&mut self) -> Poll<Option<AssistantMessageEvent>> {
         self.poll_with(None)
     }
