@@ -66,7 +66,8 @@ pub fn stream_proxy(
     let url = format!("{}/api/stream", proxy.proxy_url.trim_end_matches('/'));
     let token = proxy.auth_token.clone();
     let options = options.clone();
-    stream.driving(writer.drive(async move |writer| run(writer, url, token, body, &options).await))
+    stream
+        .driving(|| writer.drive(async move |writer| run(writer, url, token, body, &options).await))
 }
 
 async fn run(

@@ -204,13 +204,17 @@ impl AssistantMessageEventStream {
         }
     }
 
-    /// Has this stream's reader drive `task`, the provider's task writing it (call within a
-    /// runtime, on a stream made by [`channel`] whose writer `task` owns). `task` is polled
-    /// once here, so that the request leaves at once; see the type's documentation.
-    pub(crate) fn driving(mut self, task: impl Future<Output = ()> + Send + 'static) -> Self {
+    /// Has this stream's reader drive the task `make` builds, the provider's task writing it
+    /// (call within a runtime, on a stream made by [`channel`] whose writer the task owns). The
+    /// task is polled once here, so that the request leaves at once; see the type's
+    /// documentation.
+    pub(crate) fn driving<F>(mut self, make: impl FnOnce() -> F) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
         let mut task = DrivenTask {
             runtime: tokio::runtime::Handle::current(),
-            future: sync_wrapper::SyncWrapper::new(Box::pin(task)),
+            future: sync_wrapper::SyncWrapper::new(super::stack::boxed(make)),
         };
         // Nobody is woken by this poll: a socket that would wait names itself to the (absent)
         // reading thread instead of registering with the runtime; the first read registers it
@@ -882,7 +886,7 @@ mod tests {
     #[tokio::test]
     async fn a_driven_task_that_panics_ends_with_error() {
         let (mut writer, stream) = channel(&model(), None);
-        let mut stream = stream.driving(async move {
+        let mut stream = stream.driving(|| async move {
             writer.start().await;
             let i = writer.text_start().await;
             writer.text_delta(i, "partial").await;

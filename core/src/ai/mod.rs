@@ -29,6 +29,7 @@ pub(crate) mod shared_string;
 pub(crate) mod short_hash;
 pub(crate) mod simple_options;
 pub mod sse;
+pub(crate) mod stack;
 pub mod strict_json;
 pub(crate) mod structured;
 pub(crate) mod thinking;

@@ -15,6 +15,7 @@ use crate::ai::error::ProviderError;
 use crate::ai::event_stream::{AssistantMessageEventStream, StreamWriter, channel};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
+use crate::ai::stack::boxed;
 use crate::ai::types::StopReason;
 
 /// One provider request, resolved before its task starts: where it goes, what it carries
@@ -164,7 +165,7 @@ pub(crate) fn start<W: Wire>(
         Ok(prepared) => {
             let (writer, stream) = channel(model, options.signal.clone());
             // Driven by the stream's reader (see `AssistantMessageEventStream`), not spawned.
-            stream.driving(task(writer, model.clone(), prepared))
+            stream.driving(|| task(writer, model.clone(), prepared))
         }
         Err(error) => {
             let reason = if options.is_aborted() {
@@ -245,7 +246,7 @@ async fn run<W: Wire>(
 ) -> Result<(), ProviderError> {
     // The request phase (the prepared request, retries, the client's futures) is freed once
     // the response head has arrived.
-    let Some((response, wire, options)) = Box::pin(send(writer, model, request)).await? else {
+    let Some((response, wire, options)) = boxed(|| send(writer, model, request)).await? else {
         return Ok(());
     };
     if W::START_ON_RESPONSE {
@@ -257,7 +258,8 @@ async fn run<W: Wire>(
         response,
         options,
     };
-    wire.read(reply).await
+    // Boxed as the request phase is (see `ai::stack`): the body's reading is most polls.
+    boxed(|| wire.read(reply)).await
 }
 
 /// Sends the request (with retries); `None` when the wire answered by other means.

@@ -17,6 +17,7 @@ use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::options::{DEFAULT_MAX_RETRIES, DEFAULT_MAX_RETRY_DELAY_MS, StreamOptions};
 use crate::ai::redact::{Redactor, is_credential_header};
+use crate::ai::stack::boxed;
 use crate::ai::types::now_ms;
 
 /// Whether a status is worth retrying (pi's SDKs retry the same set).
@@ -269,15 +270,17 @@ pub(crate) async fn send_with_policy(
     // Boxed: the request phase (retries, redirects, the HTTP client's own futures) is several
     // KiB of state that is dead once the body streams; inline it would stay in every stream's
     // task for the whole response.
-    let result = Box::pin(attempts(
-        request,
-        options,
-        model,
-        &mut diagnostics,
-        &redactor,
-        format_error,
-        policy,
-    ))
+    let result = boxed(|| {
+        attempts(
+            request,
+            options,
+            model,
+            &mut diagnostics,
+            &redactor,
+            format_error,
+            policy,
+        )
+    })
     .await;
     if !diagnostics.is_empty() {
         writer
@@ -306,7 +309,8 @@ pub(crate) async fn send_once(
     }
     writer.hide_secrets(redactor);
     // Boxed for the reason given in `send_with_policy`.
-    Box::pin(execute_within(request, &Limits::new(options)))
+    let limits = Limits::new(options);
+    boxed(|| execute_within(request, &limits))
         .await
         .map_err(Failure::into_error)
 }

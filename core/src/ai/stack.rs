@@ -1,0 +1,18 @@
+//! Keeping big futures off the stack of every poll.
+//!
+//! A future built where it is awaited (`Box::pin(send(...)).await`, or `make().await` inside
+//! an `async fn`) is constructed on the stack before it moves into its box or its parent's
+//! state, and the function that builds it keeps room for it in its stack frame for every one
+//! of its polls, long after the construction. A stream's request is polled deep down a chain
+//! of such functions, on a reading thread's own stack too (see `ai::blocking`): a few such
+//! frames are tens of KiB of stack touched per reading thread.
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// `Box::pin(make())`, built in a function of its own: the future's size is on the stack once,
+/// here, not in the frame of the function that awaits it.
+#[inline(never)]
+pub(crate) fn boxed<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
+    Box::pin(make())
+}
