@@ -549,8 +549,8 @@ impl StreamWriter {
                 }
             };
             match outcome {
-                Ok(()) => self.done().await,
-                Err(error) => self.fail(error).await,
+                Ok(()) => self.end_done().await,
+                Err(error) => self.end_fail(error).await,
             }
         }
     }
@@ -769,9 +769,15 @@ impl StreamWriter {
     /// or the request was aborted. A failure keeps the `error_kind`, `http_status` and
     /// `retry_after_ms` the provider set on the message (a refusal, say).
     pub async fn done(mut self) {
+        self.end_done().await;
+    }
+
+    /// [`done`](Self::done) through a borrow: [`drive`](Self::drive) ends its stream with it,
+    /// so that its future does not hold a second copy of the writer.
+    async fn end_done(&mut self) {
         self.ready().await;
         if self.is_aborted() {
-            return self.fail(ProviderError::Aborted).await;
+            return self.end_fail(ProviderError::Aborted).await;
         }
         let reason = self.acc.message().stop_reason;
         if reason.is_failure() {
@@ -785,7 +791,7 @@ impl StreamWriter {
                 status: message.http_status,
                 retry_after_ms: message.retry_after_ms,
             };
-            return self.fail(error).await;
+            return self.end_fail(error).await;
         }
         let mut message = std::mem::take(self.acc.message_mut());
         message.timing = Some(self.timing(&message));
@@ -799,6 +805,11 @@ impl StreamWriter {
     /// `error_kind`, `http_status` and `retry_after_ms` come from the error (a plain message
     /// has no kind).
     pub async fn fail(mut self, error: impl Into<ProviderError>) {
+        self.end_fail(error.into()).await;
+    }
+
+    /// [`fail`](Self::fail) through a borrow (see [`end_done`](Self::end_done)).
+    async fn end_fail(&mut self, error: ProviderError) {
         self.ready().await;
         let reason = if self.is_aborted() {
             StopReason::Aborted
@@ -807,7 +818,7 @@ impl StreamWriter {
         };
         let mut message = self.acc.snapshot();
         message.stop_reason = reason;
-        set_error(&mut message, &error.into(), reason, &self.redactor);
+        set_error(&mut message, &error, reason, &self.redactor);
         message.timing = Some(self.timing(&message));
         crate::observability::record_response(&self.span, &message);
         self.push_raw(AssistantMessageEvent::Error {

@@ -378,6 +378,24 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 1);
     }
 
+    /// A head several times the first read buffer's size (cookies, rate-limit headers) takes
+    /// more reads, and a body larger than the buffer comes whole.
+    #[tokio::test]
+    async fn a_head_and_a_body_larger_than_the_read_buffer_come_whole() {
+        let cookie = "c".repeat(INITIAL_READ_BYTES);
+        let body = "b".repeat(3 * INITIAL_READ_BYTES);
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\nset-cookie: {cookie}\r\nset-cookie: {cookie}\r\n\
+             content-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (port, accepted) = serve(vec![Some(answer.leak()), Some(CHUNKED)]).await;
+        assert_eq!(post(port).await.unwrap(), (200, body));
+        // Read to its end: the connection serves the next request.
+        assert_eq!(post(port).await.unwrap(), (200, "hello world".into()));
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+    }
+
     #[tokio::test]
     async fn a_connection_the_server_closed_is_replaced() {
         // The first connection answers once, then closes when the second request comes (or

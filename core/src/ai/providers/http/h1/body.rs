@@ -15,9 +15,11 @@ use super::conn::Conn;
 use super::head::{Framing, invalid};
 use super::pool::{Origin, pool};
 
-/// The read buffer of a fresh connection: enough for a response head and a few events; an
-/// idle stream holds no more.
-pub(super) const INITIAL_READ_BYTES: usize = 4 * 1024;
+/// The read buffer of a fresh connection: enough for most response heads (a larger one takes
+/// one more read) and a few events; an idle stream holds no more. Every open stream holds one,
+/// so it is small: a body that arrives faster than it is read doubles it (up to
+/// [`MAX_READ_BYTES`]).
+pub(super) const INITIAL_READ_BYTES: usize = 2 * 1024;
 
 /// The largest read: a body arriving this fast (a large tool call) is read in such steps.
 const MAX_READ_BYTES: usize = 64 * 1024;
