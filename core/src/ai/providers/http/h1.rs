@@ -61,7 +61,9 @@ fn proxy_in_environment() -> bool {
 /// Sends `request` (one [`serves`]) and reads the response head. A pooled connection the
 /// server closed before answering is replaced by another, or a fresh one: the server read
 /// nothing of the request then.
-pub(super) async fn execute(request: reqwest::Request) -> Result<reqwest::Response, ProviderError> {
+pub(super) async fn execute(
+    request: &reqwest::Request,
+) -> Result<reqwest::Response, ProviderError> {
     let url = request.url();
     let origin = Origin {
         host: url.host_str().unwrap_or_default().into(),
@@ -71,13 +73,13 @@ pub(super) async fn execute(request: reqwest::Request) -> Result<reqwest::Respon
         .body()
         .and_then(reqwest::Body::as_bytes)
         .unwrap_or_default();
-    let wire = encode_request(&request, body);
+    let wire = encode_request(request, body);
     let closes = has_token(request.headers(), &reqwest::header::CONNECTION, "close");
     loop {
         let (mut socket, reused, sent) = match pool().take(&origin) {
             Some(socket) => (Conn::new(socket), true, 0),
             None => {
-                let (socket, sent) = connect(&request, &origin, &wire).await?;
+                let (socket, sent) = connect(request, &origin, &wire).await?;
                 (socket, false, sent)
             }
         };
@@ -354,7 +356,7 @@ mod tests {
             .build()
             .unwrap();
         assert!(serves(&request));
-        let response = execute(request).await?;
+        let response = execute(&request).await?;
         let status = response.status().as_u16();
         let text = response.text().await.map_err(|error| {
             ProviderError::Network(super::super::transport_error_message(&error))
@@ -445,7 +447,7 @@ mod tests {
             .body(body)
             .build()
             .unwrap();
-        let response = execute(request).await.unwrap();
+        let response = execute(&request).await.unwrap();
         assert_eq!(response.text().await.unwrap(), "ok");
     }
 

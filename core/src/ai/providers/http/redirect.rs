@@ -34,31 +34,37 @@ impl Failure {
     }
 }
 
-/// Sends `request`, following up to [`MAX_REDIRECTS`] redirects. A response without a usable
+/// Sends `first`, following up to [`MAX_REDIRECTS`] redirects. A response without a usable
 /// `Location` is returned as it is (its status then reads as an error).
-pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Response, Failure> {
+///
+/// The request is borrowed: the built-in HTTP/1.1 client sends it as it is, and a copy is
+/// made only for a redirect (or for reqwest, which takes its request by value), so that an
+/// attempt does not hold two copies of its headers while it waits for the answer.
+pub(crate) async fn execute(first: &reqwest::Request) -> Result<reqwest::Response, Failure> {
+    // The request of the redirect being followed.
+    let mut redirected: Option<reqwest::Request> = None;
     for _ in 0..=MAX_REDIRECTS {
-        // The body is in memory, so the request can be sent again.
-        let again = request.try_clone();
-        let from = request.url().clone();
-        let response = if h1::serves(&request) {
+        let request = redirected.as_ref().unwrap_or(first);
+        let response = if h1::serves(request) {
             h1::execute(request).await.map_err(Failure::Transient)?
         } else {
             client()
-                .execute(request)
+                .execute(copy(request)?)
                 .await
                 .map_err(|error| Failure::Transient(transport_error(&error)))?
         };
         let status = response.status();
+        let from = request.url();
         let target = response
             .headers()
             .get(LOCATION)
             .and_then(|location| location.to_str().ok())
             .and_then(|location| from.join(location).ok())
             .filter(|target| matches!(target.scheme(), "http" | "https"));
-        let (Some(mut next), Some(target), true) = (again, target, is_redirect(status)) else {
+        let (Some(target), true) = (target, is_redirect(status)) else {
             return Ok(response);
         };
+        let mut next = copy(request)?;
         if target.origin() != from.origin() {
             keep_known_safe(next.headers_mut());
         }
@@ -74,12 +80,22 @@ pub(crate) async fn execute(mut request: reqwest::Request) -> Result<reqwest::Re
             next.headers_mut().remove(CONTENT_LENGTH);
         }
         *next.url_mut() = target;
-        request = next;
+        redirected = Some(next);
     }
     Err(Failure::Final(ProviderError::other(
         format!("Too many redirects: more than {MAX_REDIRECTS} in a row"),
         None,
     )))
+}
+
+/// A copy of `request` to send (its body is in memory: the providers' bodies always are).
+fn copy(request: &reqwest::Request) -> Result<reqwest::Request, Failure> {
+    request.try_clone().ok_or_else(|| {
+        Failure::Final(ProviderError::other(
+            "Could not send the request: its body cannot be sent twice",
+            None,
+        ))
+    })
 }
 
 fn is_redirect(status: StatusCode) -> bool {

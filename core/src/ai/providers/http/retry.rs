@@ -310,14 +310,14 @@ pub(crate) async fn send_once(
     writer.hide_secrets(redactor);
     // Boxed for the reason given in `send_with_policy`.
     let limits = Limits::new(options);
-    boxed(|| execute_within(request, &limits))
+    boxed(|| execute_within(&request, &limits))
         .await
         .map_err(Failure::into_error)
 }
 
 /// One attempt: the request and its redirects, within the request timeout.
 async fn execute_within(
-    request: reqwest::Request,
+    request: &reqwest::Request,
     limits: &Limits,
 ) -> Result<reqwest::Response, Failure> {
     match limits.request_timeout {
@@ -376,14 +376,9 @@ async fn attempts(
         "sending request"
     );
     loop {
-        let Some(this_attempt) = request.try_clone() else {
-            return Err(ProviderError::other(
-                "Could not send the request: its body cannot be sent twice",
-                None,
-            ));
-        };
         let started = std::time::Instant::now();
-        let sent = execute_within(this_attempt, &limits).await;
+        // Borrowed: an attempt copies the request only to follow a redirect.
+        let sent = execute_within(&request, &limits).await;
         match &sent {
             Ok(response) => {
                 tracing::Span::current()
