@@ -4,7 +4,7 @@
 //! Why not reqwest here: over hyper, every open stream holds 25 KiB of fixed per-connection
 //! buffers that cannot be set smaller (a 9 KiB dispatch block, an 8 KiB read buffer, an 8 KiB
 //! write head), and every frame passes from hyper's connection task to the stream's task,
-//! often across threads. Here the stream's own task reads its socket: one 4 KiB read buffer
+//! often across threads. Here the stream's own task reads its socket: one 2 KiB read buffer
 //! that grows only for a fast body, no task in between, and a handful of system calls per
 //! request. The protocol is the same HTTP/1.1 reqwest speaks to an `http://` URL, with the
 //! same default `accept: */*`, connect timeout and idle pool bounds.
