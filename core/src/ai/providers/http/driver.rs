@@ -246,19 +246,25 @@ async fn run<W: Wire>(
 ) -> Result<(), ProviderError> {
     // The request phase (the prepared request, retries, the client's futures) is freed once
     // the response head has arrived.
-    let Some((response, wire, options)) = boxed(|| send(writer, model, request)).await? else {
+    let Some(sent) = boxed(|| send(writer, model, request)).await? else {
         return Ok(());
     };
-    let reply = Reply {
-        writer,
-        model,
-        response,
-        options,
-    };
-    // Boxed as the request phase is (see `ai::stack`); the message opens inside the box, so
-    // that this function does not hold the response and its options (a kilobyte) across that
-    // `await`, in every stream's task for the whole response.
+    // Boxed as the request phase is (see `ai::stack`). What the request phase hands over (the
+    // response, the wire, the options: over a kilobyte) is unpacked inside the box, so that
+    // neither this function's state (in every stream's task for the whole response) nor its
+    // stack frame (on every poll) holds it.
     boxed(|| async move {
+        let Sent {
+            response,
+            wire,
+            options,
+        } = *sent;
+        let reply = Reply {
+            writer,
+            model,
+            response,
+            options,
+        };
         if W::START_ON_RESPONSE {
             reply.writer.start().await;
         }
@@ -267,12 +273,19 @@ async fn run<W: Wire>(
     .await
 }
 
+/// What the request phase hands to the body's reading.
+struct Sent<W> {
+    response: reqwest::Response,
+    wire: W,
+    options: StreamOptions,
+}
+
 /// Sends the request (with retries); `None` when the wire answered by other means.
 async fn send<W: Wire>(
     writer: &mut StreamWriter,
     model: &Model,
     mut request: Box<PreparedRequest<W>>,
-) -> Result<Option<(reqwest::Response, W, StreamOptions)>, ProviderError> {
+) -> Result<Option<Box<Sent<W>>>, ProviderError> {
     if let Flow::Done = W::prepare_send(&mut request, writer, model).await? {
         return Ok(None);
     }
@@ -292,7 +305,11 @@ async fn send<W: Wire>(
     )
     .await?;
     let PreparedRequest { wire, options, .. } = *request;
-    Ok(Some((response, wire, options)))
+    Ok(Some(Box::new(Sent {
+        response,
+        wire,
+        options,
+    })))
 }
 
 #[cfg(all(test, feature = "openai"))]
