@@ -3167,7 +3167,7 @@ struct pi_error *pi_stream_partial_json(const struct pi_stream *stream, char **j
  * the connection's socket (`poll`) and parses each frame as it arrives, so an event reaches it
  * with one wake-up, not through a library thread. Timers and `pi_stream_abort` from another
  * thread still wake it. The parsing runs on this thread's stack: give a thread of your own
- * at least 64 KiB (a release build of the library uses about 40).
+ * at least 64 KiB (a release build of the library uses under 40 to open and read a stream).
  *
  * Thread-safety: one thread at a time per stream; not from an event callback.
  */
