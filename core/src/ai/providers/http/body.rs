@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::{Stream, StreamExt};
 
-use super::deadline::within;
-use super::idle::{Elapsed, IdleTimer};
+use super::deadline::{Elapsed, within};
+use super::idle::IdleTimer;
 use super::limits::{Limits, TRAILER_TIMEOUT};
 use super::{error_body_message, transport_error, transport_error_message};
 use crate::ai::error::ProviderError;

@@ -29,11 +29,6 @@ impl Deadline {
         Self { at, timer: None }
     }
 
-    /// `limit` from now.
-    pub(crate) fn after(limit: Duration) -> Self {
-        Self::new(Instant::now() + limit)
-    }
-
     /// The deadline from now on.
     pub(crate) fn set(&mut self, at: Instant) {
         self.at = at;
@@ -80,15 +75,27 @@ pub(crate) struct Elapsed;
 /// that is ready arms nothing).
 pub(crate) async fn within<F: Future>(limit: Duration, future: F) -> Result<F::Output, Elapsed> {
     let mut future = std::pin::pin!(future);
-    let mut deadline: Option<Deadline> = None;
-    std::future::poll_fn(|cx| {
-        if let Poll::Ready(output) = future.as_mut().poll(cx) {
-            return Poll::Ready(Ok(output));
-        }
-        let deadline = deadline.get_or_insert_with(|| Deadline::after(limit));
-        deadline.poll_elapsed(cx).map(|()| Err(Elapsed))
-    })
-    .await
+    let (mut at, mut deadline) = (None, None);
+    std::future::poll_fn(|cx| poll_within(future.as_mut(), cx, limit, &mut at, &mut deadline)).await
+}
+
+/// One poll of a wait for `future` within `limit`: `future` is polled first, and only when it
+/// is not ready is the clock read (once per wait, into `at`) and `deadline` made or moved to
+/// `at`. A `deadline` kept across waits (the body's idle limit) arms its timer once.
+pub(crate) fn poll_within<F: Future>(
+    future: Pin<&mut F>,
+    cx: &mut Context<'_>,
+    limit: Duration,
+    at: &mut Option<Instant>,
+    deadline: &mut Option<Deadline>,
+) -> Poll<Result<F::Output, Elapsed>> {
+    if let Poll::Ready(output) = future.poll(cx) {
+        return Poll::Ready(Ok(output));
+    }
+    let at = *at.get_or_insert_with(|| Instant::now() + limit);
+    let deadline = deadline.get_or_insert_with(|| Deadline::new(at));
+    deadline.set(at);
+    deadline.poll_elapsed(cx).map(|()| Err(Elapsed))
 }
 
 #[cfg(test)]
@@ -118,7 +125,7 @@ mod tests {
             .unwrap();
         let _runtime = runtime.enter();
         let started = std::time::Instant::now();
-        let mut deadline = Deadline::after(Duration::from_millis(30));
+        let mut deadline = Deadline::new(Instant::now() + Duration::from_millis(30));
         let output = blocking::poll_until(None, |waker| {
             match deadline.poll_elapsed(&mut Context::from_waker(waker)) {
                 Poll::Ready(()) => Some(()),

@@ -10,15 +10,9 @@
 
 use std::future::Future;
 use std::pin::pin;
-use std::task::Poll;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use super::deadline::Deadline;
-
-/// The wait for the next chunk took longer than the limit.
-pub(crate) struct Elapsed;
+use super::deadline::{Deadline, Elapsed, poll_within};
 
 /// An idle limit (see the module's doc).
 pub(crate) struct IdleTimer {
@@ -46,19 +40,13 @@ impl IdleTimer {
         self.limit
     }
 
-    /// `next`'s output, or [`Elapsed`] if it took longer than the limit from now.
+    /// `next`'s output, or [`Elapsed`] if it took longer than the limit from now. The clock is
+    /// read only when the chunk is not there yet.
     pub(crate) async fn wait<F: Future>(&mut self, next: F) -> Result<F::Output, Elapsed> {
         let mut next = pin!(next);
-        let mut started = None;
+        let mut at = None;
         std::future::poll_fn(|cx| {
-            if let Poll::Ready(output) = next.as_mut().poll(cx) {
-                return Poll::Ready(Ok(output));
-            }
-            // The clock is read only when the chunk is not there yet.
-            let at = *started.get_or_insert_with(|| Instant::now() + self.limit);
-            let deadline = self.deadline.get_or_insert_with(|| Deadline::new(at));
-            deadline.set(at);
-            deadline.poll_elapsed(cx).map(|()| Err(Elapsed))
+            poll_within(next.as_mut(), cx, self.limit, &mut at, &mut self.deadline)
         })
         .await
     }
@@ -67,6 +55,7 @@ impl IdleTimer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::time::Instant;
 
     #[tokio::test(start_paused = true)]
     async fn a_wait_longer_than_the_limit_elapses() {
