@@ -1,5 +1,6 @@
 //! Cutting UTF-8 text at byte offsets without splitting a character (for excerpts in messages
-//! and for chunking text in tests and fuzzing).
+//! and for chunking text in tests and fuzzing), and the case-blind search that header names and
+//! base URLs are matched with.
 
 /// The largest character boundary of `text` at or below `index` (clamped to its length).
 pub(crate) fn floor_boundary(text: &str, index: usize) -> usize {
@@ -24,9 +25,39 @@ pub(crate) fn prefix(text: &str, max_bytes: usize) -> &str {
     &text[..floor_boundary(text, max_bytes)]
 }
 
+/// Whether `haystack` contains `needle`, ASCII letters compared case-insensitively.
+///
+/// In place, with no lowercased copy and no substring searcher to set up: what it matches is a
+/// header name or a base URL against a handful of short words, once per request, where setting
+/// up `str::contains` for each word cost more than the comparisons.
+pub(crate) fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {
+    needle.is_empty()
+        || haystack
+            .as_bytes()
+            .windows(needle.len())
+            .any(|window| window.eq_ignore_ascii_case(needle.as_bytes()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn contains_ignoring_ascii_case() {
+        assert!(contains_ignore_ascii_case("X-Custom-AUTH", "auth"));
+        assert!(contains_ignore_ascii_case(
+            "https://API.openai.com/v1",
+            "api.openai.com"
+        ));
+        assert!(contains_ignore_ascii_case("key", "key"));
+        assert!(contains_ignore_ascii_case("", ""));
+        assert!(!contains_ignore_ascii_case("ke", "key"));
+        assert!(!contains_ignore_ascii_case("keep-alive", "key"));
+        assert!(!contains_ignore_ascii_case("", "key"));
+        // Non-ASCII text is compared byte for byte.
+        assert!(contains_ignore_ascii_case("x-ÄUTH-Schlüssel", "schlüssel"));
+        assert!(!contains_ignore_ascii_case("x-äuth", "ÄUTH"));
+    }
 
     #[test]
     fn cuts_between_characters() {

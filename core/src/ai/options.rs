@@ -127,17 +127,8 @@ impl<T: ?Sized> fmt::Debug for Callback<T> {
 /// origin or kept in a snapshot is decided by an allow-list instead (see
 /// [`is_known_safe_header`]).
 pub fn is_credential_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    matches!(
-        name.as_str(),
-        "authorization"
-            | "proxy-authorization"
-            | "x-api-key"
-            | "api-key"
-            | "x-goog-api-key"
-            | "cf-aig-authorization"
-            | "cookie"
-    ) || [
+    // Every name of the exact list above contains one of these words, so the words decide.
+    const WORDS: [&str; 10] = [
         "auth",
         "key",
         "token",
@@ -148,9 +139,10 @@ pub fn is_credential_header(name: &str) -> bool {
         "cookie",
         "session",
         "signature",
-    ]
-    .iter()
-    .any(|word| name.contains(word))
+    ];
+    WORDS
+        .iter()
+        .any(|word| crate::text::contains_ignore_ascii_case(name, word))
 }
 
 /// Headers known to carry no credential (compared case-insensitively): the only ones sent on

@@ -44,17 +44,24 @@ impl Redactor {
         if secret.len() < MIN_SECRET_LEN {
             return;
         }
-        let escaped = serde_json::to_string(secret).unwrap_or_default();
-        let escaped = escaped
-            .strip_prefix('"')
-            .and_then(|s| s.strip_suffix('"'))
-            .unwrap_or("");
-        for form in [secret, escaped] {
-            if form.len() >= MIN_SECRET_LEN && !self.secrets.iter().any(|s| s == form) {
-                self.secrets.push(form.to_owned());
+        self.push(secret);
+        // JSON escapes only quotes, backslashes and control characters: a secret with none
+        // (every real key) is spelled the same inside a JSON string.
+        if secret.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+            let escaped = serde_json::to_string(secret).unwrap_or_default();
+            if let Some(escaped) = escaped.strip_prefix('"').and_then(|s| s.strip_suffix('"')) {
+                self.push(escaped);
             }
         }
-        self.secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+
+    /// Keeps `form` once, longest first.
+    fn push(&mut self, form: &str) {
+        if form.len() < MIN_SECRET_LEN || self.secrets.iter().any(|s| s == form) {
+            return;
+        }
+        let at = self.secrets.partition_point(|s| s.len() >= form.len());
+        self.secrets.insert(at, form.to_owned());
     }
 
     /// Hides the value of a credential header: the whole value, the token after an auth scheme
@@ -69,7 +76,7 @@ impl Redactor {
         {
             self.add(token);
         }
-        if name.to_ascii_lowercase().contains("cookie") {
+        if crate::text::contains_ignore_ascii_case(name, "cookie") {
             for pair in value.split(';') {
                 if let Some((_, cookie)) = pair.split_once('=') {
                     self.add(cookie);
@@ -266,6 +273,10 @@ mod tests {
             "proxy-authorization",
             "x-amz-security-token",
             "x-portkey-api-key",
+            "X-Session-Id",
+            "PASSWD",
+            "x-Amz-Signature",
+            "X-CUSTOM-AUTH",
         ] {
             assert!(is_credential_header(name), "{name}");
         }

@@ -288,8 +288,8 @@ impl<D: FrameDecoder> BodyFrames<D> {
             return default.to_owned();
         }
         let content_type = self.content_type.as_deref();
-        let event_stream =
-            content_type.is_none_or(|ct| ct.to_ascii_lowercase().contains("event-stream"));
+        let event_stream = content_type
+            .is_none_or(|ct| crate::text::contains_ignore_ascii_case(ct, "event-stream"));
         describe_non_sse(&self.preview, self.bytes_seen, content_type, event_stream)
             .unwrap_or_else(|| default.to_owned())
     }

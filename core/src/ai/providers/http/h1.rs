@@ -207,14 +207,15 @@ async fn connect(
                 .await?
                 .collect(),
         };
-        let mut last = io::Error::new(io::ErrorKind::NotFound, "no address for the host");
+        let mut last = None;
         for address in addresses {
             match connect_and_send(address, wire).await {
                 Ok(connected) => return Ok(connected),
-                Err(error) => last = error,
+                Err(error) => last = Some(error),
             }
         }
-        Err(last)
+        Err(last
+            .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address for the host")))
     };
     match within(CONNECT_TIMEOUT, attempt).await {
         Ok(Ok(connected)) => Ok(connected),

@@ -164,7 +164,9 @@ fn prepare(
             account_id,
         },
     );
-    prepared.body = serde_json::to_vec(&prepared.wire.body).unwrap_or_default();
+    prepared.body = serde_json::to_vec(&prepared.wire.body)
+        .unwrap_or_default()
+        .into();
     Ok(prepared)
 }
 

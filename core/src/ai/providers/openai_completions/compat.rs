@@ -98,9 +98,8 @@ impl Compat {
 
     /// pi's `detectCompat`: defaults from the provider id and base URL.
     pub(crate) fn detect(provider: &str, base_url: &str) -> Self {
-        let url = base_url.to_ascii_lowercase();
         let is = |name: &str| provider == name;
-        let has = |needle: &str| url.contains(needle);
+        let has = |needle: &str| crate::text::contains_ignore_ascii_case(base_url, needle);
         let is_zai = is("zai") || has("api.z.ai");
         let is_moonshot = provider.starts_with("moonshotai") || has("moonshot");
         let is_cf_gateway = is("cloudflare-ai-gateway") || has("gateway.ai.cloudflare.com");
