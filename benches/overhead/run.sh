@@ -57,6 +57,7 @@ clients=(
   --client "rust=$target/release/examples/overhead_client"
   --client "rust-current-thread=env PI_OVERHEAD_CURRENT_THREAD=1 $target/release/examples/overhead_client"
   --client "rust-blocking=env PI_OVERHEAD_BLOCKING=1 $target/release/examples/overhead_client"
+  --client "rust-spawned=env PI_OVERHEAD_SPAWNED=1 $target/release/examples/overhead_client"
   --client "c=$cache/bin/c_client"
   --client "python=$venv/bin/python $here/py_client.py"
   --client "python-async=$venv/bin/python $here/py_client.py --async"
