@@ -13,9 +13,10 @@ use std::pin::Pin;
 /// `Box::pin(make())`, built in a function of its own: the future's size is on the stack once,
 /// here, not in the frame of the function that awaits it.
 ///
-/// The box is allocated first and the future written into it: an `async fn`'s future starts
-/// as its arguments and a state tag, while `Box::pin(make())` builds all of its (KiB-sized,
-/// mostly not yet used) state on the stack and copies every byte of it into the box.
+/// The box is allocated first and the future written into it, which lets the compiler build
+/// it in place: an `async fn`'s future starts as its arguments and a state tag, while
+/// `Box::pin(make())` builds the value (KiB-sized, mostly not yet used) on the stack and copies
+/// all of it into the box.
 #[inline(never)]
 pub(crate) fn boxed<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
     let mut slot = Box::<F>::new_uninit();

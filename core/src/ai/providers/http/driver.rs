@@ -67,17 +67,24 @@ impl<W> PreparedRequest<W> {
     }
 }
 
-/// `url` parsed, or `None` if it is not a URL; the last URL parsed on this thread is kept.
+thread_local! {
+    /// The last URL [`parsed_url`] parsed on this thread, as given and parsed.
+    static LAST_URL: std::cell::RefCell<Option<(String, reqwest::Url)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// `url` parsed, or `None` if it is not a URL; the last URL parsed on this thread is kept,
+/// unless it has a query or user info (either may carry a key, which is not kept past its
+/// request).
 ///
 /// A thread's requests nearly always go to the URL it asked before (the same model again), and
 /// parsing one (the host goes through IDNA mapping, even an IP address) was about a twentieth
 /// of a request's own instructions; cloning the parsed URL is one string copy.
 fn parsed_url(url: &str) -> Option<reqwest::Url> {
-    thread_local! {
-        static LAST: std::cell::RefCell<Option<(String, reqwest::Url)>> =
-            const { std::cell::RefCell::new(None) };
+    if url.contains(['?', '@']) {
+        return reqwest::Url::parse(url).ok();
     }
-    LAST.with(|last| {
+    LAST_URL.with(|last| {
         let mut last = last.try_borrow_mut().ok()?;
         if let Some((text, parsed)) = last.as_ref()
             && text == url
@@ -364,5 +371,26 @@ mod tests {
         let task = task(writer, model.clone(), prepared);
         let size = std::mem::size_of_val(&task);
         assert!(size <= 2048, "a stream's task is {size} bytes");
+    }
+
+    /// What the URL cache hands out is what parsing gives, and a URL that may carry a key (a
+    /// query, user info) is not kept.
+    #[test]
+    fn urls_are_parsed_once_per_thread_and_keys_not_kept() {
+        let last = || LAST_URL.with(|last| last.borrow().as_ref().map(|(text, _)| text.clone()));
+        let plain = "http://127.0.0.1:9/v1/chat/completions";
+        let parsed = parsed_url(plain).expect("a URL");
+        assert_eq!(parsed, reqwest::Url::parse(plain).unwrap());
+        assert_eq!(parsed_url(plain), Some(parsed));
+        assert_eq!(last().as_deref(), Some(plain));
+        for keyed in [
+            "http://127.0.0.1:9/v1/models/m:stream?key=secret-key-123",
+            "http://user:secret-key-123@127.0.0.1:9/v1",
+        ] {
+            assert_eq!(parsed_url(keyed), reqwest::Url::parse(keyed).ok());
+            assert_eq!(last().as_deref(), Some(plain), "{keyed} was kept");
+        }
+        assert_eq!(parsed_url("not a url"), None);
+        assert_eq!(last().as_deref(), Some(plain));
     }
 }
