@@ -149,9 +149,9 @@ fn main() {
         tokio::runtime::Builder::new_multi_thread()
     };
     let runtime = builder.enable_all().build().expect("a tokio runtime");
-    let (mut ttfe, mut lat) = (Vec::new(), Vec::new());
     let blocking = std::env::var_os("PI_OVERHEAD_BLOCKING").is_some();
-    let (cpu, got) = if blocking {
+    let (ttfe, lat, cpu, got) = if blocking {
+        let (mut ttfe, mut lat) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
             let (start, mut first) = (mono_ns(), 0);
             request_blocking(
@@ -166,7 +166,7 @@ fn main() {
         }
         let before = cpu_seconds();
         let got = request_blocking(&runtime, &bursty, &context, &options, &mut 0, None);
-        (cpu_seconds() - before, got)
+        (ttfe, lat, cpu_seconds() - before, got)
     } else {
         let run = async move {
             let (mut ttfe, mut lat) = (Vec::new(), Vec::new());
@@ -179,16 +179,13 @@ fn main() {
             let got = request(&bursty, &context, &options, &mut 0, None).await;
             (ttfe, lat, cpu_seconds() - before, got)
         };
-        let (first_events, frames, cpu, got) = if std::env::var_os("PI_OVERHEAD_SPAWNED").is_some()
-        {
+        if std::env::var_os("PI_OVERHEAD_SPAWNED").is_some() {
             runtime
                 .block_on(runtime.spawn(run))
                 .expect("the reading task")
         } else {
             runtime.block_on(run)
-        };
-        (ttfe, lat) = (first_events, frames);
-        (cpu, got)
+        }
     };
     if got.to_string() != *burst {
         eprintln!("overhead_client: {got} of {burst} burst frames");

@@ -19,8 +19,5 @@ use std::pin::Pin;
 /// all of it into the box.
 #[inline(never)]
 pub(crate) fn boxed<F: Future>(make: impl FnOnce() -> F) -> Pin<Box<F>> {
-    let mut slot = Box::<F>::new_uninit();
-    slot.write(make());
-    // SAFETY: `write` initialized the slot.
-    Box::into_pin(unsafe { slot.assume_init() })
+    Box::into_pin(Box::write(Box::new_uninit(), make()))
 }
