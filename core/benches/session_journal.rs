@@ -18,12 +18,12 @@ use pi_agent::session::{
 /// A `message_update` record as the journal stores it.
 const DELTA: &str = r#"{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"word "}}"#;
 
-fn temp_db(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("pi-session-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
+/// The benchmark's databases, in a directory removed when the benchmark ends.
+fn temp_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("pi-session-bench-")
+        .tempdir()
+        .unwrap()
 }
 
 fn append_cost(c: &mut Criterion, name: &str, store: Arc<dyn SessionStore>) {
@@ -55,10 +55,11 @@ fn answer() -> pi_agent::ai::AssistantMessage {
 }
 
 fn journal(c: &mut Criterion) {
+    let dir = temp_dir();
     append_cost(
         c,
         "journal_append_one_event_sqlite",
-        Arc::new(SqliteStore::open(temp_db("append.db")).unwrap()),
+        Arc::new(SqliteStore::open(dir.path().join("append.db")).unwrap()),
     );
     append_cost(
         c,
@@ -75,7 +76,8 @@ fn journal(c: &mut Criterion) {
         token_size: (1, 1),
         ..Default::default()
     });
-    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(temp_db("turns.db")).unwrap());
+    let store: Arc<dyn SessionStore> =
+        Arc::new(SqliteStore::open(dir.path().join("turns.db")).unwrap());
     let mut next = 0u64;
     c.bench_function("session_one_turn_sqlite", |b| {
         b.iter(|| {
@@ -108,7 +110,7 @@ fn journal(c: &mut Criterion) {
     });
 
     // A session with 20 turns in its journal, reopened (replayed) as after a kill -9.
-    let path = temp_db("recover.db");
+    let path = dir.path().join("recover.db");
     let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
     runtime.block_on(async {
         let session = Session::open(Arc::clone(&store), "big", SessionOptions::new(faux.model()))

@@ -12,12 +12,15 @@ use c_build::{assert_success, compile, run};
 use pi_mock_server::MockServer;
 use serde_json::{Value, json};
 
-fn temp_db(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("pi-c-session-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    let _ = std::fs::remove_file(&path);
-    path
+/// A database path in a fresh directory under the system temp dir; the directory goes with
+/// the returned guard, so a test run leaves no files behind.
+fn temp_db(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix("pi-c-session-")
+        .tempdir()
+        .unwrap();
+    let path = dir.path().join(name);
+    (dir, path)
 }
 
 /// Starts the session in a child, reads its records until `kill_when` says so, then kills it
@@ -95,7 +98,7 @@ fn killed_mid_tool_the_tool_ends_interrupted_and_the_run_goes_on() {
     let (_runtime, server) = mock_server();
     server.push(json!({"tool_calls": [{"id": "call-1", "name": "wait", "arguments": {}}]}));
     server.push(json!({"text": "after the tool"}));
-    let db = temp_db("tool.db");
+    let (_dir, db) = temp_db("tool.db");
     let tool_started = std::cell::Cell::new(false);
     // Killed once the tool runs and its intent record was shown (journalled before it ran).
     let seen = start_and_kill(&exe, &db, &server.base_url(), |line, records| {
@@ -138,7 +141,7 @@ fn killed_mid_stream_the_model_call_is_redone_as_attempt_1() {
     let long = "token ".repeat(100);
     server.push(json!({"text": long, "delta_size": 6, "delay_ms": 30}));
     server.push(json!({"text": "the whole answer", "delta_size": 4}));
-    let db = temp_db("stream.db");
+    let (_dir, db) = temp_db("stream.db");
     let seen = start_and_kill(&exe, &db, &server.base_url(), |_, records| {
         records
             .iter()

@@ -3,7 +3,8 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use std::path::PathBuf;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -28,7 +29,7 @@ pub enum Kind {
 /// A store and a way to get "another handle" on the same data (a new process, for SQLite).
 pub struct Backing {
     pub store: Arc<dyn SessionStore>,
-    path: Option<PathBuf>,
+    path: Option<TempDb>,
 }
 
 impl Backing {
@@ -51,18 +52,51 @@ impl Backing {
     /// A fresh handle on the same sessions.
     pub fn reopen(&self) -> Arc<dyn SessionStore> {
         match &self.path {
-            Some(path) => Arc::new(SqliteStore::open(path).unwrap()),
+            Some(path) => Arc::new(SqliteStore::open(path.as_path()).unwrap()),
             None => Arc::clone(&self.store),
         }
     }
 }
 
-/// A database path of its own under the system temp dir.
-pub fn temp_db() -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!("pi-session-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(format!("s{}.db", NEXT.fetch_add(1, Ordering::Relaxed)))
+/// A database path in a directory of its own under the system temp dir; the directory and
+/// everything in it (the database, its WAL and shared-memory files) go when this is dropped,
+/// so a test run leaves nothing behind.
+#[derive(Debug)]
+pub struct TempDb {
+    path: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl TempDb {
+    pub fn as_path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Deref for TempDb {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl AsRef<Path> for TempDb {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// A fresh database path; see [`TempDb`].
+pub fn temp_db() -> TempDb {
+    let dir = tempfile::Builder::new()
+        .prefix("pi-session-tests-")
+        .tempdir()
+        .unwrap();
+    TempDb {
+        path: dir.path().join("session.db"),
+        _dir: dir,
+    }
 }
 
 /// A store whose appends fail from the `allowed + 1`-th on, as if the process died there.
