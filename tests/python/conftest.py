@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -22,6 +23,18 @@ def faux() -> Iterator[pi_agent.FauxProvider]:
     """A fresh faux provider (its own api id), unregistered after the test."""
     with pi_agent.FauxProvider() as provider:
         yield provider
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C (SIGINT) raises `KeyboardInterrupt` in the main thread, as in a terminal, even
+    when the test run inherited SIGINT ignored (a background job, `nohup`): Python leaves an
+    ignored SIGINT alone, and `_thread.interrupt_main` then does nothing."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

@@ -10,6 +10,8 @@ import threading
 import time
 from typing import Any, Dict, List
 
+import pytest
+
 import pi_agent
 
 from conftest import MockServer
@@ -67,6 +69,7 @@ def test_other_threads_run_while_a_for_waits(mock_server: MockServer) -> None:
     assert ticks > 10
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_while_for_waits_on_a_silent_server_aborts_the_request(
     mock_server: MockServer,
 ) -> None:

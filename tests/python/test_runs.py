@@ -136,6 +136,7 @@ def test_cancelled_prompt_completes_its_abort_before_returning(slow: pi_agent.Fa
     assert len(agent.messages) == 2 * rounds
 
 
+@pytest.mark.usefixtures("ctrl_c")
 def test_ctrl_c_during_prompt_sync_aborts_the_run(slow: pi_agent.FauxProvider) -> None:
     """The interrupt is sent once the run is streaming (no timer), and `prompt_sync` returns
     only when the abort has completed."""
