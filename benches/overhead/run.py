@@ -14,8 +14,11 @@ Every client is a command that gets ``PORT ROUNDS FRAMES INTERVAL_US BURST`` app
 3. prints one JSON line: ``ttfe_ns``, ``lat_ns``, ``cpu_s``, ``burst``, ``rss_idle_kb`` (before
    the first request), ``rss_peak_kb`` (VmHWM at the end), ``rss_after_kb`` (VmRSS at the end).
 
-The clients run in turn, ``--repeat`` times (A B C A B C ...), so a drift of the machine's
-speed touches them alike. The first request of each run (connection set-up, runtime start) is
+The clients run in turn, ``--repeat`` times, so a drift of the machine's speed touches them
+alike. The floor runs first in every round and the others in rotated order (F A B C, F B C A,
+F C A B, ...): on this virtual machine a client measured right after a similar process comes
+out 20-25 µs slower to its first event than when it runs first, whichever build it is, so a
+fixed order would favour the same client in every round. The first request of each run (connection set-up, runtime start) is
 left out of the percentiles. "Added" figures are the client's percentile minus the floor's
 (the raw-socket client), so the server's and the kernel's share cancels out.
 """
@@ -59,8 +62,10 @@ def main() -> None:
         assert server.stdout is not None
         port = server.stdout.readline().strip()
         runs: Dict[str, List[Dict[str, Any]]] = {name: [] for name, _ in clients}
+        floor, others = clients[0], clients[1:]
         for repetition in range(args.repeat):
-            for name, command in clients:
+            shift = repetition % len(others) if others else 0
+            for name, command in [floor] + others[shift:] + others[:shift]:
                 argv = shlex.split(command) + [port, str(args.rounds), str(args.frames), str(args.interval_us), str(args.burst)]
                 done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
                 if done.returncode != 0:

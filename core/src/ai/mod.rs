@@ -32,6 +32,7 @@ pub mod sse;
 pub(crate) mod stack;
 pub mod strict_json;
 pub(crate) mod structured;
+pub(crate) mod tagged;
 pub(crate) mod thinking;
 pub(crate) mod tool_choice;
 pub(crate) mod transform;

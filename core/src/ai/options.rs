@@ -99,6 +99,25 @@ pub type OnPayload = dyn Fn(&Value, &Model) -> Result<Option<Value>, PayloadErro
 #[error("{0}")]
 pub struct PayloadError(pub String);
 
+/// A request body as it will be sent: its typed shapes, or the JSON value an
+/// [`OnPayload`] hook saw (and perhaps replaced).
+#[derive(Debug)]
+pub(crate) enum Payload<'b, B> {
+    /// No hook: the shapes themselves.
+    Typed(&'b B),
+    /// What the hook returned, or the body as the hook saw it.
+    Json(Value),
+}
+
+impl<B: Serialize> Serialize for Payload<'_, B> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Typed(body) => body.serialize(serializer),
+            Self::Json(value) => value.serialize(serializer),
+        }
+    }
+}
+
 /// Sees the HTTP status and headers once a response arrives, before its body is read (pi's
 /// `onResponse`). Header names are lowercase.
 pub type OnResponse = dyn Fn(u16, &BTreeMap<String, String>, &Model) + Send + Sync;
@@ -456,6 +475,22 @@ impl StreamOptions {
             Some(on_payload) => Ok((on_payload.0)(&body, model)?.unwrap_or(body)),
             None => Ok(body),
         }
+    }
+
+    /// [`payload`](Self::payload) for a body of typed shapes: with no `onPayload` hook the
+    /// body is sent as it is (serialized straight from `body`); a hook sees it as a JSON value
+    /// and may replace it.
+    pub(crate) fn payload_of<'b, B: Serialize>(
+        &self,
+        body: &'b B,
+        model: &Model,
+    ) -> Result<Payload<'b, B>, PayloadError> {
+        if self.on_payload.is_none() {
+            return Ok(Payload::Typed(body));
+        }
+        let value = serde_json::to_value(body)
+            .map_err(|error| PayloadError(format!("the request body is not JSON: {error}")))?;
+        self.payload(value, model).map(Payload::Json)
     }
 
     /// Parses pi-shaped JSON options (`{"maxTokens": 100, "reasoning": "high", ...}`); an

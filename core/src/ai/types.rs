@@ -3,11 +3,12 @@
 //! The serde shapes are pi's (`camelCase` fields, `role` and `type` tags), so a context or a
 //! transcript saved by pi loads here and one saved here loads in pi.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::error_kind::{ErrorKind, RunLimit};
 pub use super::shared_string::SharedString;
+use super::tagged::{self, Tagged};
 
 /// Milliseconds since the Unix epoch, as pi stores `timestamp`.
 pub fn now_ms() -> i64 {
@@ -88,8 +89,7 @@ pub(crate) fn empty_object() -> Value {
 
 /// A block of user or tool-result content: text or an image. Each block type carries its own
 /// `type` tag, so serialising delegates to it.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum UserContent {
     /// Text.
@@ -106,8 +106,7 @@ impl UserContent {
 }
 
 /// A block of assistant content (serialised by the block, which carries its `type` tag).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum AssistantContent {
     /// Visible text.
@@ -119,7 +118,7 @@ pub enum AssistantContent {
 }
 
 /// The content of a user message: a plain string or a list of blocks (both occur in pi).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum UserMessageContent {
     /// Plain text (shared: cloning a message does not copy it).
@@ -368,8 +367,7 @@ pub struct ToolResultMessage {
 }
 
 /// A message an LLM understands (serialised by the message, which carries its `role` tag).
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(tag = "role", rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Message {
     /// From the user.
     User(UserMessage),
@@ -416,6 +414,95 @@ impl Serialize for AssistantContent {
             Self::Thinking(block) => block.serialize(serializer),
             Self::ToolCall(block) => block.serialize(serializer),
         }
+    }
+}
+
+// Reading: the tag is looked for first and the variant read in place (see `tagged`).
+
+impl Tagged for Message {
+    const TAG: &'static str = "role";
+    const VARIANTS: &'static [&'static str] = &["user", "assistant", "toolResult"];
+    const EXPECTING: &'static str = "a message object";
+
+    fn read_variant<'de, D: Deserializer<'de>>(index: usize, rest: D) -> Result<Self, D::Error> {
+        Ok(match index {
+            0 => Self::User(UserMessage::deserialize(rest)?),
+            1 => Self::Assistant(AssistantMessage::deserialize(rest)?),
+            _ => Self::ToolResult(ToolResultMessage::deserialize(rest)?),
+        })
+    }
+}
+
+impl Tagged for UserContent {
+    const TAG: &'static str = "type";
+    const VARIANTS: &'static [&'static str] = &["text", "image"];
+    const EXPECTING: &'static str = "a content block object";
+
+    fn read_variant<'de, D: Deserializer<'de>>(index: usize, rest: D) -> Result<Self, D::Error> {
+        Ok(match index {
+            0 => Self::Text(TextContent::deserialize(rest)?),
+            _ => Self::Image(ImageContent::deserialize(rest)?),
+        })
+    }
+}
+
+impl Tagged for AssistantContent {
+    const TAG: &'static str = "type";
+    const VARIANTS: &'static [&'static str] = &["text", "thinking", "toolCall"];
+    const EXPECTING: &'static str = "a content block object";
+
+    fn read_variant<'de, D: Deserializer<'de>>(index: usize, rest: D) -> Result<Self, D::Error> {
+        Ok(match index {
+            0 => Self::Text(TextContent::deserialize(rest)?),
+            1 => Self::Thinking(ThinkingContent::deserialize(rest)?),
+            _ => Self::ToolCall(ToolCall::deserialize(rest)?),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        tagged::deserialize(deserializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for UserContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        tagged::deserialize(deserializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for AssistantContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        tagged::deserialize(deserializer)
+    }
+}
+
+/// A string or an array of blocks, read as it comes (serde's `untagged` would buffer it and
+/// try each form in turn).
+impl<'de> Deserialize<'de> for UserMessageContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Either;
+        impl<'de> serde::de::Visitor<'de> for Either {
+            type Value = UserMessageContent;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of content blocks")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Self::Value, E> {
+                Ok(UserMessageContent::Text(text.into()))
+            }
+            fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Self::Value, E> {
+                Ok(UserMessageContent::Text(text.into()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Vec::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(UserMessageContent::Blocks)
+            }
+        }
+        deserializer.deserialize_any(Either)
     }
 }
 

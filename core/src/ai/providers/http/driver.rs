@@ -39,7 +39,7 @@ impl<W> PreparedRequest<W> {
     /// A request of `body` (serialized here) to `url`.
     pub(crate) fn new(
         url: String,
-        body: &serde_json::Value,
+        body: &impl serde::Serialize,
         headers: Headers,
         options: &StreamOptions,
         wire: W,

@@ -2,6 +2,7 @@
 //! Groq, xAI, DeepSeek, vLLM, Ollama, llama.cpp and LM Studio all speak. Vendor differences are
 //! [`compat::Compat`] flags, not code paths.
 
+pub(crate) mod body;
 pub(crate) mod compat;
 pub(crate) mod request;
 pub(crate) mod response;
@@ -39,7 +40,9 @@ fn prepare(
     let base_url = cloudflare::resolve_base_url(model)?;
     let api_key = required_key(options, &model.provider, &base_url)?;
     let compat = Compat::for_model(model);
-    let body = options.payload(request::build_body(model, context, options, &compat), model)?;
+    let messages = request::transformed_messages(model, context);
+    let body = request::build_body(model, context, &messages, options, &compat);
+    let body = options.payload_of(&body, model)?;
     // pi's order: the SDK's `Authorization`, then the model's headers, Copilot's
     // per-request headers, the session-affinity headers and the caller's, each replacing
     // the same name. Cloudflare's gateway takes the key in its own header (set last), and

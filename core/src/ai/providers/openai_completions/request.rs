@@ -1,8 +1,14 @@
 //! Builds the Chat Completions request body from a [`Context`] (pi's `buildParams` and
-//! `convertMessages`).
+//! `convertMessages`), as the borrowed shapes of [`super::body`].
 
-use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
+use serde_json::{Map, Value};
+
+use super::body::{
+    AssistantTurn, CacheControl, CalledFunction, ChatBody, ChatMessage, ChatTool, Content, Effort,
+    FunctionTool, IncludeUsage, Part, Reasoning, Switch, TemplateKwargs, ToolCallOut, ToolTurn,
+};
 use super::compat::{CacheControlFormat, Compat, MaxTokensField, ThinkingFormat};
 use crate::ai::model::Model;
 use crate::ai::options::CacheRetention;
@@ -23,88 +29,89 @@ pub(crate) const TOOL_IMAGES_INTRO: &str = "Attached image(s) from tool result:"
 /// Delta fields that carry reasoning, in the order pi checks them.
 pub(crate) const REASONING_FIELDS: [&str; 3] = ["reasoning_content", "reasoning", "reasoning_text"];
 
-/// The JSON body for `POST /chat/completions`.
-pub(crate) fn build_body(
-    model: &Model,
-    context: &Context,
-    options: &StreamOptions,
-    compat: &Compat,
-) -> Value {
-    let mut body = Map::new();
-    body.insert("model".into(), json!(model.id));
-    body.insert(
-        "messages".into(),
-        Value::Array(convert_messages(model, context, compat)),
-    );
-    body.insert("stream".into(), json!(true));
-    if compat.supports_usage_in_streaming {
-        body.insert("stream_options".into(), json!({"include_usage": true}));
-    }
-    if compat.supports_store {
-        body.insert("store".into(), json!(false));
-    }
-    if let Some(max_tokens) = options.max_tokens {
-        let field = match compat.max_tokens_field {
-            MaxTokensField::MaxCompletionTokens => "max_completion_tokens",
-            MaxTokensField::MaxTokens => "max_tokens",
-        };
-        body.insert(field.into(), json!(max_tokens));
-    }
-    if let Some(temperature) = options.temperature {
-        body.insert("temperature".into(), json!(temperature));
-    }
-    match &context.tools {
-        Some(tools) if !tools.is_empty() => {
-            let tools: Vec<Value> = tools
-                .iter()
-                .map(|tool| {
-                    let mut function = json!({
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.parameters,
-                    });
-                    if compat.supports_strict_mode {
-                        function["strict"] = json!(false);
-                    }
-                    json!({"type": "function", "function": function})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-        }
-        _ if has_tool_history(&context.messages) => {
-            // Anthropic behind LiteLLM rejects tool history without a tools field.
-            body.insert("tools".into(), json!([]));
-        }
-        _ => {}
-    }
+/// The context's messages as they are sent to `model` (tool-call ids normalised, foreign
+/// reasoning as text, orphan tool calls answered): what [`build_body`] borrows from.
+pub(crate) fn transformed_messages(model: &Model, context: &Context) -> Vec<Message> {
+    let provider = model.provider.as_str();
+    let normalize = |id: &str| normalize_tool_call_id(id, provider);
+    transform_messages(&context.messages, model, Some(&normalize))
+}
+
+/// The body for `POST /chat/completions`; `messages` are the context's
+/// [`transformed_messages`].
+pub(crate) fn build_body<'a>(
+    model: &'a Model,
+    context: &'a Context,
+    messages: &'a [Message],
+    options: &'a StreamOptions,
+    compat: &'a Compat,
+) -> ChatBody<'a> {
+    let (max_completion_tokens, max_tokens) = match compat.max_tokens_field {
+        MaxTokensField::MaxCompletionTokens => (options.max_tokens, None),
+        MaxTokensField::MaxTokens => (None, options.max_tokens),
+    };
     let has_tools = context
         .tools
         .as_ref()
         .is_some_and(|tools| !tools.is_empty());
-    // The API refuses a tool choice without tools.
-    if let Some(choice) = options.tool_choice.as_ref().filter(|_| has_tools) {
-        body.insert("tool_choice".into(), choice.chat_completions());
-    }
-    if let Some(schema) = &options.output_schema {
-        body.insert("response_format".into(), schema.response_format());
-    }
-    if model.reasoning {
-        add_reasoning(&mut body, model, options, compat);
-    }
-    if compat.zai_tool_stream && has_tools {
-        body.insert("tool_stream".into(), json!(true));
-    }
+    let tools = match &context.tools {
+        Some(tools) if has_tools => Some(
+            tools
+                .iter()
+                .map(|tool| ChatTool {
+                    kind: "function",
+                    function: FunctionTool {
+                        name: &tool.name,
+                        description: &tool.description,
+                        parameters: &tool.parameters,
+                        strict: compat.supports_strict_mode.then_some(false),
+                    },
+                    cache_control: None,
+                })
+                .collect(),
+        ),
+        // Anthropic behind LiteLLM rejects tool history without a tools field.
+        _ if has_tool_history(&context.messages) => Some(Vec::new()),
+        _ => None,
+    };
     let retention = CacheRetention::resolve(options.cache_retention);
     let long = retention == CacheRetention::Long && compat.supports_long_cache_retention;
-    if let Some(session) = &options.session_id
-        && ((model.base_url.contains("api.openai.com") && retention != CacheRetention::None)
-            || long)
-    {
-        body.insert("prompt_cache_key".into(), json!(session));
-    }
-    if long {
-        body.insert("prompt_cache_retention".into(), json!("24h"));
-    }
+    let prompt_cache_key = options.session_id.as_deref().filter(|_| {
+        (model.base_url.contains("api.openai.com") && retention != CacheRetention::None) || long
+    });
+    let mut body = ChatBody {
+        model: &model.id,
+        messages: convert_messages(model, context, messages, compat),
+        stream: true,
+        stream_options: compat.supports_usage_in_streaming.then_some(IncludeUsage {
+            include_usage: true,
+        }),
+        store: compat.supports_store.then_some(false),
+        max_completion_tokens,
+        max_tokens,
+        temperature: options.temperature,
+        tools,
+        // The API refuses a tool choice without tools.
+        tool_choice: options
+            .tool_choice
+            .as_ref()
+            .filter(|_| has_tools)
+            .map(|choice| choice.chat_completions()),
+        response_format: options
+            .output_schema
+            .as_ref()
+            .map(|schema| schema.response_format()),
+        reasoning: if model.reasoning {
+            reasoning(model, options, compat)
+        } else {
+            Reasoning::default()
+        },
+        tool_stream: (compat.zai_tool_stream && has_tools).then_some(true),
+        prompt_cache_key,
+        prompt_cache_retention: long.then_some("24h"),
+        provider: None,
+        provider_options: None,
+    };
     if compat.cache_control_format == Some(CacheControlFormat::Anthropic)
         && retention != CacheRetention::None
     {
@@ -116,7 +123,7 @@ pub(crate) fn build_body(
             .as_object()
             .is_some_and(|o| !o.is_empty())
     {
-        body.insert("provider".into(), compat.open_router_routing.clone());
+        body.provider = Some(&compat.open_router_routing);
     }
     if model.base_url.contains("ai-gateway.vercel.sh")
         && let Some(routing) = compat.vercel_gateway_routing.as_object()
@@ -128,10 +135,12 @@ pub(crate) fn build_body(
             }
         }
         if !gateway.is_empty() {
-            body.insert("providerOptions".into(), json!({"gateway": gateway}));
+            let mut options = Map::new();
+            options.insert("gateway".into(), Value::Object(gateway));
+            body.provider_options = Some(Value::Object(options));
         }
     }
-    Value::Object(body)
+    body
 }
 
 /// Session-affinity headers some servers use to route a session to a warm cache.
@@ -152,52 +161,47 @@ pub(crate) fn session_headers(options: &StreamOptions, compat: &Compat) -> Vec<(
 
 /// Anthropic-style cache markers (OpenRouter `anthropic/*`): the system message, the last tool
 /// and the last text part of the last user or assistant message with text.
-fn add_cache_control(body: &mut Map<String, Value>, long: bool) {
-    let marker = if long {
-        json!({"type": "ephemeral", "ttl": "1h"})
-    } else {
-        json!({"type": "ephemeral"})
+fn add_cache_control(body: &mut ChatBody<'_>, long: bool) {
+    let marker = CacheControl {
+        kind: "ephemeral",
+        ttl: long.then_some("1h"),
     };
-    let as_parts = |content: &mut Value| {
-        if let Some(text) = content.as_str() {
-            *content = json!([{"type": "text", "text": text}]);
-        }
-    };
-    if let Some(messages) = body.get_mut("messages").and_then(Value::as_array_mut) {
-        if let Some(system) = messages
-            .iter_mut()
-            .find(|m| matches!(m["role"].as_str(), Some("system" | "developer")))
-        {
-            as_parts(&mut system["content"]);
-            if let Some(last) = system["content"].as_array_mut().and_then(|p| p.last_mut()) {
-                last["cache_control"] = marker.clone();
-            }
-        }
-        let has_text = |m: &Value| match &m["content"] {
-            Value::String(text) => !text.is_empty(),
-            Value::Array(parts) => parts.iter().any(|p| p["type"] == "text"),
-            _ => false,
-        };
-        if let Some(last) = messages
-            .iter_mut()
-            .rev()
-            .find(|m| matches!(m["role"].as_str(), Some("user" | "assistant")) && has_text(m))
-        {
-            as_parts(&mut last["content"]);
-            if let Some(part) = last["content"]
-                .as_array_mut()
-                .and_then(|parts| parts.iter_mut().rev().find(|p| p["type"] == "text"))
-            {
-                part["cache_control"] = marker.clone();
-            }
-        }
-    }
-    if let Some(tool) = body
-        .get_mut("tools")
-        .and_then(Value::as_array_mut)
-        .and_then(|tools| tools.last_mut())
+    if let Some(system) = body.messages.iter_mut().find(|m| {
+        matches!(
+            m,
+            ChatMessage::System { .. } | ChatMessage::Developer { .. }
+        )
+    }) && let Some(Part::Text { cache_control, .. }) = system
+        .content_mut()
+        .as_parts()
+        .and_then(|parts| parts.last_mut())
     {
-        tool["cache_control"] = marker;
+        *cache_control = Some(marker);
+    }
+    if let Some(last) = body.messages.iter_mut().rev().find(|m| {
+        matches!(m, ChatMessage::User { .. } | ChatMessage::Assistant(_)) && m_content_has_text(m)
+    }) && let Some(Part::Text { cache_control, .. }) =
+        last.content_mut().as_parts().and_then(|parts| {
+            parts
+                .iter_mut()
+                .rev()
+                .find(|part| matches!(part, Part::Text { .. }))
+        })
+    {
+        *cache_control = Some(marker);
+    }
+    if let Some(tool) = body.tools.as_mut().and_then(|tools| tools.last_mut()) {
+        tool.cache_control = Some(marker);
+    }
+}
+
+fn m_content_has_text(message: &ChatMessage<'_>) -> bool {
+    match message {
+        ChatMessage::System { content }
+        | ChatMessage::Developer { content }
+        | ChatMessage::User { content } => content.has_text(),
+        ChatMessage::Assistant(turn) => turn.content.has_text(),
+        ChatMessage::Tool(turn) => turn.content.has_text(),
     }
 }
 
@@ -209,12 +213,8 @@ fn has_tool_history(messages: &[Message]) -> bool {
     })
 }
 
-fn add_reasoning(
-    body: &mut Map<String, Value>,
-    model: &Model,
-    options: &StreamOptions,
-    compat: &Compat,
-) {
+/// The reasoning fields of a reasoning model's body.
+fn reasoning(model: &Model, options: &StreamOptions, compat: &Compat) -> Reasoning {
     // `stream` sends what `reasoningEffort` says; `stream_simple` fills it from the clamped
     // reasoning level (pi's split between the two).
     let effort = options
@@ -225,57 +225,44 @@ fn add_reasoning(
         .thinking_level_map
         .as_ref()
         .and_then(|map| map.get("off"));
+    let mut out = Reasoning::default();
     match compat.thinking_format {
         ThinkingFormat::Zai | ThinkingFormat::Qwen => {
-            body.insert("enable_thinking".into(), json!(effort.is_some()));
+            out.enable_thinking = Some(effort.is_some());
         }
         ThinkingFormat::QwenChatTemplate => {
-            body.insert(
-                "chat_template_kwargs".into(),
-                json!({"enable_thinking": effort.is_some(), "preserve_thinking": true}),
-            );
+            out.chat_template_kwargs = Some(TemplateKwargs {
+                enable_thinking: effort.is_some(),
+                preserve_thinking: true,
+            });
         }
         ThinkingFormat::Deepseek => match effort {
             Some(effort) => {
-                body.insert("thinking".into(), json!({"type": "enabled"}));
-                body.insert(
-                    "reasoning_effort".into(),
-                    json!(mapped_effort(model, effort)),
-                );
+                out.thinking = Some(Switch::Enabled);
+                out.reasoning_effort = Some(mapped_effort(model, effort));
             }
-            None => {
-                body.insert("thinking".into(), json!({"type": "disabled"}));
-            }
+            None => out.thinking = Some(Switch::Disabled),
         },
-        ThinkingFormat::Openrouter => match (effort, off_value) {
-            (Some(effort), _) => {
-                body.insert(
-                    "reasoning".into(),
-                    json!({"effort": mapped_effort(model, effort)}),
-                );
+        ThinkingFormat::Openrouter => {
+            out.reasoning = match (effort, off_value) {
+                (Some(effort), _) => Some(mapped_effort(model, effort)),
+                // The model cannot switch reasoning off: send nothing.
+                (None, Some(None)) => None,
+                (None, Some(Some(value))) => Some(value.clone()),
+                (None, None) => Some("none".to_owned()),
             }
-            // The model cannot switch reasoning off: send nothing.
-            (None, Some(None)) => {}
-            (None, Some(Some(value))) => {
-                body.insert("reasoning".into(), json!({"effort": value}));
-            }
-            (None, None) => {
-                body.insert("reasoning".into(), json!({"effort": "none"}));
-            }
-        },
+            .map(|effort| Effort { effort });
+        }
         ThinkingFormat::Openai => {
-            if !compat.supports_reasoning_effort {
-                return;
-            }
-            let value = match effort {
-                Some(effort) => Some(mapped_effort(model, effort)),
-                None => off_value.cloned().flatten(),
-            };
-            if let Some(value) = value {
-                body.insert("reasoning_effort".into(), json!(value));
+            if compat.supports_reasoning_effort {
+                out.reasoning_effort = match effort {
+                    Some(effort) => Some(mapped_effort(model, effort)),
+                    None => off_value.cloned().flatten(),
+                };
             }
         }
     }
+    out
 }
 
 /// Normalises a foreign tool-call id for OpenAI-compatible servers (pi's rule: the part before
@@ -301,21 +288,23 @@ pub(crate) fn normalize_tool_call_id(id: &str, provider: &str) -> String {
     id.to_owned()
 }
 
-/// The `messages` array.
-pub(crate) fn convert_messages(model: &Model, context: &Context, compat: &Compat) -> Vec<Value> {
-    let mut out = Vec::with_capacity(context.messages.len() + 1);
+/// The `messages` array: the system prompt, then `messages` (the context's, transformed).
+fn convert_messages<'a>(
+    model: &Model,
+    context: &'a Context,
+    messages: &'a [Message],
+    compat: &Compat,
+) -> Vec<ChatMessage<'a>> {
+    let mut out = Vec::with_capacity(messages.len() + 1);
     if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
-        let role = if model.reasoning && compat.supports_developer_role {
-            "developer"
+        let content = Content::Text(Cow::Borrowed(system));
+        out.push(if model.reasoning && compat.supports_developer_role {
+            ChatMessage::Developer { content }
         } else {
-            "system"
-        };
-        out.push(json!({"role": role, "content": system}));
+            ChatMessage::System { content }
+        });
     }
-    let provider = model.provider.clone();
-    let normalize = move |id: &str| normalize_tool_call_id(id, &provider);
-    let messages = transform_messages(&context.messages, model, Some(&normalize));
-    let mut turns = turns(&messages).peekable();
+    let mut turns = turns(messages).peekable();
     while let Some(turn) = turns.next() {
         match turn {
             Turn::User(user) => out.extend(convert_user(&user.content)),
@@ -329,12 +318,17 @@ pub(crate) fn convert_messages(model: &Model, context: &Context, compat: &Compat
                 if compat.requires_assistant_after_tool_result
                     && (next_is_user || !images.is_empty())
                 {
-                    out.push(json!({"role": "assistant", "content": TOOL_RESULTS_BRIDGE}));
+                    out.push(ChatMessage::Assistant(AssistantTurn::text(Content::Text(
+                        Cow::Borrowed(TOOL_RESULTS_BRIDGE),
+                    ))));
                 }
                 if !images.is_empty() && model.supports_images() {
-                    let mut parts = vec![json!({"type": "text", "text": TOOL_IMAGES_INTRO})];
+                    let mut parts = Vec::with_capacity(images.len() + 1);
+                    parts.push(Part::text(TOOL_IMAGES_INTRO));
                     parts.append(&mut images);
-                    out.push(json!({"role": "user", "content": parts}));
+                    out.push(ChatMessage::User {
+                        content: Content::Parts(parts),
+                    });
                 }
             }
         }
@@ -342,34 +336,33 @@ pub(crate) fn convert_messages(model: &Model, context: &Context, compat: &Compat
     out
 }
 
-fn image_part(data: &str, mime_type: &str) -> Value {
-    json!({"type": "image_url", "image_url": {"url": format!("data:{mime_type};base64,{data}")}})
-}
-
-fn convert_user(content: &UserMessageContent) -> Option<Value> {
-    match content {
-        UserMessageContent::Text(text) => Some(json!({"role": "user", "content": text})),
-        UserMessageContent::Blocks(blocks) => {
-            let parts: Vec<Value> = blocks
+fn convert_user(content: &UserMessageContent) -> Option<ChatMessage<'_>> {
+    let content = match content {
+        UserMessageContent::Text(text) => Content::Text(Cow::Borrowed(text)),
+        UserMessageContent::Blocks(blocks) if blocks.is_empty() => return None,
+        UserMessageContent::Blocks(blocks) => Content::Parts(
+            blocks
                 .iter()
                 .map(|block| match block {
-                    UserContent::Text(text) => json!({"type": "text", "text": text.text}),
-                    UserContent::Image(image) => image_part(&image.data, &image.mime_type),
+                    UserContent::Text(text) => Part::text(&*text.text),
+                    UserContent::Image(image) => Part::image(&image.data, &image.mime_type),
                 })
-                .collect();
-            (!parts.is_empty()).then(|| json!({"role": "user", "content": parts}))
-        }
-    }
+                .collect(),
+        ),
+    };
+    Some(ChatMessage::User { content })
 }
 
-fn convert_assistant(message: &AssistantMessage, model: &Model, compat: &Compat) -> Option<Value> {
+fn convert_assistant<'a>(
+    message: &'a AssistantMessage,
+    model: &Model,
+    compat: &Compat,
+) -> Option<ChatMessage<'a>> {
     let texts: Vec<&str> = message
         .content
         .iter()
         .filter_map(|block| match block {
-            AssistantContent::Text(text) if !text.text.trim().is_empty() => {
-                Some(text.text.as_str())
-            }
+            AssistantContent::Text(text) if !text.text.trim().is_empty() => Some(&*text.text),
             _ => None,
         })
         .collect();
@@ -378,110 +371,109 @@ fn convert_assistant(message: &AssistantMessage, model: &Model, compat: &Compat)
         .iter()
         .filter_map(|block| match block {
             AssistantContent::Thinking(t) if !t.thinking.trim().is_empty() => {
-                Some((t.thinking.as_str(), t.thinking_signature.as_deref()))
+                Some((&*t.thinking, t.thinking_signature.as_deref()))
             }
             _ => None,
         })
         .collect();
-    let tool_calls: Vec<Value> = message
+    let tool_calls: Vec<ToolCallOut<'a>> = message
         .tool_calls()
-        .map(|call| {
-            json!({
-                "id": call.id,
-                "type": "function",
-                "function": {
-                    "name": call.name,
-                    "arguments": serde_json::to_string(&call.arguments).unwrap_or_else(|_| "{}".into()),
-                }
-            })
+        .map(|call| ToolCallOut {
+            id: &call.id,
+            kind: "function",
+            function: CalledFunction {
+                name: &call.name,
+                arguments: serde_json::to_string(&call.arguments).unwrap_or_else(|_| "{}".into()),
+            },
         })
         .collect();
-    let mut out = Map::new();
-    out.insert("role".into(), json!("assistant"));
-    let joined_text = texts.concat();
-    let mut content = if joined_text.is_empty() {
-        if compat.requires_assistant_after_tool_result {
-            json!("")
-        } else {
-            Value::Null
-        }
-    } else {
-        json!(joined_text)
+    let mut content = match texts.as_slice() {
+        [] if compat.requires_assistant_after_tool_result => Content::Text(Cow::Borrowed("")),
+        [] => Content::Null,
+        [text] => Content::Text(Cow::Borrowed(text)),
+        texts => Content::Text(Cow::Owned(texts.concat())),
     };
+    let mut reasoning = None;
     if !thinking.is_empty() {
-        let reasoning: Vec<&str> = thinking.iter().map(|(text, _)| *text).collect();
+        let reasoning_texts: Vec<&str> = thinking.iter().map(|(text, _)| *text).collect();
         if compat.requires_thinking_as_text {
-            let mut parts = vec![json!({"type": "text", "text": reasoning.join("\n\n")})];
-            parts.extend(
-                texts
-                    .iter()
-                    .map(|text| json!({"type": "text", "text": text})),
-            );
-            content = Value::Array(parts);
+            let mut parts = Vec::with_capacity(texts.len() + 1);
+            parts.push(Part::text(reasoning_texts.join("\n\n")));
+            parts.extend(texts.iter().map(|text| Part::text(*text)));
+            content = Content::Parts(parts);
         } else if let Some(field) = thinking[0]
             .1
-            .filter(|signature| REASONING_FIELDS.contains(signature))
+            .and_then(|signature| REASONING_FIELDS.iter().find(|field| **field == signature))
         {
-            out.insert(field.into(), json!(reasoning.join("\n")));
+            reasoning = Some((*field, reasoning_texts.join("\n")));
         }
     }
-    let has_content = !matches!(&content, Value::Null) && content != json!("");
-    if !has_content && tool_calls.is_empty() && thinking.is_empty() {
+    if content.is_empty() && tool_calls.is_empty() && thinking.is_empty() {
         return None;
     }
-    out.insert("content".into(), content);
-    if model.reasoning
+    let empty_reasoning_content = model.reasoning
         && compat.requires_reasoning_content_on_assistant_messages
-        && !out.contains_key("reasoning_content")
-    {
-        out.insert("reasoning_content".into(), json!(""));
-    }
-    if !tool_calls.is_empty() {
-        let signatures: Vec<Value> = message
+        && !matches!(reasoning, Some(("reasoning_content", _)));
+    let reasoning_details = if tool_calls.is_empty() {
+        Vec::new()
+    } else {
+        message
             .tool_calls()
             .filter_map(|call| call.thought_signature.as_deref())
             .filter_map(|signature| serde_json::from_str(signature).ok())
-            .collect();
-        out.insert("tool_calls".into(), Value::Array(tool_calls));
-        if !signatures.is_empty() {
-            out.insert("reasoning_details".into(), Value::Array(signatures));
-        }
-    }
-    Some(Value::Object(out))
+            .collect()
+    };
+    Some(ChatMessage::Assistant(AssistantTurn {
+        reasoning,
+        content,
+        empty_reasoning_content,
+        tool_calls,
+        reasoning_details,
+    }))
 }
 
-fn convert_tool_result(
-    result: &ToolResultMessage,
+fn convert_tool_result<'a>(
+    result: &'a ToolResultMessage,
     compat: &Compat,
-    images: &mut Vec<Value>,
-) -> Value {
+    images: &mut Vec<Part<'a>>,
+) -> ChatMessage<'a> {
     let mut texts = Vec::new();
     for block in &result.content {
         match block {
-            UserContent::Text(text) => texts.push(text.text.as_str()),
-            UserContent::Image(image) => images.push(image_part(&image.data, &image.mime_type)),
+            UserContent::Text(text) => texts.push(&*text.text),
+            UserContent::Image(image) => images.push(Part::image(&image.data, &image.mime_type)),
         }
     }
-    let content = if texts.is_empty() && !images.is_empty() {
-        "(see attached image)".to_owned()
-    } else {
-        texts.join("\n")
+    let content = match texts.as_slice() {
+        [] if !images.is_empty() => Cow::Borrowed("(see attached image)"),
+        [text] => Cow::Borrowed(*text),
+        texts => Cow::Owned(texts.join("\n")),
     };
-    let mut out = json!({
-        "role": "tool",
-        "content": content,
-        "tool_call_id": result.tool_call_id,
-    });
-    if compat.requires_tool_result_name {
-        out["name"] = json!(result.tool_name);
-    }
-    out
+    ChatMessage::Tool(ToolTurn {
+        content: Content::Text(content),
+        tool_call_id: &result.tool_call_id,
+        name: compat
+            .requires_tool_result_name
+            .then_some(result.tool_name.as_str()),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ai::types::{StopReason, Tool, ToolCall, UserMessage};
+    use serde_json::json;
+
+    /// The body of `context` as it is sent, as a JSON value.
+    fn body_json(
+        model: &Model,
+        context: &Context,
+        options: &StreamOptions,
+        compat: &Compat,
+    ) -> Value {
+        let messages = transformed_messages(model, context);
+        serde_json::to_value(build_body(model, context, &messages, options, compat)).unwrap()
+    }
 
     #[test]
     fn body_has_pi_shape() {
@@ -523,7 +515,7 @@ mod tests {
             max_tokens: Some(100),
             ..StreamOptions::default()
         };
-        let body = build_body(&model, &context, &options, &compat);
+        let body = body_json(&model, &context, &options, &compat);
         assert_eq!(
             body,
             json!({
@@ -563,7 +555,7 @@ mod tests {
     }
 
     fn body_for(model: &Model, options: &StreamOptions, with_tool: bool) -> Value {
-        build_body(
+        body_json(
             model,
             &simple_context(with_tool),
             options,
@@ -691,5 +683,102 @@ mod tests {
         let headers = session_headers(&options, &Compat::for_model(&local));
         assert_eq!(headers.len(), 3);
         assert!(headers.iter().all(|(_, v)| v == "abc"));
+    }
+
+    /// The bytes sent, key order included (a `Value` comparison would not see the order):
+    /// replayed reasoning in the field it came in, images as `data:` URLs, tool images after
+    /// the bridge message, and the cache markers.
+    #[test]
+    fn body_bytes_keep_pis_key_order() {
+        let mut model = Model::new(
+            "openai-completions",
+            "openrouter",
+            "anthropic/claude",
+            "https://openrouter.ai/api/v1",
+        );
+        model.reasoning = true;
+        model.input = vec![
+            crate::ai::model::InputModality::Text,
+            crate::ai::model::InputModality::Image,
+        ];
+        let mut compat = Compat::for_model(&model);
+        compat.requires_assistant_after_tool_result = true;
+        compat.requires_tool_result_name = true;
+        compat.requires_reasoning_content_on_assistant_messages = true;
+        let image = || {
+            UserContent::Image(
+                serde_json::from_value(
+                    json!({"type": "image", "data": "QUJD", "mimeType": "image/png"}),
+                )
+                .unwrap(),
+            )
+        };
+        let mut thinking: crate::ai::types::ThinkingContent =
+            serde_json::from_value(json!({"type": "thinking", "thinking": "hmm"})).unwrap();
+        thinking.thinking_signature = Some("reasoning".into());
+        let mut result: ToolResultMessage = serde_json::from_value(json!({
+            "role": "toolResult", "toolCallId": "c1", "toolName": "calc",
+            "content": [{"type": "text", "text": "2"}], "isError": false, "timestamp": 0}))
+        .unwrap();
+        result.content.push(image());
+        let context = Context {
+            system_prompt: Some("sys".into()),
+            messages: vec![
+                Message::User(UserMessage {
+                    content: UserMessageContent::Blocks(vec![UserContent::text("look"), image()]),
+                    timestamp: 0,
+                }),
+                Message::Assistant(AssistantMessage {
+                    content: vec![
+                        AssistantContent::Thinking(thinking),
+                        AssistantContent::Text(crate::ai::types::TextContent::new("ok")),
+                        AssistantContent::ToolCall(ToolCall {
+                            id: "c1".into(),
+                            name: "calc".into(),
+                            arguments: json!({"x": 1}),
+                            thought_signature: Some(r#"{"type":"reasoning.encrypted"}"#.into()),
+                        }),
+                    ],
+                    api: "openai-completions".into(),
+                    provider: "openrouter".into(),
+                    model: "anthropic/claude".into(),
+                    stop_reason: StopReason::ToolUse,
+                    ..AssistantMessage::default()
+                }),
+                Message::ToolResult(result),
+                Message::User(UserMessage {
+                    content: UserMessageContent::Text("next".into()),
+                    timestamp: 0,
+                }),
+            ],
+            tools: Some(vec![Tool {
+                name: "calc".into(),
+                description: "math".into(),
+                parameters: json!({"type": "object"}),
+            }]),
+        };
+        let options = StreamOptions {
+            reasoning_effort: Some("high".into()),
+            temperature: Some(0.5),
+            ..StreamOptions::default()
+        };
+        let messages = transformed_messages(&model, &context);
+        let body = build_body(&model, &context, &messages, &options, &compat);
+        assert_eq!(
+            serde_json::to_string(&body).unwrap(),
+            concat!(
+                r#"{"model":"anthropic/claude","messages":["#,
+                r#"{"role":"developer","content":[{"type":"text","text":"sys","cache_control":{"type":"ephemeral"}}]},"#,
+                r#"{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,QUJD"}}]},"#,
+                r#"{"role":"assistant","reasoning":"hmm","content":"ok","reasoning_content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"calc","arguments":"{\"x\":1}"}}],"reasoning_details":[{"type":"reasoning.encrypted"}]},"#,
+                r#"{"role":"tool","content":"2","tool_call_id":"c1","name":"calc"},"#,
+                r#"{"role":"assistant","content":"I have processed the tool results."},"#,
+                r#"{"role":"user","content":[{"type":"text","text":"Attached image(s) from tool result:"},{"type":"image_url","image_url":{"url":"data:image/png;base64,QUJD"}}]},"#,
+                r#"{"role":"user","content":[{"type":"text","text":"next","cache_control":{"type":"ephemeral"}}]}],"#,
+                r#""stream":true,"stream_options":{"include_usage":true},"store":false,"temperature":0.5,"#,
+                r#""tools":[{"type":"function","function":{"name":"calc","description":"math","parameters":{"type":"object"},"strict":false},"cache_control":{"type":"ephemeral"}}],"#,
+                r#""reasoning":{"effort":"high"}}"#
+            )
+        );
     }
 }
