@@ -1,7 +1,9 @@
 //! Reading a transcript from JSON, as the C and Python bindings and a session's replay do: a
-//! context of 100 messages (user text, assistant text and a tool call, tool result blocks).
+//! context of 100 messages (user text, assistant text and a tool call, tool result blocks), and
+//! the same 100 as an agent's transcript.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use pi_agent::agent::AgentMessage;
 use pi_agent::ai::Context;
 use serde_json::json;
 
@@ -40,6 +42,12 @@ fn transcript(c: &mut Criterion) {
     group.throughput(Throughput::Elements(100));
     group.bench_function("context_from_json_100_messages", |b| {
         b.iter(|| serde_json::from_str::<Context>(&text).unwrap());
+    });
+    // An agent's transcript (what `Agent` snapshots, the bindings and a session's replay read).
+    let messages =
+        serde_json::from_str::<serde_json::Value>(&text).unwrap()["messages"].to_string();
+    group.bench_function("agent_messages_from_json_100", |b| {
+        b.iter(|| serde_json::from_str::<Vec<AgentMessage>>(&messages).unwrap());
     });
     group.finish();
 }

@@ -1,9 +1,10 @@
 //! `AgentMessage`: what an agent's transcript holds — LLM messages plus application-defined
 //! messages that the LLM never sees unless `convert_to_llm` turns them into LLM messages.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
+use crate::ai::tagged::{self, Tagged};
 use crate::ai::types::{AssistantMessage, Message, ToolResultMessage, UserMessage};
 
 /// An application-defined transcript entry: any JSON object with a `role` that is not one of
@@ -29,19 +30,34 @@ pub enum AgentMessage {
     Custom(CustomMessage),
 }
 
+/// Read with the `role` looked at first (see `ai::tagged`): an LLM message is read straight
+/// into its type, any other role into a [`CustomMessage`].
+impl Tagged for AgentMessage {
+    const TAG: &'static str = "role";
+    const VARIANTS: &'static [&'static str] = &["user", "assistant", "toolResult"];
+    const EXPECTING: &'static str = "a message object";
+
+    fn read_variant<'de, D: Deserializer<'de>>(index: usize, rest: D) -> Result<Self, D::Error> {
+        Ok(Self::Llm(match index {
+            0 => Message::User(UserMessage::deserialize(rest)?),
+            1 => Message::Assistant(AssistantMessage::deserialize(rest)?),
+            _ => Message::ToolResult(ToolResultMessage::deserialize(rest)?),
+        }))
+    }
+
+    fn read_other<'de, D: Deserializer<'de>>(role: String, rest: D) -> Result<Self, D::Error> {
+        let fields = Map::deserialize(rest)?;
+        Ok(Self::Custom(CustomMessage { role, fields }))
+    }
+
+    fn missing_tag<E: serde::de::Error>() -> E {
+        E::custom("a message needs a string `role`")
+    }
+}
+
 impl<'de> Deserialize<'de> for AgentMessage {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::Error as _;
-        let value = Value::deserialize(deserializer)?;
-        match value.get("role").and_then(Value::as_str) {
-            Some("user" | "assistant" | "toolResult") => serde_json::from_value(value)
-                .map(Self::Llm)
-                .map_err(D::Error::custom),
-            Some(_) => serde_json::from_value(value)
-                .map(Self::Custom)
-                .map_err(D::Error::custom),
-            None => Err(D::Error::custom("a message needs a string `role`")),
-        }
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        tagged::deserialize(deserializer)
     }
 }
 
@@ -137,6 +153,38 @@ mod tests {
         );
         let malformed = serde_json::from_value::<AgentMessage>(json!({"role": "user"}));
         assert!(malformed.unwrap_err().to_string().contains("content"));
-        assert!(serde_json::from_value::<AgentMessage>(json!({"text": "no role"})).is_err());
+        let no_role = serde_json::from_value::<AgentMessage>(json!({"text": "no role"}));
+        assert_eq!(
+            no_role.unwrap_err().to_string(),
+            "a message needs a string `role`"
+        );
+        let numbered = serde_json::from_str::<AgentMessage>(r#"{"role": 5}"#);
+        assert!(numbered.is_err());
+    }
+
+    /// From text as the bindings and the session journal read it: the role first or later,
+    /// custom fields kept in their order.
+    #[test]
+    fn messages_read_from_text_whatever_the_roles_place() {
+        let first: AgentMessage =
+            serde_json::from_str(r#"{"role":"notification","text":"done","level":2}"#).unwrap();
+        let later: AgentMessage =
+            serde_json::from_str(r#"{"text":"done","level":2,"role":"notification"}"#).unwrap();
+        assert_eq!(first, later);
+        assert_eq!(
+            serde_json::to_string(&first).unwrap(),
+            r#"{"role":"notification","text":"done","level":2}"#
+        );
+        let user: AgentMessage =
+            serde_json::from_str(r#"{"content":"hi","role":"user","timestamp":1}"#).unwrap();
+        assert_eq!(
+            user,
+            AgentMessage::Llm(Message::User(UserMessage {
+                content: crate::ai::types::UserMessageContent::Text("hi".into()),
+                timestamp: 1,
+            }))
+        );
+        let malformed = serde_json::from_str::<AgentMessage>(r#"{"role":"assistant"}"#);
+        assert!(malformed.unwrap_err().to_string().contains("missing field"));
     }
 }

@@ -29,6 +29,33 @@ pub(crate) trait Tagged: Sized {
 
     /// Reads variant `index` (of [`VARIANTS`](Self::VARIANTS)) from the object's other keys.
     fn read_variant<'de, D: Deserializer<'de>>(index: usize, rest: D) -> Result<Self, D::Error>;
+
+    /// Reads an object whose tag is none of [`VARIANTS`](Self::VARIANTS): an error, unless
+    /// the type has an open set of tags.
+    fn read_other<'de, D: Deserializer<'de>>(tag: String, rest: D) -> Result<Self, D::Error> {
+        drop(rest);
+        Err(de::Error::unknown_variant(&tag, Self::VARIANTS))
+    }
+
+    /// The error for an object without the tag.
+    fn missing_tag<E: de::Error>() -> E {
+        E::missing_field(Self::TAG)
+    }
+}
+
+/// A tag's value: one of the known variants, or another string.
+enum Variant {
+    Known(usize),
+    Other(String),
+}
+
+impl Variant {
+    fn read<'de, T: Tagged, D: Deserializer<'de>>(self, rest: D) -> Result<T, D::Error> {
+        match self {
+            Self::Known(index) => T::read_variant(index, rest),
+            Self::Other(tag) => T::read_other(tag, rest),
+        }
+    }
 }
 
 /// Reads a `T` from an object, its variant chosen by its tag.
@@ -49,11 +76,10 @@ impl<'de, T: Tagged> Visitor<'de> for TaggedVisitor<T> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
         match map.next_key_seed(FirstKey(T::TAG))? {
-            None => Err(de::Error::missing_field(T::TAG)),
-            Some(Key::Tag) => {
-                let index = map.next_value_seed(VariantIndex::<T>(PhantomData))?;
-                T::read_variant(index, MapAccessDeserializer::new(map))
-            }
+            None => Err(T::missing_tag()),
+            Some(Key::Tag) => map
+                .next_value_seed(VariantIndex::<T>(PhantomData))?
+                .read(MapAccessDeserializer::new(map)),
             Some(Key::Other(first)) => buffered(first, map),
         }
     }
@@ -66,13 +92,15 @@ fn buffered<'de, T: Tagged, A: MapAccess<'de>>(first: String, mut map: A) -> Res
     while let Some((key, value)) = map.next_entry::<String, Value>()? {
         object.insert(key, value);
     }
-    let index = match object.remove(T::TAG) {
-        None => return Err(de::Error::missing_field(T::TAG)),
+    let variant = match object.remove(T::TAG) {
+        None => return Err(T::missing_tag()),
         Some(tag) => VariantIndex::<T>(PhantomData)
             .deserialize(tag)
             .map_err(de::Error::custom)?,
     };
-    T::read_variant(index, Value::Object(object)).map_err(de::Error::custom)
+    variant
+        .read(Value::Object(object))
+        .map_err(de::Error::custom)
 }
 
 /// Reads the first key, told the tag's name.
@@ -108,29 +136,31 @@ impl Visitor<'_> for FirstKey {
     }
 }
 
-/// Reads a tag's value as the index of its variant.
+/// Reads a tag's value as its [`Variant`].
 struct VariantIndex<T>(PhantomData<T>);
 
 impl<'de, T: Tagged> DeserializeSeed<'de> for VariantIndex<T> {
-    type Value = usize;
+    type Value = Variant;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<usize, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Variant, D::Error> {
         deserializer.deserialize_identifier(self)
     }
 }
 
 impl<T: Tagged> Visitor<'_> for VariantIndex<T> {
-    type Value = usize;
+    type Value = Variant;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "the `{}` tag", T::TAG)
+        write!(f, "a string `{}`", T::TAG)
     }
 
-    fn visit_str<E: de::Error>(self, tag: &str) -> Result<usize, E> {
-        T::VARIANTS
-            .iter()
-            .position(|variant| *variant == tag)
-            .ok_or_else(|| de::Error::unknown_variant(tag, T::VARIANTS))
+    fn visit_str<E: de::Error>(self, tag: &str) -> Result<Variant, E> {
+        Ok(
+            match T::VARIANTS.iter().position(|variant| *variant == tag) {
+                Some(index) => Variant::Known(index),
+                None => Variant::Other(tag.to_owned()),
+            },
+        )
     }
 }
 
