@@ -79,6 +79,12 @@ fn wake(waker: Option<Waker>) {
     }
 }
 
+/// A provider's event as it waits in a queue: boxed, so that each of the several moves between
+/// the provider's writer and the reader's caller (queue, stream, blocking wait) copies a
+/// pointer, not the whole event (the size of its largest variant, which holds a message: a
+/// few hundred bytes). One allocation per event costs less than those copies.
+pub(crate) type Queued = Box<AssistantMessageEvent>;
+
 /// Creates a connected sender and receiver for a provider's events ([`CAPACITY`]).
 pub(crate) fn queue() -> (Sender, Receiver) {
     bounded(CAPACITY)
@@ -116,7 +122,7 @@ pub(crate) struct Closed;
 
 /// The provider's end. Dropping it ends the queue after the events already in it.
 #[derive(Debug)]
-pub(crate) struct Sender<T = AssistantMessageEvent> {
+pub(crate) struct Sender<T = Queued> {
     shared: Arc<Shared<T>>,
 }
 
@@ -212,7 +218,7 @@ impl<T> Sender<T> {
 
 /// Makes each poll of a future one batch of a queue.
 #[derive(Debug)]
-pub(crate) struct Batcher<T = AssistantMessageEvent> {
+pub(crate) struct Batcher<T = Queued> {
     shared: Arc<Shared<T>>,
 }
 
@@ -267,7 +273,7 @@ impl<F: Future, T> Future for Batched<F, T> {
 
 /// The consumer's end. Dropping it tells the provider nobody listens any more.
 #[derive(Debug)]
-pub(crate) struct Receiver<T = AssistantMessageEvent> {
+pub(crate) struct Receiver<T = Queued> {
     shared: Arc<Shared<T>>,
     /// Events taken from the queue in one go, handed out one by one.
     local: VecDeque<T>,
@@ -351,11 +357,11 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::task::Wake;
 
-    fn delta(n: usize) -> AssistantMessageEvent {
-        AssistantMessageEvent::TextDelta {
+    fn delta(n: usize) -> Queued {
+        Box::new(AssistantMessageEvent::TextDelta {
             content_index: 0,
             delta: n.to_string(),
-        }
+        })
     }
 
     fn text(event: &AssistantMessageEvent) -> String {

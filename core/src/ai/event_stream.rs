@@ -26,7 +26,7 @@ use super::accumulator::{MessageAccumulator, object_or_empty};
 use super::blocking;
 use super::error::{ErrorKind, ProviderError};
 use super::event::AssistantMessageEvent;
-use super::event_queue::{self, Receiver, Sender};
+use super::event_queue::{self, Queued, Receiver, Sender};
 use super::model::Model;
 use super::redact::Redactor;
 use super::structured::OutputTracker;
@@ -199,10 +199,10 @@ impl AssistantMessageEventStream {
         stream.partial.lock().finish_with(message.clone());
         let (tx, rx) = event_queue::queue();
         // A fresh queue always has room for its first event.
-        let _ = tx.try_send(AssistantMessageEvent::Error {
+        let _ = tx.try_send(Box::new(AssistantMessageEvent::Error {
             reason,
             error: message,
-        });
+        }));
         Self {
             rx: Some(rx),
             ..stream
@@ -259,6 +259,7 @@ impl AssistantMessageEventStream {
             Poll::Pending => None,
         })
         .flatten()
+        .map(|event| *event)
     }
 
     /// [`blocking_next`](Self::blocking_next), waiting at most `timeout`: `Err(WaitTimedOut)`
@@ -273,6 +274,7 @@ impl AssistantMessageEventStream {
             Poll::Ready(event) => Some(event),
             Poll::Pending => None,
         })
+        .map(|event| event.map(|event| *event))
         .ok_or(WaitTimedOut)
     }
 
@@ -301,7 +303,7 @@ impl AssistantMessageEventStream {
     }
 
     /// Folds `event` into the partial message and ends the stream after a terminal one.
-    fn yield_event(&mut self, event: AssistantMessageEvent) -> AssistantMessageEvent {
+    fn yield_event(&mut self, event: Queued) -> Queued {
         self.partial.lock().apply(&event);
         if event.is_terminal() {
             self.finished = true;
@@ -312,17 +314,17 @@ impl AssistantMessageEventStream {
         event
     }
 
-    fn synthesize_end(&mut self) -> AssistantMessageEvent {
+    fn synthesize_end(&mut self) -> Queued {
         let mut acc = self.partial.lock();
         let mut message = acc.snapshot();
         message.stop_reason = StopReason::Error;
         message.error_message = Some(STREAM_ENDED_EARLY.to_owned());
         message.error_kind = Some(ErrorKind::Decode);
         acc.finish_with(message.clone());
-        AssistantMessageEvent::Error {
+        Box::new(AssistantMessageEvent::Error {
             reason: StopReason::Error,
             error: message,
-        }
+        })
     }
 }
 
@@ -331,6 +333,7 @@ impl Stream for AssistantMessageEventStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         self.poll_with(Some(cx.waker()))
+            .map(|event| event.map(|event| *event))
     }
 }
 
@@ -342,14 +345,16 @@ impl AssistantMessageEventStream {
     /// read (or by the request's own task, after [`drive_in_background`](Self::drive_in_background))
     /// is there, nothing else. For readers that check between other work.
     pub fn poll_next_ready(&mut self) -> Poll<Option<AssistantMessageEvent>> {
-        self.poll_with(None)
+        self.poll_with(None).map(|event| event.map(|event| *event))
     }
 
-    fn poll_with(&mut self, waker: Option<&Waker>) -> Poll<Option<AssistantMessageEvent>> {
+    /// The next event, boxed as it came through the queue: the public readers unbox it
+    /// once, at the end.
+    fn poll_with(&mut self, waker: Option<&Waker>) -> Poll<Option<Queued>> {
         let this = self;
         loop {
             if let Some(event) = this.pending.pop_front() {
-                return Poll::Ready(Some(this.yield_event(event)));
+                return Poll::Ready(Some(this.yield_event(Box::new(event))));
             }
             if this.finished {
                 return Poll::Ready(None);
@@ -382,7 +387,7 @@ impl AssistantMessageEventStream {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(event)) => match this.output.as_mut() {
                     // The tracker queues what the event becomes (one event or a few).
-                    Some(tracker) => tracker.map(event, &mut this.pending),
+                    Some(tracker) => tracker.map(*event, &mut this.pending),
                     None => return Poll::Ready(Some(this.yield_event(event))),
                 },
                 Poll::Ready(None) => {
@@ -436,7 +441,8 @@ impl StreamWriter {
         }
     }
 
-    fn push(&mut self, event: AssistantMessageEvent) {
+    /// Sends `event`, built by the caller straight into its box (see [`Queued`]).
+    fn push(&mut self, event: Queued) {
         if self.first_content_at.is_none() && event.delta().is_some_and(|d| !d.is_empty()) {
             self.first_content_at = Some(Instant::now());
         }
@@ -501,7 +507,7 @@ impl StreamWriter {
         self.end_blocks_on_abort = true;
     }
 
-    fn push_raw(&mut self, event: AssistantMessageEvent) {
+    fn push_raw(&mut self, event: Queued) {
         if let Some(tx) = &self.tx
             && tx.push(event).is_err()
         {
@@ -566,7 +572,7 @@ impl StreamWriter {
     pub(crate) fn batched<F: std::future::Future>(
         self,
         task: impl FnOnce(Self) -> F,
-    ) -> futures::future::Either<event_queue::Batched<F, AssistantMessageEvent>, F> {
+    ) -> futures::future::Either<event_queue::Batched<F, Queued>, F> {
         match self.tx.as_ref().map(Sender::batcher) {
             Some(batcher) => futures::future::Either::Left(batcher.wrap(task(self))),
             None => futures::future::Either::Right(task(self)),
@@ -629,7 +635,7 @@ impl StreamWriter {
         }
         self.started = true;
         let partial = self.acc.message().clone();
-        self.push_raw(AssistantMessageEvent::Start { partial });
+        self.push_raw(Box::new(AssistantMessageEvent::Start { partial }));
     }
 
     fn next_index(&self) -> usize {
@@ -641,7 +647,7 @@ impl StreamWriter {
         self.ready().await;
         let content_index = self.next_index();
         self.mark(content_index, true);
-        self.push(AssistantMessageEvent::TextStart { content_index });
+        self.push(Box::new(AssistantMessageEvent::TextStart { content_index }));
         content_index
     }
 
@@ -649,10 +655,10 @@ impl StreamWriter {
     pub async fn text_delta(&mut self, content_index: usize, delta: impl Into<String>) {
         self.ready().await;
         let delta = delta.into();
-        self.push(AssistantMessageEvent::TextDelta {
+        self.push(Box::new(AssistantMessageEvent::TextDelta {
             content_index,
             delta,
-        });
+        }));
     }
 
     /// Closes the text block at `content_index`.
@@ -663,11 +669,11 @@ impl StreamWriter {
             _ => return,
         };
         self.mark(content_index, false);
-        self.push(AssistantMessageEvent::TextEnd {
+        self.push(Box::new(AssistantMessageEvent::TextEnd {
             content_index,
             content,
             content_signature,
-        });
+        }));
     }
 
     /// Opens a thinking block and returns its index.
@@ -675,7 +681,9 @@ impl StreamWriter {
         self.ready().await;
         let content_index = self.next_index();
         self.mark(content_index, true);
-        self.push(AssistantMessageEvent::ThinkingStart { content_index });
+        self.push(Box::new(AssistantMessageEvent::ThinkingStart {
+            content_index,
+        }));
         content_index
     }
 
@@ -683,10 +691,10 @@ impl StreamWriter {
     pub async fn thinking_delta(&mut self, content_index: usize, delta: impl Into<String>) {
         self.ready().await;
         let delta = delta.into();
-        self.push(AssistantMessageEvent::ThinkingDelta {
+        self.push(Box::new(AssistantMessageEvent::ThinkingDelta {
             content_index,
             delta,
-        });
+        }));
     }
 
     /// Mutable access to a thinking block (to set its signature or `redacted`).
@@ -707,11 +715,11 @@ impl StreamWriter {
             _ => return,
         };
         self.mark(content_index, false);
-        self.push(AssistantMessageEvent::ThinkingEnd {
+        self.push(Box::new(AssistantMessageEvent::ThinkingEnd {
             content_index,
             content,
             content_signature,
-        });
+        }));
     }
 
     /// Opens a tool call and returns its index.
@@ -723,11 +731,11 @@ impl StreamWriter {
         self.ready().await;
         let content_index = self.next_index();
         self.mark(content_index, true);
-        self.push(AssistantMessageEvent::ToolCallStart {
+        self.push(Box::new(AssistantMessageEvent::ToolCallStart {
             content_index,
             id: id.into(),
             tool_name: tool_name.into(),
-        });
+        }));
         content_index
     }
 
@@ -743,10 +751,10 @@ impl StreamWriter {
     pub async fn tool_call_delta(&mut self, content_index: usize, delta: impl Into<String>) {
         self.ready().await;
         let delta = delta.into();
-        self.push(AssistantMessageEvent::ToolCallDelta {
+        self.push(Box::new(AssistantMessageEvent::ToolCallDelta {
             content_index,
             delta,
-        });
+        }));
     }
 
     /// Closes the call at `content_index`, parsing its arguments once, tolerantly.
@@ -764,10 +772,10 @@ impl StreamWriter {
             call.arguments = arguments;
         }
         let tool_call = call.clone();
-        self.push(AssistantMessageEvent::ToolCallEnd {
+        self.push(Box::new(AssistantMessageEvent::ToolCallEnd {
             content_index,
             tool_call,
-        });
+        }));
     }
 
     /// Ends the stream with `done`, or with `error` when the message's stop reason is a failure
@@ -801,7 +809,7 @@ impl StreamWriter {
         let mut message = std::mem::take(self.acc.message_mut());
         message.timing = Some(self.timing(&message));
         crate::observability::record_response(&self.span, &message);
-        self.push_raw(AssistantMessageEvent::Done { reason, message });
+        self.push_raw(Box::new(AssistantMessageEvent::Done { reason, message }));
     }
 
     /// Ends the stream with `error`, keeping the content received so far. The reason is
@@ -826,10 +834,10 @@ impl StreamWriter {
         set_error(&mut message, &error, reason, &self.redactor);
         message.timing = Some(self.timing(&message));
         crate::observability::record_response(&self.span, &message);
-        self.push_raw(AssistantMessageEvent::Error {
+        self.push_raw(Box::new(AssistantMessageEvent::Error {
             reason,
             error: message,
-        });
+        }));
     }
 
     /// Ends the stream with `error` carrying `message` as given (its `stop_reason` is set to
@@ -847,10 +855,10 @@ impl StreamWriter {
         }
         message.timing = Some(self.timing(&message));
         crate::observability::record_response(&self.span, &message);
-        self.push_raw(AssistantMessageEvent::Error {
+        self.push_raw(Box::new(AssistantMessageEvent::Error {
             reason,
             error: message,
-        });
+        }));
     }
 }
 
