@@ -139,6 +139,17 @@ pub(crate) enum ChatMessage<'a> {
 }
 
 impl<'a> ChatMessage<'a> {
+    /// The message's content.
+    pub(crate) fn content(&self) -> &Content<'a> {
+        match self {
+            Self::System { content } | Self::Developer { content } | Self::User { content } => {
+                content
+            }
+            Self::Assistant(turn) => &turn.content,
+            Self::Tool(turn) => &turn.content,
+        }
+    }
+
     /// The message's content, for the cache markers.
     pub(crate) fn content_mut(&mut self) -> &mut Content<'a> {
         match self {

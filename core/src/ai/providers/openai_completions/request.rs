@@ -179,7 +179,7 @@ fn add_cache_control(body: &mut ChatBody<'_>, long: bool) {
         *cache_control = Some(marker);
     }
     if let Some(last) = body.messages.iter_mut().rev().find(|m| {
-        matches!(m, ChatMessage::User { .. } | ChatMessage::Assistant(_)) && m_content_has_text(m)
+        matches!(m, ChatMessage::User { .. } | ChatMessage::Assistant(_)) && m.content().has_text()
     }) && let Some(Part::Text { cache_control, .. }) =
         last.content_mut().as_parts().and_then(|parts| {
             parts
@@ -192,16 +192,6 @@ fn add_cache_control(body: &mut ChatBody<'_>, long: bool) {
     }
     if let Some(tool) = body.tools.as_mut().and_then(|tools| tools.last_mut()) {
         tool.cache_control = Some(marker);
-    }
-}
-
-fn m_content_has_text(message: &ChatMessage<'_>) -> bool {
-    match message {
-        ChatMessage::System { content }
-        | ChatMessage::Developer { content }
-        | ChatMessage::User { content } => content.has_text(),
-        ChatMessage::Assistant(turn) => turn.content.has_text(),
-        ChatMessage::Tool(turn) => turn.content.has_text(),
     }
 }
 
