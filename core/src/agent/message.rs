@@ -175,6 +175,13 @@ mod tests {
             serde_json::to_string(&first).unwrap(),
             r#"{"role":"notification","text":"done","level":2}"#
         );
+        // A tag between other keys: the keys after it keep their order.
+        let middle: AgentMessage =
+            serde_json::from_str(r#"{"a":1,"role":"note","b":2,"c":3,"d":4}"#).unwrap();
+        assert_eq!(
+            serde_json::to_string(&middle).unwrap(),
+            r#"{"role":"note","a":1,"b":2,"c":3,"d":4}"#
+        );
         let user: AgentMessage =
             serde_json::from_str(r#"{"content":"hi","role":"user","timestamp":1}"#).unwrap();
         assert_eq!(

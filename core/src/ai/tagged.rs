@@ -92,7 +92,9 @@ fn buffered<'de, T: Tagged, A: MapAccess<'de>>(first: String, mut map: A) -> Res
     while let Some((key, value)) = map.next_entry::<String, Value>()? {
         object.insert(key, value);
     }
-    let variant = match object.remove(T::TAG) {
+    // `shift_remove`: `remove` swaps the last key into the tag's place, and a custom
+    // message keeps its other keys in their order.
+    let variant = match object.shift_remove(T::TAG) {
         None => return Err(T::missing_tag()),
         Some(tag) => VariantIndex::<T>(PhantomData)
             .deserialize(tag)
