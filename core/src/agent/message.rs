@@ -33,16 +33,12 @@ pub enum AgentMessage {
 /// Read with the `role` looked at first (see `ai::tagged`): an LLM message is read straight
 /// into its type, any other role into a [`CustomMessage`].
 impl Tagged for AgentMessage {
-    const TAG: &'static str = "role";
-    const VARIANTS: &'static [&'static str] = &["user", "assistant", "toolResult"];
-    const EXPECTING: &'static str = "a message object";
+    const TAG: &'static str = Message::TAG;
+    const VARIANTS: &'static [&'static str] = Message::VARIANTS;
+    const EXPECTING: &'static str = Message::EXPECTING;
 
     fn read_variant<'de, D: Deserializer<'de>>(index: usize, rest: D) -> Result<Self, D::Error> {
-        Ok(Self::Llm(match index {
-            0 => Message::User(UserMessage::deserialize(rest)?),
-            1 => Message::Assistant(AssistantMessage::deserialize(rest)?),
-            _ => Message::ToolResult(ToolResultMessage::deserialize(rest)?),
-        }))
+        Message::read_variant(index, rest).map(Self::Llm)
     }
 
     fn read_other<'de, D: Deserializer<'de>>(role: String, rest: D) -> Result<Self, D::Error> {
@@ -55,11 +51,7 @@ impl Tagged for AgentMessage {
     }
 }
 
-impl<'de> Deserialize<'de> for AgentMessage {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        tagged::deserialize(deserializer)
-    }
-}
+tagged::deserialize_tagged!(AgentMessage);
 
 impl AgentMessage {
     /// The `role` field.

@@ -43,6 +43,20 @@ pub(crate) trait Tagged: Sized {
     }
 }
 
+/// Implements `Deserialize` for [`Tagged`] types by [`deserialize`].
+macro_rules! deserialize_tagged {
+    ($($ty:ty),+ $(,)?) => {$(
+        impl<'de> serde::Deserialize<'de> for $ty {
+            fn deserialize<D: serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> Result<Self, D::Error> {
+                $crate::ai::tagged::deserialize(deserializer)
+            }
+        }
+    )+};
+}
+pub(crate) use deserialize_tagged;
+
 /// A tag's value: one of the known variants, or another string.
 enum Variant {
     Known(usize),

@@ -460,23 +460,7 @@ impl Tagged for AssistantContent {
     }
 }
 
-impl<'de> Deserialize<'de> for Message {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        tagged::deserialize(deserializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for UserContent {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        tagged::deserialize(deserializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for AssistantContent {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        tagged::deserialize(deserializer)
-    }
-}
+tagged::deserialize_tagged!(Message, UserContent, AssistantContent);
 
 /// A string or an array of blocks, read as it comes (serde's `untagged` would buffer it and
 /// try each form in turn).

@@ -52,7 +52,7 @@ impl Backing {
     /// A fresh handle on the same sessions.
     pub fn reopen(&self) -> Arc<dyn SessionStore> {
         match &self.path {
-            Some(path) => Arc::new(SqliteStore::open(path.as_path()).unwrap()),
+            Some(path) => Arc::new(SqliteStore::open(path).unwrap()),
             None => Arc::clone(&self.store),
         }
     }
@@ -65,12 +65,6 @@ impl Backing {
 pub struct TempDb {
     path: PathBuf,
     _dir: tempfile::TempDir,
-}
-
-impl TempDb {
-    pub fn as_path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Deref for TempDb {
