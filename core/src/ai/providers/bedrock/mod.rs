@@ -262,7 +262,7 @@ pub(crate) async fn read_stream(
 ) -> Result<(), ProviderError> {
     let mut state = EventState::default();
     while let Some(frame) = frames.next().await? {
-        state.handle(&frame, writer, model).await?;
+        state.handle(frame, writer, model).await?;
         if writer.is_closed() {
             return Ok(());
         }

@@ -27,6 +27,11 @@ pub(crate) trait FrameDecoder {
 
     /// The body has ended: appends any frame still pending, or fails on a truncated one.
     fn finish(&mut self, out: &mut Vec<Self::Frame>) -> Result<(), ProviderError>;
+
+    /// Takes back a frame its reader is done with, to reuse its buffers (by default, drops it).
+    fn recycle(&mut self, frame: Self::Frame) {
+        drop(frame);
+    }
 }
 
 impl FrameDecoder for SseDecoder {
@@ -45,6 +50,10 @@ impl FrameDecoder for SseDecoder {
     fn finish(&mut self, out: &mut Vec<SseEvent>) -> Result<(), ProviderError> {
         SseDecoder::finish(self, out);
         Ok(())
+    }
+
+    fn recycle(&mut self, frame: SseEvent) {
+        SseDecoder::recycle(self, frame);
     }
 }
 
@@ -84,6 +93,9 @@ pub(crate) struct BodyFrames<D: FrameDecoder> {
     decoder: D,
     pending: VecDeque<D::Frame>,
     scratch: Vec<D::Frame>,
+    /// The frame [`next`](Self::next) lent out last, handed back to the decoder at the next
+    /// call (an SSE event's buffer then holds the next event's data).
+    current: Option<D::Frame>,
     idle_timeout: Option<IdleTimer>,
     content_type: Option<String>,
     content_encoding: Option<String>,
@@ -161,6 +173,7 @@ impl<D: FrameDecoder> BodyFrames<D> {
             decoder,
             pending: VecDeque::new(),
             scratch: Vec::new(),
+            current: None,
             idle_timeout: Limits::new(options).idle_timeout.map(IdleTimer::new),
             content_type: None,
             content_encoding: None,
@@ -172,8 +185,9 @@ impl<D: FrameDecoder> BodyFrames<D> {
         }
     }
 
-    /// The next frame; `Ok(None)` once the body has ended.
-    pub(crate) async fn next(&mut self) -> Result<Option<D::Frame>, ProviderError> {
+    /// The next frame, lent until the next call; `Ok(None)` once the body has ended.
+    pub(crate) async fn next(&mut self) -> Result<Option<&D::Frame>, ProviderError> {
+        self.recycle_current();
         if let Some(encoding) = self.unreadable_encoding() {
             return Err(ProviderError::Decode(format!(
                 "The provider sent a compressed body (content-encoding: {encoding}), which is \
@@ -183,7 +197,7 @@ impl<D: FrameDecoder> BodyFrames<D> {
         loop {
             if let Some(frame) = self.pending.pop_front() {
                 self.events_seen += 1;
-                return Ok(Some(frame));
+                return Ok(Some(self.current.insert(frame)));
             }
             if let Some(error) = self.failed.take() {
                 self.ended = true;
@@ -231,10 +245,17 @@ impl<D: FrameDecoder> BodyFrames<D> {
 
     /// The next frame that has already arrived, without waiting for more of the body (for a
     /// protocol whose answer is over but whose last network chunk may hold more).
-    pub(crate) fn next_buffered(&mut self) -> Option<D::Frame> {
+    pub(crate) fn next_buffered(&mut self) -> Option<&D::Frame> {
+        self.recycle_current();
         let event = self.pending.pop_front()?;
         self.events_seen += 1;
-        Some(event)
+        Some(self.current.insert(event))
+    }
+
+    fn recycle_current(&mut self) {
+        if let Some(frame) = self.current.take() {
+            self.decoder.recycle(frame);
+        }
     }
 
     /// Call once the answer is complete and only an end marker may follow: from now on the
@@ -462,6 +483,27 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn each_event_reuses_the_buffer_of_the_one_before() {
+        let options = StreamOptions::default();
+        let mut events = SseEvents::from_chunks(
+            vec![
+                b"data: first\n\n".to_vec(),
+                b"data: 2nd\n\n".to_vec(),
+                b"data: third\n\n".to_vec(),
+            ],
+            &options,
+        );
+        let first = events.next().await.unwrap().unwrap();
+        assert_eq!(first.data, "first");
+        let buffer = first.data.as_ptr();
+        for expected in ["2nd", "third"] {
+            let event = events.next().await.unwrap().unwrap();
+            assert_eq!(event.data, expected);
+            assert_eq!(event.data.as_ptr(), buffer);
+        }
+    }
+
+    #[tokio::test]
     async fn in_memory_bodies_decode_like_network_ones() {
         let options = StreamOptions::default();
         let mut events = SseEvents::from_chunks(
@@ -470,7 +512,7 @@ mod tests {
         );
         assert_eq!(events.next().await.unwrap().unwrap().data, "a");
         // The chunk that completed `a` completed `b` too.
-        assert_eq!(events.next_buffered().map(|e| e.data).as_deref(), Some("b"));
+        assert_eq!(events.next_buffered().map(|e| e.data.as_str()), Some("b"));
         assert_eq!(events.next_buffered(), None);
         assert_eq!(events.next().await.unwrap(), None);
         assert_eq!(

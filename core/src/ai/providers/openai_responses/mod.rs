@@ -177,7 +177,7 @@ pub(crate) async fn read_stream(
 ) -> Result<(), ProviderError> {
     let mut state = ResponseState::new(pricing);
     while let Some(event) = events.next().await? {
-        state.handle(&event, writer, model).await?;
+        state.handle(event, writer, model).await?;
         if state.finished || writer.is_closed() {
             break;
         }
