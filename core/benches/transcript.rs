@@ -1,10 +1,12 @@
 //! Reading a transcript from JSON, as the C and Python bindings and a session's replay do: a
 //! context of 100 messages (user text, assistant text and a tool call, tool result blocks), and
-//! the same 100 as an agent's transcript.
+//! the same 100 as an agent's transcript; and that context prepared for the model that wrote it
+//! (`transform_messages_borrowed`, which every provider runs on every request, and
+//! `transform_messages`, its copying form).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pi_agent::agent::AgentMessage;
-use pi_agent::ai::Context;
+use pi_agent::ai::{Context, Model, transform_messages, transform_messages_borrowed};
 use serde_json::json;
 
 fn transcript_json() -> String {
@@ -48,6 +50,21 @@ fn transcript(c: &mut Criterion) {
         serde_json::from_str::<serde_json::Value>(&text).unwrap()["messages"].to_string();
     group.bench_function("agent_messages_from_json_100", |b| {
         b.iter(|| serde_json::from_str::<Vec<AgentMessage>>(&messages).unwrap());
+    });
+    // Every request of an agent's turn prepares the whole transcript for its model.
+    let context = serde_json::from_str::<Context>(&text).unwrap();
+    let model = Model::new(
+        "openai-completions",
+        "openai",
+        "gpt-4o",
+        "https://api.openai.com/v1",
+    );
+    group.bench_function("transform_messages_100_same_model", |b| {
+        b.iter(|| transform_messages(&context.messages, &model, None));
+    });
+    // What the providers run: only what changes is copied.
+    group.bench_function("transform_messages_borrowed_100_same_model", |b| {
+        b.iter(|| transform_messages_borrowed(&context.messages, &model, None));
     });
     group.finish();
 }

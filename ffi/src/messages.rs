@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::ffi::{CStr, c_char, c_void};
 
 use pi_agent::ai::{
-    Message, Tool, ToolCall, ValidationError, parse_streaming_json, transform_messages,
+    Message, Tool, ToolCall, ValidationError, parse_streaming_json, transform_messages_borrowed,
     validate_tool_call,
 };
 
@@ -70,7 +70,7 @@ pub extern "C" fn pi_transform_messages_json(
             }
         };
         let normalize = normalize_tool_call_id.map(|_| &rename as &dyn Fn(&str) -> String);
-        let transformed = transform_messages(&messages, &target.model, normalize);
+        let transformed = transform_messages_borrowed(&messages, &target.model, normalize);
         if let Some(error) = bad_id.into_inner() {
             return Err(pi_error::new(
                 pi_error_kind::InvalidUtf8,

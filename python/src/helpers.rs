@@ -91,7 +91,10 @@ pub(crate) fn transform_messages<'py>(
     let messages: Vec<Message> = parse(messages, "messages")?;
     let model = PyModel::extract(model)?;
     let Some(normalize) = normalize_tool_call_id.filter(|f| !f.is_none()) else {
-        return serde_to_py(py, &ai::transform_messages(&messages, &model, None));
+        return serde_to_py(
+            py,
+            &ai::transform_messages_borrowed(&messages, &model, None),
+        );
     };
     // Called synchronously on this thread; the first exception is raised afterwards.
     let failure: RefCell<Option<PyErr>> = RefCell::new(None);
@@ -110,7 +113,7 @@ pub(crate) fn transform_messages<'py>(
             }
         }
     };
-    let transformed = ai::transform_messages(&messages, &model, Some(&rename));
+    let transformed = ai::transform_messages_borrowed(&messages, &model, Some(&rename));
     if let Some(error) = failure.into_inner() {
         return Err(error);
     }

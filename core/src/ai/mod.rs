@@ -88,7 +88,7 @@ pub use thinking::ThinkingLevel;
 pub use tool_choice::{ToolChoice, ToolChoiceError};
 pub use transform::{
     NO_RESULT_PROVIDED, NormalizeToolCallId, TOOL_IMAGE_OMITTED, USER_IMAGE_OMITTED,
-    transform_messages,
+    transform_messages, transform_messages_borrowed,
 };
 pub use types::{
     AssistantContent, AssistantMessage, Context, ImageContent, Message, ResponseTiming,

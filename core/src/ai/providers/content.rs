@@ -1,5 +1,7 @@
 //! How the built-in providers read user and tool-result blocks.
 
+use std::borrow::Borrow;
+
 use crate::ai::types::{AssistantMessage, Message, ToolResultMessage, UserContent, UserMessage};
 
 /// A message of a transcript, or a run of consecutive tool results taken together (the APIs
@@ -13,18 +15,18 @@ pub(crate) enum Turn<'a> {
     ToolResults(Vec<&'a ToolResultMessage>),
 }
 
-/// `messages` as [`Turn`]s, in order.
-pub(crate) fn turns(messages: &[Message]) -> impl Iterator<Item = Turn<'_>> {
+/// `messages` (owned or borrowed ones) as [`Turn`]s, in order.
+pub(crate) fn turns<M: Borrow<Message>>(messages: &[M]) -> impl Iterator<Item = Turn<'_>> {
     let mut rest = messages;
     std::iter::from_fn(move || {
         let (first, tail) = rest.split_first()?;
-        let turn = match first {
+        let turn = match first.borrow() {
             Message::User(user) => Turn::User(user),
             Message::Assistant(assistant) => Turn::Assistant(assistant),
             Message::ToolResult(_) => {
                 let results: Vec<&ToolResultMessage> = rest
                     .iter()
-                    .map_while(|message| match message {
+                    .map_while(|message| match message.borrow() {
                         Message::ToolResult(result) => Some(result),
                         _ => None,
                     })
@@ -91,7 +93,7 @@ mod tests {
             })
             .collect();
         assert_eq!(shape, ["user", "assistant", "a+b", "user", "c"]);
-        assert_eq!(turns(&[]).count(), 0);
+        assert_eq!(turns::<Message>(&[]).count(), 0);
     }
 
     #[test]

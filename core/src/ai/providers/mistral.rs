@@ -16,7 +16,7 @@ use crate::ai::options::StreamOptions;
 use crate::ai::partial_json::parse_json_lenient;
 use crate::ai::short_hash::short_hash;
 use crate::ai::tool_choice::ToolChoice;
-use crate::ai::transform::transform_messages;
+use crate::ai::transform::transform_messages_borrowed;
 use crate::ai::types::{
     AssistantContent, Context, Message, StopReason, UserContent, UserMessageContent,
 };
@@ -159,7 +159,7 @@ fn simple_options(model: &Model, options: &StreamOptions) -> StreamOptions {
 pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptions) -> Value {
     let ids = std::cell::RefCell::new(ToolCallIds::default());
     let normalizer = |id: &str| ids.borrow_mut().normalize(id);
-    let messages = transform_messages(&context.messages, model, Some(&normalizer));
+    let messages = transform_messages_borrowed(&context.messages, model, Some(&normalizer));
     let mut out = Vec::with_capacity(messages.len() + 1);
     if let Some(system) = context.system_prompt.as_deref().filter(|s| !s.is_empty()) {
         out.push(json!({"role": "system", "content": system}));

@@ -10,7 +10,7 @@ use crate::ai::options::{CacheRetention, StreamOptions};
 use crate::ai::providers::content::{Turn, has_images, joined_text, turns};
 use crate::ai::simple_options::{add_thinking_budget, base_options};
 use crate::ai::thinking::ThinkingLevel;
-use crate::ai::transform::transform_messages;
+use crate::ai::transform::transform_messages_borrowed;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Tool, ToolResultMessage, UserContent,
     UserMessageContent,
@@ -302,7 +302,8 @@ pub(crate) fn convert_messages(
     oauth: bool,
     cache: Option<&Value>,
 ) -> Vec<Value> {
-    let messages = transform_messages(&context.messages, model, Some(&normalize_tool_call_id));
+    let messages =
+        transform_messages_borrowed(&context.messages, model, Some(&normalize_tool_call_id));
     let mut out: Vec<Value> = Vec::with_capacity(messages.len());
     for turn in turns(&messages) {
         match turn {

@@ -18,7 +18,7 @@ use crate::ai::providers::content::{Turn, turns};
 use crate::ai::simple_options::{add_thinking_budget, base_options, default_thinking_budget};
 use crate::ai::thinking::ThinkingLevel;
 use crate::ai::tool_choice::ToolChoice;
-use crate::ai::transform::transform_messages;
+use crate::ai::transform::transform_messages_borrowed;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, ImageContent, Tool, ToolResultMessage,
     UserContent, UserMessageContent,
@@ -234,7 +234,8 @@ fn convert_messages(
     context: &Context,
     cache_point: Option<&Value>,
 ) -> Result<Vec<Value>, RequestError> {
-    let messages = transform_messages(&context.messages, model, Some(&normalize_tool_call_id));
+    let messages =
+        transform_messages_borrowed(&context.messages, model, Some(&normalize_tool_call_id));
     let signatures = is_claude(model);
     let mut out: Vec<Value> = Vec::with_capacity(messages.len());
     for turn in turns(&messages) {

@@ -13,7 +13,7 @@ use crate::ai::options::{GoogleThinking, StreamOptions};
 use crate::ai::providers::content::joined_text;
 use crate::ai::thinking::ThinkingLevel;
 use crate::ai::tool_choice::ToolChoice;
-use crate::ai::transform::transform_messages;
+use crate::ai::transform::transform_messages_borrowed;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, Tool, ToolResultMessage, UserContent,
     UserMessageContent,
@@ -396,10 +396,10 @@ pub(crate) fn thinking_budget(variant: Variant, effort: ThinkingLevel, id: &str)
 pub(crate) fn convert_messages(model: &Model, context: &Context) -> Vec<Value> {
     let model_id = model.id.clone();
     let normalize = move |id: &str| normalize_tool_call_id(id, &model_id);
-    let messages = transform_messages(&context.messages, model, Some(&normalize));
+    let messages = transform_messages_borrowed(&context.messages, model, Some(&normalize));
     let mut contents: Vec<Value> = Vec::with_capacity(messages.len());
     for message in &messages {
-        match message {
+        match &**message {
             Message::User(user) => {
                 let parts: Vec<Value> = match &user.content {
                     UserMessageContent::Text(text) => vec![json!({"text": text})],

@@ -15,7 +15,7 @@ use crate::ai::options::CacheRetention;
 use crate::ai::options::StreamOptions;
 use crate::ai::providers::content::{Turn, turns};
 use crate::ai::simple_options::mapped_effort;
-use crate::ai::transform::transform_messages;
+use crate::ai::transform::transform_messages_borrowed;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, ToolResultMessage, UserContent,
     UserMessageContent,
@@ -31,10 +31,13 @@ pub(crate) const REASONING_FIELDS: [&str; 3] = ["reasoning_content", "reasoning"
 
 /// The context's messages as they are sent to `model` (tool-call ids normalised, foreign
 /// reasoning as text, orphan tool calls answered): what [`build_body`] borrows from.
-pub(crate) fn transformed_messages(model: &Model, context: &Context) -> Vec<Message> {
+pub(crate) fn transformed_messages<'c>(
+    model: &Model,
+    context: &'c Context,
+) -> Vec<Cow<'c, Message>> {
     let provider = model.provider.as_str();
     let normalize = |id: &str| normalize_tool_call_id(id, provider);
-    transform_messages(&context.messages, model, Some(&normalize))
+    transform_messages_borrowed(&context.messages, model, Some(&normalize))
 }
 
 /// The body for `POST /chat/completions`; `messages` are the context's
@@ -42,7 +45,7 @@ pub(crate) fn transformed_messages(model: &Model, context: &Context) -> Vec<Mess
 pub(crate) fn build_body<'a>(
     model: &'a Model,
     context: &'a Context,
-    messages: &'a [Message],
+    messages: &'a [Cow<'a, Message>],
     options: &'a StreamOptions,
     compat: &'a Compat,
 ) -> ChatBody<'a> {
@@ -282,7 +285,7 @@ pub(crate) fn normalize_tool_call_id(id: &str, provider: &str) -> String {
 fn convert_messages<'a>(
     model: &Model,
     context: &'a Context,
-    messages: &'a [Message],
+    messages: &'a [Cow<'a, Message>],
     compat: &Compat,
 ) -> Vec<ChatMessage<'a>> {
     let mut out = Vec::with_capacity(messages.len() + 1);

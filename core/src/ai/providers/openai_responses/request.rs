@@ -15,7 +15,7 @@ use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::providers::content::{has_images, joined_text};
 use crate::ai::simple_options::mapped_effort;
-use crate::ai::transform::transform_messages;
+use crate::ai::transform::transform_messages_borrowed;
 use crate::ai::types::{
     AssistantContent, AssistantMessage, Context, Message, TextContent, ThinkingContent, Tool,
     ToolResultMessage, UserContent, UserMessageContent,
@@ -375,10 +375,10 @@ pub(crate) fn convert_input_with(
     let openai_like = tool_call_providers.contains(&model.provider.as_str());
     let messages = rename_foreign_tool_calls(&context.messages, model, openai_like);
     let normalize = move |id: &str| normalize_tool_call_id(id, openai_like);
-    let messages = transform_messages(&messages, model, Some(&normalize));
+    let messages = transform_messages_borrowed(&messages, model, Some(&normalize));
     let mut message_index = 0;
     for message in &messages {
-        let converted = match message {
+        let converted = match &**message {
             Message::User(user) => convert_user(&user.content, &mut out),
             Message::Assistant(assistant) => {
                 convert_assistant(assistant, model, message_index, &mut out)
