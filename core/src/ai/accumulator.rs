@@ -37,7 +37,8 @@ impl MessageAccumulator {
     pub fn apply(&mut self, event: &AssistantMessageEvent) {
         match event {
             AssistantMessageEvent::Start { partial } => {
-                self.message = partial.clone();
+                // Over the message held: its strings are reused (see `AssistantMessage`'s Clone).
+                self.message.clone_from(partial);
                 self.open_arguments.clear();
             }
             AssistantMessageEvent::TextStart { content_index } => {
@@ -147,7 +148,7 @@ impl MessageAccumulator {
             AssistantMessageEvent::ObjectDelta { .. } => {}
             AssistantMessageEvent::Done { message, .. }
             | AssistantMessageEvent::Error { error: message, .. } => {
-                self.message = message.clone();
+                self.message.clone_from(message);
                 self.open_arguments.clear();
                 self.finished = true;
             }

@@ -229,7 +229,7 @@ impl Usage {
 /// A message produced by a model. Serialises with `"role": "assistant"` wherever it appears
 /// (`done.message`, `error.error`, `complete()`'s result), so it can be appended to a context as
 /// is.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename = "assistant", rename_all = "camelCase")]
 pub struct AssistantMessage {
     /// Text, thinking and tool-call blocks in the order the model produced them.
@@ -287,6 +287,55 @@ pub struct AssistantMessage {
     /// How long the response took (ours; pi ignores the field, so transcripts still load there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timing: Option<ResponseTiming>,
+}
+
+/// Written out for [`clone_from`](Clone::clone_from): a stream's reader copies the `start` and
+/// final messages over the one it holds, and reusing its strings (the same api, provider and
+/// model) saves their allocations on every request. The destructuring makes a new field a
+/// compile error here rather than a field left out of the copy.
+impl Clone for AssistantMessage {
+    fn clone(&self) -> Self {
+        let mut copy = Self::default();
+        copy.clone_from(self);
+        copy
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        let Self {
+            content,
+            api,
+            provider,
+            model,
+            usage,
+            stop_reason,
+            timestamp,
+            response_id,
+            response_model,
+            diagnostics,
+            error_message,
+            error_kind,
+            http_status,
+            retry_after_ms,
+            run_limit,
+            timing,
+        } = source;
+        self.content.clone_from(content);
+        self.api.clone_from(api);
+        self.provider.clone_from(provider);
+        self.model.clone_from(model);
+        self.usage.clone_from(usage);
+        self.stop_reason = *stop_reason;
+        self.timestamp = *timestamp;
+        self.response_id.clone_from(response_id);
+        self.response_model.clone_from(response_model);
+        self.diagnostics.clone_from(diagnostics);
+        self.error_message.clone_from(error_message);
+        self.error_kind = *error_kind;
+        self.http_status = *http_status;
+        self.retry_after_ms = *retry_after_ms;
+        self.run_limit = *run_limit;
+        self.timing = *timing;
+    }
 }
 
 /// How long a model response took, measured by the library on every streamed response.
@@ -654,5 +703,37 @@ mod tests {
         // A standalone assistant message appended to a context parses as a message.
         let back: Message = serde_json::from_str(&json).unwrap();
         assert_eq!(back, Message::Assistant(assistant));
+    }
+    #[test]
+    fn clone_from_copies_every_field_and_reuses_the_strings() {
+        let full: AssistantMessage = serde_json::from_value(serde_json::json!({
+            "role": "assistant",
+            "content": [{"type": "text", "text": "answer"}],
+            "api": "openai-completions", "provider": "openai", "model": "gpt",
+            "usage": {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "totalTokens": 10,
+                      "cost": {"input": 0.5, "output": 0.25, "cacheRead": 0.0, "cacheWrite": 0.0,
+                               "total": 0.75}},
+            "stopReason": "error", "timestamp": 7, "responseId": "r", "responseModel": "m",
+            "diagnostics": [{"a": 1}], "errorMessage": "boom", "errorKind": "rate_limit",
+            "httpStatus": 429, "retryAfterMs": 5, "runLimit": "maxTurns",
+            "timing": {"durationMs": 9, "ttftMs": 3}
+        }))
+        .unwrap();
+        assert!(full.error_kind.is_some() && full.run_limit.is_some() && full.timing.is_some());
+        assert_eq!(full.clone(), full);
+        let mut held = AssistantMessage {
+            api: "openai-completions".into(),
+            provider: "openai".into(),
+            model: "gpt".into(),
+            ..AssistantMessage::default()
+        };
+        let buffer = held.api.as_ptr();
+        held.clone_from(&full);
+        assert_eq!(held, full);
+        assert_eq!(held.api.as_ptr(), buffer, "the held string was reused");
+        // And back to a message with fewer fields set.
+        let bare = AssistantMessage::default();
+        held.clone_from(&bare);
+        assert_eq!(held, bare);
     }
 }
