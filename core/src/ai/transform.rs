@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use super::model::Model;
 use super::types::{
     AssistantContent, AssistantMessage, Message, TextContent, ToolResultMessage, UserContent,
-    UserMessage, UserMessageContent,
+    UserMessage, UserMessageContent, has_images,
 };
 
 /// Placeholder for images in user messages sent to a text-only model.
@@ -279,12 +279,6 @@ fn downgrade_user_images(message: &UserMessage, target: &Model) -> Option<UserMe
 fn downgrade_tool_images(message: &ToolResultMessage, target: &Model) -> Option<Vec<UserContent>> {
     (!target.supports_images() && has_images(&message.content))
         .then(|| replace_images(&message.content, TOOL_IMAGE_OMITTED))
-}
-
-fn has_images(blocks: &[UserContent]) -> bool {
-    blocks
-        .iter()
-        .any(|block| matches!(block, UserContent::Image(_)))
 }
 
 #[cfg(test)]

@@ -98,6 +98,13 @@ pub enum UserContent {
     Image(ImageContent),
 }
 
+/// Whether any block is an image.
+pub(crate) fn has_images(blocks: &[UserContent]) -> bool {
+    blocks
+        .iter()
+        .any(|block| matches!(block, UserContent::Image(_)))
+}
+
 impl UserContent {
     /// A text block.
     pub fn text(text: impl Into<SharedString>) -> Self {
@@ -323,7 +330,7 @@ impl Clone for AssistantMessage {
         self.api.clone_from(api);
         self.provider.clone_from(provider);
         self.model.clone_from(model);
-        self.usage.clone_from(usage);
+        self.usage = *usage;
         self.stop_reason = *stop_reason;
         self.timestamp = *timestamp;
         self.response_id.clone_from(response_id);

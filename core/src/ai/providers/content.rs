@@ -53,12 +53,9 @@ pub(crate) fn joined_text(blocks: &[UserContent]) -> String {
         .join("\n")
 }
 
-/// Whether any block is an image.
-pub(crate) fn has_images(blocks: &[UserContent]) -> bool {
-    blocks
-        .iter()
-        .any(|block| matches!(block, UserContent::Image(_)))
-}
+/// Whether any block is an image (also what `transform_messages` asks, hence defined with the
+/// blocks).
+pub(crate) use crate::ai::types::has_images;
 
 #[cfg(test)]
 mod tests {
