@@ -24,6 +24,7 @@ use tracing::Instrument as _;
 
 use super::accumulator::{MessageAccumulator, object_or_empty};
 use super::blocking;
+use super::cancelled::cancelled;
 use super::error::{ErrorKind, ProviderError};
 use super::event::AssistantMessageEvent;
 use super::event_queue::{self, Queued, Receiver, Sender};
@@ -544,8 +545,9 @@ impl StreamWriter {
             let span = self.open_span();
             let outcome = tokio::select! {
                 biased;
-                () = signal.cancelled() => Ended::Aborted,
-                () = consumer_gone.cancelled() => Ended::Dropped,
+                // Registered once, not at every poll of the request (see `ai::cancelled`).
+                () = cancelled(&signal) => Ended::Aborted,
+                () = cancelled(&consumer_gone) => Ended::Dropped,
                 result = batch.wrap(run(&mut self).instrument(span)) => Ended::Ran(result),
             };
             let outcome = match outcome {
@@ -592,6 +594,11 @@ impl StreamWriter {
     /// may echo the key it received).
     pub(crate) fn hide_secrets(&mut self, redactor: Redactor) {
         self.redactor = redactor;
+    }
+
+    /// The credentials hidden from now on (see [`hide_secrets`](Self::hide_secrets)).
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.redactor
     }
 
     /// `true` once the consumer has dropped its stream.

@@ -8,6 +8,7 @@
 pub(crate) mod accumulator;
 pub(crate) mod api_provider;
 pub(crate) mod blocking;
+pub(crate) mod cancelled;
 pub(crate) mod catalog;
 pub(crate) mod env_keys;
 pub(crate) mod error;

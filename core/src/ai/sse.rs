@@ -18,6 +18,11 @@ const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 /// The largest `data` buffer [`SseDecoder::recycle`] keeps for the next event.
 pub const RECYCLED_DATA_BYTES: usize = 4096;
 
+/// The most bytes of handed-back buffers a decoder keeps beyond the one the next event fills:
+/// the events of a read that brought several wait in their buffers until their reader is done
+/// with them, so a burst needs as many; a paced stream (one event per read) keeps none.
+const SPARE_DATA_BYTES: usize = 8192;
+
 /// One dispatched Server-Sent Event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
@@ -47,6 +52,10 @@ pub struct EventTooLarge {
 #[derive(Debug)]
 struct EventState {
     data: String,
+    /// Handed-back buffers (see [`SseDecoder::recycle`]) for the data of the events after the
+    /// next one, at most [`SPARE_DATA_BYTES`] of capacity in all.
+    spare: Vec<String>,
+    spare_bytes: usize,
     has_data: bool,
     event: Option<String>,
     last_id: Option<String>,
@@ -60,6 +69,8 @@ impl Default for EventState {
     fn default() -> Self {
         Self {
             data: String::new(),
+            spare: Vec::new(),
+            spare_bytes: 0,
             has_data: false,
             event: None,
             last_id: None,
@@ -134,9 +145,11 @@ impl EventState {
             return;
         }
         self.has_data = false;
+        let spare = self.spare.pop().unwrap_or_default();
+        self.spare_bytes -= spare.capacity();
         out.push(SseEvent {
             event,
-            data: std::mem::take(&mut self.data),
+            data: std::mem::replace(&mut self.data, spare),
             id: self.last_id.clone(),
         });
     }
@@ -175,15 +188,25 @@ impl SseDecoder {
         decoder
     }
 
-    /// Hands back an event its reader is done with: its `data` buffer holds the next event's
+    /// Hands back an event its reader is done with: its `data` buffer holds a later event's
     /// data, which saves an allocation and a free per event. A buffer larger than
     /// [`RECYCLED_DATA_BYTES`] is dropped instead, so that a stream that once carried a large
-    /// event does not hold that much memory for the rest of its life.
+    /// event does not hold that much memory for the rest of its life; so are buffers beyond
+    /// a few KiB kept in all (the events of one network read, handed back one by one, are
+    /// kept for the next read's).
     pub fn recycle(&mut self, event: SseEvent) {
-        if self.state.data.capacity() == 0 && event.data.capacity() <= RECYCLED_DATA_BYTES {
-            let mut data = event.data;
-            data.clear();
-            self.state.data = data;
+        let mut data = event.data;
+        let capacity = data.capacity();
+        if capacity == 0 || capacity > RECYCLED_DATA_BYTES {
+            return;
+        }
+        data.clear();
+        let state = &mut self.state;
+        if state.data.capacity() == 0 {
+            state.data = data;
+        } else if state.spare_bytes + capacity <= SPARE_DATA_BYTES {
+            state.spare_bytes += capacity;
+            state.spare.push(data);
         }
     }
 
@@ -201,6 +224,8 @@ impl SseDecoder {
             // What was buffered will never be used.
             self.buf = Vec::new();
             self.state.data = String::new();
+            self.state.spare = Vec::new();
+            self.state.spare_bytes = 0;
             return Err(EventTooLarge {
                 limit: self.state.limit,
             });
@@ -540,6 +565,42 @@ mod tests {
         dec.recycle(out.pop().unwrap());
         dec.feed(b"data: z\n\n", &mut out).unwrap();
         assert_eq!(out, vec![ev(None, "y\nz", None)]);
+    }
+
+    #[test]
+    fn the_buffers_of_a_burst_serve_the_next_burst() {
+        let mut dec = SseDecoder::new();
+        let mut out = Vec::new();
+        let burst = b"data: a\n\ndata: b\n\ndata: c\n\n";
+        dec.feed(burst, &mut out).unwrap();
+        let mut buffers: Vec<_> = out.iter().map(|event| event.data.as_ptr()).collect();
+        for event in out.drain(..) {
+            dec.recycle(event);
+        }
+        dec.feed(burst, &mut out).unwrap();
+        assert_eq!(
+            out,
+            vec![
+                ev(None, "a", None),
+                ev(None, "b", None),
+                ev(None, "c", None)
+            ]
+        );
+        let mut reused: Vec<_> = out.iter().map(|event| event.data.as_ptr()).collect();
+        buffers.sort_unstable();
+        reused.sort_unstable();
+        assert_eq!(reused, buffers, "no new buffer for the second burst");
+        // The spare buffers are bounded in bytes: a long burst keeps a few KiB, not all.
+        let many: Vec<u8> = b"data: 0123456789abcdef0123456789abcdef\n\n".repeat(1000);
+        out.clear();
+        dec.feed(&many, &mut out).unwrap();
+        for event in out.drain(..) {
+            dec.recycle(event);
+        }
+        assert!(dec.state.spare_bytes <= SPARE_DATA_BYTES);
+        let kept: usize = dec.state.spare.iter().map(String::capacity).sum();
+        assert_eq!(kept, dec.state.spare_bytes);
+        assert!(!dec.state.spare.is_empty());
     }
 
     #[test]

@@ -264,8 +264,9 @@ pub(crate) async fn send_with_policy(
 ) -> Result<reqwest::Response, ProviderError> {
     check_headers(model, options)?;
     let request = build().build().map_err(|error| build_error(&error))?;
-    let redactor = redactor_for(&request, model, options);
-    writer.hide_secrets(redactor.clone());
+    writer.hide_secrets(redactor_for(&request, model, options));
+    // The attempts redact their diagnostics with the writer's copy: no second one.
+    let redactor = writer.redactor();
     let mut diagnostics = Vec::new();
     // Boxed: the request phase (retries, redirects, the HTTP client's own futures) is several
     // KiB of state that is dead once the body streams; inline it would stay in every stream's
@@ -276,7 +277,7 @@ pub(crate) async fn send_with_policy(
             options,
             model,
             &mut diagnostics,
-            &redactor,
+            redactor,
             format_error,
             policy,
         )
