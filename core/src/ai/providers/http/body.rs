@@ -8,6 +8,7 @@ use std::time::Duration;
 use futures::{Stream, StreamExt};
 
 use super::deadline::{Elapsed, within};
+use super::h1;
 use super::idle::IdleTimer;
 use super::limits::{Limits, TRAILER_TIMEOUT};
 use super::{error_body_message, transport_error, transport_error_message};
@@ -130,7 +131,7 @@ impl SseEvents {
 impl<D: FrameDecoder> BodyFrames<D> {
     /// Starts reading `response`'s body with `decoder`, within the limits of `options`.
     pub(crate) fn with_decoder(
-        response: reqwest::Response,
+        mut response: reqwest::Response,
         decoder: D,
         options: &StreamOptions,
     ) -> Self {
@@ -143,10 +144,17 @@ impl<D: FrameDecoder> BodyFrames<D> {
         };
         let content_type = header(reqwest::header::CONTENT_TYPE);
         let content_encoding = header(reqwest::header::CONTENT_ENCODING);
-        let body = response
-            .bytes_stream()
-            .map(|chunk| chunk.map_err(|error| transport_error(&error)));
-        let mut frames = Self::from_stream(Box::pin(body), decoder, options);
+        // The library's HTTP/1.1 client's body is read directly, not through reqwest's
+        // adapters (see `h1::direct`).
+        let body: ByteStream = match h1::take_body(&mut response) {
+            Some(body) => Box::pin(body),
+            None => Box::pin(
+                response
+                    .bytes_stream()
+                    .map(|chunk| chunk.map_err(|error| transport_error(&error))),
+            ),
+        };
+        let mut frames = Self::from_stream(body, decoder, options);
         frames.content_type = content_type;
         frames.content_encoding = content_encoding;
         frames

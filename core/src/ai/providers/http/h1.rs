@@ -17,6 +17,7 @@
 
 mod body;
 mod conn;
+mod direct;
 mod head;
 mod pool;
 
@@ -35,6 +36,7 @@ use super::CONNECT_TIMEOUT;
 use super::deadline::within;
 use crate::ai::error::ProviderError;
 
+pub(super) use self::direct::take_body;
 pub(super) use self::pool::used as pool_used;
 
 /// Whether this client sends `request` (see the module's doc for what goes to reqwest).
@@ -99,11 +101,12 @@ pub(super) async fn execute(
             framing,
             reusable,
         } = head;
-        let body = Body::new(socket, buffer, framing, reusable, origin);
+        let body = direct::Shared::new(Body::new(socket, buffer, framing, reusable, origin));
         let mut response = http::Response::builder()
             .status(status)
             .version(http::Version::HTTP_11)
-            .url(request.url().clone());
+            .url(request.url().clone())
+            .extension(body.clone());
         if let Some(map) = response.headers_mut() {
             *map = headers;
         }
@@ -435,6 +438,59 @@ mod tests {
             port,
         };
         assert_eq!(pool().idle(&origin), 0);
+    }
+
+    /// A body read directly (a stream's frame reader, see `direct`) gives the same bytes and
+    /// fails with the same kind and words as through reqwest; the response's reqwest side then
+    /// reads an ended body.
+    #[tokio::test]
+    async fn a_cut_body_reads_alike_directly_and_through_reqwest() {
+        async fn cut_body_server() -> u16 {
+            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let port = listener.local_addr().unwrap().port();
+            tokio::spawn(async move {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut request = [0u8; 1024];
+                let _ = socket.read(&mut request).await;
+                let cut = "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf";
+                socket.write_all(cut.as_bytes()).await.unwrap();
+            });
+            port
+        }
+        let through_reqwest = post(cut_body_server().await).await.unwrap_err();
+        let port = cut_body_server().await;
+        let request = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/v1/x"))
+            .body("{}")
+            .build()
+            .unwrap();
+        let mut response = execute(&request).await.unwrap();
+        let mut body = take_body(&mut response).expect("this client's body");
+        assert!(take_body(&mut response).is_none(), "taken once");
+        let mut read = Vec::new();
+        let directly = loop {
+            match futures::StreamExt::next(&mut body).await {
+                Some(Ok(bytes)) => read.extend_from_slice(&bytes),
+                Some(Err(error)) => break error,
+                None => panic!("a cut body ended without an error"),
+            }
+        };
+        assert_eq!(read, b"half");
+        // reqwest adds its own layer ("request or response body error") between the two.
+        let cause = "the server closed the connection 6 bytes before the body's end";
+        for error in [&directly, &through_reqwest] {
+            let text = error.to_string();
+            assert!(
+                text.starts_with("Connection error: the response body was cut off: ")
+                    && text.ends_with(cause),
+                "{text}"
+            );
+        }
+        assert!(
+            matches!(directly, ProviderError::Network(_)),
+            "{directly:?}"
+        );
+        assert_eq!(response.text().await.unwrap(), "");
     }
 
     /// The first write right after `connect` takes what the socket buffer holds; the rest
