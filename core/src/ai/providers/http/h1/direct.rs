@@ -3,9 +3,10 @@
 //! reader of a stream ([`take_body`]).
 //!
 //! Through reqwest, every poll of a frame passes four adapters (reqwest's body and decoder, two
-//! error mappings, the bytes stream) before it reaches the socket: about 550 instructions per
-//! frame, and as many more code pages to bring back into the caches when a frame arrives after
-//! the thread slept. The direct path polls the body itself.
+//! error mappings, the bytes stream) before it reaches the socket: about 290 instructions per
+//! frame more than the direct path (callgrind), and that much more code to bring back into the
+//! caches when a frame arrives after the thread slept. The direct path polls the body itself;
+//! sharing the body costs about 400 instructions per request.
 
 use std::io;
 use std::pin::Pin;
