@@ -419,18 +419,23 @@ mod tests {
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
     }
 
-    #[tokio::test]
-    async fn a_cut_body_is_an_error_and_its_connection_is_not_kept() {
+    /// A server that answers one request with half its body, then closes the connection.
+    async fn cut_body_server() -> u16 {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move {
             let (mut socket, _) = listener.accept().await.unwrap();
             let mut request = [0u8; 1024];
             let _ = socket.read(&mut request).await;
-            // Half the body, then the connection closes.
             let cut = "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf";
             socket.write_all(cut.as_bytes()).await.unwrap();
         });
+        port
+    }
+
+    #[tokio::test]
+    async fn a_cut_body_is_an_error_and_its_connection_is_not_kept() {
+        let port = cut_body_server().await;
         let error = post(port).await.unwrap_err().to_string();
         assert!(error.contains("cut off"), "{error}");
         let origin = Origin {
@@ -445,18 +450,6 @@ mod tests {
     /// reads an ended body.
     #[tokio::test]
     async fn a_cut_body_reads_alike_directly_and_through_reqwest() {
-        async fn cut_body_server() -> u16 {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let port = listener.local_addr().unwrap().port();
-            tokio::spawn(async move {
-                let (mut socket, _) = listener.accept().await.unwrap();
-                let mut request = [0u8; 1024];
-                let _ = socket.read(&mut request).await;
-                let cut = "HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf";
-                socket.write_all(cut.as_bytes()).await.unwrap();
-            });
-            port
-        }
         let through_reqwest = post(cut_body_server().await).await.unwrap_err();
         let port = cut_body_server().await;
         let request = reqwest::Client::new()
