@@ -59,6 +59,21 @@ def test_nothing_is_emitted_above_the_loggers_level(
     assert not [record for record in caplog.records if record.name.startswith("pi_agent")]
 
 
+def test_a_level_set_between_requests_applies_to_the_next(
+    mock_server: MockServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The binding keeps each target's logger after its first record: the logger's level is
+    # still read at every record, so a level set later applies at once, either way.
+    def sending() -> int:
+        return len([r for r in caplog.records if r.getMessage().startswith("sending request")])
+
+    for level, expected in [(logging.INFO, 0), (logging.DEBUG, 1), (logging.INFO, 1)]:
+        mock_server.push({"text": "again"})
+        with caplog.at_level(level, logger="pi_agent"):
+            pi_agent.complete_sync(mock_server.model(), CONTEXT, api_key=SECRET)
+        assert sending() == expected, level
+
+
 def test_pi_agent_log_env_writes_to_stderr(mock_server: MockServer) -> None:
     mock_server.push({"text": "from a subprocess"})
     script = (
