@@ -23,6 +23,7 @@ mod loop_wake;
 mod mcp;
 mod model;
 mod model_errors;
+mod names;
 mod oauth;
 mod oauth_config;
 mod options;

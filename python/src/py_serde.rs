@@ -17,6 +17,8 @@ use pyo3::types::{PyBool, PyDict, PyList, PyString};
 use serde::Serialize;
 use serde::ser::{self, Impossible};
 
+use crate::names::interned;
+
 /// The Python object for `value`.
 pub(crate) fn to_py_direct<'py, T: Serialize + ?Sized>(
     py: Python<'py>,
@@ -180,7 +182,7 @@ impl<'py> ser::Serializer for PySerializer<'py> {
         _index: u32,
         variant: &'static str,
     ) -> Result<Self::Ok> {
-        Ok(PyString::intern(self.py, variant).into_any())
+        Ok(interned(self.py, variant).into_any())
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(
         self,
@@ -326,8 +328,7 @@ impl<'py> Map<'py> {
             *raw = Some(parse_json(&value)?);
             return Ok(());
         }
-        self.dict
-            .set_item(PyString::intern(self.ser.py, key), value)?;
+        self.dict.set_item(interned(self.ser.py, key), value)?;
         Ok(())
     }
 
