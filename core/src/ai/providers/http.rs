@@ -202,7 +202,7 @@ pub(crate) fn transport_error_message(error: &reqwest::Error) -> String {
     } else if error.is_timeout() {
         "Request timed out".to_owned()
     } else if error.is_body() || error.is_decode() {
-        "Connection error: the response body was cut off".to_owned()
+        BODY_CUT_OFF.to_owned()
     } else {
         "Connection error".to_owned()
     };
@@ -217,6 +217,9 @@ pub(crate) fn transport_error_message(error: &reqwest::Error) -> String {
     }
     message
 }
+
+/// The start of every failed body's message (both HTTP clients word it so).
+const BODY_CUT_OFF: &str = "Connection error: the response body was cut off";
 
 /// The start of every connect failure's message (both HTTP clients word it so).
 fn could_not_connect(host: &str, port: u16) -> String {

@@ -67,7 +67,7 @@ pub(in crate::ai::providers::http) fn take_body(
 }
 
 /// A body read directly: its data chunks, and its failure worded as reqwest's path words it
-/// (`transport_error`).
+/// (`transport_error`), without reqwest's own layer between the two.
 pub(in crate::ai::providers::http) struct DirectBody(Body);
 
 impl Stream for DirectBody {
@@ -76,17 +76,19 @@ impl Stream for DirectBody {
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let body = &mut self.get_mut().0;
         loop {
-            return Poll::Ready(match ready!(Pin::new(&mut *body).poll_frame(cx)) {
+            let chunk = match ready!(Pin::new(&mut *body).poll_frame(cx)) {
                 None => None,
+                Some(Err(error)) => Some(Err(ProviderError::Network(format!(
+                    "{}: {error}",
+                    super::super::BODY_CUT_OFF
+                )))),
+                // Trailers (this client never hands them out) carry no data.
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(bytes) => Some(Ok(bytes)),
-                    // Trailers (this client never hands them out) carry no data.
                     Err(_) => continue,
                 },
-                Some(Err(error)) => Some(Err(ProviderError::Network(format!(
-                    "Connection error: the response body was cut off: {error}"
-                )))),
-            });
+            };
+            return Poll::Ready(chunk);
         }
     }
 }
