@@ -139,6 +139,12 @@ pub fn partial_json(data: &[u8]) {
     }
 }
 
+/// A Chat Completions chunk (`data` as UTF-8, lossily): when the cursor reads it
+/// ([`json_cursor`](crate::ai::providers::json_cursor)), serde's reading gives the same chunk.
+pub fn openai_completions_chunk(data: &[u8]) {
+    openai_completions::chunk::check_against_serde(&String::from_utf8_lossy(data));
+}
+
 /// One wire API's response decoder (`api` from [`APIS`]), fed `data` as a response body: ends
 /// with exactly one terminal event, last, and a failure always has a message.
 pub fn provider_stream(api: &str, data: &[u8]) {

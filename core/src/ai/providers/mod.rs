@@ -48,6 +48,8 @@ pub(crate) mod google;
 #[cfg(feature = "google")]
 pub(crate) mod google_vertex;
 pub(crate) mod http;
+#[cfg(feature = "openai")]
+pub(crate) mod json_cursor;
 #[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) mod lenient;
 #[cfg(feature = "mistral")]

@@ -3,6 +3,7 @@
 //! [`compat::Compat`] flags, not code paths.
 
 pub(crate) mod body;
+pub(crate) mod chunk;
 pub(crate) mod compat;
 pub(crate) mod request;
 pub(crate) mod response;

@@ -7,12 +7,12 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::request::REASONING_FIELDS;
+use super::chunk::{self, Choice, Chunk, ToolCallDelta};
 use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
 use crate::ai::partial_json::PartialJsonParser;
-use crate::ai::providers::lenient::{Array, Object, Str, U64};
+use crate::ai::providers::lenient::Object;
 use crate::ai::types::{StopReason, Usage};
 
 /// One tool call being streamed.
@@ -130,92 +130,6 @@ pub(super) fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
     }
 }
 
-/// The parts of a `chat.completion.chunk` the stream reads, borrowed from the SSE data (see
-/// [`lenient`](crate::ai::providers::lenient): a field of another type reads as absent). The
-/// rare whole-JSON fields are boxed: every chunk moves these structs around while parsing, and
-/// a `Value` inline would make each move several hundred bytes.
-#[derive(Debug, Default, Deserialize)]
-struct Chunk<'a> {
-    #[serde(default, borrow)]
-    id: Str<'a>,
-    #[serde(default, borrow)]
-    model: Str<'a>,
-    #[serde(default, borrow)]
-    choices: Array<Object<Choice<'a>>>,
-    #[serde(default)]
-    usage: Option<Box<Value>>,
-    #[serde(default)]
-    error: Option<Box<Value>>,
-    /// `"error"` on an error sent as the chunk itself (older vLLM:
-    /// `{"object": "error", "message": ..., "type": ..., "code": 400}`).
-    #[serde(default, borrow)]
-    object: Str<'a>,
-    #[serde(default, borrow)]
-    message: Str<'a>,
-    /// Groq puts the usage of a stream in `x_groq.usage` on the last chunk.
-    #[serde(default)]
-    x_groq: Option<Box<Value>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct Choice<'a> {
-    #[serde(default, borrow)]
-    finish_reason: Str<'a>,
-    #[serde(default, borrow)]
-    delta: Object<Delta<'a>>,
-    #[serde(default)]
-    usage: Option<Box<Value>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct Delta<'a> {
-    #[serde(default, borrow)]
-    content: Str<'a>,
-    #[serde(default, borrow)]
-    reasoning_content: Str<'a>,
-    #[serde(default, borrow)]
-    reasoning: Str<'a>,
-    #[serde(default, borrow)]
-    reasoning_text: Str<'a>,
-    #[serde(default, borrow)]
-    tool_calls: Array<Object<ToolCallDelta<'a>>>,
-    #[serde(default)]
-    reasoning_details: Option<Box<Value>>,
-}
-
-impl Delta<'_> {
-    /// The reasoning text and the field it came in, in [`REASONING_FIELDS`] order.
-    fn reasoning(&self) -> Option<(&'static str, &str)> {
-        let fields = [
-            &self.reasoning_content,
-            &self.reasoning,
-            &self.reasoning_text,
-        ];
-        REASONING_FIELDS
-            .into_iter()
-            .zip(fields)
-            .find_map(|(name, field)| field.get().filter(|t| !t.is_empty()).map(|t| (name, t)))
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct ToolCallDelta<'a> {
-    #[serde(default)]
-    index: U64,
-    #[serde(default, borrow)]
-    id: Str<'a>,
-    #[serde(default, borrow)]
-    function: Object<FunctionDelta<'a>>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct FunctionDelta<'a> {
-    #[serde(default, borrow)]
-    name: Str<'a>,
-    #[serde(default, borrow)]
-    arguments: Str<'a>,
-}
-
 impl ChunkState {
     /// Applies one SSE `data` payload.
     pub(super) async fn handle(
@@ -231,12 +145,15 @@ impl ChunkState {
         // The typed read borrows from `data`; input it refuses (a duplicated key, raw control
         // characters) goes through the forgiving `Value` parse and is read the same way.
         let value;
-        let chunk = match serde_json::from_str::<Object<Chunk<'_>>>(data) {
-            Ok(chunk) => chunk,
-            Err(_) => {
-                value = parse_chunk(data)?;
-                Object::<Chunk<'_>>::deserialize(&value).unwrap_or_default()
-            }
+        let chunk = match chunk::read(data) {
+            Some(chunk) => Object(Some(chunk)),
+            None => match serde_json::from_str::<Object<Chunk<'_>>>(data) {
+                Ok(chunk) => chunk,
+                Err(_) => {
+                    value = parse_chunk(data)?;
+                    Object::<Chunk<'_>>::deserialize(&value).unwrap_or_default()
+                }
+            },
         };
         let Some(chunk) = chunk.0 else {
             return Ok(());

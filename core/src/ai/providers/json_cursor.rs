@@ -1,0 +1,367 @@
+//! A strict, bail-out reader for the small JSON objects a stream sends once per frame.
+//!
+//! serde's derived reading of a chunk goes through its generic machinery (a visitor per value,
+//! `deserialize_any` for every [`lenient`](super::lenient) field, a field-name match per key):
+//! about 4,000 instructions and 180 cache lines of code for a 150-byte Chat Completions chunk,
+//! most of what a paced frame costs. A frame that arrives after the thread slept runs from cold
+//! caches, so every line of code it touches is time the user waits (README, "Performance").
+//! This cursor reads the few shapes a provider knows with a handful of small loops.
+//!
+//! It is an addition, never a replacement: every reading method returns `None` ("bail") for
+//! anything it does not handle exactly as serde_json and the [`lenient`](super::lenient)
+//! wrappers would (a nested value where a scalar was expected, an escaped key, a number that
+//! is not a plain integer, malformed input), and the caller then reads the text the serde way.
+//! So a value this cursor returns is always the value serde's reading gives (tested against it
+//! on generated chunks, and fuzzed: `fuzz/fuzz_targets/openai_completions_chunk.rs`).
+
+use std::borrow::Cow;
+
+use super::lenient::{Array, Object, Str, U64};
+
+/// A position in one JSON text.
+pub(crate) struct Cursor<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `text`.
+    pub(crate) fn new(text: &'a str) -> Self {
+        Self { text, at: 0 }
+    }
+
+    /// The next byte after JSON whitespace, not consumed.
+    fn peek(&mut self) -> Option<u8> {
+        let bytes = self.text.as_bytes();
+        while let Some(&byte) = bytes.get(self.at) {
+            if !matches!(byte, b' ' | b'\t' | b'\n' | b'\r') {
+                return Some(byte);
+            }
+            self.at += 1;
+        }
+        None
+    }
+
+    /// Consumes `byte` if it comes next (after whitespace).
+    fn eat(&mut self, byte: u8) -> bool {
+        let next = self.peek() == Some(byte);
+        if next {
+            self.at += 1;
+        }
+        next
+    }
+
+    /// Whether only whitespace is left.
+    pub(crate) fn at_end(&mut self) -> bool {
+        self.peek().is_none()
+    }
+
+    /// A string at the cursor (its opening quote next): borrowed when it has no escapes.
+    /// `None` for a raw control character or an escape serde_json refuses.
+    fn string(&mut self) -> Option<Cow<'a, str>> {
+        let bytes = self.text.as_bytes();
+        let open = self.at;
+        let mut at = open + 1;
+        let mut escaped = false;
+        loop {
+            match *bytes.get(at)? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    // The escaped byte is never the end; `\u` digits are plain bytes.
+                    at += 2;
+                }
+                0..=0x1f => return None,
+                _ => at += 1,
+            }
+        }
+        self.at = at + 1;
+        if escaped {
+            // Rare in a frame's keys and short values; serde_json unescapes and validates
+            // (surrogate pairs included) exactly as its own reading of the chunk would.
+            serde_json::from_str::<String>(&self.text[open..=at])
+                .ok()
+                .map(Cow::Owned)
+        } else {
+            // Both ends are ASCII quotes, so both are character boundaries.
+            Some(Cow::Borrowed(&self.text[open + 1..at]))
+        }
+    }
+
+    /// An object's key and its colon; `None` for an escaped key (serde would match it after
+    /// unescaping: left to serde).
+    fn key(&mut self) -> Option<&'a str> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        match self.string()? {
+            Cow::Borrowed(key) if self.eat(b':') => Some(key),
+            _ => None,
+        }
+    }
+
+    /// An integer's text (`-? (0 | [1-9][0-9]*)`, at most 20 digits). A fraction, an exponent
+    /// or a longer integer is left to serde, which refuses those it cannot hold in an `f64`
+    /// where it reads a value (and not where it skips one).
+    fn integer(&mut self) -> Option<&'a str> {
+        let bytes = self.text.as_bytes();
+        let start = self.at;
+        let first = start + usize::from(bytes.get(start) == Some(&b'-'));
+        let mut at = first;
+        while bytes.get(at).is_some_and(u8::is_ascii_digit) {
+            at += 1;
+        }
+        let digits = at - first;
+        if digits == 0
+            || digits > 20
+            || (digits > 1 && bytes[first] == b'0')
+            || matches!(bytes.get(at), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        self.at = at;
+        Some(&self.text[start..at])
+    }
+
+    /// `true`, `false` or `null`.
+    fn literal(&mut self) -> Option<()> {
+        let rest = &self.text.as_bytes()[self.at..];
+        let length = [&b"true"[..], b"false", b"null"]
+            .into_iter()
+            .find(|word| rest.starts_with(word))?
+            .len();
+        self.at += length;
+        Some(())
+    }
+
+    /// Skips a scalar (string, number, literal); `None` for an object or array (nested values
+    /// are left to serde) or malformed input.
+    pub(crate) fn skip_scalar(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'-' | b'0'..=b'9' => self.integer().map(drop),
+            _ => self.literal(),
+        }
+    }
+
+    /// `null`, the only value read for a field serde would keep as a whole JSON value (usage,
+    /// an error): anything else is left to serde.
+    pub(crate) fn null(&mut self) -> Option<()> {
+        self.peek()?;
+        if self.text.as_bytes()[self.at..].starts_with(b"null") {
+            self.at += 4;
+            return Some(());
+        }
+        None
+    }
+
+    /// An object's members: `member` reads each value after its key (and returns `None` to
+    /// bail). No trailing comma, as JSON.
+    pub(crate) fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
+        if !self.eat(b'{') {
+            return None;
+        }
+        if self.eat(b'}') {
+            return Some(());
+        }
+        loop {
+            let key = self.key()?;
+            member(self, key)?;
+            if self.eat(b',') {
+                continue;
+            }
+            return self.eat(b'}').then_some(());
+        }
+    }
+
+    /// An array's elements: `element` reads each one.
+    fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        if !self.eat(b'[') {
+            return None;
+        }
+        if self.eat(b']') {
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            if self.eat(b',') {
+                continue;
+            }
+            return self.eat(b']').then_some(());
+        }
+    }
+
+    /// A [`Str`] field: a string, or absent for another scalar.
+    pub(crate) fn lenient_str(&mut self) -> Option<Str<'a>> {
+        match self.peek()? {
+            b'"' => self.string().map(|text| Str(Some(text))),
+            b'{' | b'[' => None,
+            _ => self.skip_scalar().map(|()| Str(None)),
+        }
+    }
+
+    /// A [`U64`] field: digits that fit a `u64`, or absent for a string or literal. A sign,
+    /// fraction, exponent or overflow is left to serde (which reads some of them as a number).
+    pub(crate) fn lenient_u64(&mut self) -> Option<U64> {
+        match self.peek()? {
+            b'0'..=b'9' => {
+                let digits = self.integer()?;
+                if !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+                    return None;
+                }
+                digits.parse().ok().map(|n| U64(Some(n)))
+            }
+            b'"' | b't' | b'f' | b'n' => self.skip_scalar().map(|()| U64(None)),
+            _ => None,
+        }
+    }
+
+    /// An [`Object`] field read by `read` (at the object's `{`), or absent for a scalar.
+    pub(crate) fn lenient_object<T>(
+        &mut self,
+        read: impl FnOnce(&mut Self) -> Option<T>,
+    ) -> Option<Object<T>> {
+        match self.peek()? {
+            b'{' => read(self).map(|value| Object(Some(value))),
+            b'[' => None,
+            _ => self.skip_scalar().map(|()| Object(None)),
+        }
+    }
+
+    /// An [`Array`] of [`Object`]s, each read by `read` (at its `{`), or absent for a scalar.
+    pub(crate) fn lenient_objects<T>(
+        &mut self,
+        mut read: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Array<Object<T>>> {
+        match self.peek()? {
+            b'[' => {
+                let mut items = Vec::with_capacity(1);
+                self.array(|cursor| {
+                    items.push(cursor.lenient_object(&mut read)?);
+                    Some(())
+                })?;
+                Some(Array(Some(items)))
+            }
+            b'{' => None,
+            _ => self.skip_scalar().map(|()| Array(None)),
+        }
+    }
+}
+
+/// The known keys of one object already read: serde's derived reading refuses a duplicated
+/// field, so a second one is left to serde.
+#[derive(Default)]
+pub(crate) struct Seen(u32);
+
+impl Seen {
+    /// Marks key number `bit`; `None` if it was seen before.
+    pub(crate) fn once(&mut self, bit: u32) -> Option<()> {
+        let mask = 1 << bit;
+        if self.0 & mask != 0 {
+            return None;
+        }
+        self.0 |= mask;
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scalar(text: &str) -> Option<(usize, bool)> {
+        let mut cursor = Cursor::new(text);
+        cursor.skip_scalar()?;
+        Some((cursor.at, cursor.at_end()))
+    }
+
+    #[test]
+    fn scalars_as_serde_reads_them_integers_only() {
+        for ok in [
+            "0",
+            "-0",
+            "12",
+            "-7",
+            "18446744073709551616",
+            "true",
+            "false",
+            "null",
+            r#""""#,
+            r#""a\"b""#,
+            r#""\ud83d\ude00""#,
+        ] {
+            assert_eq!(scalar(ok), Some((ok.len(), true)), "{ok}");
+        }
+        for bad in [
+            "",
+            "-",
+            "+1",
+            ".5",
+            "01",
+            "1.5",
+            "1e5",
+            "123456789012345678901",
+            "nul",
+            "tru",
+            r#""a"#,
+            "\"a\u{1}\"",
+            r#""\x""#,
+            r#""\ud800""#,
+            "{}",
+            "[]",
+        ] {
+            assert_eq!(scalar(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn strings_borrow_unless_escaped() {
+        let mut cursor = Cursor::new(r#""plain" "a\nb""#);
+        assert!(matches!(
+            cursor.lenient_str(),
+            Some(Str(Some(Cow::Borrowed("plain"))))
+        ));
+        assert!(
+            matches!(cursor.lenient_str(), Some(Str(Some(Cow::Owned(text)))) if text == "a\nb")
+        );
+        assert!(cursor.at_end());
+    }
+
+    #[test]
+    fn nested_values_and_escaped_keys_are_left_to_serde() {
+        assert!(Cursor::new("[1]").lenient_str().is_none());
+        assert!(Cursor::new(r#"{"a":1}"#).lenient_str().is_none());
+        assert!(
+            Cursor::new(r#"{"\u0061":1}"#)
+                .object(|c, _| c.skip_scalar())
+                .is_none()
+        );
+        assert!(
+            Cursor::new(r#"{"a":1,}"#)
+                .object(|c, _| c.skip_scalar())
+                .is_none()
+        );
+        assert!(
+            Cursor::new(r#"{"a":1 "b":2}"#)
+                .object(|c, _| c.skip_scalar())
+                .is_none()
+        );
+        assert!(Cursor::new(r#"{"a":1}"#).null().is_none());
+        assert!(Cursor::new("-1").lenient_u64().is_none());
+        assert!(Cursor::new("1.0").lenient_u64().is_none());
+        assert!(Cursor::new("18446744073709551616").lenient_u64().is_none());
+        assert_eq!(Cursor::new(" 7").lenient_u64().map(|n| n.0), Some(Some(7)));
+        assert_eq!(Cursor::new(r#""7""#).lenient_u64().map(|n| n.0), Some(None));
+    }
+
+    #[test]
+    fn a_key_is_seen_once() {
+        let mut seen = Seen::default();
+        assert!(seen.once(3).is_some());
+        assert!(seen.once(4).is_some());
+        assert!(seen.once(3).is_none());
+    }
+}
