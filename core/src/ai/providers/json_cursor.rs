@@ -64,15 +64,15 @@ impl<'a> Cursor<'a> {
         let mut at = open + 1;
         let mut escaped = false;
         loop {
-            match *bytes.get(at)? {
+            at = find_special(bytes, at)?;
+            match bytes[at] {
                 b'"' => break,
                 b'\\' => {
                     escaped = true;
                     // The escaped byte is never the end; `\u` digits are plain bytes.
                     at += 2;
                 }
-                0..=0x1f => return None,
-                _ => at += 1,
+                _ => return None,
             }
         }
         self.at = at + 1;
@@ -251,6 +251,45 @@ impl<'a> Cursor<'a> {
     }
 }
 
+/// The first byte at or after `from` that ends a string's plain run: a quote, a backslash or a
+/// control character (which JSON does not allow raw). Eight bytes at a time: a string's bytes
+/// are most of a chunk, and a byte-at-a-time loop cost more than serde's whole string reading.
+fn find_special(bytes: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    /// The high bit of every byte of `word` that is `"`, `\\` or below 0x20. The lowest one is
+    /// exact (a borrow only reaches bytes above a match), which is all the caller reads.
+    fn special(word: u64) -> u64 {
+        let quote = word ^ (ONES * u64::from(b'"'));
+        let backslash = word ^ (ONES * u64::from(b'\\'));
+        ((quote.wrapping_sub(ONES) & !quote)
+            | (backslash.wrapping_sub(ONES) & !backslash)
+            | (word.wrapping_sub(ONES * 0x20) & !word))
+            & HIGH
+    }
+    let mut at = from;
+    while at < bytes.len() {
+        let left = bytes.len() - at;
+        let word = match bytes.get(at..at + 8) {
+            Some(eight) => u64::from_le_bytes(eight.try_into().ok()?),
+            None => {
+                // The last few bytes, padded with zeros: a zero reads as a control character,
+                // found only past the end.
+                let mut padded = [0; 8];
+                padded[..left].copy_from_slice(&bytes[at..]);
+                u64::from_le_bytes(padded)
+            }
+        };
+        let found = special(word);
+        if found != 0 {
+            let offset = (found.trailing_zeros() / 8) as usize;
+            return (offset < left).then_some(at + offset);
+        }
+        at += 8;
+    }
+    None
+}
+
 /// The known keys of one object already read: serde's derived reading refuses a duplicated
 /// field, so a second one is left to serde.
 #[derive(Default)]
@@ -314,6 +353,36 @@ mod tests {
             "[]",
         ] {
             assert_eq!(scalar(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn special_bytes_are_found_at_every_offset() {
+        for length in 0..20 {
+            for at in 0..length {
+                for special in [b'"', b'\\', 0, 0x1f] {
+                    let mut bytes = vec![b'a'; length];
+                    bytes[at] = special;
+                    // Bytes that look like matches to a careless bit trick after the match.
+                    if at + 1 < length {
+                        bytes[at + 1] = 0x21;
+                    }
+                    for from in 0..=at {
+                        assert_eq!(
+                            find_special(&bytes, from),
+                            Some(at),
+                            "{bytes:?} from {from}"
+                        );
+                    }
+                    assert_eq!(find_special(&bytes, at + 1), None, "{bytes:?}");
+                }
+            }
+            let plain: Vec<u8> = (0x20..=0xff).cycle().take(length).collect();
+            let plain: Vec<u8> = plain
+                .into_iter()
+                .filter(|b| !matches!(b, b'"' | b'\\'))
+                .collect();
+            assert_eq!(find_special(&plain, 0), None, "{plain:?}");
         }
     }
 

@@ -138,7 +138,8 @@ impl ChunkState {
         writer: &mut StreamWriter,
         model: &Model,
     ) -> Result<(), ProviderError> {
-        if data.trim() == "[DONE]" {
+        // Every other frame is an object: only the last one is worth trimming.
+        if !data.starts_with('{') && data.trim() == "[DONE]" {
             self.done_seen = true;
             return Ok(());
         }
