@@ -205,6 +205,46 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Array<T> {
     }
 }
 
+/// The first element of an array field, read as `T`, the others skipped: `None` for an empty
+/// array or any other value. For a field whose reader only looks at its first element (a Chat
+/// Completions chunk's `choices`): no `Vec` per chunk.
+#[cfg(feature = "openai")]
+#[derive(Debug)]
+pub(crate) struct First<T>(pub(crate) Option<T>);
+
+#[cfg(feature = "openai")]
+impl<T> Default for First<T> {
+    fn default() -> Self {
+        Self(None)
+    }
+}
+
+#[cfg(feature = "openai")]
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for First<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct FirstVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for FirstVisitor<T> {
+            type Value = First<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let first = seq.next_element()?;
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(First(first))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+                IgnoredAny.visit_map(map).map(|_| First(None))
+            }
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+                Ok(First(None))
+            }
+            ignore_scalars!(First(None));
+        }
+        deserializer.deserialize_any(FirstVisitor(PhantomData))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::request::REASONING_FIELDS;
 use crate::ai::providers::json_cursor::{Cursor, Seen};
-use crate::ai::providers::lenient::{Array, Object, Str, U64};
+use crate::ai::providers::lenient::{Array, First, Object, Str, U64};
 
 /// The parts of a `chat.completion.chunk` the stream reads, borrowed from the SSE data (see
 /// [`lenient`](crate::ai::providers::lenient): a field of another type reads as absent). The
@@ -18,8 +18,9 @@ pub(super) struct Chunk<'a> {
     pub(super) id: Str<'a>,
     #[serde(default, borrow)]
     pub(super) model: Str<'a>,
+    /// The stream reads the first choice only, as pi does (`choices[0]`).
     #[serde(default, borrow)]
-    pub(super) choices: Array<Object<Choice<'a>>>,
+    pub(super) choices: First<Object<Choice<'a>>>,
     #[serde(default)]
     pub(super) usage: Option<Box<Value>>,
     #[serde(default)]
@@ -115,7 +116,7 @@ pub(super) fn read(data: &str) -> Option<Chunk<'_>> {
             }
             "choices" => {
                 seen.once(2)?;
-                chunk.choices = cursor.lenient_objects(choice)?;
+                chunk.choices = cursor.lenient_first(choice)?;
             }
             "object" => {
                 seen.once(3)?;
@@ -256,7 +257,7 @@ pub(crate) fn check_against_serde(data: &str) -> usize {
     let Some(chunk) = read(data) else {
         return 0;
     };
-    let deep = chunk.choices.items().iter().any(|choice| {
+    let deep = chunk.choices.0.iter().any(|choice| {
         choice.0.as_ref().is_some_and(|choice| {
             choice.delta.0.as_ref().is_some_and(|delta| {
                 delta.tool_calls.items().iter().any(|call| {
@@ -305,6 +306,21 @@ mod tests {
         ] {
             assert!(check(data) > 0, "the cursor left to serde: {data}");
         }
+    }
+
+    #[test]
+    fn the_first_choice_is_read_and_the_others_skipped() {
+        let data = r#"{"choices":[{"finish_reason":"stop"},{"finish_reason":"length"},7]}"#;
+        assert_eq!(check(data), 1);
+        let chunk = read(data).expect("read by the cursor");
+        let first = chunk
+            .choices
+            .0
+            .and_then(|choice| choice.0)
+            .expect("a choice");
+        assert_eq!(first.finish_reason.get(), Some("stop"));
+        // What the cursor leaves to serde in a later choice still leaves the chunk to serde.
+        assert!(read(r#"{"choices":[{},{"logprobs":{"content":[]}}]}"#).is_none());
     }
 
     #[test]

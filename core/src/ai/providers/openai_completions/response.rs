@@ -192,8 +192,8 @@ impl ChunkState {
         let empty = Choice::default();
         let choice = chunk
             .choices
-            .items()
-            .first()
+            .0
+            .as_ref()
             .map(|choice| choice.0.as_ref().unwrap_or(&empty));
         let usage = chunk
             .usage
