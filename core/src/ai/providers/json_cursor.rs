@@ -209,11 +209,8 @@ impl<'a> Cursor<'a> {
     pub(crate) fn lenient_u64(&mut self) -> Option<U64> {
         match self.peek()? {
             b'0'..=b'9' => {
-                let digits = self.integer()?;
-                if !digits.bytes().all(|byte| byte.is_ascii_digit()) {
-                    return None;
-                }
-                digits.parse().ok().map(|n| U64(Some(n)))
+                // Starting at a digit, the integer has no sign: only digits.
+                self.integer()?.parse().ok().map(|n| U64(Some(n)))
             }
             b'"' | b't' | b'f' | b'n' => self.skip_scalar().map(|()| U64(None)),
             _ => None,
@@ -237,39 +234,38 @@ impl<'a> Cursor<'a> {
     /// an empty array or a scalar.
     pub(crate) fn lenient_first<T>(
         &mut self,
-        mut read: impl FnMut(&mut Self) -> Option<T>,
+        read: impl FnMut(&mut Self) -> Option<T>,
     ) -> Option<First<Object<T>>> {
-        match self.peek()? {
-            b'[' => {
-                let mut first = None;
-                self.array(|cursor| {
-                    let item = cursor.lenient_object(&mut read)?;
-                    first.get_or_insert(item);
-                    Some(())
-                })?;
-                Some(First(first))
-            }
-            b'{' => None,
-            _ => self.skip_scalar().map(|()| First(None)),
-        }
+        let mut first = None;
+        self.lenient_each(read, |item| {
+            first.get_or_insert(item);
+        })?;
+        Some(First(first))
     }
 
     /// An [`Array`] of [`Object`]s, each read by `read` (at its `{`), or absent for a scalar.
     pub(crate) fn lenient_objects<T>(
         &mut self,
-        mut read: impl FnMut(&mut Self) -> Option<T>,
+        read: impl FnMut(&mut Self) -> Option<T>,
     ) -> Option<Array<Object<T>>> {
+        let mut items = Vec::with_capacity(1);
+        let array = self.lenient_each(read, |item| items.push(item))?;
+        Some(Array(array.then_some(items)))
+    }
+
+    /// Hands each [`Object`] of an array (read by `read`, at its `{`) to `each`; says whether
+    /// the value was an array (`false`: a scalar, read as absent).
+    fn lenient_each<T>(
+        &mut self,
+        mut read: impl FnMut(&mut Self) -> Option<T>,
+        mut each: impl FnMut(Object<T>),
+    ) -> Option<bool> {
         match self.peek()? {
-            b'[' => {
-                let mut items = Vec::with_capacity(1);
-                self.array(|cursor| {
-                    items.push(cursor.lenient_object(&mut read)?);
-                    Some(())
-                })?;
-                Some(Array(Some(items)))
-            }
+            b'[' => self
+                .array(|cursor| cursor.lenient_object(&mut read).map(&mut each))
+                .map(|()| true),
             b'{' => None,
-            _ => self.skip_scalar().map(|()| Array(None)),
+            _ => self.skip_scalar().map(|()| false),
         }
     }
 }
@@ -319,14 +315,15 @@ fn find_special(bytes: &[u8], from: usize) -> Option<usize> {
 pub(crate) struct Seen(u32);
 
 impl Seen {
-    /// Marks key number `bit`; `None` if it was seen before.
-    pub(crate) fn once(&mut self, bit: u32) -> Option<()> {
+    /// Marks key number `bit` and passes its `value` on; `None` if the key was seen before
+    /// (or `value` is `None`).
+    pub(crate) fn once<T>(&mut self, bit: u32, value: Option<T>) -> Option<T> {
         let mask = 1 << bit;
         if self.0 & mask != 0 {
             return None;
         }
         self.0 |= mask;
-        Some(())
+        value
     }
 }
 
@@ -452,8 +449,8 @@ mod tests {
     #[test]
     fn a_key_is_seen_once() {
         let mut seen = Seen::default();
-        assert!(seen.once(3).is_some());
-        assert!(seen.once(4).is_some());
-        assert!(seen.once(3).is_none());
+        assert!(seen.once(3, Some(())).is_some());
+        assert!(seen.once(4, Some(())).is_some());
+        assert!(seen.once(3, Some(())).is_none());
     }
 }

@@ -106,38 +106,14 @@ pub(super) fn read(data: &str) -> Option<Chunk<'_>> {
     let mut seen = Seen::default();
     cursor.object(|cursor, key| {
         match key {
-            "id" => {
-                seen.once(0)?;
-                chunk.id = cursor.lenient_str()?;
-            }
-            "model" => {
-                seen.once(1)?;
-                chunk.model = cursor.lenient_str()?;
-            }
-            "choices" => {
-                seen.once(2)?;
-                chunk.choices = cursor.lenient_first(choice)?;
-            }
-            "object" => {
-                seen.once(3)?;
-                chunk.object = cursor.lenient_str()?;
-            }
-            "message" => {
-                seen.once(4)?;
-                chunk.message = cursor.lenient_str()?;
-            }
-            "usage" => {
-                seen.once(5)?;
-                cursor.null()?;
-            }
-            "error" => {
-                seen.once(6)?;
-                cursor.null()?;
-            }
-            "x_groq" => {
-                seen.once(7)?;
-                cursor.null()?;
-            }
+            "id" => chunk.id = seen.once(0, cursor.lenient_str())?,
+            "model" => chunk.model = seen.once(1, cursor.lenient_str())?,
+            "choices" => chunk.choices = seen.once(2, cursor.lenient_first(choice))?,
+            "object" => chunk.object = seen.once(3, cursor.lenient_str())?,
+            "message" => chunk.message = seen.once(4, cursor.lenient_str())?,
+            "usage" => seen.once(5, cursor.null())?,
+            "error" => seen.once(6, cursor.null())?,
+            "x_groq" => seen.once(7, cursor.null())?,
             _ => cursor.skip_scalar()?,
         }
         Some(())
@@ -150,18 +126,9 @@ fn choice<'a>(cursor: &mut Cursor<'a>) -> Option<Choice<'a>> {
     let mut seen = Seen::default();
     cursor.object(|cursor, key| {
         match key {
-            "finish_reason" => {
-                seen.once(0)?;
-                choice.finish_reason = cursor.lenient_str()?;
-            }
-            "delta" => {
-                seen.once(1)?;
-                choice.delta = cursor.lenient_object(delta)?;
-            }
-            "usage" => {
-                seen.once(2)?;
-                cursor.null()?;
-            }
+            "finish_reason" => choice.finish_reason = seen.once(0, cursor.lenient_str())?,
+            "delta" => choice.delta = seen.once(1, cursor.lenient_object(delta))?,
+            "usage" => seen.once(2, cursor.null())?,
             _ => cursor.skip_scalar()?,
         }
         Some(())
@@ -174,30 +141,12 @@ fn delta<'a>(cursor: &mut Cursor<'a>) -> Option<Delta<'a>> {
     let mut seen = Seen::default();
     cursor.object(|cursor, key| {
         match key {
-            "content" => {
-                seen.once(0)?;
-                delta.content = cursor.lenient_str()?;
-            }
-            "reasoning_content" => {
-                seen.once(1)?;
-                delta.reasoning_content = cursor.lenient_str()?;
-            }
-            "reasoning" => {
-                seen.once(2)?;
-                delta.reasoning = cursor.lenient_str()?;
-            }
-            "reasoning_text" => {
-                seen.once(3)?;
-                delta.reasoning_text = cursor.lenient_str()?;
-            }
-            "tool_calls" => {
-                seen.once(4)?;
-                delta.tool_calls = cursor.lenient_objects(tool_call)?;
-            }
-            "reasoning_details" => {
-                seen.once(5)?;
-                cursor.null()?;
-            }
+            "content" => delta.content = seen.once(0, cursor.lenient_str())?,
+            "reasoning_content" => delta.reasoning_content = seen.once(1, cursor.lenient_str())?,
+            "reasoning" => delta.reasoning = seen.once(2, cursor.lenient_str())?,
+            "reasoning_text" => delta.reasoning_text = seen.once(3, cursor.lenient_str())?,
+            "tool_calls" => delta.tool_calls = seen.once(4, cursor.lenient_objects(tool_call))?,
+            "reasoning_details" => seen.once(5, cursor.null())?,
             _ => cursor.skip_scalar()?,
         }
         Some(())
@@ -210,18 +159,9 @@ fn tool_call<'a>(cursor: &mut Cursor<'a>) -> Option<ToolCallDelta<'a>> {
     let mut seen = Seen::default();
     cursor.object(|cursor, key| {
         match key {
-            "index" => {
-                seen.once(0)?;
-                call.index = cursor.lenient_u64()?;
-            }
-            "id" => {
-                seen.once(1)?;
-                call.id = cursor.lenient_str()?;
-            }
-            "function" => {
-                seen.once(2)?;
-                call.function = cursor.lenient_object(function)?;
-            }
+            "index" => call.index = seen.once(0, cursor.lenient_u64())?,
+            "id" => call.id = seen.once(1, cursor.lenient_str())?,
+            "function" => call.function = seen.once(2, cursor.lenient_object(function))?,
             _ => cursor.skip_scalar()?,
         }
         Some(())
@@ -234,14 +174,8 @@ fn function<'a>(cursor: &mut Cursor<'a>) -> Option<FunctionDelta<'a>> {
     let mut seen = Seen::default();
     cursor.object(|cursor, key| {
         match key {
-            "name" => {
-                seen.once(0)?;
-                function.name = cursor.lenient_str()?;
-            }
-            "arguments" => {
-                seen.once(1)?;
-                function.arguments = cursor.lenient_str()?;
-            }
+            "name" => function.name = seen.once(0, cursor.lenient_str())?,
+            "arguments" => function.arguments = seen.once(1, cursor.lenient_str())?,
             _ => cursor.skip_scalar()?,
         }
         Some(())
@@ -282,11 +216,8 @@ pub(crate) fn check_against_serde(data: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use super::check_against_serde as check;
     use super::*;
-
-    fn check(data: &str) -> usize {
-        check_against_serde(data)
-    }
 
     #[test]
     fn servers_chunks_are_read_by_the_cursor() {
