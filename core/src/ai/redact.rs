@@ -291,6 +291,44 @@ mod tests {
         }
     }
 
+    /// The one-pass matcher says what "contains one of the words, ignoring ASCII case" says,
+    /// on names made of the words' pieces, their letters in both cases, and other bytes.
+    #[test]
+    fn credential_names_are_the_names_containing_a_word() {
+        use crate::ai::options::CREDENTIAL_WORDS;
+        let pieces: Vec<&str> = CREDENTIAL_WORDS
+            .iter()
+            .flat_map(|word| [*word, &word[..word.len() - 1], &word[1..]])
+            .chain(["-", "X", "é", "A", "s", "", "pass", "sig"])
+            .collect();
+        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut next = |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % bound as u64).unwrap()
+        };
+        let mut credentials = 0;
+        for _ in 0..20_000 {
+            let mut name = String::new();
+            for _ in 0..next(4) + 1 {
+                let piece = pieces[next(pieces.len())];
+                if next(2) == 0 {
+                    name.push_str(&piece.to_ascii_uppercase());
+                } else {
+                    name.push_str(piece);
+                }
+            }
+            let expected = CREDENTIAL_WORDS
+                .iter()
+                .any(|word| crate::text::contains_ignore_ascii_case(&name, word));
+            assert_eq!(is_credential_header(&name), expected, "{name:?}");
+            credentials += usize::from(expected);
+        }
+        // Both answers are common.
+        assert!((2_000..18_000).contains(&credentials), "{credentials}");
+    }
+
     #[test]
     fn redacts_values_tokens_and_cookies_longest_first() {
         let mut redactor = Redactor::default();
