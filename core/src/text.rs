@@ -42,6 +42,44 @@ pub(crate) fn contains_ignore_ascii_case(haystack: &str, needle: &str) -> bool {
     })
 }
 
+/// Which of `needles` `haystack` contains, ignoring ASCII case, as a bit per needle (bit `i`
+/// for `needles[i]`; at most 64): [`contains_ignore_ascii_case`] for many needles in one pass.
+/// A position is looked at further only if its byte starts one of the needles (a set of 256
+/// bits): a base URL is checked against a dozen provider hosts per request, and a scan per host
+/// cost more than a thousand instructions.
+pub(crate) fn contains_which_ignore_ascii_case(haystack: &str, needles: &[&str]) -> u64 {
+    assert!(needles.len() <= 64, "at most 64 needles");
+    let mut starts = [0u64; 4];
+    let mut found = 0u64;
+    for (index, needle) in needles.iter().enumerate() {
+        match needle.as_bytes().first() {
+            Some(&first) => {
+                let first = first.to_ascii_lowercase();
+                starts[usize::from(first >> 6)] |= 1 << (first & 63);
+            }
+            None => found |= 1 << index,
+        }
+    }
+    let haystack = haystack.as_bytes();
+    for at in 0..haystack.len() {
+        let first = haystack[at].to_ascii_lowercase();
+        if starts[usize::from(first >> 6)] & (1 << (first & 63)) == 0 {
+            continue;
+        }
+        let rest = &haystack[at..];
+        for (index, needle) in needles.iter().enumerate() {
+            if found & (1 << index) == 0
+                && rest
+                    .get(..needle.len())
+                    .is_some_and(|head| head.eq_ignore_ascii_case(needle.as_bytes()))
+            {
+                found |= 1 << index;
+            }
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +99,40 @@ mod tests {
         // Non-ASCII text is compared byte for byte.
         assert!(contains_ignore_ascii_case("x-ÄUTH-Schlüssel", "schlüssel"));
         assert!(!contains_ignore_ascii_case("x-äuth", "ÄUTH"));
+    }
+
+    /// The one-pass search says what one search per needle says, on haystacks made of the
+    /// needles' pieces in both cases.
+    #[test]
+    fn contains_which_is_contains_for_each_needle() {
+        let needles = ["api.x.ai", "moonshot", "chutes.ai", "", "é", "ai", "x"];
+        let pieces = [
+            "api.", "x.ai", "MOON", "shot", "chutes", ".ai", "é", "-", "A", "x",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            usize::try_from(state % bound as u64).unwrap()
+        };
+        for _ in 0..5_000 {
+            let haystack: String = (0..next(6)).map(|_| pieces[next(pieces.len())]).collect();
+            let expected = needles
+                .iter()
+                .enumerate()
+                .filter(|(_, needle)| contains_ignore_ascii_case(&haystack, needle))
+                .fold(0u64, |bits, (index, _)| bits | 1 << index);
+            assert_eq!(
+                contains_which_ignore_ascii_case(&haystack, &needles),
+                expected,
+                "{haystack:?}"
+            );
+        }
+        assert_eq!(
+            contains_which_ignore_ascii_case("https://API.X.AI/v1", &needles),
+            0b1101001
+        );
     }
 
     #[test]

@@ -99,29 +99,56 @@ impl Compat {
     /// pi's `detectCompat`: defaults from the provider id and base URL.
     pub(crate) fn detect(provider: &str, base_url: &str) -> Self {
         let is = |name: &str| provider == name;
-        let has = |needle: &str| crate::text::contains_ignore_ascii_case(base_url, needle);
-        let is_zai = is("zai") || has("api.z.ai");
-        let is_moonshot = provider.starts_with("moonshotai") || has("moonshot");
-        let is_cf_gateway = is("cloudflare-ai-gateway") || has("gateway.ai.cloudflare.com");
-        let is_cf_workers = is("cloudflare-workers-ai") || has("api.cloudflare.com");
-        let is_deepseek = is("deepseek") || has("deepseek.com");
+        // What pi looks for in the base URL, found in one pass.
+        let [
+            zai_in_url,
+            moonshot_in_url,
+            cf_gateway_in_url,
+            cf_workers_in_url,
+            deepseek_in_url,
+            cerebras_in_url,
+            xai_in_url,
+            chutes_in_url,
+            opencode_in_url,
+            openrouter_in_url,
+        ] = {
+            const NEEDLES: [&str; 10] = [
+                "api.z.ai",
+                "moonshot",
+                "gateway.ai.cloudflare.com",
+                "api.cloudflare.com",
+                "deepseek.com",
+                "cerebras.ai",
+                "api.x.ai",
+                "chutes.ai",
+                "opencode.ai",
+                "openrouter.ai",
+            ];
+            let found = crate::text::contains_which_ignore_ascii_case(base_url, &NEEDLES);
+            std::array::from_fn(|index| found & (1 << index) != 0)
+        };
+        let is_zai = is("zai") || zai_in_url;
+        let is_moonshot = provider.starts_with("moonshotai") || moonshot_in_url;
+        let is_cf_gateway = is("cloudflare-ai-gateway") || cf_gateway_in_url;
+        let is_cf_workers = is("cloudflare-workers-ai") || cf_workers_in_url;
+        let is_deepseek = is("deepseek") || deepseek_in_url;
         let non_standard = is("cerebras")
-            || has("cerebras.ai")
+            || cerebras_in_url
             || is("xai")
-            || has("api.x.ai")
-            || has("chutes.ai")
+            || xai_in_url
+            || chutes_in_url
             || is_deepseek
             || is_zai
             || is_moonshot
             || provider.starts_with("opencode")
-            || has("opencode.ai")
+            || opencode_in_url
             || is_cf_gateway
             || is_cf_workers;
         let thinking_format = if is_deepseek {
             ThinkingFormat::Deepseek
         } else if is_zai {
             ThinkingFormat::Zai
-        } else if is("openrouter") || has("openrouter.ai") {
+        } else if is("openrouter") || openrouter_in_url {
             ThinkingFormat::Openrouter
         } else {
             ThinkingFormat::Openai
@@ -130,12 +157,12 @@ impl Compat {
             supports_store: !non_standard,
             supports_developer_role: !non_standard,
             supports_reasoning_effort: !(is("xai")
-                || has("api.x.ai")
+                || xai_in_url
                 || is_zai
                 || is_moonshot
                 || is_cf_gateway),
             supports_usage_in_streaming: true,
-            max_tokens_field: if has("chutes.ai") || is_moonshot || is_cf_gateway {
+            max_tokens_field: if chutes_in_url || is_moonshot || is_cf_gateway {
                 MaxTokensField::MaxTokens
             } else {
                 MaxTokensField::MaxCompletionTokens
