@@ -67,8 +67,10 @@ pub(crate) fn contains_which_ignore_ascii_case(haystack: &str, needles: &[&str])
             continue;
         }
         let rest = &haystack[at..];
+        // An empty needle is found already, so a needle looked at here has a first byte.
         for (index, needle) in needles.iter().enumerate() {
             if found & (1 << index) == 0
+                && needle.as_bytes()[0].to_ascii_lowercase() == first
                 && rest
                     .get(..needle.len())
                     .is_some_and(|head| head.eq_ignore_ascii_case(needle.as_bytes()))
