@@ -55,6 +55,8 @@ mod memory;
 pub mod observability;
 mod panics;
 pub mod session;
+#[cfg(test)]
+mod test_rng;
 mod text;
 
 /// The `reqwest` this crate is built with, for [`ai::set_http_client`].

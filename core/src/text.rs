@@ -111,15 +111,9 @@ mod tests {
         let pieces = [
             "api.", "x.ai", "MOON", "shot", "chutes", ".ai", "é", "-", "A", "x",
         ];
-        let mut state = 0x2545_F491_4F6C_DD1D_u64;
-        let mut next = |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            usize::try_from(state % bound as u64).unwrap()
-        };
+        let mut rng = crate::test_rng::XorShift(0x2545_F491_4F6C_DD1D);
         for _ in 0..5_000 {
-            let haystack: String = (0..next(6)).map(|_| pieces[next(pieces.len())]).collect();
+            let haystack: String = (0..rng.below(6)).map(|_| rng.pick(&pieces)).collect();
             let expected = needles
                 .iter()
                 .enumerate()

@@ -301,19 +301,13 @@ mod tests {
             .flat_map(|word| [*word, &word[..word.len() - 1], &word[1..]])
             .chain(["-", "X", "é", "A", "s", "", "pass", "sig"])
             .collect();
-        let mut state = 0x9E37_79B9_7F4A_7C15_u64;
-        let mut next = |bound: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            usize::try_from(state % bound as u64).unwrap()
-        };
+        let mut rng = crate::test_rng::XorShift(0x9E37_79B9_7F4A_7C15);
         let mut credentials = 0;
         for _ in 0..20_000 {
             let mut name = String::new();
-            for _ in 0..next(4) + 1 {
-                let piece = pieces[next(pieces.len())];
-                if next(2) == 0 {
+            for _ in 0..rng.below(4) + 1 {
+                let piece = rng.pick(&pieces);
+                if rng.below(2) == 0 {
                     name.push_str(&piece.to_ascii_uppercase());
                 } else {
                     name.push_str(piece);

@@ -276,20 +276,14 @@ mod tests {
     /// A small deterministic generator (xorshift): chunks of every shape the fields allow,
     /// right and wrong types, escapes good and bad, duplicated and unknown keys, whitespace,
     /// then cut or mutated.
-    struct Gen(u64);
+    struct Gen(crate::test_rng::XorShift);
 
     impl Gen {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
         fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
+            self.0.below(n)
         }
         fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-            items[self.below(items.len())]
+            self.0.pick(items)
         }
         fn ws(&mut self) -> &'static str {
             self.pick(&["", "", "", " ", "\n", "\t ", "\r\n"])
@@ -440,7 +434,7 @@ mod tests {
             "arguments",
             "type",
         ];
-        let mut generator = Gen(0x9e37_79b9_7f4a_7c15);
+        let mut generator = Gen(crate::test_rng::XorShift(0x9e37_79b9_7f4a_7c15));
         let (mut read_by_cursor, mut with_function, mut cases) = (0, 0, 0);
         for _ in 0..40_000 {
             let levels: [(&str, &[&str]); 5] = [
