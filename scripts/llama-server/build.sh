@@ -24,10 +24,14 @@ PYTHON="${PYTHON:-python3}"
 JOBS="${PI_LLAMA_JOBS:-2}"
 CACHE_ROOT="${PI_LLAMA_CACHE:-$HOME/.cache/pi-agent/llama}"
 CACHE="$CACHE_ROOT/$LLAMA_CPP_PYTHON_VERSION"
-# GGML_NATIVE=ON tunes the build for this CPU: the binary is keyed by the CPU's flags so a
-# cache carried to another CPU rebuilds instead of dying with SIGILL.
+# Not GGML_NATIVE: `-march=native` on a CPU that lists AMX (as some of this workplace's
+# virtual machines do) compiles ggml's AMX kernels, and the server died with SIGSEGV on the
+# first `ldtilecfg` while warming up. So the build names ggml's portable x86-64 set (SSE4.2, AVX,
+# AVX2, FMA, F16C, BMI2; ignored elsewhere), plenty for a 135M model. The binary is still keyed by the CPU's
+# flags (and by this choice, so a native build cached before is not reused): a cache carried to
+# a CPU without AVX2 rebuilds instead of dying with SIGILL.
 CPU_KEY="$( (grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || uname -m) | cksum | cut -d' ' -f1)"
-BIN_DIR="$CACHE/bin-$CPU_KEY"
+BIN_DIR="$CACHE/bin-portable-$CPU_KEY"
 BIN="$BIN_DIR/llama-server"
 MODEL_DIR="$CACHE_ROOT/smollm2-$SMOLLM2_VERSION"
 MODEL="$MODEL_DIR/$MODEL_FILE"
@@ -95,7 +99,8 @@ if [ ! -x "$BIN" ]; then
   nice -n 10 cmake -S "$SRC" -B "$BUILD" \
     -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=OFF \
-    -DGGML_NATIVE=ON \
+    -DGGML_NATIVE=OFF \
+    -DGGML_SSE42=ON -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON \
     -DLLAMA_BUILD_TESTS=OFF \
     -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_APP=OFF \

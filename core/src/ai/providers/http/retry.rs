@@ -233,9 +233,10 @@ fn redactor_for(request: &reqwest::Request, model: &Model, options: &StreamOptio
     for (name, value) in model.headers.iter().flatten().chain(&options.headers) {
         redactor.add_header(name, value);
     }
-    // A key in the URL (`?key=...`), as some gateways take it.
+    // A key in the URL (`?key=...`, `?api_key=...`), as some gateways take it: the same names
+    // as a credential header's (`key` is one of its words).
     for (name, value) in request.url().query_pairs() {
-        if name.eq_ignore_ascii_case("key") || is_credential_header(&name) {
+        if is_credential_header(&name) {
             redactor.add(&value);
         }
     }
