@@ -123,6 +123,13 @@ PI_MOCK_SERVER="$CARGO_TARGET_DIR/debug/pi-mock-server" "$PYTHON" -m pytest -q t
 step "python example"
 "$PYTHON" examples/python/agent.py
 
+if [ "${PI_PRUNE_BUILDS:-0}" = 1 ]; then
+  # Nothing from here on uses the debug build (about 7 GB of test binaries): CI frees it before
+  # the fuzz build rather than hold both (.ci/run sets this; a developer keeps the build).
+  step "prune the debug build"
+  rm -rf "$CARGO_TARGET_DIR/debug"
+fi
+
 step "fuzz smoke (every decoder, a few seconds each)"
 bash tests/fuzz-smoke.sh
 

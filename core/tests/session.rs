@@ -404,3 +404,32 @@ async fn a_failing_summary_is_not_retried_in_a_loop() {
     assert!((1..=6).contains(&tried), "{tried}");
     assert!(session.compact().await.is_err() || summaries.load(Ordering::SeqCst) == tried + 1);
 }
+
+#[test]
+fn processes_opening_a_new_file_at_once_all_open_it() {
+    // The processes of one deployment start together on one new file; each switches it to WAL
+    // mode, and SQLite answered "database is locked" at once (without the busy timeout) to
+    // about one opener in 50. Connections of one process lock the file as those of two
+    // processes do, so threads stand in for the processes.
+    for attempt in 0..100 {
+        let path = temp_db();
+        let start = std::sync::Barrier::new(4);
+        let failures: Vec<String> = std::thread::scope(|scope| {
+            let openers: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        SqliteStore::open(&path)
+                            .err()
+                            .map(|error| error.to_string())
+                    })
+                })
+                .collect();
+            openers
+                .into_iter()
+                .filter_map(|opener| opener.join().unwrap())
+                .collect()
+        });
+        assert!(failures.is_empty(), "attempt {attempt}: {failures:?}");
+    }
+}

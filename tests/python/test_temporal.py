@@ -179,6 +179,33 @@ def test_the_store_slims_expands_versions_and_numbers_events_once(tmp_path: path
     assert slim_args != event["args"] and other.expand_value({**event, "args": slim_args}) == event
 
 
+def test_workers_opening_a_new_store_at_once_all_open_it(tmp_path: pathlib.Path) -> None:
+    # The workers of a task queue start together on one new file; each switches it to WAL mode,
+    # and SQLite answered "database is locked" at once (no busy wait) to about one opener in 50:
+    # the example temporal_sessions.py lost a worker that way. Connections of one process lock
+    # the file as those of two processes do, so threads stand in for the workers.
+    import threading
+
+    for attempt in range(100):
+        path = tmp_path / f"store-{attempt}.sqlite"
+        start = threading.Barrier(4)
+        failures: List[BaseException] = []
+
+        def open_store() -> None:
+            start.wait()
+            try:
+                SessionStore(path).close()
+            except BaseException as error:  # noqa: BLE001 - reported below
+                failures.append(error)
+
+        threads = [threading.Thread(target=open_store) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failures == [], f"attempt {attempt}: {failures}"
+
+
 # -- sessions -----------------------------------------------------------------------------------
 
 

@@ -47,9 +47,7 @@ impl SqliteStore {
         let path = path.as_ref().to_path_buf();
         let connection = Connection::open(&path)?;
         connection.busy_timeout(BUSY_TIMEOUT)?;
-        // `journal_mode` answers with a row; read it rather than `execute`.
-        let _mode: String =
-            connection.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+        switch_to_wal(&connection)?;
         connection.execute_batch("PRAGMA synchronous = NORMAL;")?;
         connection.execute_batch(SCHEMA)?;
         Ok(Self {
@@ -76,6 +74,33 @@ impl SqliteStore {
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// `PRAGMA journal_mode = WAL`, tried again while another connection holds the lock it needs.
+///
+/// Processes that open a new file at once each switch it from rollback to WAL mode, and SQLite
+/// answers `SQLITE_BUSY` at once, without the busy timeout, to the one that would otherwise
+/// wait in a deadlock (most runs of four openers had one). Once the file is in WAL mode the
+/// pragma changes nothing and takes no lock, so this loop only ever runs on a new file.
+fn switch_to_wal(connection: &Connection) -> Result<(), rusqlite::Error> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        // `journal_mode` answers with a row; read it rather than `execute`.
+        match connection.query_row("PRAGMA journal_mode = WAL", [], |row| {
+            row.get::<_, String>(0)
+        }) {
+            Ok(_) => return Ok(()),
+            Err(error)
+                if error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            Err(error) => return Err(error),
+        }
     }
 }
 

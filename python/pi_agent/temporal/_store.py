@@ -23,6 +23,7 @@ import os
 import pathlib
 import sqlite3
 import threading
+import time
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 REF_PREFIX = "\x00pi-agent-ref:sha256:"
@@ -40,6 +41,30 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 _ARGS_KEY = "__piAgentRef"
+
+# Seconds a statement waits for another connection's lock (sqlite3's busy timeout).
+_BUSY_TIMEOUT = 60.0
+
+
+def _switch_to_wal(db: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, retried while another connection holds the lock it needs.
+
+    Processes that open a new store at once (the workers of one task queue) each switch the
+    file from rollback to WAL mode; SQLite answers "database is locked" at once, without its
+    busy timeout, to the one that would otherwise wait in a deadlock (in one run in 13 with
+    four openers). Once the file is in WAL mode the pragma changes nothing and takes no lock.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT
+    pause = 0.001
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def default_store_path() -> pathlib.Path:
@@ -72,10 +97,14 @@ class SessionStore:
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self.inline_limit = inline_limit
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+        self._db = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT, isolation_level=None, check_same_thread=False)
+        try:
+            _switch_to_wal(self._db)
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except BaseException:
+            self._db.close()
+            raise
 
     def close(self) -> None:
         """Closes the connection."""
