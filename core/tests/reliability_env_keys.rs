@@ -1,8 +1,9 @@
-//! Issue 9: an environment key goes only to its vendor's hosts (and loopback servers), not to
-//! whatever base URL a model carries. One test in its own binary, because it sets environment
-//! variables.
+//! The environment variables read per request. Issue 9: an environment key goes only to its
+//! vendor's hosts (and loopback servers), not to whatever base URL a model carries. And
+//! `PI_CACHE_RETENTION=long` is the default retention of a request that names none (pi's
+//! rule). One test in its own binary, because it sets environment variables.
 
-use pi_agent::ai::{ApiKey, Model, StopReason, StreamOptions};
+use pi_agent::ai::{ApiKey, CacheRetention, Model, StopReason, StreamOptions};
 use pi_mock_server::MockServer;
 use serde_json::json;
 
@@ -99,6 +100,52 @@ async fn environment_keys_go_only_to_their_vendors_hosts() {
     }
     // SAFETY: as above.
     unsafe { std::env::remove_var("PI_ENV_KEY_HOSTS") };
+
+    // `PI_CACHE_RETENTION=long`, read at each request: long retention for a request that names
+    // none ("24h" in a chat-completions body, a one-hour marker for Anthropic), while one that
+    // names a retention keeps it; unset, the default is short.
+    let retention_of = async |api: Api, retention: Option<CacheRetention>| {
+        let server = MockServer::start().await.unwrap();
+        server.push(json!({"sse": api.answer()}));
+        let options = StreamOptions {
+            api_key: Some(ApiKey::new("sk-explicit-key")),
+            cache_retention: retention,
+            ..StreamOptions::default()
+        };
+        let (_, message) = run(&api.model_at(&server.base_url()), &options).await;
+        assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+        let body = server.requests()[0].body.clone();
+        match api {
+            Api::Completions => body.get("prompt_cache_retention").cloned(),
+            // The marker on the last user message's last block.
+            _ => body["messages"][0]["content"][0]
+                .get("cache_control")
+                .cloned(),
+        }
+    };
+    // SAFETY: as above.
+    unsafe { std::env::set_var("PI_CACHE_RETENTION", "long") };
+    assert_eq!(
+        retention_of(Api::Completions, None).await,
+        Some(json!("24h"))
+    );
+    assert_eq!(
+        retention_of(Api::Anthropic, None).await,
+        Some(json!({"type": "ephemeral", "ttl": "1h"}))
+    );
+    let short = Some(CacheRetention::Short);
+    assert_eq!(retention_of(Api::Completions, short).await, None);
+    assert_eq!(
+        retention_of(Api::Anthropic, short).await,
+        Some(json!({"type": "ephemeral"}))
+    );
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("PI_CACHE_RETENTION") };
+    assert_eq!(retention_of(Api::Completions, None).await, None);
+    assert_eq!(
+        retention_of(Api::Anthropic, None).await,
+        Some(json!({"type": "ephemeral"}))
+    );
 }
 
 /// The server's URL under a host name that is not loopback.
