@@ -181,7 +181,7 @@ def test_the_store_slims_expands_versions_and_numbers_events_once(tmp_path: path
 
 def test_workers_opening_a_new_store_at_once_all_open_it(tmp_path: pathlib.Path) -> None:
     # The workers of a task queue start together on one new file; each switches it to WAL mode,
-    # and SQLite answered "database is locked" at once (no busy wait) to about one opener in 50:
+    # and SQLite answered "database is locked" at once (no busy wait) in one round of four in 13:
     # the example temporal_sessions.py lost a worker that way. Connections of one process lock
     # the file as those of two processes do, so threads stand in for the workers.
     import threading

@@ -51,8 +51,8 @@ def _switch_to_wal(db: sqlite3.Connection) -> None:
 
     Processes that open a new store at once (the workers of one task queue) each switch the
     file from rollback to WAL mode; SQLite answers "database is locked" at once, without its
-    busy timeout, to the one that would otherwise wait in a deadlock (in one run in 13 with
-    four openers). Once the file is in WAL mode the pragma changes nothing and takes no lock.
+    busy timeout, to the one that would otherwise wait in a deadlock (in one round of four
+    openers in 13). Once the file is in WAL mode the pragma changes nothing and takes no lock.
     """
     deadline = time.monotonic() + _BUSY_TIMEOUT
     pause = 0.001
