@@ -408,8 +408,8 @@ async fn a_failing_summary_is_not_retried_in_a_loop() {
 #[test]
 fn processes_opening_a_new_file_at_once_all_open_it() {
     // The processes of one deployment start together on one new file; each switches it to WAL
-    // mode, and SQLite answered "database is locked" at once (without the busy timeout) to
-    // one opener in most rounds of four. Connections of one process lock the file as those of two
+    // mode, and SQLite answered "database is locked" at once (without the busy timeout) to one
+    // opener in most rounds of four. Connections of one process lock the file as those of two
     // processes do, so threads stand in for the processes.
     for attempt in 0..100 {
         let path = temp_db();

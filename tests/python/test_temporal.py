@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pathlib
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -184,8 +185,6 @@ def test_workers_opening_a_new_store_at_once_all_open_it(tmp_path: pathlib.Path)
     # and SQLite answered "database is locked" at once (no busy wait) in one round of four in 13:
     # the example temporal_sessions.py lost a worker that way. Connections of one process lock
     # the file as those of two processes do, so threads stand in for the workers.
-    import threading
-
     for attempt in range(100):
         path = tmp_path / f"store-{attempt}.sqlite"
         start = threading.Barrier(4)

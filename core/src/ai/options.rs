@@ -148,7 +148,9 @@ impl<T: ?Sized> fmt::Debug for Callback<T> {
 pub fn is_credential_header(name: &str) -> bool {
     // Every name of the exact list above contains one of `CREDENTIAL_WORDS`, so the words
     // decide. One pass over the name, trying at each byte only the words that start with it
-    // (a request's headers are all checked; a scan per word cost ten passes per name).
+    // (a request's headers are all checked; a scan per word cost ten passes per name). Not
+    // `text::contains_which_ignore_ascii_case`: building its first-byte set at every call cost
+    // about 4,300 more instructions per request than this fixed match.
     let name = name.as_bytes();
     (0..name.len()).any(|at| {
         let rest = &name[at..];

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
@@ -84,7 +84,7 @@ impl SqliteStore {
 /// wait in a deadlock (most runs of four openers had one). Once the file is in WAL mode the
 /// pragma changes nothing and takes no lock, so this loop only ever runs on a new file.
 fn switch_to_wal(connection: &Connection) -> Result<(), rusqlite::Error> {
-    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    let deadline = Instant::now() + BUSY_TIMEOUT;
     let mut pause = Duration::from_millis(1);
     loop {
         // `journal_mode` answers with a row; read it rather than `execute`.
@@ -94,7 +94,7 @@ fn switch_to_wal(connection: &Connection) -> Result<(), rusqlite::Error> {
             Ok(_) => return Ok(()),
             Err(error)
                 if error.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy)
-                    && std::time::Instant::now() < deadline =>
+                    && Instant::now() < deadline =>
             {
                 std::thread::sleep(pause);
                 pause = (pause * 2).min(Duration::from_millis(50));
