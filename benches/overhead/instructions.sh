@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per request and per frame of one overhead client, counted by callgrind (the
 # robust figure on a virtual machine, where latency moves with the host's state): the README's
-# "Performance" rounds quote these.
+# "Performance" section and benches/overhead/ROUNDS.md quote these.
 #
 #   benches/overhead/instructions.sh CLIENT...
 #

@@ -87,7 +87,7 @@ enum Ended {
 /// Awaited in a task spawned on a multi-thread runtime (or on a current-thread runtime), a
 /// frame wakes its reader once: the worker that read the socket runs the reader. Awaited
 /// directly in `block_on`, a worker reads the socket and wakes the `block_on` thread, a thread
-/// hop more per frame (about 25 µs on the benchmark's machine; README, "Performance").
+/// hop more per frame (25–40 µs on the benchmark's machines; README, "Performance").
 #[derive(Debug)]
 pub struct AssistantMessageEventStream {
     rx: Option<Receiver>,

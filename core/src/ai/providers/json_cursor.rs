@@ -4,7 +4,7 @@
 //! `deserialize_any` for every [`lenient`](super::lenient) field, a field-name match per key):
 //! about 4,000 instructions and 180 cache lines of code for a 150-byte Chat Completions chunk,
 //! nearly half of what a frame costs. This cursor reads the few shapes a provider knows with a
-//! handful of small loops: 1,200 to 1,500 instructions less per frame (README, "Performance",
+//! handful of small loops: 1,200 to 1,500 instructions less per frame (`benches/overhead/ROUNDS.md`,
 //! issue 23's thirteenth round).
 //!
 //! It is an addition, never a replacement: every reading method returns `None` ("bail") for
