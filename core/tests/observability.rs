@@ -254,3 +254,66 @@ async fn forwarded_logs_switch_handlers_and_levels_and_never_recurse() {
     assert_eq!(LogLevel::from_u8(0), None);
     assert_eq!(LogLevel::from_u8(6), None);
 }
+
+/// A field that counts how often it is formatted.
+struct Counted(Arc<std::sync::atomic::AtomicUsize>);
+
+impl std::fmt::Debug for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        f.write_str("counted")
+    }
+}
+
+#[test]
+fn a_gated_layer_formats_only_the_events_its_host_wants() {
+    use pi_agent::observability::{ForwardLogs, LogEvent, LogLevel};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let formatted = Arc::new(AtomicUsize::new(0));
+    let open = Arc::new(AtomicBool::new(false));
+    let asked: Arc<Mutex<Vec<(LogLevel, String)>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<LogEvent>>> = Arc::default();
+    let layer = {
+        let (open, asked, seen) = (Arc::clone(&open), Arc::clone(&asked), Arc::clone(&seen));
+        ForwardLogs::gated(
+            LogLevel::Debug,
+            move |level, target| {
+                asked.lock().unwrap().push((level, target.to_owned()));
+                // A gate that logs is not asked again for its own event.
+                tracing::warn!(target: "pi_agent::retry", "from the gate");
+                open.load(Ordering::SeqCst)
+            },
+            move |event| seen.lock().unwrap().push(event.clone()),
+        )
+    };
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+    let log = || {
+        tracing::debug!(target: "pi_agent::http", field = ?Counted(Arc::clone(&formatted)), "debug line");
+        tracing::trace!(target: "pi_agent::http", "above the level: the gate is not asked");
+        tracing::warn!(target: "other_crate", "not ours: the gate is not asked");
+    };
+
+    log();
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [(LogLevel::Debug, "pi_agent::http".to_owned())]
+    );
+    assert_eq!(
+        formatted.load(Ordering::SeqCst),
+        0,
+        "refused, yet formatted"
+    );
+    assert!(seen.lock().unwrap().is_empty());
+
+    open.store(true, Ordering::SeqCst);
+    log();
+    assert_eq!(asked.lock().unwrap().len(), 2);
+    assert_eq!(formatted.load(Ordering::SeqCst), 1);
+    let seen: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(seen, ["debug line field=counted"]);
+}

@@ -26,8 +26,25 @@ fn python_level(level: LogLevel) -> u8 {
     }
 }
 
-/// Hands one event to `logging` (on the thread that emitted it, with the GIL, unless the
-/// interpreter is exiting). A failing handler is `logging`'s business, not the request's.
+/// Whether the target's logger takes records of `level` now (`isEnabledFor`, asked per event:
+/// a level set later applies at once). Asked before the event's fields are formatted, so a
+/// DEBUG record nobody listens to costs this call only. No while the interpreter is exiting.
+fn wants(level: LogLevel, target: &str) -> bool {
+    with_gil(|py| {
+        logger(py, target)
+            .and_then(|logger| {
+                logger
+                    .call_method1(intern!(py, "isEnabledFor"), (python_level(level),))?
+                    .is_truthy()
+            })
+            .unwrap_or(false)
+    })
+    .unwrap_or(false)
+}
+
+/// Hands one event [`wants`] let through to `logging` (on the thread that emitted it, with the
+/// GIL, unless the interpreter is exiting). A failing handler is `logging`'s business, not the
+/// request's.
 fn emit(event: &LogEvent) {
     with_gil(|py| {
         let _ = emit_with_gil(py, event);
@@ -56,12 +73,6 @@ fn logger<'py>(py: Python<'py>, target: &str) -> PyResult<Bound<'py, PyAny>> {
 fn emit_with_gil(py: Python<'_>, event: &LogEvent) -> PyResult<()> {
     let level = python_level(event.level);
     let logger = logger(py, &event.target)?;
-    if !logger
-        .call_method1(intern!(py, "isEnabledFor"), (level,))?
-        .is_truthy()?
-    {
-        return Ok(());
-    }
     let fields = PyDict::new(py);
     for (key, value) in &event.fields {
         fields.set_item(key, value)?;
@@ -86,10 +97,11 @@ pub(crate) fn install(py: Python<'_>) -> PyResult<()> {
     // Only the library's own events: other crates' events (hyper's, at TRACE) are never built,
     // and spans are left to the span layer (recorded for this one, every poll of a request's
     // future would enter its span in the registry: a cost per streamed event).
-    let logs =
-        ForwardLogs::new(max_level, emit).with_filter(tracing_subscriber::filter::filter_fn(
-            |metadata| metadata.is_event() && metadata.target().starts_with("pi_agent"),
-        ));
+    let logs = ForwardLogs::gated(max_level, wants, emit).with_filter(
+        tracing_subscriber::filter::filter_fn(|metadata| {
+            metadata.is_event() && metadata.target().starts_with("pi_agent")
+        }),
+    );
     let subscriber = tracing_subscriber::registry()
         .with(logs)
         .with(crate::spans::SpanLayer.with_filter(crate::spans::WhenEnabled));

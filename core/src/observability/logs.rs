@@ -103,6 +103,9 @@ impl std::fmt::Display for LogEvent {
 
 type LogHandler = dyn Fn(&LogEvent) + Send + Sync;
 
+/// Whether the host wants an event of this level from this target (see [`ForwardLogs::gated`]).
+type LogGate = dyn Fn(LogLevel, &str) -> bool + Send + Sync;
+
 /// A `tracing` layer that hands the library's events (targets starting with `pi_agent`) up to
 /// a maximum level to a handler: what the bindings use to feed Python's `logging` and a C log
 /// callback. Events of other crates are not forwarded.
@@ -122,6 +125,8 @@ struct Shared {
     /// an event pass by without its fields being formatted.
     max_level: AtomicU8,
     handler: RwLock<Option<(LogLevel, Arc<LogHandler>)>>,
+    /// Asked after the level check and before the event's fields are formatted.
+    gate: Option<Box<LogGate>>,
 }
 
 thread_local! {
@@ -146,13 +151,34 @@ impl ForwardLogs {
         logs
     }
 
+    /// As [`new`](Self::new), and each event that passes the level is first offered to
+    /// `wants` with its level and target: only those it says yes to have their fields
+    /// formatted and reach `handler`. For a host logger whose level can change at any moment
+    /// (Python's `logging`): it answers per event, and the events it does not want (DEBUG
+    /// records, most of the time) cost no formatting. Like the handler, `wants` runs on the
+    /// thread that emitted the event, and an event it logs itself is not forwarded.
+    pub fn gated(
+        max_level: LogLevel,
+        wants: impl Fn(LogLevel, &str) -> bool + Send + Sync + 'static,
+        handler: impl Fn(&LogEvent) + Send + Sync + 'static,
+    ) -> Self {
+        let logs = Self::with_gate(Some(Box::new(wants)));
+        logs.set_handler(max_level, handler);
+        logs
+    }
+
     /// Forwards nothing until [`set_handler`](Self::set_handler): a layer to install once whose
     /// handler comes and goes later (the C API's `pi_set_log_callback`).
     pub fn none() -> Self {
+        Self::with_gate(None)
+    }
+
+    fn with_gate(gate: Option<Box<LogGate>>) -> Self {
         Self {
             shared: Arc::new(Shared {
                 max_level: AtomicU8::new(0),
                 handler: RwLock::new(None),
+                gate,
             }),
         }
     }
@@ -283,6 +309,11 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ForwardLogs {
         let Some(_inside) = Forwarding::enter() else {
             return;
         };
+        if let Some(wants) = &self.shared.gate
+            && !wants(level, metadata.target())
+        {
+            return;
+        }
         let mut fields = EventFields {
             message: String::new(),
             fields: Vec::new(),
