@@ -144,7 +144,9 @@ pub(crate) fn stream_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<St
     let Some(options) = options else {
         return Ok(StreamOptions::default());
     };
-    update(&StreamOptions::default(), options)
+    // A field the JSON leaves out is its default, so the keywords alone are the JSON: no round
+    // trip of the defaults through a JSON value on every request.
+    apply(Map::new(), &StreamOptions::default(), options)
 }
 
 /// `current` with the options given as keywords changed: a value replaces, `None` unsets.
@@ -152,10 +154,21 @@ pub(crate) fn update(
     current: &StreamOptions,
     changes: &Bound<'_, PyDict>,
 ) -> PyResult<StreamOptions> {
-    let mut json = match serde_json::to_value(current) {
+    let json = match serde_json::to_value(current) {
         Ok(Value::Object(map)) => map,
         _ => Map::new(),
     };
+    apply(json, current, changes)
+}
+
+/// `changes` applied to `json`, the JSON form of `current` (or none of it, when `current` is
+/// the default: a field left out is its default), then read; the secrets and the callbacks,
+/// which JSON does not hold, come from `current` unless changed.
+fn apply(
+    mut json: Map<String, Value>,
+    current: &StreamOptions,
+    changes: &Bound<'_, PyDict>,
+) -> PyResult<StreamOptions> {
     let mut code = Code::default();
     let (mut api_key_given, mut bearer_token_given) = (false, false);
     for (key, value) in changes.iter() {

@@ -525,6 +525,23 @@ impl StreamOptions {
 mod tests {
     use super::*;
 
+    /// The bindings read keyword options onto an empty JSON object when they start from the
+    /// defaults (no round trip of the defaults through JSON): a field left out must read as
+    /// what the defaults write.
+    #[test]
+    fn an_empty_object_reads_as_the_defaults() {
+        let read = StreamOptions::from_json("{}").expect("{} is valid options");
+        assert_eq!(
+            serde_json::to_value(&read).unwrap(),
+            serde_json::to_value(StreamOptions::default()).unwrap()
+        );
+        let written = serde_json::to_string(&StreamOptions::default()).unwrap();
+        assert_eq!(
+            serde_json::to_value(StreamOptions::from_json(&written).unwrap()).unwrap(),
+            serde_json::to_value(StreamOptions::default()).unwrap()
+        );
+    }
+
     #[test]
     fn key_never_prints() {
         let options = StreamOptions {
