@@ -288,7 +288,8 @@ fn a_gated_layer_formats_only_the_events_its_host_wants() {
     };
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
     let log = || {
-        tracing::debug!(target: "pi_agent::http", field = ?Counted(Arc::clone(&formatted)), "debug line");
+        let field = Counted(Arc::clone(&formatted));
+        tracing::debug!(target: "pi_agent::http", field = ?field, "debug line");
         tracing::trace!(target: "pi_agent::http", "above the level: the gate is not asked");
         tracing::warn!(target: "other_crate", "not ours: the gate is not asked");
     };

@@ -28,7 +28,7 @@ fn python_level(level: LogLevel) -> u8 {
 
 /// Whether the target's logger takes records of `level` now (`isEnabledFor`, asked per event:
 /// a level set later applies at once). Asked before the event's fields are formatted, so a
-/// DEBUG record nobody listens to costs this call only. No while the interpreter is exiting.
+/// DEBUG record nobody listens to costs this call only. `false` while the interpreter is exiting.
 fn wants(level: LogLevel, target: &str) -> bool {
     with_gil(|py| {
         logger(py, target)
