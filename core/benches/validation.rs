@@ -1,7 +1,9 @@
 //! Tool-argument validation per call: a typical tool schema (nested objects, an array of
 //! objects, `enum`, `pattern`, `format`, a `$ref`) against arguments that validate after
 //! coercion, and against arguments whose report lists several problems. The schema is compiled
-//! once, as the agent does, so the figures are the cost of one tool call.
+//! once, as the agent does, so the figures are the cost of one tool call. The `compile/` figures
+//! are a new `CompiledToolSchema` for a schema already seen, as the agent makes one per called
+//! tool per batch of tool calls.
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use pi_agent::ai::CompiledToolSchema;
@@ -34,6 +36,21 @@ fn schema() -> Value {
     })
 }
 
+/// A schema with optional fields written as `anyOf` unions, as MCP servers' generated schemas
+/// often are (coercion tries each branch, compiled on its own).
+fn union_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["query"],
+        "properties": {
+            "query": {"type": "string"},
+            "limit": {"anyOf": [{"type": "integer", "minimum": 1}, {"type": "null"}]},
+            "since": {"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]},
+            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}
+        }
+    })
+}
+
 fn valid() -> Value {
     json!({
         "path": "src/main.rs", "mode": "replace", "line": "12", "dryRun": "false",
@@ -60,8 +77,12 @@ fn bench(c: &mut Criterion) {
     c.bench_function("validate_and_coerce/invalid_with_report", |b| {
         b.iter(|| compiled.validate_and_coerce(std::hint::black_box(&bad)))
     });
+    let (edit, union) = (schema(), union_schema());
     c.bench_function("compile/new_tool_schema", |b| {
-        b.iter(|| CompiledToolSchema::new("edit", std::hint::black_box(&schema())))
+        b.iter(|| CompiledToolSchema::new("edit", std::hint::black_box(&edit)))
+    });
+    c.bench_function("compile/new_tool_schema_with_unions", |b| {
+        b.iter(|| CompiledToolSchema::new("search", std::hint::black_box(&union)))
     });
 }
 

@@ -2,8 +2,9 @@
 //! it: the `jsonschema` crate validates (drafts, `$ref`, formats, ECMA-262 patterns), and this
 //! module adds pi's AJV-compatible coercion and renders the crate's typed errors as pi's report.
 //!
-//! A schema is compiled once ([`CompiledToolSchema::new`]; the validator is cached by schema, so
-//! a new `CompiledToolSchema` for a schema seen before costs a lookup) and reused for every call. Arguments
+//! A schema is compiled once ([`CompiledToolSchema::new`]; what it compiles to is cached by
+//! schema, so a new `CompiledToolSchema` for a schema seen before costs a look-up) and reused
+//! for every call. Arguments
 //! are coerced toward the schema (`"42"` → 42 for a number, `"true"` → true…) and the coerced
 //! copy is returned when it validates. Otherwise the error is pi's report, word for word, which
 //! is what the model reads in the error tool result:
@@ -42,13 +43,14 @@
 //! agent turns into an error tool result; arguments nested too deep give
 //! [`ValidationError::TooDeep`].
 
+mod cache;
 mod coerce;
 mod compile;
 
 /// Frees the process-wide cache of compiled tool schemas (for a clean exit under a leak
 /// checker: the C ABI's `pi_shutdown`); later validations compile their schemas again.
 pub fn release_validators() {
-    compile::clear();
+    cache::clear();
 }
 mod js;
 mod render;
@@ -58,7 +60,8 @@ use std::sync::Arc;
 use jsonschema::Validator;
 use serde_json::Value;
 
-use self::coerce::{Plan, strictly_equal};
+use self::cache::Compiled;
+use self::coerce::strictly_equal;
 use self::compile::{SchemaError, depth_exceeds};
 use crate::ai::types::{Tool, ToolCall};
 
@@ -247,23 +250,22 @@ pub fn check_tool_parameters(parameters: &Value) -> Result<(), ToolParametersErr
     Ok(())
 }
 
-/// A tool schema compiled for repeated validation. The `jsonschema` validator behind it is
-/// shared by every `CompiledToolSchema` of the same schema (a process-wide cache keyed by the
-/// schema), so compiling one per tool per turn costs a lookup, not a compilation.
+/// A tool schema compiled for repeated validation. What it compiles to (the `jsonschema`
+/// validator, pi's coercion plan) is shared by every `CompiledToolSchema` of the same schema (a
+/// process-wide cache keyed by the schema), so compiling one per tool per turn costs a look-up,
+/// not a compilation.
 pub struct CompiledToolSchema {
     tool: String,
     /// `true` for an answer's output schema: the report then speaks of the output.
     output: bool,
-    schema: Value,
-    compiled: Arc<Result<Validator, SchemaError>>,
-    plan: Result<Plan, coerce::PlanTooDeep>,
+    compiled: Arc<Compiled>,
 }
 
 impl std::fmt::Debug for CompiledToolSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompiledToolSchema")
             .field("tool", &self.tool)
-            .field("valid_schema", &self.compiled.is_ok())
+            .field("valid_schema", &self.compiled.validator.is_ok())
             .finish()
     }
 }
@@ -279,17 +281,17 @@ impl CompiledToolSchema {
             return Self {
                 tool: tool.into(),
                 output: false,
-                schema: Value::Null,
-                compiled: Arc::new(Err(SchemaError::TooDeep)),
-                plan: Err(coerce::PlanTooDeep),
+                compiled: Arc::new(Compiled {
+                    schema: Value::Null,
+                    validator: Err(SchemaError::TooDeep),
+                    plan: Err(coerce::PlanTooDeep),
+                }),
             };
         }
         Self {
             tool: tool.into(),
             output: false,
-            schema: schema.clone(),
-            compiled: compile::compiled(schema),
-            plan: Plan::new(schema),
+            compiled: cache::compiled(schema),
         }
     }
 
@@ -303,7 +305,7 @@ impl CompiledToolSchema {
 
     /// Why the schema cannot be used, if it cannot.
     pub(crate) fn schema_error(&self) -> Option<String> {
-        match (self.compiled.as_ref(), &self.plan) {
+        match (&self.compiled.validator, &self.compiled.plan) {
             (Err(error), _) => Some(error.to_string()),
             (_, Err(error)) => Some(error.to_string()),
             _ => None,
@@ -320,7 +322,7 @@ impl CompiledToolSchema {
     fn validator(&self, arguments: &Value) -> Result<&Validator, ValidationError> {
         let validator = self
             .compiled
-            .as_ref()
+            .validator
             .as_ref()
             .map_err(|error| self.invalid_schema(error.to_string()))?;
         if depth_exceeds(arguments, MAX_EVAL_DEPTH) {
@@ -337,6 +339,7 @@ impl CompiledToolSchema {
     pub fn validate_and_coerce(&self, arguments: &Value) -> Result<Value, ValidationError> {
         let validator = self.validator(arguments)?;
         let plan = self
+            .compiled
             .plan
             .as_ref()
             .map_err(|error| self.invalid_schema(error.to_string()))?;
@@ -370,7 +373,7 @@ impl CompiledToolSchema {
         if validator.is_valid(value) {
             return Ok(());
         }
-        let problems = render::problems(&self.schema, value, validator.iter_errors(value));
+        let problems = render::problems(&self.compiled.schema, value, validator.iter_errors(value));
         let lines = if problems.is_empty() {
             "Unknown validation error".to_owned()
         } else {

@@ -1,14 +1,11 @@
-//! Builds the `jsonschema` validator of a schema, once per schema: the compiled validators are
-//! kept in a small process-wide cache keyed by the schema's JSON text, so an agent compiles each
-//! tool's schema once however many turns and runs use it.
+//! Builds the `jsonschema` validator of a schema (`cache` keeps them, one per schema).
 //!
 //! The options are pi's (TypeBox's) reading of a schema where the crate lets us choose: formats
 //! are assertions (the `format` vocabulary is only an annotation by default in 2020-12), `url`
 //! is a known format as in TypeBox, patterns are ECMA-262 regexes (the crate's fancy-regex
 //! engine), and nothing is fetched: a `$ref` to another document does not resolve.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::collections::HashMap;
 
 use jsonschema::{Draft, Validator};
 use serde_json::Value;
@@ -36,55 +33,7 @@ pub(crate) enum SchemaError {
 /// The crate compiles recursively, and this stays well inside a 2 MiB stack in a debug build.
 pub(crate) const MAX_SCHEMA_DEPTH: usize = 256;
 
-/// How many compiled schemas the cache keeps; past that, the oldest unused one goes.
-const CACHE_CAPACITY: usize = 256;
-
-/// The compiled schemas by their JSON text, and the order they were added in.
-#[derive(Default)]
-struct Cache {
-    entries: HashMap<String, Arc<Result<Validator, SchemaError>>>,
-    order: VecDeque<String>,
-}
-
-fn cache() -> &'static Mutex<Cache> {
-    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
-    CACHE.get_or_init(Mutex::default)
-}
-
-/// Empties the cache (the validators still in use stay alive with their users).
-pub(crate) fn clear() {
-    *cache().lock().unwrap_or_else(PoisonError::into_inner) = Cache::default();
-}
-
-/// The validator of `schema`, compiled on first use and shared afterwards.
-pub(crate) fn compiled(schema: &Value) -> Arc<Result<Validator, SchemaError>> {
-    let key = schema.to_string();
-    if let Some(found) = cache()
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entries
-        .get(&key)
-    {
-        return Arc::clone(found);
-    }
-    // Compiled outside the lock: a big schema must not stall every other validation.
-    let built = Arc::new(build(schema));
-    let mut cache = cache().lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some(found) = cache.entries.get(&key) {
-        return Arc::clone(found);
-    }
-    while cache.entries.len() >= CACHE_CAPACITY {
-        let Some(oldest) = cache.order.pop_front() else {
-            break;
-        };
-        cache.entries.remove(&oldest);
-    }
-    cache.order.push_back(key.clone());
-    cache.entries.insert(key, Arc::clone(&built));
-    built
-}
-
-/// Compiles `schema` without the cache (coercion's union branches, compiled with their plan).
+/// Compiles `schema`: a tool schema for the cache, or a union branch for its coercion plan.
 pub(crate) fn build(schema: &Value) -> Result<Validator, SchemaError> {
     match schema {
         Value::Object(_) | Value::Bool(_) => {}
@@ -219,19 +168,17 @@ fn find_loop(root: &Value) -> Option<String> {
     None
 }
 
-/// Whether `value` nests more than `limit` objects and arrays. Iterative.
+/// Whether `value` nests more than `limit` objects and arrays. Iterative, and it allocates only
+/// its stack (it runs on every tool call's arguments).
 pub(crate) fn depth_exceeds(value: &Value, limit: usize) -> bool {
     let mut stack: Vec<(&Value, usize)> = vec![(value, 1)];
     while let Some((value, depth)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
-        if depth > limit {
-            return true;
+        match value {
+            Value::Array(_) | Value::Object(_) if depth > limit => return true,
+            Value::Array(items) => stack.extend(items.iter().map(|child| (child, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|child| (child, depth + 1))),
+            _ => {}
         }
-        stack.extend(children.map(|child| (child, depth + 1)));
     }
     false
 }
