@@ -342,3 +342,79 @@ async fn streams_from_a_message_and_from_events() {
     .await;
     assert_eq!(result.error_message.as_deref(), Some("nope"));
 }
+
+/// Sends once when dropped: tells the test a tool's future went away.
+struct OnDrop(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if let Some(sender) = self.0.take() {
+            let _ = sender.send(());
+        }
+    }
+}
+
+#[tokio::test]
+async fn dropping_a_batch_of_tool_calls_stops_its_tools() {
+    use pi_agent::agent::{AgentTool, FnTool, ToolExecutionMode, execute_tool_calls};
+    use pi_agent::ai::AssistantContent;
+    use pi_agent::ai::providers::faux::faux_tool_call_with_id;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    // The tool never ends on its own; it watches its signal from a thread of its own, as a
+    // tool running blocking code would.
+    let (signalled_tx, signalled) = tokio::sync::oneshot::channel();
+    let (dropped_tx, dropped) = tokio::sync::oneshot::channel();
+    let senders = Arc::new(Mutex::new(Some((signalled_tx, dropped_tx))));
+    let tool: Arc<dyn AgentTool> = Arc::new(FnTool::new(
+        "forever",
+        "Never ends",
+        json!({"type": "object"}),
+        move |context| {
+            let (signalled_tx, dropped_tx) = senders.lock().unwrap().take().unwrap();
+            std::thread::spawn(move || {
+                futures::executor::block_on(context.signal.cancelled());
+                let _ = signalled_tx.send(());
+            });
+            async move {
+                let _dropped = OnDrop(Some(dropped_tx));
+                std::future::pending().await
+            }
+        },
+    ));
+    let call = faux_tool_call_with_id("call-1", "forever", json!({}));
+    let assistant = faux_assistant_message(vec![call.clone()]);
+    let AssistantContent::ToolCall(call) = call else {
+        panic!("not a tool call")
+    };
+    let config = done_only_config();
+    let signal = CancellationToken::new();
+    let mut sink = |_event| {};
+    let tools = [tool];
+    let batch = execute_tool_calls(
+        &assistant,
+        vec![call],
+        ToolExecutionMode::Parallel,
+        &tools,
+        &config,
+        &signal,
+        &mut sink,
+    );
+    // The caller gives up on the batch; the run's own signal never fires.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), batch)
+            .await
+            .is_err()
+    );
+    let wait = Duration::from_secs(30);
+    tokio::time::timeout(wait, dropped)
+        .await
+        .expect("the tool's future is dropped")
+        .unwrap();
+    tokio::time::timeout(wait, signalled)
+        .await
+        .expect("the tool's signal fires")
+        .unwrap();
+    assert!(!signal.is_cancelled());
+}

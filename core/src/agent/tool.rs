@@ -231,8 +231,10 @@ pub struct ToolCallContext {
     pub tool_name: String,
     /// Arguments after `prepare_arguments` and validation against the schema.
     pub arguments: Value,
-    /// Fires when the run is aborted. A tool that is still running then is dropped (its future
-    /// is not polled again) and its result becomes an `aborted` error result.
+    /// Fires when the run is aborted, when the tool watchdog (`tool_timeout_ms`) gives up on
+    /// the call, or when whoever awaited the batch of tool calls drops it. A tool that is still
+    /// running then is dropped (its future is not polled again); after an abort its result
+    /// becomes an `aborted` error result.
     pub signal: CancellationToken,
     /// Progress reports.
     pub updates: ToolUpdates,

@@ -215,11 +215,14 @@ fn spawn_call(
         .as_ref()
         .map(|_| (assistant.clone(), call.clone(), prepared.arguments.clone()));
     let timeout = config.settings.tool_timeout();
+    // The call's own signal: the run's abort fires it, and so does the batch's future going
+    // away first (see `EndCall`).
+    let call_signal = signal.child_token();
     let context = ToolCallContext {
         tool_call_id: call.id.clone(),
         tool_name: call.name.clone(),
         arguments: prepared.arguments,
-        signal: signal.clone(),
+        signal: call_signal.clone(),
         updates: ToolUpdates::new(index, Arc::clone(updates)),
     };
     let tool = prepared.tool;
@@ -266,6 +269,10 @@ fn spawn_call(
     ));
     let signal = signal.clone();
     let started = std::time::Instant::now();
+    let mut end_call = EndCall {
+        task: Some(handle.abort_handle()),
+        signal: call_signal,
+    };
     async move {
         let abort = handle.abort_handle();
         let deadline = async {
@@ -292,10 +299,13 @@ fn spawn_call(
             },
             () = deadline => {
                 abort.abort();
+                // A tool that runs on outside its future (a thread of its own) is told too.
+                end_call.signal.cancel();
                 let limit = timeout.unwrap_or_default();
                 Outcome::error(format!("Tool {name} timed out after {} ms", limit.as_millis()))
             }
         };
+        end_call.finished();
         let mut outcome = finalize(outcome, hook, hook_context, signal, timeout)
             .instrument(span.clone())
             .await;
@@ -461,6 +471,32 @@ pub async fn execute_tool_calls<S: EventSink>(
 
 /// Closes a batch's update queue when the batch is over.
 struct CloseOnDrop(Arc<UpdateQueue>);
+
+/// A running call's task and signal while its outcome is awaited. Dropped before the outcome
+/// came (the caller of [`execute_tool_calls`] or of the loop gave up on it: a timeout, a
+/// `select!`), it fires the call's signal and aborts its task: a tool must not run on, unseen,
+/// after its batch is gone.
+struct EndCall {
+    /// `None` once the outcome is in (or the task was aborted by the abort or the watchdog).
+    task: Option<tokio::task::AbortHandle>,
+    signal: CancellationToken,
+}
+
+impl EndCall {
+    /// The outcome is in: dropping this now leaves the tool's task and signal alone.
+    fn finished(&mut self) {
+        self.task = None;
+    }
+}
+
+impl Drop for EndCall {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            self.signal.cancel();
+            task.abort();
+        }
+    }
+}
 
 impl Drop for CloseOnDrop {
     fn drop(&mut self) {
