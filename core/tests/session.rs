@@ -433,3 +433,21 @@ fn processes_opening_a_new_file_at_once_all_open_it() {
         assert!(failures.is_empty(), "attempt {attempt}: {failures:?}");
     }
 }
+
+#[tokio::test]
+async fn compact_after_close_is_an_error_not_a_wait() {
+    let faux = scripted_model(FauxOptions::default());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let session = Session::open(store, "s", options(&faux, echo_tool(runs, false)))
+        .await
+        .unwrap();
+    session.close();
+    let compacted = tokio::time::timeout(Duration::from_secs(60), session.compact())
+        .await
+        .expect("compact answers after close");
+    assert!(
+        matches!(compacted, Err(pi_agent::session::SessionError::Closed)),
+        "{compacted:?}"
+    );
+}

@@ -187,6 +187,55 @@ async fn crash_at_every_write_point(kind: Kind) {
     assert!(saw_interrupted && saw_redo, "{saw_interrupted} {saw_redo}");
 }
 
+/// A driver that fails (here: the journal cannot be read back while a crashed tool batch is
+/// retried) stops the session with its error: `wait_idle` and `compact` answer instead of
+/// waiting for a driver that is gone.
+async fn a_driver_that_fails_stops_the_session(kind: Kind) {
+    let mut stopped_by_the_read = 0;
+    for allowed in 0..40 {
+        let backing = Backing::new(kind);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let crashed = run_scenario(
+            Arc::new(FailingStore::new(Arc::clone(&backing.store), allowed)),
+            &runs,
+        )
+        .await;
+        let finished = crashed.status() == SessionStatus::Idle;
+        drop(crashed);
+        if finished {
+            break;
+        }
+        let store = Arc::new(FailingStore::new(backing.reopen(), usize::MAX));
+        let faux = scripted_model(FauxOptions::default());
+        let session = Session::open(store.clone(), "s", options(&faux, &runs))
+            .await
+            .unwrap();
+        // Before the driver's first poll (this test's runtime has one thread).
+        store.records_fail.store(true, Ordering::SeqCst);
+        let _ = session.prompt("r1", UserMessage::text("hi"));
+        let waited = tokio::time::timeout(std::time::Duration::from_secs(60), session.wait_idle())
+            .await
+            .unwrap_or_else(|_| panic!("write {allowed}: wait_idle hangs"));
+        if let Err(error) = waited {
+            assert!(
+                matches!(session.status(), SessionStatus::Stopped(ref why) if why.contains("simulated read failure")),
+                "write {allowed}: {error} / {:?}",
+                session.status()
+            );
+            let compacted =
+                tokio::time::timeout(std::time::Duration::from_secs(60), session.compact())
+                    .await
+                    .unwrap_or_else(|_| panic!("write {allowed}: compact hangs"));
+            assert!(compacted.is_err(), "write {allowed}");
+            stopped_by_the_read += 1;
+        }
+    }
+    assert!(
+        stopped_by_the_read > 0,
+        "no crash point retried a tool batch"
+    );
+}
+
 async fn torn_last_record_is_dropped_on_reopen(kind: Kind) {
     let backing = Backing::new(kind);
     let runs = Arc::new(AtomicUsize::new(0));
@@ -259,6 +308,11 @@ macro_rules! suite {
             #[tokio::test]
             async fn crash_at_every_write_point() {
                 super::crash_at_every_write_point($kind).await;
+            }
+
+            #[tokio::test]
+            async fn a_driver_that_fails_stops_the_session() {
+                super::a_driver_that_fails_stops_the_session($kind).await;
             }
 
             #[tokio::test]

@@ -41,23 +41,44 @@ impl EventSink for JournalSink {
     }
 }
 
-/// Runs the session until it is closed or its store fails.
-pub(crate) async fn drive(shared: Arc<Shared>, mut run: Option<Run>) {
+/// Answers what the driver leaves behind when it ends, however it ends (an error, or the task
+/// aborted by `close`): the compactions still asked for get `Closed` instead of waiting for a
+/// driver that is gone.
+struct Ended(Arc<Shared>);
+
+impl Drop for Ended {
+    fn drop(&mut self) {
+        self.0.lock().compact_requests.clear();
+    }
+}
+
+/// Runs the session until it is closed or its store fails. An error that ends it (the store
+/// cannot be read back, a run cannot be resumed) stops the session with that error, so that
+/// waiters and later requests are told instead of waiting for a driver that is gone.
+pub(crate) async fn drive(shared: Arc<Shared>, run: Option<Run>) {
+    let _ended = Ended(Arc::clone(&shared));
+    if let Err(error) = serve(&shared, run).await {
+        let mut inner = shared.lock();
+        shared.stop(&mut inner, error.to_string());
+    }
+}
+
+/// The driver's loop: `Ok` when the session was closed.
+async fn serve(shared: &Arc<Shared>, mut run: Option<Run>) -> Result<(), SessionError> {
     let mut work = shared.work.subscribe();
     loop {
         if shared.closed.is_cancelled() {
-            return;
+            return Ok(());
         }
         work.borrow_and_update();
         if run.is_none() {
-            serve_compactions(&shared, None).await;
-            match next_run(&shared) {
-                Err(_) => return,
-                Ok(Some(started)) => run = Some(started),
-                Ok(None) => {
+            serve_compactions(shared, None).await;
+            match next_run(shared)? {
+                Some(started) => run = Some(started),
+                None => {
                     tokio::select! {
-                        () = shared.closed.cancelled() => return,
-                        changed = work.changed() => if changed.is_err() { return },
+                        () = shared.closed.cancelled() => return Ok(()),
+                        changed = work.changed() => if changed.is_err() { return Ok(()) },
                     }
                     continue;
                 }
@@ -66,15 +87,11 @@ pub(crate) async fn drive(shared: Arc<Shared>, mut run: Option<Run>) {
         let Some(current) = run.as_mut() else {
             continue;
         };
-        match step(&shared, current).await {
-            Ok(true) => {
-                run = None;
-                let mut inner = shared.lock();
-                inner.running = false;
-                shared.publish_status(&inner);
-            }
-            Ok(false) => {}
-            Err(_) => return,
+        if step(shared, current).await? {
+            run = None;
+            let mut inner = shared.lock();
+            inner.running = false;
+            shared.publish_status(&inner);
         }
     }
 }

@@ -227,10 +227,19 @@ impl Session {
             if let Some(reason) = &inner.stopped {
                 return Err(SessionError::Stopped(reason.clone()));
             }
+            if self.shared.closed.is_cancelled() {
+                return Err(SessionError::Closed);
+            }
             inner.compact_requests.push(reply);
         }
         self.shared.work.send_modify(|n| *n += 1);
-        answer.await.map_err(|_| SessionError::Closed)?
+        // The driver answers, or drops the request when it ends (closed, or stopped by an
+        // error); `closed` also covers a close that comes before the driver's task is dropped.
+        let closed = self.shared.closed.clone();
+        tokio::select! {
+            () = closed.cancelled() => Err(SessionError::Closed),
+            answer = answer => answer.map_err(|_| SessionError::Closed)?,
+        }
     }
 
     /// Stops the session where it is (as [`Drop`] does): the running step is cancelled

@@ -115,10 +115,7 @@ impl Shared {
             controls: &controls,
         };
         if let Err(error) = self.store.append(&self.id, batch) {
-            let reason = error.to_string();
-            inner.stopped = Some(reason.clone());
-            inner.signal.cancel();
-            self.status.send_replace(SessionStatus::Stopped(reason));
+            self.stop(inner, error.to_string());
             return Err(error.into());
         }
         inner.heads = Heads {
@@ -128,6 +125,17 @@ impl Shared {
         apply_message_ends(&mut inner.transcript, events);
         self.seq.send_replace(inner.heads.seq);
         Ok(())
+    }
+
+    /// Stops the session for `reason` (the first reason stays): the running step is cancelled,
+    /// and every waiter and later request gets [`SessionStatus::Stopped`].
+    pub(crate) fn stop(&self, inner: &mut Inner, reason: String) {
+        if inner.stopped.is_some() {
+            return;
+        }
+        inner.stopped = Some(reason.clone());
+        inner.signal.cancel();
+        self.status.send_replace(SessionStatus::Stopped(reason));
     }
 
     /// Publishes whether the session is idle now.

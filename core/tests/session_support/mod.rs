@@ -6,7 +6,7 @@
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use pi_agent::agent::{AgentTool, AgentToolResult, FnTool};
@@ -93,12 +93,14 @@ pub fn temp_db() -> TempDb {
     }
 }
 
-/// A store whose appends fail from the `allowed + 1`-th on, as if the process died there.
+/// A store whose appends fail from the `allowed + 1`-th on, as if the process died there, and
+/// whose reads of records fail while `records_fail` is set.
 #[derive(Debug)]
 pub struct FailingStore {
     pub inner: Arc<dyn SessionStore>,
     allowed: usize,
     pub appends: AtomicUsize,
+    pub records_fail: AtomicBool,
 }
 
 impl FailingStore {
@@ -107,6 +109,7 @@ impl FailingStore {
             inner,
             allowed,
             appends: AtomicUsize::new(0),
+            records_fail: AtomicBool::new(false),
         }
     }
 }
@@ -119,6 +122,9 @@ impl SessionStore for FailingStore {
         self.inner.append(session, batch)
     }
     fn records(&self, s: &str, after: u64, limit: usize) -> Result<Vec<StoredRecord>, StoreError> {
+        if self.records_fail.load(Ordering::SeqCst) {
+            return Err(StoreError::Unavailable("simulated read failure".into()));
+        }
         self.inner.records(s, after, limit)
     }
     fn controls(&self, s: &str) -> Result<Vec<StoredControl>, StoreError> {
