@@ -625,6 +625,25 @@ async fn a_server_that_fails_to_start_is_an_error_with_its_stderr() {
 }
 
 #[tokio::test]
+async fn tool_pages_that_never_end_are_an_error_not_a_listing_without_end() {
+    let Some(python) = python() else { return };
+    let (config, _dir) = failing(&python);
+    let server = McpServer::connect(config.with_env("PI_MCP_ENDLESS_PAGES", "1"))
+        .await
+        .unwrap();
+    let error = tokio::time::timeout(Duration::from_secs(60), server.tools())
+        .await
+        .expect("the listing ends")
+        .expect_err("an error");
+    assert!(matches!(error, McpError::Protocol { .. }), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        "MCP server \"failing\": tools/list: the server gave a cursor it gave before"
+    );
+    server.close().await;
+}
+
+#[tokio::test]
 async fn tools_list_changed_updates_an_attached_agent_for_its_next_run() {
     let Some(python) = python() else { return };
     let (config, _dir) = failing(&python);

@@ -7,7 +7,9 @@ never answers; ``garbage`` writes a line that is not JSON-RPC, then never answer
 ``add_tool`` registers a tool named by its argument and sends
 ``notifications/tools/list_changed``; ``starts`` says how many times this server was started
 (a file in ``$PI_MCP_STATE_DIR`` counts them, to observe reconnections). It refuses to
-start while ``$PI_MCP_FAIL_START`` is set or ``$PI_MCP_STATE_DIR/fail_start`` exists.
+start while ``$PI_MCP_FAIL_START`` is set or ``$PI_MCP_STATE_DIR/fail_start`` exists. With
+``$PI_MCP_ENDLESS_PAGES`` set, every ``tools/list`` page says that another page follows, with
+the same cursor: a listing that never ends.
 """
 
 import asyncio
@@ -19,7 +21,29 @@ try:  # mcp >= 2
 except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import Context, FastMCP  # type: ignore[no-redef]
 
-server = FastMCP("pi-failing-server")
+ENDLESS_PAGES = bool(os.environ.get("PI_MCP_ENDLESS_PAGES"))
+
+
+class Server(FastMCP):  # type: ignore[misc, valid-type]
+    """The SDK's server; with ``ENDLESS_PAGES``, its tool pages never end (mcp >= 2)."""
+
+    async def _handle_list_tools(self, ctx, params):  # type: ignore[no-untyped-def]
+        result = await super()._handle_list_tools(ctx, params)
+        if ENDLESS_PAGES:
+            result.next_cursor = "again"
+        return result
+
+
+server = Server("pi-failing-server")
+
+if ENDLESS_PAGES and not hasattr(FastMCP, "_handle_list_tools"):  # mcp 1.x
+    from mcp import types
+
+    async def _endless_pages(_request):  # type: ignore[no-untyped-def]
+        tools = await server.list_tools()
+        return types.ServerResult(types.ListToolsResult(tools=tools, nextCursor="again"))
+
+    server._mcp_server.request_handlers[types.ListToolsRequest] = _endless_pages
 
 STATE_DIR = os.environ.get("PI_MCP_STATE_DIR")
 if STATE_DIR:

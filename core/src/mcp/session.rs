@@ -8,6 +8,7 @@
 //! This is the layer a tool call stands on ([`super::tool`]); connecting and handing the
 //! server's tools to agents build on it in [`super::server`].
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -25,6 +26,11 @@ use super::handler::{Handler, Shared};
 use crate::agent::WeakAgent;
 
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+/// How many pages of `tools/list` are read at most: a server whose cursors never end must not
+/// keep a listing going (each page has its own time limit, the listing none).
+const MAX_TOOL_PAGES: usize = 1_000;
+/// How many tools a listing may hold: far more than any model can be offered.
+const MAX_TOOLS: usize = 10_000;
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// What the server said about itself in `initialize`.
@@ -284,7 +290,9 @@ impl McpServer {
         }
     }
 
-    /// Every tool the server lists (all pages), as MCP describes them.
+    /// Every tool the server lists (all pages), as MCP describes them. A server whose pages
+    /// never end (a cursor it gave before, more than 1,000 pages or 10,000 tools) is a protocol
+    /// error, not a listing without end.
     pub async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
         let peer = self.peer().await?;
         self.inner
@@ -294,7 +302,12 @@ impl McpServer {
         let timeout = self.inner.config.call_timeout();
         let mut tools = Vec::new();
         let mut cursor = None;
-        loop {
+        let mut cursors_seen = HashSet::new();
+        let refuse = |why: String| McpError::Protocol {
+            server: self.inner.config.name.clone(),
+            message: format!("tools/list: {why}"),
+        };
+        for _page in 0..MAX_TOOL_PAGES {
             let request =
                 ClientRequest::ListToolsRequest(rmcp::model::ListToolsRequest::with_param(
                     rmcp::model::PaginatedRequestParams::default().with_cursor(cursor.take()),
@@ -321,8 +334,19 @@ impl McpServer {
             match answer {
                 Ok(rmcp::model::ServerResult::ListToolsResult(page)) => {
                     tools.extend(page.tools);
+                    if tools.len() > MAX_TOOLS {
+                        return Err(refuse(format!("more than {MAX_TOOLS} tools")));
+                    }
                     match page.next_cursor {
-                        Some(next) if !next.is_empty() => cursor = Some(next),
+                        Some(next) if !next.is_empty() => {
+                            // The cursor's text is the server's and may be long: not quoted.
+                            if !cursors_seen.insert(next.clone()) {
+                                return Err(refuse(
+                                    "the server gave a cursor it gave before".into(),
+                                ));
+                            }
+                            cursor = Some(next);
+                        }
                         _ => return Ok(tools),
                     }
                 }
@@ -335,5 +359,6 @@ impl McpServer {
                 Err(error) => return Err(self.request_error("tools/list", error).await),
             }
         }
+        Err(refuse(format!("more than {MAX_TOOL_PAGES} pages")))
     }
 }
