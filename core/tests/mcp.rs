@@ -807,3 +807,23 @@ async fn an_http_server_that_restarts_is_an_error_then_a_new_session() {
     assert_eq!(text_of(&answer.content), "Echo: three");
     server.close().await;
 }
+
+#[tokio::test]
+async fn errors_hide_the_secrets_of_the_configuration() {
+    // Nothing listens on a port just closed: connecting fails, and the HTTP library's error
+    // quotes the URL.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/mcp?api_key=query-secret-0123456789&page=2");
+    let config = McpServerConfig::http("remote", url)
+        .with_env("Authorization", "Bearer header-secret-0123456789");
+    let error = McpServer::connect(config).await.unwrap_err();
+    let message = format!("{error} / {error:?}");
+    assert!(matches!(error, McpError::Start { .. }), "{message}");
+    assert!(!message.contains("query-secret"), "{message}");
+    assert!(!message.contains("header-secret"), "{message}");
+    // The URL is quoted, without its secret.
+    assert!(message.contains("api_key=<redacted>&page=2"), "{message}");
+}

@@ -22,7 +22,7 @@ pub(crate) mod options;
 pub(crate) mod overflow;
 pub(crate) mod partial_json;
 pub mod providers;
-mod redact;
+pub(crate) mod redact;
 pub(crate) mod registry;
 pub(crate) mod remote;
 pub(crate) mod shape;

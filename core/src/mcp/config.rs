@@ -16,6 +16,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::ai::is_credential_header;
+use crate::ai::redact::Redactor;
+
 /// The default limit for one tool call (the TypeScript SDK's default request timeout).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default limit for starting a server and completing `initialize`.
@@ -108,6 +111,42 @@ pub struct McpServerConfig {
 }
 
 impl McpServerConfig {
+    /// The secrets this configuration holds, to hide them in every error about the server
+    /// (a server or an HTTP library may quote them back): the values of credential headers and
+    /// of credential-named environment variables (by [`crate::ai::is_credential_header`]'s
+    /// words: `GITHUB_TOKEN`, `API_KEY`), and the URL's user info and query values.
+    pub(crate) fn redactor(&self) -> Redactor {
+        let mut redactor = Redactor::default();
+        match &self.transport {
+            McpTransport::Stdio(stdio) => {
+                for (name, value) in &stdio.env {
+                    if is_credential_header(name) {
+                        redactor.add(value);
+                    }
+                }
+            }
+            McpTransport::Http(http) => {
+                for (name, value) in &http.headers {
+                    redactor.add_header(name, value);
+                }
+                if let Ok(url) = url::Url::parse(&http.url) {
+                    redactor.add(url.username());
+                    redactor.add(url.password().unwrap_or_default());
+                    for (_, value) in url.query_pairs() {
+                        redactor.add(&value);
+                    }
+                }
+                // The query as written too (percent-escapes and all), as error texts quote it.
+                if let Some((_, query)) = http.url.split_once('?') {
+                    for pair in query.split(['&', '#']) {
+                        redactor.add(pair.split_once('=').map_or(pair, |(_, value)| value));
+                    }
+                }
+            }
+        }
+        redactor
+    }
+
     /// A server started as `command args...`.
     pub fn stdio(
         name: impl Into<String>,
@@ -228,5 +267,28 @@ mod tests {
             "name": "x", "transport": "stdio", "command": "c", "argz": []
         }));
         assert!(unknown.is_err());
+    }
+
+    #[test]
+    fn the_redactor_knows_every_secret_of_the_configuration() {
+        let http = McpServerConfig::http(
+            "r",
+            "https://user-0123456789:pass-0123456789@h/mcp?key=query%2Fsecret-01&page=2",
+        )
+        .with_env("Authorization", "Bearer header-secret-01")
+        .with_env("X-Trace", "not-a-secret-at-all");
+        let shown = http.redactor().redact(
+            "user-0123456789 pass-0123456789 query%2Fsecret-01 query/secret-01 \
+             header-secret-01 not-a-secret-at-all page=2",
+        );
+        assert_eq!(
+            shown,
+            "<redacted> <redacted> <redacted> <redacted> <redacted> not-a-secret-at-all page=2"
+        );
+        let stdio = McpServerConfig::stdio("s", "server", ["--verbose"])
+            .with_env("GITHUB_TOKEN", "ghp-0123456789")
+            .with_env("LOG_LEVEL", "verbose-logging");
+        let shown = stdio.redactor().redact("ghp-0123456789 verbose-logging");
+        assert_eq!(shown, "<redacted> verbose-logging");
     }
 }

@@ -1,5 +1,7 @@
 //! What can go wrong with an MCP server, as one enum.
 
+use crate::ai::redact::Redactor;
+
 /// Why connecting to or talking with an MCP server failed. Its message names the server, so
 /// a tool result built from it tells the model (and the user) which server and why.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -81,4 +83,56 @@ pub enum McpError {
     /// Called outside a tokio runtime.
     #[error("MCP servers must be used from within a tokio runtime")]
     NoRuntime,
+}
+
+impl McpError {
+    /// This error with `redactor`'s secrets hidden in its texts. Applied where an error leaves
+    /// the module (a public call, a tool's error result): the texts quote servers, their
+    /// stderr and the HTTP library, any of which may repeat a credential.
+    pub(crate) fn redacted(self, redactor: &Redactor) -> Self {
+        let hide = |message: String| redactor.redact(&message);
+        match self {
+            Self::Config { server, message } => Self::Config {
+                server,
+                message: hide(message),
+            },
+            Self::Start { server, message } => Self::Start {
+                server,
+                message: hide(message),
+            },
+            Self::Backoff {
+                server,
+                retry_in_ms,
+                message,
+            } => Self::Backoff {
+                server,
+                retry_in_ms,
+                message: hide(message),
+            },
+            Self::Closed { server, message } => Self::Closed {
+                server,
+                message: hide(message),
+            },
+            Self::Rpc {
+                server,
+                method,
+                code,
+                message,
+            } => Self::Rpc {
+                server,
+                method,
+                code,
+                message: hide(message),
+            },
+            Self::Protocol { server, message } => Self::Protocol {
+                server,
+                message: hide(message),
+            },
+            Self::ToolFailed { server, message } => Self::ToolFailed {
+                server,
+                message: hide(message),
+            },
+            Self::Timeout { .. } | Self::NoRuntime => self,
+        }
+    }
 }

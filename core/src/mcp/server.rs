@@ -27,7 +27,8 @@ impl McpServer {
                 shared: Arc::clone(&shared),
             },
         )
-        .await?;
+        .await
+        .map_err(|error| error.redacted(&config.redactor()))?;
         let server = Self::open(config, shared, connection);
         server.watch_tool_list();
         Ok(server)

@@ -294,6 +294,13 @@ impl McpServer {
     /// never end (a cursor it gave before, more than 1,000 pages or 10,000 tools) is a protocol
     /// error, not a listing without end.
     pub async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
+        self.list_pages()
+            .await
+            .map_err(|error| error.redacted(&self.inner.config.redactor()))
+    }
+
+    /// [`Self::list_tools`] before its error's secrets are hidden.
+    async fn list_pages(&self) -> Result<Vec<McpToolInfo>, McpError> {
         let peer = self.peer().await?;
         self.inner
             .shared

@@ -179,9 +179,12 @@ impl AgentTool for McpTool {
             .as_ref()
             .map(|schema| Value::Object(schema.as_ref().clone()));
         Box::pin(async move {
+            let named = server.clone();
             call(server, remote, output_schema, context)
                 .await
-                .map_err(|error| ToolError::new(error.to_string()))
+                .map_err(|error| {
+                    ToolError::new(error.redacted(&named.config().redactor()).to_string())
+                })
         })
     }
 }
