@@ -843,3 +843,93 @@ async fn message_update_gives_the_partial_on_demand() {
     assert_eq!(json["message"]["role"], "assistant");
     assert!(json["assistantMessageEvent"]["type"].is_string());
 }
+
+#[test]
+fn a_run_outside_a_runtime_or_cut_off_by_its_runtime_leaves_the_agent_idle() {
+    use pi_agent::agent::RunInput;
+
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let forever: Arc<dyn AgentTool> = Arc::new(FnTool::new(
+        "forever",
+        "Never ends",
+        json!({"type": "object"}),
+        move |_| {
+            let _ = started_tx.send(());
+            std::future::pending()
+        },
+    ));
+    let h = Harness::new(
+        vec![forever],
+        vec![
+            reply(vec![faux_tool_call_with_id("call-1", "forever", json!({}))]),
+            reply(vec![faux_text("done")]),
+        ],
+    );
+    // Outside any runtime: refused, and the agent stays usable.
+    let refused = h.agent.start(RunInput::text("hi")).map(drop).unwrap_err();
+    assert_eq!(refused, AgentError::NoRuntime);
+    assert!(!h.agent.is_streaming());
+
+    // A run whose runtime shuts down while its tool runs.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = runtime.block_on(async { h.agent.start(RunInput::text("go")).unwrap() });
+    started
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the tool starts");
+    assert!(h.agent.is_streaming());
+    drop(runtime);
+    assert!(!h.agent.is_streaming());
+    drop(run);
+    // The cut-off call has its aborted result.
+    let messages = h.agent.messages();
+    assert_transcript_valid(&messages);
+    let result = messages
+        .last()
+        .and_then(AgentMessage::as_tool_result)
+        .unwrap();
+    assert!(result.is_error, "{result:?}");
+    assert_eq!(result.tool_call_id, "call-1");
+
+    // The next run, on another runtime, goes through.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async { h.agent.prompt("again").await.unwrap() });
+    let last = h.agent.messages().last().cloned().unwrap();
+    assert!(last.as_assistant().is_some(), "{last:?}");
+}
+
+#[tokio::test]
+async fn an_abort_between_turns_ends_the_run_and_leaves_the_queues_alone() {
+    let h = Harness::new(
+        vec![],
+        vec![
+            reply(vec![faux_text("first")]),
+            reply(vec![faux_text("second")]),
+        ],
+    );
+    // The abort comes while the last turn's events are delivered, before the queues are asked.
+    let weak = h.agent.downgrade();
+    h.agent.subscribe(move |event| {
+        if matches!(event, AgentEvent::TurnEnd { .. })
+            && let Some(agent) = weak.upgrade()
+        {
+            agent.abort();
+        }
+    });
+    h.agent.follow_up(UserMessage::text("later"));
+    h.agent.prompt("go").await.unwrap();
+    let messages = h.agent.messages();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(h.kinds().last().map(String::as_str), Some("agent_end"));
+    assert_eq!(h.agent.queued_messages().1.len(), 1, "the follow-up waits");
+
+    // The next run takes it.
+    h.agent.continue_run().await.unwrap();
+    assert!(!h.agent.has_queued_messages());
+}

@@ -124,6 +124,7 @@ impl pi_error {
             AgentError::NothingToContinue
             | AgentError::EmptyContext
             | AgentError::ContinueFromAssistant => pi_error_kind::CannotContinue,
+            AgentError::NoRuntime => pi_error_kind::Runtime,
             _ => pi_error_kind::RunFailed,
         };
         Self::new(kind, error.to_string())

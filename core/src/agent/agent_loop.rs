@@ -139,6 +139,20 @@ async fn drive<S: EventSink>(
         }
         let input = match action {
             StepAction::Finished { new_messages } => return new_messages,
+            // Aborted between turns (a subscriber or the caller, while the last turn's events
+            // were delivered): the run ends here and the queued messages wait for the next.
+            StepAction::PollSteering if signal.is_cancelled() => {
+                stepper.abort();
+                StepInput::Steering {
+                    messages: Vec::new(),
+                }
+            }
+            StepAction::PollFollowUp if signal.is_cancelled() => {
+                stepper.abort();
+                StepInput::FollowUp {
+                    messages: Vec::new(),
+                }
+            }
             StepAction::PollSteering => StepInput::Steering {
                 messages: poll(config.get_steering_messages.as_ref()),
             },

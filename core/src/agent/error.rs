@@ -27,6 +27,9 @@ pub enum AgentError {
         "Cannot change the transcript while a run is active. Abort the run and wait for idle first, or use steer() or followUp()."
     )]
     TranscriptBusy,
+    /// A run started outside a tokio runtime (its work is a task on the caller's runtime).
+    #[error("Agent runs must be started from within a tokio runtime")]
+    NoRuntime,
 }
 
 /// Declares a failure that is one message for a model or a transcript to read (a tool's, a

@@ -24,7 +24,8 @@ use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::thinking::ThinkingLevel;
 use crate::ai::types::{
-    ImageContent, TextContent, UserContent, UserMessage, UserMessageContent, now_ms,
+    AssistantMessage, ImageContent, TextContent, ToolResultMessage, UserContent, UserMessage,
+    UserMessageContent, now_ms,
 };
 use crate::panics::panic_text;
 
@@ -284,9 +285,14 @@ impl Agent {
     }
 
     /// Starts a run and returns it at once. Fails only when a run is already active (pi's
-    /// messages) or, for [`RunInput::Continue`], when there is nothing to continue from. The run
-    /// works on a tokio task; call from inside a runtime.
+    /// messages), for [`RunInput::Continue`] when there is nothing to continue from, and
+    /// outside a tokio runtime ([`AgentError::NoRuntime`]): the run works on a task of the
+    /// caller's runtime. A run whose runtime shuts down under it leaves the agent idle.
     pub fn start(&self, input: RunInput) -> Result<AgentRun, AgentError> {
+        // Before the run is marked active: a spawn that cannot happen must not leave it so.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Err(AgentError::NoRuntime);
+        };
         let (start, busy) = match input {
             RunInput::Prompt(messages) => (
                 Start::Prompt(messages, false),
@@ -352,7 +358,11 @@ impl Agent {
         // already delivered wake the run's consumer once.
         let batcher = events_tx.batcher();
         let task_outcome = outcome.clone();
-        tokio::spawn(tracing::Instrument::instrument(
+        let mut finished = RunFinished {
+            inner: Some(Arc::clone(&inner)),
+            idle: idle_tx,
+        };
+        runtime.spawn(tracing::Instrument::instrument(
             batcher.wrap(async move {
                 let mut sink = RunSink {
                     inner: Arc::clone(&inner),
@@ -392,9 +402,9 @@ impl Agent {
                 if let Err(panic) = outcome {
                     sink.run_failed(&panic_text(&*panic)).await;
                 }
-                inner.finish_run();
+                finished.finish();
                 drop(sink);
-                let _ = idle_tx.send(true);
+                drop(finished);
             }),
             span,
         ));
@@ -869,6 +879,41 @@ impl Inner {
         }
     }
 
+    /// A run cut off before its end (its runtime shut down under it): each tool call of the
+    /// last assistant message that has no result gets the aborted error result an abort gives
+    /// it, so the transcript stays one a model accepts.
+    fn answer_cut_tool_calls(&self) {
+        let mut state = lock(&self.state);
+        let messages = &mut state.messages;
+        let Some(at) = messages.iter().rposition(|m| m.as_assistant().is_some()) else {
+            return;
+        };
+        let answered: BTreeSet<&str> = messages[at + 1..]
+            .iter()
+            .filter_map(AgentMessage::as_tool_result)
+            .map(|result| result.tool_call_id.as_str())
+            .collect();
+        let missing: Vec<AgentMessage> = messages[at]
+            .as_assistant()
+            .into_iter()
+            .flat_map(AssistantMessage::tool_calls)
+            .filter(|call| !answered.contains(call.id.as_str()))
+            .map(|call| {
+                ToolResultMessage {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    content: vec![UserContent::text(super::TOOL_ABORTED)],
+                    details: None,
+                    is_error: true,
+                    timestamp: now_ms(),
+                    timing: None,
+                }
+                .into()
+            })
+            .collect();
+        messages.extend(missing);
+    }
+
     fn finish_run(&self) {
         {
             let mut state = lock(&self.state);
@@ -877,6 +922,36 @@ impl Inner {
             state.pending_tool_calls.clear();
         }
         *lock(&self.run) = None;
+    }
+}
+
+/// Marks a run's end on the agent, and reports idle when dropped: at the run's end, or when
+/// its task is dropped unfinished (its runtime shut down), so the agent never stays busy with
+/// a run that no longer exists.
+struct RunFinished {
+    /// `None` once the run's end is marked.
+    inner: Option<Arc<Inner>>,
+    idle: watch::Sender<bool>,
+}
+
+impl RunFinished {
+    /// Marks the run's end (the agent accepts a new run from now on).
+    fn finish(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            inner.finish_run();
+        }
+    }
+}
+
+impl Drop for RunFinished {
+    fn drop(&mut self) {
+        if let Some(inner) = &self.inner {
+            // Cut off: nothing of the run can be awaited any more, but its tool calls still
+            // get their results.
+            inner.answer_cut_tool_calls();
+        }
+        self.finish();
+        let _ = self.idle.send(true);
     }
 }
 

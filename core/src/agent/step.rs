@@ -396,6 +396,8 @@ impl AgentStepper {
 
     /// Records that the run was aborted: after the current turn's tools the run ends instead of
     /// starting another turn (pi starts one that fails at once), and the queues are not polled.
+    /// Called while a queue is being polled, the driver answers with no messages and the run
+    /// ends there.
     pub fn abort(&mut self) {
         self.aborted = true;
     }
@@ -506,7 +508,11 @@ impl AgentStepper {
                 },
                 StepInput::Steering { messages },
             ) => {
-                if has_more_tool_calls || !messages.is_empty() {
+                // Aborted while the queue was asked (its driver gives no messages then): the
+                // run ends, with no turn that would only fail.
+                if self.aborted && messages.is_empty() {
+                    self.finish(&mut events)
+                } else if has_more_tool_calls || !messages.is_empty() {
                     self.begin_turn(messages, &mut events)
                 } else {
                     self.phase = Phase::FollowUp;
