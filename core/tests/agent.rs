@@ -933,3 +933,61 @@ async fn an_abort_between_turns_ends_the_run_and_leaves_the_queues_alone() {
     h.agent.continue_run().await.unwrap();
     assert!(!h.agent.has_queued_messages());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_reporting_without_pause_cannot_hold_off_an_abort() {
+    use std::sync::atomic::AtomicBool;
+
+    // The tool reports from a thread of its own as fast as it can, and never ends.
+    let stop = Arc::new(AtomicBool::new(false));
+    let reporting = Arc::clone(&stop);
+    let (started_tx, started) = tokio::sync::oneshot::channel();
+    let started_tx = Mutex::new(Some(started_tx));
+    let chatty: Arc<dyn AgentTool> = Arc::new(FnTool::new(
+        "chatty",
+        "Reports forever",
+        json!({"type": "object"}),
+        move |context| {
+            let stop = Arc::clone(&reporting);
+            let updates = context.updates.clone();
+            if let Some(tx) = started_tx.lock().unwrap().take() {
+                let _ = tx.send(());
+            }
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    updates.send(AgentToolResult::text("still going"));
+                }
+            });
+            std::future::pending()
+        },
+    ));
+    let h = Harness::new(
+        vec![chatty],
+        vec![reply(vec![faux_tool_call_with_id(
+            "call-1",
+            "chatty",
+            json!({}),
+        )])],
+    );
+    // Each report takes its listener a while: the reports always outrun their delivery.
+    h.agent.subscribe_async(|event, _signal| async move {
+        if matches!(event, AgentEvent::ToolExecutionUpdate { .. }) {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    });
+    let run = h
+        .agent
+        .start(pi_agent::agent::RunInput::text("go"))
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(60), started)
+        .await
+        .expect("the tool starts")
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    h.agent.abort();
+    let waited = tokio::time::timeout(Duration::from_secs(60), run.result()).await;
+    stop.store(true, Ordering::SeqCst);
+    waited.expect("the abort ends the run");
+    assert!(!h.agent.is_streaming());
+    assert_transcript_valid(&h.agent.messages());
+}

@@ -170,6 +170,12 @@ impl UpdateQueue {
         self.waiting().pop_front()
     }
 
+    /// Every report waiting now (not those pushed while they are emitted: a tool reporting
+    /// without pause must not keep its caller emitting forever).
+    pub(crate) fn take_waiting(&self) -> VecDeque<(usize, AgentToolResult)> {
+        std::mem::take(&mut *self.waiting())
+    }
+
     /// The next report, once there is one.
     pub(crate) async fn next(&self) -> (usize, AgentToolResult) {
         loop {

@@ -318,9 +318,9 @@ fn spawn_call(
     .boxed()
 }
 
-/// Emits the updates waiting in `updates` for calls of this batch.
+/// Emits the updates waiting in `updates` for calls of this batch (those waiting now).
 async fn drain_updates<S: EventSink>(updates: &UpdateQueue, calls: &[ToolCall], sink: &mut S) {
-    while let Some((index, partial_result)) = updates.try_next() {
+    for (index, partial_result) in updates.take_waiting() {
         emit_update(index, partial_result, calls, sink).await;
     }
 }
@@ -370,15 +370,18 @@ async fn collect<S: EventSink>(
     sink: &mut S,
 ) {
     while !running.is_empty() {
+        // The calls first: polling them is what notices an abort or a watchdog, and a tool
+        // that reports without pause must not keep them from being polled. A call's reports
+        // still come before its end: they are drained first.
         tokio::select! {
             biased;
-            (index, partial) = updates.next() => {
-                emit_update(index, partial, calls, sink).await;
-            }
             Some((index, outcome)) = running.next() => {
                 drain_updates(updates, calls, sink).await;
                 emit_end(&calls[index], &outcome, sink).await;
                 outcomes[index] = Some(outcome);
+            }
+            (index, partial) = updates.next() => {
+                emit_update(index, partial, calls, sink).await;
             }
         }
     }
