@@ -991,3 +991,34 @@ async fn a_tool_reporting_without_pause_cannot_hold_off_an_abort() {
     assert!(!h.agent.is_streaming());
     assert_transcript_valid(&h.agent.messages());
 }
+
+#[tokio::test]
+async fn an_abort_ends_a_run_that_nobody_reads() {
+    // Far more events than a run holds for its reader before it waits.
+    let h = Harness::new(vec![], vec![reply(vec![faux_text("word ".repeat(20_000))])]);
+    let mut run = h
+        .agent
+        .start(pi_agent::agent::RunInput::text("go"))
+        .unwrap();
+    // Until the run waits for its reader (every event reaches the subscribers first).
+    tokio::time::timeout(Duration::from_secs(60), async {
+        while h.events.lock().unwrap().len() < 1_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the run fills its queue");
+    h.agent.abort();
+    tokio::time::timeout(Duration::from_secs(60), h.agent.wait_for_idle())
+        .await
+        .expect("the aborted run ends unread");
+    // Its reader still gets every event, the run's end last.
+    let mut last = None;
+    while let Some(event) = futures::StreamExt::next(&mut run).await {
+        last = Some(event);
+    }
+    assert!(
+        matches!(last, Some(AgentEvent::AgentEnd { .. })),
+        "{last:?}"
+    );
+}

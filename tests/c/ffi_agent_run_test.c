@@ -5,7 +5,8 @@
  * and prepare_arguments, getters and settings after construction (request options, watchdogs),
  * the abort state, subscriptions with the partial message, the convert_to_llm, get_api_key and
  * stream_fn hooks, hook contexts and results as core JSON, a blocking hook cut short by an
- * abort, and pi_agent_free from inside callbacks (deferred; issue 9's use-after-free).
+ * abort, pi_agent_free from inside callbacks (deferred; issue 9's use-after-free) and of an
+ * agent whose run nobody reads.
  *
  *   ffi_agent_run_test
  *
@@ -209,6 +210,45 @@ static void test_run_free_before_end(void) {
     CHECK(in_order(json, "Next question", "Next answer."));
     pi_string_free(json);
     teardown(&f);
+}
+
+/* Freeing the agent of a run nobody reads, once the run waits for its reader: the free aborts
+ * the run and returns (the run queues its last events without waiting for room), and the
+ * run's reader still gets the run's end. */
+static void count_event(void *user_data, const pi_agent_event *event) {
+    (void)event;
+    atomic_fetch_add((atomic_int *)user_data, 1);
+}
+
+static void test_free_with_an_unread_run(void) {
+    pi_faux *faux = NULL;
+    OK(pi_faux_new(&faux));
+    /* Thousands of text deltas, more than a run holds for its reader. */
+    size_t len = 60000;
+    char *script = malloc(len + 64);
+    memcpy(script, "{\"content\":\"", 12);
+    for (size_t i = 0; i < len; i++) script[12 + i] = (i % 5 == 4) ? ' ' : 'w';
+    memcpy(script + 12 + len, "\"}", 3);
+    OK(pi_faux_push_json(faux, script));
+    free(script);
+    fixture f;
+    setup_with(&f, faux, NULL, NULL);
+    static atomic_int seen;
+    uint64_t id;
+    OK(pi_agent_subscribe(f.agent, count_event, &seen, NULL, &id));
+    pi_agent_run *run = NULL;
+    OK(pi_agent_run_open(f.agent, "Write a lot.", &run));
+    /* Every event reaches the subscribers before the run's reader. */
+    for (int i = 0; i < 60000 && atomic_load(&seen) < 1000; i++) sleep_ms(1);
+    CHECK(atomic_load(&seen) >= 1000);
+    pi_agent_free(f.agent);
+    pi_agent_event event;
+    bool ended = false;
+    while (pi_agent_run_next(run, &event)) ended = event.kind == PI_AGENT_EVENT_KIND_AGENT_END;
+    CHECK(ended);
+    pi_agent_run_free(run);
+    pi_model_free(f.model);
+    pi_faux_free(f.faux);
 }
 
 /* An abort is seen by the events that follow it and by pi_agent_is_aborted. */
@@ -891,6 +931,7 @@ int main(void) {
     test_run_pull();
     test_run_free_before_end();
     test_run_abort();
+    test_free_with_an_unread_run();
     test_transcript_and_queues();
     test_prompt_inputs();
     test_tool_object();

@@ -753,7 +753,17 @@ impl EventSink for RunSink {
         if let AgentEvent::AgentEnd { messages } = &event {
             self.outcome.set(messages.clone());
         }
-        let _ = self.events.send(event).await;
+        // An aborted run queues its last events without waiting for room: nobody may ever read
+        // them (a run kept unread, then aborted, as `pi_agent_free` does), and the abort must
+        // end the run now. They are few: the rest of a turn and the run's end.
+        let room = tokio::select! {
+            biased;
+            room = self.events.ready() => room,
+            () = self.signal.cancelled() => Ok(()),
+        };
+        if room.is_ok() {
+            let _ = self.events.push(event);
+        }
     }
 }
 
