@@ -3181,8 +3181,10 @@ bool pi_stream_next(struct pi_stream *stream, struct pi_event *event_out);
  * returned (and for NULL `stream` or `event_out`). The events, and their order, are those
  * `pi_stream_next` returns; the two may be mixed on one stream.
  *
- * After `PI_POLL_PENDING`, `wake(user_data)` is called once, from a library thread, when the
- * stream may have an event: call `pi_stream_try_next` again (it may answer
+ * After `PI_POLL_PENDING`, `wake(user_data)` is called once, from a library thread (or from
+ * the calling thread just before `pi_stream_try_next` returns, when its own read made the
+ * stream ready: never while the stream is held), when the stream may have an event: call
+ * `pi_stream_try_next` again (it may answer
  * `PI_POLL_PENDING` again, and then registers the new `wake`). `wake` must return quickly
  * (write to a pipe or an eventfd, signal a condition variable), must not block and must not
  * free the stream; `pi_stream_next` and `pi_stream_result_json` fail from it. `wake` may be

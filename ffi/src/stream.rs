@@ -374,6 +374,8 @@ fn read_event(
     let Ok(out) = Out::new(event_out, "event_out") else {
         return pi_poll::End;
     };
+    // Before the lock, so that a wake-up the read itself causes is delivered after it.
+    let _reading = stream.wake.reading();
     let mut state = lock(&stream.state);
     if state.finished {
         return pi_poll::End;
@@ -428,8 +430,10 @@ fn deliver(
 /// returned (and for NULL `stream` or `event_out`). The events, and their order, are those
 /// `pi_stream_next` returns; the two may be mixed on one stream.
 ///
-/// After `PI_POLL_PENDING`, `wake(user_data)` is called once, from a library thread, when the
-/// stream may have an event: call `pi_stream_try_next` again (it may answer
+/// After `PI_POLL_PENDING`, `wake(user_data)` is called once, from a library thread (or from
+/// the calling thread just before `pi_stream_try_next` returns, when its own read made the
+/// stream ready: never while the stream is held), when the stream may have an event: call
+/// `pi_stream_try_next` again (it may answer
 /// `PI_POLL_PENDING` again, and then registers the new `wake`). `wake` must return quickly
 /// (write to a pipe or an eventfd, signal a condition variable), must not block and must not
 /// free the stream; `pi_stream_next` and `pi_stream_result_json` fail from it. `wake` may be
@@ -505,8 +509,11 @@ pub extern "C" fn pi_stream_result_json(
 ) -> *mut pi_error {
     method(stream, "stream", |stream| {
         let out = Out::new(json_out, "json_out")?;
+        let _reading = stream.wake.reading();
         let mut state = lock(&stream.state);
         if !state.finished {
+            // A read that blocks replaces any `pi_stream_try_next` registration.
+            stream.wake.unset();
             state.clear_current();
             block_on("pi_stream_result_json", async {
                 while let Some(event) = state.events.next().await {

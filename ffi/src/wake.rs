@@ -33,6 +33,9 @@ struct State {
     /// How many threads run the callback right now (two, when a callback registered again
     /// and another thread woke it before the first call returned).
     firing: usize,
+    /// A wake-up came while the waking thread read this stream (see [`WakeSlot::reading`]):
+    /// it is delivered when that read ends.
+    deferred: bool,
 }
 
 thread_local! {
@@ -40,6 +43,13 @@ thread_local! {
     /// no allocation and no destructor, so a C host's threads (its main thread included) keep
     /// nothing of ours when they exit (`std::thread::current()` would allocate a handle).
     static FIRING: Cell<usize> = const { Cell::new(0) };
+
+    /// The slot whose stream this thread is reading right now, its lock held (its address), or
+    /// 0. Reading a stream can wake it on the same thread (the provider runs inside the read:
+    /// one that waited for room, or yields to the scheduler, wakes the read's waker); the
+    /// callback then must not run there, since it may call `pi_stream_try_next`, which takes
+    /// the same lock.
+    static READING: Cell<usize> = const { Cell::new(0) };
 }
 
 /// One stream's registered wake-up. The core holds [`Waker`]s made from it for as long as it
@@ -80,6 +90,14 @@ impl WakeSlot {
         }
     }
 
+    /// Marks this thread as reading the slot's stream until the guard drops: a wake-up meant
+    /// for the slot in between is held back and delivered when the guard drops. Take it before
+    /// the stream's lock, so that it drops after the lock is released.
+    pub(crate) fn reading(&self) -> Reading<'_> {
+        let outer = READING.with(|cell| cell.replace(self.address()));
+        Reading { slot: self, outer }
+    }
+
     /// A waker that calls the registered callback (once) when woken.
     pub(crate) fn waker(self: &Arc<Self>) -> Waker {
         Waker::from(Arc::new(SlotWaker(Arc::clone(self))))
@@ -92,6 +110,10 @@ impl WakeSlot {
     fn fire(&self) {
         let registered = {
             let mut state = lock(&self.state);
+            if READING.with(Cell::get) == self.address() {
+                state.deferred = true;
+                return;
+            }
             let Some(registered) = state.registered.take() else {
                 return;
             };
@@ -110,6 +132,24 @@ impl WakeSlot {
         }
         lock(&self.state).firing -= 1;
         self.idle.notify_all();
+    }
+}
+
+/// A read of a stream in progress on this thread (see [`WakeSlot::reading`]).
+pub(crate) struct Reading<'a> {
+    slot: &'a WakeSlot,
+    outer: usize,
+}
+
+impl Drop for Reading<'_> {
+    fn drop(&mut self) {
+        READING.with(|cell| cell.set(self.outer));
+        let deferred = std::mem::take(&mut lock(&self.slot.state).deferred);
+        if deferred {
+            // The registration as the read left it: a read that found an event unregistered
+            // it, and then nothing fires.
+            self.slot.fire();
+        }
     }
 }
 

@@ -306,6 +306,38 @@ fn c_stream_every_wire_api() {
     }
 }
 
+/// A stream read only from its own wake callback, through a burst that fills its queue: the
+/// wake-up the read itself causes comes after the read, not inside it (where the callback's
+/// own `pi_stream_try_next` would wait for the lock its caller holds).
+#[test]
+fn c_stream_read_from_its_own_wake_callback() {
+    const DELTAS: usize = 3_000;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    let mut body = String::new();
+    for _ in 0..DELTAS {
+        body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w \"}}]}\n\n");
+    }
+    body.push_str(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
+         data: [DONE]\n\n",
+    );
+    server.push(json!({"sse": body}));
+    let model = json!({"id": "burst", "api": "openai-completions", "provider": "openai",
+        "baseUrl": format!("http://{}/v1", server.addr()), "maxTokens": 8192});
+    let exe = compile("tests/c/stream_wake_reentry.c", "stream_wake_reentry");
+    let mut command = Command::new(&exe);
+    command.arg(model.to_string());
+    let output = run(command);
+    assert_success(&output, "stream_wake_reentry");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains(&format!("deltas {DELTAS}")), "{stdout}");
+}
+
 /// `pi_set_log_callback` beside `PI_AGENT_LOG=debug`: both get the request's lines, neither
 /// the API key.
 #[test]
