@@ -1561,7 +1561,8 @@ struct pi_str pi_agent_thinking_level(const struct pi_agent *agent);
  * Writes the agent's settings as core's `AgentSettings` JSON to `*json_out` (free it with
  * `pi_string_free`): `{"thinkingLevel":...,"toolExecution":...,"steeringMode":...,
  * "followUpMode":...,"streamOptions":{...},"streamIdleTimeoutMs":...,"toolTimeoutMs":...}`
- * (the shape `pi_agent_new` takes). Secrets (`apiKey`, `bearerToken`) are never written.
+ * (the shape `pi_agent_new` takes). Secrets (`apiKey`, `bearerToken`, and the headers that
+ * carry a credential, such as `Authorization`) are never written.
  *
  * Errors: `NULL_ARGUMENT`.
  * Thread-safety: may be called from any thread, also from a callback.
@@ -1949,8 +1950,9 @@ struct pi_error *pi_faux_push_json(const struct pi_faux *faux,
 struct pi_str pi_faux_request_context_json(const struct pi_faux_request *request);
 
 /**
- * The request's options as core's `StreamOptions` JSON, secrets left out (empty when `request`
- * is NULL). Valid while the callback runs.
+ * The request's options as core's `StreamOptions` JSON, secrets left out (`apiKey`,
+ * `bearerToken` and the headers that carry a credential, such as `Authorization`; empty when
+ * `request` is NULL). Valid while the callback runs.
  *
  * Thread-safety: may be called from any thread.
  */
@@ -2609,8 +2611,9 @@ struct pi_str pi_stream_fn_call_context_json(const struct pi_stream_fn_call *cal
 
 /**
  * The request's options as core's `StreamOptions` JSON (the agent's `streamOptions` with
- * `reasoning` from its thinking level). Secrets (`apiKey`, `bearerToken`) are not in it (empty
- * when `call` is NULL). Valid while the callback runs.
+ * `reasoning` from its thinking level). Secrets (`apiKey`, `bearerToken`, the headers that
+ * carry a credential) are not in it (empty when `call` is NULL); `pi_stream_fn_call_open` with
+ * NULL options still sends them. Valid while the callback runs.
  *
  * Thread-safety: may be called from any thread.
  */

@@ -169,7 +169,8 @@ pub extern "C" fn pi_agent_thinking_level(agent: *const pi_agent) -> pi_str {
 /// Writes the agent's settings as core's `AgentSettings` JSON to `*json_out` (free it with
 /// `pi_string_free`): `{"thinkingLevel":...,"toolExecution":...,"steeringMode":...,
 /// "followUpMode":...,"streamOptions":{...},"streamIdleTimeoutMs":...,"toolTimeoutMs":...}`
-/// (the shape `pi_agent_new` takes). Secrets (`apiKey`, `bearerToken`) are never written.
+/// (the shape `pi_agent_new` takes). Secrets (`apiKey`, `bearerToken`, and the headers that
+/// carry a credential, such as `Authorization`) are never written.
 ///
 /// Errors: `NULL_ARGUMENT`.
 /// Thread-safety: may be called from any thread, also from a callback.
@@ -178,7 +179,11 @@ pub extern "C" fn pi_agent_settings_json(
     agent: *const pi_agent,
     json_out: *mut *mut c_char,
 ) -> *mut pi_error {
-    write_agent_json(agent, json_out, "settings", |agent| agent.settings())
+    write_agent_json(agent, json_out, "settings", |agent| {
+        let mut settings = agent.settings();
+        settings.stream_options = settings.stream_options.without_credential_headers();
+        settings
+    })
 }
 
 /// Writes the agent's tools as the model sees them, a JSON array of pi `Tool`s

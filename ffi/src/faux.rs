@@ -156,13 +156,16 @@ pub extern "C" fn pi_faux_request_context_json(request: *const pi_faux_request) 
     view(request, |r| lazy_json(&r.context_json, || &r.context))
 }
 
-/// The request's options as core's `StreamOptions` JSON, secrets left out (empty when `request`
-/// is NULL). Valid while the callback runs.
+/// The request's options as core's `StreamOptions` JSON, secrets left out (`apiKey`,
+/// `bearerToken` and the headers that carry a credential, such as `Authorization`; empty when
+/// `request` is NULL). Valid while the callback runs.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_faux_request_options_json(request: *const pi_faux_request) -> pi_str {
-    view(request, |r| lazy_json(&r.options_json, || &r.options))
+    view(request, |r| {
+        lazy_json(&r.options_json, || r.options.without_credential_headers())
+    })
 }
 
 /// Which request of the provider this is, counting from 1 (0 when `request` is NULL).

@@ -265,14 +265,17 @@ pub extern "C" fn pi_stream_fn_call_context_json(call: *const pi_stream_fn_call)
 }
 
 /// The request's options as core's `StreamOptions` JSON (the agent's `streamOptions` with
-/// `reasoning` from its thinking level). Secrets (`apiKey`, `bearerToken`) are not in it (empty
-/// when `call` is NULL). Valid while the callback runs.
+/// `reasoning` from its thinking level). Secrets (`apiKey`, `bearerToken`, the headers that
+/// carry a credential) are not in it (empty when `call` is NULL); `pi_stream_fn_call_open` with
+/// NULL options still sends them. Valid while the callback runs.
 ///
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_fn_call_options_json(call: *const pi_stream_fn_call) -> pi_str {
     view(call, |call| {
-        lazy_json(&call.options_json, || call.options())
+        lazy_json(&call.options_json, || {
+            call.options().without_credential_headers()
+        })
     })
 }
 

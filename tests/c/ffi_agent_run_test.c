@@ -486,6 +486,7 @@ static void test_getters_and_settings(void) {
     /* Request options after construction. */
     OK(pi_agent_set_session_id(f.agent, "sess-9"));
     OK(pi_agent_set_header(f.agent, "x-trace", "t1"));
+    OK(pi_agent_set_header(f.agent, "Authorization", "Bearer header-secret"));
     OK(pi_agent_set_header(f.agent, "x-gone", "g"));
     OK(pi_agent_set_header(f.agent, "x-gone", NULL));
     OK(pi_agent_set_api_key(f.agent, "changed-secret"));
@@ -497,7 +498,9 @@ static void test_getters_and_settings(void) {
     CHECK(strstr(json, "\"sessionId\":\"sess-9\"") != NULL);
     CHECK(strstr(json, "\"toolTimeoutMs\":60000") != NULL);
     CHECK(strstr(json, "\"streamIdleTimeoutMs\":60000") != NULL);
-    CHECK(strstr(json, "secret") == NULL); /* secrets are never written */
+    CHECK(strstr(json, "\"x-trace\":\"t1\"") != NULL);
+    CHECK(strstr(json, "secret") == NULL); /* secrets are never written, headers included */
+    CHECK(strstr(json, "Authorization") == NULL);
     pi_string_free(json);
 
     static options_spy spy;
@@ -712,7 +715,8 @@ static void test_stream_fn(void) {
     init_long_text();
     fixture f;
     setup(&f, NULL,
-          "{\"thinkingLevel\":\"low\",\"streamOptions\":{\"apiKey\":\"route-secret\"}}");
+          "{\"thinkingLevel\":\"low\",\"streamOptions\":{\"apiKey\":\"route-secret\","
+          "\"headers\":{\"x-api-key\":\"route-secret-header\"}}}");
     pi_faux *other = NULL;
     OK(pi_faux_new_with_options("{\"provider\":\"other\",\"models\":[\"other-1\"]}", &other));
     OK(pi_faux_push_json(other, "{\"content\":\"From the other model.\"}"));

@@ -483,6 +483,15 @@ fn deserialize_reasoning<'de, D: serde::Deserializer<'de>>(
 }
 
 impl StreamOptions {
+    /// These options to show to a host (a callback's view of a request, a dump of settings):
+    /// the same, without the headers that carry a credential ([`is_credential_header`]). The
+    /// API key and the Bedrock bearer token are never serialized anyway.
+    pub fn without_credential_headers(&self) -> Self {
+        let mut shown = self.clone();
+        shown.headers.retain(|name, _| !is_credential_header(name));
+        shown
+    }
+
     /// `true` once the caller has cancelled.
     pub fn is_aborted(&self) -> bool {
         self.signal
@@ -540,6 +549,23 @@ mod tests {
             serde_json::to_value(StreamOptions::from_json(&written).unwrap()).unwrap(),
             serde_json::to_value(StreamOptions::default()).unwrap()
         );
+    }
+
+    #[test]
+    fn the_shown_options_lose_their_credential_headers() {
+        let mut options = StreamOptions::from_json(
+            r#"{"apiKey": "sk-secret-1", "sessionId": "s1",
+                "headers": {"Authorization": "Bearer t-secret-2", "X-Api-Key": "k-secret-3",
+                            "x-trace": "t1"}}"#,
+        )
+        .unwrap();
+        options.max_tokens = Some(5);
+        let shown = serde_json::to_string(&options.without_credential_headers()).unwrap();
+        assert_eq!(
+            shown,
+            r#"{"maxTokens":5,"sessionId":"s1","headers":{"x-trace":"t1"}}"#
+        );
+        assert_eq!(options.headers.len(), 3, "the options themselves keep them");
     }
 
     #[test]
