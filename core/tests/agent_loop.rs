@@ -418,3 +418,32 @@ async fn dropping_a_batch_of_tool_calls_stops_its_tools() {
         .unwrap();
     assert!(!signal.is_cancelled());
 }
+
+#[tokio::test]
+async fn a_panicking_queue_callback_ends_the_run_with_its_transcript() {
+    let mut config = done_only_config();
+    config.get_follow_up_messages = Some(Arc::new(|| panic!("the queue broke")));
+    let mut stream = agent_loop(
+        vec![UserMessage::text("hello").into()],
+        AgentContext::default(),
+        config,
+        CancellationToken::new(),
+    );
+    let mut end = None;
+    while let Some(event) = stream.next().await {
+        if let AgentEvent::AgentEnd { messages } = event {
+            end = Some(messages);
+        }
+    }
+    let messages = end.expect("agent_end");
+    let roles: Vec<&str> = messages.iter().map(|m| m.role()).collect();
+    // The prompt and the answer stay, then the failure.
+    assert_eq!(roles, ["user", "assistant", "assistant"], "{messages:?}");
+    let failure = messages[2].as_assistant().unwrap();
+    assert_eq!(failure.stop_reason, StopReason::Error);
+    let text = failure.error_message.as_deref().unwrap_or_default();
+    assert!(
+        text.contains("get_follow_up_messages panicked: the queue broke"),
+        "{text}"
+    );
+}

@@ -104,8 +104,21 @@ fn stepper_config(tools: &[Arc<dyn AgentTool>], config: &AgentLoopConfig) -> Ste
     }
 }
 
-fn poll(source: Option<&MessageSource>) -> Vec<AgentMessage> {
-    source.map(|source| source()).unwrap_or_default()
+/// The messages a queue callback gives; `Err` with the panic's text when it panicked (the run
+/// then ends with that failure, its transcript kept, as for a failing hook).
+fn poll(source: Option<&MessageSource>, name: &str) -> Result<Vec<AgentMessage>, String> {
+    let Some(source) = source else {
+        return Ok(Vec::new());
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| source()))
+        .map_err(|panic| format!("{name} panicked: {}", panic_text(&*panic)))
+}
+
+/// The run's failure for a queue callback that panicked.
+fn poll_failed(config: &AgentLoopConfig, error: &str, signal: &CancellationToken) -> StepInput {
+    StepInput::Failed {
+        message: run_failure_message(&config.model, error, signal.is_cancelled()),
+    }
 }
 
 async fn drive<S: EventSink>(
@@ -153,12 +166,24 @@ async fn drive<S: EventSink>(
                     messages: Vec::new(),
                 }
             }
-            StepAction::PollSteering => StepInput::Steering {
-                messages: poll(config.get_steering_messages.as_ref()),
-            },
-            StepAction::PollFollowUp => StepInput::FollowUp {
-                messages: poll(config.get_follow_up_messages.as_ref()),
-            },
+            StepAction::PollSteering => {
+                match poll(
+                    config.get_steering_messages.as_ref(),
+                    "get_steering_messages",
+                ) {
+                    Ok(messages) => StepInput::Steering { messages },
+                    Err(error) => poll_failed(config, &error, signal),
+                }
+            }
+            StepAction::PollFollowUp => {
+                match poll(
+                    config.get_follow_up_messages.as_ref(),
+                    "get_follow_up_messages",
+                ) {
+                    Ok(messages) => StepInput::FollowUp { messages },
+                    Err(error) => poll_failed(config, &error, signal),
+                }
+            }
             StepAction::CallModel => call_model(
                 stepper.system_prompt(),
                 stepper.messages(),
