@@ -451,3 +451,76 @@ async fn compact_after_close_is_an_error_not_a_wait() {
         "{compacted:?}"
     );
 }
+
+#[tokio::test]
+async fn a_message_that_would_not_read_back_is_refused_not_journalled() {
+    let faux = scripted_model(FauxOptions::default());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let path = temp_db();
+    let store: Arc<dyn SessionStore> = Arc::new(SqliteStore::open(&path).unwrap());
+    let session = Session::open(
+        Arc::clone(&store),
+        "s",
+        options(&faux, echo_tool(Arc::clone(&runs), false)),
+    )
+    .await
+    .unwrap();
+    // A custom message that claims to be the user's but has no content.
+    let bogus = pi_agent::agent::CustomMessage {
+        role: "user".into(),
+        fields: serde_json::Map::new(),
+    };
+    let refused = session.prompt("r1", bogus).unwrap_err();
+    assert!(
+        matches!(
+            refused,
+            pi_agent::session::SessionError::UnreadableMessage(_)
+        ),
+        "{refused}"
+    );
+    assert_eq!(session.last_seq(), 0);
+    drop(session);
+    // Nothing was journalled: the session reopens and takes requests.
+    let reopened = Session::open(
+        Arc::new(SqliteStore::open(&path).unwrap()),
+        "s",
+        options(&faux, echo_tool(runs, false)),
+    )
+    .await
+    .unwrap();
+    reopened.prompt("r1", UserMessage::text("hi")).unwrap();
+    reopened.wait_idle().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_whole_last_entry_that_does_not_read_is_kept_and_reported() {
+    use pi_agent::session::{Batch, SessionError, StoredControl};
+
+    let faux = scripted_model(FauxOptions::default());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    // Whole JSON, committed, but no entry a session writes (a newer version's, say).
+    store
+        .append(
+            "s",
+            Batch {
+                records: &[],
+                controls: &[StoredControl {
+                    index: 1,
+                    entry: r#"{"kind":"fromTheFuture"}"#.into(),
+                }],
+            },
+        )
+        .unwrap();
+    let opened = Session::open(
+        Arc::clone(&store),
+        "s",
+        options(&faux, echo_tool(Arc::new(AtomicUsize::new(0)), false)),
+    )
+    .await;
+    assert!(
+        matches!(opened, Err(SessionError::Corrupt { position: 1, .. })),
+        "{:?}",
+        opened.err()
+    );
+    assert_eq!(store.controls("s").unwrap().len(), 1, "the entry is kept");
+}

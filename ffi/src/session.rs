@@ -34,9 +34,9 @@ pub struct pi_session {
 /// The error of a session call.
 pub(crate) fn session_error(error: SessionError) -> pi_error {
     let kind = match &error {
-        SessionError::EmptyRequestId | SessionError::EmptySessionId => {
-            pi_error_kind::InvalidArgument
-        }
+        SessionError::EmptyRequestId
+        | SessionError::EmptySessionId
+        | SessionError::UnreadableMessage(_) => pi_error_kind::InvalidArgument,
         SessionError::Closed => pi_error_kind::Cancelled,
         _ => pi_error_kind::Session,
     };

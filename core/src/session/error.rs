@@ -40,6 +40,11 @@ pub enum SessionError {
     /// A session id was empty.
     #[error("a session id must not be empty")]
     EmptySessionId,
+    /// A request's message would not read back from the journal as it was given (e.g. a
+    /// custom message with the role `user` but no `content`): it is refused, not journalled,
+    /// so that reopening the session cannot fail on it.
+    #[error("the request's message cannot be journalled: it does not read back ({0})")]
+    UnreadableMessage(String),
     /// The compaction's summary call failed; the session goes on uncompacted.
     #[error("compaction failed: {0}")]
     Compaction(String),

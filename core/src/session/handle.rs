@@ -150,6 +150,12 @@ impl Session {
             message,
             seq: receipt.seq,
         };
+        // What is journalled must read back: a request the store holds but a reopen cannot
+        // read would stop the session for good.
+        let written = serde_json::to_string(&control).unwrap_or_default();
+        if let Err(error) = serde_json::from_str::<Control>(&written) {
+            return Err(SessionError::UnreadableMessage(error.to_string()));
+        }
         shared.write(&mut inner, 0, &[], std::slice::from_ref(&control))?;
         if let Control::Request { message, .. } = control {
             inner.inbox.push_back(Pending {

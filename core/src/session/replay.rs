@@ -92,7 +92,9 @@ pub(crate) fn restore(
     for (position, entry) in stored.into_iter().enumerate() {
         match serde_json::from_str::<Control>(&entry.entry) {
             Ok(control) => controls.push(control),
-            Err(_) if position + 1 == count => {
+            // Torn: not whole JSON (a write cut short). A whole entry that does not read is
+            // not dropped: it was committed, and deleting it would lose what it holds.
+            Err(error) if position + 1 == count && (error.is_eof() || error.is_syntax()) => {
                 torn = true;
                 heads.control = entry.index - 1;
             }
