@@ -109,7 +109,9 @@ pub enum StepInput {
         #[serde(default)]
         start_emitted: bool,
     },
-    /// One outcome per call of the last `ExecuteTools`, in the same order.
+    /// One outcome per call of the last `ExecuteTools` (in the same order, as the agent gives
+    /// them; any order is taken). Outcomes that do not answer each of those calls once are
+    /// refused with a [`StepError`].
     ToolResults {
         /// The outcomes.
         outcomes: Vec<ToolOutcome>,
@@ -134,6 +136,34 @@ pub struct Step {
     pub events: Vec<AgentEvent>,
     /// What to do next.
     pub action: StepAction,
+}
+
+/// Whether `outcomes` answer the calls the last [`StepAction::ExecuteTools`] asked for (the one
+/// at `next - 1` in sequential mode, all of them before `next` in parallel mode): one result
+/// per call, by id, in any order. Anything else would leave a call without its result, or add
+/// a result no call asked for.
+fn answers_each_call(
+    calls: &[ToolCall],
+    mode: ToolExecutionMode,
+    next: usize,
+    outcomes: &[ToolOutcome],
+) -> bool {
+    let start = match mode {
+        ToolExecutionMode::Sequential => next.saturating_sub(1),
+        ToolExecutionMode::Parallel => 0,
+    };
+    let Some(asked) = calls.get(start..next) else {
+        return false;
+    };
+    // As multisets: a model may give two calls the same id.
+    let mut asked: Vec<&str> = asked.iter().map(|call| call.id.as_str()).collect();
+    let mut answered: Vec<&str> = outcomes
+        .iter()
+        .map(|outcome| outcome.message.tool_call_id.as_str())
+        .collect();
+    asked.sort_unstable();
+    answered.sort_unstable();
+    asked == answered
 }
 
 /// [`AgentStepper::resume`] was given an input that does not answer the pending action.
@@ -421,7 +451,8 @@ impl AgentStepper {
             (Phase::InitialSteering, StepInput::Steering { messages }) => {
                 self.begin_turn(messages, &mut events)
             }
-            (_, StepInput::Failed { message }) => {
+            // A run that is over takes nothing more (a second `agent_end` would follow).
+            (phase, StepInput::Failed { message }) if phase != Phase::Finished => {
                 let message: AgentMessage = message.into();
                 events.push(AgentEvent::MessageStart {
                     message: message.clone(),
@@ -450,7 +481,7 @@ impl AgentStepper {
                     skipped,
                 },
                 StepInput::ToolResults { outcomes },
-            ) => {
+            ) if answers_each_call(&calls, mode, next, &outcomes) => {
                 for outcome in outcomes {
                     all_terminate &= outcome.terminate;
                     let result: AgentMessage = outcome.message.clone().into();
@@ -814,6 +845,75 @@ mod tests {
             },
             terminate: false,
         }
+    }
+
+    /// Tool results must answer the calls asked for, one each; a finished run takes nothing.
+    /// A refused input leaves the stepper where it was.
+    #[test]
+    fn inputs_that_break_the_transcript_are_refused() {
+        let prompt: AgentMessage = UserMessage {
+            content: crate::ai::types::UserMessageContent::Text("hi".into()),
+            timestamp: 0,
+        }
+        .into();
+        let (mut stepper, _) = AgentStepper::start(
+            StepperConfig::default(),
+            "sys".into(),
+            Vec::new(),
+            RunStart::Prompt {
+                prompts: vec![prompt],
+            },
+        );
+        stepper
+            .resume(StepInput::Steering {
+                messages: Vec::new(),
+            })
+            .unwrap();
+        let message = assistant(vec![call("a"), call("b")], StopReason::ToolUse);
+        stepper
+            .resume(StepInput::ModelResult {
+                message,
+                start_emitted: true,
+            })
+            .unwrap();
+        for outcomes in [
+            vec![],
+            vec![result("a")],
+            vec![result("a"), result("a")],
+            vec![result("a"), result("c")],
+            vec![result("a"), result("b"), result("c")],
+        ] {
+            let ids: Vec<String> = outcomes
+                .iter()
+                .map(|o| o.message.tool_call_id.clone())
+                .collect();
+            let refused = stepper.resume(StepInput::ToolResults { outcomes });
+            assert_eq!(
+                refused.unwrap_err(),
+                StepError {
+                    expected: "execute_tools",
+                    got: "tool_results"
+                },
+                "{ids:?}"
+            );
+        }
+        // In any order, once each.
+        let step = stepper
+            .resume(StepInput::ToolResults {
+                outcomes: vec![result("b"), result("a")],
+            })
+            .unwrap();
+        assert_eq!(step.action, StepAction::PollSteering);
+        stepper
+            .resume(StepInput::Failed {
+                message: assistant(Vec::new(), StopReason::Error),
+            })
+            .unwrap();
+        assert!(stepper.is_finished());
+        let again = stepper.resume(StepInput::Failed {
+            message: assistant(Vec::new(), StopReason::Error),
+        });
+        assert!(again.is_err(), "a finished run takes no failure");
     }
 
     /// Drives a tool round trip and checks pi's order, and that the same inputs give the same
