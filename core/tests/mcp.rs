@@ -827,3 +827,41 @@ async fn errors_hide_the_secrets_of_the_configuration() {
     // The URL is quoted, without its secret.
     assert!(message.contains("api_key=<redacted>&page=2"), "{message}");
 }
+
+/// An `McpServer` still alive when its runtime shuts down (the end of `#[tokio::main]`): the
+/// graceful close never finishes, and what the server started must go too, not only the
+/// server itself.
+#[test]
+fn a_runtime_that_shuts_down_takes_the_servers_process_group_with_it() {
+    let Some(python) = python() else { return };
+    let (config, dir) = failing(&python);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime
+        .block_on(McpServer::connect(config.with_env("PI_MCP_SLEEPER", "1")))
+        .unwrap();
+    let sleeper_file = dir.path().join("sleeper");
+    let sleeper: u32 = runtime.block_on(async {
+        wait_for_file(&sleeper_file).await;
+        std::fs::read_to_string(&sleeper_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    });
+    assert!(process_state(sleeper).is_some_and(|state| state != "Z"));
+    // Dropped on the runtime (its graceful close spawned there), then the runtime goes.
+    runtime.block_on(async move { drop(server) });
+    drop(runtime);
+    for _ in 0..600 {
+        match process_state(sleeper) {
+            None => return,
+            Some(state) if state == "Z" => return,
+            Some(_) => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+    panic!("the server's child {sleeper} outlived its runtime");
+}

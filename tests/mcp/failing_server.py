@@ -9,7 +9,9 @@ never answers; ``garbage`` writes a line that is not JSON-RPC, then never answer
 (a file in ``$PI_MCP_STATE_DIR`` counts them, to observe reconnections). It refuses to
 start while ``$PI_MCP_FAIL_START`` is set or ``$PI_MCP_STATE_DIR/fail_start`` exists. With
 ``$PI_MCP_ENDLESS_PAGES`` set, every ``tools/list`` page says that another page follows, with
-the same cursor: a listing that never ends.
+the same cursor: a listing that never ends. With ``$PI_MCP_SLEEPER`` set, it starts a child
+process that outlives it unless its process group is killed (as ``npx`` leaves the real server
+running), and writes the child's pid to ``$PI_MCP_STATE_DIR/sleeper``.
 """
 
 import asyncio
@@ -63,6 +65,16 @@ if os.environ.get("PI_MCP_FAIL_START") or (
 ):
     print("refusing to start: PI_MCP_FAIL_START is set", file=sys.stderr, flush=True)
     sys.exit(3)
+
+if os.environ.get("PI_MCP_SLEEPER") and STATE_DIR:
+    import subprocess
+
+    sleeper = subprocess.Popen(
+        ["sleep", "600"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
+    with open(os.path.join(STATE_DIR, "sleeper.tmp"), "w") as f:
+        f.write(str(sleeper.pid))
+    os.replace(os.path.join(STATE_DIR, "sleeper.tmp"), os.path.join(STATE_DIR, "sleeper"))
 
 
 @server.tool()

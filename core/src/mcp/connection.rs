@@ -47,6 +47,31 @@ pub(crate) struct Connection {
     pub(crate) stderr: Option<Arc<StderrTail>>,
     /// The child's process id (stdio servers).
     pub(crate) pid: Option<u32>,
+    /// Kills the child's process group when the connection goes (stdio servers).
+    #[expect(dead_code, reason = "held for its `Drop`")]
+    pub(crate) group: Option<GroupKill>,
+}
+
+/// A stdio server's process group (the child leads its own), killed when this is dropped:
+/// after a graceful close (what it left running), and when the connection goes without one
+/// (its runtime shut down, or no runtime). Dropping the child kills only the child itself, and
+/// `npx` runs the real server as a child of its own.
+pub(crate) struct GroupKill(u32);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        // Never 0 (our own group) or 1: only the group the child leads.
+        #[cfg(unix)]
+        if let Ok(group) = i32::try_from(self.0)
+            && group > 1
+        {
+            // SAFETY: a plain system call on a process group id; an error (the group is gone
+            // already) changes nothing.
+            unsafe {
+                libc::killpg(group, libc::SIGKILL);
+            }
+        }
+    }
 }
 
 impl Connection {
@@ -117,6 +142,8 @@ async fn connect_stdio(
         .spawn()
         .map_err(|error| start_error(config, format!("cannot run {:?}: {error}", stdio.command)))?;
     let pid = transport.id();
+    // From here on, however this ends (a failed `initialize` included), the group goes too.
+    let group = pid.map(GroupKill);
     let tail = Arc::new(StderrTail::default());
     if let Some(mut stderr) = stderr {
         let tail = Arc::clone(&tail);
@@ -133,6 +160,7 @@ async fn connect_stdio(
             service,
             stderr: Some(tail),
             pid,
+            group,
         }),
         Err(error) => {
             // Give the reader a moment to catch what the child printed before it died.
@@ -181,5 +209,6 @@ async fn connect_http(
         service,
         stderr: None,
         pid: None,
+        group: None,
     })
 }

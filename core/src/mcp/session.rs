@@ -74,7 +74,8 @@ impl Drop for ServerInner {
     fn drop(&mut self) {
         self.stop.cancel();
         // Close gracefully (stdin closed, the child waited for, then terminated, then killed)
-        // on the runtime when there is one; otherwise dropping kills the process group.
+        // on the runtime when there is one; otherwise, or when the runtime drops the close
+        // unfinished, dropping the connection kills the process group.
         let connection = self.session.get_mut().connection.take();
         if let (Some(connection), Ok(runtime)) = (connection, tokio::runtime::Handle::try_current())
         {
