@@ -2905,7 +2905,12 @@ struct pi_error *pi_session_compact(struct pi_session *session, char **compactio
  * resumed when the session is opened again), waits for its tool callbacks to return and
  * calls their `free_user_data`. NULL is a no-op.
  *
- * Thread-safety: call once, when no other call on the session is in progress.
+ * From one of the session's own tool callbacks it cannot wait for that callback: the session
+ * stops at once, and each `free_user_data` is called when its last running callback has
+ * returned (possibly on a runtime thread).
+ *
+ * Thread-safety: call once, when no other call on the session is in progress (except its own
+ * tool callbacks).
  */
 void pi_session_free(struct pi_session *session);
 

@@ -14,7 +14,7 @@ use crate::boundary::{into_handle, take_handle};
 use crate::callback::{CallbackSite, CallsInFlight};
 use crate::error::{parse_object, pi_error, pi_error_kind, to_json};
 use crate::model::pi_model;
-use crate::runtime::block_on;
+use crate::runtime::{Scope, block_on, current_scope};
 use crate::string::into_c_string;
 use crate::tool_object::{pi_tool, pi_tool_free};
 use crate::user_data::Registrations;
@@ -306,17 +306,30 @@ pub extern "C" fn pi_session_compact(
 /// resumed when the session is opened again), waits for its tool callbacks to return and
 /// calls their `free_user_data`. NULL is a no-op.
 ///
-/// Thread-safety: call once, when no other call on the session is in progress.
+/// From one of the session's own tool callbacks it cannot wait for that callback: the session
+/// stops at once, and each `free_user_data` is called when its last running callback has
+/// returned (possibly on a runtime thread).
+///
+/// Thread-safety: call once, when no other call on the session is in progress (except its own
+/// tool callbacks).
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_session_free(session: *mut pi_session) {
     ffi_boundary! {
         let Some(session) = take_handle(session) else {
             return;
         };
+        let key = Arc::as_ptr(&session.calls) as usize;
+        let inside_own_callback =
+            matches!(current_scope(), Scope::Callback(current) if current == key);
         session.session.close();
-        session.calls.wait_until_idle();
-        let pi_session { session: inner, registrations, .. } = *session;
-        drop(inner);
-        registrations.release_all();
+        let pi_session { session: inner, registrations, calls, .. } = *session;
+        if inside_own_callback {
+            drop(inner);
+            registrations.forget_all();
+        } else {
+            calls.wait_until_idle();
+            drop(inner);
+            registrations.release_all();
+        }
     }
 }

@@ -161,3 +161,19 @@ fn killed_mid_stream_the_model_call_is_redone_as_attempt_1() {
     assert_eq!(transcript[1]["content"][0]["text"], "the whole answer");
     assert_eq!(transcript.as_array().unwrap().len(), 2);
 }
+
+/// `pi_session_free` from one of the session's own tool callbacks stops the session without
+/// waiting for that callback (it would wait for itself), and nothing crashes afterwards.
+#[test]
+fn freed_from_its_own_tool_callback_the_session_stops() {
+    let exe = compile("tests/c/ffi_session_test.c", "ffi_session_test_free");
+    let (_runtime, server) = mock_server();
+    server.push(json!({"tool_calls": [{"id": "call-1", "name": "wait", "arguments": {}}]}));
+    server.push(json!({"text": "after the tool"}));
+    let (_dir, db) = temp_db("free.db");
+    let mut command = Command::new(&exe);
+    command.arg("free_in_tool").arg(&db).arg(server.base_url());
+    let output = run(command);
+    assert_success(&output, "ffi_session_test free_in_tool");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_session_test free_in_tool: ok"));
+}

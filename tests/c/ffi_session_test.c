@@ -6,9 +6,13 @@
  *   ffi_session_test resume <db> <url> <cursor>  reopen, repeat the request (a no-op), wait
  *                                                until idle, print the records after <cursor>
  *                                                and "TRANSCRIPT <json>"
+ *   ffi_session_test free_in_tool <db> <url>     prompt "r1"; the `wait` tool frees the
+ *                                                session from inside its own callback
  * The `wait` tool prints "TOOL_STARTED" and sleeps (the harness kills the process there).
  */
 #include "test_support.h"
+
+#include <stdatomic.h>
 
 static int32_t wait_tool(void *user_data, pi_tool_call *call) {
     (void)user_data;
@@ -22,6 +26,20 @@ static int32_t wait_tool(void *user_data, pi_tool_call *call) {
     return 0;
 }
 
+static pi_session *freed_session;
+static atomic_int freed_inside;
+
+/* Frees its own session: the free cannot wait for this callback, so it must not. */
+static int32_t free_tool(void *user_data, pi_tool_call *call) {
+    (void)user_data;
+    pi_session_free(freed_session);
+    atomic_store(&freed_inside, 1);
+    OK(pi_tool_call_set_text(call, "freed"));
+    return 0;
+}
+
+static pi_tool_callback tool_callback = wait_tool;
+
 static pi_session *open_session(const char *db, const char *url) {
     char model_json[512];
     snprintf(model_json, sizeof model_json,
@@ -31,7 +49,7 @@ static pi_session *open_session(const char *db, const char *url) {
     pi_model *model = NULL;
     OK(pi_model_from_json(model_json, &model));
     pi_tool *tool = NULL;
-    OK(pi_tool_new("wait", "Waits", "{\"type\":\"object\"}", wait_tool, NULL, NULL, &tool));
+    OK(pi_tool_new("wait", "Waits", "{\"type\":\"object\"}", tool_callback, NULL, NULL, &tool));
     OK(pi_tool_set_replay_safe(tool, false));
     pi_session *session = NULL;
     OK(pi_session_open(db, "c-session", model, "Be brief.",
@@ -89,6 +107,18 @@ static void resume(const char *db, const char *url, unsigned long long cursor) {
     printf("ffi_session_test resume: ok\n");
 }
 
+static void free_in_tool(const char *db, const char *url) {
+    tool_callback = free_tool;
+    freed_session = open_session(db, url);
+    char *receipt = NULL;
+    OK(pi_session_prompt(freed_session, "r1", "hello", &receipt));
+    pi_string_free(receipt);
+    for (int i = 0; i < 60000 && !atomic_load(&freed_inside); i++) sleep_ms(1);
+    CHECK(atomic_load(&freed_inside));
+    sleep_ms(200); /* the session's work ends on its own; nothing may crash meanwhile */
+    printf("ffi_session_test free_in_tool: ok\n");
+}
+
 int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "start") == 0) {
         start(argv[2], argv[3]);
@@ -98,6 +128,10 @@ int main(int argc, char **argv) {
         resume(argv[2], argv[3], strtoull(argv[4], NULL, 10));
         return 0;
     }
-    fprintf(stderr, "usage: ffi_session_test start|resume <db> <url> [cursor]\n");
+    if (argc >= 4 && strcmp(argv[1], "free_in_tool") == 0) {
+        free_in_tool(argv[2], argv[3]);
+        return 0;
+    }
+    fprintf(stderr, "usage: ffi_session_test start|resume|free_in_tool <db> <url> [cursor]\n");
     return 2;
 }
