@@ -299,10 +299,9 @@ pub extern "C" fn pi_agent_set_stream_options(
 ) -> *mut pi_error {
     method(agent, "agent", |agent| {
         let options = arg_ref(options, "options")?;
-        agent
-            .shared
-            .agent
-            .set_stream_options(options.options.clone());
+        // Its callbacks become the agent's own (see `pi_agent_free` from a callback).
+        let options = options.for_site(&agent.shared.site());
+        agent.shared.agent.set_stream_options(options);
         Ok(())
     })
 }

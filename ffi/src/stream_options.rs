@@ -25,6 +25,52 @@ use crate::user_data::{UserData, pi_free_callback};
 /// Not thread-safe: use it from one thread at a time.
 pub struct pi_stream_options {
     pub(crate) options: StreamOptions,
+    /// The C callbacks as registered, to install them again for an agent (which counts them
+    /// as its own callbacks: see [`pi_stream_options::for_site`]).
+    payload: Option<(PayloadFn, Arc<UserData>)>,
+    response: Option<(ResponseFn, Arc<UserData>)>,
+}
+
+impl pi_stream_options {
+    /// The options with the callbacks run as `site`'s (an agent's: its free and its waits then
+    /// know a callback of its own runs, as for its tools and hooks).
+    pub(crate) fn for_site(&self, site: &CallbackSite) -> StreamOptions {
+        let mut options = self.options.clone();
+        if let Some((callback, user_data)) = &self.payload {
+            options.on_payload = Some(payload_callback(*callback, user_data, site));
+        }
+        if let Some((callback, user_data)) = &self.response {
+            options.on_response = Some(response_callback(*callback, user_data, site));
+        }
+        options
+    }
+}
+
+/// Core's `on_payload` calling the C `callback` as `site`'s.
+fn payload_callback(
+    callback: PayloadFn,
+    user_data: &Arc<UserData>,
+    site: &CallbackSite,
+) -> Callback<pi_agent::ai::OnPayload> {
+    let (user_data, site) = (Arc::clone(user_data), site.clone());
+    // A C callback cannot fail: it replaces the body or leaves it.
+    Callback(Arc::new(move |body: &Value, model: &Model| {
+        Ok(on_payload(callback, &user_data, &site, body, model))
+    }) as Arc<pi_agent::ai::OnPayload>)
+}
+
+/// Core's `on_response` calling the C `callback` as `site`'s.
+fn response_callback(
+    callback: ResponseFn,
+    user_data: &Arc<UserData>,
+    site: &CallbackSite,
+) -> Callback<pi_agent::ai::OnResponse> {
+    let (user_data, site) = (Arc::clone(user_data), site.clone());
+    Callback(Arc::new(
+        move |status: u16, headers: &BTreeMap<String, String>, model: &Model| {
+            on_response(callback, &user_data, &site, status, headers, model);
+        },
+    ) as Arc<pi_agent::ai::OnResponse>)
 }
 
 /// Sees a request body before it is sent and may replace it (pi's `onPayload`): read it with
@@ -65,7 +111,11 @@ pub extern "C" fn pi_stream_options_from_json(
     ffi_fallible! {
         let options = stream_options(arg_opt_str(options_json, "options_json")?)?;
         let out = Out::new(options_out, "options_out")?;
-        out.write(into_handle(pi_stream_options { options }));
+        out.write(into_handle(pi_stream_options {
+            options,
+            payload: None,
+            response: None,
+        }));
         Ok(())
     }
 }
@@ -87,12 +137,10 @@ pub extern "C" fn pi_stream_options_set_on_payload(
 ) -> *mut pi_error {
     ffi_fallible! {
         let options = arg_mut(options, "options")?;
-        options.options.on_payload = callback.map(|callback| {
-            let user_data = UserData::new(user_data, free_user_data);
-            // A C callback cannot fail: it replaces the body or leaves it.
-            Callback(Arc::new(move |body: &Value, model: &Model| {
-                Ok(on_payload(callback, &user_data, body, model))
-            }) as Arc<pi_agent::ai::OnPayload>)
+        options.payload = callback
+            .map(|callback| (callback, Arc::new(UserData::new(user_data, free_user_data))));
+        options.options.on_payload = options.payload.as_ref().map(|(callback, user_data)| {
+            payload_callback(*callback, user_data, &CallbackSite::default())
         });
         Ok(())
     }
@@ -113,13 +161,10 @@ pub extern "C" fn pi_stream_options_set_on_response(
 ) -> *mut pi_error {
     ffi_fallible! {
         let options = arg_mut(options, "options")?;
-        options.options.on_response = callback.map(|callback| {
-            let user_data = UserData::new(user_data, free_user_data);
-            Callback(Arc::new(
-                move |status: u16, headers: &BTreeMap<String, String>, model: &Model| {
-                    on_response(callback, &user_data, status, headers, model);
-                },
-            ) as Arc<pi_agent::ai::OnResponse>)
+        options.response = callback
+            .map(|callback| (callback, Arc::new(UserData::new(user_data, free_user_data))));
+        options.options.on_response = options.response.as_ref().map(|(callback, user_data)| {
+            response_callback(*callback, user_data, &CallbackSite::default())
         });
         Ok(())
     }
@@ -191,6 +236,7 @@ pub extern "C" fn pi_on_payload_set_json(
 fn on_payload(
     callback: PayloadFn,
     user_data: &UserData,
+    site: &CallbackSite,
     body: &Value,
     model: &Model,
 ) -> Option<Value> {
@@ -204,15 +250,14 @@ fn on_payload(
         replacement: Answer::default(),
     };
     // The body `payload` borrows outlives it.
-    let (payload, ()) = run_inline(&CallbackSite::default(), || {
-        call_with(callback, user_data, payload)
-    });
+    let (payload, ()) = run_inline(site, || call_with(callback, user_data, payload));
     payload.replacement.take()
 }
 
 fn on_response(
     callback: ResponseFn,
     user_data: &UserData,
+    site: &CallbackSite,
     status: u16,
     headers: &BTreeMap<String, String>,
     model: &Model,
@@ -224,7 +269,7 @@ fn on_response(
     let model = pi_model {
         model: model.clone(),
     };
-    run_inline(&CallbackSite::default(), || {
+    run_inline(site, || {
         // SAFETY: the callback and `user_data` were registered together by the C caller; the
         // strings and `model` outlive the call.
         unsafe { callback(user_data, status, pi_str::new(&headers), &model) }

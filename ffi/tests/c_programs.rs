@@ -338,6 +338,27 @@ fn c_stream_read_from_its_own_wake_callback() {
     assert!(stdout.contains(&format!("deltas {DELTAS}")), "{stdout}");
 }
 
+/// `pi_agent_free` from the agent's own `on_payload` callback is deferred like one from its
+/// tools and hooks, not a wait for the run that waits for the callback.
+#[test]
+fn c_agent_freed_from_its_on_payload_callback() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push(json!({"text": "Hello."}));
+    let model = json!({"id": "m", "api": "openai-completions", "provider": "openai",
+        "baseUrl": format!("http://{}/v1", server.addr()), "maxTokens": 8192});
+    let exe = compile("tests/c/agent_payload_free.c", "agent_payload_free");
+    let mut command = Command::new(&exe);
+    command.arg(model.to_string());
+    let output = run(command);
+    assert_success(&output, "agent_payload_free");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("agent_payload_free: ok"));
+}
+
 /// `pi_set_log_callback` beside `PI_AGENT_LOG=debug`: both get the request's lines, neither
 /// the API key.
 #[test]
