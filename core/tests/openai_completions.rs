@@ -727,3 +727,83 @@ async fn a_failing_on_payload_fails_the_request_unsent() {
     );
     assert!(server.requests().is_empty());
 }
+
+#[tokio::test]
+async fn an_echoed_key_cut_by_the_error_message_is_still_hidden() {
+    const KEY: &str = "sk-echoed-0123456789abcdef";
+    let server = MockServer::start().await.unwrap();
+    // A plain-text error page echoing the key where the message is cut (2,000 characters).
+    let page = format!("{} {KEY} and more", "x".repeat(1_990));
+    server.push(json!({"status": 401, "body": page}));
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new(KEY)),
+        ..StreamOptions::default()
+    };
+    let (events, message) = collect(&model_for(&server), &context("hi"), &options).await;
+    let everything = format!("{events:?} {message:?}");
+    // Not even the part of the key before the cut.
+    assert!(
+        !everything.contains(&KEY[..8]),
+        "{:?}",
+        message.error_message
+    );
+    assert!(
+        message
+            .error_message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("401 xxx")),
+        "{:?}",
+        message.error_message
+    );
+}
+
+#[tokio::test]
+async fn a_key_in_a_url_that_cannot_be_sent_is_hidden() {
+    // No scheme: the client cannot build the request, and its error quotes the URL.
+    let mut model = Model::new(
+        "openai-completions",
+        "mock",
+        "mock-gpt",
+        "localhost:11434/v1?api_key=sk-in-the-url-0123456789",
+    );
+    model.cost.input = 1.0;
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("k")),
+        ..StreamOptions::default()
+    };
+    let (_, message) = collect(&model, &context("hi"), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    let error = message.error_message.unwrap_or_default();
+    assert!(error.starts_with("Could not build the request"), "{error}");
+    assert!(!error.contains("sk-in-the-url"), "{error}");
+}
+
+#[tokio::test]
+async fn a_body_trickling_on_after_the_end_marker_does_not_hold_back_done() {
+    let server = MockServer::start().await.unwrap();
+    // The answer and its end marker, then a comment byte every 20 ms for a minute.
+    let chunk = json!({"id": "c1", "object": "chat.completion.chunk", "created": 1,
+        "model": "mock-gpt", "choices": [{"index": 0, "delta": {"content": "hi"},
+        "finish_reason": "stop"}]});
+    let body = format!("data: {chunk}\n\ndata: [DONE]\n\n{}", ":".repeat(3_000));
+    server.push(json!({"sse": body, "split": 1, "delay_ms": 20}));
+    let started = std::time::Instant::now();
+    let (events, message) = collect(
+        &model_for(&server),
+        &context("hi"),
+        &StreamOptions::default(),
+    )
+    .await;
+    assert_eq!(
+        kinds(&events).last(),
+        Some(&"done"),
+        "{:?}",
+        message.error_message
+    );
+    // The trickle lasts a minute; the answer is complete after its first seconds.
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(45),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -283,9 +283,9 @@ impl<D: FrameDecoder> BodyFrames<D> {
     /// chunk happened to arrive in the same read, which a loaded machine or a server that
     /// writes it apart does not promise. As pi, whose SDKs read every stream to its end.
     ///
-    /// Bounded: at most [`END_TIMEOUT`] between chunks (less when the idle timeout is
-    /// shorter) and [`MAX_END_BYTES`] in all; past either, or on an error, the body is simply
-    /// let go (its connection closes). Nothing read here changes the answer.
+    /// Bounded: at most [`END_TIMEOUT`] in all (less when the idle timeout is shorter) and
+    /// [`MAX_END_BYTES`]; past either, or on an error, the body is simply let go (its
+    /// connection closes). Nothing read here changes the answer.
     pub(crate) async fn read_to_end(&mut self) {
         if self.ended || self.failed.is_some() {
             return;
@@ -295,14 +295,22 @@ impl<D: FrameDecoder> BodyFrames<D> {
             .as_ref()
             .map_or(END_TIMEOUT, |idle| idle.limit().min(END_TIMEOUT));
         let mut discarded = 0;
-        // `within` polls the body first: a body whose end has arrived arms no timer.
-        while let Ok(Some(Ok(bytes))) = within(limit, self.body.next()).await {
-            discarded += bytes.len();
-            if discarded > MAX_END_BYTES {
-                return;
+        // One limit for the whole rest, not one per chunk: a server trickling a byte now and
+        // then must not hold back the `done` of a complete answer. `within` polls the body
+        // first: a body whose end has arrived arms no timer.
+        let drained = within(limit, async {
+            while let Some(Ok(bytes)) = self.body.next().await {
+                discarded += bytes.len();
+                if discarded > MAX_END_BYTES {
+                    return false;
+                }
             }
+            true
+        })
+        .await;
+        if !matches!(drained, Ok(false)) {
+            self.ended = true;
         }
-        self.ended = true;
     }
 
     /// The error for a body that ended before the protocol's end (kind `decode`): `default`

@@ -211,8 +211,11 @@ fn check_headers(model: &Model, options: &StreamOptions) -> Result<(), ProviderE
 }
 
 /// Why a request could not be built, with reqwest's reasons (an invalid URL, say).
-fn build_error(error: &reqwest::Error) -> ProviderError {
+fn build_error(error: reqwest::Error) -> ProviderError {
     use std::error::Error as _;
+    // Without the URL reqwest quotes: its query may hold a key, and this comes before the
+    // request's secrets are known to the writer.
+    let error = error.without_url();
     let mut message = format!("Could not build the request: {error}");
     let mut source = error.source();
     while let Some(cause) = source {
@@ -264,7 +267,7 @@ pub(crate) async fn send_with_policy(
     policy: RetryPolicy<'_>,
 ) -> Result<reqwest::Response, ProviderError> {
     check_headers(model, options)?;
-    let request = build().build().map_err(|error| build_error(&error))?;
+    let request = build().build().map_err(build_error)?;
     writer.hide_secrets(redactor_for(&request, model, options));
     // The attempts redact their diagnostics with the writer's copy: no second one.
     let redactor = writer.redactor();
@@ -302,7 +305,7 @@ pub(crate) async fn send_once(
     builder: reqwest::RequestBuilder,
     options: &StreamOptions,
 ) -> Result<reqwest::Response, ProviderError> {
-    let request = builder.build().map_err(|error| build_error(&error))?;
+    let request = builder.build().map_err(build_error)?;
     let mut redactor = Redactor::default();
     for (name, value) in request.headers() {
         if let Ok(value) = value.to_str() {
@@ -419,6 +422,9 @@ async fn attempts(
                 let hint = retry_after(response.headers());
                 let headers = response.headers().clone();
                 let (body, cut) = read_error_body(response, &limits).await;
+                // Hidden before the message is worded: wording cuts the body, and a secret the
+                // cut goes through would no longer be found whole.
+                let body = redactor.redact(&body);
                 let mut error = format_error(status, &headers, &body);
                 if let Some(cut) = cut {
                     error.push_str(&format!(" ({cut})"));
