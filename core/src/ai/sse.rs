@@ -23,6 +23,11 @@ pub const RECYCLED_DATA_BYTES: usize = 4096;
 /// with them, so a burst needs as many; a paced stream (one event per read) keeps none.
 const SPARE_DATA_BYTES: usize = 8192;
 
+/// The longest `id:` kept. An id stays in effect for every later event and is copied into
+/// each, so a server sending a huge one would make tiny events cost its size each; a longer one
+/// is ignored, as an id containing NUL is (no provider sends ids anywhere near this).
+pub const MAX_ID_BYTES: usize = 1024;
+
 /// One dispatched Server-Sent Event.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SseEvent {
@@ -129,10 +134,11 @@ impl EventState {
                     Some(String::from_utf8_lossy(value).into_owned())
                 };
             }
-            b"id" if memchr(0, value).is_none() => {
+            b"id" if value.len() <= MAX_ID_BYTES && memchr(0, value).is_none() => {
                 self.last_id = Some(String::from_utf8_lossy(value).into_owned());
             }
-            // An id containing NUL is ignored by the spec, `retry` only matters
+            // An id containing NUL is ignored by the spec (a longer one than
+            // `MAX_ID_BYTES` by us), `retry` only matters
             // to reconnecting clients, and unknown fields are ignored.
             _ => {}
         }
@@ -393,6 +399,21 @@ mod tests {
             ev(None, "é", Some("7")),
             ev(None, "tail", Some("7")),
         ]
+    }
+
+    #[test]
+    fn an_id_longer_than_the_limit_is_ignored() {
+        let long = "i".repeat(MAX_ID_BYTES + 1);
+        let fits = "j".repeat(MAX_ID_BYTES);
+        let input = format!("id: 1\ndata: a\n\nid: {long}\ndata: b\n\nid: {fits}\ndata: c\n\n");
+        assert_eq!(
+            decode(input.as_bytes()),
+            [
+                ev(None, "a", Some("1")),
+                ev(None, "b", Some("1")),
+                ev(None, "c", Some(&fits)),
+            ]
+        );
     }
 
     #[test]
