@@ -1228,7 +1228,8 @@ class Agent(Generic[_OutT]):
     @property
     def options(self) -> dict[str, Any]:
         """The request options of every model call, as keywords (secrets and callbacks left
-        out)."""
+        out: no API key or bearer token, no header that carries a credential, such as
+        ``Authorization``)."""
     def update_options(self, **options: Unpack[StreamOptions]) -> None:
         """Changes request options for later runs: a value replaces, ``None`` unsets, the
         others stay: ``agent.update_options(api_key=..., session_id=..., headers=...)``."""

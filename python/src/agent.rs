@@ -22,7 +22,7 @@ use crate::callable::{self, RunScope, Scope, describe};
 use crate::convert::{parse, parse_value, serde_to_py};
 use crate::errors::{PiError, agent_error, callable, type_error, type_name};
 use crate::event_dict::PyAgentEvent;
-use crate::hook::{HookKind, Hooks};
+use crate::hook::{HookKind, Hooks, PyHook};
 use crate::model::PyModel;
 use crate::options::{deserialize_named, stream_options, to_keywords, update};
 use crate::py_serde::Serialized;
@@ -153,7 +153,7 @@ impl Code<'_, '_> {
         for (kind, function) in HookKind::ALL.into_iter().zip(self.hooks) {
             // Nothing to clear on a new agent (a proxy's stream function stays).
             if function.is_some_and(|function| !function.is_none()) {
-                hooks.set(&agent, &scope, kind, function)?;
+                hooks.set(&agent, &scope, kind, PyHook::argument(function, kind)?)?;
             }
         }
         Ok(PyAgent {
@@ -707,10 +707,11 @@ impl PyAgent {
             .update_settings(|settings| settings.tool_timeout_ms = timeout);
     }
 
-    /// The request options of every model call, as keywords (without secrets and code).
+    /// The request options of every model call, as keywords (without secrets and code: no API
+    /// key or bearer token, no header that carries a credential).
     #[getter]
     fn options<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let mut options = self.agent.stream_options();
+        let mut options = self.agent.stream_options().without_credential_headers();
         options.on_payload = None;
         options.on_response = None;
         options.signal = None;
@@ -940,8 +941,12 @@ macro_rules! hook_attributes {
                 }
 
                 #[setter($name)]
-                fn $set(&self, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-                    self.set_hook(HookKind::$kind, function)
+                fn $set(
+                    &self,
+                    py: Python<'_>,
+                    function: Option<&Bound<'_, PyAny>>,
+                ) -> PyResult<()> {
+                    self.set_hook(py, HookKind::$kind, function)
                 }
             )*
         }
@@ -970,8 +975,19 @@ impl PyAgent {
         self.hooks.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn set_hook(&self, kind: HookKind, function: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        self.hooks().set(&self.agent, &self.scope, kind, function)
+    fn set_hook(
+        &self,
+        py: Python<'_>,
+        kind: HookKind,
+        function: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        // Python runs here (the function's signature is read), before the hooks' lock: a
+        // thread holding that lock must never wait for the GIL.
+        let hook = PyHook::argument(function, kind)?;
+        // Installed with the GIL released: the lock may be held by a thread that waits for
+        // nothing else, and the hooks replaced are dropped without running Python under it
+        // (their references are released once the GIL is back).
+        py.detach(|| self.hooks().set(&self.agent, &self.scope, kind, hook))
     }
 
     /// Starts a run whose async callbacks go to `event_loop` (the awaiting caller's). The run

@@ -126,15 +126,15 @@ impl Hooks {
             .map(|hook| hook.function.clone_ref(py))
     }
 
-    /// Installs `function` as `agent`'s hook `kind`; `None` clears it.
+    /// Installs `hook` (made by [`PyHook::argument`]) as `agent`'s hook `kind`; `None` clears
+    /// it. Runs no Python: call it with the GIL released (see `PyAgent::set_hook`).
     pub(crate) fn set(
         &mut self,
         agent: &Agent,
         scope: &RunScope,
         kind: HookKind,
-        function: Option<&Bound<'_, PyAny>>,
+        hook: Option<PyHook>,
     ) -> PyResult<()> {
-        let hook = PyHook::argument(function, kind)?;
         self.0[kind as usize] = hook.clone();
         let scope = scope.clone();
         match kind {

@@ -19,9 +19,15 @@ use crate::runtime::{Interrupted, wait};
 use crate::session_subscription::PySessionSubscription;
 use crate::tools::PyTool;
 
-/// Opens the SQLite store at `path`.
-pub(crate) fn open_store(path: &std::path::Path) -> PyResult<Arc<dyn SessionStore>> {
-    let store = SqliteStore::open(path).map_err(|error| session_error(error.into()))?;
+/// Opens the SQLite store at `path`, with the GIL released (a new file's switch to WAL may
+/// wait for other processes up to the busy timeout).
+pub(crate) fn open_store(
+    py: Python<'_>,
+    path: &std::path::Path,
+) -> PyResult<Arc<dyn SessionStore>> {
+    let store = py
+        .detach(|| SqliteStore::open(path))
+        .map_err(|error| session_error(error.into()))?;
     Ok(Arc::new(store))
 }
 
@@ -76,7 +82,7 @@ impl PySession {
                 })
                 .collect::<PyResult<Vec<Arc<dyn AgentTool>>>>()?;
         }
-        let store = open_store(&store_path)?;
+        let store = open_store(py, &store_path)?;
         let session = wait(py, Session::open(store, session_id, options), || {
             Interrupted::Return
         })?
@@ -94,8 +100,9 @@ impl PySession {
 
     /// The seq of the last journalled record.
     #[getter]
-    fn last_seq(&self) -> u64 {
-        self.session.last_seq()
+    fn last_seq(&self, py: Python<'_>) -> u64 {
+        // The session's lock, which its driver holds while it writes: never with the GIL.
+        py.detach(|| self.session.last_seq())
     }
 
     /// Asks for a run with the user message `text`; returns the receipt
@@ -107,7 +114,9 @@ impl PySession {
         request_id: &str,
         text: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        receipt(py, self.session.prompt(request_id, UserMessage::text(text)))
+        // A journal write (SQLite, up to its busy timeout): with the GIL released.
+        let written = py.detach(|| self.session.prompt(request_id, UserMessage::text(text)));
+        receipt(py, written)
     }
 
     /// Injects `text` after the current turn's tool calls (starts a run when idle).
@@ -117,7 +126,8 @@ impl PySession {
         request_id: &str,
         text: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        receipt(py, self.session.steer(request_id, UserMessage::text(text)))
+        let written = py.detach(|| self.session.steer(request_id, UserMessage::text(text)));
+        receipt(py, written)
     }
 
     /// Runs `text` when the agent would otherwise stop (starts a run when idle).
@@ -127,15 +137,13 @@ impl PySession {
         request_id: &str,
         text: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        receipt(
-            py,
-            self.session.follow_up(request_id, UserMessage::text(text)),
-        )
+        let written = py.detach(|| self.session.follow_up(request_id, UserMessage::text(text)));
+        receipt(py, written)
     }
 
     /// Aborts the current run (no-op when idle).
-    fn abort(&self) {
-        self.session.abort();
+    fn abort(&self, py: Python<'_>) {
+        py.detach(|| self.session.abort());
     }
 
     /// Blocks (GIL released) until no run goes on; `False` when `timeout` seconds passed
@@ -162,7 +170,8 @@ impl PySession {
 
     /// The transcript: a list of message dicts.
     fn transcript<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        serde_to_py(py, &self.session.transcript())
+        let transcript = py.detach(|| self.session.transcript());
+        serde_to_py(py, &transcript)
     }
 
     /// Summarises the older turns now; the compaction dict `{"summary", "covers",
@@ -187,18 +196,23 @@ impl PySession {
     #[staticmethod]
     #[pyo3(signature = (store_path, session_id, after = 0))]
     fn follow(
+        py: Python<'_>,
         store_path: std::path::PathBuf,
         session_id: &str,
         after: u64,
     ) -> PyResult<PySessionSubscription> {
         Ok(PySessionSubscription::new(
-            pi_agent::session::Subscription::follow(open_store(&store_path)?, session_id, after),
+            pi_agent::session::Subscription::follow(
+                open_store(py, &store_path)?,
+                session_id,
+                after,
+            ),
         ))
     }
 
     /// Stops the session where it is, as a killed process would (reopen it to resume).
-    fn close(&self) {
-        self.session.close();
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| self.session.close());
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {

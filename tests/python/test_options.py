@@ -91,14 +91,20 @@ def test_an_agents_options_change_after_construction(mock_server: MockServer) ->
     assert agent.options == {"temperature": 0.5, "max_retries": 0}  # no secrets
     mock_server.push({"text": "one"}, {"text": "two"})
     agent.prompt_sync("1")
-    agent.update_options(api_key="second", session_id="s-42", headers={"X-Extra": "yes"}, temperature=None)
+    agent.update_options(
+        api_key="second",
+        session_id="s-42",
+        headers={"X-Extra": "yes", "X-Api-Key": "header-secret"},
+        temperature=None,
+    )
+    # A header that carries a credential is a secret too.
     assert agent.options == {"max_retries": 0, "session_id": "s-42", "headers": {"X-Extra": "yes"}}
     agent.prompt_sync("2")
     first, second = mock_server.requests()
     headers = [{name.lower(): value for name, value in request["headers"]} for request in (first, second)]
     assert headers[0]["authorization"] == "Bearer first" and headers[1]["authorization"] == "Bearer second"
     assert "session_id" not in headers[0] and headers[1]["session_id"] == "s-42"
-    assert headers[1]["x-extra"] == "yes"
+    assert headers[1]["x-extra"] == "yes" and headers[1]["x-api-key"] == "header-secret"
     assert first["body"]["temperature"] == 0.5 and "temperature" not in second["body"]
     # Watchdogs change too (checked in test_agent_loop); `reasoning` stays the AI level's.
     with pytest.raises(TypeError, match="thinking_level"):
