@@ -16,7 +16,7 @@ use std::process::Command;
 use c_build::{assert_success, compile, repo_root, run};
 
 use pi_mock_server::MockServer;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn valgrind_available() -> bool {
     Command::new("valgrind")
@@ -309,15 +309,29 @@ fn c_stream_every_wire_api() {
 /// A stream read only from its own wake callback, through a burst that fills its queue: the
 /// wake-up the read itself causes comes after the read, not inside it (where the callback's
 /// own `pi_stream_try_next` would wait for the lock its caller holds).
-#[test]
-fn c_stream_read_from_its_own_wake_callback() {
-    const DELTAS: usize = 3_000;
+/// Runs the C program `source` (built as `name`) with the JSON of an OpenAI Chat Completions
+/// model on a mock server that answers `reply`, and returns its stdout once it succeeded.
+fn run_against_one_reply(source: &str, name: &str, reply: Value) -> String {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
     let server = runtime.block_on(MockServer::start()).unwrap();
+    server.push(reply);
+    let model = json!({"id": "m", "api": "openai-completions", "provider": "openai",
+        "baseUrl": format!("http://{}/v1", server.addr()), "maxTokens": 8192});
+    let exe = compile(source, name);
+    let mut command = Command::new(&exe);
+    command.arg(model.to_string());
+    let output = run(command);
+    assert_success(&output, name);
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn c_stream_read_from_its_own_wake_callback() {
+    const DELTAS: usize = 3_000;
     let mut body = String::new();
     for _ in 0..DELTAS {
         body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"w \"}}]}\n\n");
@@ -326,15 +340,11 @@ fn c_stream_read_from_its_own_wake_callback() {
         "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n\
          data: [DONE]\n\n",
     );
-    server.push(json!({"sse": body}));
-    let model = json!({"id": "burst", "api": "openai-completions", "provider": "openai",
-        "baseUrl": format!("http://{}/v1", server.addr()), "maxTokens": 8192});
-    let exe = compile("tests/c/stream_wake_reentry.c", "stream_wake_reentry");
-    let mut command = Command::new(&exe);
-    command.arg(model.to_string());
-    let output = run(command);
-    assert_success(&output, "stream_wake_reentry");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = run_against_one_reply(
+        "tests/c/stream_wake_reentry.c",
+        "stream_wake_reentry",
+        json!({"sse": body}),
+    );
     assert!(stdout.contains(&format!("deltas {DELTAS}")), "{stdout}");
 }
 
@@ -342,21 +352,12 @@ fn c_stream_read_from_its_own_wake_callback() {
 /// tools and hooks, not a wait for the run that waits for the callback.
 #[test]
 fn c_agent_freed_from_its_on_payload_callback() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = runtime.block_on(MockServer::start()).unwrap();
-    server.push(json!({"text": "Hello."}));
-    let model = json!({"id": "m", "api": "openai-completions", "provider": "openai",
-        "baseUrl": format!("http://{}/v1", server.addr()), "maxTokens": 8192});
-    let exe = compile("tests/c/agent_payload_free.c", "agent_payload_free");
-    let mut command = Command::new(&exe);
-    command.arg(model.to_string());
-    let output = run(command);
-    assert_success(&output, "agent_payload_free");
-    assert!(String::from_utf8_lossy(&output.stdout).contains("agent_payload_free: ok"));
+    let stdout = run_against_one_reply(
+        "tests/c/agent_payload_free.c",
+        "agent_payload_free",
+        json!({"text": "Hello."}),
+    );
+    assert!(stdout.contains("agent_payload_free: ok"), "{stdout}");
 }
 
 /// `pi_set_log_callback` beside `PI_AGENT_LOG=debug`: both get the request's lines, neither
