@@ -851,11 +851,14 @@ class Session:
     def abort(self) -> None:
         """Aborts the current run (the partial answer is kept; no-op when idle)."""
     def wait_idle(self, timeout: Optional[float] = None) -> bool:
-        """Blocks until no run goes on; ``False`` when ``timeout`` seconds passed first."""
+        """Blocks until no run goes on; ``False`` when ``timeout`` seconds passed first.
+        Raises ``PiError`` when called from one of the session's own tools (it would wait for
+        itself)."""
     def transcript(self) -> list[AgentMessage]: ...
     def compact(self) -> Optional[dict[str, Any]]:
         """Summarises the older turns now: ``{"summary", "covers", "tokensBefore"}``, or
-        ``None`` when there was nothing new to compact."""
+        ``None`` when there was nothing new to compact. Raises ``PiError`` from one of the
+        session's own tools."""
     def subscribe(self, after: int = 0) -> SessionSubscription:
         """The journal records after ``after``, then live ones."""
     @staticmethod

@@ -30,8 +30,8 @@ use crate::runtime::{Interrupted, runtime, wait};
 use crate::signal::PySignal;
 use crate::tools::PyTool;
 
-/// Ids of agents, for `bridge.owners` (which runs the running code belongs to).
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+/// Ids of agents and sessions, for `bridge.owners` (which runs the running code belongs to).
+pub(crate) static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A stateful agent: a transcript, tools, a model, and runs of pi's agent loop over them.
 ///

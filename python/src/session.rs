@@ -1,6 +1,7 @@
 //! `pi_agent.Session`: a durable agent session in a SQLite file (core's `pi_agent::session`).
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pi_agent::agent::{AgentSettings, AgentTool};
@@ -11,9 +12,11 @@ use pi_agent::session::{
 };
 use pyo3::prelude::*;
 
+use crate::agent::NEXT_ID;
+use crate::bridge::helper;
 use crate::callable::RunScope;
 use crate::convert::{from_py, parse_value, serde_to_py};
-use crate::errors::session_error;
+use crate::errors::{PiError, session_error};
 use crate::model::PyModel;
 use crate::runtime::{Interrupted, wait};
 use crate::session_subscription::PySessionSubscription;
@@ -36,6 +39,9 @@ pub(crate) fn open_store(
 #[pyclass(module = "pi_agent", name = "Session", frozen)]
 pub(crate) struct PySession {
     session: Arc<Session>,
+    /// This session among `bridge.owners`: its tools run as its own, so that a wait for the
+    /// session from one of them is refused instead of waiting for itself.
+    id: u64,
 }
 
 fn receipt<'py>(
@@ -72,8 +78,11 @@ impl PySession {
             options.compaction =
                 parse_value::<CompactionSettings>(from_py(compaction)?, "compaction")?;
         }
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         if let Some(tools) = tools.filter(|t| !t.is_none()) {
             let scope = RunScope::default();
+            let owners = helper(py, "owners_with")?.call1((id,))?.unbind();
+            scope.lock().owners = Some(Arc::new(owners));
             options.tools = tools
                 .try_iter()?
                 .map(|tool| {
@@ -89,6 +98,7 @@ impl PySession {
         .map_err(session_error)?;
         Ok(Self {
             session: Arc::new(session),
+            id,
         })
     }
 
@@ -150,6 +160,7 @@ impl PySession {
     /// first. Raises `SessionError` when the session stopped.
     #[pyo3(signature = (timeout = None))]
     fn wait_idle(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        self.refuse_inside_own_run(py, "wait_idle()")?;
         let session = Arc::clone(&self.session);
         let limit = timeout.map(Duration::from_secs_f64);
         let outcome = wait(
@@ -177,6 +188,7 @@ impl PySession {
     /// Summarises the older turns now; the compaction dict `{"summary", "covers",
     /// "tokensBefore"}`, or `None` when there was nothing new to compact.
     fn compact<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.refuse_inside_own_run(py, "compact()")?;
         let session = Arc::clone(&self.session);
         let compaction = wait(py, async move { session.compact().await }, || {
             Interrupted::Return
@@ -222,5 +234,20 @@ impl PySession {
     #[pyo3(signature = (*_args))]
     fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) {
         self.session.close();
+    }
+}
+
+impl PySession {
+    /// Refuses a wait for this session from inside its own run (one of its tools): the run
+    /// cannot go on while its tool waits for it.
+    fn refuse_inside_own_run(&self, py: Python<'_>, what: &str) -> PyResult<()> {
+        let owners = helper(py, "owners")?.call0()?;
+        if owners.contains(self.id)? {
+            return Err(PiError::new_err(format!(
+                "Session.{what} called from inside the session's own run (one of its tools): it \
+                 would wait for itself forever"
+            )));
+        }
+        Ok(())
     }
 }

@@ -121,6 +121,35 @@ def test_records_have_the_shared_shape_and_requests_apply_once(
     assert len(mock_server.requests()) == 1
 
 
+def test_a_tool_that_waits_for_its_own_session_is_refused(
+    mock_server: MockServer, tmp_path: pathlib.Path
+) -> None:
+    mock_server.push(
+        {"tool_calls": [{"id": "call-1", "name": "wait_for_me", "arguments": {}}]},
+        {"text": "done"},
+    )
+    sessions: List[pi_agent.Session] = []
+    refused: List[str] = []
+
+    def wait_for_me() -> str:
+        for what in (lambda: sessions[0].wait_idle(timeout=30), sessions[0].compact):
+            try:
+                what()
+            except pi_agent.PiError as error:
+                refused.append(str(error))
+        return "asked"
+
+    tool = pi_agent.Tool("wait_for_me", "Waits for its own session", {"type": "object"}, wait_for_me)
+    settings = {"streamOptions": {"apiKey": "test-key"}}
+    with pi_agent.Session(tmp_path / "s.db", "s", mock_server.model(), tools=[tool], settings=settings) as session:
+        sessions.append(session)
+        session.prompt("r1", "hi")
+        assert session.wait_idle(timeout=60)
+        assert [m["role"] for m in session.transcript()] == ["user", "assistant", "toolResult", "assistant"]
+    assert len(refused) == 2, refused
+    assert all("inside the session's own run" in text for text in refused), refused
+
+
 @pytest.mark.parametrize("replay_safe", [False, True])
 def test_killed_mid_tool_resumes(
     mock_server: MockServer, tmp_path: pathlib.Path, replay_safe: bool
