@@ -529,9 +529,12 @@ def test_abort_mid_tool_batch_records_what_really_happened(dev_server: DevServer
             async for record in session.events():
                 if record["event"]["type"] == "tool_execution_end":
                     ended.append(record["event"]["toolCallId"])
-                if ended == ["m"] and any(l.get("key") == key for l in local.lines):
-                    await session.abort()
+                if ended:
                     break
+            assert ended == ["m"]
+            # `hang` may start after `m`'s end was published: no event tells, its log line does
+            await wait_until(lambda: asyncio.sleep(0, any(l.get("key") == key for l in local.lines)))
+            await session.abort()
             messages = (await session.result()).messages
             # the tool's thread logs once its signal fired (core does not wait for it)
             await wait_until(lambda: asyncio.sleep(0, any(l.get("kind") == "tool_end" and l.get("key") == key for l in local.lines)))
