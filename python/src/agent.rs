@@ -17,7 +17,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use crate::agent_run::PyAgentRun;
-use crate::bridge::{drive, future_into_py, helper, running_loop, try_running_loop};
+use crate::bridge::{drive, future_into_py, helper, inside_run_of, running_loop, try_running_loop};
 use crate::callable::{self, RunScope, Scope, describe};
 use crate::convert::{parse, parse_value, serde_to_py};
 use crate::errors::{PiError, agent_error, callable, type_error, type_name};
@@ -1022,8 +1022,7 @@ impl PyAgent {
 
     /// Refuses a wait for the end of this agent's run from inside that run.
     fn refuse_inside_own_run(&self, py: Python<'_>, what: &str) -> PyResult<()> {
-        let owners = helper(py, "owners")?.call0()?;
-        if owners.contains(self.id)? {
+        if inside_run_of(py, self.id)? {
             return Err(PiError::new_err(format!(
                 "{what} called from inside the agent's own run (a tool, hook or subscriber): it \
                  would wait for itself forever"

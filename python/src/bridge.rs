@@ -52,6 +52,13 @@ pub(crate) fn helper<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, Py
     module.bind(py).getattr(name)
 }
 
+/// Whether the running code belongs to a run of the agent or session `owner` (one of its
+/// tools, hooks or subscribers; see `bridge.owners`): a wait for that owner from there would
+/// wait for itself.
+pub(crate) fn inside_run_of(py: Python<'_>, owner: u64) -> PyResult<bool> {
+    helper(py, "owners")?.call0()?.contains(owner)
+}
+
 /// Whether `value` can be awaited (a coroutine, a future, ...).
 pub(crate) fn is_awaitable(value: &Bound<'_, PyAny>) -> bool {
     helper(value.py(), "is_awaitable")

@@ -13,7 +13,7 @@ use pi_agent::session::{
 use pyo3::prelude::*;
 
 use crate::agent::NEXT_ID;
-use crate::bridge::helper;
+use crate::bridge::{helper, inside_run_of};
 use crate::callable::RunScope;
 use crate::convert::{from_py, parse_value, serde_to_py};
 use crate::errors::{PiError, session_error};
@@ -241,8 +241,7 @@ impl PySession {
     /// Refuses a wait for this session from inside its own run (one of its tools): the run
     /// cannot go on while its tool waits for it.
     fn refuse_inside_own_run(&self, py: Python<'_>, what: &str) -> PyResult<()> {
-        let owners = helper(py, "owners")?.call0()?;
-        if owners.contains(self.id)? {
+        if inside_run_of(py, self.id)? {
             return Err(PiError::new_err(format!(
                 "Session.{what} called from inside the session's own run (one of its tools): it \
                  would wait for itself forever"

@@ -89,50 +89,25 @@ impl McpError {
     /// This error with `redactor`'s secrets hidden in its texts. Applied where an error leaves
     /// the module (a public call, a tool's error result): the texts quote servers, their
     /// stderr and the HTTP library, any of which may repeat a credential.
-    pub(crate) fn redacted(self, redactor: &Redactor) -> Self {
-        let hide = |message: String| redactor.redact(&message);
+    pub(crate) fn redacted(mut self, redactor: &Redactor) -> Self {
+        if let Some(message) = self.message_mut() {
+            *message = redactor.redact(message);
+        }
+        self
+    }
+
+    /// The free text of the error, if it has one (the server's name and the method are the
+    /// configuration's own words).
+    fn message_mut(&mut self) -> Option<&mut String> {
         match self {
-            Self::Config { server, message } => Self::Config {
-                server,
-                message: hide(message),
-            },
-            Self::Start { server, message } => Self::Start {
-                server,
-                message: hide(message),
-            },
-            Self::Backoff {
-                server,
-                retry_in_ms,
-                message,
-            } => Self::Backoff {
-                server,
-                retry_in_ms,
-                message: hide(message),
-            },
-            Self::Closed { server, message } => Self::Closed {
-                server,
-                message: hide(message),
-            },
-            Self::Rpc {
-                server,
-                method,
-                code,
-                message,
-            } => Self::Rpc {
-                server,
-                method,
-                code,
-                message: hide(message),
-            },
-            Self::Protocol { server, message } => Self::Protocol {
-                server,
-                message: hide(message),
-            },
-            Self::ToolFailed { server, message } => Self::ToolFailed {
-                server,
-                message: hide(message),
-            },
-            Self::Timeout { .. } | Self::NoRuntime => self,
+            Self::Config { message, .. }
+            | Self::Start { message, .. }
+            | Self::Backoff { message, .. }
+            | Self::Closed { message, .. }
+            | Self::Rpc { message, .. }
+            | Self::Protocol { message, .. }
+            | Self::ToolFailed { message, .. } => Some(message),
+            Self::Timeout { .. } | Self::NoRuntime => None,
         }
     }
 }
