@@ -28,8 +28,14 @@ CHILD = textwrap.dedent(
     model = pi_agent.Model.from_dict({"id": "mock-gpt", "api": "openai-completions",
                                       "provider": "openai", "baseUrl": url})
 
+    def out(line: str) -> None:
+        # one write per line: print() writes the text and the newline apart, and the tool's
+        # thread and the main one print at once
+        sys.stdout.write(line + "\\n")
+        sys.stdout.flush()
+
     def wait() -> str:
-        print("TOOL_STARTED", flush=True)
+        out("TOOL_STARTED")
         time.sleep(60)
         return "waited"
 
@@ -39,7 +45,7 @@ CHILD = textwrap.dedent(
     records = session.subscribe(0)
     session.prompt("r1", "hello")
     for record in records:
-        print("RECORD " + json.dumps(record), flush=True)
+        out("RECORD " + json.dumps(record))
     """
 )
 
