@@ -83,14 +83,19 @@ class Pool:
                 worker.job = job
                 worker.wake.set()
                 return
+        # The job goes in the worker's slot, not in the thread's arguments: those stay
+        # referenced for the thread's life, and so would the job's function and arguments
+        # (an agent's subscriber, a tool's result) while the worker idles.
+        worker = _Worker()
+        worker.job = job
+        del job
         thread = threading.Thread(
-            target=self._work, args=(job,), name="pi-agent-python", daemon=True
+            target=self._work, args=(worker,), name="pi-agent-python", daemon=True
         )
         thread.start()
 
-    def _work(self, first: Job) -> None:
-        job: Job | None = first
-        me = _Worker()
+    def _work(self, me: _Worker) -> None:
+        job = me.job
         while job is not None:
             _run(*job)
             job = None

@@ -12,6 +12,7 @@ use pi_agent::agent::{
 use pi_agent::ai::{ApiKey, ImageContent, UserMessage};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use pyo3::{PyTraverseError, PyVisit};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
@@ -49,6 +50,8 @@ pub(crate) struct PyAgent {
     hooks: Mutex<Hooks>,
     /// The `output_type` given (a type or a JSON Schema dict), for `prompt_output`.
     output_type: Mutex<Option<Py<PyAny>>>,
+    /// The subscribers' Python objects, for `__traverse__` (core keeps only closures).
+    subscribers: Subscribers,
 }
 
 /// A message to queue: a str (a user message) or a message dict.
@@ -163,6 +166,7 @@ impl Code<'_, '_> {
             tools: Mutex::new(py_tools),
             hooks: Mutex::new(hooks),
             output_type: Mutex::new(None),
+            subscribers: Subscribers::default(),
         })
     }
 }
@@ -756,10 +760,12 @@ impl PyAgent {
             None => None,
             Some(event_loop) => Some(Arc::new(loop_dispatch(&callback, &event_loop)?)),
         };
+        let held = self.subscribers.clone();
         let with_signal = helper(callback.py(), "takes_second_argument")?
             .call1((&callback,))?
             .is_truthy()?;
         let callback = Arc::new(callback.unbind());
+        let id = held.add(Arc::clone(&callback), dispatch.clone());
         let scope = self.scope.clone();
         // The traceback goes to `sys.unraisablehook` once per subscriber, not once per event;
         // every failure is still in `listener_errors`.
@@ -806,7 +812,11 @@ impl PyAgent {
                 }
             }
         });
-        Ok(Unsubscribe(Mutex::new(Some(subscription))))
+        Ok(Unsubscribe {
+            subscription: Mutex::new(Some(subscription)),
+            held,
+            id,
+        })
     }
 
     /// Failures of subscribers, as text, oldest first (at most the last 100).
@@ -912,6 +922,25 @@ impl PyAgent {
         let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
         tools.retain(|tool| tool.get().name() != name);
         self.agent.remove_tool(name)
+    }
+
+    /// Shows the garbage collector the Python objects this agent holds — its `Tool`s, hook
+    /// functions, `output_type` and subscribers — so that an agent in a reference cycle (a tool
+    /// or subscriber that refers back to it) is collected. A lock held elsewhere skips its
+    /// objects: one left out only stays alive, one visited twice could be freed in use.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(tools) = self.tools.try_lock() {
+            for tool in tools.iter() {
+                visit.call(tool)?;
+            }
+        }
+        if let Ok(hooks) = self.hooks.try_lock() {
+            hooks.traverse(&visit)?;
+        }
+        if let Ok(output_type) = self.output_type.try_lock() {
+            visit.call(output_type.as_ref())?;
+        }
+        self.subscribers.traverse(&visit)
     }
 
     fn __repr__(&self) -> String {
@@ -1064,14 +1093,76 @@ fn extract_tools(tools: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyTool>>> {
 
 /// Removes a subscriber when called (again: does nothing).
 #[pyclass(module = "pi_agent", name = "Unsubscribe", frozen)]
-pub(crate) struct Unsubscribe(Mutex<Option<Subscription>>);
+pub(crate) struct Unsubscribe {
+    subscription: Mutex<Option<Subscription>>,
+    /// The agent's list of its subscribers' objects, and this one's place in it.
+    held: Subscribers,
+    id: u64,
+}
 
 #[pymethods]
 impl Unsubscribe {
     fn __call__(&self) {
-        if let Some(subscription) = self.0.lock().unwrap_or_else(PoisonError::into_inner).take() {
+        let taken = self
+            .subscription
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(subscription) = taken {
             subscription.unsubscribe();
+            // Dropped after the list's lock is released: the last reference may run Python.
+            drop(self.held.remove(self.id));
         }
+    }
+}
+
+/// The Python objects an agent's subscriptions hold — the callback, and for one given
+/// `loop=` that loop's `call_soon_threadsafe` — by subscription: each is one reference, shared
+/// with core's subscriber closure, listed here so that `Agent.__traverse__` can show it to the
+/// garbage collector.
+#[derive(Clone, Default)]
+struct Subscribers(Arc<Mutex<SubscriberList>>);
+
+#[derive(Default)]
+struct SubscriberList {
+    next_id: u64,
+    entries: Vec<(u64, SubscriberObjects)>,
+}
+
+type SubscriberObjects = (Arc<Py<PyAny>>, Option<Arc<Py<PyAny>>>);
+
+impl Subscribers {
+    fn lock(&self) -> MutexGuard<'_, SubscriberList> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Lists a new subscription's objects; returns its id.
+    fn add(&self, callback: Arc<Py<PyAny>>, dispatch: Option<Arc<Py<PyAny>>>) -> u64 {
+        let mut list = self.lock();
+        let id = list.next_id;
+        list.next_id += 1;
+        list.entries.push((id, (callback, dispatch)));
+        id
+    }
+
+    /// Takes subscription `id`'s objects off the list (the caller drops them, unlocked).
+    fn remove(&self, id: u64) -> Option<SubscriberObjects> {
+        let mut list = self.lock();
+        let at = list.entries.iter().position(|(entry, _)| *entry == id)?;
+        Some(list.entries.swap_remove(at).1)
+    }
+
+    /// Visits every listed object. A list locked elsewhere is skipped: an object left out
+    /// only stays alive, one visited twice could be freed while in use.
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let Ok(list) = self.0.try_lock() else {
+            return Ok(());
+        };
+        for (_, (callback, dispatch)) in &list.entries {
+            visit.call(&**callback)?;
+            visit.call(dispatch.as_deref())?;
+        }
+        Ok(())
     }
 }
 

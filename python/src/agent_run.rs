@@ -9,6 +9,7 @@ use futures::StreamExt;
 use pi_agent::agent::{AgentMessage, AgentRun};
 use pyo3::exceptions::{PyStopAsyncIteration, PyStopIteration};
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{future_into_py, helper, ready_future};
@@ -132,6 +133,12 @@ impl PyAgentRun {
 impl PyAgentRun {
     fn __iter__(slf: Py<Self>) -> Py<Self> {
         slf
+    }
+
+    /// Shows the garbage collector the agent this run keeps alive (a run kept by an object
+    /// that the agent's tool or subscriber refers to closes a cycle through it).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self._agent)
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

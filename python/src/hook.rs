@@ -20,6 +20,7 @@ use pi_agent::agent::{
 use pi_agent::ai::{ApiKey, Message};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use pyo3::{PyTraverseError, PyVisit};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -124,6 +125,15 @@ impl Hooks {
         self.0[kind as usize]
             .as_ref()
             .map(|hook| hook.function.clone_ref(py))
+    }
+
+    /// Shows the garbage collector the installed functions (`Agent.__traverse__`): each is one
+    /// reference, shared by this table and core's hook closure, so it is visited once.
+    pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for hook in self.0.iter().flatten() {
+            visit.call(&*hook.function)?;
+        }
+        Ok(())
     }
 
     /// Installs `hook` (made by [`PyHook::argument`]) as `agent`'s hook `kind`; `None` clears

@@ -11,6 +11,7 @@ use pi_agent::session::{
     SqliteStore,
 };
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::agent::NEXT_ID;
 use crate::bridge::{helper, inside_run_of};
@@ -42,6 +43,8 @@ pub(crate) struct PySession {
     /// This session among `bridge.owners`: its tools run as its own, so that a wait for the
     /// session from one of them is refused instead of waiting for itself.
     id: u64,
+    /// The `Tool` objects behind the session's tools, for `__traverse__`.
+    tools: Vec<Py<PyTool>>,
 }
 
 fn receipt<'py>(
@@ -79,17 +82,19 @@ impl PySession {
                 parse_value::<CompactionSettings>(from_py(compaction)?, "compaction")?;
         }
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let mut py_tools = Vec::new();
         if let Some(tools) = tools.filter(|t| !t.is_none()) {
             let scope = RunScope::default();
             let owners = helper(py, "owners_with")?.call1((id,))?.unbind();
             scope.lock().owners = Some(Arc::new(owners));
-            options.tools = tools
+            py_tools = tools
                 .try_iter()?
-                .map(|tool| {
-                    let tool = PyTool::extract(&tool?)?;
-                    Ok(tool.get().to_agent_tool(scope.clone()))
-                })
-                .collect::<PyResult<Vec<Arc<dyn AgentTool>>>>()?;
+                .map(|tool| PyTool::extract(&tool?))
+                .collect::<PyResult<Vec<_>>>()?;
+            options.tools = py_tools
+                .iter()
+                .map(|tool| tool.get().to_agent_tool(scope.clone()))
+                .collect::<Vec<Arc<dyn AgentTool>>>();
         }
         let store = open_store(py, &store_path)?;
         let session = wait(py, Session::open(store, session_id, options), || {
@@ -99,7 +104,17 @@ impl PySession {
         Ok(Self {
             session: Arc::new(session),
             id,
+            tools: py_tools,
         })
+    }
+
+    /// Shows the garbage collector the session's `Tool`s, so that a session whose tool
+    /// refers back to it (a closure over it) is collected.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for tool in &self.tools {
+            visit.call(tool)?;
+        }
+        Ok(())
     }
 
     /// The session id.

@@ -13,6 +13,7 @@ use pi_agent::agent::{
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -268,6 +269,15 @@ impl PyTool {
 
     fn __repr__(&self) -> String {
         format!("Tool(name={:?})", self.spec.name)
+    }
+
+    /// Shows the garbage collector the functions this tool holds, so that a tool whose
+    /// function refers back to its agent (a closure over it) can be collected with it. Each
+    /// is one reference, shared with the core tools made from this one.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&*self.function)?;
+        visit.call(self.prepare_arguments.as_deref())?;
+        visit.call(self.converter.as_deref())
     }
 }
 

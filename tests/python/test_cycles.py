@@ -1,0 +1,128 @@
+"""Reference cycles through pi_agent objects are collected: an agent (or session) whose tool,
+hook or subscriber refers back to it — the usual shape of a class that owns an agent — goes
+with ``gc.collect()``, and collecting it stops its run as dropping it does."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import pathlib
+import weakref
+from typing import Any, Callable, Dict
+
+import pi_agent
+
+from conftest import MockServer
+from test_robustness import HANG_GUARD, StalledServer, stalled  # noqa: F401 (fixture)
+
+
+class Owner:
+    """What a program keeps: an object holding an agent whose callbacks refer back to it."""
+
+    agent: Any
+    session: Any
+    run: Any
+
+    def on_event(self, event: Dict[str, Any]) -> None:
+        pass
+
+
+def collected_after(build: Callable[[Owner], None]) -> bool:
+    """Builds a cycle through a new `Owner`, drops it, runs the collector; whether it went."""
+    owner = Owner()
+    build(owner)
+    gone = weakref.ref(owner)
+    del owner
+    gc.collect()
+    return gone() is None
+
+
+def echo_tool(owner: Owner) -> pi_agent.Tool:
+    def echo() -> str:
+        return type(owner).__name__
+
+    return pi_agent.Tool("echo", "Echoes", {"type": "object"}, echo)
+
+
+def test_an_agent_whose_tool_refers_to_it_is_collected(mock_server: MockServer) -> None:
+    def build(owner: Owner) -> None:
+        owner.agent = pi_agent.Agent(mock_server.model(), tools=[echo_tool(owner)])
+
+    assert collected_after(build)
+
+
+def test_an_agent_whose_subscriber_is_its_owners_method_is_collected(mock_server: MockServer) -> None:
+    def build(owner: Owner) -> None:
+        owner.agent = pi_agent.Agent(mock_server.model())
+        owner.agent.subscribe(owner.on_event)
+
+    assert collected_after(build)
+
+
+def test_an_unsubscribed_subscriber_is_no_longer_held(mock_server: MockServer) -> None:
+    """Neither by the agent nor by the idle worker threads that called it."""
+    mock_server.push({"text": "hello"})
+    agent = pi_agent.Agent(mock_server.model(), api_key="k")
+    owner = Owner()
+    unsubscribe = agent.subscribe(owner.on_event)
+    agent.prompt_sync("hi")
+    gone = weakref.ref(owner)
+    unsubscribe()
+    unsubscribe()
+    del owner
+    gc.collect()
+    assert gone() is None
+
+
+def test_an_agent_whose_hooks_refer_to_it_is_collected(mock_server: MockServer) -> None:
+    def build(owner: Owner) -> None:
+        owner.agent = pi_agent.Agent(
+            mock_server.model(), should_stop_after_turn=lambda context: owner is None
+        )
+        owner.agent.transform_context = lambda messages: [owner] and messages
+
+    assert collected_after(build)
+
+
+def test_an_agent_kept_through_its_finished_run_is_collected(mock_server: MockServer) -> None:
+    mock_server.push({"text": "hello"})
+
+    def build(owner: Owner) -> None:
+        owner.agent = pi_agent.Agent(mock_server.model(), api_key="k")
+        owner.agent.subscribe(owner.on_event)
+        owner.run = owner.agent.run("hi")
+        types = [event["type"] for event in owner.run]
+        assert types[-1] == "agent_end"
+        del owner.agent  # the run keeps it
+
+    assert collected_after(build)
+
+
+def test_a_session_whose_tool_refers_to_it_is_collected(
+    mock_server: MockServer, tmp_path: pathlib.Path
+) -> None:
+    def build(owner: Owner) -> None:
+        owner.session = pi_agent.Session(
+            tmp_path / "cycle.db", "cycle", mock_server.model(), tools=[echo_tool(owner)]
+        )
+
+    assert collected_after(build)
+
+
+def test_a_collected_cycle_stops_its_agents_request(stalled: StalledServer) -> None:  # noqa: F811
+    """The cycle's agent is dropped as an unreferenced one is: its request is closed."""
+
+    def build(owner: Owner) -> None:
+        owner.agent = pi_agent.Agent(stalled.model(), tools=[echo_tool(owner)], api_key="k", max_retries=0)
+        owner.agent.subscribe(owner.on_event)
+
+        async def start() -> None:
+            asyncio.ensure_future(owner.agent.prompt("hi"))
+            await asyncio.get_running_loop().run_in_executor(None, stalled.accepted.wait, HANG_GUARD)
+
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(start())
+        loop.close()  # the task awaiting prompt() is abandoned
+
+    assert collected_after(build)
+    assert stalled.closed.wait(HANG_GUARD), "the request of a collected agent stayed open"
