@@ -261,9 +261,51 @@ def set_exception(future: "asyncio.Future[Any]", exception: BaseException) -> No
         future.set_exception(exception)
 
 
+# ---------------------------------------------------------------------------------------------
+# Coroutines sent to another thread's loop, and loops whose thread is blocked in a pi wait
+#
+# A run started inside a coroutine sends its `async def` callbacks to that coroutine's loop. If
+# the same thread then blocks on the run (`for event in run`, `run.result_sync()`), that loop
+# cannot run them, and the run waits for them: a deadlock. So while a pi wait blocks a loop's
+# thread (`block_loop` .. `unblock_loop`, around every blocking wait of the binding), the
+# coroutines queued on that loop and not started yet, and those sent to it meanwhile, run with
+# `asyncio.run` on a worker instead. (One the loop already started and suspended cannot move.)
+
+_LOOPS_LOCK = threading.Lock()
+#: Loops whose thread is blocked in a pi wait, with how many such waits (nested: a signal's
+#: handler may wait too).
+_BLOCKED: dict[asyncio.AbstractEventLoop, int] = {}
+#: Per loop, the `LoopCall`s sent to it that it has not started.
+_QUEUED: dict[asyncio.AbstractEventLoop, set[LoopCall]] = {}
+
+
 def loop_is_usable(loop: asyncio.AbstractEventLoop | None) -> bool:
     """Whether coroutines submitted to `loop` from another thread will run."""
-    return loop is not None and loop.is_running() and not loop.is_closed()
+    return (
+        loop is not None and loop.is_running() and not loop.is_closed() and loop not in _BLOCKED
+    )
+
+
+def block_loop() -> asyncio.AbstractEventLoop | None:
+    """The calling thread is about to block in a pi wait: if it runs a loop, that loop's queued
+    coroutines move to workers, and new ones go there until `unblock_loop`. Returns the loop."""
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        return None
+    with _LOOPS_LOCK:
+        _BLOCKED[loop] = _BLOCKED.get(loop, 0) + 1
+        queued = _QUEUED.pop(loop, ())
+    for call in queued:
+        call.move()
+    return loop
+
+
+def unblock_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """The pi wait that `block_loop` announced has ended."""
+    with _LOOPS_LOCK:
+        waits = _BLOCKED.pop(loop, 1) - 1
+        if waits:
+            _BLOCKED[loop] = waits
 
 
 async def _await(awaitable: Awaitable[Any], job_owners: frozenset[int]) -> Any:
@@ -272,17 +314,114 @@ async def _await(awaitable: Awaitable[Any], job_owners: frozenset[int]) -> Any:
     return await awaitable
 
 
+class LoopCall:
+    """A coroutine sent to another thread's running loop (`submit`): `done(future)` gets a
+    `concurrent.futures.Future` with its outcome; `cancel()` cancels it from any thread. Until
+    the loop starts it, `move()` runs it with `asyncio.run` on a worker instead."""
+
+    __slots__ = ("_lock", "_state", "_loop", "_awaitable", "_owners", "_future", "_handle")
+
+    def __init__(
+        self,
+        awaitable: Awaitable[Any],
+        loop: asyncio.AbstractEventLoop,
+        done: Callable[["concurrent.futures.Future[Any]"], object],
+        job_owners: frozenset[int],
+    ) -> None:
+        self._lock = threading.Lock()
+        self._state = "queued"  # then "started" (on the loop), "moved" or "cancelled"
+        self._loop = loop
+        self._awaitable = awaitable
+        self._owners = job_owners
+        self._future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._future.add_done_callback(done)
+        self._handle: Any = None  # the loop's task, or the worker's FreshLoop
+
+    def _forget(self) -> None:
+        with _LOOPS_LOCK:
+            queued = _QUEUED.get(self._loop)
+            if queued is not None:
+                queued.discard(self)
+                if not queued:
+                    del _QUEUED[self._loop]
+
+    def start(self) -> None:
+        """On the loop's thread: runs the coroutine there, unless it moved or was cancelled."""
+        self._forget()
+        with self._lock:
+            if self._state != "queued":
+                return
+            self._state = "started"
+            task = self._handle = self._loop.create_task(_await(self._awaitable, self._owners))
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: "asyncio.Task[Any]") -> None:
+        if task.cancelled():
+            self._future.cancel()
+        elif task.exception() is not None:
+            self._future.set_exception(task.exception())
+        else:
+            self._future.set_result(task.result())
+
+    def move(self) -> None:
+        """Runs the coroutine with `asyncio.run` on a worker, unless the loop started it."""
+        with self._lock:
+            if self._state != "queued":
+                return
+            self._state = "moved"
+            runner = self._handle = FreshLoop()
+        POOL.spawn(runner.run, (self._awaitable,), self._moved_done, self._owners)
+
+    def _moved_done(self, ok: bool, value: Any) -> None:
+        if ok:
+            self._future.set_result(value)
+        elif isinstance(value, asyncio.CancelledError):
+            self._future.cancel()
+        else:
+            self._future.set_exception(value)
+
+    def cancel(self) -> None:
+        with self._lock:
+            state, handle = self._state, self._handle
+            if state == "queued":
+                self._state = "cancelled"
+        if state == "queued":
+            self._forget()
+            close = getattr(self._awaitable, "close", None)
+            if callable(close):
+                close()  # never started: no "never awaited" warning
+            self._future.cancel()
+        elif state == "started":
+            try:
+                self._loop.call_soon_threadsafe(handle.cancel)
+            except RuntimeError:  # the loop closed meanwhile
+                pass
+        elif state == "moved":
+            handle.cancel()
+
+
 def submit(
     awaitable: Awaitable[Any],
     loop: asyncio.AbstractEventLoop,
     done: Callable[["concurrent.futures.Future[Any]"], object],
     job_owners: frozenset[int],
-) -> "concurrent.futures.Future[Any]":
+) -> LoopCall:
     """Schedules `awaitable` on `loop` (another thread's running loop); `done(future)` is
-    called with the concurrent.futures.Future when it finishes. Returns that future."""
-    future = asyncio.run_coroutine_threadsafe(_await(awaitable, job_owners), loop)
-    future.add_done_callback(done)
-    return future
+    called with a concurrent.futures.Future when it finishes. Returns the `LoopCall`."""
+    call = LoopCall(awaitable, loop, done, job_owners)
+    with _LOOPS_LOCK:
+        blocked = loop in _BLOCKED
+        if not blocked:
+            _QUEUED.setdefault(loop, set()).add(call)
+    if blocked:
+        call.move()
+        return call
+    try:
+        loop.call_soon_threadsafe(call.start)
+    except BaseException:
+        call._forget()
+        raise
+    return call
 
 
 class FreshLoop:

@@ -11,6 +11,7 @@ import _thread
 import asyncio
 import gc
 import inspect
+import json
 import threading
 from typing import Any, Dict, Iterator, List
 
@@ -287,3 +288,53 @@ def test_async_subscribers_and_tools_run_on_the_awaiting_loop() -> None:
         assert seen[0] == "agent_start" and seen[-1] == "agent_end"
 
     asyncio.run(main())
+
+
+# A run started inside a coroutine, then waited for with a blocking call on the loop's thread.
+BLOCKED_LOOP = """
+import asyncio, json
+import pi_agent
+
+async def main() -> None:
+    caller = asyncio.get_running_loop()
+    loops = []
+    with pi_agent.FauxProvider() as faux:
+        faux.set_responses([[pi_agent.faux_tool_call("probe", {}, id="c1")], "done"] * 2)
+
+        @pi_agent.tool
+        async def probe() -> str:
+            \"\"\"Probes.\"\"\"
+            await asyncio.sleep(0)
+            loops.append(asyncio.get_running_loop() is caller)
+            return "ok"
+
+        agent = pi_agent.Agent(faux.model, tools=[probe])
+
+        async def subscriber(event) -> None:
+            await asyncio.sleep(0)
+            loops.append(asyncio.get_running_loop() is caller)
+
+        agent.subscribe(subscriber)
+        types = [event["type"] for event in agent.run("iterated with for")]
+        messages = agent.run("waited with result_sync").result_sync()
+    print(json.dumps([types[-1], [m["role"] for m in messages], len(loops), any(loops)]))
+
+asyncio.run(main())
+"""
+
+
+def test_a_blocking_wait_on_the_loops_thread_moves_async_callbacks_off_it() -> None:
+    """`for event in agent.run(...)` (or `result_sync()`) inside a coroutine blocks the loop
+    that the run's `async def` tool and subscriber would run on: they run elsewhere instead of
+    waiting for it for ever."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED_LOOP],
+        capture_output=True, text=True, timeout=HANG_GUARD * 2,
+    )
+    assert done.returncode == 0, done.stderr
+    last, roles, calls, on_caller = json.loads(done.stdout)
+    assert last == "agent_end" and roles == ["user", "assistant", "toolResult", "assistant"]
+    assert calls >= 10 and not on_caller
