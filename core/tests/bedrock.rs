@@ -564,8 +564,16 @@ async fn truncated_streams_are_errors() {
     ]
     .concat();
     server.push(reply(&until_stop, json!({})));
-    // A connection dropped inside a frame.
-    server.push(reply(&body, json!({"drop_after_bytes": body.len() - 30})));
+    // A connection dropped inside a frame before messageStop (after it, the answer is
+    // complete: see `a_complete_answer_is_not_held_or_lost_by_what_follows_message_stop`).
+    let stop_at = body.len()
+        - frame(
+            "metadata",
+            json!({"usage": {"inputTokens": 10, "outputTokens": 2, "totalTokens": 12}}),
+        )
+        .len()
+        - frame("messageStop", json!({"stopReason": "end_turn"})).len();
+    server.push(reply(&body, json!({"drop_after_bytes": stop_at - 10})));
     let (_, clean) = collect(&keys(), &model, &hi(), &StreamOptions::default()).await;
     assert_eq!(clean.stop_reason, StopReason::Error);
     assert_eq!(
@@ -816,4 +824,56 @@ async fn stream_sends_what_the_bedrock_keys_say() {
         authorization.contains("/ap-southeast-2/bedrock/aws4_request"),
         "{authorization}"
     );
+}
+
+#[tokio::test]
+async fn a_complete_answer_is_not_held_or_lost_by_what_follows_message_stop() {
+    // `metadata` is the stream's last frame, and `messageStop` completes the answer: a stall
+    // after either, or a cut before `metadata`, leaves a complete answer (pi's SDK reads to
+    // the body's end; a stall there held the answer for the idle timeout, then failed it).
+    let whole = text_reply("hi");
+    let until_stop = [
+        frame("messageStart", json!({"role": "assistant"})),
+        frame(
+            "contentBlockDelta",
+            json!({"contentBlockIndex": 0, "delta": {"text": "hi"}}),
+        ),
+        frame("messageStop", json!({"stopReason": "end_turn"})),
+    ]
+    .concat();
+    let cases = [
+        (
+            "stall after metadata",
+            whole.clone(),
+            json!({"stall_after_bytes": whole.len(), "stall_ms": 60_000}),
+            2,
+        ),
+        (
+            "stall after messageStop",
+            until_stop.clone(),
+            json!({"stall_after_bytes": until_stop.len(), "stall_ms": 60_000}),
+            0,
+        ),
+        (
+            "cut after messageStop",
+            [until_stop.clone(), whole.clone()].concat(),
+            json!({"drop_after_bytes": until_stop.len()}),
+            0,
+        ),
+    ];
+    for (name, body, fault, output) in cases {
+        let server = MockServer::start().await.unwrap();
+        let model = catalog_model("amazon.nova-lite-v1:0", &server);
+        server.push(reply(&body, fault));
+        let options = StreamOptions {
+            // Longer than the wait for what follows `messageStop`: a stall that held the answer
+            // fails it.
+            idle_timeout_ms: Some(30_000),
+            ..StreamOptions::default()
+        };
+        let (_, message) = collect(&keys(), &model, &hi(), &options).await;
+        assert_eq!(message.stop_reason, StopReason::Stop, "{name}: {message:?}");
+        assert_eq!(message.text(), "hi", "{name}");
+        assert_eq!(message.usage.output, output, "{name}");
+    }
 }

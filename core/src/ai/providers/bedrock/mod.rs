@@ -261,10 +261,26 @@ pub(crate) async fn read_stream(
     frames: &mut http::BodyFrames<EventStreamDecoder>,
 ) -> Result<(), ProviderError> {
     let mut state = EventState::default();
-    while let Some(frame) = frames.next().await? {
+    loop {
+        let frame = match frames.next().await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            // `messageStop` makes the answer complete: a stall or a cut before the `metadata`
+            // frame (the usage) or the body's end takes nothing from it.
+            Err(_) if state.stopped => break,
+            Err(error) => return Err(error),
+        };
+        let stopped_before = state.stopped;
         state.handle(frame, writer, model).await?;
         if writer.is_closed() {
             return Ok(());
+        }
+        if state.stopped && state.metadata {
+            // The last frame: the answer is whole without waiting for the body's end.
+            break;
+        }
+        if state.stopped && !stopped_before {
+            frames.expect_end();
         }
     }
     if !state.stopped {

@@ -114,6 +114,8 @@ pub(super) struct EventState {
     open: BTreeMap<u64, OpenBlock>,
     /// `messageStop` arrived.
     pub(super) stopped: bool,
+    /// `metadata` (the usage) arrived: after `messageStop`, the stream's last frame.
+    pub(super) metadata: bool,
 }
 
 /// A lone surrogate escape reads as U+FFFD (issue 17), as on every API.
@@ -214,7 +216,10 @@ impl EventState {
                     close(block, writer).await;
                 }
             }
-            "metadata" => metadata(&event, writer, model),
+            "metadata" => {
+                self.metadata = true;
+                metadata(&event, writer, model);
+            }
             _ => {}
         }
         Ok(())
