@@ -384,6 +384,32 @@ async fn reasoning_summary_becomes_thinking_that_replays_the_exact_item() {
 }
 
 #[tokio::test]
+async fn a_call_id_that_comes_only_with_the_finished_item_makes_the_id() {
+    let server = MockServer::start().await.unwrap();
+    let mut pieces = vec![created("resp_l")];
+    let mut call = function_call_item(0, "fc_1", "call_9", r#"{"expression":"6*7"}"#);
+    // `output_item.added` without its `call_id`.
+    call[0] = call[0].replace(r#""call_id":"call_9","#, "");
+    assert!(!call[0].contains("call_9"), "{}", call[0]);
+    pieces.extend(call);
+    pieces.push(completed("resp_l", usage(30, 0, 20)));
+    server.push(json!({"sse": pieces}));
+    let (events, message) = collect(
+        &model_for(&server),
+        &context("compute"),
+        &StreamOptions::default(),
+    )
+    .await;
+    let ids: Vec<&str> = message.tool_calls().map(|call| call.id.as_str()).collect();
+    assert_eq!(ids, ["call_9|fc_1"]);
+    let ended = events.iter().find_map(|event| match event {
+        AssistantMessageEvent::ToolCallEnd { tool_call, .. } => Some(tool_call.id.clone()),
+        _ => None,
+    });
+    assert_eq!(ended.as_deref(), Some("call_9|fc_1"));
+}
+
+#[tokio::test]
 async fn function_calls_stream_by_item_and_replay_with_their_results() {
     let server = MockServer::start().await.unwrap();
     let mut pieces = vec![created("resp_t")];

@@ -91,7 +91,7 @@ pub fn is_context_overflow(message: &AssistantMessage, context_window: Option<u6
     {
         return true;
     }
-    let input = message.usage.input + message.usage.cache_read;
+    let input = message.usage.input.saturating_add(message.usage.cache_read);
     match context_window.filter(|window| *window > 0) {
         Some(window) if message.stop_reason == StopReason::Stop => input > window,
         Some(window) if message.stop_reason == StopReason::Length && message.usage.output == 0 => {

@@ -225,6 +225,17 @@ pub struct Usage {
     pub cost: UsageCost,
 }
 
+impl Usage {
+    /// `input + output + cache_read + cache_write`, saturating: the counts are the server's,
+    /// and a hostile one may send `u64::MAX`.
+    pub(crate) fn sum_of_counts(&self) -> u64 {
+        self.input
+            .saturating_add(self.output)
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+    }
+}
+
 #[cfg(test)]
 impl Usage {
     /// `[input, output, cache_read, cache_write]`, for tests that check them together.

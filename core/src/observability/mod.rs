@@ -113,7 +113,10 @@ pub(crate) fn record_response(span: &Span, message: &AssistantMessage) {
     let usage = &message.usage;
     span.record(
         "gen_ai.usage.input_tokens",
-        usage.input + usage.cache_read + usage.cache_write,
+        usage
+            .input
+            .saturating_add(usage.cache_read)
+            .saturating_add(usage.cache_write),
     );
     span.record("gen_ai.usage.output_tokens", usage.output);
     if message.stop_reason.is_failure() {

@@ -438,7 +438,7 @@ impl State {
             let message = writer.message_mut();
             message.usage.input = number("prompt_tokens");
             message.usage.output = number("completion_tokens");
-            message.usage.total_tokens = message.usage.input + message.usage.output;
+            message.usage.total_tokens = message.usage.sum_of_counts();
             model.calculate_cost(&mut message.usage);
         }
         let Some(choice) = chunk.pointer("/choices/0") else {

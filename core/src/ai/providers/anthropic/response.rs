@@ -164,7 +164,7 @@ fn number(value: &Value, key: &str) -> Option<u64> {
 }
 
 fn refresh_totals(usage: &mut Usage, model: &Model) {
-    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+    usage.total_tokens = usage.sum_of_counts();
     model.calculate_cost(usage);
 }
 

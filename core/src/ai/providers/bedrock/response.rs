@@ -342,7 +342,7 @@ fn metadata(event: &Value, writer: &mut StreamWriter, model: &Model) {
     out.cache_write = count("cacheWriteInputTokens");
     // Bedrock's total (input + output + cache) when given, else pi's fallback.
     out.total_tokens = match count("totalTokens") {
-        0 => out.input + out.output,
+        0 => out.input.saturating_add(out.output),
         total => total,
     };
     model.calculate_cost(out);

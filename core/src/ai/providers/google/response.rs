@@ -64,12 +64,12 @@ pub(crate) fn parse_usage(metadata: &Value, model: &Model) -> Usage {
     let cached = count("cachedContentTokenCount");
     let mut usage = Usage {
         input: count("promptTokenCount").saturating_sub(cached),
-        output: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+        output: count("candidatesTokenCount").saturating_add(count("thoughtsTokenCount")),
         cache_read: cached,
         cache_write: 0,
         ..Usage::default()
     };
-    usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
+    usage.total_tokens = usage.sum_of_counts();
     model.calculate_cost(&mut usage);
     usage
 }

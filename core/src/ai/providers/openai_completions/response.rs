@@ -105,7 +105,7 @@ pub(crate) fn parse_usage(usage: &Value, model: &Model) -> Usage {
         cache_write,
         ..Usage::default()
     };
-    out.total_tokens = out.input + out.output + out.cache_read + out.cache_write;
+    out.total_tokens = out.sum_of_counts();
     model.calculate_cost(&mut out);
     out
 }
@@ -437,6 +437,16 @@ mod tests {
         );
         assert_eq!(usage.token_counts(), [40, 20, 50, 10]);
         assert_eq!(usage.total_tokens, 120);
+    }
+
+    #[test]
+    fn hostile_counts_saturate_instead_of_overflowing() {
+        let model = Model::new("openai-completions", "openrouter", "m", "");
+        let usage = parse_usage(
+            &json!({"prompt_tokens": 1, "completion_tokens": u64::MAX}),
+            &model,
+        );
+        assert_eq!(usage.total_tokens, u64::MAX);
     }
 
     #[test]

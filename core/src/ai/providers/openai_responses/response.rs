@@ -101,7 +101,7 @@ pub(crate) fn parse_usage(usage: &Value, model: &Model) -> Usage {
         cache_write: written,
         ..Usage::default()
     };
-    out.total_tokens = out.input + out.output + out.cache_read + out.cache_write;
+    out.total_tokens = out.sum_of_counts();
     model.calculate_cost(&mut out);
     out
 }
@@ -588,7 +588,9 @@ impl ResponseState {
                         {
                             call.name = name.to_owned();
                         }
-                        if call.id.is_empty()
+                        // Without a `call_id` when it was added, the call's id is empty or
+                        // lacks its first part (`|<item id>`): the finished item completes it.
+                        if (call.id.is_empty() || call.id.starts_with('|'))
                             && let Some(call_id) = item.get("call_id").and_then(Value::as_str)
                         {
                             call.id = match item.get("id").and_then(Value::as_str) {
