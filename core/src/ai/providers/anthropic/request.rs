@@ -385,14 +385,17 @@ fn convert_assistant(message: &AssistantMessage, oauth: bool) -> Option<Value> {
                     }));
                     continue;
                 }
-                if thinking.thinking.trim().is_empty() {
-                    continue;
-                }
-                match thinking
+                let signature = thinking
                     .thinking_signature
                     .as_deref()
-                    .filter(|signature| !signature.trim().is_empty())
-                {
+                    .filter(|signature| !signature.trim().is_empty());
+                // Empty thinking goes only when it is signed: with `thinking_display: "omitted"`
+                // Claude signs blocks without text, and a tool-use turn replayed without them
+                // is refused (pi drops them).
+                if thinking.thinking.trim().is_empty() && signature.is_none() {
+                    continue;
+                }
+                match signature {
                     // Replayed exactly as received: the signature covers the text.
                     Some(signature) => blocks.push(json!({
                         "type": "thinking",
@@ -425,19 +428,17 @@ fn convert_assistant(message: &AssistantMessage, oauth: bool) -> Option<Value> {
 
 fn convert_tool_result(result: &ToolResultMessage) -> Value {
     let content = if has_images(&result.content) {
+        // Blank text blocks are left out: the API refuses them (pi sends them).
         let mut blocks: Vec<Value> = result
             .content
             .iter()
-            .map(|block| match block {
-                UserContent::Text(text) => json!({"type": "text", "text": text.text}),
-                UserContent::Image(image) => image_block(&image.data, &image.mime_type),
+            .filter_map(|block| match block {
+                UserContent::Text(text) if text.text.trim().is_empty() => None,
+                UserContent::Text(text) => Some(json!({"type": "text", "text": text.text})),
+                UserContent::Image(image) => Some(image_block(&image.data, &image.mime_type)),
             })
             .collect();
-        if !result
-            .content
-            .iter()
-            .any(|block| matches!(block, UserContent::Text(_)))
-        {
+        if !blocks.iter().any(|block| block["type"] == "text") {
             blocks.insert(0, json!({"type": "text", "text": TOOL_IMAGE_PLACEHOLDER}));
         }
         Value::Array(blocks)
@@ -477,6 +478,38 @@ mod tests {
     }
 
     #[test]
+    fn signed_thinking_without_text_is_replayed_unsigned_empty_is_not() {
+        let thinking = |text: &str, signature: Option<&str>| {
+            AssistantContent::Thinking(crate::ai::types::ThinkingContent {
+                thinking: text.into(),
+                thinking_signature: signature.map(str::to_owned),
+                redacted: None,
+            })
+        };
+        let message = AssistantMessage {
+            content: vec![
+                thinking("", Some("sig")),
+                thinking(" ", None),
+                AssistantContent::ToolCall(crate::ai::types::ToolCall {
+                    id: "t1".into(),
+                    name: "calc".into(),
+                    arguments: serde_json::json!({}),
+                    thought_signature: None,
+                }),
+            ],
+            ..AssistantMessage::default()
+        };
+        let value = convert_assistant(&message, false).unwrap();
+        let blocks = value["content"].as_array().unwrap();
+        assert_eq!(blocks.len(), 2, "{value}");
+        assert_eq!(
+            blocks[0],
+            serde_json::json!({"type": "thinking", "thinking": "", "signature": "sig"})
+        );
+        assert_eq!(blocks[1]["type"], "tool_use");
+    }
+
+    #[test]
     fn tool_result_images_keep_a_text_block() {
         let result = ToolResultMessage {
             tool_call_id: "t".into(),
@@ -490,5 +523,9 @@ mod tests {
         let value = convert_tool_result(&result);
         assert_eq!(value["content"][0]["text"], TOOL_IMAGE_PLACEHOLDER);
         assert_eq!(value["content"][1]["source"]["media_type"], "image/png");
+        // A blank text block is not a text block.
+        let mut blank = result.clone();
+        blank.content.insert(0, UserContent::text(" "));
+        assert_eq!(convert_tool_result(&blank), value);
     }
 }

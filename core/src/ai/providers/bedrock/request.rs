@@ -293,13 +293,14 @@ fn convert_assistant(message: &AssistantMessage, signatures: bool) -> Option<Val
                 "input": call.arguments,
             }})),
             AssistantContent::Thinking(thinking) => {
-                if thinking.thinking.trim().is_empty() {
-                    continue;
-                }
                 let signature = thinking
                     .thinking_signature
                     .as_deref()
                     .filter(|signature| !signature.trim().is_empty());
+                // Empty thinking goes only when Claude signed it (see the Anthropic mapping).
+                if thinking.thinking.trim().is_empty() && !(signatures && signature.is_some()) {
+                    continue;
+                }
                 blocks.push(match (signatures, signature) {
                     // Only Claude takes signatures; others reject the field.
                     (false, _) => json!({"reasoningContent": {"reasoningText": {
@@ -497,6 +498,28 @@ mod tests {
         );
         assert_eq!(tool_config(Some(&tools), Some(&ToolChoice::None)), None);
         assert_eq!(tool_config(Some(&[]), None), None);
+    }
+
+    #[test]
+    fn signed_thinking_without_text_goes_to_claude_only() {
+        let message = AssistantMessage {
+            content: vec![
+                AssistantContent::Thinking(ThinkingContent {
+                    thinking: "".into(),
+                    thinking_signature: Some("sig".into()),
+                    redacted: None,
+                }),
+                AssistantContent::Text(TextContent::new("ok")),
+            ],
+            ..AssistantMessage::default()
+        };
+        let claude = convert_assistant(&message, true).unwrap();
+        assert_eq!(
+            claude["content"][0],
+            json!({"reasoningContent": {"reasoningText": {"text": "", "signature": "sig"}}})
+        );
+        let other = convert_assistant(&message, false).unwrap();
+        assert_eq!(other["content"], json!([{"text": "ok"}]));
     }
 
     #[test]

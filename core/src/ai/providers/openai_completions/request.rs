@@ -401,7 +401,10 @@ fn convert_assistant<'a>(
             reasoning = Some((*field, reasoning_texts.join("\n")));
         }
     }
-    if content.is_empty() && tool_calls.is_empty() && thinking.is_empty() {
+    // As pi: a turn with neither content nor tool calls is left out, reasoning or not (some
+    // servers refuse an assistant message without either; a turn cut off while thinking is
+    // one).
+    if content.is_empty() && tool_calls.is_empty() {
         return None;
     }
     let empty_reasoning_content = model.reasoning
@@ -528,6 +531,54 @@ mod tests {
                     "parameters": {"type": "object"}, "strict": false}}]
             })
         );
+    }
+
+    #[test]
+    fn a_turn_with_only_reasoning_is_left_out_as_pi_does() {
+        let model = Model::new(
+            "openai-completions",
+            "openai",
+            "gpt-x",
+            "https://api.openai.com/v1",
+        );
+        let compat = Compat::for_model(&model);
+        let user = |text: &str| {
+            Message::User(UserMessage {
+                content: UserMessageContent::Text(text.into()),
+                timestamp: 0,
+            })
+        };
+        let context = Context {
+            system_prompt: None,
+            messages: vec![
+                user("hi"),
+                // Cut off by the length limit while thinking.
+                Message::Assistant(AssistantMessage {
+                    content: vec![AssistantContent::Thinking(
+                        crate::ai::types::ThinkingContent {
+                            thinking: "hmm".into(),
+                            thinking_signature: Some("reasoning_content".into()),
+                            ..Default::default()
+                        },
+                    )],
+                    api: "openai-completions".into(),
+                    provider: "openai".into(),
+                    model: "gpt-x".into(),
+                    stop_reason: StopReason::Length,
+                    ..AssistantMessage::default()
+                }),
+                user("continue"),
+            ],
+            tools: None,
+        };
+        let body = body_json(&model, &context, &StreamOptions::default(), &compat);
+        let roles: Vec<&str> = body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|message| message["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "user"], "{body}");
     }
 
     fn simple_context(with_tool: bool) -> Context {
