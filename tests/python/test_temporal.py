@@ -178,6 +178,12 @@ def test_the_store_slims_expands_versions_and_numbers_events_once(tmp_path: path
     event = {"type": "tool_execution_start", "toolCallId": "c", "args": {"a": "y" * 500}}
     slim_args = store.slim_json(event["args"])
     assert slim_args != event["args"] and other.expand_value({**event, "args": slim_args}) == event
+    # A tool result outside a message (as `tool_execution_end` carries it).
+    ended = {"type": "tool_execution_end", "toolCallId": "c", "toolName": "t", "isError": False,
+             "result": {"content": [{"type": "text", "text": "z" * 1000}], "details": None}}
+    slim_result = store.slim({"role": "toolResult", "content": ended["result"]["content"]})["content"]
+    assert slim_result != ended["result"]["content"]
+    assert other.expand_value({**ended, "result": {**ended["result"], "content": slim_result}}) == ended
 
 
 def test_workers_opening_a_new_store_at_once_all_open_it(tmp_path: pathlib.Path) -> None:
@@ -354,6 +360,84 @@ def test_continue_as_new_keeps_the_transcript(dev_server: DevServer, mock_server
             await save_history(first_run, "continue_as_new_first_run")
 
     run(scenario())
+
+
+def test_messages_of_the_first_workflow_task_find_the_sessions_state(
+    dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path
+) -> None:
+    """Signals sent before any worker runs arrive with the start, in one workflow task, and
+    are handled before ``run`` begins: they must find the session's state, not be overwritten
+    by it."""
+    local = InProcess(tmp_path)
+
+    async def scenario() -> None:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        mock_server.push({"text": "first"})
+        handle = await client.start_workflow(
+            Session.run, session_input(mock_server, close_when_idle=False, thinking_level="high"),
+            id=new_id("early"), task_queue=queue,
+        )
+        await handle.signal(Session.set_thinking_level, "low")
+        await handle.signal(Session.steer, "S")
+        async with local.worker(client, queue):
+            reply = await handle.execute_update(Session.prompt, "P")
+            assert [text_of(m) for m in reply["newMessages"]] == ["P", "S", "first"]
+            assert (await handle.query(Session.status))["thinkingLevel"] == "low"
+            await handle.signal(Session.close)
+            await handle.result()
+
+    run(scenario())
+
+
+def test_a_close_before_continue_as_new_mid_run_still_ends_the_session(
+    dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path
+) -> None:
+    local = InProcess(tmp_path)
+
+    async def scenario() -> SessionResult:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        mock_server.push(
+            tool_call("multiply", {"a": 6, "b": 7}, id="m1"), tool_call("multiply", {"a": 1, "b": 2}, id="m2"),
+            {"text": "done"},
+        )
+        handle = await client.start_workflow(
+            Session.run,
+            session_input(mock_server, prompts=["go"], close_when_idle=False, continue_as_new_after=10),
+            id=new_id("close-can"), task_queue=queue,
+        )
+        await handle.signal(Session.close)  # before the run: the queued prompt runs first
+        async with local.worker(client, queue):
+            return await client.get_workflow_handle_for(Session.run, handle.id).result()
+
+    result = run(scenario())
+    assert [m["role"] for m in result.messages][-1] == "assistant" and text_of(result.messages[-1]) == "done"
+    assert result.runs == 1 and result.generation >= 1  # carried across continue-as-new mid-run
+
+
+def test_a_call_to_a_worker_tool_the_session_does_not_have_is_not_run(
+    dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path
+) -> None:
+    local = InProcess(tmp_path)
+    mock_server.push(tool_call("big", {"mib": 1, "fill": "a"}), {"text": "ok"})
+
+    async def scenario() -> SessionResult:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue):
+            session = await start_session(
+                client, session_input(mock_server, prompts=["go"], tools=["multiply"]),
+                id=new_id("tools"), task_queue=queue, store=local.store_path,
+            )
+            return await session.result()
+
+    result = run(scenario())
+    assert_valid_transcript(result.messages)
+    results = [m for m in result.messages if m["role"] == "toolResult"]
+    assert [text_of(m) for m in results] == ["Tool big not found"] and results[0]["isError"]
+    assert not [line for line in local.lines if line.get("tool") == "big"]
+    assert [tool["function"]["name"] for tool in chat_requests(mock_server)[0]["body"]["tools"]] == ["multiply"]
 
 
 # -- hooks, secrets, aborts, big transcripts, events ----------------------------------------------

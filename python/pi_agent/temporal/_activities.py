@@ -322,7 +322,11 @@ class SessionActivities:
         session = str(request["session"])
         store = self.store
         action = await asyncio.to_thread(store.expand_value, request["action"])
-        tools = [tool.tool for tool in self.tools.values()]
+        # Only the session's tools (a request from an older workflow names none: all of them).
+        allowed = request.get("tools")
+        tools = [
+            tool.tool for name, tool in self.tools.items() if allowed is None or name in allowed
+        ]
         signal = pi_agent.Signal()
         timeout = request.get("toolTimeoutMs")
         loop = asyncio.get_running_loop()

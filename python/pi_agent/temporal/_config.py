@@ -108,6 +108,8 @@ class Carried:
     thinking_level: Optional[str] = None
     base_version: Optional[str] = None
     stored: int = 0
+    #: ``close`` came before: the session ends once idle.
+    closing: bool = False
     run: Optional["CarriedRun"] = None
 
 

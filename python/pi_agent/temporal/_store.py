@@ -190,7 +190,8 @@ class SessionStore:
                 return json.loads(self._expand_text(value[_ARGS_KEY]))
             if "role" in value and "content" in value:
                 return self.expand(value)
-            if value.get("type") == "toolCall":
+            if value.get("type") in ("text", "thinking", "image", "toolCall"):
+                # A content block outside a message: a tool result's in `tool_execution_end`.
                 return self._expand_block(value)
             return {key: self.expand_value(item) for key, item in value.items()}
         return value

@@ -83,28 +83,36 @@ def _failure_text(error: BaseException) -> str:
 class Session:
     """One agent session (see the module docstring)."""
 
-    def __init__(self) -> None:
-        self._input: Optional[SessionInput] = None
-        self._transcript: List[Dict[str, Any]] = []
+    @workflow.init
+    def __init__(self, config: SessionInput) -> None:
+        # The state comes from the input here, not in `run`: the signals and updates of the
+        # first workflow task (a prompt sent with the start, one sent across continue-as-new)
+        # are handled before `run` begins, and must find it (their queue order, their run
+        # numbers) rather than have `run` overwrite it.
+        carried = config.carried or Carried()
+        self._input = config
+        self._transcript: List[Dict[str, Any]] = list(config.messages)
         self._prompts: Deque[Dict[str, Any]] = deque()
-        self._steering: Deque[Dict[str, Any]] = deque()
-        self._follow_ups: Deque[Dict[str, Any]] = deque()
+        self._steering: Deque[Dict[str, Any]] = deque(carried.steering)
+        self._follow_ups: Deque[Dict[str, Any]] = deque(carried.follow_ups)
         self._stepper: Optional[pi_agent.AgentStepper] = None
         self._action = "idle"
         self._running: List[asyncio.Task[Any]] = []
         self._aborted = False
-        self._closing = False
-        self._runs = 0
-        self._generation = 0
+        self._closing = carried.closing
+        self._runs = carried.runs
+        self._generation = carried.generation
         self._finished_runs: Dict[int, Dict[str, Any]] = {}
         self._last_error: Optional[str] = None
-        self._specs: Optional[List[ToolSpec]] = None
-        self._hooks: List[str] = []
-        self._thinking: Optional[str] = None
-        self._base: Optional[str] = None  # the stored transcript version ...
-        self._stored = 0  # ... holds this many of the stepper's messages
+        self._specs: Optional[List[ToolSpec]] = carried.tool_specs or None
+        self._hooks: List[str] = list(carried.hooks)
+        self._thinking: Optional[str] = carried.thinking_level if config.carried else config.thinking_level
+        self._base: Optional[str] = carried.base_version  # the stored transcript version ...
+        self._stored = carried.stored  # ... holds this many of the stepper's messages
         self._versions = 0
         self._published = 0
+        for prompt in config.prompts:
+            self._prompts.append(self._user_message(prompt))
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -194,20 +202,7 @@ class Session:
     @workflow.run
     async def run(self, config: SessionInput) -> SessionResult:
         """Runs the session until it is closed (or idle, with ``close_when_idle``)."""
-        self._input = config
-        self._transcript = list(config.messages)
         carried = config.carried or Carried()
-        self._steering.extend(carried.steering)
-        self._follow_ups.extend(carried.follow_ups)
-        self._runs = carried.runs
-        self._generation = carried.generation
-        self._specs = carried.tool_specs or None
-        self._hooks = list(carried.hooks)
-        self._thinking = carried.thinking_level if config.carried else config.thinking_level
-        self._base = carried.base_version
-        self._stored = carried.stored
-        for prompt in config.prompts:
-            self._prompts.append(self._user_message(prompt))
         if carried.run is not None:
             await self._run(None, carried.run.number, carried.run)
         while True:
@@ -246,6 +241,7 @@ class Session:
                         thinking_level=self._thinking,
                         base_version=self._base,
                         stored=self._stored,
+                        closing=self._closing,
                         run=run,
                     ),
                 }
@@ -436,6 +432,9 @@ class Session:
             "session": workflow.info().workflow_id,
             "action": {**action, "toolCalls": [call], "mode": "sequential"},
             "toolTimeoutMs": self._input.tool_timeout_ms,
+            # The session's tools: a call to another of the worker's is "not found", as in an
+            # agent without that tool.
+            "tools": [] if self._specs is None else [spec.definition["name"] for spec in self._specs],
         }
         try:
             outcome: Dict[str, Any] = await self._cancellable(
