@@ -440,6 +440,43 @@ def test_a_call_to_a_worker_tool_the_session_does_not_have_is_not_run(
     assert [tool["function"]["name"] for tool in chat_requests(mock_server)[0]["body"]["tools"]] == ["multiply"]
 
 
+def test_a_tool_cut_short_by_its_worker_shutting_down_runs_again_on_another(
+    dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path
+) -> None:
+    """A worker leaving (a rolling restart) cancels its running steps: that is not the user's
+    abort, so the tool call is retried on another worker instead of recorded as aborted."""
+    local = InProcess(tmp_path)
+    key = new_id("shutdown")
+    mock_server.push(tool_call("hang", {"key": key}), {"text": "ok"})
+
+    async def scenario() -> SessionResult:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        # One client registers one worker per queue: the second worker has its own.
+        other = await Client.connect(dev_server.address)
+        first, second = local.worker(client, queue), local.worker(other, queue)
+        await first.__aenter__()
+        try:
+            session = await start_session(
+                client, session_input(mock_server, prompts=["go"]), id=new_id("restart"),
+                task_queue=queue, store=local.store_path,
+            )
+            await wait_until(lambda: asyncio.sleep(0, any(l.get("key") == key for l in local.lines)))
+            await second.__aenter__()
+        finally:
+            await first.__aexit__(None, None, None)
+        try:
+            return await session.result()
+        finally:
+            await second.__aexit__(None, None, None)
+
+    result = run(scenario())
+    assert_valid_transcript(result.messages)
+    results = [m for m in result.messages if m["role"] == "toolResult"]
+    assert [text_of(m) for m in results] == [f"done {key}"] and not results[0]["isError"]
+    assert text_of(result.messages[-1]) == "ok"
+
+
 # -- hooks, secrets, aborts, big transcripts, events ----------------------------------------------
 
 SECRET = "sk-test-do-not-store-4b1d"

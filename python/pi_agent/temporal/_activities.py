@@ -109,6 +109,17 @@ async def _heartbeat_forever() -> None:
         await asyncio.sleep(HEARTBEAT_INTERVAL)
 
 
+def _cancelled_by_the_workflow() -> bool:
+    """Whether the running activity's cancellation is the workflow's request (an abort). A step
+    cut short by its worker shutting down, or by the activity being paused or reset, is not
+    one: it must fail, so that the step is retried (on another worker) instead of recorded as
+    aborted."""
+    details = activity.cancellation_details() if hasattr(activity, "cancellation_details") else None
+    if details is not None:
+        return details.cancel_requested and not (details.worker_shutdown or details.paused or details.reset)
+    return not activity.is_worker_shutdown()  # temporalio before 1.12 gives no details
+
+
 def _takes_signal(function: Callable[..., Any]) -> bool:
     try:
         parameters = list(inspect.signature(function).parameters.values())
@@ -299,6 +310,8 @@ class SessionActivities:
                     # An abort: stop the request, keep what was streamed.
                     signal.abort()
                     message = dict(await asyncio.shield(events.result()))
+                    if not _cancelled_by_the_workflow():
+                        raise
         finally:
             heartbeat.cancel()
             stop.set()
@@ -348,6 +361,8 @@ class SessionActivities:
             except asyncio.CancelledError:
                 signal.abort()
                 result = await running
+                if not _cancelled_by_the_workflow():
+                    raise  # the attempt fails: the tool runs again (or fails, if not retryable)
         finally:
             heartbeat.cancel()
         events = await asyncio.to_thread(lambda: [self._slim_tool_event(event) for event in result["events"]])
