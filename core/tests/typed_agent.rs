@@ -160,3 +160,55 @@ async fn settings_read_the_schema_and_retries_from_json() {
     let value: Value = serde_json::to_value(&settings).unwrap();
     assert_eq!(value["outputSchema"]["name"], "w");
 }
+
+#[tokio::test]
+async fn an_answer_from_the_agents_own_stream_function_is_validated_and_re_asked() {
+    // A stream function of the agent's own (a proxy, a binding's) does not go through
+    // `ai::stream`: the agent checks the answer itself.
+    let answers = Arc::new(std::sync::Mutex::new(vec![
+        r#"{"city": "Paris", "celsius": 21.5}"#,
+        r#"{"city": 5}"#,
+    ]));
+    let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (counted, script) = (Arc::clone(&calls), Arc::clone(&answers));
+    let agent = agent(&MockServer::start().await.unwrap(), Some(1));
+    agent.update_hooks(|hooks| {
+        hooks.stream_fn = Some(Arc::new(move |model, _context, _options| {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let text = script.lock().unwrap().pop().unwrap_or("still not it");
+            let (mut writer, stream) = pi_agent::ai::channel(model, None);
+            tokio::spawn(async move {
+                let index = writer.text_start().await;
+                writer.text_delta(index, text).await;
+                writer.text_end(index).await;
+                writer.done().await;
+            });
+            stream
+        }));
+    });
+    let outcome = agent.prompt("Weather?").await.unwrap();
+    // The first answer was rejected and re-asked; the second validated.
+    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(
+        outcome.output,
+        Some(json!({"city": "Paris", "celsius": 21.5}))
+    );
+    let rejected = outcome
+        .new_messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::Llm(Message::Assistant(message)) => Some(message),
+            _ => None,
+        })
+        .next()
+        .unwrap();
+    assert_eq!(rejected.error_kind, Some(ErrorKind::InvalidOutput));
+    // With the re-asks used up, the run ends in the invalid_output message.
+    answers.lock().unwrap().clear();
+    let outcome = agent.prompt("Again?").await.unwrap();
+    assert_eq!(outcome.output, None);
+    assert_eq!(
+        last_assistant(&outcome.new_messages).error_kind,
+        Some(ErrorKind::InvalidOutput)
+    );
+}

@@ -138,6 +138,29 @@ def test_an_agent_that_never_validates_raises(mock_server: MockServer) -> None:
     assert len(mock_server.requests()) == 3
 
 
+def test_an_agents_own_stream_function_is_held_to_the_output_type() -> None:
+    """A `stream_fn` does not go through `pi_agent.stream`: the agent validates its answer and
+    re-asks, as on the default path."""
+    answers = ['{"city": 5}', '{"city": "Oslo", "celsius": -3}']
+    seen: List[int] = []
+
+    def answer(model: pi_agent.Model, context: Dict[str, Any], options: Dict[str, Any]) -> Any:
+        seen.append(len(context["messages"]))
+        return {"role": "assistant", "content": [{"type": "text", "text": answers.pop(0)}],
+                "api": model.api, "provider": model.provider, "model": model.id,
+                "stopReason": "stop", "timestamp": 1,
+                "usage": {"input": 1, "output": 1, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 2,
+                          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}}
+
+    agent = pi_agent.Agent(pi_agent.Model("custom", api="custom-api"), stream_fn=answer, output_type=Weather)
+    assert agent.prompt_output_sync("Weather in Oslo?") == Weather(city="Oslo", celsius=-3)
+    assert seen == [1, 3]  # the re-ask carried the rejected answer and the report
+
+    answers[:] = ["no"] * 2
+    with pytest.raises(pi_agent.OutputValidationError, match="not JSON"):
+        agent.prompt_output_sync("Again?")
+
+
 @pytest.mark.parametrize(
     "api, base, pointer, expected",
     [

@@ -373,6 +373,7 @@ async fn call_model_inner<S: EventSink>(
             }
         }
     }
+    let custom_stream_fn = hooks.stream_fn.is_some();
     let stream_fn = hooks.stream_fn();
     let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         stream_fn(&config.model, &llm_context, &options)
@@ -436,12 +437,18 @@ async fn call_model_inner<S: EventSink>(
     }
     // The stream guarantees a terminal event; this only covers a custom stream type that
     // breaks that promise.
-    let message = final_message.unwrap_or_else(|| {
+    let mut message = final_message.unwrap_or_else(|| {
         let mut message = partial.snapshot();
         message.stop_reason = StopReason::Error;
         message.error_message = Some(crate::ai::event_stream::STREAM_ENDED_EARLY.to_owned());
         message.error_kind = Some(crate::ai::ErrorKind::Decode);
         message
     });
+    // The agent's own stream function (a proxy, a Python or C one) does not go through
+    // `ai::stream`, whose tracker validates the answer: the run's output schema is checked
+    // here, so that an invalid answer is re-asked as on the default path.
+    if custom_stream_fn && let Some(schema) = config.settings.output() {
+        crate::ai::structured::check_final_answer(schema, &mut message);
+    }
     (message, started)
 }

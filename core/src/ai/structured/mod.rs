@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(crate) use prepare::prepare;
-pub(crate) use tracker::OutputTracker;
+pub(crate) use tracker::{OutputTracker, check_final_answer};
 pub use typed::{StructuredAnswer, StructuredError, complete_structured_value, parse_output};
 #[cfg(feature = "schemars")]
 pub use typed::{complete_structured, output_schema_for};

@@ -288,3 +288,20 @@ impl OutputTracker {
         })
     }
 }
+
+/// Validates a final answer that no tracker saw (an agent's own stream function, which does
+/// not go through `ai::stream`): as a tracker's last step, a message that ended without tool
+/// calls and without failing becomes an `invalid_output` error when its text is not a value the
+/// schema accepts.
+pub(crate) fn check_final_answer(schema: &OutputSchema, message: &mut AssistantMessage) {
+    if message.stop_reason.is_failure() || message.tool_calls().next().is_some() {
+        return;
+    }
+    let tracker = OutputTracker::new(schema, false);
+    if let Err(report) = tracker.check(message) {
+        let report = report.to_string();
+        message.stop_reason = StopReason::Error;
+        message.error_message = Some(report);
+        message.error_kind = Some(ErrorKind::InvalidOutput);
+    }
+}
