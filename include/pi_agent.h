@@ -3352,7 +3352,8 @@ char *pi_str_dup(struct pi_str text);
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `VALIDATION_FAILED` (the answer
  * does not match the schema: the message is the validation report, the message's `errorKind`
- * is `invalid_output`), `REQUEST_FAILED` (the request failed: the message is its
+ * is `invalid_output`; or the model called tools instead of answering, which one call does not
+ * run), `REQUEST_FAILED` (the request failed: the message is its
  * `errorMessage`), `CALLED_FROM_CALLBACK`, `RUNTIME`.
  * Thread-safety: may be called from any thread; not from a callback (it blocks).
  */

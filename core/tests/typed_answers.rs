@@ -729,3 +729,23 @@ async fn a_large_answer_gets_geometrically_spaced_snapshots_and_a_last_one() {
     let end = events.iter().position(|e| e.kind() == "text_end").unwrap();
     assert_eq!(events[end - 1].kind(), "object_delta");
 }
+
+#[tokio::test]
+async fn an_answer_that_calls_tools_is_not_a_structured_answer() {
+    // Text that validates, next to a tool call: one call runs no tools, so there is no answer.
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"text": r#"{"city": 5}"#,
+                       "tool_calls": [{"id": "c1", "name": "lookup", "arguments": {}}]}));
+    let (model, options) = completions(&server);
+    let error = ai::complete_structured_value(&model, &context(true), &options, weather())
+        .await
+        .unwrap_err();
+    let ai::StructuredError::ToolCalls { message } = &error else {
+        panic!("{error:?}")
+    };
+    assert_eq!(message.tool_calls().count(), 1);
+    assert!(
+        error.to_string().contains("called tools (lookup)"),
+        "{error}"
+    );
+}

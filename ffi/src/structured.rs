@@ -34,7 +34,8 @@ fn output_schema(json: &str, name: &str) -> Result<OutputSchema, pi_error> {
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `VALIDATION_FAILED` (the answer
 /// does not match the schema: the message is the validation report, the message's `errorKind`
-/// is `invalid_output`), `REQUEST_FAILED` (the request failed: the message is its
+/// is `invalid_output`; or the model called tools instead of answering, which one call does not
+/// run), `REQUEST_FAILED` (the request failed: the message is its
 /// `errorMessage`), `CALLED_FROM_CALLBACK`, `RUNTIME`.
 /// Thread-safety: may be called from any thread; not from a callback (it blocks).
 #[unsafe(no_mangle)]
@@ -75,7 +76,8 @@ pub extern "C" fn pi_complete_structured_json(
                         (message, pi_error_kind::ValidationFailed)
                     }
                     StructuredError::Failed { message } => (message, pi_error_kind::RequestFailed),
-                    StructuredError::Deserialize { message, .. } => {
+                    StructuredError::Deserialize { message, .. }
+                    | StructuredError::ToolCalls { message } => {
                         (message, pi_error_kind::ValidationFailed)
                     }
                     _ => return Err(pi_error::runtime(error.to_string())),

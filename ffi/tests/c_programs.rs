@@ -463,6 +463,8 @@ fn c_structured_test_mock_server() {
         json!({"text": "{\"city\": \"Paris\", \"celsius\": 21.5}", "delta_size": 6}),
         json!({"text": "{\"city\": \"Oslo\", \"celsius\": -3}"}),
         json!({"text": "{\"city\": \"Oslo\"}"}),
+        json!({"text": "{\"city\": \"Oslo\", \"celsius\": 1}",
+               "tool_calls": [{"id": "c1", "name": "lookup", "arguments": {}}]}),
         json!({"text": "{\"city\": \"Rome\"}"}),
         json!({"text": "{\"city\": \"Rome\", \"celsius\": 30}"}),
         json!({"text": "plain"}),
@@ -474,19 +476,19 @@ fn c_structured_test_mock_server() {
     let output = run(command);
     assert_success(&output, "structured_test");
     let requests = server.requests();
-    assert_eq!(requests.len(), 7);
+    assert_eq!(requests.len(), 8);
     assert_eq!(
-        requests[6].body["tool_choice"],
+        requests[7].body["tool_choice"],
         json!({"type": "function", "function": {"name": "lookup"}})
     );
-    for request in &requests[..5] {
+    for request in &requests[..6] {
         assert_eq!(
             request.body["response_format"]["json_schema"]["name"],
             "weather"
         );
     }
-    assert!(requests[5].body.get("response_format").is_none());
-    let retry = requests[4].body["messages"].to_string();
+    assert!(requests[6].body.get("response_format").is_none());
+    let retry = requests[5].body["messages"].to_string();
     assert!(
         retry.contains("must have required properties celsius"),
         "{retry}"

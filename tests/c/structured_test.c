@@ -1,8 +1,8 @@
 /*
  * Typed answers through the C API: `structured_test BASE_URL` against replies the Rust harness
  * scripted on the mock server (openai-completions): a stream with `outputSchema` (object_delta
- * events), `pi_complete_structured_json` (a valid and an invalid answer), and an agent whose run
- * ends in a value after one re-ask.
+ * events), `pi_complete_structured_json` (a valid and an invalid answer, one calling a tool),
+ * and an agent whose run ends in a value after one re-ask.
  */
 #include "test_support.h"
 
@@ -63,6 +63,17 @@ int main(int argc, char **argv) {
     pi_error_free(err);
     CHECK(value == NULL);
     CHECK(strstr(message, "\"errorKind\":\"invalid_output\"") != NULL);
+    pi_string_free(message);
+
+    /* 3b. An answer that calls a tool is no answer, whatever its text: VALIDATION_FAILED. */
+    message = NULL;
+    err = pi_complete_structured_json(model, CONTEXT, "{\"apiKey\":\"k\",\"maxRetries\":0}",
+                                      SCHEMA, &value, &message);
+    CHECK(err != NULL && pi_error_get_kind(err) == PI_ERROR_KIND_VALIDATION_FAILED);
+    CHECK(str_contains(pi_error_message(err), "called tools (lookup)"));
+    pi_error_free(err);
+    CHECK(value == NULL);
+    CHECK(strstr(message, "\"toolCall\"") != NULL);
     pi_string_free(message);
 
     /* 4. An agent whose run ends in a value: the first answer is re-asked. */

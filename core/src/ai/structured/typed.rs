@@ -28,6 +28,16 @@ pub enum StructuredError {
         /// The failed message.
         message: Box<AssistantMessage>,
     },
+    /// The model called tools instead of answering (one call has no tool loop: give the
+    /// context no tools, or use an agent with an output schema, which runs them).
+    #[error(
+        "the model called tools ({}) instead of answering: a single call does not run them; use an agent with an output schema",
+        tool_names(message)
+    )]
+    ToolCalls {
+        /// The message with the calls.
+        message: Box<AssistantMessage>,
+    },
     /// The answer validated against the schema but the Rust type refused it (the type and its
     /// schema disagree).
     #[error("the answer matches the schema but not the type: {error}")]
@@ -67,15 +77,31 @@ pub async fn complete_structured_value(
             message: Box::new(message),
         });
     }
+    // The stream validates only a turn without tool calls: one with calls is no answer, whatever
+    // text comes with them.
+    if message.tool_calls().next().is_some() {
+        return Err(StructuredError::ToolCalls {
+            message: Box::new(message),
+        });
+    }
     match parse_output(&message.text()) {
         Ok(value) => Ok(StructuredAnswer { value, message }),
-        // The stream validated the text already; this only happens for a provider that ended a
-        // turn with tool calls instead of an answer.
+        // The stream validated the text already: only a stream that skipped its check (none
+        // of ours) gets here.
         Err(error) => Err(StructuredError::Deserialize {
             error: error.to_string(),
             message: Box::new(message),
         }),
     }
+}
+
+/// The names of a message's tool calls, for [`StructuredError::ToolCalls`]'s text.
+fn tool_names(message: &AssistantMessage) -> String {
+    message
+        .tool_calls()
+        .map(|call| call.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The output schema of `T`, named after its schema's title (`"output"` when it has none).
