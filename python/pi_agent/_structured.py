@@ -78,11 +78,17 @@ def answer(output_type: Any, message: Mapping[str, Any]) -> Any:
         block.get("type") == "toolCall" for block in message.get("content", [])
     ):
         raise OutputValidationError("the run did not end in an answer", message)
-    value = _core._parse_output(_text(message))
-    if isinstance(output_type, Mapping):
-        return value
-    convert = _converter(output_type, {})
-    return convert(value) if convert is not None else value
+    try:
+        value = _core._parse_output(_text(message))
+        if isinstance(output_type, Mapping):
+            return value
+        convert = _converter(output_type, {})
+        return convert(value) if convert is not None else value
+    except Exception as error:  # noqa: BLE001 - every way the answer fails to be the type
+        # Rules the JSON Schema cannot carry (a pydantic validator, a `__post_init__` check)
+        # are checked here only, after the model's answer was accepted: no re-ask is left.
+        name = getattr(output_type, "__name__", "the output type")
+        raise OutputValidationError(f"the answer is valid JSON for the schema but not a {name}: {error}", message) from error
 
 
 def run_answer(output_type: Any, new_messages: Sequence[Mapping[str, Any]]) -> Any:

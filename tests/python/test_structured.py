@@ -161,6 +161,29 @@ def test_an_agents_own_stream_function_is_held_to_the_output_type() -> None:
         agent.prompt_output_sync("Again?")
 
 
+class Checked(pydantic.BaseModel):
+    city: str
+
+    @pydantic.field_validator("city")
+    @classmethod
+    def known(cls, city: str) -> str:
+        if city != "Oslo":
+            raise ValueError("unknown city")
+        return city
+
+
+def test_a_value_the_types_own_validators_refuse_is_an_output_validation_error(mock_server: MockServer) -> None:
+    """The schema cannot carry a pydantic validator: the answer passes core's check and fails
+    when it becomes the type, which is still an `OutputValidationError`."""
+    mock_server.push({"text": '{"city": "Atlantis"}'}, {"text": '{"city": "Atlantis"}'})
+    with pytest.raises(pi_agent.OutputValidationError, match="(?s)not a Checked: .*unknown city"):
+        pi_agent.complete_structured_sync(mock_server.model(), CONTEXT, Checked, api_key="k")
+    agent = pi_agent.Agent(mock_server.model(), output_type=Checked, api_key="k")
+    with pytest.raises(pi_agent.OutputValidationError, match="unknown city") as raised:
+        agent.prompt_output_sync("Where?")
+    assert raised.value.message["role"] == "assistant"
+
+
 @pytest.mark.parametrize(
     "api, base, pointer, expected",
     [
