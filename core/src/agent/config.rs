@@ -195,8 +195,10 @@ pub struct AgentSettings {
     /// with an error message (pi has none and can hang forever).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream_idle_timeout_ms: Option<u64>,
-    /// Watchdog: a tool call (with its `before`/`after` hooks) still running after this long is
-    /// cancelled and gets an error result.
+    /// Watchdog: a tool call still running after this long is cancelled and gets an error
+    /// result. Its `before_tool_call` and `after_tool_call` hooks are each cut after this long
+    /// too (each phase has the whole limit: a call with both hooks is bounded by three times
+    /// it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_timeout_ms: Option<u64>,
     /// The run ends in a value of this shape: every model call asks for it (tools stay
