@@ -749,3 +749,39 @@ async fn an_answer_that_calls_tools_is_not_a_structured_answer() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_cut_answer_through_the_forced_tool_keeps_it_as_text() {
+    // Older Claude: the schema goes as a forced tool. A stream cut mid-answer ends in `error`,
+    // and its message holds what arrived as text, never a call of the output tool.
+    let server = MockServer::start().await.unwrap();
+    let pieces: Vec<String> = [
+        json!({"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "t1", "name": "weather", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Par"}}),
+    ]
+    .iter()
+    .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+    .collect();
+    server.push(json!({ "sse": pieces }));
+    let root = format!("http://{}", server.addr());
+    let model = Model::new(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-0",
+        &root,
+    );
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("sk-ant-api03-test")),
+        max_retries: Some(0),
+        output_schema: Some(weather()),
+        ..StreamOptions::default()
+    };
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    assert_eq!(events.last().unwrap().kind(), "error");
+    assert_eq!(message.stop_reason, StopReason::Error, "{message:?}");
+    assert_eq!(message.tool_calls().count(), 0, "{message:?}");
+    assert_eq!(message.text(), "{\"city\": \"Par");
+}

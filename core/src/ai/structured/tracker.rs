@@ -214,6 +214,13 @@ impl OutputTracker {
             AssistantMessageEvent::Done { reason, message } => {
                 out.push_back(self.finish(reason, message))
             }
+            AssistantMessageEvent::Error { reason, mut error } => {
+                // A failed or aborted answer keeps what arrived, as text too: the caller saw
+                // only text events, and the transcript must not hold a call of the output tool
+                // that nothing answers.
+                self.calls_to_text(&mut error);
+                out.push_back(AssistantMessageEvent::Error { reason, error });
+            }
             other => out.push_back(other),
         }
     }
@@ -226,27 +233,12 @@ impl OutputTracker {
         mut message: AssistantMessage,
     ) -> AssistantMessageEvent {
         let mut reason = reason;
-        if !self.converted.is_empty() {
-            let converted = std::mem::take(&mut self.converted);
-            let content = std::mem::take(&mut message.content);
-            message.content = content
-                .into_iter()
-                .enumerate()
-                .filter_map(|(index, block)| {
-                    if let Some((_, raw)) = converted.iter().find(|(i, _)| *i == index) {
-                        return Some(AssistantContent::Text(TextContent::new(raw.clone())));
-                    }
-                    match block {
-                        // Text around the forced call is commentary, not the answer.
-                        AssistantContent::Text(_) => None,
-                        other => Some(other),
-                    }
-                })
-                .collect();
-            if reason == StopReason::ToolUse && message.tool_calls().next().is_none() {
-                reason = StopReason::Stop;
-                message.stop_reason = StopReason::Stop;
-            }
+        if self.calls_to_text(&mut message)
+            && reason == StopReason::ToolUse
+            && message.tool_calls().next().is_none()
+        {
+            reason = StopReason::Stop;
+            message.stop_reason = StopReason::Stop;
         }
         if message.tool_calls().next().is_some() {
             return AssistantMessageEvent::Done { reason, message };
@@ -263,6 +255,31 @@ impl OutputTracker {
                 }
             }
         }
+    }
+
+    /// Turns the forced tool's calls in `message` into text blocks of their arguments (text
+    /// around them is commentary and goes); returns whether there were any.
+    fn calls_to_text(&mut self, message: &mut AssistantMessage) -> bool {
+        if self.converted.is_empty() {
+            return false;
+        }
+        let converted = std::mem::take(&mut self.converted);
+        let content = std::mem::take(&mut message.content);
+        message.content = content
+            .into_iter()
+            .enumerate()
+            .filter_map(|(index, block)| {
+                if let Some((_, raw)) = converted.iter().find(|(i, _)| *i == index) {
+                    return Some(AssistantContent::Text(TextContent::new(raw.clone())));
+                }
+                match block {
+                    // Text around the forced call is commentary, not the answer.
+                    AssistantContent::Text(_) => None,
+                    other => Some(other),
+                }
+            })
+            .collect();
+        true
     }
 
     /// `Ok` when the message's text is JSON the schema accepts, else the report.
