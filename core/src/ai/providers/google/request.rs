@@ -524,20 +524,45 @@ fn push_tool_result(contents: &mut Vec<Value>, result: &ToolResultMessage, model
         response["id"] = json!(result.tool_call_id);
     }
     let part = json!({"functionResponse": response});
-    let merged = contents.last_mut().and_then(|last| {
-        let is_user = last.get("role").and_then(Value::as_str) == Some("user");
-        let parts = last.get_mut("parts").and_then(Value::as_array_mut)?;
-        (is_user && parts.iter().any(|p| p.get("functionResponse").is_some())).then_some(parts)
-    });
-    match merged {
+    // The results of one turn's calls go in one user turn (Gemini refuses a call turn whose
+    // responses are split), so an image turn that an earlier result of the batch added stays
+    // after it, and takes this result's images too (pi splits them).
+    let count = contents.len();
+    let (responses, image_turn) = match contents.as_slice() {
+        [.., last] if holds_function_responses(last) => (Some(count - 1), None),
+        [.., before, last] if holds_function_responses(before) && is_tool_image_turn(last) => {
+            (Some(count - 2), Some(count - 1))
+        }
+        _ => (None, None),
+    };
+    match responses.and_then(|at| contents[at]["parts"].as_array_mut()) {
         Some(parts) => parts.push(part),
         None => contents.push(json!({"role": "user", "parts": [part]})),
     }
     if !images.is_empty() && !nested {
-        let mut parts = vec![json!({"text": TOOL_IMAGE_TURN_INTRO})];
-        parts.extend(images);
-        contents.push(json!({"role": "user", "parts": parts}));
+        match image_turn.and_then(|at| contents[at]["parts"].as_array_mut()) {
+            Some(parts) => parts.extend(images),
+            None => {
+                let mut parts = vec![json!({"text": TOOL_IMAGE_TURN_INTRO})];
+                parts.extend(images);
+                contents.push(json!({"role": "user", "parts": parts}));
+            }
+        }
     }
+}
+
+/// A user turn with function responses in it.
+fn holds_function_responses(turn: &Value) -> bool {
+    turn.get("role").and_then(Value::as_str) == Some("user")
+        && turn["parts"]
+            .as_array()
+            .is_some_and(|parts| parts.iter().any(|p| p.get("functionResponse").is_some()))
+}
+
+/// The user turn that carries tool results' images for models that cannot nest them.
+fn is_tool_image_turn(turn: &Value) -> bool {
+    turn.get("role").and_then(Value::as_str) == Some("user")
+        && turn["parts"][0]["text"].as_str() == Some(TOOL_IMAGE_TURN_INTRO)
 }
 
 #[cfg(test)]
@@ -736,13 +761,18 @@ mod tests {
                 assert_eq!(contents[2]["parts"].as_array().unwrap().len(), 2);
                 assert_eq!(response["parts"][0]["inlineData"]["mimeType"], "image/png");
             } else {
-                assert_eq!(
-                    roles,
-                    ["user", "model", "user", "user", "user", "user"],
-                    "{id}"
-                );
+                // Both responses in one turn, both images in the one after it.
+                assert_eq!(roles, ["user", "model", "user", "user"], "{id}");
                 assert!(response.get("parts").is_none());
+                let responses = contents[2]["parts"].as_array().unwrap();
+                assert_eq!(responses.len(), 2);
+                assert!(
+                    responses
+                        .iter()
+                        .all(|p| p.get("functionResponse").is_some())
+                );
                 assert_eq!(contents[3]["parts"][0]["text"], TOOL_IMAGE_TURN_INTRO);
+                assert_eq!(contents[3]["parts"].as_array().unwrap().len(), 3);
                 assert_eq!(
                     contents[3]["parts"][1]["inlineData"]["data"],
                     "iVBORw0KGgo="
