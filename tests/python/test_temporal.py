@@ -477,6 +477,49 @@ def test_a_tool_cut_short_by_its_worker_shutting_down_runs_again_on_another(
     assert text_of(result.messages[-1]) == "ok"
 
 
+def test_a_store_write_that_waits_after_a_tool_keeps_the_step_alive(
+    dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path
+) -> None:
+    """Another process holds the store's write lock when the tool has ended, for longer than
+    the step's heartbeat timeout: the step heartbeats on while its events wait to be written,
+    so the tool is not run again."""
+    import sqlite3
+
+    local = InProcess(tmp_path)
+    mock_server.push(tool_call("multiply", {"a": 6, "b": 7}), {"text": "done"})
+    held = threading.Event()
+    calls: List[str] = []
+
+    def hold_the_store() -> None:
+        db = sqlite3.connect(str(local.store_path), timeout=30, isolation_level=None)
+        db.execute("BEGIN IMMEDIATE")
+        held.set()
+        time.sleep(6.0)  # longer than a step's default heartbeat timeout (4 s)
+        db.execute("ROLLBACK")
+        db.close()
+
+    def after_tool_call(context: Dict[str, Any]) -> None:
+        calls.append(context["toolCall"]["id"])
+        if len(calls) == 1:
+            threading.Thread(target=hold_the_store, daemon=True).start()
+            assert held.wait(HANG_GUARD)
+        return None
+
+    async def scenario() -> SessionResult:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue, after_tool_call=after_tool_call):
+            session = await start_session(
+                client, session_input(mock_server, prompts=["go"]), id=new_id("locked"),
+                task_queue=queue, store=local.store_path,
+            )
+            return await session.result()
+
+    result = run(scenario())
+    assert text_of(result.messages[-1]) == "done"
+    assert calls == ["call_1"]  # one attempt
+
+
 # -- hooks, secrets, aborts, big transcripts, events ----------------------------------------------
 
 SECRET = "sk-test-do-not-store-4b1d"

@@ -20,7 +20,7 @@ import concurrent.futures
 import inspect
 import time
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -118,6 +118,21 @@ def _cancelled_by_the_workflow() -> bool:
     if details is not None:
         return details.cancel_requested and not (details.worker_shutdown or details.paused or details.reset)
     return not activity.is_worker_shutdown()  # temporalio before 1.12 gives no details
+
+
+T = TypeVar("T")
+
+
+async def _to_the_end(work: Awaitable[T]) -> T:
+    """Awaits `work` to its end: a cancellation of the awaiting activity meanwhile does not cut
+    it short (the step's outcome is in; only recording it is left)."""
+    task = asyncio.ensure_future(work)
+    while True:
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                return task.result()
 
 
 def _takes_signal(function: Callable[..., Any]) -> bool:
@@ -312,11 +327,17 @@ class SessionActivities:
                     message = dict(await asyncio.shield(events.result()))
                     if not _cancelled_by_the_workflow():
                         raise
+            # The answer is in. Writing its last events and slimming it heartbeat on (a store
+            # write may wait for another process's lock) and are not cut short by a cancellation
+            # that comes meanwhile: the workflow gets this answer.
+            stop.set()
+            await _to_the_end(flusher)
+            slim = await _to_the_end(asyncio.to_thread(self.store.slim, message))
         finally:
             heartbeat.cancel()
             stop.set()
-            await asyncio.shield(flusher)
-        slim = await asyncio.to_thread(self.store.slim, message)
+            if not flusher.done():  # the call failed or was cut: what was streamed is written
+                await asyncio.shield(flusher)
         if message.get("stopReason") == "error":
             raise ApplicationError(
                 str(message.get("errorMessage") or "model call failed"), slim, started, type=MODEL_ERROR
@@ -363,13 +384,20 @@ class SessionActivities:
                 result = await running
                 if not _cancelled_by_the_workflow():
                     raise  # the attempt fails: the tool runs again (or fails, if not retryable)
+
+            async def record() -> Dict[str, Any]:
+                events = await asyncio.to_thread(lambda: [self._slim_tool_event(event) for event in result["events"]])
+                await self._deliver(session, f"{info.workflow_run_id}:{info.activity_id}:{info.attempt}", info.attempt, events)
+                outcome = dict(result["outcomes"][0])
+                outcome["message"] = await asyncio.to_thread(store.slim, outcome["message"])
+                return outcome
+
+            # Still heartbeating (a store write may wait for another process's lock), and not
+            # cut short by a cancellation that comes meanwhile: the call has ended, and its real
+            # outcome is what the workflow gets.
+            return await _to_the_end(record())
         finally:
             heartbeat.cancel()
-        events = await asyncio.to_thread(lambda: [self._slim_tool_event(event) for event in result["events"]])
-        await self._deliver(session, f"{info.workflow_run_id}:{info.activity_id}:{info.attempt}", info.attempt, events)
-        outcome = dict(result["outcomes"][0])
-        outcome["message"] = await asyncio.to_thread(store.slim, outcome["message"])
-        return outcome
 
     def _slim_tool_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
         if "args" in event:
