@@ -520,6 +520,83 @@ def test_a_store_write_that_waits_after_a_tool_keeps_the_step_alive(
     assert calls == ["call_1"]  # one attempt
 
 
+def test_an_abort_cuts_a_should_stop_hook_short(dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path) -> None:
+    """The hook runs as a step the abort cancels (its signal fires), as in an agent: the run
+    ends without waiting for it."""
+    local = InProcess(tmp_path)
+    mock_server.push({"text": "one turn"})
+    entered = threading.Event()
+    aborted: List[bool] = []
+
+    def should_stop_after_turn(context: Dict[str, Any], signal: pi_agent.Signal) -> bool:
+        entered.set()
+        aborted.append(signal.wait_sync(HANG_GUARD))
+        return False
+
+    async def scenario() -> SessionResult:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue, should_stop_after_turn=should_stop_after_turn):
+            session = await start_session(
+                client, session_input(mock_server, prompts=["go"]), id=new_id("stop-hook"),
+                task_queue=queue, store=local.store_path,
+            )
+            await asyncio.get_running_loop().run_in_executor(None, entered.wait, HANG_GUARD)
+            await session.abort()
+            result = await session.result()
+            await wait_until(lambda: asyncio.sleep(0, bool(aborted)))
+            return result
+
+    result = run(scenario())
+    assert [m["role"] for m in result.messages] == ["user", "assistant"]
+    assert text_of(result.messages[-1]) == "one turn"
+    assert aborted == [True]
+    assert len(chat_requests(mock_server)) == 1
+
+
+def test_cancelling_the_workflow_mid_tool_ends_the_session_cancelled(
+    dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path
+) -> None:
+    """`WorkflowHandle.cancel()` is not a step failure: the session ends cancelled, and no
+    model call follows the cancelled tool."""
+    from temporalio.client import WorkflowFailureError
+
+    local = InProcess(tmp_path)
+    key = new_id("cancel")
+    mock_server.push(tool_call("hang", {"key": key}), {"text": "not reached"})
+
+    async def scenario() -> List[BaseException]:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue):
+            session = await start_session(
+                client, session_input(mock_server, prompts=["go"]), id=new_id("cancelled"),
+                task_queue=queue, store=local.store_path,
+            )
+            await wait_until(lambda: asyncio.sleep(0, any(l.get("key") == key for l in local.lines)))
+            await session.workflow.cancel()
+            with pytest.raises(WorkflowFailureError) as raised:
+                await session.result()
+            causes = [raised.value.cause]
+            # Mid-stream too: the model call is cancelled, and the session with it.
+            mock_server.push({"text": "words " * 200, "stall_after_bytes": 600, "stall_ms": 600000})
+            session = await start_session(
+                client, session_input(mock_server, prompts=["talk"], close_when_idle=False),
+                id=new_id("cancelled-stream"), task_queue=queue, store=local.store_path,
+            )
+            async for record in session.events():
+                if record["event"].get("assistantMessageEvent", {}).get("type") == "text_delta":
+                    await session.workflow.cancel()
+                    break
+            with pytest.raises(WorkflowFailureError) as raised:
+                await session.result()
+            return causes + [raised.value.cause]
+
+    causes = run(scenario())
+    assert all("cancel" in type(cause).__name__.lower() for cause in causes), causes
+    assert len(chat_requests(mock_server)) == 2
+
+
 # -- hooks, secrets, aborts, big transcripts, events ----------------------------------------------
 
 SECRET = "sk-test-do-not-store-4b1d"
@@ -578,7 +655,7 @@ def test_the_agents_hooks_run_on_the_worker_and_no_secret_enters_the_history(
             session = await start_session(
                 client,
                 session_input(mock_server, model=mock_server.model(reasoning=True).to_dict(), prompts=["go"],
-                              thinking_level="high", tool_timeout_ms=300),
+                              thinking_level="high", tool_timeout_ms=1000),
                 id=new_id("hooks"), task_queue=queue, store=local.store_path,
             )
             result = await session.result()
@@ -590,7 +667,7 @@ def test_the_agents_hooks_run_on_the_worker_and_no_secret_enters_the_history(
     assert [m["role"] for m in messages] == ["user", "assistant", "toolResult", "toolResult", "assistant", "toolResult"], (seen, messages[-1])
     assert text_of(messages[2]) == "checked: 42"  # after_tool_call replaced the content
     assert messages[3]["isError"] and text_of(messages[3]) == "zero is not allowed"  # blocked: no after hook
-    assert messages[5]["isError"] and text_of(messages[5]) == "Tool nap timed out after 300 ms"  # the watchdog
+    assert messages[5]["isError"] and text_of(messages[5]) == "Tool nap timed out after 1000 ms"  # the watchdog
     assert seen["after"] == ["c1", "c3"]
     assert seen["transform"] == [1, 4] and seen["convert"] == [2, 5]
     assert seen["keys"] == ["openai", "openai"]

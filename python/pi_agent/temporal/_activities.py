@@ -414,10 +414,17 @@ class SessionActivities:
         ``{"stop": bool}``, or ``{"error": text}`` if it raised (the run then ends with that
         error, as in an agent)."""
         context = await asyncio.to_thread(self.store.expand_value, request["context"])
+        signal = pi_agent.Signal()
+        heartbeat = asyncio.ensure_future(_heartbeat_forever())
         try:
-            return {"stop": bool(await self._call_hook("should_stop_after_turn", context, pi_agent.Signal()))}
+            return {"stop": bool(await self._call_hook("should_stop_after_turn", context, signal))}
         except _HookFailed as failure:
             return {"error": str(failure)}
+        except asyncio.CancelledError:
+            signal.abort()  # an abort, or the worker going away: the hook's signal fires
+            raise
+        finally:
+            heartbeat.cancel()
 
     @activity.defn(name=PUBLISH_EVENTS)
     async def publish_events(self, request: Dict[str, Any]) -> None:
