@@ -266,46 +266,56 @@ def set_exception(future: "asyncio.Future[Any]", exception: BaseException) -> No
 #
 # A run started inside a coroutine sends its `async def` callbacks to that coroutine's loop. If
 # the same thread then blocks on the run (`for event in run`, `run.result_sync()`), that loop
-# cannot run them, and the run waits for them: a deadlock. So while a pi wait blocks a loop's
-# thread (`block_loop` .. `unblock_loop`, around every blocking wait of the binding), the
-# coroutines queued on that loop and not started yet, and those sent to it meanwhile, run with
-# `asyncio.run` on a worker instead. (One the loop already started and suspended cannot move.)
+# cannot run them, and the run waits for them: a deadlock. So while a wait for a run blocks a
+# loop's thread (`block_loop` .. `unblock_loop`), the coroutines of that run's callbacks queued
+# on the loop and not started yet, and those sent to it meanwhile, run with `asyncio.run` on a
+# worker instead. (One the loop already started and suspended cannot move; one that uses
+# objects bound to its loop, such as an `asyncio.Lock` made there, fails there.)
 
 _LOOPS_LOCK = threading.Lock()
-#: Loops whose thread is blocked in a pi wait, with how many such waits (nested: a signal's
-#: handler may wait too).
-_BLOCKED: dict[asyncio.AbstractEventLoop, int] = {}
+#: Loops whose thread is blocked in a wait for a run, with the owners (agent ids) waited for,
+#: one entry per wait.
+_BLOCKED: dict[asyncio.AbstractEventLoop, list[int]] = {}
 #: Per loop, the `LoopCall`s sent to it that it has not started.
 _QUEUED: dict[asyncio.AbstractEventLoop, set[LoopCall]] = {}
 
 
 def loop_is_usable(loop: asyncio.AbstractEventLoop | None) -> bool:
     """Whether coroutines submitted to `loop` from another thread will run."""
-    return (
-        loop is not None and loop.is_running() and not loop.is_closed() and loop not in _BLOCKED
-    )
+    return loop is not None and loop.is_running() and not loop.is_closed()
 
 
-def block_loop() -> asyncio.AbstractEventLoop | None:
-    """The calling thread is about to block in a pi wait: if it runs a loop, that loop's queued
-    coroutines move to workers, and new ones go there until `unblock_loop`. Returns the loop."""
+def _blocked_for(loop: asyncio.AbstractEventLoop, job_owners: frozenset[int] | None) -> bool:
+    waited = _BLOCKED.get(loop)
+    return bool(waited and job_owners and any(owner in job_owners for owner in waited))
+
+
+def block_loop(owner: int) -> asyncio.AbstractEventLoop | None:
+    """The calling thread is about to block until a run of `owner` (an agent id) ends: if it
+    runs a loop, the coroutines of that run's callbacks queued on the loop move to workers, and
+    new ones go there until `unblock_loop`. Returns the loop."""
     loop = asyncio._get_running_loop()
     if loop is None:
         return None
     with _LOOPS_LOCK:
-        _BLOCKED[loop] = _BLOCKED.get(loop, 0) + 1
-        queued = _QUEUED.pop(loop, ())
+        _BLOCKED.setdefault(loop, []).append(owner)
+        queued = [call for call in _QUEUED.get(loop, ()) if _blocked_for(loop, call.owners)]
     for call in queued:
-        call.move()
+        try:
+            call.move()
+        except Exception:  # noqa: BLE001 - no worker thread (the interpreter is exiting): it stays queued
+            pass
     return loop
 
 
-def unblock_loop(loop: asyncio.AbstractEventLoop) -> None:
-    """The pi wait that `block_loop` announced has ended."""
+def unblock_loop(loop: asyncio.AbstractEventLoop, owner: int) -> None:
+    """The wait that `block_loop(owner)` announced has ended."""
     with _LOOPS_LOCK:
-        waits = _BLOCKED.pop(loop, 1) - 1
-        if waits:
-            _BLOCKED[loop] = waits
+        waited = _BLOCKED.get(loop, [])
+        if owner in waited:
+            waited.remove(owner)
+        if not waited:
+            _BLOCKED.pop(loop, None)
 
 
 async def _await(awaitable: Awaitable[Any], job_owners: frozenset[int]) -> Any:
@@ -319,7 +329,7 @@ class LoopCall:
     `concurrent.futures.Future` with its outcome; `cancel()` cancels it from any thread. Until
     the loop starts it, `move()` runs it with `asyncio.run` on a worker instead."""
 
-    __slots__ = ("_lock", "_state", "_loop", "_awaitable", "_owners", "_future", "_handle")
+    __slots__ = ("_lock", "_state", "_loop", "_awaitable", "owners", "_future", "_handle")
 
     def __init__(
         self,
@@ -332,7 +342,7 @@ class LoopCall:
         self._state = "queued"  # then "started" (on the loop), "moved" or "cancelled"
         self._loop = loop
         self._awaitable = awaitable
-        self._owners = job_owners
+        self.owners = job_owners
         self._future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._future.add_done_callback(done)
         self._handle: Any = None  # the loop's task, or the worker's FreshLoop
@@ -352,7 +362,7 @@ class LoopCall:
             if self._state != "queued":
                 return
             self._state = "started"
-            task = self._handle = self._loop.create_task(_await(self._awaitable, self._owners))
+            task = self._handle = self._loop.create_task(_await(self._awaitable, self.owners))
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: "asyncio.Task[Any]") -> None:
@@ -370,7 +380,13 @@ class LoopCall:
                 return
             self._state = "moved"
             runner = self._handle = FreshLoop()
-        POOL.spawn(runner.run, (self._awaitable,), self._moved_done, self._owners)
+        try:
+            POOL.spawn(runner.run, (self._awaitable,), self._moved_done, self.owners)
+        except BaseException:
+            with self._lock:  # not moved after all: the loop still runs it
+                self._state, self._handle = "queued", None
+            raise
+        self._forget()
 
     def _moved_done(self, ok: bool, value: Any) -> None:
         if ok:
@@ -410,7 +426,7 @@ def submit(
     called with a concurrent.futures.Future when it finishes. Returns the `LoopCall`."""
     call = LoopCall(awaitable, loop, done, job_owners)
     with _LOOPS_LOCK:
-        blocked = loop in _BLOCKED
+        blocked = _blocked_for(loop, job_owners)
         if not blocked:
             _QUEUED.setdefault(loop, set()).add(call)
     if blocked:

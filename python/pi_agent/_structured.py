@@ -78,10 +78,10 @@ def answer(output_type: Any, message: Mapping[str, Any]) -> Any:
         block.get("type") == "toolCall" for block in message.get("content", [])
     ):
         raise OutputValidationError("the run did not end in an answer", message)
+    value = _core._parse_output(_text(message))
+    if isinstance(output_type, Mapping):
+        return value
     try:
-        value = _core._parse_output(_text(message))
-        if isinstance(output_type, Mapping):
-            return value
         convert = _converter(output_type, {})
         return convert(value) if convert is not None else value
     except Exception as error:  # noqa: BLE001 - every way the answer fails to be the type

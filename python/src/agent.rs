@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use pi_agent::agent::{
-    Agent, AgentHooks, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, ProxyOptions,
-    RunInput, SubscriberFailure, Subscription, proxy_stream_fn,
+    Agent, AgentHooks, AgentMessage, AgentOptions, AgentSettings, AgentSnapshot, AgentTool,
+    ProxyOptions, RunInput, SubscriberFailure, Subscription, proxy_stream_fn,
 };
 use pi_agent::ai::{ApiKey, ImageContent, UserMessage};
 use pyo3::prelude::*;
@@ -29,7 +29,7 @@ use crate::options::{deserialize_named, stream_options, to_keywords, update};
 use crate::py_serde::Serialized;
 use crate::runtime::{Interrupted, runtime, wait};
 use crate::signal::PySignal;
-use crate::tools::PyTool;
+use crate::tools::{PyTool, ToolRefs};
 
 /// Ids of agents and sessions, for `bridge.owners` (which runs the running code belongs to).
 pub(crate) static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -44,14 +44,18 @@ pub(crate) struct PyAgent {
     agent: Agent,
     id: u64,
     scope: RunScope,
-    /// The `Tool` objects behind core's tools, for the `tools` getter.
-    tools: Mutex<Vec<Py<PyTool>>>,
+    /// The `Tool` objects behind core's tools (for the `tools` getter), each with the Python
+    /// functions its core tool holds. Changed only with the GIL held (see `__traverse__`).
+    tools: Mutex<Vec<(Py<PyTool>, Option<ToolRefs>)>>,
     /// The hook functions, for the getters (core keeps only their closures).
     hooks: Mutex<Hooks>,
     /// The `output_type` given (a type or a JSON Schema dict), for `prompt_output`.
     output_type: Mutex<Option<Py<PyAny>>>,
     /// The subscribers' Python objects, for `__traverse__` (core keeps only closures).
     subscribers: Subscribers,
+    /// The installed hook functions, for `__traverse__`: a copy of `hooks`' that changes only
+    /// with the GIL held (`hooks` itself changes with it released).
+    hook_functions: Mutex<Vec<Arc<Py<PyAny>>>>,
 }
 
 /// A message to queue: a str (a user message) or a message dict.
@@ -137,15 +141,12 @@ impl Code<'_, '_> {
             (None, None) => None,
         };
         let scope = RunScope::default();
-        let py_tools = match self.tools {
-            Some(tools) if !tools.is_none() => extract_tools(tools)?,
-            _ => Vec::new(),
+        let (agent_tools, py_tools) = match self.tools {
+            Some(tools) if !tools.is_none() => install(tools, &scope)?,
+            _ => (Vec::new(), Vec::new()),
         };
         let agent = make(AgentOptions {
-            tools: py_tools
-                .iter()
-                .map(|tool| tool.get().to_agent_tool(scope.clone()))
-                .collect(),
+            tools: agent_tools,
             hooks: AgentHooks {
                 stream_fn,
                 ..AgentHooks::default()
@@ -159,6 +160,7 @@ impl Code<'_, '_> {
                 hooks.set(&agent, &scope, kind, PyHook::argument(function, kind)?)?;
             }
         }
+        let hook_functions = hooks.functions();
         Ok(PyAgent {
             agent,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -167,6 +169,7 @@ impl Code<'_, '_> {
             hooks: Mutex::new(hooks),
             output_type: Mutex::new(None),
             subscribers: Subscribers::default(),
+            hook_functions: Mutex::new(hook_functions),
         })
     }
 }
@@ -901,44 +904,66 @@ impl PyAgent {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|tool| tool.clone_ref(py))
+            .map(|(tool, _)| tool.clone_ref(py))
             .collect()
     }
 
     #[setter]
     fn set_tools(&self, tools: &Bound<'_, PyAny>) -> PyResult<()> {
-        let py_tools = extract_tools(tools)?;
-        let agent_tools = py_tools
-            .iter()
-            .map(|tool| tool.get().to_agent_tool(self.scope.clone()))
-            .collect();
+        let (agent_tools, py_tools) = install(tools, &self.scope)?;
         self.agent.set_tools(agent_tools);
-        *self.tools.lock().unwrap_or_else(PoisonError::into_inner) = py_tools;
+        let replaced = std::mem::replace(
+            &mut *self.tools.lock().unwrap_or_else(PoisonError::into_inner),
+            py_tools,
+        );
+        // Released after the lock: the last reference may run Python.
+        drop(replaced);
         Ok(())
     }
 
     /// Removes the tool named `name` (for later runs); returns whether there was one.
     fn remove_tool(&self, name: &str) -> bool {
-        let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
-        tools.retain(|tool| tool.get().name() != name);
+        let removed: Vec<_> = {
+            let mut tools = self.tools.lock().unwrap_or_else(PoisonError::into_inner);
+            let (removed, kept) = std::mem::take(&mut *tools)
+                .into_iter()
+                .partition(|(tool, _)| tool.get().name() == name);
+            *tools = kept;
+            removed
+        };
+        drop(removed);
         self.agent.remove_tool(name)
     }
 
-    /// Shows the garbage collector the Python objects this agent holds — its `Tool`s, hook
-    /// functions, `output_type` and subscribers — so that an agent in a reference cycle (a tool
-    /// or subscriber that refers back to it) is collected. A lock held elsewhere skips its
-    /// objects: one left out only stays alive, one visited twice could be freed in use.
+    /// Shows the garbage collector the Python objects this agent holds, so that an agent in a
+    /// reference cycle (a tool, hook or subscriber that refers back to it) is collected.
+    ///
+    /// Its `Tool`s and `output_type` are its own. The functions its core calls — the core
+    /// tools', the hooks', the subscribers' — are shared with a run while one is going, which
+    /// the collector cannot see: they are shown only while none is. (A run cannot start during
+    /// a collection, which holds the GIL; one that ends meanwhile can only turn a skip of an
+    /// earlier pass into a visit, which the collector tolerates.) The lists change only with
+    /// the GIL held, so a lock is never found held by another thread here.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        if let Ok(tools) = self.tools.try_lock() {
-            for tool in tools.iter() {
-                visit.call(tool)?;
-            }
-        }
-        if let Ok(hooks) = self.hooks.try_lock() {
-            hooks.traverse(&visit)?;
+        let Ok(tools) = self.tools.try_lock() else {
+            return Ok(());
+        };
+        for (tool, _) in tools.iter() {
+            visit.call(tool)?;
         }
         if let Ok(output_type) = self.output_type.try_lock() {
             visit.call(output_type.as_ref())?;
+        }
+        if self.agent.is_streaming() {
+            return Ok(());
+        }
+        for refs in tools.iter().filter_map(|(_, refs)| refs.as_ref()) {
+            refs.traverse(&visit)?;
+        }
+        if let Ok(hooks) = self.hook_functions.try_lock() {
+            for function in hooks.iter() {
+                visit.call(&**function)?;
+            }
         }
         self.subscribers.traverse(&visit)
     }
@@ -1016,7 +1041,18 @@ impl PyAgent {
         // Installed with the GIL released: the lock may be held by a thread that waits for
         // nothing else, and the hooks replaced are dropped without running Python under it
         // (their references are released once the GIL is back).
-        py.detach(|| self.hooks().set(&self.agent, &self.scope, kind, hook))
+        py.detach(|| self.hooks().set(&self.agent, &self.scope, kind, hook))?;
+        // The collector's copy changes with the GIL held (see `__traverse__`).
+        let functions = self.hooks().functions();
+        let replaced = std::mem::replace(
+            &mut *self
+                .hook_functions
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+            functions,
+        );
+        drop(replaced);
+        Ok(())
     }
 
     /// Starts a run whose async callbacks go to `event_loop` (the awaiting caller's). The run
@@ -1046,6 +1082,7 @@ impl PyAgent {
             run,
             partial,
             slf.clone().into_any().unbind(),
+            this.id,
         ))
     }
 
@@ -1084,6 +1121,22 @@ fn refuse_reasoning(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
 }
 
 /// Reads a list of `Tool`s and plain functions (wrapped with `Tool.from_function`).
+/// `tools` as core tools for an agent whose scope is `scope`, and as its `Tool`s with the
+/// functions each core tool holds.
+type Installed = (Vec<Arc<dyn AgentTool>>, Vec<(Py<PyTool>, Option<ToolRefs>)>);
+
+fn install(tools: &Bound<'_, PyAny>, scope: &RunScope) -> PyResult<Installed> {
+    let py = tools.py();
+    let mut agent_tools = Vec::new();
+    let mut py_tools = Vec::new();
+    for tool in extract_tools(tools)? {
+        let (agent_tool, refs) = tool.get().to_agent_tool_with_refs(py, scope.clone());
+        agent_tools.push(agent_tool);
+        py_tools.push((tool, refs));
+    }
+    Ok((agent_tools, py_tools))
+}
+
 fn extract_tools(tools: &Bound<'_, PyAny>) -> PyResult<Vec<Py<PyTool>>> {
     tools
         .try_iter()?

@@ -32,6 +32,36 @@ pub(crate) struct PyAgentRun {
     signal: CancellationToken,
     /// Whether `message_update` events carry pi's `message` (the partial message).
     partial: bool,
+    /// The agent's id among `bridge.owners`.
+    owner: u64,
+}
+
+/// The event loop that the calling thread runs, if any, while it blocks until a run of agent
+/// `owner` moves on: the coroutines of that run's callbacks queued on the loop run on workers
+/// meanwhile, since the wait is for them (`_bridge.block_loop`).
+struct BlockedLoop<'py> {
+    event_loop: Option<Bound<'py, PyAny>>,
+    owner: u64,
+}
+
+impl<'py> BlockedLoop<'py> {
+    fn enter(py: Python<'py>, owner: u64) -> Self {
+        let event_loop = helper(py, "block_loop")
+            .and_then(|block| block.call1((owner,)))
+            .ok()
+            .filter(|event_loop| !event_loop.is_none());
+        Self { event_loop, owner }
+    }
+}
+
+impl Drop for BlockedLoop<'_> {
+    fn drop(&mut self) {
+        if let Some(event_loop) = self.event_loop.take() {
+            let py = event_loop.py();
+            let _ = helper(py, "unblock_loop")
+                .and_then(|unblock| unblock.call1((event_loop, self.owner)));
+        }
+    }
 }
 
 /// The next event, `None` after the last.
@@ -103,12 +133,13 @@ async fn abort_and_finish(run: SharedRun, signal: CancellationToken) {
 }
 
 impl PyAgentRun {
-    pub(crate) fn new(run: AgentRun, partial: bool, agent: Py<PyAny>) -> Self {
+    pub(crate) fn new(run: AgentRun, partial: bool, agent: Py<PyAny>, owner: u64) -> Self {
         Self {
             signal: run.signal(),
             run: Arc::new(tokio::sync::Mutex::new(run)),
             _agent: agent,
             partial,
+            owner,
         }
     }
 
@@ -122,6 +153,7 @@ impl PyAgentRun {
         py: Python<'_>,
         raise_on_error: bool,
     ) -> PyResult<Serialized<Vec<AgentMessage>>> {
+        let _blocked = BlockedLoop::enter(py, self.owner);
         let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
         wait(py, finish(Arc::clone(&run), raise_on_error), move || {
             Interrupted::Finish(Box::pin(abort_and_finish(run, signal)))
@@ -145,6 +177,7 @@ impl PyAgentRun {
         let next = match ready_event(py, &self.run, self.partial) {
             Some(next) => next?,
             None => {
+                let _blocked = BlockedLoop::enter(py, self.owner);
                 let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
                 wait(py, next_event(Arc::clone(&run), self.partial), move || {
                     Interrupted::Finish(Box::pin(abort_and_finish(run, signal)))

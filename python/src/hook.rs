@@ -20,7 +20,6 @@ use pi_agent::agent::{
 use pi_agent::ai::{ApiKey, Message};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use pyo3::{PyTraverseError, PyVisit};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -127,13 +126,14 @@ impl Hooks {
             .map(|hook| hook.function.clone_ref(py))
     }
 
-    /// Shows the garbage collector the installed functions (`Agent.__traverse__`): each is one
-    /// reference, shared by this table and core's hook closure, so it is visited once.
-    pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        for hook in self.0.iter().flatten() {
-            visit.call(&*hook.function)?;
-        }
-        Ok(())
+    /// The installed functions (for the agent's `__traverse__`): each is one reference,
+    /// shared by this table and core's hook closure.
+    pub(crate) fn functions(&self) -> Vec<Arc<Py<PyAny>>> {
+        self.0
+            .iter()
+            .flatten()
+            .map(|hook| Arc::clone(&hook.function))
+            .collect()
     }
 
     /// Installs `hook` (made by [`PyHook::argument`]) as `agent`'s hook `kind`; `None` clears

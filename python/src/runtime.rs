@@ -11,7 +11,6 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
 
-use crate::bridge::helper;
 use crate::exit::park_if_exiting;
 
 /// How often a blocked caller wakes up to let Python deliver signals (Ctrl-C).
@@ -79,8 +78,6 @@ where
     T: Send + 'static,
 {
     let task = spawn_with_channel(future);
-    // Released when the wait ends, however it ends.
-    let _blocked = BlockedLoop::enter(py);
     match block_on_channel(py, &task.1) {
         Waited::Value(value) => Ok(value),
         Waited::Lost => Err(PyRuntimeError::new_err(
@@ -95,30 +92,6 @@ where
                 }
             }
             Err(error)
-        }
-    }
-}
-
-/// The event loop that the calling thread runs, if any, while a blocking wait of this thread
-/// stops it: the coroutines of callbacks queued on it run on workers meanwhile, since the wait
-/// may be for them (`_bridge.block_loop`).
-struct BlockedLoop<'py>(Option<Bound<'py, PyAny>>);
-
-impl<'py> BlockedLoop<'py> {
-    fn enter(py: Python<'py>) -> Self {
-        let event_loop = helper(py, "block_loop")
-            .and_then(|block| block.call0())
-            .ok()
-            .filter(|event_loop| !event_loop.is_none());
-        Self(event_loop)
-    }
-}
-
-impl Drop for BlockedLoop<'_> {
-    fn drop(&mut self) {
-        if let Some(event_loop) = self.0.take() {
-            let py = event_loop.py();
-            let _ = helper(py, "unblock_loop").and_then(|unblock| unblock.call1((event_loop,)));
         }
     }
 }

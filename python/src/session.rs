@@ -11,7 +11,6 @@ use pi_agent::session::{
     SqliteStore,
 };
 use pyo3::prelude::*;
-use pyo3::{PyTraverseError, PyVisit};
 
 use crate::agent::NEXT_ID;
 use crate::bridge::{helper, inside_run_of};
@@ -43,8 +42,6 @@ pub(crate) struct PySession {
     /// This session among `bridge.owners`: its tools run as its own, so that a wait for the
     /// session from one of them is refused instead of waiting for itself.
     id: u64,
-    /// The `Tool` objects behind the session's tools, for `__traverse__`.
-    tools: Vec<Py<PyTool>>,
 }
 
 fn receipt<'py>(
@@ -82,19 +79,17 @@ impl PySession {
                 parse_value::<CompactionSettings>(from_py(compaction)?, "compaction")?;
         }
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let mut py_tools = Vec::new();
         if let Some(tools) = tools.filter(|t| !t.is_none()) {
             let scope = RunScope::default();
             let owners = helper(py, "owners_with")?.call1((id,))?.unbind();
             scope.lock().owners = Some(Arc::new(owners));
-            py_tools = tools
+            options.tools = tools
                 .try_iter()?
-                .map(|tool| PyTool::extract(&tool?))
-                .collect::<PyResult<Vec<_>>>()?;
-            options.tools = py_tools
-                .iter()
-                .map(|tool| tool.get().to_agent_tool(scope.clone()))
-                .collect::<Vec<Arc<dyn AgentTool>>>();
+                .map(|tool| {
+                    let tool = PyTool::extract(&tool?)?;
+                    Ok(tool.get().to_agent_tool(py, scope.clone()))
+                })
+                .collect::<PyResult<Vec<Arc<dyn AgentTool>>>>()?;
         }
         let store = open_store(py, &store_path)?;
         let session = wait(py, Session::open(store, session_id, options), || {
@@ -104,17 +99,7 @@ impl PySession {
         Ok(Self {
             session: Arc::new(session),
             id,
-            tools: py_tools,
         })
-    }
-
-    /// Shows the garbage collector the session's `Tool`s, so that a session whose tool
-    /// refers back to it (a closure over it) is collected.
-    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        for tool in &self.tools {
-            visit.call(tool)?;
-        }
-        Ok(())
     }
 
     /// The session id.

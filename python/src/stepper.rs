@@ -185,7 +185,11 @@ pub(crate) fn execute_tool_calls_sync<'py>(
     let scope = RunScope::default();
     let tools = tools
         .try_iter()?
-        .map(|tool| Ok(PyTool::extract(&tool?)?.get().to_agent_tool(scope.clone())))
+        .map(|tool| {
+            Ok(PyTool::extract(&tool?)?
+                .get()
+                .to_agent_tool(py, scope.clone()))
+        })
         .collect::<PyResult<Vec<_>>>()?;
     // The tools never see the model; the config only carries the settings (watchdog) and
     // the tool-call hooks.

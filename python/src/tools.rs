@@ -87,18 +87,54 @@ impl PyTool {
     }
 
     /// The core tool that runs this one for an agent whose runs' scope is in `scope`.
-    pub(crate) fn to_agent_tool(&self, scope: RunScope) -> Arc<dyn AgentTool> {
+    pub(crate) fn to_agent_tool(&self, py: Python<'_>, scope: RunScope) -> Arc<dyn AgentTool> {
+        self.to_agent_tool_with_refs(py, scope).0
+    }
+
+    /// [`to_agent_tool`](Self::to_agent_tool), and the Python functions the core tool holds
+    /// (`None` for a tool implemented in core). They are references of its own, not this
+    /// `Tool`'s: a run holding the core tool may call them after the `Tool` is gone, so only
+    /// their owner (an agent, when no run of it is going) may show them to the collector.
+    pub(crate) fn to_agent_tool_with_refs(
+        &self,
+        py: Python<'_>,
+        scope: RunScope,
+    ) -> (Arc<dyn AgentTool>, Option<ToolRefs>) {
         if let Some(native) = &self.native {
-            return Arc::clone(native);
+            return (Arc::clone(native), None);
         }
-        Arc::new(PythonTool {
+        let own = |function: &Arc<Py<PyAny>>| Arc::new(function.clone_ref(py));
+        let refs = ToolRefs {
+            function: own(&self.function),
+            prepare_arguments: self.prepare_arguments.as_ref().map(own),
+            converter: self.converter.as_ref().map(own),
+        };
+        let tool = Arc::new(PythonTool {
             spec: self.spec.clone(),
-            function: Arc::clone(&self.function),
-            prepare_arguments: self.prepare_arguments.clone(),
+            function: Arc::clone(&refs.function),
+            prepare_arguments: refs.prepare_arguments.clone(),
             context_parameter: self.context_parameter.clone(),
-            converter: self.converter.clone(),
+            converter: refs.converter.clone(),
             scope,
-        })
+        });
+        (tool, Some(refs))
+    }
+}
+
+/// The Python functions of one core tool made from a [`PyTool`] (see
+/// [`PyTool::to_agent_tool_with_refs`]).
+pub(crate) struct ToolRefs {
+    function: Arc<Py<PyAny>>,
+    prepare_arguments: Option<Arc<Py<PyAny>>>,
+    converter: Option<Arc<Py<PyAny>>>,
+}
+
+impl ToolRefs {
+    /// Visits each function once (for the owner's `__traverse__`).
+    pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&*self.function)?;
+        visit.call(self.prepare_arguments.as_deref())?;
+        visit.call(self.converter.as_deref())
     }
 }
 
@@ -271,9 +307,9 @@ impl PyTool {
         format!("Tool(name={:?})", self.spec.name)
     }
 
-    /// Shows the garbage collector the functions this tool holds, so that a tool whose
-    /// function refers back to its agent (a closure over it) can be collected with it. Each
-    /// is one reference, shared with the core tools made from this one.
+    /// Shows the garbage collector the functions this tool holds (its own references: the core
+    /// tools made from it hold others), so that a tool whose function refers back to it, or to
+    /// an agent holding it, can be collected.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&*self.function)?;
         visit.call(self.prepare_arguments.as_deref())?;

@@ -116,8 +116,21 @@ def _cancelled_by_the_workflow() -> bool:
     aborted."""
     details = activity.cancellation_details() if hasattr(activity, "cancellation_details") else None
     if details is not None:
-        return details.cancel_requested and not (details.worker_shutdown or details.paused or details.reset)
+        # `paused` and `reset` came in later versions than the details themselves.
+        other = ("worker_shutdown", "paused", "reset")
+        return bool(details.cancel_requested) and not any(getattr(details, name, False) for name in other)
     return not activity.is_worker_shutdown()  # temporalio before 1.12 gives no details
+
+
+#: core's result text for a tool call cut by an abort (`TOOL_ABORTED`).
+TOOL_ABORTED = "Tool execution was aborted"
+
+
+def _was_aborted(result: Dict[str, Any]) -> bool:
+    """Whether a one-call `execute_tool_calls_sync` result is core's aborted result."""
+    message = result["outcomes"][0]["message"]
+    content = message.get("content") or []
+    return bool(message.get("isError")) and [block.get("text") for block in content] == [TOOL_ABORTED]
 
 
 T = TypeVar("T")
@@ -382,8 +395,10 @@ class SessionActivities:
             except asyncio.CancelledError:
                 signal.abort()
                 result = await running
-                if not _cancelled_by_the_workflow():
-                    raise  # the attempt fails: the tool runs again (or fails, if not retryable)
+                if not _cancelled_by_the_workflow() and _was_aborted(result):
+                    # The attempt fails: the tool runs again (or fails, if not retryable). A
+                    # call that ended before the abort keeps its real outcome.
+                    raise
 
             async def record() -> Dict[str, Any]:
                 events = await asyncio.to_thread(lambda: [self._slim_tool_event(event) for event in result["events"]])

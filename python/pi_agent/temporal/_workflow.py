@@ -43,6 +43,8 @@ with workflow.unsafe.imports_passed_through():
     )
 
 MODEL_ABORTED = "Request was aborted"  # core's ABORTED
+#: `workflow.patched` ids of changes that a history recorded before them must replay without.
+CANCELLABLE_SHOULD_STOP = "pi-agent-cancellable-should-stop"
 TOOL_ABORTED = "Tool execution was aborted"  # core's TOOL_ABORTED
 
 
@@ -348,19 +350,24 @@ class Session:
     async def _should_stop(self, action: Dict[str, Any]) -> Dict[str, Any]:
         if "should_stop_after_turn" not in self._hooks:
             return {"type": "should_stop", "stop": False}
+        context = {key: action[key] for key in ("message", "toolResults", "newMessages")}
+        request = {"session": workflow.info().workflow_id, "context": context}
+        if not workflow.patched(CANCELLABLE_SHOULD_STOP):
+            # Histories recorded before: the step as it was then (no heartbeat, no abort).
+            answer = await workflow.execute_activity(
+                SHOULD_STOP, request, result_type=dict, start_to_close_timeout=timedelta(seconds=600),
+                heartbeat_timeout=None, retry_policy=RetryPolicy(maximum_attempts=3),
+            )
+            if "error" in answer:
+                return {"type": "failed", "message": self._failed_model_message(str(answer["error"]), aborted=False)}
+            return {"type": "should_stop", "stop": bool(answer["stop"])}
         if self._aborted:
             return {"type": "should_stop", "stop": True}
-        context = {key: action[key] for key in ("message", "toolResults", "newMessages")}
         try:
             # As the model step: heartbeats (a dead worker is noticed), and an abort cancels
             # it (the hook's signal fires).
             answer = await self._cancellable(
-                workflow.execute_activity(
-                    SHOULD_STOP,
-                    {"session": workflow.info().workflow_id, "context": context},
-                    result_type=dict,
-                    **_timeouts(self._input.model_policy),
-                )
+                workflow.execute_activity(SHOULD_STOP, request, result_type=dict, **_timeouts(self._input.model_policy))
             )
         except (ActivityError, CancelledError, asyncio.CancelledError) as error:
             if self._aborted:
