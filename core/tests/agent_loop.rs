@@ -447,3 +447,60 @@ async fn a_panicking_queue_callback_ends_the_run_with_its_transcript() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_of_a_batch_aborted_before_they_start_never_run() {
+    use pi_agent::agent::{
+        AgentTool, AgentToolResult, FnTool, ToolExecutionMode, execute_tool_calls,
+    };
+    use pi_agent::ai::AssistantContent;
+    use pi_agent::ai::providers::faux::faux_tool_call_with_id;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    // A batch whose signal fired before its calls were started (an abort, or a session that
+    // could not journal the calls): no tool's future may be polled, on any worker.
+    let polled = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&polled);
+    let tool: Arc<dyn AgentTool> = Arc::new(FnTool::new(
+        "count",
+        "Counts its runs",
+        json!({"type": "object"}),
+        move |_context| {
+            let counter = Arc::clone(&counter);
+            async move {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(AgentToolResult::text("ran"))
+            }
+        },
+    ));
+    let tools = [tool];
+    let config = done_only_config();
+    for round in 0..100 {
+        let blocks: Vec<_> = (0..4)
+            .map(|i| faux_tool_call_with_id(format!("call-{round}-{i}"), "count", json!({})))
+            .collect();
+        let assistant = faux_assistant_message(blocks.clone());
+        let calls = blocks
+            .into_iter()
+            .map(|block| match block {
+                AssistantContent::ToolCall(call) => call,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let signal = CancellationToken::new();
+        signal.cancel();
+        let mut sink = |_event| {};
+        let outcomes = execute_tool_calls(
+            &assistant,
+            calls,
+            ToolExecutionMode::Parallel,
+            &tools,
+            &config,
+            &signal,
+            &mut sink,
+        )
+        .await;
+        assert!(outcomes.iter().all(|outcome| outcome.message.is_error));
+    }
+    assert_eq!(polled.load(Ordering::SeqCst), 0);
+}

@@ -931,19 +931,24 @@ impl PyAgent {
             *tools = kept;
             removed
         };
+        // Core drops its tool under its own lock: `removed` still holds the functions then,
+        // and lets them go here, with no lock held (the last reference may run Python).
+        let had = self.agent.remove_tool(name);
         drop(removed);
-        self.agent.remove_tool(name)
+        had
     }
 
     /// Shows the garbage collector the Python objects this agent holds, so that an agent in a
     /// reference cycle (a tool, hook or subscriber that refers back to it) is collected.
     ///
     /// Its `Tool`s and `output_type` are its own. The functions its core calls — the core
-    /// tools', the hooks', the subscribers' — are shared with a run while one is going, which
-    /// the collector cannot see: they are shown only while none is. (A run cannot start during
-    /// a collection, which holds the GIL; one that ends meanwhile can only turn a skip of an
-    /// earlier pass into a visit, which the collector tolerates.) The lists change only with
-    /// the GIL held, so a lock is never found held by another thread here.
+    /// tools', the hooks', the subscribers' — are shared, out of the collector's sight, with a
+    /// run while one is going and with any call future still alive (one a finished run left
+    /// to be dropped): they are shown only when neither is. Both can end during a collection
+    /// but not begin (that takes the GIL, or Python code that a collection runs only between
+    /// its analyses), so a pass can only turn an earlier pass's skip into a visit, which the
+    /// collector tolerates. The lists change only with the GIL held and no Python run under
+    /// their locks, so a lock is never found held here.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         let Ok(tools) = self.tools.try_lock() else {
             return Ok(());
@@ -954,7 +959,7 @@ impl PyAgent {
         if let Ok(output_type) = self.output_type.try_lock() {
             visit.call(output_type.as_ref())?;
         }
-        if self.agent.is_streaming() {
+        if self.agent.is_streaming() || self.scope.calls_in_flight() {
             return Ok(());
         }
         for refs in tools.iter().filter_map(|(_, refs)| refs.as_ref()) {
@@ -1074,10 +1079,7 @@ impl PyAgent {
         let _caller = caller.as_ref().map(tracing::Span::enter);
         let mut scope = this.scope.lock();
         let run = this.agent.start(input).map_err(agent_error)?;
-        *scope = Scope {
-            event_loop: event_loop.map(Arc::new),
-            owners: Some(Arc::new(owners)),
-        };
+        *scope = Scope::new(event_loop.map(Arc::new), Some(Arc::new(owners)));
         Ok(PyAgentRun::new(
             run,
             partial,

@@ -27,23 +27,55 @@ use crate::exit::with_gil;
 pub(crate) struct Scope {
     pub(crate) event_loop: Option<Arc<Py<PyAny>>>,
     pub(crate) owners: Option<Arc<Py<PyAny>>>,
+    /// Held by each call made with this scope, for as long as the call's future lives (see
+    /// [`RunScope::calls_in_flight`]); `None` in the slot itself.
+    in_flight: Option<Arc<()>>,
+}
+
+impl Scope {
+    /// A run's scope: where its async callbacks go, and who it belongs to.
+    pub(crate) fn new(event_loop: Option<Arc<Py<PyAny>>>, owners: Option<Arc<Py<PyAny>>>) -> Self {
+        Self {
+            event_loop,
+            owners,
+            in_flight: None,
+        }
+    }
 }
 
 /// An agent's current [`Scope`], shared by the agent, its tools, hooks and subscribers; the
 /// agent sets it while it starts a run, holding the lock so that no call of that run can read
 /// it before it is set.
 #[derive(Clone, Default)]
-pub(crate) struct RunScope(Arc<Mutex<Scope>>);
+pub(crate) struct RunScope(Arc<ScopeSlot>);
+
+#[derive(Default)]
+struct ScopeSlot {
+    scope: Mutex<Scope>,
+    /// Cloned into every scope [`RunScope::current`] hands out.
+    calls: Arc<()>,
+}
 
 impl RunScope {
     /// Locks the slot.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Scope> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+        self.0.scope.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The scope of the current run.
+    /// The scope of the current run, for one call: the call's future holds it until it ends
+    /// or is dropped.
     pub(crate) fn current(&self) -> Scope {
-        self.lock().clone()
+        let mut scope = self.lock().clone();
+        scope.in_flight = Some(Arc::clone(&self.0.calls));
+        scope
+    }
+
+    /// Whether a call made with this scope may still run Python: its future (a tool's, a
+    /// hook's, a subscriber's, a stream function's) still exists, though perhaps outside any
+    /// run (a task a finished run left to be dropped). The agent's `__traverse__` leaves the
+    /// functions of its core alone meanwhile. Once no run is going this can only turn false.
+    pub(crate) fn calls_in_flight(&self) -> bool {
+        Arc::strong_count(&self.0.calls) > 1
     }
 }
 

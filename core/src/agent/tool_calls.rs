@@ -238,11 +238,13 @@ fn spawn_call(
     // The waker is a no-op: the spawned task polls a pending future again at once, which
     // registers its own (a future may be polled again at any time).
     // Not when the batch is already aborted (an abort, or a durable session that could not
-    // journal the call's start): then the tool's work must not begin here, before the task
-    // that would be dropped unpolled.
+    // journal the call's start): then the tool's work must not begin at all. Its future is
+    // dropped unpolled here, not handed to a task that another worker might poll before the
+    // abort reaches it.
     let started = started.map(|mut future| {
         if signal.is_cancelled() {
-            return Err(future);
+            drop(future);
+            return Ok(Ok(Err(ToolError::new(TOOL_ABORTED))));
         }
         let first = span.in_scope(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
