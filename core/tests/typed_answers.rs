@@ -785,3 +785,53 @@ async fn a_cut_answer_through_the_forced_tool_keeps_it_as_text() {
     assert_eq!(message.tool_calls().count(), 0, "{message:?}");
     assert_eq!(message.text(), "{\"city\": \"Par");
 }
+
+#[tokio::test]
+async fn of_two_calls_of_the_forced_tool_the_last_is_the_answer() {
+    // Parallel calls of the output tool in one message: the last one is the answer, not the
+    // two objects run together (which is never JSON).
+    let server = MockServer::start().await.unwrap();
+    let call = |index: u64, id: &str, json: &str| {
+        [
+            json!({"type": "content_block_start", "index": index,
+                   "content_block": {"type": "tool_use", "id": id, "name": "weather", "input": {}}}),
+            json!({"type": "content_block_delta", "index": index,
+                   "delta": {"type": "input_json_delta", "partial_json": json}}),
+            json!({"type": "content_block_stop", "index": index}),
+        ]
+    };
+    let mut events = vec![json!({"type": "message_start",
+        "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}})];
+    events.extend(call(0, "t1", r#"{"city": "Oslo", "celsius": -3}"#));
+    events.extend(call(1, "t2", r#"{"city": "Rome", "celsius": 30}"#));
+    events.push(
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                       "usage": {"output_tokens": 9}}),
+    );
+    events.push(json!({"type": "message_stop"}));
+    let pieces: Vec<String> = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    server.push(json!({ "sse": pieces }));
+    let root = format!("http://{}", server.addr());
+    let model = Model::new(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-0",
+        &root,
+    );
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("sk-ant-api03-test")),
+        max_retries: Some(0),
+        output_schema: Some(weather()),
+        ..StreamOptions::default()
+    };
+    let (_, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    assert_eq!(message.tool_calls().count(), 0);
+    assert_eq!(
+        ai::parse_output(&message.text()).unwrap(),
+        json!({"city": "Rome", "celsius": 30})
+    );
+}

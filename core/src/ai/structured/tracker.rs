@@ -257,12 +257,14 @@ impl OutputTracker {
         }
     }
 
-    /// Turns the forced tool's calls in `message` into text blocks of their arguments (text
-    /// around them is commentary and goes); returns whether there were any.
+    /// Turns the forced tool's call in `message` into a text block of its arguments: the last
+    /// call, when the model made several (parallel calls), as the object deltas followed the
+    /// last; earlier calls and the text around them are commentary and go. Returns whether
+    /// there were any.
     fn calls_to_text(&mut self, message: &mut AssistantMessage) -> bool {
-        if self.converted.is_empty() {
+        let Some(&(answer, _)) = self.converted.last() else {
             return false;
-        }
+        };
         let converted = std::mem::take(&mut self.converted);
         let content = std::mem::take(&mut message.content);
         message.content = content
@@ -270,7 +272,8 @@ impl OutputTracker {
             .enumerate()
             .filter_map(|(index, block)| {
                 if let Some((_, raw)) = converted.iter().find(|(i, _)| *i == index) {
-                    return Some(AssistantContent::Text(TextContent::new(raw.clone())));
+                    return (index == answer)
+                        .then(|| AssistantContent::Text(TextContent::new(raw.clone())));
                 }
                 match block {
                     // Text around the forced call is commentary, not the answer.
