@@ -212,3 +212,53 @@ async fn an_answer_from_the_agents_own_stream_function_is_validated_and_re_asked
         Some(ErrorKind::InvalidOutput)
     );
 }
+
+#[tokio::test]
+async fn a_re_ask_is_a_turn_end_the_stop_hook_and_steering_see() {
+    use futures::FutureExt;
+
+    // A stop hook that ends the run after any turn: the invalid answer's turn ends the run,
+    // with no re-ask.
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::text("not json"));
+    server.push(reply::text(r#"{"city": "Paris", "celsius": 21.5}"#));
+    let stopping = agent(&server, Some(1));
+    stopping.update_hooks(|hooks| {
+        hooks.should_stop_after_turn = Some(Arc::new(|_, _| async { Ok(true) }.boxed()));
+    });
+    let outcome = stopping.prompt("Weather?").await.unwrap();
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(
+        last_assistant(&outcome.new_messages).error_kind,
+        Some(ErrorKind::InvalidOutput)
+    );
+
+    // Steering queued while the invalid answer streamed goes with the re-ask, after the report.
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::text("not json"));
+    server.push(reply::text(r#"{"city": "Rome", "celsius": 30}"#));
+    let steered = agent(&server, Some(1));
+    let steering = steered.clone();
+    let _subscription = steered.subscribe(move |event| {
+        if let pi_agent::agent::AgentEvent::MessageEnd { message } = event
+            && let AgentMessage::Llm(Message::Assistant(answer)) = message
+            && answer.error_kind == Some(ErrorKind::InvalidOutput)
+        {
+            steering.steer(pi_agent::ai::UserMessage::text("Rome, not Paris."));
+        }
+    });
+    let outcome = steered.prompt("Weather in Paris?").await.unwrap();
+    assert_eq!(outcome.output, Some(json!({"city": "Rome", "celsius": 30})));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let sent = requests[1].body["messages"].as_array().unwrap();
+    let last_two: Vec<String> = sent[sent.len() - 2..]
+        .iter()
+        .map(|message| message["content"].to_string())
+        .collect();
+    assert!(
+        last_two[0].contains("does not match the required output schema"),
+        "{last_two:?}"
+    );
+    assert!(last_two[1].contains("Rome, not Paris."), "{last_two:?}");
+}

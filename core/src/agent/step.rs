@@ -277,6 +277,9 @@ pub struct AgentStepper {
     phase: Phase,
     /// Re-asks of an invalid answer so far.
     output_retries_used: u32,
+    /// The re-ask of an invalid answer, waiting for its turn's end (the stop hook, the steering
+    /// poll) to start the next turn.
+    reask: Option<AgentMessage>,
     /// What the run used so far (what the run limits are checked against).
     usage: RunUsage,
     /// The model asked for more tool calls than `maxToolCalls` allows: the run ends before the
@@ -297,6 +300,8 @@ struct StepperRef<'a> {
     phase: &'a Phase,
     #[serde(skip_serializing_if = "is_zero")]
     output_retries_used: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reask: Option<&'a AgentMessage>,
     usage: &'a RunUsage,
     tool_limit_reached: bool,
 }
@@ -315,6 +320,8 @@ struct StepperWire {
     /// Re-asks of an invalid answer so far.
     #[serde(default)]
     output_retries_used: u32,
+    #[serde(default)]
+    reask: Option<AgentMessage>,
     /// Older states have no usage (the limits count from here).
     #[serde(default)]
     usage: RunUsage,
@@ -333,6 +340,7 @@ impl Serialize for AgentStepper {
             aborted: self.aborted,
             phase: &self.phase,
             output_retries_used: self.output_retries_used,
+            reask: self.reask.as_ref(),
             usage: &self.usage,
             tool_limit_reached: self.tool_limit_reached,
         }
@@ -358,6 +366,7 @@ impl<'de> Deserialize<'de> for AgentStepper {
             aborted: wire.aborted,
             phase: wire.phase,
             output_retries_used: wire.output_retries_used,
+            reask: wire.reask,
             usage: wire.usage,
             tool_limit_reached: wire.tool_limit_reached,
         })
@@ -381,6 +390,7 @@ impl AgentStepper {
             aborted: false,
             phase: Phase::InitialSteering,
             output_retries_used: 0,
+            reask: None,
             usage: RunUsage::default(),
             tool_limit_reached: false,
         };
@@ -543,6 +553,10 @@ impl AgentStepper {
                 // run ends, with no turn that would only fail.
                 if self.aborted && messages.is_empty() {
                     self.finish(&mut events)
+                } else if let Some(reask) = self.reask.take() {
+                    let mut prompts = vec![reask];
+                    prompts.extend(messages);
+                    self.begin_turn(prompts, &mut events)
                 } else if has_more_tool_calls || !messages.is_empty() {
                     self.begin_turn(messages, &mut events)
                 } else {
@@ -674,17 +688,20 @@ impl AgentStepper {
         self.messages.push(entry.clone());
         self.usage.add(&message.usage);
         if message.stop_reason.is_failure() {
-            events.push(AgentEvent::TurnEnd {
-                message: entry,
-                tool_results: Vec::new(),
-            });
             if message.error_kind == Some(ErrorKind::InvalidOutput)
                 && self.output_retries_used < self.config.output_retries
                 && !self.aborted
             {
+                // The turn ends as any other: the stop hook may end the run, and steering
+                // queued meanwhile goes with the re-ask into the next turn.
                 self.output_retries_used += 1;
-                return self.begin_turn(vec![output_retry_prompt(&message)], events);
+                self.reask = Some(output_retry_prompt(&message));
+                return self.end_turn(message, Vec::new(), false, events);
             }
+            events.push(AgentEvent::TurnEnd {
+                message: entry,
+                tool_results: Vec::new(),
+            });
             return self.finish(events);
         }
         let mut calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
@@ -770,6 +787,7 @@ impl AgentStepper {
     }
 
     fn finish(&mut self, events: &mut Vec<AgentEvent>) -> StepAction {
+        self.reask = None;
         events.push(AgentEvent::AgentEnd {
             messages: self.new_messages().to_vec(),
         });
