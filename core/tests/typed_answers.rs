@@ -346,19 +346,7 @@ async fn older_claude_models_get_the_forced_tool() {
         400,
         json!({"error": {"message": "mapped"}}),
     ));
-    let root = format!("http://{}", server.addr());
-    let model = Model::new(
-        "anthropic-messages",
-        "anthropic",
-        "claude-sonnet-4-0",
-        &root,
-    );
-    let options = StreamOptions {
-        api_key: Some(ApiKey::new("sk-ant-api03-test")),
-        max_retries: Some(0),
-        output_schema: Some(weather()),
-        ..StreamOptions::default()
-    };
+    let (model, options) = older_claude(&server);
     ai::complete(&model, &context(false), &options).await;
     let body = &server.requests()[0].body;
     assert!(body.get("output_config").is_none(), "{body}");
@@ -410,6 +398,35 @@ async fn drain(
         events.push(event);
     }
     (events, stream.final_message().expect("ended"))
+}
+
+/// Claude before the 4.5 generation at `server`, asked for [`weather`]: the schema goes as a
+/// forced tool.
+fn older_claude(server: &MockServer) -> (Model, StreamOptions) {
+    let root = format!("http://{}", server.addr());
+    (
+        Model::new(
+            "anthropic-messages",
+            "anthropic",
+            "claude-sonnet-4-0",
+            &root,
+        ),
+        StreamOptions {
+            api_key: Some(ApiKey::new("sk-ant-api03-test")),
+            max_retries: Some(0),
+            output_schema: Some(weather()),
+            ..StreamOptions::default()
+        },
+    )
+}
+
+/// A mock reply streaming Anthropic's `events` as SSE.
+fn anthropic_sse(events: &[Value]) -> Value {
+    let pieces: Vec<String> = events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+        .collect();
+    json!({ "sse": pieces })
 }
 
 fn completions(server: &MockServer) -> (Model, StreamOptions) {
@@ -649,14 +666,7 @@ async fn complete_structured_returns_the_rust_type() {
 #[tokio::test]
 async fn thinking_claude_gets_the_output_tool_unforced_and_may_answer_in_text() {
     let server = MockServer::start().await.unwrap();
-    let sse = |events: &[Value]| {
-        let pieces: Vec<String> = events
-            .iter()
-            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-            .collect();
-        json!({"sse": pieces})
-    };
-    server.push(sse(&[
+    server.push(anthropic_sse(&[
         json!({"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
         json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "{\"city\": \"Ni"}}),
@@ -665,21 +675,9 @@ async fn thinking_claude_gets_the_output_tool_unforced_and_may_answer_in_text() 
         json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}}),
         json!({"type": "message_stop"}),
     ]));
-    let root = format!("http://{}", server.addr());
-    let mut model = Model::new(
-        "anthropic-messages",
-        "anthropic",
-        "claude-sonnet-4-0",
-        &root,
-    );
+    let (mut model, mut options) = older_claude(&server);
     model.reasoning = true;
-    let options = StreamOptions {
-        api_key: Some(ApiKey::new("sk-ant-api03-test")),
-        max_retries: Some(0),
-        thinking_enabled: Some(true),
-        output_schema: Some(weather()),
-        ..StreamOptions::default()
-    };
+    options.thinking_enabled = Some(true);
     let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
     let body = &server.requests()[0].body;
     assert_eq!(body["tools"][0]["name"], "weather");
@@ -755,30 +753,14 @@ async fn a_cut_answer_through_the_forced_tool_keeps_it_as_text() {
     // Older Claude: the schema goes as a forced tool. A stream cut mid-answer ends in `error`,
     // and its message holds what arrived as text, never a call of the output tool.
     let server = MockServer::start().await.unwrap();
-    let pieces: Vec<String> = [
+    server.push(anthropic_sse(&[
         json!({"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
         json!({"type": "content_block_start", "index": 0,
                "content_block": {"type": "tool_use", "id": "t1", "name": "weather", "input": {}}}),
         json!({"type": "content_block_delta", "index": 0,
                "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Par"}}),
-    ]
-    .iter()
-    .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-    .collect();
-    server.push(json!({ "sse": pieces }));
-    let root = format!("http://{}", server.addr());
-    let model = Model::new(
-        "anthropic-messages",
-        "anthropic",
-        "claude-sonnet-4-0",
-        &root,
-    );
-    let options = StreamOptions {
-        api_key: Some(ApiKey::new("sk-ant-api03-test")),
-        max_retries: Some(0),
-        output_schema: Some(weather()),
-        ..StreamOptions::default()
-    };
+    ]));
+    let (model, options) = older_claude(&server);
     let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
     assert_eq!(events.last().unwrap().kind(), "error");
     assert_eq!(message.stop_reason, StopReason::Error, "{message:?}");
@@ -809,24 +791,8 @@ async fn of_two_calls_of_the_forced_tool_the_last_is_the_answer() {
                        "usage": {"output_tokens": 9}}),
     );
     events.push(json!({"type": "message_stop"}));
-    let pieces: Vec<String> = events
-        .iter()
-        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
-        .collect();
-    server.push(json!({ "sse": pieces }));
-    let root = format!("http://{}", server.addr());
-    let model = Model::new(
-        "anthropic-messages",
-        "anthropic",
-        "claude-sonnet-4-0",
-        &root,
-    );
-    let options = StreamOptions {
-        api_key: Some(ApiKey::new("sk-ant-api03-test")),
-        max_retries: Some(0),
-        output_schema: Some(weather()),
-        ..StreamOptions::default()
-    };
+    server.push(anthropic_sse(&events));
+    let (model, options) = older_claude(&server);
     let (_, message) = drain(ai::stream(&model, &context(false), &options)).await;
     assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
     assert_eq!(message.tool_calls().count(), 0);

@@ -46,7 +46,7 @@ pub(crate) struct PyAgent {
     scope: RunScope,
     /// The `Tool` objects behind core's tools (for the `tools` getter), each with the Python
     /// functions its core tool holds. Changed only with the GIL held (see `__traverse__`).
-    tools: Mutex<Vec<(Py<PyTool>, Option<ToolRefs>)>>,
+    tools: Mutex<Vec<InstalledTool>>,
     /// The hook functions, for the getters (core keeps only their closures).
     hooks: Mutex<Hooks>,
     /// The `output_type` given (a type or a JSON Schema dict), for `prompt_output`.
@@ -1123,9 +1123,12 @@ fn refuse_reasoning(options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
 }
 
 /// Reads a list of `Tool`s and plain functions (wrapped with `Tool.from_function`).
-/// `tools` as core tools for an agent whose scope is `scope`, and as its `Tool`s with the
-/// functions each core tool holds.
-type Installed = (Vec<Arc<dyn AgentTool>>, Vec<(Py<PyTool>, Option<ToolRefs>)>);
+/// A `Tool` of an agent, and the Python functions its core tool holds (`None` for a tool
+/// implemented in core).
+type InstalledTool = (Py<PyTool>, Option<Arc<ToolRefs>>);
+
+/// `tools` as core tools for an agent whose scope is `scope`, and as its [`InstalledTool`]s.
+type Installed = (Vec<Arc<dyn AgentTool>>, Vec<InstalledTool>);
 
 fn install(tools: &Bound<'_, PyAny>, scope: &RunScope) -> PyResult<Installed> {
     let py = tools.py();
@@ -1207,8 +1210,8 @@ impl Subscribers {
         Some(list.entries.swap_remove(at).1)
     }
 
-    /// Visits every listed object. A list locked elsewhere is skipped: an object left out
-    /// only stays alive, one visited twice could be freed while in use.
+    /// Visits every listed object (see `Agent.__traverse__` for when, and why the lock is
+    /// never found held).
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         let Ok(list) = self.0.try_lock() else {
             return Ok(());

@@ -99,22 +99,20 @@ impl PyTool {
         &self,
         py: Python<'_>,
         scope: RunScope,
-    ) -> (Arc<dyn AgentTool>, Option<ToolRefs>) {
+    ) -> (Arc<dyn AgentTool>, Option<Arc<ToolRefs>>) {
         if let Some(native) = &self.native {
             return (Arc::clone(native), None);
         }
         let own = |function: &Arc<Py<PyAny>>| Arc::new(function.clone_ref(py));
-        let refs = ToolRefs {
+        let refs = Arc::new(ToolRefs {
             function: own(&self.function),
             prepare_arguments: self.prepare_arguments.as_ref().map(own),
             converter: self.converter.as_ref().map(own),
-        };
+        });
         let tool = Arc::new(PythonTool {
             spec: self.spec.clone(),
-            function: Arc::clone(&refs.function),
-            prepare_arguments: refs.prepare_arguments.clone(),
+            functions: Arc::clone(&refs),
             context_parameter: self.context_parameter.clone(),
-            converter: refs.converter.clone(),
             scope,
         });
         (tool, Some(refs))
@@ -132,10 +130,25 @@ pub(crate) struct ToolRefs {
 impl ToolRefs {
     /// Visits each function once (for the owner's `__traverse__`).
     pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&*self.function)?;
-        visit.call(self.prepare_arguments.as_deref())?;
-        visit.call(self.converter.as_deref())
+        visit_functions(
+            visit,
+            &self.function,
+            self.prepare_arguments.as_deref(),
+            self.converter.as_deref(),
+        )
     }
+}
+
+/// Visits a tool's function, `prepare_arguments` and converter, each once.
+fn visit_functions(
+    visit: &PyVisit<'_>,
+    function: &Py<PyAny>,
+    prepare_arguments: Option<&Py<PyAny>>,
+    converter: Option<&Py<PyAny>>,
+) -> Result<(), PyTraverseError> {
+    visit.call(function)?;
+    visit.call(prepare_arguments)?;
+    visit.call(converter)
 }
 
 #[pymethods]
@@ -311,9 +324,12 @@ impl PyTool {
     /// tools made from it hold others), so that a tool whose function refers back to it, or to
     /// an agent holding it, can be collected.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&*self.function)?;
-        visit.call(self.prepare_arguments.as_deref())?;
-        visit.call(self.converter.as_deref())
+        visit_functions(
+            &visit,
+            &self.function,
+            self.prepare_arguments.as_deref(),
+            self.converter.as_deref(),
+        )
     }
 }
 
@@ -321,10 +337,9 @@ impl PyTool {
 struct PythonTool {
     /// Name, label, description, schema, execution mode.
     spec: ToolSpec,
-    function: Arc<Py<PyAny>>,
-    prepare_arguments: Option<Arc<Py<PyAny>>>,
+    /// References of its own (see [`PyTool::to_agent_tool_with_refs`]).
+    functions: Arc<ToolRefs>,
     context_parameter: Option<Arc<str>>,
-    converter: Option<Arc<Py<PyAny>>>,
     scope: RunScope,
 }
 
@@ -334,7 +349,7 @@ impl AgentTool for PythonTool {
     }
 
     fn prepare_arguments(&self, arguments: Value) -> Result<Value, ToolError> {
-        let Some(prepare) = self.prepare_arguments.clone() else {
+        let Some(prepare) = self.functions.prepare_arguments.clone() else {
             return Ok(arguments);
         };
         callable::call_blocking(callable::call(
@@ -359,9 +374,8 @@ impl AgentTool for PythonTool {
         &self,
         call: ToolCallContext,
     ) -> BoxFuture<'static, Result<AgentToolResult, ToolError>> {
-        let function = Arc::clone(&self.function);
+        let functions = Arc::clone(&self.functions);
         let context_parameter = self.context_parameter.clone();
-        let converter = self.converter.clone();
         Box::pin(callable::call(
             self.scope.current(),
             move |py| {
@@ -385,14 +399,14 @@ impl AgentTool for PythonTool {
                     .into_any(),
                     None => py.None().into_bound(py),
                 };
-                let converter = match &converter {
+                let converter = match &functions.converter {
                     Some(converter) => converter.bind(py).clone(),
                     None => py.None().into_bound(py),
                 };
                 let args = PyTuple::new(
                     py,
                     [
-                        function.bind(py).clone(),
+                        functions.function.bind(py).clone(),
                         converter,
                         to_py(py, &arguments)?,
                         context_parameter.as_deref().map_or_else(

@@ -33,6 +33,7 @@ from ._config import (
     PUBLISH_EVENTS,
     RUN_TOOL,
     SHOULD_STOP,
+    TOOL_ABORTED,
     StepPolicy,
     ToolSpec,
     WorkerInfo,
@@ -120,10 +121,6 @@ def _cancelled_by_the_workflow() -> bool:
         other = ("worker_shutdown", "paused", "reset")
         return bool(details.cancel_requested) and not any(getattr(details, name, False) for name in other)
     return not activity.is_worker_shutdown()  # temporalio before 1.12 gives no details
-
-
-#: core's result text for a tool call cut by an abort (`TOOL_ABORTED`).
-TOOL_ABORTED = "Tool execution was aborted"
 
 
 def _was_aborted(result: Dict[str, Any]) -> bool:

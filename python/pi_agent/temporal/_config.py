@@ -14,6 +14,7 @@ DESCRIBE_WORKER = "pi_agent.describe_worker"
 PUBLISH_EVENTS = "pi_agent.publish_events"
 SHOULD_STOP = "pi_agent.should_stop_after_turn"
 DEFAULT_TASK_QUEUE = "pi-agent"
+TOOL_ABORTED = "Tool execution was aborted"  # core's TOOL_ABORTED: a tool call cut by an abort
 
 SECRET_OPTIONS = frozenset({"api_key", "apiKey", "headers", "bearer_token", "bearerToken", "proxy_token"})
 """Options that never go in a session's input (its history): give them to the worker

@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         PUBLISH_EVENTS,
         RUN_TOOL,
         SHOULD_STOP,
+        TOOL_ABORTED,
         WORKFLOW_NAME,
         Carried,
         CarriedRun,
@@ -45,7 +46,6 @@ with workflow.unsafe.imports_passed_through():
 MODEL_ABORTED = "Request was aborted"  # core's ABORTED
 #: `workflow.patched` ids of changes that a history recorded before them must replay without.
 CANCELLABLE_SHOULD_STOP = "pi-agent-cancellable-should-stop"
-TOOL_ABORTED = "Tool execution was aborted"  # core's TOOL_ABORTED
 
 
 def _retry(policy: StepPolicy) -> RetryPolicy:
