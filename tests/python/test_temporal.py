@@ -9,6 +9,7 @@ Models are the pi-mock-server (HTTP on 127.0.0.1), reachable from the worker pro
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import pathlib
 import threading
@@ -324,6 +325,44 @@ def test_signals_queries_and_abort(dev_server: DevServer, mock_server: Any, tmp_
             result = await handle.result()
             assert result.messages == transcript and result.runs == 2
             await save_history(handle, "signals_queries_abort")
+
+    run(scenario())
+
+
+def test_runs_nobody_waits_for_keep_no_outcome(dev_server: DevServer, mock_server: Any, tmp_path: pathlib.Path) -> None:
+    """A run queued by `send_prompt` has nobody to hand its outcome to: the workflow keeps
+    none (it kept every such run's messages until continue-as-new); a `prompt` update still
+    gets its own."""
+    local = InProcess(tmp_path)
+
+    def live_sessions() -> List[Any]:
+        # The workflow objects the in-process worker holds (its sandbox imports the class
+        # anew, so they are found by name).
+        return [o for o in gc.get_objects() if type(o).__name__ == "Session" and hasattr(o, "_finished_runs")]
+
+    async def scenario() -> None:
+        client = await Client.connect(dev_server.address)
+        queue = new_id("q")
+        async with local.worker(client, queue):
+            handle = await client.start_workflow(
+                Session.run, session_input(mock_server, close_when_idle=False), id=new_id("kept"), task_queue=queue,
+            )
+            mock_server.push({"text": "one"}, {"text": "two"}, {"text": "three"}, {"text": "four"})
+            for text in ("a", "b", "c"):
+                await handle.signal(Session.send_prompt, text)
+            reply = await handle.execute_update(Session.prompt, "d")
+            assert [text_of(m) for m in reply["newMessages"]] == ["d", "four"]
+
+            async def four_runs() -> bool:
+                status = await handle.query(Session.status)
+                return bool(status["state"] == "idle" and status["runs"] == 4)
+
+            await wait_until(four_runs)
+            sessions = [s for s in live_sessions() if s._runs == 4]
+            assert len(sessions) == 1
+            assert sessions[0]._finished_runs == {}
+            await handle.signal(Session.close)
+            assert (await handle.result()).runs == 4
 
     run(scenario())
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from datetime import timedelta
-from typing import Any, Deque, Dict, List, Optional, Tuple
+from typing import Any, Deque, Dict, List, Optional, Set, Tuple
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -104,6 +104,10 @@ class Session:
         self._closing = carried.closing
         self._runs = carried.runs
         self._generation = carried.generation
+        # The outcomes of the runs a `prompt` update waits for, by run number (a run queued by
+        # `send_prompt` has nobody to hand its outcome to: keeping it would hold every such
+        # run's messages until continue-as-new).
+        self._awaited: Set[int] = set()
         self._finished_runs: Dict[int, Dict[str, Any]] = {}
         self._last_error: Optional[str] = None
         self._specs: Optional[List[ToolSpec]] = carried.tool_specs or None
@@ -135,8 +139,12 @@ class Session:
         ``{"newMessages", "error"}`` (``error``: the run's ``errorMessage``, or None)."""
         ticket = self._runs + len(self._prompts) + 1
         self._prompts.append(self._user_message(prompt))
-        await workflow.wait_condition(lambda: ticket in self._finished_runs)
-        return self._finished_runs.pop(ticket)
+        self._awaited.add(ticket)
+        try:
+            await workflow.wait_condition(lambda: ticket in self._finished_runs)
+            return self._finished_runs.pop(ticket)
+        finally:
+            self._awaited.discard(ticket)
 
     @workflow.signal
     def send_prompt(self, prompt: Any) -> None:
@@ -345,7 +353,8 @@ class Session:
         last: Dict[str, Any] = new_messages[-1] if new_messages else {}
         error = last.get("errorMessage") if last.get("role") == "assistant" else None
         self._last_error = None if error is None else str(error)
-        self._finished_runs[run_number] = {"newMessages": new_messages, "error": self._last_error}
+        if run_number in self._awaited:
+            self._finished_runs[run_number] = {"newMessages": new_messages, "error": self._last_error}
 
     async def _should_stop(self, action: Dict[str, Any]) -> Dict[str, Any]:
         if "should_stop_after_turn" not in self._hooks:
