@@ -10,7 +10,7 @@ use pi_agent::agent::{
 };
 use pi_agent::ai::channel;
 use pi_agent::ai::providers::faux::{FauxProvider, faux_assistant_message, faux_text};
-use pi_agent::ai::{ApiKey, Model, StopReason, UserMessage};
+use pi_agent::ai::{ApiKey, Model, OutputSchema, StopReason, StreamOptions, UserMessage};
 use pi_mock_server::MockServer;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -225,6 +225,45 @@ async fn proxy_stream_fn_rebuilds_the_message() {
     assert_eq!(request.path, "/api/stream");
     assert_eq!(request.header("authorization"), Some("Bearer app-token"));
     assert_eq!(request.body["model"]["id"], "gpt");
+    // pi's body: no option beyond pi's when none is set.
+    let keys: Vec<_> = request.body["options"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "temperature",
+            "maxTokens",
+            "reasoning",
+            "sessionId",
+            "headers"
+        ]
+    );
+    // A typed answer's schema and the tool choice go to the proxy, in the options' own JSON
+    // (what a proxy streaming with this library reads back).
+    server.push(json!({"chunks": events, "done": false}));
+    let typed = StreamOptions {
+        output_schema: Some(OutputSchema::new(
+            "answer",
+            json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+        )),
+        tool_choice: Some(serde_json::from_value(json!("none")).unwrap()),
+        ..Default::default()
+    };
+    stream_fn(&model, &Default::default(), &typed)
+        .result()
+        .await;
+    let sent = &server.requests()[1].body["options"];
+    assert_eq!(
+        sent["outputSchema"],
+        json!({"name": "answer", "schema": {"type": "object", "properties": {"x": {"type": "integer"}}}, "strict": false})
+    );
+    assert_eq!(sent["toolChoice"], json!("none"));
+    let read_back: StreamOptions = serde_json::from_value(sent.clone()).unwrap();
+    assert_eq!(read_back.output_schema, typed.output_schema);
 
     // A proxy that hangs up early: an error, not a hang.
     server.push(json!({"chunks": [{"type": "start"}], "done": false}));

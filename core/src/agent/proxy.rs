@@ -3,7 +3,8 @@
 //! but no `partial` message; the client rebuilds the message.
 //!
 //! Differences from pi: a server that closes the stream without `done` or `error` ends the
-//! stream with an error instead of hanging, and `done`'s extra fields (`responseId`) are kept.
+//! stream with an error instead of hanging, `done`'s extra fields (`responseId`) are kept, and
+//! the request's options carry `outputSchema` and `toolChoice` when they are set.
 //!
 //! The same event decoding serves stream functions written in other languages:
 //! [`stream_from_events`] turns any source of pi-shaped events into a stream, and
@@ -51,7 +52,7 @@ pub fn stream_proxy(
     if let Some(failed) = AssistantMessageEventStream::outside_runtime(model) {
         return failed;
     }
-    let body = json!({
+    let mut body = json!({
         "model": model,
         "context": context,
         "options": {
@@ -62,6 +63,18 @@ pub fn stream_proxy(
             "headers": options.headers,
         },
     });
+    // Beyond pi's body, and only when set (a pi proxy sees the body it knows): a typed
+    // answer's schema and the tool choice, which a proxy that streams with this library reads
+    // as options of the same names, so that the model is asked for them rather than only
+    // checked afterwards.
+    if let Some(extra) = body["options"].as_object_mut() {
+        if let Some(schema) = &options.output_schema {
+            extra.insert("outputSchema".into(), json!(schema));
+        }
+        if let Some(choice) = &options.tool_choice {
+            extra.insert("toolChoice".into(), json!(choice));
+        }
+    }
     let (writer, stream) = channel(model, options.signal.clone());
     let url = format!("{}/api/stream", proxy.proxy_url.trim_end_matches('/'));
     let token = proxy.auth_token.clone();
