@@ -443,15 +443,30 @@ def test_a_close_before_continue_as_new_mid_run_still_ends_the_session(
         )
         handle = await client.start_workflow(
             Session.run,
-            session_input(mock_server, prompts=["go"], close_when_idle=False, continue_as_new_after=10),
+            session_input(
+                mock_server, prompts=["go"], close_when_idle=False, continue_as_new_after=10,
+                messages=[{"role": "user", "content": [{"type": "text", "text": "earlier"}], "timestamp": 0}],
+            ),
             id=new_id("close-can"), task_queue=queue,
         )
         await handle.signal(Session.close)  # before the run: the queued prompt runs first
         async with local.worker(client, queue):
-            return await client.get_workflow_handle_for(Session.run, handle.id).result()
+            result = await client.get_workflow_handle_for(Session.run, handle.id).result()
+        # The input of each continue-as-new mid-run holds the transcript once: in the carried
+        # run's stepper, not also as the session's messages.
+        carried = 0
+        async for event in client.get_workflow_handle(handle.id, run_id=handle.result_run_id).fetch_history_events():
+            if event.HasField("workflow_execution_continued_as_new_event_attributes"):
+                payload = event.workflow_execution_continued_as_new_event_attributes.input.payloads[0]
+                data = json.loads(payload.data)
+                assert data["carried"]["run"] is not None and data["messages"] == [], data["messages"]
+                carried += 1
+        assert carried == 1
+        return result
 
     result = run(scenario())
     assert [m["role"] for m in result.messages][-1] == "assistant" and text_of(result.messages[-1]) == "done"
+    assert text_of(result.messages[0]) == "earlier" and text_of(result.messages[1]) == "go"
     assert result.runs == 1 and result.generation >= 1  # carried across continue-as-new mid-run
 
 

@@ -94,6 +94,10 @@ class Session:
         carried = config.carried or Carried()
         self._input = config
         self._transcript: List[Dict[str, Any]] = list(config.messages)
+        if carried.run is not None and not config.messages:
+            # A run carried across continue-as-new brings the transcript in its stepper only
+            # (see `_continue_as_new`): the run's messages so far, as the query shows mid-run.
+            self._transcript = _dicts(pi_agent.AgentStepper.from_dict(carried.run.stepper).messages)
         self._prompts: Deque[Dict[str, Any]] = deque()
         self._steering: Deque[Dict[str, Any]] = deque(carried.steering)
         self._follow_ups: Deque[Dict[str, Any]] = deque(carried.follow_ups)
@@ -239,7 +243,8 @@ class Session:
             SessionInput(
                 **{
                     **self._input.__dict__,
-                    "messages": self._transcript,
+                    # A carried run's stepper holds the whole transcript: not twice in the input.
+                    "messages": [] if run is not None else self._transcript,
                     "prompts": list(self._prompts),  # queued while a run was carried
                     "carried": Carried(
                         tool_specs=self._specs or [],
