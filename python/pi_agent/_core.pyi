@@ -1393,6 +1393,7 @@ def execute_tool_calls_sync(
     before_tool_call: Optional[BeforeToolCallHook] = None,
     after_tool_call: Optional[AfterToolCallHook] = None,
     tool_timeout_ms: Optional[int] = None,
+    on_event: Optional[Callable[[dict[str, Any]], object]] = None,
 ) -> dict[str, Any]:
     """Performs a stepper's ``execute_tools`` action with ``tools`` as the agent does
     (``prepare_arguments``, validation, the functions, ``ToolContext`` updates, the abort
@@ -1400,7 +1401,10 @@ def execute_tool_calls_sync(
     ``{"outcomes": [...], "events": [...]}``: answer the stepper with ``{"type":
     "tool_results", "outcomes": ...}``; ``events`` are the ``tool_execution_*`` events.
     ``before_tool_call`` / ``after_tool_call`` are the agent's hooks of those names and
-    ``tool_timeout_ms`` its tool watchdog, applied exactly as in an agent run."""
+    ``tool_timeout_ms`` its tool watchdog, applied exactly as in an agent run.
+    ``on_event(event)`` gets each of those events as it happens (a tool's start and its
+    updates while it still runs), in order, on a runtime thread: keep it quick (append to a
+    list, wake a loop); what it raises goes to ``sys.unraisablehook`` and the calls go on."""
 
 # ---------------------------------------------------------------------------------------------
 # OAuth (use pi_agent.oauth, which wraps these)

@@ -154,9 +154,13 @@ impl PyAgentStepper {
 /// Returns `{"outcomes": [...], "events": [...]}`: the outcomes to answer the stepper with
 /// (`{"type": "tool_results", "outcomes": ...}`) and the `tool_execution_*` events, in order.
 /// `before_tool_call` / `after_tool_call` (as the agent's hooks of those names) and
-/// `tool_timeout_ms` (the agent's tool watchdog) apply as in an agent run.
+/// `tool_timeout_ms` (the agent's tool watchdog) apply as in an agent run. `on_event(event)`,
+/// if given, gets each of those events as it happens (a tool's start and its updates while it
+/// still runs), in order, on a runtime thread: keep it quick; what it raises goes to
+/// `sys.unraisablehook` and the calls go on.
 #[pyfunction]
-#[pyo3(signature = (action, tools, *, signal = None, before_tool_call = None, after_tool_call = None, tool_timeout_ms = None))]
+#[pyo3(signature = (action, tools, *, signal = None, before_tool_call = None, after_tool_call = None, tool_timeout_ms = None, on_event = None))]
+#[allow(clippy::too_many_arguments)] // keyword arguments of one Python call
 pub(crate) fn execute_tool_calls_sync<'py>(
     py: Python<'py>,
     action: &Bound<'_, PyAny>,
@@ -165,7 +169,19 @@ pub(crate) fn execute_tool_calls_sync<'py>(
     before_tool_call: Option<&Bound<'_, PyAny>>,
     after_tool_call: Option<&Bound<'_, PyAny>>,
     tool_timeout_ms: Option<u64>,
+    on_event: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let on_event = match on_event {
+        Some(function) if !function.is_none() => {
+            if !function.is_callable() {
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "execute_tool_calls_sync: on_event must be callable",
+                ));
+            }
+            Some(function.clone().unbind())
+        }
+        _ => None,
+    };
     let action: StepAction = parse(action, "execute_tools action")?;
     let StepAction::ExecuteTools {
         assistant_message,
@@ -215,7 +231,19 @@ pub(crate) fn execute_tool_calls_sync<'py>(
         tracing::Instrument::instrument(
             async move {
                 let mut events = Vec::new();
-                let mut sink = |event: pi_agent::agent::AgentEvent| events.push(event);
+                let mut sink = |event: pi_agent::agent::AgentEvent| {
+                    if let Some(function) = &on_event {
+                        // Not once the interpreter is exiting (nobody reads them then).
+                        crate::exit::with_gil(|py| {
+                            let called = serde_to_py(py, &event)
+                                .and_then(|event| function.call1(py, (event,)));
+                            if let Err(error) = called {
+                                error.write_unraisable(py, Some(function.bind(py)));
+                            }
+                        });
+                    }
+                    events.push(event);
+                };
                 let outcomes = execute_tool_calls(
                     &assistant_message,
                     tool_calls,

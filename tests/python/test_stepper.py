@@ -5,6 +5,8 @@ same inputs give the same steps."""
 from __future__ import annotations
 
 import json
+import sys
+import threading
 from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
@@ -147,6 +149,51 @@ def test_execute_tool_calls_sync_performs_an_execute_tools_action(faux: pi_agent
     assert [m["role"] for m in stepper.messages] == ["user", "assistant", "toolResult", "toolResult"]
     with pytest.raises(ValueError, match="not `execute_tools`"):
         pi_agent.execute_tool_calls_sync({**action, "type": "call_model"}, [tool])
+
+
+def test_execute_tool_calls_sync_hands_each_event_over_as_it_happens(faux: pi_agent.FauxProvider) -> None:
+    """``on_event`` gets a call's start and its updates while the tool still runs (the tool
+    here goes on only once its update was seen), then the rest, in order: the same events as
+    the returned list. What it raises goes to ``sys.unraisablehook``; the calls go on."""
+    seen_update = threading.Event()
+
+    def multiply(a: float, b: float, ctx: pi_agent.ToolContext) -> str:
+        ctx.update(f"multiplying {a}")
+        return str(a * b) if seen_update.wait(60.0) else "the update was not seen while running"
+
+    script(faux)
+    tool = pi_agent.Tool("multiply", "Multiplies", SCHEMA, multiply)
+    stepper, step = pi_agent.AgentStepper.start(prompts=[{"role": "user", "content": "go", "timestamp": 0}])
+    step = stepper.resume({"type": "steering", "messages": []})
+    context = {"messages": pi_agent.default_convert_to_llm(stepper.messages), "tools": [tool.to_dict()]}
+    step = stepper.resume({"type": "model_result", "message": pi_agent.complete_simple_sync(faux.model, context)})
+    live: List[Dict[str, Any]] = []
+
+    def on_event(event: Dict[str, Any]) -> None:
+        live.append(event)
+        if event["type"] == "tool_execution_update":
+            seen_update.set()
+
+    result = pi_agent.execute_tool_calls_sync(step["action"], [tool], on_event=on_event)
+    assert [o["message"]["content"][0]["text"] for o in result["outcomes"]] == ["42", "6"]
+    assert live == result["events"]
+    assert "tool_execution_update" in [e["type"] for e in live]
+
+    unraisable: List[Any] = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = unraisable.append
+    try:
+
+        def broken(event: Dict[str, Any]) -> None:
+            raise RuntimeError("subscriber bug")
+
+        again = pi_agent.execute_tool_calls_sync(step["action"], [tool], on_event=broken)
+    finally:
+        sys.unraisablehook = previous
+    assert [o["message"]["content"][0]["text"] for o in again["outcomes"]] == ["42", "6"]
+    assert len(unraisable) == len(again["events"]) and "subscriber bug" in str(unraisable[0].exc_value)
+    with pytest.raises(TypeError, match="callable"):
+        pi_agent.execute_tool_calls_sync(step["action"], [tool], on_event=42)  # type: ignore[arg-type]
 
 
 def test_execute_tool_calls_sync_applies_the_tool_call_hooks_and_the_watchdog(faux: pi_agent.FauxProvider) -> None:

@@ -306,6 +306,10 @@ def test_signals_queries_and_abort(dev_server: DevServer, mock_server: Any, tmp_
             await wait_until(lambda: asyncio.sleep(0, any(l.get("key") == key for l in local.lines)))
             assert (await handle.query(Session.status))["action"] == "execute_tools"
             assert [m["role"] for m in await handle.query(Session.transcript)][-2:] == ["user", "assistant"]
+            # the call's start reaches the session's events while the tool still runs
+            await wait_until(lambda: asyncio.sleep(0, any(
+                l.get("kind") == "event" and l["event"]["type"] == "tool_execution_start" for l in local.lines
+            )))
             await handle.signal(Session.abort)
 
             async def idle() -> bool:

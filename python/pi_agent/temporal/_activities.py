@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import inspect
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Mapping, Optional, Sequence, TypeVar
@@ -158,6 +159,59 @@ class _HookFailed(Exception):
     pass
 
 
+class _EventBatches:
+    """A step's events, appended to the session's log in batches every FLUSH_INTERVAL (one
+    store write for all), in order: live while the step runs. `add` may be called from any
+    thread; `close` writes what is left (call it once the step's last event was added)."""
+
+    def __init__(
+        self,
+        deliver: Callable[[str, int, List[Dict[str, Any]]], Awaitable[None]],
+        origin: str,
+        attempt: int,
+        slim: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None,
+    ) -> None:
+        self._deliver = deliver
+        self._origin = origin
+        self._attempt = attempt
+        self._slim = slim
+        self._lock = threading.Lock()
+        self._pending: List[Dict[str, Any]] = []
+        self._batches = 0
+        self._stop = asyncio.Event()
+        self._task = asyncio.ensure_future(self._flush_forever())
+
+    def add(self, event: Dict[str, Any]) -> None:
+        with self._lock:
+            self._pending.append(event)
+
+    async def _flush(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending, []
+        if batch:
+            slim = self._slim
+            if slim is not None:  # may write blobs to the store: in a thread
+                batch = await asyncio.to_thread(lambda: [slim(event) for event in batch])
+            await self._deliver(f"{self._origin}:{self._batches}", self._attempt, batch)
+            self._batches += 1
+
+    async def _flush_forever(self) -> None:
+        # Never cancelled mid-write (a write cut short would race the next one): it stops when
+        # asked, after writing what is left.
+        while not self._stop.is_set():
+            try:
+                await asyncio.wait_for(self._stop.wait(), FLUSH_INTERVAL)
+            except asyncio.TimeoutError:
+                pass
+            await self._flush()
+
+    async def close(self) -> None:
+        """Writes what is left and stops (at once if already stopped)."""
+        self._stop.set()
+        if not self._task.done():
+            await asyncio.shield(self._task)
+
+
 class SessionActivities:
     """The activities of one worker: its tools (by name), hooks, secrets, store and event
     subscriber."""
@@ -203,6 +257,14 @@ class SessionActivities:
                     self.on_event(session, event)
                 except Exception:  # a subscriber's bug must not fail the step
                     activity.logger.exception("pi_agent.temporal: the event subscriber raised")
+
+    def _event_batches(
+        self, session: str, origin: str, attempt: int, slim: Optional[Callable[[Dict[str, Any]], Dict[str, Any]]] = None
+    ) -> _EventBatches:
+        async def deliver(batch_origin: str, batch_attempt: int, events: List[Dict[str, Any]]) -> None:
+            await self._deliver(session, batch_origin, batch_attempt, events)
+
+        return _EventBatches(deliver, origin, attempt, slim)
 
     async def _call_hook(self, name: str, argument: Any, signal: pi_agent.Signal) -> Any:
         hook = self.hooks[name]
@@ -280,34 +342,8 @@ class SessionActivities:
         model = pi_agent.Model.from_dict(model_dict)
         signal = pi_agent.Signal()
         heartbeat = asyncio.ensure_future(_heartbeat_forever())
-        # The stream's events go to the store in batches, every FLUSH_INTERVAL (one write for
-        # all), in order.
-        pending: List[Dict[str, Any]] = []
-        batches = 0
-
-        async def flush() -> None:
-            nonlocal pending, batches
-            if pending:
-                batch, pending = pending, []
-                await self._deliver(session, f"{origin}:{batches}", info.attempt, batch)
-                batches += 1
-
-        stop = asyncio.Event()
-
-        async def flush_forever() -> None:
-            # Never cancelled mid-write (a write cut short would race the next one): it
-            # stops when asked, after writing what is left.
-            while not stop.is_set():
-                try:
-                    await asyncio.wait_for(stop.wait(), FLUSH_INTERVAL)
-                except asyncio.TimeoutError:
-                    pass
-                await flush()
-
-        def deliver(event: Dict[str, Any]) -> None:
-            pending.append(event)
-
-        flusher = asyncio.ensure_future(flush_forever())
+        batches = self._event_batches(session, origin, info.attempt)
+        deliver = batches.add
         try:
             try:
                 context = await self._context(request, signal)
@@ -340,14 +376,11 @@ class SessionActivities:
             # The answer is in. Writing its last events and slimming it heartbeat on (a store
             # write may wait for another process's lock) and are not cut short by a cancellation
             # that comes meanwhile: the workflow gets this answer.
-            stop.set()
-            await _to_the_end(flusher)
+            await _to_the_end(batches.close())
             slim = await _to_the_end(asyncio.to_thread(self.store.slim, message))
         finally:
             heartbeat.cancel()
-            stop.set()
-            if not flusher.done():  # the call failed or was cut: what was streamed is written
-                await asyncio.shield(flusher)
+            await batches.close()  # the call failed or was cut: what was streamed is written
         if message.get("stopReason") == "error":
             raise ApplicationError(
                 str(message.get("errorMessage") or "model call failed"), slim, started, type=MODEL_ERROR
@@ -358,8 +391,9 @@ class SessionActivities:
     async def run_tool(self, request: Dict[str, Any]) -> Dict[str, Any]:
         """Runs one tool call (``request["action"]``, an ``execute_tools`` action with one call,
         slim) as the agent does, with the worker's ``before_tool_call`` / ``after_tool_call``
-        and the session's tool watchdog; returns its outcome (slim). Heartbeats while the tool
-        runs; cancelling the activity (an abort) aborts the call's signal — the tool sees
+        and the session's tool watchdog; returns its outcome (slim). Its ``tool_execution_*``
+        events reach the session's events as they happen (with this attempt's number), a
+        tool's updates while it still runs. Heartbeats while the tool runs; cancelling the activity (an abort) aborts the call's signal — the tool sees
         ``ctx.aborted`` and the outcome is core's aborted result, as in an agent — unless the
         call ended first: then its real outcome is returned."""
         info = activity.info()
@@ -373,20 +407,23 @@ class SessionActivities:
         ]
         signal = pi_agent.Signal()
         timeout = request.get("toolTimeoutMs")
-        loop = asyncio.get_running_loop()
-        running = loop.run_in_executor(
-            self._pool,
-            lambda: pi_agent.execute_tool_calls_sync(
-                action,
-                tools,
-                signal=signal,
-                before_tool_call=self.hooks.get("before_tool_call"),
-                after_tool_call=self.hooks.get("after_tool_call"),
-                tool_timeout_ms=timeout,
-            ),
-        )
+        # The call's events (its start, its updates) reach the session's log while it runs.
+        origin = f"{info.workflow_run_id}:{info.activity_id}:{info.attempt}"
         heartbeat = asyncio.ensure_future(_heartbeat_forever())
+        batches = self._event_batches(session, origin, info.attempt, self._slim_tool_event)
         try:
+            running = asyncio.get_running_loop().run_in_executor(
+                self._pool,
+                lambda: pi_agent.execute_tool_calls_sync(
+                    action,
+                    tools,
+                    signal=signal,
+                    before_tool_call=self.hooks.get("before_tool_call"),
+                    after_tool_call=self.hooks.get("after_tool_call"),
+                    tool_timeout_ms=timeout,
+                    on_event=batches.add,
+                ),
+            )
             try:
                 result = await asyncio.shield(running)
             except asyncio.CancelledError:
@@ -398,8 +435,7 @@ class SessionActivities:
                     raise
 
             async def record() -> Dict[str, Any]:
-                events = await asyncio.to_thread(lambda: [self._slim_tool_event(event) for event in result["events"]])
-                await self._deliver(session, f"{info.workflow_run_id}:{info.activity_id}:{info.attempt}", info.attempt, events)
+                await batches.close()
                 outcome = dict(result["outcomes"][0])
                 outcome["message"] = await asyncio.to_thread(store.slim, outcome["message"])
                 return outcome
@@ -410,6 +446,7 @@ class SessionActivities:
             return await _to_the_end(record())
         finally:
             heartbeat.cancel()
+            await batches.close()  # the attempt failed or was cut: what happened is written
 
     def _slim_tool_event(self, event: Dict[str, Any]) -> Dict[str, Any]:
         if "args" in event:
