@@ -15,7 +15,9 @@ import asyncio
 import concurrent.futures
 import contextvars
 import inspect
+import os
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -280,6 +282,53 @@ _BLOCKED: dict[asyncio.AbstractEventLoop, list[int]] = {}
 _QUEUED: dict[asyncio.AbstractEventLoop, set[LoopCall]] = {}
 
 
+#: How often queued calls are checked for a loop that closed before starting them, and how
+#: long the checking thread stays when nothing is queued.
+_SWEEP_INTERVAL = 0.5
+_SWEEPER_IDLE = 30.0
+_sweeper: threading.Thread | None = None
+
+
+def _ensure_sweeper() -> None:
+    """Starts the thread that rescues stranded calls, unless it runs (with `_LOOPS_LOCK`)."""
+    global _sweeper
+    if _sweeper is None:
+        _sweeper = threading.Thread(target=_sweep, name="pi_agent-loop-sweeper", daemon=True)
+        _sweeper.start()
+
+
+def _sweep() -> None:
+    """A loop checked as running may stop before it starts a call sent to it, and be closed:
+    its pending callbacks are dropped and nothing would ever start the call (the run would
+    wait for it for ever). Such calls move to workers. Ends after `_SWEEPER_IDLE` seconds with
+    nothing queued."""
+    global _sweeper
+    idle_since = time.monotonic()
+    while True:
+        time.sleep(_SWEEP_INTERVAL)
+        with _LOOPS_LOCK:
+            if _QUEUED:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > _SWEEPER_IDLE:
+                _sweeper = None
+                return
+            stranded = [call for loop, calls in _QUEUED.items() if loop.is_closed() for call in calls]
+        for call in stranded:
+            try:
+                call.move()
+            except Exception:  # noqa: BLE001 - no worker thread (the interpreter is exiting)
+                pass
+
+
+def _forget_sweeper_in_child() -> None:
+    global _sweeper
+    _sweeper = None  # the parent's thread is not in the child
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_sweeper_in_child)
+
+
 def loop_is_usable(loop: asyncio.AbstractEventLoop | None) -> bool:
     """Whether coroutines submitted to `loop` from another thread will run."""
     return loop is not None and loop.is_running() and not loop.is_closed()
@@ -429,6 +478,7 @@ def submit(
         blocked = _blocked_for(loop, job_owners)
         if not blocked:
             _QUEUED.setdefault(loop, set()).add(call)
+            _ensure_sweeper()
     if blocked:
         call.move()
         return call

@@ -338,3 +338,25 @@ def test_a_blocking_wait_on_the_loops_thread_moves_async_callbacks_off_it() -> N
     last, roles, calls, on_caller = json.loads(done.stdout)
     assert last == "agent_end" and roles == ["user", "assistant", "toolResult", "assistant"]
     assert calls >= 10 and not on_caller
+
+
+def test_a_call_sent_to_a_loop_that_closes_before_starting_it_runs_on_a_worker() -> None:
+    """A loop seen running when an `async def` callback was sent to it may stop before it
+    starts it, and then be closed (its pending callbacks dropped): the call moves to a worker
+    instead of leaving the run waiting for it for ever."""
+    from pi_agent import _bridge
+
+    loop = asyncio.new_event_loop()  # not running: as if it stopped right after the check
+    outcome: List[Any] = []
+    finished = threading.Event()
+
+    async def job() -> str:
+        await asyncio.sleep(0)
+        return "ran"
+
+    _bridge.submit(job(), loop, lambda future: (outcome.append(future.result()), finished.set()), frozenset())
+    assert loop in _bridge._QUEUED
+    loop.close()
+    assert finished.wait(HANG_GUARD), "the call was never started"
+    assert outcome == ["ran"]
+    assert loop not in _bridge._QUEUED
