@@ -1458,7 +1458,8 @@ bool pi_agent_run_next(struct pi_agent_run *run, struct pi_agent_event *event_ou
  * is idle again, and writes the messages the run added (`agent_end`'s `messages`) as a
  * pi-shaped JSON array to `*json_out` (free it with `pi_string_free`). May be called again.
  *
- * Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK`.
+ * Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK` (from an event callback, or from a tool
+ * or hook callback of the agent before the run has ended: it would wait for itself).
  * Thread-safety: one thread at a time per run; not from an event callback.
  */
 struct pi_error *pi_agent_run_result_json(struct pi_agent_run *run, char **json_out);
@@ -2624,7 +2625,9 @@ struct pi_str pi_stream_fn_call_options_json(const struct pi_stream_fn_call *cal
  * `model` (NULL: the call's), `context_json` (a pi `Context`; NULL: the call's) and
  * `options_json` (`StreamOptions` JSON; NULL: the call's). The stream always takes the run's
  * abort signal; the call's API key, bearer token and `on_payload` / `on_response` callbacks
- * apply unless `options_json` sets its own key or token. A second call replaces the stream.
+ * apply unless `options_json` sets its own key or token, and so do the call's credential
+ * headers (left out of `pi_stream_fn_call_options_json`) unless `options_json` sets a header
+ * of the same name. A second call replaces the stream.
  *
  * Errors: `NULL_ARGUMENT` (for `call`), `INVALID_UTF8`, `INVALID_JSON`.
  * Thread-safety: may be called from any thread while the callback runs.
@@ -2868,7 +2871,8 @@ void pi_session_abort(struct pi_session *session);
 /**
  * Blocks until no run goes on and no request waits.
  *
- * Errors: `NULL_ARGUMENT`, `SESSION` (the session stopped: its store failed).
+ * Errors: `NULL_ARGUMENT`, `SESSION` (the session stopped: its store failed),
+ * `CALLED_FROM_CALLBACK` (from one of the session's tool callbacks: it would wait for itself).
  * Thread-safety: may be called from any thread, not from the session's tool callbacks.
  */
 struct pi_error *pi_session_wait_idle(struct pi_session *session);
@@ -2895,7 +2899,8 @@ uint64_t pi_session_last_seq(const struct pi_session *session);
  * or `null` when there was nothing new to compact; free it with `pi_string_free`.
  *
  * Errors: `NULL_ARGUMENT`, `SESSION` (the summary call failed: the session goes on
- * uncompacted, and this cut point is not tried again).
+ * uncompacted, and this cut point is not tried again), `CALLED_FROM_CALLBACK` (from one of
+ * the session's tool callbacks).
  * Thread-safety: may be called from any thread, not from the session's tool callbacks.
  */
 struct pi_error *pi_session_compact(struct pi_session *session, char **compaction_json_out);

@@ -72,6 +72,37 @@ async fn records_have_the_shared_shape_and_resume_from_any_cursor() {
 }
 
 #[tokio::test]
+async fn a_subscription_ends_once_the_session_is_closed_and_read() {
+    let faux = scripted_model(FauxOptions::default());
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let session = Session::open(store, "s", options(&faux, echo_tool(runs, false)))
+        .await
+        .unwrap();
+    let mut before = session.subscribe(0);
+    session.prompt("r1", UserMessage::text("hi")).unwrap();
+    session.wait_idle().await.unwrap();
+    let last = session.last_seq();
+    // Closed with its handle still alive: a waiting subscriber and a new one read every
+    // record, then end (they waited for ever while the handle lived).
+    session.close();
+    let mut after = session.subscribe(0);
+    for subscription in [&mut before, &mut after] {
+        let mut read = 0;
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(30), subscription.next())
+                .await
+                .expect("the subscription never ended");
+            match next {
+                Some(record) => read = record.unwrap().seq,
+                None => break,
+            }
+        }
+        assert_eq!(read, last);
+    }
+}
+
+#[tokio::test]
 async fn a_repeated_request_id_is_applied_once_even_after_a_restart() {
     let faux = scripted_model(FauxOptions::default());
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
@@ -247,6 +278,131 @@ async fn abort_ends_the_stream_and_keeps_its_partial_text() {
 }
 
 #[tokio::test]
+async fn a_steer_queued_before_an_abort_waits_for_the_next_run() {
+    // An abort that lands once a turn's answer is complete, with a steer queued: the aborted
+    // run ends at its next poll (as an agent's does) and the steer starts the next run. The
+    // aborted run used to take the steer into a turn whose model call ended aborted at once:
+    // never answered. (An abort during tools or the stream ends the run by itself.)
+    use pi_agent::agent::stream_message;
+    use std::sync::{OnceLock, Weak};
+
+    let faux = FauxProvider::register();
+    let session_slot: Arc<OnceLock<Weak<Session>>> = Arc::new(OnceLock::new());
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut options = SessionOptions::new(faux.model());
+    let (slot, count) = (Arc::clone(&session_slot), Arc::clone(&calls));
+    options.hooks.stream_fn = Some(Arc::new(move |model, context, options| {
+        let call = count.fetch_add(1, Ordering::SeqCst);
+        let aborted = options.signal.as_ref().is_some_and(|s| s.is_cancelled());
+        let mut message = faux_assistant_message(vec![faux_text(if aborted {
+            String::new()
+        } else if call == 0 {
+            "first answer".to_owned()
+        } else {
+            format!(
+                "answered {}",
+                serde_json::to_string(&context.messages.last()).unwrap()
+            )
+        })]);
+        if aborted {
+            message.stop_reason = StopReason::Aborted;
+            message.error_message = Some("Request was aborted".into());
+        } else if call == 0 {
+            // The answer is complete; meanwhile a steer arrives, then the abort.
+            let session = slot.get().and_then(Weak::upgrade).expect("the session");
+            session.steer("s1", UserMessage::text("s1")).unwrap();
+            session.abort();
+        }
+        message.api = model.api.clone();
+        message.provider = model.provider.clone();
+        message.model = model.id.clone();
+        stream_message(model, None, message)
+    }));
+    let session = Arc::new(
+        Session::open(Arc::new(MemoryStore::new()), "s", options)
+            .await
+            .unwrap(),
+    );
+    session_slot.set(Arc::downgrade(&session)).unwrap();
+    session.prompt("p", UserMessage::text("go")).unwrap();
+    eventually(|| calls.load(Ordering::SeqCst) >= 2).await;
+    session.wait_idle().await.unwrap();
+    let transcript: Vec<Value> = session
+        .transcript()
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    let steer = transcript
+        .iter()
+        .position(|m| m["role"] == "user" && m["content"].to_string().contains("s1"))
+        .expect("the steer is in the transcript");
+    let answer = &transcript[steer + 1];
+    assert_eq!(answer["stopReason"], "stop", "{transcript:#?}");
+    assert!(
+        answer["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("answered"),
+        "{transcript:#?}"
+    );
+    assert_eq!(transcript[steer - 1]["content"][0]["text"], "first answer");
+}
+
+#[tokio::test]
+async fn two_tool_calls_with_one_id_each_get_their_own_result() {
+    // A model (or a custom stream function) may give two calls one id: each gets its own
+    // result. The second's outcome used to overwrite the first's, and the session stopped
+    // (and stopped again at every reopen).
+    let faux = FauxProvider::register();
+    faux.set_responses((0..10).map(|_| {
+        FauxResponse::Factory(Arc::new(|context: &Context, _, _, _| {
+            match context.messages.last() {
+                Some(Message::ToolResult(_)) => faux_assistant_message(vec![faux_text("done")]),
+                _ => faux_assistant_message(vec![
+                    pi_agent::ai::providers::faux::faux_tool_call_with_id(
+                        "x",
+                        "echo",
+                        json!({"text": "first"}),
+                    ),
+                    pi_agent::ai::providers::faux::faux_tool_call_with_id(
+                        "x",
+                        "echo",
+                        json!({"text": "second"}),
+                    ),
+                ]),
+            }
+        }))
+    }));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let session = Session::open(
+        Arc::new(MemoryStore::new()),
+        "s",
+        options(&faux, echo_tool(Arc::clone(&runs), false)),
+    )
+    .await
+    .unwrap();
+    session.prompt("p", UserMessage::text("go")).unwrap();
+    session.wait_idle().await.unwrap();
+    let transcript: Vec<Value> = session
+        .transcript()
+        .iter()
+        .map(|m| serde_json::to_value(m).unwrap())
+        .collect();
+    let results: Vec<&Value> = transcript
+        .iter()
+        .filter(|m| m["role"] == "toolResult")
+        .map(|m| &m["content"][0]["text"])
+        .collect();
+    assert_eq!(
+        results,
+        [&json!("first"), &json!("second")],
+        "{transcript:#?}"
+    );
+    assert_eq!(transcript.last().unwrap()["content"][0]["text"], "done");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn steer_and_follow_up_go_through_the_inbox() {
     let faux = scripted_model(FauxOptions::default());
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
@@ -357,6 +513,60 @@ async fn compaction_summarises_older_turns_once_and_survives_a_restart() {
         .await
         .unwrap();
     assert!(session.compaction().is_some());
+}
+
+#[tokio::test]
+async fn the_summary_call_is_made_as_the_runs_model_calls_are() {
+    // The key from `get_api_key` (a host with OAuth keys has no other) and a signal that
+    // aborts it: the summary call went out with neither, and failed for good without a key.
+    let faux = FauxProvider::register();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&seen);
+    faux.set_responses((0..10).map(move |_| {
+        let record = Arc::clone(&record);
+        FauxResponse::Factory(Arc::new(move |context: &Context, options, _, _| {
+            let summary = context
+                .system_prompt
+                .as_deref()
+                .unwrap_or_default()
+                .contains("summarise");
+            let key = options.api_key.as_ref().map(|key| key.expose().to_owned());
+            record
+                .lock()
+                .unwrap()
+                .push((summary, key, options.signal.is_some()));
+            faux_assistant_message(vec![faux_text(if summary {
+                "summary".to_owned()
+            } else {
+                "x".repeat(2000)
+            })])
+        }))
+    }));
+    let mut options = compacting_options(&faux);
+    options.compaction.enabled = false;
+    options.hooks.get_api_key = Some(Arc::new(|provider: &str| {
+        let key = format!("key-for-{provider}");
+        Box::pin(async move { Ok(Some(pi_agent::ai::ApiKey::new(key))) })
+    }));
+    let session = Session::open(Arc::new(MemoryStore::new()), "s", options)
+        .await
+        .unwrap();
+    for turn in 0..2 {
+        session
+            .prompt(&format!("r{turn}"), UserMessage::text("hello"))
+            .unwrap();
+        session.wait_idle().await.unwrap();
+    }
+    let compaction = session.compact().await.unwrap().expect("compacted");
+    assert_eq!(compaction.summary, "summary");
+    let seen = seen.lock().unwrap().clone();
+    let key = Some(format!("key-for-{}", faux.model().provider));
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(
+        seen.iter().all(|(_, got, signal)| *got == key && *signal),
+        "{seen:?}"
+    );
+    assert!(seen[2].0, "{seen:?}");
 }
 
 #[tokio::test]

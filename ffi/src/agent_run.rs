@@ -2,7 +2,7 @@
 //! like `pi_stream`: its events, its result, its abort.
 
 use std::ffi::c_char;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 
 use ::pi_agent::agent::{AgentMessage, AgentRun, RunInput};
 use futures::StreamExt;
@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::{AgentShared, images_input, messages_input, pi_agent, shared};
 use crate::args::{Out, arg_str};
 use crate::boundary::{act, into_handle, lock, opt_ref, take_handle};
-use crate::error::pi_error;
+use crate::error::{pi_error, pi_error_kind};
 use crate::event::{EventText, pi_agent_event};
-use crate::runtime::{block_on, runtime};
+use crate::runtime::{Scope, block_on, current_scope, runtime};
 
 /// One run of an agent, started by `pi_agent_run_open` (or `_open_with_images`,
 /// `_open_messages`, `_open_continue`). Read its events with `pi_agent_run_next` (the same
@@ -42,7 +42,29 @@ pub(crate) struct RunState {
 
 /// Waits for the end of `run` once (later calls return at once) and keeps its outcome.
 pub(crate) fn finish(run: &pi_agent_run) -> Result<(), pi_error> {
-    let mut state = lock(&run.state);
+    let refused = || {
+        pi_error::new(
+            pi_error_kind::CalledFromCallback,
+            "a run's result cannot be waited for from a tool or hook callback of its agent while \
+             the run goes on: it would wait for itself",
+        )
+    };
+    // In a callback of the run's agent, the run (the agent's only one) waits for this
+    // callback: waiting for it would wait for itself, and so would waiting for the state's
+    // lock, which another thread holds while it waits for the run.
+    let inside = matches!(current_scope(), Scope::Callback(key) if key == run.agent.key());
+    let mut state = if inside {
+        match run.state.try_lock() {
+            Ok(state) => state,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return Err(refused()),
+        }
+    } else {
+        lock(&run.state)
+    };
+    if inside && state.run.is_some() && !state.finished {
+        return Err(refused());
+    }
     if let Some(events) = state.run.take() {
         let outcome = block_on("pi_agent_run_result_json", events.result())?;
         state.new_messages = Some(outcome.new_messages);
@@ -186,7 +208,8 @@ pub extern "C" fn pi_agent_run_next(
 /// is idle again, and writes the messages the run added (`agent_end`'s `messages`) as a
 /// pi-shaped JSON array to `*json_out` (free it with `pi_string_free`). May be called again.
 ///
-/// Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK`.
+/// Errors: `NULL_ARGUMENT`, `CALLED_FROM_CALLBACK` (from an event callback, or from a tool
+/// or hook callback of the agent before the run has ended: it would wait for itself).
 /// Thread-safety: one thread at a time per run; not from an event callback.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_agent_run_result_json(

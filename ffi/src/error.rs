@@ -185,6 +185,23 @@ pub(crate) fn parse_object<T: serde::de::DeserializeOwned>(
     pi_agent::ai::strict_json::from_str(json).map_err(|error| pi_error::invalid_json(name, &error))
 }
 
+/// [`parse_object`] for JSON that holds credentials: the error never quotes a value (a token
+/// given where an object goes would otherwise be in the message).
+pub(crate) fn parse_secret_object<T: serde::de::DeserializeOwned>(
+    json: &str,
+    name: &str,
+) -> Result<T, pi_error> {
+    pi_agent::ai::strict_json::from_str(json).map_err(|error| {
+        pi_error::new(
+            pi_error_kind::InvalidJson,
+            format!(
+                "`{name}` is not valid: {}",
+                pi_agent::ai::strict_json::error_without_values(&error)
+            ),
+        )
+    })
+}
+
 /// Parses a JSON argument into `T`, naming the argument in the error.
 pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
     json: &str,

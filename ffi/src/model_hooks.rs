@@ -283,7 +283,9 @@ pub extern "C" fn pi_stream_fn_call_options_json(call: *const pi_stream_fn_call)
 /// `model` (NULL: the call's), `context_json` (a pi `Context`; NULL: the call's) and
 /// `options_json` (`StreamOptions` JSON; NULL: the call's). The stream always takes the run's
 /// abort signal; the call's API key, bearer token and `on_payload` / `on_response` callbacks
-/// apply unless `options_json` sets its own key or token. A second call replaces the stream.
+/// apply unless `options_json` sets its own key or token, and so do the call's credential
+/// headers (left out of `pi_stream_fn_call_options_json`) unless `options_json` sets a header
+/// of the same name. A second call replaces the stream.
 ///
 /// Errors: `NULL_ARGUMENT` (for `call`), `INVALID_UTF8`, `INVALID_JSON`.
 /// Thread-safety: may be called from any thread while the callback runs.
@@ -306,6 +308,8 @@ pub extern "C" fn pi_stream_fn_call_open(
                 let mut options = stream_options(Some(json))?;
                 options.api_key = options.api_key.or_else(|| base.api_key.clone());
                 options.bearer_token = options.bearer_token.or_else(|| base.bearer_token.clone());
+                // The options view leaves these out: a view changed and handed back keeps them.
+                options.restore_credential_headers(base);
                 options.on_payload = base.on_payload.clone();
                 options.on_response = base.on_response.clone();
                 options.signal = base.signal.clone();

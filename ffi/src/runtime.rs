@@ -140,7 +140,7 @@ pub(crate) fn read_blocking<T>(what: &str, read: impl FnOnce() -> T) -> Result<T
 }
 
 /// Fails when the current thread must not block (it runs an event callback).
-fn may_block(what: &str) -> Result<(), pi_error> {
+pub(crate) fn may_block(what: &str) -> Result<(), pi_error> {
     if let Scope::Event(_) = current_scope() {
         return Err(pi_error::new(
             pi_error_kind::CalledFromCallback,

@@ -247,11 +247,13 @@ pub extern "C" fn pi_session_abort(session: *mut pi_session) {
 
 /// Blocks until no run goes on and no request waits.
 ///
-/// Errors: `NULL_ARGUMENT`, `SESSION` (the session stopped: its store failed).
+/// Errors: `NULL_ARGUMENT`, `SESSION` (the session stopped: its store failed),
+/// `CALLED_FROM_CALLBACK` (from one of the session's tool callbacks: it would wait for itself).
 /// Thread-safety: may be called from any thread, not from the session's tool callbacks.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_session_wait_idle(session: *mut pi_session) -> *mut pi_error {
     method(session, "session", |session| {
+        refuse_own_callback(session, "pi_session_wait_idle")?;
         block_on("pi_session_wait_idle", session.session.wait_idle())?.map_err(session_error)
     })
 }
@@ -287,7 +289,8 @@ pub extern "C" fn pi_session_last_seq(session: *const pi_session) -> u64 {
 /// or `null` when there was nothing new to compact; free it with `pi_string_free`.
 ///
 /// Errors: `NULL_ARGUMENT`, `SESSION` (the summary call failed: the session goes on
-/// uncompacted, and this cut point is not tried again).
+/// uncompacted, and this cut point is not tried again), `CALLED_FROM_CALLBACK` (from one of
+/// the session's tool callbacks).
 /// Thread-safety: may be called from any thread, not from the session's tool callbacks.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_session_compact(
@@ -296,10 +299,30 @@ pub extern "C" fn pi_session_compact(
 ) -> *mut pi_error {
     method(session, "session", |session| {
         let out = Out::new(compaction_json_out, "compaction_json_out")?;
+        refuse_own_callback(session, "pi_session_compact")?;
         let compaction =
             block_on("pi_session_compact", session.session.compact())?.map_err(session_error)?;
         out.write_json(&compaction, "compaction")
     })
+}
+
+/// Whether the current thread runs one of `session`'s tool callbacks.
+fn inside_own_callback(session: &pi_session) -> bool {
+    let key = Arc::as_ptr(&session.calls) as usize;
+    matches!(current_scope(), Scope::Callback(current) if current == key)
+}
+
+/// `what` waits for the session's run, which waits for its tool callbacks: refused from one.
+fn refuse_own_callback(session: &pi_session, what: &str) -> Result<(), pi_error> {
+    if inside_own_callback(session) {
+        return Err(pi_error::new(
+            pi_error_kind::CalledFromCallback,
+            format!(
+                "`{what}` cannot be called from a tool callback of the same session: it would wait for itself"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Frees a session: it stops where it is, as a killed process would (a step in flight is
@@ -318,9 +341,7 @@ pub extern "C" fn pi_session_free(session: *mut pi_session) {
         let Some(session) = take_handle(session) else {
             return;
         };
-        let key = Arc::as_ptr(&session.calls) as usize;
-        let inside_own_callback =
-            matches!(current_scope(), Scope::Callback(current) if current == key);
+        let inside_own_callback = inside_own_callback(&session);
         session.session.close();
         let pi_session { session: inner, registrations, calls, .. } = *session;
         if inside_own_callback {

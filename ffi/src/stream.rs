@@ -18,7 +18,7 @@ use crate::boundary::{Fallback, act, free, into_handle, lock, opt_ref};
 use crate::error::pi_error;
 use crate::model::pi_model;
 use crate::options::stream_options;
-use crate::runtime::{block_on, read_blocking, runtime};
+use crate::runtime::{block_on, may_block, read_blocking, runtime};
 use crate::stream_options::pi_stream_options;
 use crate::string::{into_c_string, pi_str};
 use crate::wake::{WakeSlot, pi_wake_callback};
@@ -346,11 +346,15 @@ pub extern "C" fn pi_stream_partial_json(
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_stream_next(stream: *mut pi_stream, event_out: *mut pi_event) -> bool {
     ffi_boundary! {
+        // Refused (called from an event callback): nothing taken, the stream as it was (its
+        // `pi_stream_try_next` registration and its current event kept).
+        if may_block("pi_stream_next").is_err() {
+            return false;
+        }
         let answer = read_event(stream, event_out, |stream, events| {
             // A read that blocks replaces any `pi_stream_try_next` registration.
             stream.wake.unset();
-            // Refused (called from an event callback): nothing taken, the stream as it was.
-            // Else the stream is read on this thread, which waits for the socket itself.
+            // The stream is read on this thread, which waits for the socket itself.
             read_blocking("pi_stream_next", || events.blocking_next())
                 .map_or(Poll::Pending, Poll::Ready)
         });
@@ -509,6 +513,8 @@ pub extern "C" fn pi_stream_result_json(
 ) -> *mut pi_error {
     method(stream, "stream", |stream| {
         let out = Out::new(json_out, "json_out")?;
+        // Refused before anything is touched: the registration and current event stay.
+        may_block("pi_stream_result_json")?;
         let _reading = stream.wake.reading();
         let mut state = lock(&stream.state);
         if !state.finished {

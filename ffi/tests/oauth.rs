@@ -402,6 +402,24 @@ fn oauth_login_and_refresh_through_the_c_abi() {
         &mut refreshed,
     ));
     assert_eq!(kind, pi_error_kind::NotFound);
+    // One provider's credentials given where the map of them goes (an easy mistake): the
+    // error names the mismatch, never the tokens it quotes.
+    let misplaced =
+        CString::new(r#"{"refresh":"rt-SECRET-0123456","access":"at-SECRET-0123456","expires":1}"#)
+            .unwrap();
+    let (kind, message) = error(pi_get_oauth_api_key(
+        provider.as_ptr(),
+        misplaced.as_ptr(),
+        &mut key,
+        &mut stored,
+        &mut refreshed,
+    ));
+    assert_eq!(kind, pi_error_kind::InvalidJson, "{message}");
+    assert!(
+        message.contains("expected struct OAuthCredentials"),
+        "{message}"
+    );
+    assert!(!message.contains("SECRET"), "{message}");
 
     // 6. Prompts and selections answered by the C host (a flow registered in Rust that asks
     //    both, as a host's own flow may).

@@ -201,6 +201,21 @@ pub(crate) fn parse_value<T: DeserializeOwned>(value: Value, what: &str) -> PyRe
         .map_err(|error| value_error(Some(&field_of(what)), format!("invalid {what}: {error}")))
 }
 
+/// [`parse`] for values that hold credentials: the error never quotes a value (a token given
+/// where a dict goes would otherwise be in the message).
+pub(crate) fn parse_secret<T: DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
+    let value = from_py(obj).map_err(|error| with_field(error, &field_of(what)))?;
+    serde_json::from_value(value).map_err(|error| {
+        value_error(
+            Some(&field_of(what)),
+            format!(
+                "invalid {what}: {}",
+                pi_agent::ai::strict_json::error_without_values(&error)
+            ),
+        )
+    })
+}
+
 /// The field name of a value described as `what` in messages: `"tool call"` → `tool_call`,
 /// `"convert_to_llm result (LLM messages)"` → `convert_to_llm_result`.
 pub(crate) fn field_of(what: &str) -> String {

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{future_into_py, running_loop};
 use crate::callable::{Scope, call, call_blocking, describe};
-use crate::convert::{Json, parse, serde_to_py};
+use crate::convert::{Json, parse_secret, serde_to_py};
 use crate::errors::{PiError, optional_callable, type_error, type_name};
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
@@ -319,7 +319,7 @@ impl PyOAuthLogin {
 
 /// Reads `{provider id: credentials dict}`.
 fn credentials_map(credentials: &Bound<'_, PyAny>) -> PyResult<BTreeMap<String, OAuthCredentials>> {
-    parse(credentials, "credentials")
+    parse_secret(credentials, "credentials")
 }
 
 async fn api_key(
@@ -386,7 +386,7 @@ pub(crate) fn oauth_refresh<'py>(
     credentials: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let provider = provider(provider_id)?;
-    let credentials: OAuthCredentials = parse(credentials, "credentials")?;
+    let credentials: OAuthCredentials = parse_secret(credentials, "credentials")?;
     future_into_py(py, refresh(provider, credentials))
 }
 
@@ -398,7 +398,7 @@ pub(crate) fn oauth_refresh_sync(
     credentials: &Bound<'_, PyAny>,
 ) -> PyResult<Json> {
     let provider = provider(provider_id)?;
-    let credentials: OAuthCredentials = parse(credentials, "credentials")?;
+    let credentials: OAuthCredentials = parse_secret(credentials, "credentials")?;
     wait(py, refresh(provider, credentials), || Interrupted::Return)?
 }
 
@@ -419,7 +419,7 @@ pub(crate) fn oauth_write_auth_file(
     path: std::path::PathBuf,
     data: &Bound<'_, PyAny>,
 ) -> PyResult<()> {
-    let data: AuthData = parse(data, "auth data")?;
+    let data: AuthData = parse_secret(data, "auth data")?;
     oauth::write_auth_file(path, &data).map_err(oauth_error)
 }
 
@@ -433,7 +433,7 @@ pub(crate) fn oauth_modify_models(
     models: Vec<Bound<'_, PyAny>>,
 ) -> PyResult<Vec<crate::model::PyModel>> {
     let provider = provider(provider_id)?;
-    let credentials: OAuthCredentials = parse(credentials, "credentials")?;
+    let credentials: OAuthCredentials = parse_secret(credentials, "credentials")?;
     let models = models
         .iter()
         .map(crate::model::PyModel::extract)

@@ -189,6 +189,43 @@ static void test_run_pull(void) {
     teardown(&f);
 }
 
+/* A tool that waits for the result of the run that called it would wait for itself: refused
+ * (it used to hang). */
+static _Atomic(pi_agent_run *) own_run;
+static atomic_int own_run_refused;
+
+static int32_t wait_for_own_run(void *user_data, pi_tool_call *call) {
+    (void)user_data;
+    /* The run handle is written when pi_agent_run_open returns (hang guard only). */
+    for (int i = 0; i < 60000 && atomic_load(&own_run) == NULL; i++) sleep_ms(1);
+    char *json = NULL;
+    EXPECT_ERROR(pi_agent_run_result_json(atomic_load(&own_run), &json),
+                 PI_ERROR_KIND_CALLED_FROM_CALLBACK);
+    CHECK(json == NULL);
+    EXPECT_ERROR(pi_agent_run_output_json(atomic_load(&own_run), &json),
+                 PI_ERROR_KIND_CALLED_FROM_CALLBACK);
+    atomic_fetch_add(&own_run_refused, 1);
+    OK(pi_tool_call_set_text(call, "refused"));
+    return 0;
+}
+
+static void test_wait_for_own_run_from_its_tool(void) {
+    fixture f;
+    setup(&f, "[{\"content\":[" TOOL_CALL("c1", "own", "{}") "]},{\"content\":\"Done.\"}]", NULL);
+    OK(pi_agent_add_tool(f.agent, "own", "Waits for its run", OBJECT_SCHEMA, wait_for_own_run, NULL,
+                         NULL));
+    pi_agent_run *run = NULL;
+    OK(pi_agent_run_open(f.agent, "go", &run));
+    atomic_store(&own_run, run);
+    char *json = NULL;
+    OK(pi_agent_run_result_json(run, &json)); /* from outside: waits, then answers */
+    CHECK(atomic_load(&own_run_refused) == 1);
+    CHECK(in_order(json, "refused", "Done."));
+    pi_string_free(json);
+    pi_agent_run_free(run);
+    teardown(&f);
+}
+
 /* Freeing a run before its end aborts it and waits until the agent is idle again. */
 static void test_run_free_before_end(void) {
     init_long_text();
@@ -934,6 +971,7 @@ static void test_free_from_callback(int where) {
 int main(void) {
     test_run_pull();
     test_run_free_before_end();
+    test_wait_for_own_run_from_its_tool();
     test_run_abort();
     test_free_with_an_unread_run();
     test_transcript_and_queues();

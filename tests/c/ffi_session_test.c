@@ -29,9 +29,14 @@ static int32_t wait_tool(void *user_data, pi_tool_call *call) {
 static pi_session *freed_session;
 static atomic_int freed_inside;
 
-/* Frees its own session: the free cannot wait for this callback, so it must not. */
+/* Frees its own session: the free cannot wait for this callback, so it must not. Waiting for
+ * the session from here is refused first (it would wait for itself: it used to hang). */
 static int32_t free_tool(void *user_data, pi_tool_call *call) {
     (void)user_data;
+    EXPECT_ERROR(pi_session_wait_idle(freed_session), PI_ERROR_KIND_CALLED_FROM_CALLBACK);
+    char *compaction = NULL;
+    EXPECT_ERROR(pi_session_compact(freed_session, &compaction), PI_ERROR_KIND_CALLED_FROM_CALLBACK);
+    CHECK(compaction == NULL);
     pi_session_free(freed_session);
     atomic_store(&freed_inside, 1);
     OK(pi_tool_call_set_text(call, "freed"));

@@ -757,6 +757,21 @@ static int take_ready(polled *p, int *write_fd) {
     }
 }
 
+/* An agent's event callback that tries to read another stream: refused, and the stream is
+ * left as it was (its pi_stream_try_next registration kept). */
+static atomic_int stream_reads_refused;
+
+static void read_stream_in_callback(void *user_data, const pi_agent_event *event) {
+    if (event->kind != PI_AGENT_EVENT_KIND_AGENT_START) return;
+    pi_stream *held = user_data;
+    pi_event ev;
+    CHECK(!pi_stream_next(held, &ev));
+    char *json = NULL;
+    EXPECT_ERROR(pi_stream_result_json(held, &json), PI_ERROR_KIND_CALLED_FROM_CALLBACK);
+    CHECK(json == NULL);
+    atomic_fetch_add(&stream_reads_refused, 1);
+}
+
 static void test_stream_try_next(void) {
     int fds[2];
     CHECK(pipe(fds) == 0);
@@ -837,6 +852,31 @@ static void test_stream_try_next(void) {
     CHECK(answer == PI_POLL_PENDING);
     pi_stream_free(stream);
     int after_free = atomic_load(&wakes);
+
+    /* Reads refused inside an event callback take nothing: the pending registration stays,
+     * so the event loop is still woken when the stream has more. */
+    OK(pi_faux_push_json(faux, script));
+    pi_stream *held = NULL;
+    OK(pi_stream_open(model, CONTEXT, NULL, &held));
+    while ((answer = pi_stream_try_next(held, &event, wake_pipe, &fds[1])) == PI_POLL_EVENT) {
+    }
+    CHECK(answer == PI_POLL_PENDING);
+    pi_faux *agent_faux = NULL;
+    OK(pi_faux_new(&agent_faux));
+    OK(pi_faux_push_json(agent_faux, "{\"content\":\"hi\"}"));
+    pi_model *agent_model = NULL;
+    OK(pi_faux_model(agent_faux, &agent_model));
+    pi_agent *agent = NULL;
+    OK(pi_agent_new(agent_model, "", NULL, &agent));
+    uint64_t subscription = 0;
+    OK(pi_agent_subscribe(agent, read_stream_in_callback, held, NULL, &subscription));
+    OK(pi_agent_prompt(agent, "go"));
+    CHECK(atomic_load(&stream_reads_refused) == 1);
+    wait_for_wake(fds[0]); /* the registration made before the callback still wakes */
+    pi_agent_free(agent);
+    pi_model_free(agent_model);
+    pi_faux_free(agent_faux);
+    pi_stream_free(held);
     sleep_ms(100); /* the paced provider would have sent several deltas by now */
     CHECK(atomic_load(&wakes) == after_free);
     pi_model_free(model);

@@ -255,6 +255,14 @@ def test_api_key_refresh_and_errors_without_tokens(server: AuthServer) -> None:
     key = oauth.get_oauth_api_key_sync("anthropic", {"anthropic": credentials})
     assert key is not None and not key["refreshed"] and key["apiKey"] == credentials["access"]
     assert oauth.get_oauth_api_key_sync("anthropic", {}) is None
+    # One provider's credentials where the map of them goes: the error never quotes a token.
+    with pytest.raises(ValueError) as misplaced:
+        oauth.get_oauth_api_key_sync("anthropic", credentials)
+    assert "expected struct OAuthCredentials" in str(misplaced.value)
+    assert_no_tokens(str(misplaced.value))
+    with pytest.raises(ValueError) as wrong_type:
+        oauth.get_oauth_api_key_sync("anthropic", {"anthropic": {**credentials, "expires": credentials["access"]}})
+    assert_no_tokens(str(wrong_type.value))
 
     expired = {**credentials, "expires": 0}
     key = oauth.get_oauth_api_key_sync("anthropic", {"anthropic": expired})

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
-use super::config::{AgentContext, AgentLoopConfig, HookError, MessageSource};
+use super::config::{AgentContext, AgentHooks, AgentLoopConfig, HookError, MessageSource};
 use super::error::AgentError;
 use super::event::AgentEvent;
 use super::guard::{EventSink, Guarded, guarded};
@@ -21,6 +21,7 @@ use super::tool::AgentTool;
 use super::tool_calls::execute_tool_calls;
 use crate::ai::event::AssistantMessageEvent;
 use crate::ai::model::Model;
+use crate::ai::options::StreamOptions;
 use crate::ai::types::{AssistantContent, AssistantMessage, Context, StopReason, TextContent};
 use crate::panics::panic_text;
 
@@ -307,6 +308,30 @@ pub async fn call_model<S: EventSink>(
     }
 }
 
+/// pi's `(await getApiKey(provider)) || config.apiKey`: the `get_api_key` hook's key, if it
+/// gives one, replaces `options`' (cut short by `signal`). `Err`: the failure's text (the
+/// hook's error, its panic, or the abort).
+pub(crate) async fn apply_api_key_hook(
+    hooks: &AgentHooks,
+    provider: &str,
+    signal: &CancellationToken,
+    options: &mut StreamOptions,
+) -> Result<(), String> {
+    let Some(get_api_key) = &hooks.get_api_key else {
+        return Ok(());
+    };
+    match guarded(get_api_key(provider), signal, None).await {
+        Guarded::Done(Ok(key)) => {
+            if let Some(key) = key.filter(|key| !key.is_empty()) {
+                options.api_key = Some(key);
+            }
+            Ok(())
+        }
+        Guarded::Done(Err(HookError(error))) | Guarded::Panicked(error) => Err(error),
+        Guarded::Aborted | Guarded::TimedOut(_) => Err(ABORTED.to_owned()),
+    }
+}
+
 async fn call_model_inner<S: EventSink>(
     system_prompt: &str,
     messages: &[AgentMessage],
@@ -357,21 +382,10 @@ async fn call_model_inner<S: EventSink>(
     // A child token, so the idle watchdog can cancel this request without aborting the run.
     let request_signal = signal.child_token();
     options.signal = Some(request_signal.clone());
-    if let Some(get_api_key) = &hooks.get_api_key {
-        match guarded(get_api_key(&config.model.provider), signal, None).await {
-            Guarded::Done(Ok(key)) => {
-                // pi's `(await getApiKey(provider)) || config.apiKey`.
-                if let Some(key) = key.filter(|key| !key.is_empty()) {
-                    options.api_key = Some(key);
-                }
-            }
-            Guarded::Done(Err(HookError(error))) | Guarded::Panicked(error) => {
-                return (model_step_failure(config, &error, signal), false);
-            }
-            Guarded::Aborted | Guarded::TimedOut(_) => {
-                return (model_step_failure(config, ABORTED, signal), false);
-            }
-        }
+    if let Err(error) =
+        apply_api_key_hook(hooks, &config.model.provider, signal, &mut options).await
+    {
+        return (model_step_failure(config, &error, signal), false);
     }
     let custom_stream_fn = hooks.stream_fn.is_some();
     let stream_fn = hooks.stream_fn();

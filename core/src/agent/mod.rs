@@ -26,6 +26,7 @@ mod step;
 mod tool;
 mod tool_calls;
 
+pub(crate) use self::agent_loop::apply_api_key_hook;
 pub use self::agent_loop::{
     ABORTED, ModelCall, STREAM_IDLE, call_model, check_can_continue, run_agent_loop,
     run_agent_loop_continue, run_failure_message,

@@ -492,6 +492,22 @@ impl StreamOptions {
         shown
     }
 
+    /// Puts back `from`'s credential headers that these options do not set (by name, in any
+    /// case): for options a host read from a [`without_credential_headers`](Self::without_credential_headers)
+    /// view, changed and handed back, which would otherwise go out without them.
+    pub fn restore_credential_headers(&mut self, from: &StreamOptions) {
+        for (name, value) in &from.headers {
+            if is_credential_header(name)
+                && !self
+                    .headers
+                    .keys()
+                    .any(|set| set.eq_ignore_ascii_case(name))
+            {
+                self.headers.insert(name.clone(), value.clone());
+            }
+        }
+    }
+
     /// `true` once the caller has cancelled.
     pub fn is_aborted(&self) -> bool {
         self.signal
@@ -566,6 +582,20 @@ mod tests {
             r#"{"maxTokens":5,"sessionId":"s1","headers":{"x-trace":"t1"}}"#
         );
         assert_eq!(options.headers.len(), 3, "the options themselves keep them");
+        // A view changed and handed back gets them again; a header it sets itself stays.
+        let mut edited = StreamOptions::from_json(
+            r#"{"sessionId": "s2", "headers": {"x-trace": "t2", "x-api-key": "k-own-4"}}"#,
+        )
+        .unwrap();
+        edited.restore_credential_headers(&options);
+        assert_eq!(
+            edited.headers.into_iter().collect::<Vec<_>>(),
+            [
+                ("Authorization".to_owned(), "Bearer t-secret-2".to_owned()),
+                ("x-api-key".to_owned(), "k-own-4".to_owned()),
+                ("x-trace".to_owned(), "t2".to_owned()),
+            ]
+        );
     }
 
     #[test]

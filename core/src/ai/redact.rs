@@ -116,7 +116,7 @@ impl fmt::Debug for Headers<'_> {
 }
 
 /// A URL with its user info (which may be a token) hidden.
-fn url_without_user_info(url: &str) -> String {
+pub(crate) fn url_without_user_info(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };

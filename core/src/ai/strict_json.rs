@@ -35,6 +35,33 @@ pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, serde_json::Error>
     Ok(read)
 }
 
+/// `error`'s words with every string value it quotes hidden: ``invalid type: string "…",
+/// expected struct OAuthCredentials``. For JSON that holds credentials, where a token given in
+/// the wrong place would otherwise be quoted in the error (and from there reach a log). Field
+/// names (quoted with backticks) and the position stay.
+pub fn error_without_values(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '"' {
+            // Skip to the closing quote (serde writes the value escaped: `\"` is inside).
+            let mut escaped = false;
+            for inner in chars.by_ref() {
+                match inner {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => break,
+                    _ => {}
+                }
+            }
+            out.push_str("…\"");
+        }
+    }
+    out
+}
+
 /// Reads `value` as a `T` like [`from_str`].
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, serde_json::Error> {
     T::deserialize(Strict {
@@ -213,6 +240,31 @@ impl<'de> de::MapAccess<'de> for Entries<'de> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn errors_without_values_hide_quoted_strings_only() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Credentials {
+            access: String,
+        }
+        let error = serde_json::from_str::<std::collections::BTreeMap<String, Credentials>>(
+            r#"{"p": "at-SECRET-\"quoted\"-0123"}"#,
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("SECRET"));
+        let shown = super::error_without_values(&error);
+        assert!(
+            !shown.contains("SECRET") && !shown.contains("quoted"),
+            "{shown}"
+        );
+        assert!(
+            shown.starts_with("invalid type: string \"…\", expected struct Credentials"),
+            "{shown}"
+        );
+        let missing = serde_json::from_str::<Credentials>("{}").unwrap_err();
+        assert_eq!(super::error_without_values(&missing), missing.to_string());
+    }
+
     use super::*;
     use serde::Deserialize;
     use serde_json::json;

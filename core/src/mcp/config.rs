@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::ai::is_credential_header;
-use crate::ai::redact::Redactor;
+use crate::ai::redact::{Redactor, url_without_user_info};
 
 /// The default limit for one tool call (the TypeScript SDK's default request timeout).
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -64,10 +64,11 @@ pub struct HttpConfig {
     pub headers: BTreeMap<String, String>,
 }
 
-// Header values (bearer tokens) are never shown; the URL loses its query, which may hold one.
+// Header values (bearer tokens) are never shown; the URL loses its query, which may hold one,
+// and its user and password.
 impl std::fmt::Debug for HttpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let url = self.url.split(['?', '#']).next().unwrap_or_default();
+        let url = url_without_user_info(self.url.split(['?', '#']).next().unwrap_or_default());
         f.debug_struct("HttpConfig")
             .field("url", &url)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
@@ -253,13 +254,16 @@ mod tests {
         assert_eq!(config.connect_timeout(), DEFAULT_CONNECT_TIMEOUT);
         assert_eq!(config.tool_prefix.as_deref(), Some("fs_"));
         assert!(!format!("{config:?}").contains("s3cret"));
-        let http = McpServerConfig::http("r", "https://h/mcp?key=qs3cret")
+        let http = McpServerConfig::http("r", "https://us3cret:ps3cret@h/mcp?key=qs3cret")
             .with_env("Authorization", "Bearer hs3cret");
         let shown = format!("{http:?}");
         assert!(
-            !shown.contains("hs3cret") && !shown.contains("qs3cret"),
+            ["hs3cret", "qs3cret", "us3cret", "ps3cret"]
+                .iter()
+                .all(|secret| !shown.contains(secret)),
             "{shown}"
         );
+        assert!(shown.contains("@h/mcp"), "{shown}");
         let json = serde_json::to_value(&http).unwrap();
         assert_eq!(json["transport"], "http");
         assert_eq!(json["headers"]["Authorization"], "Bearer hs3cret");

@@ -1,7 +1,7 @@
 //! The session's driver task: performs the stepper's actions, journalling every event before
 //! anyone sees it, and every step input before the stepper takes it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde::Deserialize;
@@ -14,8 +14,8 @@ use super::receipt::RequestKind;
 use super::replay::{Run, start_run};
 use super::state::Shared;
 use crate::agent::{
-    AgentEvent, AgentLoopConfig, AgentMessage, AgentToolResult, EventSink, QueueMode, StepAction,
-    StepInput, ToolOutcome, call_model, execute_tool_calls,
+    ABORTED, AgentEvent, AgentLoopConfig, AgentMessage, AgentToolResult, EventSink, QueueMode,
+    StepAction, StepInput, ToolOutcome, apply_api_key_hook, call_model, execute_tool_calls,
 };
 use crate::ai::{AssistantMessage, ToolCall, ToolResultMessage};
 
@@ -126,6 +126,27 @@ async fn step(shared: &Arc<Shared>, run: &mut Run) -> Result<bool, SessionError>
     let mut aborted = false;
     let (input, consumed) = match &run.action {
         StepAction::Finished { .. } => return Ok(true),
+        // Aborted between turns: the run ends here, as an agent's does, and the queued
+        // requests wait for the next run (a steer taken now would go to a turn whose model
+        // call is aborted at once, and never be answered).
+        StepAction::PollSteering if signal.is_cancelled() => {
+            aborted = true;
+            (
+                StepInput::Steering {
+                    messages: Vec::new(),
+                },
+                Vec::new(),
+            )
+        }
+        StepAction::PollFollowUp if signal.is_cancelled() => {
+            aborted = true;
+            (
+                StepInput::FollowUp {
+                    messages: Vec::new(),
+                },
+                Vec::new(),
+            )
+        }
         StepAction::PollSteering => {
             let (messages, ids) = drain(shared, |kind| kind == RequestKind::Steer, true);
             (StepInput::Steering { messages }, ids)
@@ -136,8 +157,8 @@ async fn step(shared: &Arc<Shared>, run: &mut Run) -> Result<bool, SessionError>
         }
         StepAction::CallModel => {
             begin_action(shared, run)?;
-            serve_compactions(shared, Some(run.stepper.messages())).await;
-            auto_compact(shared, run.stepper.messages()).await;
+            serve_compactions(shared, Some((run.stepper.messages(), &signal))).await;
+            auto_compact(shared, run.stepper.messages(), &signal).await;
             let config = loop_config(shared);
             let mut sink = JournalSink {
                 shared: Arc::clone(shared),
@@ -297,12 +318,17 @@ enum ToolRecord {
 }
 
 /// The calls of a batch that began, and the results (with `isError`) of those that ended.
-type Recorded = (HashSet<String>, HashMap<String, (AgentToolResult, bool)>);
+/// Per tool-call id: how many calls began, and the outcomes of those that ended, in order (a
+/// model may give two calls one id).
+type Recorded = (
+    HashMap<String, usize>,
+    HashMap<String, VecDeque<(AgentToolResult, bool)>>,
+);
 
 /// What earlier attempts of this batch recorded: the calls that began, and those that ended.
 fn recorded_tools(shared: &Arc<Shared>, since_seq: u64) -> Result<Recorded, SessionError> {
-    let mut started = HashSet::new();
-    let mut ended = HashMap::new();
+    let mut started: HashMap<String, usize> = HashMap::new();
+    let mut ended: HashMap<String, VecDeque<(AgentToolResult, bool)>> = HashMap::new();
     let mut after = since_seq;
     loop {
         let page = shared.store.records(&shared.id, after, 512)?;
@@ -311,14 +337,17 @@ fn recorded_tools(shared: &Arc<Shared>, since_seq: u64) -> Result<Recorded, Sess
         for record in &page {
             match serde_json::from_str::<ToolRecord>(&record.event) {
                 Ok(ToolRecord::ToolExecutionStart { tool_call_id }) => {
-                    started.insert(tool_call_id);
+                    *started.entry(tool_call_id).or_default() += 1;
                 }
                 Ok(ToolRecord::ToolExecutionEnd {
                     tool_call_id,
                     result,
                     is_error,
                 }) => {
-                    ended.insert(tool_call_id, (result, is_error));
+                    ended
+                        .entry(tool_call_id)
+                        .or_default()
+                        .push_back((result, is_error));
                 }
                 Ok(ToolRecord::Other) | Err(_) => {}
             }
@@ -369,12 +398,31 @@ async fn execute(
             .iter()
             .any(|tool| tool.name() == name && tool.replay_safe())
     };
+    // Each call's outcome by position: calls are told apart by position, not id (a model may
+    // give two calls one id; their outcomes must not overwrite each other).
+    let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
+    // Of the calls that began before, those still unaccounted for (began, never ended).
+    let mut unfinished: HashMap<&str, usize> = started
+        .iter()
+        .map(|(id, began)| {
+            let finished = ended.get(id).map_or(0, VecDeque::len);
+            (id.as_str(), began.saturating_sub(finished))
+        })
+        .collect();
     let mut to_run = Vec::new();
-    for call in &calls {
-        if ended.contains_key(&call.id) {
+    let mut to_run_at = Vec::new();
+    for (position, call) in calls.iter().enumerate() {
+        if let Some((result, is_error)) = ended.get_mut(&call.id).and_then(VecDeque::pop_front) {
+            outcomes[position] = Some(outcome(call, result, is_error));
             continue;
         }
-        if started.contains(&call.id) && !replay_safe(&call.name) {
+        let began = unfinished
+            .get_mut(call.id.as_str())
+            .filter(|left| **left > 0);
+        if let Some(left) = began
+            && !replay_safe(&call.name)
+        {
+            *left -= 1;
             let result = AgentToolResult::error(TOOL_INTERRUPTED)
                 .with_details(serde_json::json!({"interrupted": true}));
             sink.emit(AgentEvent::ToolExecutionEnd {
@@ -384,10 +432,11 @@ async fn execute(
                 is_error: true,
             })
             .await;
-            ended.insert(call.id.clone(), (result, true));
+            outcomes[position] = Some(outcome(call, result, true));
             continue;
         }
         to_run.push(call.clone());
+        to_run_at.push(position);
     }
     let config = loop_config(shared);
     let ran = if to_run.is_empty() {
@@ -404,24 +453,17 @@ async fn execute(
         )
         .await
     };
-    let mut ran: HashMap<String, ToolOutcome> =
-        to_run.iter().map(|call| call.id.clone()).zip(ran).collect();
+    for (position, outcome) in to_run_at.into_iter().zip(ran) {
+        outcomes[position] = Some(outcome);
+    }
     if let Some(reason) = &shared.lock().stopped {
         return Err(SessionError::Stopped(reason.clone()));
     }
-    Ok(calls
-        .iter()
-        .filter_map(|call| {
-            ran.remove(&call.id).or_else(|| {
-                let (result, is_error) = ended.remove(&call.id)?;
-                Some(outcome(call, result, is_error))
-            })
-        })
-        .collect())
+    Ok(outcomes.into_iter().flatten().collect())
 }
 
-/// Compacts before a model call when the context nears the window.
-async fn auto_compact(shared: &Arc<Shared>, messages: &[AgentMessage]) {
+/// Compacts before a model call when the context nears the window (`signal`: the run's).
+async fn auto_compact(shared: &Arc<Shared>, messages: &[AgentMessage], signal: &CancellationToken) {
     let settings = &shared.options.compaction;
     let window = shared.options.model.context_window;
     if !settings.enabled || window == 0 {
@@ -432,26 +474,31 @@ async fn auto_compact(shared: &Arc<Shared>, messages: &[AgentMessage]) {
     if tokens + settings.reserve_tokens <= window {
         return;
     }
-    let _ = compact(shared, messages, tokens).await;
+    let _ = compact(shared, messages, tokens, signal).await;
 }
 
-/// Answers the `compact()` calls waiting, on `messages` (the run's) or the transcript.
-async fn serve_compactions(shared: &Arc<Shared>, messages: Option<&[AgentMessage]>) {
+/// Answers the `compact()` calls waiting, on a run's messages (with its signal) or, idle, on
+/// the transcript (nothing to abort then: a close drops the driver's task).
+async fn serve_compactions(
+    shared: &Arc<Shared>,
+    run: Option<(&[AgentMessage], &CancellationToken)>,
+) {
     let waiting = std::mem::take(&mut shared.lock().compact_requests);
     if waiting.is_empty() {
         return;
     }
     let owned;
-    let messages = match messages {
-        Some(messages) => messages,
+    let idle = CancellationToken::new();
+    let (messages, signal) = match run {
+        Some(run) => run,
         None => {
             owned = shared.lock().transcript.clone();
-            &owned
+            (&owned[..], &idle)
         }
     };
     let previous = shared.lock().compaction.clone();
     let tokens = compaction::context_tokens(messages, previous.as_ref());
-    let result = compact(shared, messages, tokens).await;
+    let result = compact(shared, messages, tokens, signal).await;
     for reply in waiting {
         // `SessionError` is not `Clone` (a store error holds an I/O error): each waiter gets
         // the failure's text, a summary failure's own text unwrapped so it is not prefixed twice.
@@ -464,11 +511,13 @@ async fn serve_compactions(shared: &Arc<Shared>, messages: Option<&[AgentMessage
 }
 
 /// Summarises the older messages and records the compaction. `Ok(None)`: nothing new to
-/// compact (already covered, or a cut that failed before).
+/// compact (already covered, or a cut that failed before). The summary call is made as the
+/// run's model calls are: with the `get_api_key` hook's key, cut short by `signal`.
 async fn compact(
     shared: &Arc<Shared>,
     messages: &[AgentMessage],
     tokens: u64,
+    signal: &CancellationToken,
 ) -> Result<Option<Compaction>, SessionError> {
     let (previous, failed) = {
         let inner = shared.lock();
@@ -482,15 +531,33 @@ async fn compact(
     if failed.contains(&covers) {
         return Ok(None);
     }
-    let summary = compaction::summarise(
-        &shared.options.model,
-        &shared.options.hooks.stream_fn(),
-        &shared.options.settings.stream_options,
-        messages,
-        previous.as_ref(),
-        covers,
+    let mut options = shared.options.settings.stream_options.clone();
+    options.signal = Some(signal.child_token());
+    let summary = match apply_api_key_hook(
+        &shared.options.hooks,
+        &shared.options.model.provider,
+        signal,
+        &mut options,
     )
-    .await;
+    .await
+    {
+        Ok(()) => {
+            compaction::summarise(
+                &shared.options.model,
+                &shared.options.hooks.stream_fn(),
+                &options,
+                messages,
+                previous.as_ref(),
+                covers,
+            )
+            .await
+        }
+        Err(error) => Err(compaction::SummaryError::Failed(error)),
+    };
+    if signal.is_cancelled() {
+        // Aborted, not failed: the cut may be tried again.
+        return Err(SessionError::Compaction(ABORTED.to_owned()));
+    }
     let mut inner = shared.lock();
     match summary {
         Ok(summary) => {

@@ -221,6 +221,7 @@ impl Session {
             self.shared.id.clone(),
             after,
             self.shared.seq.subscribe(),
+            self.shared.closed.clone(),
         )
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use super::error::SessionError;
 use super::record::JournalRecord;
@@ -30,7 +31,22 @@ pub struct Subscription {
     session: String,
     cursor: u64,
     buffer: VecDeque<JournalRecord>,
-    live: Option<watch::Receiver<u64>>,
+    mode: Mode,
+}
+
+/// How a subscription learns of new records.
+#[derive(Debug)]
+enum Mode {
+    /// From the session in this process: woken by its writes, ended by its close (or its end:
+    /// the sender dropped).
+    Live {
+        written: watch::Receiver<u64>,
+        closed: CancellationToken,
+    },
+    /// By polling the store.
+    Follow,
+    /// The session is over: what is in the store is read, then `None`.
+    Ended,
 }
 
 impl Subscription {
@@ -38,14 +54,15 @@ impl Subscription {
         store: Arc<dyn SessionStore>,
         session: String,
         after: u64,
-        live: watch::Receiver<u64>,
+        written: watch::Receiver<u64>,
+        closed: CancellationToken,
     ) -> Self {
         Self {
             store,
             session,
             cursor: after,
             buffer: VecDeque::new(),
-            live: Some(live),
+            mode: Mode::Live { written, closed },
         }
     }
 
@@ -58,7 +75,7 @@ impl Subscription {
             session: session.into(),
             cursor: after,
             buffer: VecDeque::new(),
-            live: None,
+            mode: Mode::Follow,
         }
     }
 
@@ -84,21 +101,23 @@ impl Subscription {
                 Ok(Some(record)) => return Some(Ok(record)),
                 Ok(None) => {}
             }
-            match &mut self.live {
-                Some(live) => {
-                    if *live.borrow_and_update() > self.cursor {
+            match &mut self.mode {
+                Mode::Live { written, closed } => {
+                    if *written.borrow_and_update() > self.cursor {
                         continue;
                     }
-                    if live.changed().await.is_err() {
-                        // The session is gone: what it wrote last is still to read.
-                        self.live = None;
-                        return match self.try_next() {
-                            Err(error) => Some(Err(error)),
-                            Ok(record) => record.map(Ok),
-                        };
+                    // Closed, or gone: it writes nothing more, and what it wrote last is
+                    // still to read (the loop reads it, then ends).
+                    let ended = tokio::select! {
+                        changed = written.changed() => changed.is_err(),
+                        () = closed.cancelled() => true,
+                    };
+                    if ended {
+                        self.mode = Mode::Ended;
                     }
                 }
-                None => tokio::time::sleep(FOLLOW_POLL_INTERVAL).await,
+                Mode::Follow => tokio::time::sleep(FOLLOW_POLL_INTERVAL).await,
+                Mode::Ended => return None,
             }
         }
     }
