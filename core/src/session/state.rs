@@ -88,6 +88,13 @@ impl Shared {
         events: &[AgentEvent],
         controls: &[Control],
     ) -> Result<(), SessionError> {
+        // Closed is stopped as a crash stops it: a driver still in a step when `close()`
+        // cancelled the signal must not journal that step's abort (reopening resumes it).
+        // `close()` takes this lock after marking the session closed, so once it returns no
+        // write is in progress and none follows.
+        if self.closed.is_cancelled() {
+            return Err(SessionError::Closed);
+        }
         if let Some(reason) = &inner.stopped {
             return Err(SessionError::Stopped(reason.clone()));
         }
