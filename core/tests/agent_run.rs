@@ -622,3 +622,49 @@ async fn a_flood_of_tool_progress_reports_is_bounded_and_keeps_the_latest() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_ends_a_turn_whose_stream_ignores_its_signal() {
+    // A stream function's own stream that never looks at its signal (written by hand, never
+    // ended): the abort still ends the turn, with the partial text, once the stream's grace
+    // is over (the run used to wait for it for ever).
+    let stream_fn: pi_agent::agent::StreamFn = Arc::new(|model, _, _| {
+        let (mut writer, stream) = pi_agent::ai::channel(model, None);
+        tokio::spawn(async move {
+            writer.start().await;
+            let index = writer.text_start().await;
+            writer.text_delta(index, "partial").await;
+            std::future::pending::<()>().await;
+            drop(writer);
+        });
+        stream
+    });
+    let agent = Agent::new(AgentOptions {
+        model: Some(pi_agent::ai::Model::new("mock", "mock", "mock-1", "")),
+        hooks: AgentHooks {
+            stream_fn: Some(stream_fn),
+            ..AgentHooks::default()
+        },
+        ..AgentOptions::default()
+    });
+    let mut run = agent.start(RunInput::text("hi")).unwrap();
+    let ended = tokio::time::timeout(HANG_GUARD, async {
+        let mut kinds = Vec::new();
+        while let Some(event) = run.next().await {
+            if event.kind() == "message_update" && !kinds.contains(&"message_update") {
+                agent.abort();
+            }
+            kinds.push(event.kind());
+        }
+        kinds
+    })
+    .await
+    .expect("the aborted run ended");
+    assert_eq!(ended.last(), Some(&"agent_end"));
+    let outcome = run.result().await;
+    let answer = outcome.new_messages.last().unwrap().as_assistant().unwrap();
+    assert_eq!(answer.stop_reason, StopReason::Aborted);
+    assert_eq!(answer.text(), "partial");
+    assert_eq!(answer.error_message.as_deref(), Some("Request was aborted"));
+    assert!(!agent.is_streaming());
+}

@@ -332,6 +332,35 @@ pub(crate) async fn apply_api_key_hook(
     }
 }
 
+/// How long a model stream has to end itself once the run is aborted, before the turn ends
+/// with the partial message (`aborted`) without it.
+const ABORT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What waiting for a model stream's next event gave.
+enum Waited {
+    /// The next event (`None`: the stream ended).
+    Event(Option<AssistantMessageEvent>),
+    /// Nothing came for this long (the idle watchdog).
+    Idle(std::time::Duration),
+    /// The run was aborted: the stream now has [`ABORT_GRACE`] to end itself.
+    AbortSeen,
+    /// It did not end itself in time.
+    GaveUp,
+}
+
+/// The stream's next event; `Err(limit)` when nothing came for `idle_limit`.
+async fn next_within(
+    stream: &mut crate::ai::AssistantMessageEventStream,
+    idle_limit: Option<std::time::Duration>,
+) -> Result<Option<AssistantMessageEvent>, std::time::Duration> {
+    match idle_limit {
+        Some(limit) => tokio::time::timeout(limit, stream.next())
+            .await
+            .map_err(|_| limit),
+        None => Ok(stream.next().await),
+    }
+}
+
 async fn call_model_inner<S: EventSink>(
     system_prompt: &str,
     messages: &[AgentMessage],
@@ -405,24 +434,58 @@ async fn call_model_inner<S: EventSink>(
     let idle_limit = config.settings.stream_idle_timeout();
     let mut started = false;
     let mut final_message = None;
+    // Once the run is aborted, how long the stream has to end itself (the library's streams
+    // answer at once, with the partial message): a stream function's own stream that ignores
+    // its signal must not hold the run for ever.
+    let mut abort_deadline: Option<tokio::time::Instant> = None;
     loop {
-        let next = match idle_limit {
-            Some(limit) => match tokio::time::timeout(limit, stream.next()).await {
-                Ok(next) => next,
-                Err(_) => {
-                    request_signal.cancel();
-                    let mut message = partial.snapshot();
-                    message.stop_reason = StopReason::Error;
-                    message.error_message = Some(format!(
-                        "{STREAM_IDLE} ({} ms without data)",
-                        limit.as_millis()
-                    ));
-                    message.error_kind = Some(crate::ai::ErrorKind::Timeout);
-                    final_message = Some(message);
-                    break;
-                }
-            },
-            None => stream.next().await,
+        if abort_deadline.is_none() && signal.is_cancelled() {
+            abort_deadline = Some(tokio::time::Instant::now() + ABORT_GRACE);
+        }
+        let past_grace =
+            abort_deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline);
+        let waited = if past_grace {
+            Waited::GaveUp
+        } else {
+            tokio::select! {
+                biased;
+                next = next_within(&mut stream, idle_limit) => match next {
+                    Ok(event) => Waited::Event(event),
+                    Err(limit) => Waited::Idle(limit),
+                },
+                () = async {
+                    match abort_deadline {
+                        Some(deadline) => tokio::time::sleep_until(deadline).await,
+                        None => signal.cancelled().await,
+                    }
+                } => if abort_deadline.is_some() { Waited::GaveUp } else { Waited::AbortSeen },
+            }
+        };
+        let next = match waited {
+            Waited::Event(event) => event,
+            // The abort came: the stream's grace starts (at the top of the loop).
+            Waited::AbortSeen => continue,
+            Waited::Idle(limit) => {
+                request_signal.cancel();
+                let mut message = partial.snapshot();
+                message.stop_reason = StopReason::Error;
+                message.error_message = Some(format!(
+                    "{STREAM_IDLE} ({} ms without data)",
+                    limit.as_millis()
+                ));
+                message.error_kind = Some(crate::ai::ErrorKind::Timeout);
+                final_message = Some(message);
+                break;
+            }
+            Waited::GaveUp => {
+                request_signal.cancel();
+                let mut message = partial.snapshot();
+                message.stop_reason = StopReason::Aborted;
+                message.error_message = Some(ABORTED.to_owned());
+                message.error_kind = Some(crate::ai::ErrorKind::Aborted);
+                final_message = Some(message);
+                break;
+            }
         };
         let Some(event) = next else { break };
         match event {
