@@ -1403,8 +1403,9 @@ def execute_tool_calls_sync(
     ``before_tool_call`` / ``after_tool_call`` are the agent's hooks of those names and
     ``tool_timeout_ms`` its tool watchdog, applied exactly as in an agent run.
     ``on_event(event)`` gets each of those events as it happens (a tool's start and its
-    updates while it still runs), in order, on a runtime thread: keep it quick (append to a
-    list, wake a loop); what it raises goes to ``sys.unraisablehook`` and the calls go on."""
+    updates while it still runs), in order, on the calling thread while the calls go on (it
+    may block or call pi_agent); what it raises goes to ``sys.unraisablehook`` and the calls
+    go on."""
 
 # ---------------------------------------------------------------------------------------------
 # OAuth (use pi_agent.oauth, which wraps these)

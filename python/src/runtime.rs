@@ -96,6 +96,67 @@ where
     }
 }
 
+/// What a future run by [`wait_with_messages`] sends: its messages, then its outcome.
+enum Sent<M, T> {
+    Message(M),
+    Outcome(T),
+}
+
+/// Sends messages from a future run by [`wait_with_messages`] to the waiting thread.
+pub(crate) struct Messages<M, T>(mpsc::Sender<Sent<M, T>>);
+
+impl<M, T> Messages<M, T> {
+    /// Hands `message` to the waiting thread (dropped if it stopped waiting).
+    pub(crate) fn send(&self, message: M) {
+        let _ = self.0.send(Sent::Message(message));
+    }
+}
+
+/// [`wait`] for a future that also sends messages on its way (through the [`Messages`] that
+/// `make` gets): each is handed to `on_message` on the calling thread, with the GIL, in order
+/// and before the outcome. So a host callback fed by a runtime task runs on the host's own
+/// thread, where it may block or call the library, not on a runtime worker.
+pub(crate) fn wait_with_messages<F, T, M>(
+    py: Python<'_>,
+    make: impl FnOnce(Messages<M, T>) -> F,
+    mut on_message: impl FnMut(Python<'_>, M),
+    on_interrupt: impl FnOnce() -> Interrupted,
+) -> PyResult<T>
+where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+    M: Send + 'static,
+{
+    let (tx, rx) = mpsc::channel::<Sent<M, T>>();
+    let future = make(Messages(tx.clone()));
+    let task = runtime().spawn(async move {
+        let outcome = future.await;
+        let _ = tx.send(Sent::Outcome(outcome));
+    });
+    let rx = Mutex::new(rx);
+    loop {
+        match block_on_channel(py, &rx) {
+            Waited::Value(Sent::Message(message)) => on_message(py, message),
+            Waited::Value(Sent::Outcome(outcome)) => return Ok(outcome),
+            Waited::Lost => {
+                return Err(PyRuntimeError::new_err(
+                    "pi_agent: the runtime task ended without a result (it panicked)",
+                ));
+            }
+            Waited::Signal(error) => {
+                task.abort();
+                if let Interrupted::Finish(finish) = on_interrupt() {
+                    let finishing = spawn_with_channel(finish);
+                    if let Waited::Signal(_) = block_on_channel(py, &finishing.1) {
+                        finishing.0.abort();
+                    }
+                }
+                return Err(error);
+            }
+        }
+    }
+}
+
 type Receiver<T> = Mutex<mpsc::Receiver<T>>;
 
 fn spawn_with_channel<F, T>(future: F) -> (tokio::task::JoinHandle<()>, Receiver<T>)

@@ -10,7 +10,7 @@
 //! (`{"type": "model_result", "message", "startEmitted"}`, ...).
 
 use pi_agent::agent::{
-    AgentLoopConfig, AgentMessage, AgentStepper, RunStart, Step, StepAction, StepInput,
+    AgentEvent, AgentLoopConfig, AgentMessage, AgentStepper, RunStart, Step, StepAction, StepInput,
     StepperConfig, execute_tool_calls,
 };
 use pi_agent::ai::Model;
@@ -24,7 +24,7 @@ use crate::convert::{parse, serde_to_py};
 use crate::errors::value_error;
 use crate::hook::{self, HookKind, PyHook};
 use crate::py_serde::Serialized;
-use crate::runtime::{Interrupted, wait};
+use crate::runtime::{Interrupted, Messages, wait, wait_with_messages};
 use crate::signal::PySignal;
 use crate::tools::PyTool;
 
@@ -156,8 +156,8 @@ impl PyAgentStepper {
 /// `before_tool_call` / `after_tool_call` (as the agent's hooks of those names) and
 /// `tool_timeout_ms` (the agent's tool watchdog) apply as in an agent run. `on_event(event)`,
 /// if given, gets each of those events as it happens (a tool's start and its updates while it
-/// still runs), in order, on a runtime thread: keep it quick; what it raises goes to
-/// `sys.unraisablehook` and the calls go on.
+/// still runs), in order, on the calling thread (the calls go on meanwhile); what it raises
+/// goes to `sys.unraisablehook` and the calls go on.
 #[pyfunction]
 #[pyo3(signature = (action, tools, *, signal = None, before_tool_call = None, after_tool_call = None, tool_timeout_ms = None, on_event = None))]
 #[allow(clippy::too_many_arguments)] // keyword arguments of one Python call
@@ -226,21 +226,13 @@ pub(crate) fn execute_tool_calls_sync<'py>(
     let on_interrupt = token.clone();
     // The tool spans are children of the caller's OpenTelemetry span, if instrumented.
     let caller = crate::otel::caller_span(py).unwrap_or_else(tracing::Span::none);
-    let (outcomes, events) = wait(
-        py,
+    let run = move |messages: Option<Messages<AgentEvent, _>>| {
         tracing::Instrument::instrument(
             async move {
                 let mut events = Vec::new();
-                let mut sink = |event: pi_agent::agent::AgentEvent| {
-                    if let Some(function) = &on_event {
-                        // Not once the interpreter is exiting (nobody reads them then).
-                        crate::exit::with_gil(|py| {
-                            let called = serde_to_py(py, &event)
-                                .and_then(|event| function.call1(py, (event,)));
-                            if let Err(error) = called {
-                                error.write_unraisable(py, Some(function.bind(py)));
-                            }
-                        });
+                let mut sink = |event: AgentEvent| {
+                    if let Some(messages) = &messages {
+                        messages.send(event.clone());
                     }
                     events.push(event);
                 };
@@ -257,12 +249,28 @@ pub(crate) fn execute_tool_calls_sync<'py>(
                 (outcomes, events)
             },
             caller,
-        ),
-        move || {
-            on_interrupt.cancel();
-            Interrupted::Return
-        },
-    )?;
+        )
+    };
+    let interrupted = move || {
+        on_interrupt.cancel();
+        Interrupted::Return
+    };
+    let (outcomes, events) = match on_event {
+        // Each event is handed to `on_event` on this thread as it happens (the calls go on
+        // meanwhile on the runtime): it may block or call the library, as any Python code.
+        Some(function) => wait_with_messages(
+            py,
+            |messages| run(Some(messages)),
+            |py, event: AgentEvent| {
+                let called = serde_to_py(py, &event).and_then(|event| function.call1(py, (event,)));
+                if let Err(error) = called {
+                    error.write_unraisable(py, Some(function.bind(py)));
+                }
+            },
+            interrupted,
+        )?,
+        None => wait(py, run(None), interrupted)?,
+    };
     let executed = PyDict::new(py);
     executed.set_item("outcomes", serde_to_py(py, &outcomes)?)?;
     executed.set_item("events", serde_to_py(py, &events)?)?;

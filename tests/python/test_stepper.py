@@ -168,16 +168,27 @@ def test_execute_tool_calls_sync_hands_each_event_over_as_it_happens(faux: pi_ag
     context = {"messages": pi_agent.default_convert_to_llm(stepper.messages), "tools": [tool.to_dict()]}
     step = stepper.resume({"type": "model_result", "message": pi_agent.complete_simple_sync(faux.model, context)})
     live: List[Dict[str, Any]] = []
+    threads = set()
+    inner: List[Any] = []
 
     def on_event(event: Dict[str, Any]) -> None:
         live.append(event)
+        threads.add(threading.get_ident())
         if event["type"] == "tool_execution_update":
+            # On the calling thread: it may call the library, even blocking (this hung on a
+            # runtime worker).
+            if not inner:
+                with pi_agent.FauxProvider() as other:
+                    other.push("inner")
+                    inner.append(pi_agent.complete_sync(other.model, {"messages": []}))
             seen_update.set()
 
     result = pi_agent.execute_tool_calls_sync(step["action"], [tool], on_event=on_event)
     assert [o["message"]["content"][0]["text"] for o in result["outcomes"]] == ["42", "6"]
     assert live == result["events"]
     assert "tool_execution_update" in [e["type"] for e in live]
+    assert threads == {threading.get_ident()}
+    assert inner[0]["content"][0]["text"] == "inner"
 
     unraisable: List[Any] = []
     previous = sys.unraisablehook
