@@ -175,19 +175,10 @@ pub(crate) fn to_json<T: serde::Serialize + ?Sized>(
     serde_json::to_string(value).map_err(|error| pi_error::invalid_json(what, &error))
 }
 
-/// Parses a settings or options object (core's `strict_json`): like [`parse_json`], but a JSON
-/// array is refused wherever an object belongs (serde would read it field by field), naming
-/// the field.
+/// Parses a JSON object argument (settings, options, a model: they may hold credentials)
+/// into `T`, refusing an array where an object goes. The error never quotes a value: a key or
+/// token given in the wrong place (`"headers": "Bearer ..."`) would otherwise be in it.
 pub(crate) fn parse_object<T: serde::de::DeserializeOwned>(
-    json: &str,
-    name: &str,
-) -> Result<T, pi_error> {
-    pi_agent::ai::strict_json::from_str(json).map_err(|error| pi_error::invalid_json(name, &error))
-}
-
-/// [`parse_object`] for JSON that holds credentials: the error never quotes a value (a token
-/// given where an object goes would otherwise be in the message).
-pub(crate) fn parse_secret_object<T: serde::de::DeserializeOwned>(
     json: &str,
     name: &str,
 ) -> Result<T, pi_error> {

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::{Out, arg_json, arg_ref, arg_str, method};
 use crate::boundary::{act, flag, free, into_handle, lock};
 use crate::callback::{CallbackSite, run_callback, run_inline};
-use crate::error::{parse_secret_object, pi_error, pi_error_kind, to_json};
+use crate::error::{parse_object, pi_error, pi_error_kind, to_json};
 use crate::runtime::{block_on, runtime};
 use crate::string::{into_c_string, pi_str};
 use crate::user_data::{UserData, pi_free_callback};
@@ -451,7 +451,7 @@ pub extern "C" fn pi_get_oauth_api_key(
         let provider_id = arg_str(provider_id, "provider_id")?;
         let name = "credentials_json";
         let credentials: BTreeMap<String, OAuthCredentials> =
-            parse_secret_object(arg_str(credentials_json, name)?, name)?;
+            parse_object(arg_str(credentials_json, name)?, name)?;
         let api_key_out = Out::new(api_key_out, "api_key_out")?;
         let credentials_out = Out::new(credentials_json_out, "credentials_json_out")?;
         let refreshed_out = Out::new(refreshed_out, "refreshed_out")?;
@@ -494,7 +494,7 @@ pub extern "C" fn pi_oauth_modify_models(
     ffi_fallible! {
         let provider_id = arg_str(provider_id, "provider_id")?;
         let credentials: OAuthCredentials =
-            parse_secret_object(arg_str(credentials_json, "credentials_json")?, "credentials_json")?;
+            parse_object(arg_str(credentials_json, "credentials_json")?, "credentials_json")?;
         let models: Vec<Model> = arg_json(models_json, "models_json")?;
         let out = Out::new(models_json_out, "models_json_out")?;
         let provider = get_oauth_provider(provider_id).ok_or_else(|| {

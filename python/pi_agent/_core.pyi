@@ -302,7 +302,8 @@ class Signal:
         """Resolves once the signal is aborted."""
     def wait_sync(self, timeout: Optional[float] = None) -> bool:
         """Blocks (GIL released) until aborted or ``timeout`` seconds passed; whether it was
-        aborted."""
+        aborted. A negative ``timeout`` does not wait, an infinite one is no limit, NaN is a
+        ``ValueError`` (the same for every ``timeout=`` of the package)."""
 
 @final
 class OnPayload:

@@ -205,6 +205,11 @@ pub(crate) fn parse_value<T: DeserializeOwned>(value: Value, what: &str) -> PyRe
 /// where a dict goes would otherwise be in the message).
 pub(crate) fn parse_secret<T: DeserializeOwned>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<T> {
     let value = from_py(obj).map_err(|error| with_field(error, &field_of(what)))?;
+    parse_secret_value(value, what)
+}
+
+/// [`parse_value`] for values that hold credentials (see [`parse_secret`]).
+pub(crate) fn parse_secret_value<T: DeserializeOwned>(value: Value, what: &str) -> PyResult<T> {
     serde_json::from_value(value).map_err(|error| {
         value_error(
             Some(&field_of(what)),

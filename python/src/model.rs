@@ -6,7 +6,9 @@ use pi_agent::ai::{InputModality, Model, ModelCost};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use crate::convert::{camel_case, from_py, parse, parse_value, serde_to_py, to_py};
+use crate::convert::{
+    camel_case, from_py, parse, parse_secret, parse_secret_value, parse_value, serde_to_py, to_py,
+};
 
 /// Which wire API to speak, where, and what the model can do and costs (pi's `Model`).
 #[pyclass(module = "pi_agent", name = "Model", frozen, eq)]
@@ -29,7 +31,7 @@ impl PyModel {
     pub(crate) fn extract(obj: &Bound<'_, PyAny>) -> PyResult<Model> {
         match obj.cast::<PyModel>() {
             Ok(model) => Ok(model.get().model.clone()),
-            Err(_) => parse(obj, "model"),
+            Err(_) => parse_secret(obj, "model"),
         }
     }
 }
@@ -94,7 +96,7 @@ impl PyModel {
     #[staticmethod]
     fn from_dict(data: &Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(Self {
-            model: parse(data, "model")?,
+            model: parse_secret(data, "model")?,
         })
     }
 
@@ -114,7 +116,7 @@ impl PyModel {
             }
         }
         Ok(Self {
-            model: parse_value(json, "model")?,
+            model: parse_secret_value(json, "model")?,
         })
     }
 

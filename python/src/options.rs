@@ -55,7 +55,8 @@ fn deserialize(json: Map<String, Value>) -> PyResult<StreamOptions> {
 }
 
 /// Deserializes a core shape from pi's JSON names; a bad value is a `ValueError` naming its
-/// keyword (`invalid <what> `max_tokens`: ...`).
+/// keyword (`invalid <what> `max_tokens`: ...`). The error never quotes a value: options hold
+/// credentials, and one given in the wrong place (`headers="Bearer ..."`) would be in it.
 pub(crate) fn deserialize_named<T: serde::de::DeserializeOwned>(
     json: Map<String, Value>,
     what: &str,
@@ -72,16 +73,20 @@ pub(crate) fn deserialize_named<T: serde::de::DeserializeOwned>(
                     let name = snake_case(&key);
                     return Err(value_error(
                         Some(&format!("{what}s.{name}")),
-                        format!("invalid {what} `{name}`: {error}"),
+                        format!("invalid {what} `{name}`: {}", without_values(&error)),
                     ));
                 }
             }
             Err(value_error(
                 Some(&format!("{what}s")),
-                format!("invalid {what}s: {error}"),
+                format!("invalid {what}s: {}", without_values(&error)),
             ))
         }
     }
+}
+
+fn without_values(error: &serde_json::Error) -> String {
+    pi_agent::ai::strict_json::error_without_values(error)
 }
 
 /// The options that are code, read from keywords.

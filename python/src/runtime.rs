@@ -96,6 +96,21 @@ where
     }
 }
 
+/// A `timeout=` in seconds, as Python's own waits read one: negative waits not at all,
+/// infinite (or too large for a deadline) waits without a limit (as `None`), NaN is refused.
+pub(crate) fn timeout_seconds(timeout: Option<f64>) -> PyResult<Option<Duration>> {
+    match timeout {
+        None => Ok(None),
+        Some(seconds) if seconds.is_nan() => Err(crate::errors::value_error(
+            Some("timeout"),
+            "timeout must be a number of seconds, not NaN",
+        )),
+        // A century: past any deadline a wait needs, and far from `Instant`'s overflow.
+        Some(seconds) if seconds > 3.2e9 => Ok(None),
+        Some(seconds) => Ok(Some(Duration::from_secs_f64(seconds.max(0.0)))),
+    }
+}
+
 /// What a future run by [`wait_with_messages`] sends: its messages, then its outcome.
 enum Sent<M, T> {
     Message(M),

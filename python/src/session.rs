@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use pi_agent::agent::{AgentSettings, AgentTool};
 use pi_agent::ai::UserMessage;
@@ -18,7 +17,7 @@ use crate::callable::RunScope;
 use crate::convert::{from_py, parse_value, serde_to_py};
 use crate::errors::{PiError, session_error};
 use crate::model::PyModel;
-use crate::runtime::{Interrupted, wait};
+use crate::runtime::{Interrupted, timeout_seconds, wait};
 use crate::session_subscription::PySessionSubscription;
 use crate::tools::PyTool;
 
@@ -162,7 +161,7 @@ impl PySession {
     fn wait_idle(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         self.refuse_inside_own_run(py, "wait_idle()")?;
         let session = Arc::clone(&self.session);
-        let limit = timeout.map(Duration::from_secs_f64);
+        let limit = timeout_seconds(timeout)?;
         let outcome = wait(
             py,
             async move {

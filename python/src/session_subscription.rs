@@ -2,14 +2,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use pi_agent::session::Subscription;
 use pyo3::prelude::*;
 
 use crate::convert::serde_to_py;
 use crate::errors::session_error;
-use crate::runtime::{Interrupted, wait};
+use crate::runtime::{Interrupted, timeout_seconds, wait};
 
 /// Journal records `{"seq", "attempt", "event"}` after a cursor, in order, then live ones.
 #[pyclass(module = "pi_agent", name = "SessionSubscription", frozen)]
@@ -34,7 +33,7 @@ impl PySessionSubscription {
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
         let subscription = Arc::clone(&self.subscription);
         let cursor = Arc::clone(&self.cursor);
-        let limit = timeout.map(Duration::from_secs_f64);
+        let limit = timeout_seconds(timeout)?;
         let record = wait(
             py,
             async move {

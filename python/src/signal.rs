@@ -2,13 +2,11 @@
 //! between Python and core: an agent run's signal (`agent.signal`, `ToolContext.signal`, the
 //! second argument of subscribers), or one made in Python to cancel a request or a login.
 
-use std::time::Duration;
-
 use pyo3::prelude::*;
 use tokio_util::sync::CancellationToken;
 
 use crate::bridge::{drive, future_into_py};
-use crate::runtime::{Interrupted, wait};
+use crate::runtime::{Interrupted, timeout_seconds, wait};
 
 /// A cancellation token: `aborted`, `abort()`, and waits for the abort.
 #[pyclass(module = "pi_agent", name = "Signal", frozen)]
@@ -59,7 +57,7 @@ impl PySignal {
     #[pyo3(signature = (timeout = None))]
     fn wait_sync(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let token = self.token.clone();
-        let limit = timeout.map(|seconds| Duration::from_secs_f64(seconds.max(0.0)));
+        let limit = timeout_seconds(timeout)?;
         wait(
             py,
             async move {

@@ -188,6 +188,15 @@ static void test_arguments(void) {
     EXPECT_ERROR(pi_model_from_json("{\"id\":\"no-api\"}", &model), PI_ERROR_KIND_INVALID_JSON);
     EXPECT_ERROR(pi_model_from_json("{}", NULL), PI_ERROR_KIND_NULL_ARGUMENT);
     CHECK(model == (pi_model *)(void *)&sentinel); /* out-param untouched on failure */
+    /* A credential given where an object goes: the error says so without quoting it. */
+    pi_error *misplaced = pi_model_from_json(
+        "{\"id\":\"m\",\"api\":\"openai-completions\",\"provider\":\"openai\","
+        "\"baseUrl\":\"http://x\",\"headers\":\"Bearer hdr-SECRET-0123\"}",
+        &model);
+    CHECK(misplaced != NULL && pi_error_get_kind(misplaced) == PI_ERROR_KIND_INVALID_JSON);
+    CHECK(str_contains(pi_error_message(misplaced), "invalid type: string"));
+    CHECK(!str_contains(pi_error_message(misplaced), "SECRET"));
+    pi_error_free(misplaced);
 
     CHECK(pi_error_get_kind(NULL) == PI_ERROR_KIND_NULL_ARGUMENT);
     CHECK(pi_error_message(NULL).len == 0);

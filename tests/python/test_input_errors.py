@@ -18,7 +18,8 @@ def test_a_bad_option_value_is_a_pi_value_error_naming_the_option(faux: pi_agent
     error = raised.value
     assert isinstance(error, ValueError) and isinstance(error, pi_agent.PiError)
     assert error.field == "options.temperature"
-    assert str(error).startswith("invalid option `temperature`: invalid type: string \"hot\"")
+    # The value is not quoted (options hold credentials): the keyword and the type are named.
+    assert str(error) == "invalid option `temperature`: invalid type: string \"…\", expected f64"
 
 
 def test_an_unknown_option_is_a_pi_type_error(faux: pi_agent.FauxProvider) -> None:

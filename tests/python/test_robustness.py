@@ -385,3 +385,36 @@ def test_a_collected_agent_closes_its_connection(stalled: StalledServer) -> None
     del agent, loop, start
     gc.collect()
     assert stalled.closed.wait(HANG_GUARD), "the request of a collected agent stayed open"
+
+
+# ---------------------------------------------------------------------------------------------
+# Timeouts in seconds read as Python's own waits read them (they panicked in Rust's Duration)
+
+
+def test_timeouts_out_of_range_are_read_not_a_panic(tmp_path: Any) -> None:
+    aborted = pi_agent.Signal()
+    aborted.abort()
+    for timeout in (-1.0, float("inf"), 1e300, 0.0):
+        assert aborted.wait_sync(timeout) is True
+    assert pi_agent.Signal().wait_sync(-1.0) is False  # does not wait
+    with pytest.raises(ValueError, match="NaN"):
+        pi_agent.Signal().wait_sync(float("nan"))
+    follower = pi_agent.Session.follow(str(tmp_path / "store.sqlite"), "nobody")
+    assert follower.next(-1.0) is None
+    with pytest.raises(ValueError, match="NaN"):
+        follower.next(float("nan"))
+
+
+def test_a_credential_in_the_wrong_place_is_not_quoted_in_the_error() -> None:
+    """serde's words quote a string found where another type goes: a key or token given in
+    the wrong place was in the error (and from there in logs)."""
+    model = pi_agent.Model("m")
+    with pytest.raises(ValueError) as options:
+        pi_agent.Agent(model, headers="Bearer hdr-SECRET-0123")  # type: ignore[arg-type]
+    assert "headers" in str(options.value) and "SECRET" not in str(options.value)
+    with pytest.raises(ValueError) as dict_model:
+        pi_agent.Model.from_dict({**model.to_dict(), "headers": "Bearer hdr-SECRET-0123"})
+    assert "SECRET" not in str(dict_model.value)
+    with pytest.raises(ValueError) as replaced:
+        model.replace(headers="Bearer hdr-SECRET-0123")
+    assert "SECRET" not in str(replaced.value)
