@@ -27,9 +27,13 @@ use super::event::AgentEvent;
 use super::limits::{RunLimits, RunUsage, limit_message};
 use super::message::AgentMessage;
 use super::tool::{AgentToolResult, ToolExecutionMode};
+use super::tool_calls::TOOL_ABORTED;
 use crate::ai::RunLimit;
 use crate::ai::error::ErrorKind;
-use crate::ai::types::{AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage};
+use crate::ai::transform::NO_RESULT_PROVIDED;
+use crate::ai::types::{
+    AssistantMessage, Message, StopReason, ToolCall, ToolResultMessage, UserMessage,
+};
 
 /// What the driver must do next. It deserializes too, so a driver that stored or handed on an
 /// action (a binding's `execute_tools` dict) reads it back as this type.
@@ -463,6 +467,30 @@ impl AgentStepper {
             }
             // A run that is over takes nothing more (a second `agent_end` would follow).
             (phase, StepInput::Failed { message }) if phase != Phase::Finished => {
+                // Tool calls still waiting get their results first (every call is answered,
+                // right after its assistant message): aborted ones as an abort's, the others
+                // as calls with no result.
+                if let Phase::Tools {
+                    message: assistant,
+                    calls,
+                    results,
+                    skipped,
+                    ..
+                } = &phase
+                {
+                    let text = if message.stop_reason == StopReason::Aborted {
+                        TOOL_ABORTED
+                    } else {
+                        NO_RESULT_PROVIDED
+                    };
+                    let waiting: Vec<ToolCall> = calls
+                        .iter()
+                        .skip(results.len())
+                        .chain(skipped)
+                        .cloned()
+                        .collect();
+                    self.answer_with_error(assistant, &waiting, text, &mut events);
+                }
                 let message: AgentMessage = message.into();
                 events.push(AgentEvent::MessageStart {
                     message: message.clone(),
@@ -633,10 +661,21 @@ impl AgentStepper {
         events: &mut Vec<AgentEvent>,
     ) -> Vec<ToolResultMessage> {
         let text = self.config.limits.tool_call_refusal();
+        self.answer_with_error(message, calls, &text, events)
+    }
+
+    /// Answers `calls` (of `message`) with error results reading `text`, with their events.
+    fn answer_with_error(
+        &mut self,
+        message: &AssistantMessage,
+        calls: &[ToolCall],
+        text: &str,
+        events: &mut Vec<AgentEvent>,
+    ) -> Vec<ToolResultMessage> {
         calls
             .iter()
             .map(|call| {
-                let result = AgentToolResult::error(text.clone());
+                let result = AgentToolResult::error(text.to_owned());
                 events.push(AgentEvent::ToolExecutionStart {
                     tool_call_id: call.id.clone(),
                     tool_name: call.name.clone(),
@@ -932,6 +971,79 @@ mod tests {
             message: assistant(Vec::new(), StopReason::Error),
         });
         assert!(again.is_err(), "a finished run takes no failure");
+    }
+
+    /// A failure while tool calls wait (a driver's tool step failed as a whole) answers each
+    /// of them first: the transcript never holds a call without its result.
+    #[test]
+    fn a_failure_during_tools_answers_the_waiting_calls() {
+        for (reason, text) in [
+            (StopReason::Aborted, TOOL_ABORTED),
+            (StopReason::Error, NO_RESULT_PROVIDED),
+        ] {
+            for mode in [ToolExecutionMode::Parallel, ToolExecutionMode::Sequential] {
+                let prompt: AgentMessage = UserMessage {
+                    content: crate::ai::types::UserMessageContent::Text("hi".into()),
+                    timestamp: 0,
+                }
+                .into();
+                let config = StepperConfig {
+                    tool_execution: mode,
+                    ..StepperConfig::default()
+                };
+                let (mut stepper, _) = AgentStepper::start(
+                    config,
+                    "sys".into(),
+                    Vec::new(),
+                    RunStart::Prompt {
+                        prompts: vec![prompt],
+                    },
+                );
+                stepper
+                    .resume(StepInput::Steering {
+                        messages: Vec::new(),
+                    })
+                    .unwrap();
+                let message = assistant(vec![call("a"), call("b")], StopReason::ToolUse);
+                stepper
+                    .resume(StepInput::ModelResult {
+                        message,
+                        start_emitted: true,
+                    })
+                    .unwrap();
+                if mode == ToolExecutionMode::Sequential {
+                    // The first call answered, the second one asked when the step failed.
+                    stepper
+                        .resume(StepInput::ToolResults {
+                            outcomes: vec![result("a")],
+                        })
+                        .unwrap();
+                }
+                let step = stepper
+                    .resume(StepInput::Failed {
+                        message: assistant(Vec::new(), reason),
+                    })
+                    .unwrap();
+                assert!(stepper.is_finished());
+                let roles: Vec<&str> = stepper.messages().iter().map(|m| m.role()).collect();
+                assert_eq!(
+                    roles,
+                    ["user", "assistant", "toolResult", "toolResult", "assistant"],
+                    "{mode:?}"
+                );
+                let answered: Vec<String> = stepper.messages()[2..4]
+                    .iter()
+                    .map(|m| serde_json::to_value(m).unwrap()["toolCallId"].to_string())
+                    .collect();
+                assert_eq!(answered, ["\"a\"", "\"b\""]);
+                let last_result = serde_json::to_value(&stepper.messages()[3]).unwrap();
+                assert_eq!(last_result["content"][0]["text"], text);
+                assert_eq!(last_result["isError"], true);
+                let kinds: Vec<&str> = step.events.iter().map(AgentEvent::kind).collect();
+                assert_eq!(kinds.first(), Some(&"tool_execution_start"), "{kinds:?}");
+                assert_eq!(kinds.last(), Some(&"agent_end"));
+            }
+        }
     }
 
     /// Drives a tool round trip and checks pi's order, and that the same inputs give the same
