@@ -12,7 +12,8 @@ use pyo3::prelude::*;
 use pyo3::{PyTraverseError, PyVisit};
 use tokio_util::sync::CancellationToken;
 
-use crate::bridge::{future_into_py, helper, ready_future};
+use crate::bridge::{future_into_py, helper, inside_run_of, ready_future};
+use crate::errors::PiError;
 use crate::event_dict::{PyAgentEvent, Ready};
 use crate::loop_wake::{self, Locked};
 use crate::py_serde::Serialized;
@@ -147,12 +148,25 @@ impl PyAgentRun {
         self.run.try_lock().is_ok_and(|run| run.is_finished())
     }
 
+    /// Refuses a wait for this run from inside it (a tool, hook or subscriber of its agent):
+    /// the run waits for that code, which would wait for the run for ever.
+    fn refuse_inside(&self, py: Python<'_>, what: &str) -> PyResult<()> {
+        if !self.is_over() && inside_run_of(py, self.owner)? {
+            return Err(PiError::new_err(format!(
+                "{what} called from inside the run itself (a tool, hook or subscriber of its \
+                 agent): it would wait for itself forever"
+            )));
+        }
+        Ok(())
+    }
+
     /// Blocks until the run is over; Ctrl-C aborts it (and waits for the abort to complete).
     pub(crate) fn finish_blocking(
         &self,
         py: Python<'_>,
         raise_on_error: bool,
     ) -> PyResult<Serialized<Vec<AgentMessage>>> {
+        self.refuse_inside(py, "waiting for the run")?;
         let _blocked = BlockedLoop::enter(py, self.owner);
         let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
         wait(py, finish(Arc::clone(&run), raise_on_error), move || {
@@ -177,6 +191,7 @@ impl PyAgentRun {
         let next = match ready_event(py, &self.run, self.partial) {
             Some(next) => next?,
             None => {
+                self.refuse_inside(py, "reading the run's events")?;
                 let _blocked = BlockedLoop::enter(py, self.owner);
                 let (run, signal) = (Arc::clone(&self.run), self.signal.clone());
                 wait(py, next_event(Arc::clone(&run), self.partial), move || {
@@ -237,6 +252,7 @@ impl PyAgentRun {
         py: Python<'py>,
         raise_on_error: bool,
     ) -> PyResult<Bound<'py, PyAny>> {
+        self.refuse_inside(py, "waiting for the run")?;
         future_into_py(py, finish(Arc::clone(&self.run), raise_on_error))
     }
 
@@ -286,7 +302,11 @@ impl PyAgentRun {
     ) -> PyResult<bool> {
         if !self.is_over() {
             self.signal.cancel();
-            self.finish_blocking(py, false)?;
+            // From inside the run it cannot wait for the abort (the run waits for this code):
+            // the run ends once it has returned.
+            if !inside_run_of(py, self.owner)? {
+                self.finish_blocking(py, false)?;
+            }
         }
         Ok(false)
     }

@@ -360,3 +360,37 @@ def test_a_call_sent_to_a_loop_that_closes_before_starting_it_runs_on_a_worker()
     assert finished.wait(HANG_GUARD), "the call was never started"
     assert outcome == ["ran"]
     assert loop not in _bridge._QUEUED
+
+
+def test_waiting_for_a_run_from_inside_it_is_refused_not_a_hang() -> None:
+    """A tool that waits for the run that called it would wait for itself (the run waits for
+    the tool): refused with a clear error, as `agent.wait_for_idle()` from there is."""
+    holder: List[Any] = []
+    refusals: List[str] = []
+    ready = threading.Event()
+
+    with pi_agent.FauxProvider() as faux:
+        faux.set_responses([[pi_agent.faux_tool_call("own", {}, id="c1")], "done"])
+
+        @pi_agent.tool
+        def own() -> str:
+            """Waits for its own run."""
+            assert ready.wait(HANG_GUARD)
+            try:
+                holder[0].result_sync()
+            except pi_agent.PiError as error:
+                refusals.append(str(error))
+            return "refused"
+
+        agent = pi_agent.Agent(faux.model, tools=[own])
+        run = agent.run("go")
+        holder.append(run)
+        ready.set()
+        finished: List[Any] = []
+        waiter = threading.Thread(target=lambda: finished.append(run.result_sync()), daemon=True)
+        waiter.start()
+        waiter.join(HANG_GUARD)
+        assert finished, "the run waited for itself"
+    assert len(refusals) == 1 and "would wait for itself" in refusals[0], refusals
+    roles = [m["role"] for m in finished[0]]
+    assert roles == ["user", "assistant", "toolResult", "assistant"]
