@@ -668,3 +668,49 @@ async fn an_abort_ends_a_turn_whose_stream_ignores_its_signal() {
     assert_eq!(answer.error_message.as_deref(), Some("Request was aborted"));
     assert!(!agent.is_streaming());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_async_subscriber_that_never_returns_does_not_hold_an_aborted_run() {
+    // pi awaits its listeners; one that never returns held the run for ever, abort or not.
+    // Once aborted, a subscriber's call has two seconds, then it is dropped and reported, and
+    // the run ends (every later event still delivered, agent_end included).
+    let faux = FauxProvider::register();
+    faux.push(faux_assistant_message(vec![faux_text("hi")]));
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        ..AgentOptions::default()
+    });
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    let _stuck = agent.subscribe_async(move |event, _signal| {
+        let log = Arc::clone(&log);
+        async move {
+            log.lock().unwrap().push(event.kind());
+            if event.kind() == "turn_start" {
+                std::future::pending::<()>().await;
+            }
+        }
+    });
+    let run = agent.start(RunInput::text("x")).unwrap();
+    for _ in 0..3000 {
+        if seen.lock().unwrap().contains(&"turn_start") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    agent.abort();
+    let outcome = tokio::time::timeout(HANG_GUARD, run.result())
+        .await
+        .expect("the aborted run ended");
+    assert!(!agent.is_streaming());
+    assert_eq!(seen.lock().unwrap().last(), Some(&"agent_end"));
+    assert!(
+        agent
+            .listener_errors()
+            .iter()
+            .any(|error| error.contains("did not return") && error.contains("turn_start")),
+        "{:?}",
+        agent.listener_errors()
+    );
+    assert!(!outcome.new_messages.is_empty());
+}

@@ -802,10 +802,6 @@ impl Inner {
     }
 
     fn record_listener_panic(&self, event: &AgentEvent, panic: &(dyn std::any::Any + Send)) {
-        let mut state = lock(&self.state);
-        if state.listener_errors.len() >= 100 {
-            state.listener_errors.remove(0);
-        }
         let text = match panic.downcast_ref::<SubscriberFailure>() {
             Some(SubscriberFailure(failure)) => {
                 format!("subscriber raised on {}: {failure}", event.kind())
@@ -816,6 +812,14 @@ impl Inner {
                 panic_text(panic)
             ),
         };
+        self.record_listener_error(text);
+    }
+
+    fn record_listener_error(&self, text: String) {
+        let mut state = lock(&self.state);
+        if state.listener_errors.len() >= 100 {
+            state.listener_errors.remove(0);
+        }
         state.listener_errors.push(text);
     }
 
@@ -878,7 +882,21 @@ impl Inner {
                         listener(event.clone(), signal.clone())
                     }));
                     let outcome = match delivered {
-                        Ok(future) => std::panic::AssertUnwindSafe(future).catch_unwind().await,
+                        Ok(future) => {
+                            let call = std::panic::AssertUnwindSafe(future).catch_unwind();
+                            match until_abort_grace(call, signal).await {
+                                Some(outcome) => outcome,
+                                None => {
+                                    self.record_listener_error(format!(
+                                        "subscriber did not return within {} s of the abort on \
+                                         {}: dropped",
+                                        LISTENER_ABORT_GRACE.as_secs(),
+                                        event.kind()
+                                    ));
+                                    Ok(())
+                                }
+                            }
+                        }
                         Err(panic) => Err(panic),
                     };
                     if let Err(panic) = outcome {
@@ -991,4 +1009,23 @@ impl Agent {
             owner: Arc::downgrade(&self._owner),
         }
     }
+}
+
+/// How long an async subscriber's call may go on once the run is aborted (pi awaits its
+/// listeners; one that never returns must not hold an aborted run for ever).
+const LISTENER_ABORT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Awaits `call`; once `signal` fires, for at most [`LISTENER_ABORT_GRACE`] more (`None`:
+/// it did not end, and is dropped).
+async fn until_abort_grace<F: std::future::Future>(
+    call: F,
+    signal: &CancellationToken,
+) -> Option<F::Output> {
+    let mut call = std::pin::pin!(call);
+    tokio::select! {
+        biased;
+        outcome = &mut call => return Some(outcome),
+        () = signal.cancelled() => {}
+    }
+    tokio::time::timeout(LISTENER_ABORT_GRACE, call).await.ok()
 }
