@@ -311,3 +311,41 @@ async fn a_run_limit_is_a_typed_error_on_the_outcome_and_the_agent() {
     assert_eq!(agent.last_error(), None);
     faux.unregister();
 }
+
+#[tokio::test]
+async fn a_queued_message_is_not_taken_into_a_turn_the_limits_refuse() {
+    // The run's one turn answered; a follow-up was queued. Taken in, it only got the limit's
+    // failure as its answer (and the successful run reported the limit): it now waits for
+    // the next run, and the run ends as it would with nothing queued.
+    let faux = FauxProvider::register();
+    faux.set_responses([
+        FauxResponse::from(faux_assistant_message(vec![faux_text("first")])),
+        FauxResponse::from(faux_assistant_message(vec![faux_text("second")])),
+    ]);
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        settings: AgentSettings {
+            limits: RunLimits {
+                max_turns: Some(1),
+                ..RunLimits::none()
+            },
+            ..AgentSettings::default()
+        },
+        ..AgentOptions::default()
+    });
+    agent.follow_up(pi_agent::ai::UserMessage::text("and then"));
+    let outcome = agent
+        .start(pi_agent::agent::RunInput::text("go"))
+        .unwrap()
+        .result()
+        .await;
+    assert!(outcome.error().is_none(), "{:?}", outcome.error());
+    let messages = agent.messages();
+    let roles: Vec<&str> = messages.iter().map(|m| m.role()).collect();
+    assert_eq!(roles, ["user", "assistant"]);
+    assert_eq!(agent.queued_messages().1.len(), 1);
+    // The next run takes it.
+    agent.continue_run().await.unwrap();
+    let last = agent.messages().last().unwrap().as_assistant().unwrap().text();
+    assert_eq!(last, "second");
+}

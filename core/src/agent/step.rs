@@ -631,13 +631,7 @@ impl AgentStepper {
             });
             self.messages.push(message);
         }
-        let reached = if self.tool_limit_reached {
-            let text = self.config.limits.tool_call_limit_text();
-            Some((RunLimit::MaxToolCalls, format!("The run stopped: {text}")))
-        } else {
-            self.config.limits.reached(&self.usage)
-        };
-        if let Some((limit, text)) = reached {
+        if let Some((limit, text)) = self.reached_limit() {
             // The turn ends as if the model call had failed with this message.
             let last = self
                 .messages
@@ -809,6 +803,16 @@ impl AgentStepper {
         self.after_turn(has_more_tool_calls, events)
     }
 
+    /// The run limit a new turn would break, with the failure's text.
+    fn reached_limit(&self) -> Option<(RunLimit, String)> {
+        if self.tool_limit_reached {
+            let text = self.config.limits.tool_call_limit_text();
+            Some((RunLimit::MaxToolCalls, format!("The run stopped: {text}")))
+        } else {
+            self.config.limits.reached(&self.usage)
+        }
+    }
+
     fn after_turn(
         &mut self,
         has_more_tool_calls: bool,
@@ -817,6 +821,12 @@ impl AgentStepper {
         // pi starts another turn after an abort during tools, only for the model call to fail
         // at once; we stop here and leave the queues untouched instead.
         if self.aborted {
+            return self.finish(events);
+        }
+        // Only queued messages would start another turn, and the run limits refuse it: the
+        // run ends here, as it would with nothing queued, and they wait for the next run
+        // (taken in, they would only get the limit's failure as their answer).
+        if !has_more_tool_calls && self.reask.is_none() && self.reached_limit().is_some() {
             return self.finish(events);
         }
         self.phase = Phase::Steering {
