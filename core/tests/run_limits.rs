@@ -346,6 +346,12 @@ async fn a_queued_message_is_not_taken_into_a_turn_the_limits_refuse() {
     assert_eq!(agent.queued_messages().1.len(), 1);
     // The next run takes it.
     agent.continue_run().await.unwrap();
-    let last = agent.messages().last().unwrap().as_assistant().unwrap().text();
+    let last = agent
+        .messages()
+        .last()
+        .unwrap()
+        .as_assistant()
+        .unwrap()
+        .text();
     assert_eq!(last, "second");
 }
