@@ -714,3 +714,77 @@ async fn an_async_subscriber_that_never_returns_does_not_hold_an_aborted_run() {
     );
     assert!(!outcome.new_messages.is_empty());
 }
+
+/// Spawns a task that records `name` once `signal` fires.
+fn tell_when_fired(
+    name: &'static str,
+    told: &Arc<Mutex<Vec<&'static str>>>,
+    signal: tokio_util::sync::CancellationToken,
+) {
+    let told = Arc::clone(told);
+    tokio::spawn(async move {
+        signal.cancelled().await;
+        told.lock().unwrap().push(name);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tool_watchdog_fires_a_late_hooks_signal() {
+    // A hook past the watchdog is dropped; its signal now fires too, as a late tool's does, so
+    // work it does outside its future (a binding's worker thread) learns that nobody waits.
+    // The run itself ends normally: its own signal never fires.
+    for which in ["before_tool_call", "after_tool_call"] {
+        let faux = FauxProvider::register();
+        faux.push(faux_assistant_message(vec![faux_tool_call_with_id(
+            "a",
+            "log",
+            json!({}),
+        )]));
+        faux.push(faux_assistant_message(vec![faux_text("done")]));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let mut hooks = AgentHooks::default();
+        let seen = Arc::clone(&told);
+        if which == "before_tool_call" {
+            hooks.before_tool_call = Some(Arc::new(move |_, signal| {
+                tell_when_fired("before_tool_call", &seen, signal);
+                std::future::pending().boxed()
+            }));
+        } else {
+            hooks.after_tool_call = Some(Arc::new(move |_, signal| {
+                tell_when_fired("after_tool_call", &seen, signal);
+                std::future::pending().boxed()
+            }));
+        }
+        let agent = Agent::new(AgentOptions {
+            model: Some(faux.model()),
+            tools: vec![log_tool("log", Arc::clone(&log))],
+            settings: pi_agent::agent::AgentSettings {
+                tool_timeout_ms: Some(50),
+                ..Default::default()
+            },
+            hooks,
+            ..AgentOptions::default()
+        });
+        tokio::time::timeout(HANG_GUARD, agent.prompt("go"))
+            .await
+            .expect("the watchdog ends the hook")
+            .unwrap();
+        let result = agent
+            .messages()
+            .into_iter()
+            .find(|m| m.as_tool_result().is_some())
+            .unwrap();
+        assert!(
+            first_text(&result).contains(&format!("{which} timed out")),
+            "{result:?}"
+        );
+        for _ in 0..3000 {
+            if !told.lock().unwrap().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(told.lock().unwrap().clone(), [which]);
+    }
+}

@@ -99,8 +99,11 @@ async fn prepare(
             args: arguments.clone(),
         };
         // Like the tool itself: an abort or the tool watchdog ends the wait, and the late
-        // answer is dropped.
-        let future = hook(hook_context, signal.clone());
+        // answer is dropped. The hook gets a signal of its own, which the watchdog fires as it
+        // fires a late tool's: work the hook does outside its future (a binding's worker
+        // thread) learns that nobody waits for it any more.
+        let hook_signal = signal.child_token();
+        let future = hook(hook_context, hook_signal.clone());
         let decision = match guarded(future, signal, config.settings.tool_timeout()).await {
             Guarded::Done(Ok(decision)) => decision,
             Guarded::Done(Err(HookError(message))) => return Err(Outcome::error(message)),
@@ -111,6 +114,7 @@ async fn prepare(
             }
             Guarded::Aborted => return Err(Outcome::error(TOOL_ABORTED)),
             Guarded::TimedOut(limit) => {
+                hook_signal.cancel();
                 return Err(Outcome::error(format!(
                     "before_tool_call timed out after {} ms",
                     limit.as_millis()
@@ -153,13 +157,18 @@ async fn finalize(
         result: outcome.result.clone(),
         is_error: outcome.is_error,
     };
-    match guarded(hook(context, signal.clone()), &signal, timeout).await {
+    // Its own signal, fired by the watchdog (see `before_tool_call`'s).
+    let hook_signal = signal.child_token();
+    match guarded(hook(context, hook_signal.clone()), &signal, timeout).await {
         Guarded::Panicked(panic) => Outcome::error(format!("after_tool_call panicked: {panic}")),
         Guarded::Aborted => Outcome::error(TOOL_ABORTED),
-        Guarded::TimedOut(limit) => Outcome::error(format!(
-            "after_tool_call timed out after {} ms",
-            limit.as_millis()
-        )),
+        Guarded::TimedOut(limit) => {
+            hook_signal.cancel();
+            Outcome::error(format!(
+                "after_tool_call timed out after {} ms",
+                limit.as_millis()
+            ))
+        }
         Guarded::Done(Err(HookError(message))) => Outcome::error(message),
         Guarded::Done(Ok(None)) => outcome,
         Guarded::Done(Ok(Some(change))) => {
