@@ -644,6 +644,29 @@ async fn tool_pages_that_never_end_are_an_error_not_a_listing_without_end() {
 }
 
 #[tokio::test]
+async fn a_listing_of_slow_pages_that_never_end_is_held_to_the_call_timeout() {
+    let Some(python) = python() else { return };
+    let (config, _dir) = failing(&python);
+    // Each page comes 200 ms after its request, with a new cursor: every page is in time, and
+    // a thousand of them would take 200 s.
+    let config = config
+        .with_env("PI_MCP_ENDLESS_PAGES", "fresh")
+        .with_env("PI_MCP_PAGE_DELAY_MS", "200")
+        .with_call_timeout(Duration::from_secs(2));
+    let server = McpServer::connect(config).await.unwrap();
+    let error = tokio::time::timeout(Duration::from_secs(60), server.tools())
+        .await
+        .expect("the listing ends within its call timeout")
+        .expect_err("an error");
+    assert_eq!(
+        error.to_string(),
+        "MCP server \"failing\" did not answer tools/list within 2000 ms",
+        "{error:?}"
+    );
+    server.close().await;
+}
+
+#[tokio::test]
 async fn tools_list_changed_updates_an_attached_agent_for_its_next_run() {
     let Some(python) = python() else { return };
     let (config, _dir) = failing(&python);

@@ -9,7 +9,8 @@ never answers; ``garbage`` writes a line that is not JSON-RPC, then never answer
 (a file in ``$PI_MCP_STATE_DIR`` counts them, to observe reconnections). It refuses to
 start while ``$PI_MCP_FAIL_START`` is set or ``$PI_MCP_STATE_DIR/fail_start`` exists. With
 ``$PI_MCP_ENDLESS_PAGES`` set, every ``tools/list`` page says that another page follows, with
-the same cursor: a listing that never ends. With ``$PI_MCP_SLEEPER`` set, it starts a child
+the same cursor: a listing that never ends; set to ``fresh``, each page gives a new cursor, after
+``$PI_MCP_PAGE_DELAY_MS`` (default 0): a listing that never ends and never repeats. With ``$PI_MCP_SLEEPER`` set, it starts a child
 process that outlives it unless its process group is killed (as ``npx`` leaves the real server
 running), and writes the child's pid to ``$PI_MCP_STATE_DIR/sleeper``.
 """
@@ -23,7 +24,16 @@ try:  # mcp >= 2
 except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import Context, FastMCP  # type: ignore[no-redef]
 
-ENDLESS_PAGES = bool(os.environ.get("PI_MCP_ENDLESS_PAGES"))
+ENDLESS_PAGES = os.environ.get("PI_MCP_ENDLESS_PAGES", "")
+PAGE_DELAY = int(os.environ.get("PI_MCP_PAGE_DELAY_MS", "0")) / 1000
+
+
+async def next_cursor(cursor: "str | None") -> str:
+    """The cursor that follows ``cursor`` in an endless listing (see the module's text)."""
+    if ENDLESS_PAGES != "fresh":
+        return "again"
+    await asyncio.sleep(PAGE_DELAY)
+    return str(int(cursor or "0") + 1)
 
 
 class Server(FastMCP):  # type: ignore[misc, valid-type]
@@ -32,7 +42,7 @@ class Server(FastMCP):  # type: ignore[misc, valid-type]
     async def _handle_list_tools(self, ctx, params):  # type: ignore[no-untyped-def]
         result = await super()._handle_list_tools(ctx, params)
         if ENDLESS_PAGES:
-            result.next_cursor = "again"
+            result.next_cursor = await next_cursor(params.cursor if params else None)
         return result
 
 
@@ -41,9 +51,10 @@ server = Server("pi-failing-server")
 if ENDLESS_PAGES and not hasattr(FastMCP, "_handle_list_tools"):  # mcp 1.x
     from mcp import types
 
-    async def _endless_pages(_request):  # type: ignore[no-untyped-def]
+    async def _endless_pages(request):  # type: ignore[no-untyped-def]
         tools = await server.list_tools()
-        return types.ServerResult(types.ListToolsResult(tools=tools, nextCursor="again"))
+        cursor = await next_cursor(request.params.cursor if request.params else None)
+        return types.ServerResult(types.ListToolsResult(tools=tools, nextCursor=cursor))
 
     server._mcp_server.request_handlers[types.ListToolsRequest] = _endless_pages
 

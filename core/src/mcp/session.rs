@@ -293,7 +293,8 @@ impl McpServer {
 
     /// Every tool the server lists (all pages), as MCP describes them. A server whose pages
     /// never end (a cursor it gave before, more than 1,000 pages or 10,000 tools) is a protocol
-    /// error, not a listing without end.
+    /// error, not a listing without end; the whole listing, every page included, is held to
+    /// the server's call timeout (a timeout error past it).
     pub async fn list_tools(&self) -> Result<Vec<McpToolInfo>, McpError> {
         self.list_pages()
             .await
@@ -308,6 +309,9 @@ impl McpServer {
             .tools_changed
             .store(false, Ordering::Release);
         let timeout = self.inner.config.call_timeout();
+        // One limit for the listing, not one per page: a server that answers each page just
+        // in time, with pages that never end, would otherwise hold it for a thousand timeouts.
+        let deadline = tokio::time::Instant::now().checked_add(timeout);
         let mut tools = Vec::new();
         let mut cursor = None;
         let mut cursors_seen = HashSet::new();
@@ -331,7 +335,11 @@ impl McpServer {
                     Err(error) => Err(error),
                 }
             };
-            let Ok(answer) = tokio::time::timeout(timeout, exchange).await else {
+            let answer = match deadline {
+                Some(deadline) => tokio::time::timeout_at(deadline, exchange).await,
+                None => Ok(exchange.await),
+            };
+            let Ok(answer) = answer else {
                 self.session_failed(true).await;
                 return Err(McpError::Timeout {
                     server: self.inner.config.name.clone(),
