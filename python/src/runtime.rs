@@ -77,23 +77,7 @@ where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
-    let task = spawn_with_channel(future);
-    match block_on_channel(py, &task.1) {
-        Waited::Value(value) => Ok(value),
-        Waited::Lost => Err(PyRuntimeError::new_err(
-            "pi_agent: the runtime task ended without a result (it panicked)",
-        )),
-        Waited::Signal(error) => {
-            task.0.abort();
-            if let Interrupted::Finish(finish) = on_interrupt() {
-                let finishing = spawn_with_channel(finish);
-                if let Waited::Signal(_) = block_on_channel(py, &finishing.1) {
-                    finishing.0.abort();
-                }
-            }
-            Err(error)
-        }
-    }
+    wait_with_messages(py, |_: Messages<(), T>| future, |_, ()| {}, on_interrupt)
 }
 
 /// A `timeout=` in seconds, as Python's own waits read one: negative waits not at all,

@@ -171,17 +171,8 @@ pub(crate) fn execute_tool_calls_sync<'py>(
     tool_timeout_ms: Option<u64>,
     on_event: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let on_event = match on_event {
-        Some(function) if !function.is_none() => {
-            if !function.is_callable() {
-                return Err(pyo3::exceptions::PyTypeError::new_err(
-                    "execute_tool_calls_sync: on_event must be callable",
-                ));
-            }
-            Some(function.clone().unbind())
-        }
-        _ => None,
-    };
+    let on_event = crate::errors::optional_callable(on_event, "on_event")?
+        .map(|function| function.clone().unbind());
     let action: StepAction = parse(action, "execute_tools action")?;
     let StepAction::ExecuteTools {
         assistant_message,
