@@ -10,6 +10,7 @@ use pi_agent::session::{
     SqliteStore,
 };
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 
 use crate::agent::NEXT_ID;
 use crate::bridge::{helper, inside_run_of};
@@ -19,7 +20,7 @@ use crate::errors::{PiError, session_error};
 use crate::model::PyModel;
 use crate::runtime::{Interrupted, timeout_seconds, wait};
 use crate::session_subscription::PySessionSubscription;
-use crate::tools::PyTool;
+use crate::tools::{PyTool, ToolRefs};
 
 /// Opens the SQLite store at `path`, with the GIL released (a new file's switch to WAL may
 /// wait for other processes up to the busy timeout).
@@ -41,6 +42,10 @@ pub(crate) struct PySession {
     /// This session among `bridge.owners`: its tools run as its own, so that a wait for the
     /// session from one of them is refused instead of waiting for itself.
     id: u64,
+    /// The Python functions of the session's core tools, for `__traverse__`.
+    tool_refs: Vec<Arc<ToolRefs>>,
+    /// The scope of the session's tool calls (whether any is in flight).
+    scope: RunScope,
 }
 
 fn receipt<'py>(
@@ -78,15 +83,18 @@ impl PySession {
                 parse_value::<CompactionSettings>(from_py(compaction)?, "compaction")?;
         }
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let scope = RunScope::default();
+        let mut tool_refs = Vec::new();
         if let Some(tools) = tools.filter(|t| !t.is_none()) {
-            let scope = RunScope::default();
             let owners = helper(py, "owners_with")?.call1((id,))?.unbind();
             scope.lock().owners = Some(Arc::new(owners));
             options.tools = tools
                 .try_iter()?
                 .map(|tool| {
                     let tool = PyTool::extract(&tool?)?;
-                    Ok(tool.get().to_agent_tool(py, scope.clone()))
+                    let (tool, refs) = tool.get().to_agent_tool_with_refs(py, scope.clone());
+                    tool_refs.extend(refs);
+                    Ok(tool)
                 })
                 .collect::<PyResult<Vec<Arc<dyn AgentTool>>>>()?;
         }
@@ -98,6 +106,8 @@ impl PySession {
         Ok(Self {
             session: Arc::new(session),
             id,
+            tool_refs,
+            scope,
         })
     }
 
@@ -233,6 +243,25 @@ impl PySession {
     #[pyo3(signature = (*_args))]
     fn __exit__(&self, _args: &Bound<'_, pyo3::types::PyTuple>) {
         self.session.close();
+    }
+
+    /// Shows the garbage collector its tools' functions, so that a session in a reference
+    /// cycle (a tool that refers back to its owner) is collected, which stops it as dropping
+    /// it does. While a run goes on or a call of a tool is still alive, the session's driver
+    /// may call them out of the collector's sight: they are shown only when neither is (as
+    /// `Agent.__traverse__` does, for the same reasons).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        let running = matches!(
+            self.session.status(),
+            pi_agent::session::SessionStatus::Running
+        );
+        if running || self.scope.calls_in_flight() {
+            return Ok(());
+        }
+        for refs in &self.tool_refs {
+            refs.traverse(&visit)?;
+        }
+        Ok(())
     }
 }
 

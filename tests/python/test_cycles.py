@@ -1,12 +1,14 @@
 """Reference cycles through pi_agent objects are collected: an agent whose tool, hook or
 subscriber refers back to it — the usual shape of a class that owns an agent — goes with
 ``gc.collect()`` once no run of it is going, and collecting it stops its run as dropping it
-does. (A running agent, and a session, keep what their core may still call alive.)"""
+does. So does a session whose tool refers back to it, once it is idle. (A running agent or
+session keeps what its core may still call alive.)"""
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import pathlib
 import time
 import weakref
 from typing import Any, Callable, Dict
@@ -97,6 +99,31 @@ def test_an_agent_kept_through_its_finished_run_is_collected(mock_server: MockSe
         del owner.agent  # the run keeps it
 
     assert collected_after(build)
+
+
+def test_an_idle_session_whose_tool_refers_to_it_is_collected(
+    mock_server: MockServer, tmp_path: pathlib.Path
+) -> None:
+    """Before any run, and after a run that called the tool."""
+    mock_server.push(
+        {"tool_calls": [{"id": "call-1", "name": "echo", "arguments": {}}]},
+        {"text": "done"},
+    )
+    settings = {"streamOptions": {"apiKey": "test-key"}}
+
+    def build(owner: Owner, name: str, run: bool) -> None:
+        owner.session = pi_agent.Session(
+            tmp_path / f"{name}.db", name, mock_server.model(), tools=[echo_tool(owner)],
+            settings=settings,
+        )
+        if run:
+            owner.session.prompt("r1", "hi")
+            assert owner.session.wait_idle(timeout=HANG_GUARD)
+            roles = [m["role"] for m in owner.session.transcript()]
+            assert roles == ["user", "assistant", "toolResult", "assistant"]
+
+    assert collected_after(lambda owner: build(owner, "fresh", False))
+    assert collected_after(lambda owner: build(owner, "ran", True))
 
 
 def test_a_running_agents_cycle_is_collected_once_its_run_ends(stalled: StalledServer) -> None:  # noqa: F811
