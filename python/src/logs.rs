@@ -37,17 +37,22 @@ fn wants(level: LogLevel, target: &str) -> bool {
                     .call_method1(intern!(py, "isEnabledFor"), (python_level(level),))?
                     .is_truthy()
             })
-            .unwrap_or(false)
+            .unwrap_or_else(|error| {
+                crate::errors::keep_interrupt(py, &error);
+                false
+            })
     })
     .unwrap_or(false)
 }
 
 /// Hands one event [`wants`] let through to `logging` (on the thread that emitted it, with the
 /// GIL, unless the interpreter is exiting). A failing handler is `logging`'s business, not the
-/// request's.
+/// request's; a Ctrl-C that interrupted it is put back for the main thread.
 fn emit(event: &LogEvent) {
     with_gil(|py| {
-        let _ = emit_with_gil(py, event);
+        if let Err(error) = emit_with_gil(py, event) {
+            crate::errors::keep_interrupt(py, &error);
+        }
     });
 }
 

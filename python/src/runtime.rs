@@ -135,7 +135,14 @@ where
     let rx = Mutex::new(rx);
     loop {
         match block_on_channel(py, &rx) {
-            Waited::Value(Sent::Message(message)) => on_message(py, message),
+            Waited::Value(Sent::Message(message)) => {
+                on_message(py, message);
+                // A Ctrl-C during `on_message` stops the wait now, not after the next message.
+                if let Err(error) = py.check_signals() {
+                    task.abort();
+                    return Err(finish_interrupted(py, error, on_interrupt));
+                }
+            }
             Waited::Value(Sent::Outcome(outcome)) => return Ok(outcome),
             Waited::Lost => {
                 return Err(PyRuntimeError::new_err(
@@ -144,16 +151,26 @@ where
             }
             Waited::Signal(error) => {
                 task.abort();
-                if let Interrupted::Finish(finish) = on_interrupt() {
-                    let finishing = spawn_with_channel(finish);
-                    if let Waited::Signal(_) = block_on_channel(py, &finishing.1) {
-                        finishing.0.abort();
-                    }
-                }
-                return Err(error);
+                return Err(finish_interrupted(py, error, on_interrupt));
             }
         }
     }
+}
+
+/// What a wait interrupted by `error` (a signal handler's) does before it returns `error`:
+/// runs `on_interrupt`'s finishing future, if any, to its end (a second Ctrl-C stops that).
+fn finish_interrupted(
+    py: Python<'_>,
+    error: PyErr,
+    on_interrupt: impl FnOnce() -> Interrupted,
+) -> PyErr {
+    if let Interrupted::Finish(finish) = on_interrupt() {
+        let finishing = spawn_with_channel(finish);
+        if let Waited::Signal(_) = block_on_channel(py, &finishing.1) {
+            finishing.0.abort();
+        }
+    }
+    error
 }
 
 type Receiver<T> = Mutex<mpsc::Receiver<T>>;

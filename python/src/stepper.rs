@@ -255,7 +255,13 @@ pub(crate) fn execute_tool_calls_sync<'py>(
             |py, event: AgentEvent| {
                 let called = serde_to_py(py, &event).and_then(|event| function.call1(py, (event,)));
                 if let Err(error) = called {
-                    error.write_unraisable(py, Some(function.bind(py)));
+                    // A Ctrl-C in it stops the wait below, as anywhere else on this thread
+                    // (put back after the hook, which is Python code it would interrupt).
+                    if error.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+                        crate::errors::keep_interrupt(py, &error);
+                    } else {
+                        error.write_unraisable(py, Some(function.bind(py)));
+                    }
                 }
             },
             interrupted,

@@ -74,6 +74,33 @@ def test_a_level_set_between_requests_applies_to_the_next(
         assert sending() == expected, level
 
 
+def test_a_ctrl_c_in_a_log_handler_reaches_the_main_thread(mock_server: MockServer) -> None:
+    """The binding calls `logging` where it cannot raise (inside a request): a Ctrl-C that
+    lands in a handler is put back, and raised in the caller's code, not dropped."""
+
+    class Interrupted(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.getMessage().startswith("sending request"):
+                raise KeyboardInterrupt
+
+    mock_server.push({"text": "hello"})
+    logger = logging.getLogger("pi_agent.http")
+    handler = Interrupted(logging.DEBUG)
+    logger.addHandler(handler)
+    previous = logger.level
+    logger.setLevel(logging.DEBUG)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with pi_agent.stream(mock_server.model(), CONTEXT, api_key=SECRET) as events:
+                for _ in events:
+                    pass
+            for _ in range(10_000):  # where a Ctrl-C put back lands, at the latest
+                pass
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous)
+
+
 def test_pi_agent_log_env_writes_to_stderr(mock_server: MockServer) -> None:
     mock_server.push({"text": "from a subprocess"})
     script = (

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
+import time
 from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
@@ -205,6 +206,38 @@ def test_execute_tool_calls_sync_hands_each_event_over_as_it_happens(faux: pi_ag
     assert len(unraisable) == len(again["events"]) and "subscriber bug" in str(unraisable[0].exc_value)
     with pytest.raises(TypeError, match="callable"):
         pi_agent.execute_tool_calls_sync(step["action"], [tool], on_event=42)  # type: ignore[arg-type]
+
+
+def test_a_ctrl_c_in_on_event_stops_execute_tool_calls_sync(faux: pi_agent.FauxProvider) -> None:
+    """``on_event`` runs on the calling thread, where Ctrl-C lands: a ``KeyboardInterrupt``
+    in it ends the wait with that exception (the calls are aborted), not in the
+    unraisable hook while the calls go on."""
+    released = threading.Event()
+
+    def multiply(a: float, b: float) -> str:
+        released.wait(20.0)
+        return str(a * b)
+
+    script(faux)
+    tool = pi_agent.Tool("multiply", "Multiplies", SCHEMA, multiply)
+    stepper, step = pi_agent.AgentStepper.start(prompts=[{"role": "user", "content": "go", "timestamp": 0}])
+    step = stepper.resume({"type": "steering", "messages": []})
+    context = {"messages": pi_agent.default_convert_to_llm(stepper.messages), "tools": [tool.to_dict()]}
+    step = stepper.resume({"type": "model_result", "message": pi_agent.complete_simple_sync(faux.model, context)})
+
+    def on_event(event: Dict[str, Any]) -> None:
+        if event["type"] == "tool_execution_start":
+            raise KeyboardInterrupt
+
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pi_agent.execute_tool_calls_sync(step["action"], [tool], on_event=on_event)
+            for _ in range(10_000):  # without the fix, a Ctrl-C put back would land here
+                pass
+    finally:
+        released.set()
+    assert time.monotonic() - started < 15.0, "the wait went on until the tools ended"
 
 
 def test_execute_tool_calls_sync_applies_the_tool_call_hooks_and_the_watchdog(faux: pi_agent.FauxProvider) -> None:
