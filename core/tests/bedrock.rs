@@ -877,3 +877,33 @@ async fn a_complete_answer_is_not_held_or_lost_by_what_follows_message_stop() {
         assert_eq!(message.usage.output, output, "{name}");
     }
 }
+
+#[tokio::test]
+async fn the_environments_bearer_token_goes_only_to_bedrock_hosts() {
+    // `0.0.0.0` reaches this machine on Linux without being a loopback name: it plays a model
+    // JSON's base URL pointing at some other host.
+    let server = MockServer::start().await.unwrap();
+    let mut model = catalog_model("amazon.nova-lite-v1:0", &server);
+    model.base_url = format!("http://0.0.0.0:{}", server.addr().port());
+    let from_env = provider(&[("AWS_BEARER_TOKEN_BEDROCK", "ABSK-env-token")]);
+    let (events, message) = collect(&from_env, &model, &hi(), &StreamOptions::default()).await;
+    assert_eq!(kinds(&events), ["error"]);
+    let error = message.error_message.unwrap_or_default();
+    assert!(error.contains("AWS_BEARER_TOKEN_BEDROCK"), "{error}");
+    assert!(error.contains("`0.0.0.0`"), "{error}");
+    assert!(!error.contains("ABSK-env-token"), "{error}");
+    assert!(server.requests().is_empty(), "nothing was sent");
+
+    // The caller's own token goes where the caller sends it.
+    server.push(reply(&text_reply("ok"), json!({})));
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("ABSK-explicit")),
+        ..StreamOptions::default()
+    };
+    let (_, message) = collect(&from_env, &model, &hi(), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some("Bearer ABSK-explicit")
+    );
+}

@@ -270,6 +270,15 @@ fn vendor_hosts(provider: &str) -> Vec<String> {
         "github-copilot" => {
             out.extend(["api.githubcopilot.com", "api.*.githubcopilot.com"].map(str::to_owned))
         }
+        // Bedrock's runtime in every region, FIPS and China included (the catalog names one).
+        "amazon-bedrock" => out.extend(
+            [
+                "bedrock-runtime.*.amazonaws.com",
+                "bedrock-runtime-fips.*.amazonaws.com",
+                "bedrock-runtime.*.amazonaws.com.cn",
+            ]
+            .map(str::to_owned),
+        ),
         // The global endpoint and the multi-region ones (`aiplatform.us.rep.googleapis.com`)
         // besides the catalog's `{location}-aiplatform.googleapis.com`.
         "google-vertex" => out.extend(
@@ -377,6 +386,18 @@ mod tests {
         assert!(env_key_allowed(
             "github-copilot",
             "https://api.enterprise.githubcopilot.com"
+        ));
+        assert!(env_key_allowed(
+            "amazon-bedrock",
+            "https://bedrock-runtime.eu-central-2.amazonaws.com/model/x/converse-stream"
+        ));
+        assert!(env_key_allowed(
+            "amazon-bedrock",
+            "https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com/model/x/converse-stream"
+        ));
+        assert!(!env_key_allowed(
+            "amazon-bedrock",
+            "https://bedrock-runtime.eu-west-1.amazonaws.com.evil.example/model/x"
         ));
         // Another vendor's host, a look-alike, plain http, or no host.
         assert!(!env_key_allowed("openai", "https://api.groq.com/openai/v1"));

@@ -36,6 +36,7 @@ use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use self::sigv4::{BEDROCK_SIGNING_NAME, SignableInput};
 use super::environment::Environment;
 use super::http;
+use crate::ai::env_keys::env_key_allowed;
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
@@ -81,7 +82,35 @@ pub(crate) struct BedrockWire {
     /// before the request runs (with the explicit endpoint, if any); the URL is empty until then.
     pending_region: Option<(String, Option<String>)>,
     auth: BedrockAuth,
+    /// The bearer token is `AWS_BEARER_TOKEN_BEDROCK`'s (the environment's, not the caller's):
+    /// it goes only to AWS's Bedrock hosts and loopback (see [`check_env_bearer`]).
+    env_bearer: bool,
     region: String,
+}
+
+/// The provider id whose hosts an environment bearer token may go to.
+const PROVIDER: &str = "amazon-bedrock";
+
+/// Refuses to send the environment's bearer token to `url` unless it is one of Bedrock's hosts
+/// (or loopback, or listed in `PI_ENV_KEY_HOSTS`), as environment keys are everywhere: a model
+/// whose base URL points elsewhere must not receive it. A SigV4 signature is tied to its host
+/// and needs no such check; a bearer token is reusable wherever it lands.
+fn check_env_bearer(env_bearer: bool, url: &str) -> Result<(), ProviderError> {
+    if !env_bearer || env_key_allowed(PROVIDER, url) {
+        return Ok(());
+    }
+    let host = reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_else(|| url.to_owned());
+    Err(ProviderError::other(
+        format!(
+            "AWS_BEARER_TOKEN_BEDROCK is set, but environment keys are only sent to Amazon \
+             Bedrock's hosts and loopback servers, not to `{host}`. Pass the token explicitly \
+             (`bearerToken`, or the request's API key), or add the host to PI_ENV_KEY_HOSTS."
+        ),
+        Some(ErrorKind::Auth),
+    ))
 }
 
 impl http::Wire for BedrockWire {
@@ -98,6 +127,7 @@ impl http::Wire for BedrockWire {
             let ClientConfig { region, endpoint } =
                 config::finish(&Environment::Process, found, endpoint)?;
             request.url = config::converse_stream_url(&endpoint, &request.wire.model_id)?;
+            check_env_bearer(request.wire.env_bearer, &request.url)?;
             request.wire.region = region;
         }
         let wire = &mut request.wire;
@@ -235,9 +265,19 @@ impl BedrockProvider {
             },
             _ => model.id.clone(),
         };
+        // `resolve_auth` prefers a non-empty token of the caller's to the environment's.
+        let env_bearer = matches!(auth, BedrockAuth::Bearer(_))
+            && bedrock
+                .bearer_token
+                .as_ref()
+                .is_none_or(|token| token.is_empty());
         let url = match pending_region {
             Some(_) => String::new(),
-            None => config::converse_stream_url(&endpoint, &model_id)?,
+            None => {
+                let url = config::converse_stream_url(&endpoint, &model_id)?;
+                check_env_bearer(env_bearer, &url)?;
+                url
+            }
         };
         Ok(http::PreparedRequest::new(
             url,
@@ -248,6 +288,7 @@ impl BedrockProvider {
                 model_id,
                 pending_region,
                 auth,
+                env_bearer,
                 region,
             },
         ))
