@@ -152,3 +152,66 @@ async fn errors_are_reported() {
     assert_eq!(message.stop_reason, StopReason::Error);
     assert_eq!(message.text(), "cut");
 }
+
+#[tokio::test]
+async fn a_user_message_after_tool_results_follows_an_assistant_message() {
+    // A steering message after a turn's tool results, and after a failed turn that is left
+    // out: Mistral refuses `user` right after `tool`.
+    let server = MockServer::start().await.unwrap();
+    server.push(json!({"chunks": [chunk(json!({"content": "ok"}), json!("stop"))]}));
+    let model = model(&server, "mistral-small-latest", false);
+    let mut context = context();
+    context.messages.push(Message::Assistant(AssistantMessage {
+        content: vec![AssistantContent::ToolCall(ToolCall {
+            id: "abcdefghi".into(),
+            name: "calc".into(),
+            arguments: json!({"x": 1}),
+            thought_signature: None,
+        })],
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        stop_reason: StopReason::ToolUse,
+        ..AssistantMessage::default()
+    }));
+    context
+        .messages
+        .push(Message::ToolResult(ToolResultMessage {
+            tool_call_id: "abcdefghi".into(),
+            tool_name: "calc".into(),
+            content: vec![UserContent::text("2")],
+            details: None,
+            is_error: false,
+            timestamp: 0,
+            timing: None,
+        }));
+    context.messages.push(Message::Assistant(AssistantMessage {
+        content: vec![AssistantContent::Text(ai::TextContent::new("half"))],
+        api: model.api.clone(),
+        provider: model.provider.clone(),
+        model: model.id.clone(),
+        stop_reason: StopReason::Error,
+        ..AssistantMessage::default()
+    }));
+    context
+        .messages
+        .push(Message::User(UserMessage::text("and then?")));
+    let message = ai::complete(&model, &context, &StreamOptions::default()).await;
+    assert_eq!(message.text(), "ok", "{message:?}");
+    let body = &server.requests()[0].body;
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["system", "user", "assistant", "tool", "assistant", "user"],
+        "{body}"
+    );
+    assert_eq!(
+        body["messages"][4],
+        json!({"role": "assistant", "content": "I have processed the tool results.", "prefix": false})
+    );
+}

@@ -4,6 +4,11 @@ use std::borrow::Borrow;
 
 use crate::ai::types::{AssistantMessage, Message, ToolResultMessage, UserContent, UserMessage};
 
+/// Text of the assistant message some servers need between tool results and a user message
+/// (Mistral's own API, and Chat Completions servers with that rule).
+#[cfg_attr(not(any(feature = "openai", feature = "mistral")), allow(dead_code))]
+pub(crate) const TOOL_RESULTS_BRIDGE: &str = "I have processed the tool results.";
+
 /// A message of a transcript, or a run of consecutive tool results taken together (the APIs
 /// want one turn's results in one user message, or need to know where the run ends).
 pub(crate) enum Turn<'a> {

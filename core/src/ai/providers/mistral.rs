@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 use super::api_key::required_key;
-use super::content::{has_images, joined_text};
+use super::content::{TOOL_RESULTS_BRIDGE, has_images, joined_text};
 use super::http;
 use crate::ai::error::{ProviderError, record_stop};
 use crate::ai::event_stream::StreamWriter;
@@ -167,6 +167,20 @@ pub(crate) fn build_body(model: &Model, context: &Context, options: &StreamOptio
     let images = model.supports_images();
     for message in &messages {
         if let Some(value) = convert_message(message, images) {
+            // Mistral refuses a user message right after tool results ("Unexpected role 'user'
+            // after role 'tool'"), which a steering message or a failed turn left out makes:
+            // an assistant message goes between them, as for other servers with that rule.
+            if value["role"] == "user"
+                && out
+                    .last()
+                    .is_some_and(|last: &Value| last["role"] == "tool")
+            {
+                out.push(json!({
+                    "role": "assistant",
+                    "content": TOOL_RESULTS_BRIDGE,
+                    "prefix": false,
+                }));
+            }
             out.push(value);
         }
     }

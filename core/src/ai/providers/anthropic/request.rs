@@ -426,6 +426,9 @@ fn convert_assistant(message: &AssistantMessage, oauth: bool) -> Option<Value> {
     (!blocks.is_empty()).then(|| json!({"role": "assistant", "content": blocks}))
 }
 
+/// What an error tool result without text says (see [`convert_tool_result`]).
+pub(crate) const EMPTY_ERROR_RESULT: &str = "(the tool failed without a message)";
+
 fn convert_tool_result(result: &ToolResultMessage) -> Value {
     let content = if has_images(&result.content) {
         // Blank text blocks are left out: the API refuses them (pi sends them).
@@ -443,7 +446,15 @@ fn convert_tool_result(result: &ToolResultMessage) -> Value {
         }
         Value::Array(blocks)
     } else {
-        json!(joined_text(&result.content))
+        let text = joined_text(&result.content);
+        // The API refuses an error result without content ("content cannot be empty if
+        // is_error is true"), and the result stays in the transcript: every later request
+        // would fail. A tool that failed silently (a command with no output) says so instead.
+        if result.is_error && text.trim().is_empty() {
+            json!(EMPTY_ERROR_RESULT)
+        } else {
+            json!(text)
+        }
     };
     json!({
         "type": "tool_result",
@@ -456,6 +467,28 @@ fn convert_tool_result(result: &ToolResultMessage) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_result_without_text_says_so() {
+        let result = |text: &str, is_error: bool| ToolResultMessage {
+            tool_call_id: "t1".into(),
+            tool_name: "bash".into(),
+            content: vec![UserContent::text(text)],
+            details: None,
+            is_error,
+            timestamp: 0,
+            timing: None,
+        };
+        assert_eq!(
+            convert_tool_result(&result(" ", true))["content"],
+            EMPTY_ERROR_RESULT
+        );
+        assert_eq!(convert_tool_result(&result("", false))["content"], "");
+        assert_eq!(
+            convert_tool_result(&result("boom", true))["content"],
+            "boom"
+        );
+    }
 
     #[test]
     fn ids_are_normalised_like_pi() {

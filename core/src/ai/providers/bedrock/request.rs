@@ -260,6 +260,7 @@ fn convert_messages(
             }
         }
     }
+    let mut out = merge_same_role(out);
     if let Some(cache_point) = cache_point
         && let Some(last) = out.last_mut()
         && last["role"] == "user"
@@ -268,6 +269,29 @@ fn convert_messages(
         content.push(cache_point.clone());
     }
     Ok(out)
+}
+
+/// Joins each run of messages of one role into one message, their content in order. Converse
+/// refuses a conversation whose roles do not alternate ("A conversation must alternate between
+/// user and assistant roles"), and a transcript has such runs: a steering message after a turn's
+/// tool results, a user message after a failed turn left out, an assistant turn with nothing
+/// to send.
+fn merge_same_role(messages: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
+    for mut message in messages {
+        if let Some(last) = out.last_mut()
+            && last["role"] == message["role"]
+            && let (Some(into), Some(from)) = (
+                last["content"].as_array_mut(),
+                message["content"].as_array_mut(),
+            )
+        {
+            into.append(from);
+            continue;
+        }
+        out.push(message);
+    }
+    out
 }
 
 fn user_block(block: &UserContent) -> Result<Value, RequestError> {

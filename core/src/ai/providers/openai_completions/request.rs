@@ -21,8 +21,7 @@ use crate::ai::types::{
     UserMessageContent,
 };
 
-/// Text of the assistant message some servers need between tool results and a user message.
-pub(crate) const TOOL_RESULTS_BRIDGE: &str = "I have processed the tool results.";
+pub(crate) use super::super::content::TOOL_RESULTS_BRIDGE;
 /// Text of the user message that carries images returned by tools.
 pub(crate) const TOOL_IMAGES_INTRO: &str = "Attached image(s) from tool result:";
 
