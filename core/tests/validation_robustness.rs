@@ -258,3 +258,37 @@ fn schemas_at_the_depth_limit_compile_and_report_on_a_small_stack() {
         );
     });
 }
+
+#[test]
+fn a_report_over_many_unexpected_keys_is_linear() {
+    // Every key of 20,000 is unexpected (numeric keys: JavaScript orders them apart), and each
+    // is also an error of `additionalProperties`' schema in the second case. Looking up each
+    // key's position by recomputing the object's key order made the report quadratic: minutes
+    // here, where it now takes milliseconds. (A hang guard, not a timing: generous on purpose.)
+    let arguments = Value::Object(
+        (0..20_000)
+            .map(|i| (i.to_string(), json!("x")))
+            .collect::<Map<String, Value>>(),
+    );
+    let schemas = [
+        json!({"type": "object", "properties": {"a": {}}, "additionalProperties": false}),
+        json!({"type": "object", "additionalProperties": {"type": "integer"}}),
+    ];
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for schema in schemas {
+            let compiled = CompiledToolSchema::new("t", &schema);
+            let report = compiled
+                .validate_and_coerce(&arguments)
+                .unwrap_err()
+                .to_string();
+            let _ = done.send(report);
+        }
+    });
+    for _ in 0..2 {
+        let report = finished
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the report was rendered");
+        assert!(report.contains("\n  - 0: "), "{report}");
+    }
+}

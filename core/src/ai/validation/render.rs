@@ -11,11 +11,13 @@
 //! additional properties`, `must match "else" schema`, `property names … are invalid`, the
 //! `anyOf` / `oneOf` verdicts) are placed with keys that sort right after their group.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::js::{self, number_to_string};
 
@@ -136,11 +138,32 @@ fn pointer_segments(pointer: &str) -> Vec<String> {
         .collect()
 }
 
-/// The position of `key` among `map`'s keys in JavaScript order.
-fn position(map: Option<&Value>, key: &str) -> u32 {
-    map.and_then(Value::as_object)
-        .and_then(|map| js::entries(map).iter().position(|(k, _)| k.as_str() == key))
-        .map_or(0, |i| i as u32)
+/// The positions of objects' keys in JavaScript order, each object's computed once: a report
+/// asks for a position per error, and an object of N unexpected keys makes N errors (or one
+/// listing N keys), so ordering the object's keys at each question made the report quadratic
+/// (minutes for 20,000 keys).
+#[derive(Default)]
+struct Positions<'v>(RefCell<HashMap<*const Map<String, Value>, KeyPositions<'v>>>);
+
+/// One object's keys and their positions.
+type KeyPositions<'v> = HashMap<&'v str, u32>;
+
+impl<'v> Positions<'v> {
+    /// The position of `key` among `map`'s keys in JavaScript order (0 when absent).
+    fn of(&self, map: Option<&'v Value>, key: &str) -> u32 {
+        let Some(map) = map.and_then(Value::as_object) else {
+            return 0;
+        };
+        let mut cache = self.0.borrow_mut();
+        let positions = cache.entry(std::ptr::from_ref(map)).or_insert_with(|| {
+            js::entries(map)
+                .into_iter()
+                .enumerate()
+                .map(|(index, (key, _))| (key.as_str(), index as u32))
+                .collect()
+        });
+        positions.get(key).copied().unwrap_or(0)
+    }
 }
 
 /// What `reference` points at inside `root` (`#`, `#/json/pointer`, `#anchor`), if anything.
@@ -214,15 +237,17 @@ enum Special {
     Dependency(String),
 }
 
-struct Renderer<'v> {
+struct Renderer<'v, 'p> {
     root: &'v Value,
     instance: &'v Value,
     entries: Vec<Entry>,
+    positions: &'p Positions<'v>,
 }
 
-impl<'v> Renderer<'v> {
+impl<'v> Renderer<'v, '_> {
     /// Walks `error`'s evaluation path; trailers met on the way are added as entries.
     fn walk(&mut self, error: &ValidationError<'_>) -> (Walk<'v>, Option<Special>) {
+        let positions = self.positions;
         let evaluation = pointer_segments(error.evaluation_path().as_str());
         let instance_path = pointer_segments(error.instance_path().as_str());
         let mut instance_steps = instance_path.into_iter();
@@ -241,7 +266,7 @@ impl<'v> Renderer<'v> {
             let mut step_instance = |walk: &mut Walk<'v>| {
                 if let Some(step) = instance_steps.next() {
                     walk.key.push(match walk.instance {
-                        Some(object @ Value::Object(_)) => position(Some(object), &step),
+                        Some(object @ Value::Object(_)) => positions.of(Some(object), &step),
                         _ => step.parse().unwrap_or(0),
                     });
                     walk.instance = walk.instance.and_then(|value| match value {
@@ -258,7 +283,7 @@ impl<'v> Renderer<'v> {
                 "properties" | "patternProperties" | "dependentSchemas" | "$defs"
                 | "definitions" => {
                     let name = segments.next().unwrap_or_default();
-                    walk.key.push(position(sub(&keyword), &name));
+                    walk.key.push(positions.of(sub(&keyword), &name));
                     walk.schema = sub(&keyword).and_then(|m| m.get(&name));
                     if keyword == "properties" || keyword == "patternProperties" {
                         step_instance(&mut walk);
@@ -271,7 +296,7 @@ impl<'v> Renderer<'v> {
                 }
                 "dependencies" => {
                     let name = segments.next().unwrap_or_default();
-                    walk.key.push(position(sub(&keyword), &name));
+                    walk.key.push(positions.of(sub(&keyword), &name));
                     walk.schema = sub(&keyword).and_then(|m| m.get(&name));
                 }
                 "items" | "prefixItems" => {
@@ -342,6 +367,7 @@ impl<'v> Renderer<'v> {
     }
 
     fn add(&mut self, error: &ValidationError<'_>) {
+        let positions = self.positions;
         let (walk, special) = self.walk(error);
         let line = |path: &[String], message: String| Problem {
             path: render_path(path),
@@ -424,12 +450,12 @@ impl<'v> Renderer<'v> {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
                 let mut keys: Vec<&String> = unexpected.iter().collect();
                 let order = walk.instance;
-                keys.sort_by_key(|key| position(order, key));
+                keys.sort_by_key(|key| positions.of(order, key));
                 for key in keys {
                     let mut at = path.clone();
                     at.push(escaped(key));
                     let mut key_path = walk.key.clone();
-                    key_path.push(position(order, key));
+                    key_path.push(positions.of(order, key));
                     self.entries.push(Entry {
                         key: key_path,
                         lines: vec![line(&at, "schema is false".to_owned())],
@@ -461,7 +487,7 @@ impl<'v> Renderer<'v> {
                 let name = inner.instance().as_str().unwrap_or_default().to_owned();
                 let mut at = path.clone();
                 at.push(escaped(&name));
-                entry.key.push(position(walk.instance, &name));
+                entry.key.push(positions.of(walk.instance, &name));
                 entry.lines.push(line(&at, message(inner.kind(), None)));
                 self.entries.push(entry);
                 let mut key = walk.key.clone();
@@ -471,7 +497,7 @@ impl<'v> Renderer<'v> {
                     lines: Vec::new(),
                     merge: Merge::Names {
                         base: path,
-                        names: vec![(position(walk.instance, &name), name)],
+                        names: vec![(positions.of(walk.instance, &name), name)],
                     },
                     first_item: None,
                 });
@@ -484,6 +510,7 @@ impl<'v> Renderer<'v> {
                         root: self.root,
                         instance: self.instance,
                         entries: Vec::new(),
+                        positions,
                     };
                     for error in branch {
                         nested.add(error);
@@ -666,10 +693,12 @@ pub(crate) fn problems<'e>(
     instance: &Value,
     errors: impl Iterator<Item = ValidationError<'e>>,
 ) -> Vec<Problem> {
+    let positions = Positions::default();
     let mut renderer = Renderer {
         root,
         instance,
         entries: Vec::new(),
+        positions: &positions,
     };
     for error in errors {
         renderer.add(&error);
