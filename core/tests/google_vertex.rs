@@ -337,6 +337,30 @@ async fn a_token_close_to_expiry_is_fetched_again() {
 }
 
 #[tokio::test]
+async fn a_token_with_an_absurd_lifetime_is_cached_not_a_panic() {
+    // `expires_in` of u64::MAX seconds overflowed the cache's instant (a panic, the request
+    // failed, nothing cached, every request fetched again): it is cached, and used again.
+    let server = MockServer::start().await.unwrap();
+    let file = service_account(&server, "forever");
+    let provider = adc_env(&file);
+    let model = model("gemini-2.5-flash", &server.base_url());
+    server.push(token_reply("ya29.forever-token-0001", u64::MAX));
+    server.push(fixture());
+    server.push(fixture());
+    for _ in 0..2 {
+        let (_, message) = run(&provider, &model, &StreamOptions::default()).await;
+        assert_eq!(message.stop_reason, StopReason::ToolUse, "{message:?}");
+    }
+    let auth: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("authorization").map(str::to_owned))
+        .collect();
+    let token = Some("Bearer ya29.forever-token-0001".to_owned());
+    assert_eq!(auth, [None, token.clone(), token]);
+}
+
+#[tokio::test]
 async fn authorized_user_refresh_token_and_quota_project() {
     let server = MockServer::start().await.unwrap();
     let file = CredentialsFile::new(

@@ -265,6 +265,36 @@ async fn an_unanswered_login_times_out() {
 }
 
 #[tokio::test]
+async fn an_absurd_lifetime_from_the_server_saturates() {
+    // `1e300` seconds, or a negative lifetime: the far future or the past, never an overflow
+    // (a panic in a debug build, an expiry wrapped into the past in a release one).
+    guard(async {
+        let server = AuthServer::start().await;
+        let provider = provider(&server);
+        for (n, (lifetime, far_future)) in [(1e300, true), (-1e300, false)].into_iter().enumerate()
+        {
+            let refresh = format!("anthropic-refresh-absurd-{n}");
+            server.with(|s| {
+                s.valid_refresh_tokens.insert(refresh.clone());
+                s.token_expires_in = Some(lifetime);
+            });
+            let old = OAuthCredentials::new("anthropic-access-0", refresh.as_str(), 0);
+            let fresh = provider.refresh_token(&old).await.unwrap();
+            if far_future {
+                assert!(
+                    fresh.expires > now_ms() + 1_000_000_000_000,
+                    "{}",
+                    fresh.expires
+                );
+            } else {
+                assert!(fresh.expires < now_ms(), "{}", fresh.expires);
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn refresh_rotates_tokens_and_a_revoked_token_fails_clearly() {
     guard(async {
         let server = AuthServer::start().await;

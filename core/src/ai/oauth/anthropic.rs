@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::authorization::{CodeSources, receive_code};
 use super::callback_server::{CallbackCheck, CallbackReply, CallbackServer};
 use super::callbacks::{OAuthAuthInfo, OAuthLoginCallbacks, OAuthPrompt};
-use super::credentials::{OAuthCredentials, float_to_millis};
+use super::credentials::{OAuthCredentials, expiry_after};
 use super::error::OAuthError;
 use super::http::{Fields, fetch_json, http};
 use super::pkce::generate_pkce;
@@ -157,7 +157,7 @@ impl AnthropicOAuthProvider {
         Ok(OAuthCredentials::new(
             access,
             refresh,
-            now_ms() + float_to_millis(expires_in * 1000.0) - EXPIRY_MARGIN_MS,
+            expiry_after(now_ms(), expires_in, EXPIRY_MARGIN_MS),
         ))
     }
 }

@@ -86,3 +86,12 @@ fn millis<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
 pub(crate) fn float_to_millis(value: f64) -> i64 {
     value.round() as i64
 }
+
+/// The expiry, in Unix milliseconds, of a token that lives `seconds` from `now` (a server's
+/// `expires_in`), `margin_ms` early. Saturating: a server's absurd lifetime (`1e300`, or
+/// negative) is the far future or the past, never an overflow (a panic in a debug build, a
+/// wrapped expiry that is always past in a release one).
+pub(crate) fn expiry_after(now: i64, seconds: f64, margin_ms: i64) -> i64 {
+    now.saturating_add(float_to_millis(seconds * 1000.0))
+        .saturating_sub(margin_ms)
+}

@@ -14,7 +14,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::callbacks::{OAuthAuthInfo, OAuthLoginCallbacks, OAuthPrompt};
-use super::credentials::{OAuthCredentials, float_to_millis};
+use super::credentials::{OAuthCredentials, expiry_after};
 use super::error::OAuthError;
 use super::http::{Fields, fetch_json, http, number_field, string_field, succeeds};
 use super::provider::OAuthProvider;
@@ -338,7 +338,7 @@ impl GitHubCopilotOAuthProvider {
         let mut credentials = OAuthCredentials::new(
             token,
             github_token,
-            float_to_millis(expires_at * 1000.0) - EXPIRY_MARGIN_MS,
+            expiry_after(0, expires_at, EXPIRY_MARGIN_MS),
         );
         if let Some(domain) = enterprise_domain {
             credentials

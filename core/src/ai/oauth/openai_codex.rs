@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::authorization::{CodeSources, receive_code};
 use super::callback_server::{CallbackCheck, CallbackReply, CallbackServer};
 use super::callbacks::{OAuthAuthInfo, OAuthLoginCallbacks, OAuthPrompt};
-use super::credentials::{OAuthCredentials, float_to_millis};
+use super::credentials::{OAuthCredentials, expiry_after};
 use super::error::OAuthError;
 use super::http::{Fields, fetch_json, http, invalid};
 use super::pkce::{generate_pkce, random_state};
@@ -160,11 +160,8 @@ impl OpenAICodexOAuthProvider {
         fields.check(url)?;
         let account_id = account_id(access).ok_or(OAuthError::MissingAccountId)?;
         // Unlike Anthropic and Copilot, pi keeps Codex's expiry without a margin.
-        let mut credentials = OAuthCredentials::new(
-            access,
-            refresh,
-            now_ms() + float_to_millis(expires_in * 1000.0),
-        );
+        let mut credentials =
+            OAuthCredentials::new(access, refresh, expiry_after(now_ms(), expires_in, 0));
         credentials
             .extra
             .insert("accountId".into(), Value::String(account_id));

@@ -49,6 +49,8 @@ pub(crate) struct State {
     pub(crate) device_expires_in: u64,
     pub(crate) valid_github_tokens: HashSet<String>,
     pub(crate) policy_models: Vec<String>,
+    /// The `expires_in` of issued tokens (`None`: 3600).
+    pub(crate) token_expires_in: Option<f64>,
 }
 
 pub(crate) struct AuthServer {
@@ -256,7 +258,8 @@ fn token(state: &mut State, flavour: &str, field: &dyn Fn(&str) -> Option<String
     };
     Response::json(
         200,
-        json!({"access_token": access, "refresh_token": refresh, "expires_in": 3600, "token_type": "Bearer"}),
+        json!({"access_token": access, "refresh_token": refresh,
+               "expires_in": state.token_expires_in.unwrap_or(3600.0), "token_type": "Bearer"}),
     )
 }
 

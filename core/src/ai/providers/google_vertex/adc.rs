@@ -45,6 +45,8 @@ const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
 /// A token is fetched again this long before it expires.
 const REFRESH_MARGIN: Duration = Duration::from_secs(5 * 60);
+/// The longest a token is kept, whatever lifetime its server gave (Google's last an hour).
+const MAX_CACHED: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// Lifetime of a token whose response says none.
 const DEFAULT_LIFETIME_SECS: u64 = 3600;
@@ -274,7 +276,8 @@ pub(crate) async fn access_token(
     let (token, lifetime) = fetch_token(credentials, options).await?;
     *cached = Some(CachedToken {
         token: token.clone(),
-        refresh_at: Instant::now() + lifetime.saturating_sub(REFRESH_MARGIN),
+        // The server's lifetime, up to a day (an absurd `expires_in` would overflow `Instant`).
+        refresh_at: Instant::now() + lifetime.min(MAX_CACHED).saturating_sub(REFRESH_MARGIN),
     });
     Ok(token)
 }
