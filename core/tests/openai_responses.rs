@@ -1089,6 +1089,33 @@ async fn incomplete_response_stops_for_length() {
 }
 
 #[tokio::test]
+async fn a_response_cut_by_the_content_filter_is_an_error_not_a_length_stop() {
+    let server = MockServer::start().await.unwrap();
+    let mut pieces = vec![created("r")];
+    pieces.extend(message_item(0, "msg_1", &["I can"], None));
+    pieces.push(event(
+        "response.incomplete",
+        json!({"response": {"id": "r", "status": "incomplete",
+            "incomplete_details": {"reason": "content_filter"}, "usage": usage(10, 0, 2)}}),
+    ));
+    server.push(json!({"sse": pieces}));
+    let (events, message) = collect(
+        &model_for(&server),
+        &context("hi"),
+        &StreamOptions::default(),
+    )
+    .await;
+    assert_eq!(kinds(&events).last(), Some(&"error"));
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(
+        message.error_message.as_deref(),
+        Some("Response incomplete: content_filter")
+    );
+    assert!(message.error_kind.is_some(), "{message:?}");
+    assert_eq!(message.text(), "I can");
+}
+
+#[tokio::test]
 async fn failed_response_is_an_error_with_the_upstream_reason() {
     let server = MockServer::start().await.unwrap();
     let mut pieces = vec![created("r")];

@@ -46,9 +46,12 @@ class OutputValidationError(InvalidOutputError, PiValueError):
 def output_schema(output_type: Any, *, strict: bool = False) -> Dict[str, Any]:
     """Core's ``outputSchema`` for ``output_type``: a JSON Schema dict is used as is (an
     ``{"name", "schema", "strict"}`` dict too); a type gets the schema its hints describe (the
-    same mapping as tool parameters), named after the type."""
+    same mapping as tool parameters), named after the type. ``strict=True`` asks for strict
+    decoding in every case."""
     if isinstance(output_type, Mapping):
         schema: Dict[str, Any] = _core._output_schema(dict(output_type))
+        if strict:
+            schema["strict"] = True
         return schema
     try:
         body = _schema(output_type, _SchemaContext())

@@ -232,3 +232,10 @@ def test_invalid_output_raises_the_same_class_both_ways(mock_server: MockServer)
     assert error.message is not None and error.message["errorKind"] == "invalid_output"
     assert str(error) == str(raw.value)
     assert issubclass(pi_agent.InvalidOutputError, pi_agent.ModelError)
+
+
+def test_strict_applies_to_a_schema_given_as_a_dict() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    assert pi_agent.output_schema(schema, strict=True)["strict"] is True
+    assert pi_agent.output_schema(schema)["strict"] is False
+    assert pi_agent.output_schema(Weather, strict=True)["strict"] is True

@@ -53,12 +53,25 @@ pub enum StructuredError {
 /// one even when asked for JSON).
 pub fn parse_output(text: &str) -> Result<Value, serde_json::Error> {
     let trimmed = text.trim();
-    let unfenced = trimmed
+    let Some(inner) = trimmed
         .strip_prefix("```")
         .and_then(|rest| rest.strip_suffix("```"))
-        .map(|inner| inner.trim_start_matches(|c: char| c.is_ascii_alphanumeric()))
-        .unwrap_or(trimmed);
-    serde_json::from_str(unfenced)
+    else {
+        return serde_json::from_str(trimmed);
+    };
+    // A language tag (```json) is a word followed by white space; without one, the fence
+    // holds the answer itself, which may start with letters or digits (```42```, ```true```).
+    let tag = inner
+        .find(|c: char| !c.is_ascii_alphanumeric())
+        .unwrap_or(inner.len());
+    let after_tag = &inner[tag..];
+    if tag > 0
+        && after_tag.starts_with(char::is_whitespace)
+        && let Ok(value) = serde_json::from_str(after_tag)
+    {
+        return Ok(value);
+    }
+    serde_json::from_str(inner)
 }
 
 /// Asks `model` for an answer following `schema` ([`stream_simple`](crate::ai::stream_simple)
@@ -157,5 +170,30 @@ pub async fn complete_structured<T: serde::de::DeserializeOwned + schemars::Json
             error: error.to_string(),
             message: Box::new(answer.message),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::parse_output;
+
+    #[test]
+    fn fenced_answers_with_and_without_a_language_tag() {
+        assert_eq!(parse_output("{\"a\": 1}").unwrap(), json!({"a": 1}));
+        assert_eq!(
+            parse_output("```json\n{\"a\": 1}\n```").unwrap(),
+            json!({"a": 1})
+        );
+        assert_eq!(parse_output("```\n[1, 2]\n```").unwrap(), json!([1, 2]));
+        assert_eq!(parse_output("```42```").unwrap(), json!(42));
+        assert_eq!(parse_output("```true```").unwrap(), json!(true));
+        assert_eq!(parse_output("```42\n```").unwrap(), json!(42));
+        assert_eq!(
+            parse_output(" ```JSON {\"b\": null} ``` ").unwrap(),
+            json!({"b": null})
+        );
+        assert!(parse_output("```json\nnot json\n```").is_err());
     }
 }

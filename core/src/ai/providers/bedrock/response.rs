@@ -340,11 +340,14 @@ fn metadata(event: &Value, writer: &mut StreamWriter, model: &Model) {
     out.output = count("outputTokens");
     out.cache_read = count("cacheReadInputTokens");
     out.cache_write = count("cacheWriteInputTokens");
-    // Bedrock's total (input + output + cache) when given, else pi's fallback.
-    out.total_tokens = match count("totalTokens") {
-        0 => out.input.saturating_add(out.output),
-        total => total,
-    };
+    // Always the sum, as on every other API (README "Differences from pi" 16): Bedrock's own
+    // `totalTokens` is the same sum when it comes, and pi's fallback without it left the cache
+    // out.
+    out.total_tokens = out
+        .input
+        .saturating_add(out.output)
+        .saturating_add(out.cache_read)
+        .saturating_add(out.cache_write);
     model.calculate_cost(out);
 }
 
@@ -352,6 +355,21 @@ fn metadata(event: &Value, writer: &mut StreamWriter, model: &Model) {
 mod tests {
     use super::*;
     use reqwest::header::{HeaderMap, HeaderValue};
+
+    #[test]
+    fn the_total_is_the_sum_with_or_without_bedrocks_own() {
+        use serde_json::json;
+        let model = Model::new("bedrock-converse-stream", "amazon-bedrock", "m", "http://x");
+        for usage in [
+            json!({"inputTokens": 4, "outputTokens": 3, "cacheReadInputTokens": 100}),
+            json!({"inputTokens": 4, "outputTokens": 3, "cacheReadInputTokens": 100,
+                   "totalTokens": 107}),
+        ] {
+            let (mut writer, _stream) = crate::ai::event_stream::channel(&model, None);
+            metadata(&json!({"usage": usage}), &mut writer, &model);
+            assert_eq!(writer.message().usage.total_tokens, 107, "{usage}");
+        }
+    }
 
     #[test]
     fn a_lone_surrogate_escape_is_replaced_not_fatal() {

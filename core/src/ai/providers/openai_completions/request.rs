@@ -433,6 +433,8 @@ fn convert_tool_result<'a>(
     images: &mut Vec<Part<'a>>,
 ) -> ChatMessage<'a> {
     let mut texts = Vec::new();
+    // `images` gathers the whole run of results': only this result's own say it has one.
+    let images_before = images.len();
     for block in &result.content {
         match block {
             UserContent::Text(text) => texts.push(&*text.text),
@@ -440,7 +442,7 @@ fn convert_tool_result<'a>(
         }
     }
     let content = match texts.as_slice() {
-        [] if !images.is_empty() => Cow::Borrowed("(see attached image)"),
+        [] if images.len() > images_before => Cow::Borrowed("(see attached image)"),
         [text] => Cow::Borrowed(*text),
         texts => Cow::Owned(texts.join("\n")),
     };
@@ -468,6 +470,67 @@ mod tests {
     ) -> Value {
         let messages = transformed_messages(model, context);
         serde_json::to_value(build_body(model, context, &messages, options, compat)).unwrap()
+    }
+
+    #[test]
+    fn only_a_result_with_an_image_says_see_attached_image() {
+        let mut model = Model::new(
+            "openai-completions",
+            "openai",
+            "gpt-x",
+            "https://api.openai.com/v1",
+        );
+        model.input = vec![
+            crate::ai::model::InputModality::Text,
+            crate::ai::model::InputModality::Image,
+        ];
+        let compat = Compat::for_model(&model);
+        let call = |id: &str| {
+            AssistantContent::ToolCall(ToolCall {
+                id: id.into(),
+                name: "shot".into(),
+                arguments: json!({}),
+                thought_signature: None,
+            })
+        };
+        let result = |id: &str, content: Vec<UserContent>| {
+            Message::ToolResult(ToolResultMessage {
+                tool_call_id: id.into(),
+                tool_name: "shot".into(),
+                content,
+                details: None,
+                is_error: false,
+                timestamp: 0,
+                timing: None,
+            })
+        };
+        let context = Context {
+            system_prompt: None,
+            messages: vec![
+                Message::User(UserMessage::text("go")),
+                Message::Assistant(AssistantMessage {
+                    content: vec![call("c1"), call("c2")],
+                    api: "openai-completions".into(),
+                    provider: "openai".into(),
+                    model: "gpt-x".into(),
+                    stop_reason: StopReason::ToolUse,
+                    ..AssistantMessage::default()
+                }),
+                result(
+                    "c1",
+                    vec![UserContent::Image(crate::ai::types::ImageContent {
+                        data: "aGk=".into(),
+                        mime_type: "image/png".into(),
+                    })],
+                ),
+                result("c2", Vec::new()),
+            ],
+            tools: None,
+        };
+        let body = body_json(&model, &context, &StreamOptions::default(), &compat);
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages[2]["content"], "(see attached image)", "{body}");
+        assert_eq!(messages[3]["content"], "", "{body}");
     }
 
     #[test]

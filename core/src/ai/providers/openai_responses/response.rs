@@ -135,7 +135,16 @@ fn failure_message(response: &Value, fallback: impl FnOnce() -> String) -> Strin
 pub(crate) fn map_status(status: Option<&str>, response: &Value) -> (StopReason, Option<String>) {
     match status {
         None | Some("completed" | "in_progress" | "queued") => (StopReason::Stop, None),
-        Some("incomplete") => (StopReason::Length, None),
+        // Cut short: by the token limit (`max_output_tokens`, or no reason given), a `length`
+        // stop an agent may continue from; by a filter (`content_filter`), a failure that
+        // keeps its reason, as Chat Completions' `content_filter` is.
+        Some("incomplete") => match incomplete_reason(response) {
+            Some(reason) if reason != "max_output_tokens" => (
+                StopReason::Error,
+                Some(format!("Response incomplete: {reason}")),
+            ),
+            _ => (StopReason::Length, None),
+        },
         Some(status @ ("failed" | "cancelled")) => (
             StopReason::Error,
             Some(failure_message(response, || {
@@ -181,6 +190,13 @@ fn parse_event(data: &str) -> Result<Value, ProviderError> {
 /// The `code` of a failed response's `error` (`server_error`, `rate_limit_exceeded`, ...).
 fn failure_code(response: &Value) -> Option<&str> {
     response.pointer("/error/code").and_then(Value::as_str)
+}
+
+/// Why an `incomplete` response stopped (`incomplete_details.reason`).
+fn incomplete_reason(response: &Value) -> Option<&str> {
+    response
+        .pointer("/incomplete_details/reason")
+        .and_then(Value::as_str)
 }
 
 fn text_block_mut(writer: &mut StreamWriter, index: usize) -> Option<&mut TextContent> {
@@ -659,10 +675,11 @@ impl ResponseState {
         }
         let message = writer.message_mut();
         message.stop_reason = stop_reason;
-        message.error_kind = error_message
-            .as_ref()
-            .and_then(|_| failure_code(response))
-            .and_then(ErrorKind::from_code);
+        message.error_kind = error_message.as_ref().and_then(|_| {
+            failure_code(response)
+                .and_then(ErrorKind::from_code)
+                .or_else(|| incomplete_reason(response).and_then(ErrorKind::from_stop_reason))
+        });
         message.error_message = error_message;
     }
 }
@@ -734,6 +751,19 @@ mod tests {
             map_status(Some("incomplete"), &Value::Null).0,
             StopReason::Length
         );
+        let cut = |reason: &str| json!({"incomplete_details": {"reason": reason}});
+        assert_eq!(
+            map_status(Some("incomplete"), &cut("max_output_tokens")),
+            (StopReason::Length, None)
+        );
+        assert_eq!(
+            map_status(Some("incomplete"), &cut("content_filter")),
+            (
+                StopReason::Error,
+                Some("Response incomplete: content_filter".into())
+            )
+        );
+        assert!(ErrorKind::from_stop_reason("content_filter").is_some());
         assert_eq!(
             map_status(Some("cancelled"), &Value::Null),
             (StopReason::Error, Some("Response status: cancelled".into()))
