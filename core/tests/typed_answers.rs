@@ -358,6 +358,37 @@ async fn older_claude_models_get_the_forced_tool() {
 }
 
 #[tokio::test]
+async fn a_forced_tool_gets_what_a_root_reference_points_at() {
+    // A recursive pydantic model's schema is a root `$ref`: sent as it is, Claude saw an
+    // object without properties, and no answer could match.
+    let server = MockServer::start().await.unwrap();
+    server.push(reply::http_error(
+        400,
+        json!({"error": {"message": "mapped"}}),
+    ));
+    let (model, mut options) = older_claude(&server);
+    let node = json!({"type": "object",
+        "properties": {"v": {"type": "integer"},
+                       "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+        "required": ["v"]});
+    options.output_schema = Some(OutputSchema::new(
+        "tree",
+        json!({"$ref": "#/$defs/Node", "$defs": {"Node": node}}),
+    ));
+    ai::complete(&model, &context(false), &options).await;
+    let body = &server.requests()[0].body;
+    let input = &body["tools"][0]["input_schema"];
+    assert_eq!(body["tools"][0]["name"], "tree", "{body}");
+    assert_eq!(
+        input["properties"]["v"],
+        json!({"type": "integer"}),
+        "{input}"
+    );
+    assert_eq!(input["required"], json!(["v"]), "{input}");
+    assert_eq!(input["$defs"]["Node"]["required"], json!(["v"]), "{input}");
+}
+
+#[tokio::test]
 async fn a_schema_that_clashes_or_does_not_compile_fails_before_sending() {
     let server = MockServer::start().await.unwrap();
     let model = Model::new("openai-completions", "mock", "m", server.base_url());

@@ -55,6 +55,8 @@ pub fn release_validators() {
 mod js;
 mod render;
 
+pub(crate) use self::render::resolve as resolve_reference;
+
 use std::sync::Arc;
 
 use jsonschema::Validator;

@@ -3,12 +3,14 @@
 
 use std::borrow::Cow;
 
+use serde_json::Value;
+
 use super::{Delivery, OutputSchema, OutputTracker, delivery};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::tool_choice::{ToolChoice, ToolChoiceError};
 use crate::ai::types::{Context, Tool};
-use crate::ai::validation::CompiledToolSchema;
+use crate::ai::validation::{CompiledToolSchema, resolve_reference};
 
 /// A request ready for its provider: the context and options to send (rewritten only for the
 /// forced-tool fallback) and the tracker that turns the stream into a typed answer.
@@ -94,7 +96,7 @@ pub(crate) fn prepare<'a>(
         description: schema.description.clone().unwrap_or_else(|| {
             "Give the final answer by calling this tool; its arguments are the answer.".to_owned()
         }),
-        parameters: schema.schema.clone(),
+        parameters: tool_parameters(&schema.schema),
     });
     choice.check(rewritten.tools.as_deref().unwrap_or_default())?;
 
@@ -107,6 +109,36 @@ pub(crate) fn prepare<'a>(
         options: Cow::Owned(options),
         tracker: Some(tracker),
     })
+}
+
+/// The forced tool's parameters: `schema`, with a root `$ref` (the schema of a recursive
+/// pydantic model or dataclass, `{"$ref": "#/$defs/Node", "$defs": …}`) replaced by what it
+/// points at, the root's other keys (`$defs`) kept so that every reference still resolves. Tool
+/// definitions are read as an object's properties (Anthropic keeps only the root's
+/// `properties`, `required` and `$defs`): a root that only points elsewhere reached the model
+/// as an object with no properties, and no answer could match the schema it is checked
+/// against. The answer is still checked against `schema` itself, which accepts the same values.
+fn tool_parameters(schema: &Value) -> Value {
+    let mut parameters = schema.clone();
+    // A reference to a reference is followed a few times, never round a cycle for ever.
+    for _ in 0..8 {
+        let Some(Value::String(reference)) = parameters.get("$ref") else {
+            break;
+        };
+        let Some(Value::Object(target)) = resolve_reference(schema, reference) else {
+            break;
+        };
+        let mut inlined = target.clone();
+        if let Value::Object(root) = &parameters {
+            for (key, value) in root {
+                if key != "$ref" && !inlined.contains_key(key) {
+                    inlined.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        parameters = Value::Object(inlined);
+    }
+    parameters
 }
 
 /// Whether the request goes to Claude (anthropic-messages or Bedrock) with thinking on, where
