@@ -259,6 +259,25 @@ async fn aws_sourced_subject_tokens_sign_get_caller_identity() {
     assert_signed_caller_identity(&subject, "AKIAFROMENV", "eu-west-1", "");
     assert_eq!(google.to("/latest/").len(), metadata_calls);
 
+    // The same file with another tenant's AWS keys: a token of its own, not the first one's.
+    server.push(json!({"sse": FIXTURE.split_inclusive("\r\n\r\n").collect::<Vec<_>>()}));
+    let other_tenant = provider(
+        &file,
+        &[
+            ("AWS_REGION", "eu-west-1"),
+            ("AWS_ACCESS_KEY_ID", "AKIATENANTB"),
+            ("AWS_SECRET_ACCESS_KEY", ENV_SECRET),
+        ],
+    );
+    let message = ask(&other_tenant, &server).await;
+    assert_eq!(message.stop_reason, StopReason::ToolUse, "{message:?}");
+    let (_, subject) = subjects
+        .lock()
+        .unwrap()
+        .pop()
+        .expect("a token exchange of its own");
+    assert_signed_caller_identity(&subject, "AKIATENANTB", "eu-west-1", "");
+
     // Metadata that never answers: an auth error within the bound, naming the call.
     let black_hole = StandIn::start(|_| None).await;
     let mut dead = source.clone();

@@ -228,11 +228,14 @@ impl Credentials {
                 short_hash(&user.refresh_token)
             ),
             Self::Metadata(origin) => format!("metadata|{origin}"),
+            // The account's `Debug` shows its environment's names, not its values: those go
+            // in hashed apart.
             Self::External(account) => format!(
-                "external|{}|{}|{}",
+                "external|{}|{}|{}|{}",
                 account.token_url(),
                 account.audience,
-                short_hash(&format!("{account:?}"))
+                short_hash(&format!("{account:?}")),
+                short_hash(&account.environment_fingerprint())
             ),
             Self::Impersonated(impersonated) => format!(
                 "impersonated|{}|{}",

@@ -83,7 +83,33 @@ pub(crate) struct ExecutableSource {
     pub(crate) output_file: Option<String>,
 }
 
+/// The variables an external account's token depends on besides its file: the AWS keys and
+/// region a subject token is signed with, and whether executables may run.
+const TOKEN_VARIABLES: [&str; 6] = [
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "GOOGLE_EXTERNAL_ACCOUNT_ALLOW_EXECUTABLES",
+];
+
 impl ExternalAccount {
+    /// What the token depends on in the environment ([`TOKEN_VARIABLES`]' values), for the
+    /// token cache's key: two providers with one file but other AWS keys (other tenants), or
+    /// one refusing executables, must not share a token. The values are secrets: the caller
+    /// hashes this.
+    pub(crate) fn environment_fingerprint(&self) -> String {
+        let mut out = String::new();
+        for name in TOKEN_VARIABLES {
+            out.push_str(name);
+            out.push('=');
+            out.push_str(&self.env.var(name).unwrap_or_default());
+            out.push('\n');
+        }
+        out
+    }
+
     /// The service account impersonated (from `.../serviceAccounts/<email>:generateAccessToken`).
     pub(crate) fn impersonated_email(&self) -> Option<&str> {
         let url = self.service_account_impersonation_url.as_deref()?;
