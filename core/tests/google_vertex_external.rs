@@ -432,3 +432,35 @@ async fn executable_sourced_subject_tokens_run_the_program_with_bounds() {
     assert_no_secret(&error);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test]
+async fn a_subject_token_larger_than_a_mebibyte_is_refused_not_sent() {
+    // A misconfigured source (a URL or a file that is not a token) is read only up to 1 MiB:
+    // past it, an auth error, and Google's STS never sees it.
+    let (google, subjects) = google_and_imds().await;
+    let big = StandIn::start(|_| Some((200, "text/plain", "x".repeat(2 << 20)))).await;
+    let server = MockServer::start().await.unwrap();
+    let dir = std::env::temp_dir().join(format!("pi-vertex-big-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let sts = format!("{}/sts", google.url);
+    let jwt = "urn:ietf:params:oauth:token-type:jwt";
+    let big_file = dir.join("token.txt");
+    std::fs::write(&big_file, "y".repeat(2 << 20)).unwrap();
+    for (name, source) in [
+        ("url", json!({"url": format!("{}/token", big.url)})),
+        ("file", json!({"file": big_file.display().to_string()})),
+    ] {
+        let file = credentials_file(&dir, name, source, jwt, &sts);
+        let message = ask(&provider(&file, &[]), &server).await;
+        assert_eq!(
+            message.error_kind,
+            Some(ErrorKind::Auth),
+            "{name}: {message:?}"
+        );
+        let error = message.error_message.unwrap();
+        assert!(error.contains("larger than 1 MiB"), "{name}: {error}");
+    }
+    assert!(subjects.lock().unwrap().is_empty(), "nothing reached STS");
+    assert!(server.requests().is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

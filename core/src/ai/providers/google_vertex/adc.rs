@@ -34,6 +34,7 @@ use thiserror::Error;
 
 use super::super::environment::Environment;
 use super::super::http::{self, Limits, read_error_body};
+use super::answer::capped_text;
 use super::credentials::{CLOUD_PLATFORM_SCOPE, Credentials, CredentialsFileError};
 use super::external::{external_token, impersonated_token};
 use super::jwt::signed_assertion;
@@ -188,8 +189,9 @@ async fn metadata_token(origin: &str) -> Result<(ApiKey, Duration), ProviderErro
         .headers()
         .get("metadata-flavor")
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"google"));
-    let text = match tokio::time::timeout(METADATA_TIMEOUT, response.text()).await {
-        Ok(Ok(text)) => text,
+    // Past its size bound, as unreadable: no token.
+    let text = match tokio::time::timeout(METADATA_TIMEOUT, capped_text(response)).await {
+        Ok(Ok(Some(text))) => text,
         _ => String::new(),
     };
     if !status.is_success() || !flavor_ok {

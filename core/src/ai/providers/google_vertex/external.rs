@@ -20,6 +20,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::answer::{TOO_LARGE, capped_file, capped_text};
 use super::credentials::{CLOUD_PLATFORM_SCOPE, Impersonated};
 use super::external_account::{CredentialSource, ExternalAccount, SourceFormat};
 use crate::ai::error::{ErrorKind, ProviderError};
@@ -46,12 +47,15 @@ async fn exchange(
     let sent = tokio::time::timeout(EXCHANGE_TIMEOUT, async {
         let response = request.send().await?;
         let status = response.status().as_u16();
-        let text = response.text().await?;
+        let text = capped_text(response).await?;
         Ok::<_, reqwest::Error>((status, text))
     })
     .await;
     match sent {
-        Ok(Ok(answer)) => Ok(answer),
+        Ok(Ok((status, Some(text)))) => Ok((status, text)),
+        Ok(Ok((_, None))) => Err(auth(format!(
+            "Could not get a Google access token: {what} failed: {TOO_LARGE}"
+        ))),
         Ok(Err(error)) => Err(auth(redactor.redact(&format!(
             "Could not get a Google access token: {what} failed: {}",
             http::transport_error_message(&error)
@@ -69,11 +73,13 @@ async fn subject_token(
     redactor: &mut Redactor,
 ) -> Result<String, ProviderError> {
     let text = if let Some(path) = source.file.as_deref().filter(|p| !p.is_empty()) {
-        std::fs::read_to_string(path).map_err(|error| {
-            auth(format!(
-                "Could not read the subject token file {path} of the external account: {error}"
-            ))
-        })?
+        let read = capped_file(path).map_err(|error| error.to_string());
+        read.and_then(|text| text.ok_or_else(|| TOO_LARGE.to_owned()))
+            .map_err(|error| {
+                auth(format!(
+                    "Could not read the subject token file {path} of the external account: {error}"
+                ))
+            })?
     } else if let Some(url) = source.url.as_deref().filter(|u| !u.is_empty()) {
         let mut request = http::client().get(url);
         for (name, value) in source.headers.iter().flatten() {

@@ -19,6 +19,7 @@
 //! credentials, and the metadata server, are not supported.
 
 pub(crate) mod adc;
+pub(crate) mod answer;
 pub(crate) mod credentials;
 pub(crate) mod endpoint;
 pub(crate) mod external;

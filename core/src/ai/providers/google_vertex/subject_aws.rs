@@ -20,6 +20,7 @@ use std::time::{Duration, SystemTime};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::answer::{TOO_LARGE, capped_text};
 use super::external_account::CredentialSource;
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::options::ApiKey;
@@ -54,11 +55,14 @@ async fn metadata(
     let sent = tokio::time::timeout(METADATA_TIMEOUT, async {
         let response = request.send().await?;
         let status = response.status().as_u16();
-        Ok::<_, reqwest::Error>((status, response.text().await?))
+        Ok::<_, reqwest::Error>((status, capped_text(response).await?))
     })
     .await;
     match sent {
-        Ok(Ok((status, text))) if (200..300).contains(&status) => Ok(text),
+        Ok(Ok((status, Some(text)))) if (200..300).contains(&status) => Ok(text),
+        Ok(Ok((_, None))) => Err(auth(format!(
+            "Could not get the AWS {what} for the external account from {url}: {TOO_LARGE}"
+        ))),
         Ok(Ok((status, _))) => Err(auth(format!(
             "Could not get the AWS {what} for the external account from {url}: {status}"
         ))),
