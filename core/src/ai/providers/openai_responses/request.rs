@@ -512,6 +512,12 @@ fn convert_assistant(
             }
         }
     }
+    // A reasoning item must be followed by the item it led to ("Item 'rs_…' of type
+    // 'reasoning' was provided without its required following item"): one a response ended on
+    // (cut by the token limit while reasoning) is left out, and a turn of nothing else with it.
+    while items.last().is_some_and(|item| item["type"] == "reasoning") {
+        items.pop();
+    }
     if items.is_empty() {
         return false;
     }
@@ -589,6 +595,56 @@ mod tests {
             Some("{broken".into())
         );
         assert_eq!(TextSignature::parse(""), None);
+    }
+
+    #[test]
+    fn reasoning_a_response_ended_on_is_left_out() {
+        let model = Model::new(
+            "openai-responses",
+            "openai",
+            "gpt-x",
+            "https://api.openai.com/v1",
+        );
+        let reasoning = |id: &str| {
+            AssistantContent::Thinking(crate::ai::types::ThinkingContent {
+                thinking: "hmm".into(),
+                thinking_signature: Some(format!(
+                    r#"{{"type":"reasoning","id":"{id}","summary":[{{"type":"summary_text","text":"hmm"}}]}}"#
+                )),
+                ..Default::default()
+            })
+        };
+        let message = |content: Vec<AssistantContent>| AssistantMessage {
+            content,
+            api: "openai-responses".into(),
+            provider: "openai".into(),
+            model: "gpt-x".into(),
+            stop_reason: crate::ai::types::StopReason::Length,
+            ..AssistantMessage::default()
+        };
+        // Only reasoning: nothing of the turn is sent.
+        let mut out = Vec::new();
+        assert!(!convert_assistant(
+            &message(vec![reasoning("rs_1")]),
+            &model,
+            1,
+            &mut out
+        ));
+        assert!(out.is_empty());
+        // Reasoning, its answer, then reasoning cut short: the last is left out.
+        let text = AssistantContent::Text(TextContent::new("partial"));
+        assert!(convert_assistant(
+            &message(vec![reasoning("rs_1"), text, reasoning("rs_2")]),
+            &model,
+            1,
+            &mut out
+        ));
+        let types: Vec<&str> = out
+            .iter()
+            .map(|item| item["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(types, ["reasoning", "message"]);
+        assert_eq!(out[0]["id"], "rs_1");
     }
 
     #[test]
