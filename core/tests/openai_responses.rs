@@ -1333,13 +1333,22 @@ async fn unannounced_items_and_replaced_arguments_are_handled() {
         completed("r", usage(1, 0, 1)),
     ];
     server.push(json!({"sse": pieces}));
-    let (_, message) = collect(
+    let (events, message) = collect(
         &model_for(&server),
         &context("hi"),
         &StreamOptions::default(),
     )
     .await;
     assert_eq!(message.stop_reason, StopReason::ToolUse, "{message:?}");
+    // The `toolcall_end` event carries the final arguments too, not the streamed ones.
+    let ended: Vec<&ToolCall> = events
+        .iter()
+        .filter_map(|event| match event {
+            AssistantMessageEvent::ToolCallEnd { tool_call, .. } => Some(tool_call),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ended[1].arguments, json!({"expression": "right"}));
     let calls: Vec<&ToolCall> = message.tool_calls().collect();
     assert_eq!(calls[0].id, "call_9|fc_9");
     assert_eq!(calls[0].arguments, json!({"expression": "2"}));

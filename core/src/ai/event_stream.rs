@@ -766,11 +766,23 @@ impl StreamWriter {
 
     /// Closes the call at `content_index`, parsing its arguments once, tolerantly.
     pub async fn tool_call_end(&mut self, content_index: usize) {
+        self.tool_call_end_with(content_index, None).await;
+    }
+
+    /// [`tool_call_end`](Self::tool_call_end) with `arguments` in place of the streamed ones
+    /// when given (an upstream whose final arguments are not what its deltas added up to): the
+    /// `toolcall_end` event and the message both carry them.
+    pub(crate) async fn tool_call_end_with(
+        &mut self,
+        content_index: usize,
+        replaced: Option<serde_json::Value>,
+    ) {
         self.ready().await;
-        let arguments = self
+        let streamed = self
             .acc
             .take_arguments(content_index)
             .map(|parser| object_or_empty(parser.into_value()));
+        let arguments = replaced.or(streamed);
         self.mark(content_index, false);
         let Some(call) = self.tool_call_mut(content_index) else {
             return;

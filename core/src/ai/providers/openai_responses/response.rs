@@ -616,17 +616,13 @@ impl ResponseState {
                         }
                     }
                 }
-                writer.tool_call_end(index).await;
-                if open.arguments_replaced {
-                    // The deltas did not add up to the final arguments; the `toolcall_end`
-                    // event carried the streamed ones, the final message carries these.
-                    let arguments = parse_streaming_json(&open.arguments);
-                    if let Some(call) = writer.tool_call_mut(index)
-                        && arguments.is_object()
-                    {
-                        call.arguments = arguments;
-                    }
-                }
+                // The deltas may not add up to the final arguments: then the `toolcall_end`
+                // event and the message carry the final ones.
+                let replaced = open
+                    .arguments_replaced
+                    .then(|| parse_streaming_json(&open.arguments))
+                    .filter(Value::is_object);
+                writer.tool_call_end_with(index, replaced).await;
             }
         }
     }
