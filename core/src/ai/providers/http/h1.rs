@@ -61,8 +61,11 @@ fn proxy_in_environment() -> bool {
 }
 
 /// Sends `request` (one [`serves`]) and reads the response head. A pooled connection the
-/// server closed before answering is replaced by another, or a fresh one: the server read
-/// nothing of the request then.
+/// server closed before answering is replaced once, by a fresh connection: a connection the
+/// server had closed while it idled is the usual cause (it read nothing of the request), but it
+/// may also have read the request and died, so the request is not sent again on pooled
+/// connection after pooled connection (a POST generating an answer, up to the pool's size
+/// times, whatever `max_retries` says).
 pub(super) async fn execute(
     request: &reqwest::Request,
 ) -> Result<reqwest::Response, ProviderError> {
@@ -77,8 +80,14 @@ pub(super) async fn execute(
         .unwrap_or_default();
     let wire = encode_request(request, body);
     let closes = has_token(request.headers(), &reqwest::header::CONNECTION, "close");
+    let mut fresh_only = false;
     loop {
-        let (mut socket, reused, sent) = match pool().take(&origin) {
+        let pooled = if fresh_only {
+            None
+        } else {
+            pool().take(&origin)
+        };
+        let (mut socket, reused, sent) = match pooled {
             Some(socket) => (Conn::new(socket), true, 0),
             None => {
                 let (socket, sent) = connect(request, &origin, &wire).await?;
@@ -90,7 +99,10 @@ pub(super) async fn execute(
         let head = exchange(&mut socket, unsent, &mut buffer, request.method(), closes).await;
         let head = match head {
             Ok(head) => head,
-            Err(Exchange::Unanswered(_)) if reused => continue,
+            Err(Exchange::Unanswered(_)) if reused => {
+                fresh_only = true;
+                continue;
+            }
             Err(Exchange::Unanswered(error) | Exchange::Failed(error)) => {
                 return Err(ProviderError::Network(format!("Connection error: {error}")));
             }
@@ -309,15 +321,26 @@ mod tests {
     /// `content-length`) and answers each with the next of `answers`; `None` closes the
     /// connection instead. Returns its port and how many connections it accepted.
     async fn serve(answers: Vec<Option<&'static str>>) -> (u16, Arc<AtomicUsize>) {
+        let (port, accepted, _) = serve_counting(answers).await;
+        (port, accepted)
+    }
+
+    /// [`serve`], also counting the requests read whole.
+    async fn serve_counting(
+        answers: Vec<Option<&'static str>>,
+    ) -> (u16, Arc<AtomicUsize>, Arc<AtomicUsize>) {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let accepted = Arc::new(AtomicUsize::new(0));
+        let requests = Arc::new(AtomicUsize::new(0));
+        let read = requests.clone();
         let counter = accepted.clone();
         let answers = Arc::new(std::sync::Mutex::new(answers.into_iter()));
         tokio::spawn(async move {
             while let Ok((mut socket, _)) = listener.accept().await {
                 counter.fetch_add(1, Ordering::SeqCst);
                 let answers = answers.clone();
+                let read = read.clone();
                 tokio::spawn(async move {
                     let mut seen = Vec::new();
                     loop {
@@ -341,6 +364,7 @@ mod tests {
                             continue;
                         }
                         seen.drain(..end + 4 + length);
+                        read.fetch_add(1, Ordering::SeqCst);
                         let answer = answers.lock().unwrap().next().flatten();
                         match answer {
                             Some(answer) => socket.write_all(answer.as_bytes()).await.unwrap(),
@@ -350,7 +374,7 @@ mod tests {
                 });
             }
         });
-        (port, accepted)
+        (port, accepted, requests)
     }
 
     async fn post(port: u16) -> Result<(u16, String), ProviderError> {
@@ -417,6 +441,28 @@ mod tests {
         assert_eq!(post(port).await.unwrap(), (200, "ok".into()));
         assert_eq!(post(port).await.unwrap(), (201, "yes".into()));
         assert_eq!(accepted.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_request_is_not_sent_again_on_pooled_connection_after_pooled_connection() {
+        // Four connections go back to the pool; then the server reads each request and closes
+        // without answering (it died on it). The request is sent once on a pooled connection
+        // and once on a fresh one, not on each of the four.
+        const OK: Option<&str> = Some("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+        let mut answers = vec![OK; 4];
+        answers.extend([None; 8]);
+        let (port, _, requests) = serve_counting(answers).await;
+        let filled = futures::future::join_all((0..4).map(|_| post(port))).await;
+        assert!(filled.iter().all(Result::is_ok), "{filled:?}");
+        let origin = Origin {
+            host: "127.0.0.1".into(),
+            port,
+        };
+        assert_eq!(pool().idle(&origin), 4);
+        let before = requests.load(Ordering::SeqCst);
+        let error = post(port).await.unwrap_err().to_string();
+        assert!(error.contains("Connection error"), "{error}");
+        assert_eq!(requests.load(Ordering::SeqCst) - before, 2);
     }
 
     /// A server that answers one request with half its body, then closes the connection.

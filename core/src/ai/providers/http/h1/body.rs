@@ -108,6 +108,13 @@ impl Decoder {
                     return Ok(Step::Data(buffer.split().freeze()));
                 }
                 State::ChunkSize => match httparse::parse_chunk_size(buffer) {
+                    // httparse reads a line without a digit (`\r\n`, `;ext`) as size 0, the
+                    // last chunk: a body with a stray blank line would end there, silently cut.
+                    Ok(httparse::Status::Complete(_))
+                        if !buffer.first().is_some_and(u8::is_ascii_hexdigit) =>
+                    {
+                        return Err(invalid("invalid chunk size in the response body".into()));
+                    }
                     Ok(httparse::Status::Complete((used, size))) => {
                         buffer.advance(used);
                         self.state = if size == 0 {
@@ -367,6 +374,31 @@ mod tests {
         }
         let long = vec![b'1'; MAX_LINE_BYTES + 2];
         assert!(decode(Framing::Chunked, &long, &[]).is_err());
+        // A size line without a digit is not the last chunk (httparse reads it as 0).
+        for wire in [
+            &b"5
+hello
+
+5
+world
+0
+
+"[..],
+            b"5
+hello
+;ext
+0
+
+",
+            b"5
+hello
+ 
+0
+
+",
+        ] {
+            assert!(decode(Framing::Chunked, wire, &[]).is_err(), "{wire:?}");
+        }
         let mut trailers = b"0\r\n".to_vec();
         trailers.extend(std::iter::repeat_n(b'x', MAX_TRAILER_BYTES + 1));
         assert!(decode(Framing::Chunked, &trailers, &[]).is_err());
