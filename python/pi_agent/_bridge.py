@@ -579,14 +579,31 @@ async def _anext(iterator: AsyncIterator[Any]) -> Any:
         return _END
 
 
+async def _anext_started(iterator: AsyncIterator[Any], started: threading.Event) -> Any:
+    started.set()
+    return await _anext(iterator)
+
+
+class _LoopStuck(Exception):
+    """The caller's loop cannot run a read that has not started (see `EventPump._on_loop`)."""
+
+
 class EventPump:
     """Reads a stream function's events — a sync or async iterable — one item per `next()`
     call, made on a worker thread. Async iterables run on the caller's loop when it is usable,
     else on a private loop kept for the whole iteration (one `asyncio.run` per item would
     close an async generator after its first item); `close()` shuts that loop down, at once
-    or after the read in progress."""
+    or after the read in progress. A caller's loop that a wait for this run blocks (`for event
+    in run` inside a coroutine), or that closes, hands the reads over to the private loop, as
+    tools and subscribers move to workers (`block_loop`)."""
 
-    def __init__(self, source: Any, loop: asyncio.AbstractEventLoop | None) -> None:
+    def __init__(
+        self,
+        source: Any,
+        loop: asyncio.AbstractEventLoop | None,
+        owners: frozenset[int] | None = None,
+    ) -> None:
+        self._owners = owners
         self._aiter: AsyncIterator[Any] | None
         self._iter: Iterator[Any] | None
         if hasattr(source, "__aiter__"):
@@ -611,18 +628,14 @@ class EventPump:
         aiter = self._aiter
         if aiter is None:  # not reached: one of the two is set
             return False, None
-        if self._loop is not None:
-            future = asyncio.run_coroutine_threadsafe(_anext(aiter), self._loop)
-            with self._lock:
-                if self._cancelled:
-                    future.cancel()
-                self._pending = future
+        on_loop = self._loop is not None and not self._stuck(self._loop)
+        if on_loop:
             try:
-                item = future.result()
-            finally:
-                with self._lock:
-                    self._pending = None
-        else:
+                item = self._on_loop(aiter)
+            except _LoopStuck:
+                on_loop = False
+                self._loop = None  # from now on, the private loop
+        if not on_loop:
             with self._lock:
                 if self._closing:
                     return False, None
@@ -644,6 +657,34 @@ class EventPump:
             self.close()
             return False, None
         return True, item
+
+    def _stuck(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether `loop` cannot run a read now: closed, or blocked by a wait for this run."""
+        with _LOOPS_LOCK:
+            blocked = _blocked_for(loop, self._owners)
+        return blocked or not loop_is_usable(loop)
+
+    def _on_loop(self, aiter: AsyncIterator[Any]) -> Any:
+        """One read on the caller's loop; `_LoopStuck` when the loop cannot start it (checked
+        now and then while waiting: a read that has started is waited for)."""
+        loop = self._loop
+        assert loop is not None
+        started = threading.Event()
+        future = asyncio.run_coroutine_threadsafe(_anext_started(aiter, started), loop)
+        with self._lock:
+            if self._cancelled:
+                future.cancel()
+            self._pending = future
+        try:
+            while True:
+                try:
+                    return future.result(timeout=_SWEEP_INTERVAL)
+                except concurrent.futures.TimeoutError:
+                    if not started.is_set() and self._stuck(loop) and future.cancel():
+                        raise _LoopStuck from None
+        finally:
+            with self._lock:
+                self._pending = None
 
     def cancel(self) -> None:
         """Stops a pending read (the run was aborted)."""

@@ -212,6 +212,7 @@ impl PyAgentRun {
         let partial = self.partial;
         let Ok(mut guard) = Arc::clone(&self.run).try_lock_owned() else {
             // Another reader holds the run: wait for it on the runtime.
+            self.refuse_inside(py, "reading the run's events")?;
             return future_into_py(py, next_or_stop(Arc::clone(&self.run), partial));
         };
         if let Poll::Ready(event) = guard.poll_next_ready() {
@@ -222,6 +223,9 @@ impl PyAgentRun {
             };
             return Ready::awaitable(py, outcome);
         }
+        // A tool, hook or subscriber of the run waiting for its next event would wait for
+        // itself (as `__next__` and `result()` refuse).
+        self.refuse_inside(py, "reading the run's events")?;
         let general = next_or_stop(Arc::clone(&self.run), partial);
         loop_wake::await_next(py, Box::new(RunLocked { guard, partial }), general)
     }

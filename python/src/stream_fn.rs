@@ -150,6 +150,7 @@ async fn call_function(start: Start) -> Source {
     let signal = options.signal.clone();
     let event_loop = scope.event_loop.clone();
     let pump_scope = scope.clone();
+    let pump_owners = scope.owners.clone();
     let model_for_message = model.clone();
     callable::call(
         scope,
@@ -201,7 +202,12 @@ async fn call_function(start: Start) -> Source {
                 Some(event_loop) => event_loop.bind(py).clone(),
                 None => py.None().into_bound(py),
             };
-            match helper(py, "EventPump").and_then(|pump| pump.call1((value, event_loop))) {
+            // The run's owners: a wait for this run that blocks the loop moves the reads off it.
+            let owners = match &pump_owners {
+                Some(owners) => owners.bind(py).clone(),
+                None => py.None().into_bound(py),
+            };
+            match helper(py, "EventPump").and_then(|pump| pump.call1((value, event_loop, owners))) {
                 Ok(pump) => Source::Pump(Pump(Some(pump.unbind())), pump_scope),
                 Err(error) => failed(describe(py, &error)),
             }

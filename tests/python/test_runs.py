@@ -340,6 +340,45 @@ def test_a_blocking_wait_on_the_loops_thread_moves_async_callbacks_off_it() -> N
     assert calls >= 10 and not on_caller
 
 
+BLOCKED_LOOP_STREAM_FN = """
+import asyncio, json
+import pi_agent
+
+async def events(model, context, options):
+    await asyncio.sleep(0)
+    yield {"type": "start"}
+    yield {"type": "text_start", "contentIndex": 0}
+    for word in ("from ", "an async generator"):
+        await asyncio.sleep(0)
+        yield {"type": "text_delta", "contentIndex": 0, "delta": word}
+    yield {"type": "text_end", "contentIndex": 0}
+    yield {"type": "done", "reason": "stop", "usage": {"input": 1, "output": 1}}
+
+async def main() -> None:
+    agent = pi_agent.Agent(pi_agent.Model("custom", api="custom-api"), stream_fn=events)
+    types = [event["type"] for event in agent.run("iterated with for")]
+    messages = agent.run("waited with result_sync").result_sync()
+    print(json.dumps([types[-1], pi_agent.text_of(messages[-1])]))
+
+asyncio.run(main())
+"""
+
+
+def test_an_async_generator_stream_fn_is_read_while_a_wait_blocks_its_loop() -> None:
+    """A stream function's async generator is read on the caller's loop; a coroutine that
+    blocks that loop waiting for the run (`for event in run`, `result_sync()`) would wait for
+    itself: its reads move to a loop of their own, as tools and subscribers move to workers."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", BLOCKED_LOOP_STREAM_FN],
+        capture_output=True, text=True, timeout=HANG_GUARD * 2,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["agent_end", "from an async generator"]
+
+
 def test_a_call_sent_to_a_loop_that_closes_before_starting_it_runs_on_a_worker() -> None:
     """A loop seen running when an `async def` callback was sent to it may stop before it
     starts it, and then be closed (its pending callbacks dropped): the call moves to a worker
@@ -394,3 +433,32 @@ def test_waiting_for_a_run_from_inside_it_is_refused_not_a_hang() -> None:
     assert len(refusals) == 1 and "would wait for itself" in refusals[0], refusals
     roles = [m["role"] for m in finished[0]]
     assert roles == ["user", "assistant", "toolResult", "assistant"]
+
+
+def test_reading_a_run_with_async_for_from_inside_it_is_refused_not_a_hang() -> None:
+    """An async tool iterating the run that called it: the events already there are read,
+    the first wait is refused (it would wait for itself), as with ``for``."""
+    holder: List[Any] = []
+    refusals: List[str] = []
+
+    with pi_agent.FauxProvider() as faux:
+        faux.set_responses([[pi_agent.faux_tool_call("own", {}, id="c1")], "done"])
+
+        @pi_agent.tool
+        async def own() -> str:
+            """Reads its own run."""
+            try:
+                async for _ in holder[0]:
+                    pass
+            except pi_agent.PiError as error:
+                refusals.append(str(error))
+            return "refused"
+
+        async def main() -> Any:
+            agent = pi_agent.Agent(faux.model, tools=[own])
+            run = agent.run("go")
+            holder.append(run)
+            return await asyncio.wait_for(run.result(), HANG_GUARD)
+
+        asyncio.run(main())
+    assert len(refusals) == 1 and "would wait for itself" in refusals[0], refusals
