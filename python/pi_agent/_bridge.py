@@ -628,10 +628,11 @@ class EventPump:
         aiter = self._aiter
         if aiter is None:  # not reached: one of the two is set
             return False, None
+        read: Any = _END
         on_loop = self._loop is not None and not self._stuck(self._loop)
         if on_loop:
             try:
-                item = self._on_loop(aiter)
+                read = self._on_loop(aiter)
             except _LoopStuck:
                 on_loop = False
                 self._loop = None  # from now on, the private loop
@@ -646,17 +647,17 @@ class EventPump:
                     task.cancel()
                 self._pending = task
             try:
-                item = self._private.run_until_complete(task)
+                read = self._private.run_until_complete(task)
             finally:
                 with self._lock:
                     self._pending = None
                     closing = self._closing
                 if closing:
                     self._close_private()
-        if item is _END:
+        if read is _END:
             self.close()
             return False, None
-        return True, item
+        return True, read
 
     def _stuck(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Whether `loop` cannot run a read now: closed, or blocked by a wait for this run."""
