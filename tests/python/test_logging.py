@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import sys
 from typing import Any, Dict
@@ -89,6 +90,9 @@ def test_a_ctrl_c_in_a_log_handler_reaches_the_main_thread(mock_server: MockServ
     logger.addHandler(handler)
     previous = logger.level
     logger.setLevel(logging.DEBUG)
+    # Python's own Ctrl-C handler, also where the suite runs with SIGINT ignored (a background
+    # job): a Ctrl-C is put back only for a process that takes them.
+    previous_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             with pi_agent.stream(mock_server.model(), CONTEXT, api_key=SECRET) as events:
@@ -97,6 +101,7 @@ def test_a_ctrl_c_in_a_log_handler_reaches_the_main_thread(mock_server: MockServ
             for _ in range(10_000):  # where a Ctrl-C put back lands, at the latest
                 pass
     finally:
+        signal.signal(signal.SIGINT, previous_handler)
         logger.removeHandler(handler)
         logger.setLevel(previous)
 

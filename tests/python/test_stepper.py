@@ -5,6 +5,7 @@ same inputs give the same steps."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import time
@@ -230,12 +231,16 @@ def test_a_ctrl_c_in_on_event_stops_execute_tool_calls_sync(faux: pi_agent.FauxP
             raise KeyboardInterrupt
 
     started = time.monotonic()
+    # Python's own Ctrl-C handler, also where the suite runs with SIGINT ignored (a background
+    # job): a Ctrl-C is put back only for a process that takes them.
+    previous_handler = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt):
             pi_agent.execute_tool_calls_sync(step["action"], [tool], on_event=on_event)
             for _ in range(10_000):  # without the fix, a Ctrl-C put back would land here
                 pass
     finally:
+        signal.signal(signal.SIGINT, previous_handler)
         released.set()
     assert time.monotonic() - started < 15.0, "the wait went on until the tools ended"
 
