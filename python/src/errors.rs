@@ -211,13 +211,16 @@ pub(crate) fn builtin_name(py: Python<'_>, error: &PyErr) -> Option<&'static str
     }
 }
 
-/// Puts a Ctrl-C back when a callback the library calls and cannot fail (a logging handler, an
-/// `on_response` observer) was interrupted by it: the exception itself is dropped there, so
-/// SIGINT is marked pending again and the main thread raises `KeyboardInterrupt` at its next
-/// check, as it would have without the library in between. Other errors pass untouched.
-pub(crate) fn keep_interrupt(py: Python<'_>, error: &PyErr) {
-    if error.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+/// Puts a Ctrl-C back when a callback the library calls where it cannot fail (a logging
+/// handler, `execute_tool_calls_sync`'s `on_event`) was interrupted by it: the exception itself
+/// is dropped there, so SIGINT is marked pending again and the main thread raises
+/// `KeyboardInterrupt` at its next check, as it would have without the library in between.
+/// Returns whether `error` was one; other errors are left to the caller.
+pub(crate) fn keep_interrupt(py: Python<'_>, error: &PyErr) -> bool {
+    let interrupted = error.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py);
+    if interrupted {
         // SAFETY: `PyErr_SetInterrupt` only marks a signal as pending (any thread, GIL held).
         unsafe { pyo3::ffi::PyErr_SetInterrupt() };
     }
+    interrupted
 }

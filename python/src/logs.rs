@@ -38,7 +38,7 @@ fn wants(level: LogLevel, target: &str) -> bool {
                     .is_truthy()
             })
             .unwrap_or_else(|error| {
-                crate::errors::keep_interrupt(py, &error);
+                let _ = crate::errors::keep_interrupt(py, &error);
                 false
             })
     })
@@ -51,7 +51,7 @@ fn wants(level: LogLevel, target: &str) -> bool {
 fn emit(event: &LogEvent) {
     with_gil(|py| {
         if let Err(error) = emit_with_gil(py, event) {
-            crate::errors::keep_interrupt(py, &error);
+            let _ = crate::errors::keep_interrupt(py, &error);
         }
     });
 }

@@ -257,9 +257,7 @@ pub(crate) fn execute_tool_calls_sync<'py>(
                 if let Err(error) = called {
                     // A Ctrl-C in it stops the wait below, as anywhere else on this thread
                     // (put back after the hook, which is Python code it would interrupt).
-                    if error.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
-                        crate::errors::keep_interrupt(py, &error);
-                    } else {
+                    if !crate::errors::keep_interrupt(py, &error) {
                         error.write_unraisable(py, Some(function.bind(py)));
                     }
                 }

@@ -150,7 +150,6 @@ async fn call_function(start: Start) -> Source {
     let signal = options.signal.clone();
     let event_loop = scope.event_loop.clone();
     let pump_scope = scope.clone();
-    let pump_owners = scope.owners.clone();
     let model_for_message = model.clone();
     callable::call(
         scope,
@@ -203,7 +202,7 @@ async fn call_function(start: Start) -> Source {
                 None => py.None().into_bound(py),
             };
             // The run's owners: a wait for this run that blocks the loop moves the reads off it.
-            let owners = match &pump_owners {
+            let owners = match &pump_scope.owners {
                 Some(owners) => owners.bind(py).clone(),
                 None => py.None().into_bound(py),
             };

@@ -216,10 +216,7 @@ pub(crate) fn missing_key_message_for_url(provider: &str, url: &str) -> String {
     let Some(variable) = set.first().filter(|_| !env_key_allowed(provider, url)) else {
         return missing_key_message(provider);
     };
-    let host = reqwest::Url::parse(url)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_owned))
-        .unwrap_or_else(|| url.to_owned());
+    let host = withheld_host(url);
     let hosts = vendor_hosts(provider);
     let own = if hosts.is_empty() {
         "loopback servers".to_owned()
@@ -231,6 +228,15 @@ pub(crate) fn missing_key_message_for_url(provider: &str, url: &str) -> String {
          sent to {own}, not to `{host}`. Pass the key explicitly, or add the host to \
          {ENV_KEY_HOSTS_VAR}."
     )
+}
+
+/// The host a key was withheld from, as the messages saying so name it (the URL itself when it
+/// has none).
+pub(crate) fn withheld_host(url: &str) -> String {
+    reqwest::Url::parse(url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned))
+        .unwrap_or_else(|| url.to_owned())
 }
 
 /// Host patterns of `provider`'s own endpoints.

@@ -778,11 +778,10 @@ impl StreamWriter {
         replaced: Option<serde_json::Value>,
     ) {
         self.ready().await;
-        let streamed = self
-            .acc
-            .take_arguments(content_index)
-            .map(|parser| object_or_empty(parser.into_value()));
-        let arguments = replaced.or(streamed);
+        // The streamed arguments are parsed only when nothing replaces them.
+        let streamed = self.acc.take_arguments(content_index);
+        let arguments =
+            replaced.or_else(|| streamed.map(|parser| object_or_empty(parser.into_value())));
         self.mark(content_index, false);
         let Some(call) = self.tool_call_mut(content_index) else {
             return;

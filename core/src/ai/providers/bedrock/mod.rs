@@ -36,7 +36,7 @@ use self::response::{ENDED_BEFORE_MESSAGE_STOP, EventState};
 use self::sigv4::{BEDROCK_SIGNING_NAME, SignableInput};
 use super::environment::Environment;
 use super::http;
-use crate::ai::env_keys::env_key_allowed;
+use crate::ai::env_keys::{env_key_allowed, withheld_host};
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
@@ -99,10 +99,7 @@ fn check_env_bearer(env_bearer: bool, url: &str) -> Result<(), ProviderError> {
     if !env_bearer || env_key_allowed(PROVIDER, url) {
         return Ok(());
     }
-    let host = reqwest::Url::parse(url)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_owned))
-        .unwrap_or_else(|| url.to_owned());
+    let host = withheld_host(url);
     Err(ProviderError::other(
         format!(
             "AWS_BEARER_TOKEN_BEDROCK is set, but environment keys are only sent to Amazon \

@@ -247,20 +247,23 @@ fn convert_messages(
                         blocks.iter().map(user_block).collect::<Result<_, _>>()?
                     }
                 };
-                out.push(json!({"role": "user", "content": content}));
+                push_joined(&mut out, json!({"role": "user", "content": content}));
             }
-            Turn::Assistant(assistant) => out.extend(convert_assistant(assistant, signatures)),
+            Turn::Assistant(assistant) => {
+                if let Some(message) = convert_assistant(assistant, signatures) {
+                    push_joined(&mut out, message);
+                }
+            }
             Turn::ToolResults(results) => {
                 // Bedrock wants every result of a turn in one user message.
                 let results = results
                     .into_iter()
                     .map(convert_tool_result)
                     .collect::<Result<Vec<_>, _>>()?;
-                out.push(json!({"role": "user", "content": results}));
+                push_joined(&mut out, json!({"role": "user", "content": results}));
             }
         }
     }
-    let mut out = merge_same_role(out);
     if let Some(cache_point) = cache_point
         && let Some(last) = out.last_mut()
         && last["role"] == "user"
@@ -271,27 +274,23 @@ fn convert_messages(
     Ok(out)
 }
 
-/// Joins each run of messages of one role into one message, their content in order. Converse
-/// refuses a conversation whose roles do not alternate ("A conversation must alternate between
-/// user and assistant roles"), and a transcript has such runs: a steering message after a turn's
-/// tool results, a user message after a failed turn left out, an assistant turn with nothing
-/// to send.
-fn merge_same_role(messages: Vec<Value>) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
-    for mut message in messages {
-        if let Some(last) = out.last_mut()
-            && last["role"] == message["role"]
-            && let (Some(into), Some(from)) = (
-                last["content"].as_array_mut(),
-                message["content"].as_array_mut(),
-            )
-        {
-            into.append(from);
-            continue;
-        }
-        out.push(message);
+/// Appends `message`, joined to the last message when both have its role (their content in
+/// order). Converse refuses a conversation whose roles do not alternate ("A conversation must
+/// alternate between user and assistant roles"), and a transcript has such runs: a steering
+/// message after a turn's tool results, a user message after a failed turn left out, an
+/// assistant turn with nothing to send.
+fn push_joined(out: &mut Vec<Value>, mut message: Value) {
+    if let Some(last) = out.last_mut()
+        && last["role"] == message["role"]
+        && let (Some(into), Some(from)) = (
+            last["content"].as_array_mut(),
+            message["content"].as_array_mut(),
+        )
+    {
+        into.append(from);
+        return;
     }
-    out
+    out.push(message);
 }
 
 fn user_block(block: &UserContent) -> Result<Value, RequestError> {

@@ -25,16 +25,19 @@ pub(crate) async fn capped_text(
     Ok(Some(String::from_utf8_lossy(&collected).into_owned()))
 }
 
-/// The file at `path` as text; `Ok(None)` when it is longer than [`MAX_ANSWER_BYTES`].
-pub(crate) fn capped_file(path: &str) -> std::io::Result<Option<String>> {
+/// The file at `path` as text; an error ([`TOO_LARGE`]) when it is longer than
+/// [`MAX_ANSWER_BYTES`].
+pub(crate) fn capped_file(path: &str) -> std::io::Result<String> {
     let mut collected = Vec::new();
     std::fs::File::open(path)?
         .take(MAX_ANSWER_BYTES as u64 + 1)
         .read_to_end(&mut collected)?;
     if collected.len() > MAX_ANSWER_BYTES {
-        return Ok(None);
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            TOO_LARGE,
+        ));
     }
     String::from_utf8(collected)
-        .map(Some)
         .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
 }

@@ -73,13 +73,11 @@ async fn subject_token(
     redactor: &mut Redactor,
 ) -> Result<String, ProviderError> {
     let text = if let Some(path) = source.file.as_deref().filter(|p| !p.is_empty()) {
-        let read = capped_file(path).map_err(|error| error.to_string());
-        read.and_then(|text| text.ok_or_else(|| TOO_LARGE.to_owned()))
-            .map_err(|error| {
-                auth(format!(
-                    "Could not read the subject token file {path} of the external account: {error}"
-                ))
-            })?
+        capped_file(path).map_err(|error| {
+            auth(format!(
+                "Could not read the subject token file {path} of the external account: {error}"
+            ))
+        })?
     } else if let Some(url) = source.url.as_deref().filter(|u| !u.is_empty()) {
         let mut request = http::client().get(url);
         for (name, value) in source.headers.iter().flatten() {

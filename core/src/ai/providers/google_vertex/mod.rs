@@ -35,7 +35,7 @@ use super::environment::Environment;
 use super::google::request::{self, Variant};
 use super::google::{API_KEY_HEADER, caller_authenticates, caller_headers, read_stream};
 use super::http;
-use crate::ai::env_keys::env_key_allowed;
+use crate::ai::env_keys::{env_key_allowed, withheld_host};
 use crate::ai::error::{ErrorKind, ProviderError};
 use crate::ai::event_stream::StreamWriter;
 use crate::ai::model::Model;
@@ -112,10 +112,7 @@ http::api_provider! {
 
 /// The error for environment credentials withheld from a host (kind `auth`).
 fn withheld(what: &str, url: &str) -> ProviderError {
-    let host = reqwest::Url::parse(url)
-        .ok()
-        .and_then(|url| url.host_str().map(str::to_owned))
-        .unwrap_or_else(|| url.to_owned());
+    let host = withheld_host(url);
     let message = format!(
         "No API key for provider: {PROVIDER}. {what} are only sent to Google's Vertex AI hosts \
          and loopback servers, not to `{host}`. Pass an API key explicitly, or add the host to \

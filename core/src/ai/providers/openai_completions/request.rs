@@ -13,7 +13,7 @@ use super::compat::{CacheControlFormat, Compat, MaxTokensField, ThinkingFormat};
 use crate::ai::model::Model;
 use crate::ai::options::CacheRetention;
 use crate::ai::options::StreamOptions;
-use crate::ai::providers::content::{Turn, turns};
+use crate::ai::providers::content::{TOOL_RESULTS_BRIDGE, Turn, turns};
 use crate::ai::simple_options::mapped_effort;
 use crate::ai::transform::transform_messages_borrowed;
 use crate::ai::types::{
@@ -21,7 +21,6 @@ use crate::ai::types::{
     UserMessageContent,
 };
 
-pub(crate) use super::super::content::TOOL_RESULTS_BRIDGE;
 /// Text of the user message that carries images returned by tools.
 pub(crate) const TOOL_IMAGES_INTRO: &str = "Attached image(s) from tool result:";
 
