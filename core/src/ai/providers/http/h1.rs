@@ -147,15 +147,23 @@ async fn exchange(
     method: &reqwest::Method,
     closes: bool,
 ) -> Result<Head, Exchange> {
+    // A server may answer before it has read the whole request (a `413` for a body too large,
+    // a `401`) and close the connection: writing the rest then fails, but its answer is in the
+    // socket, ahead of the reset, and says more than "connection reset". So a failed write is
+    // followed by a read, which cannot wait (the connection is closed or reset), and its error
+    // stands only when no answer came.
+    let mut unsent = None;
     if !wire.is_empty() {
-        socket.write_all(wire).await.map_err(Exchange::Unanswered)?;
+        unsent = socket.write_all(wire).await.err();
     }
     let mut answered = false;
     loop {
-        if let Some((head, used)) =
+        if let Some((mut head, used)) =
             parse_response(buffer, method, closes).map_err(Exchange::Failed)?
         {
             bytes::Buf::advance(buffer, used);
+            // Part of the request is still unsent: the connection cannot carry another.
+            head.reusable &= unsent.is_none();
             if head.status == reqwest::StatusCode::SWITCHING_PROTOCOLS {
                 return Err(Exchange::Failed(head::invalid(
                     "the server switched protocols".into(),
@@ -184,12 +192,12 @@ async fn exchange(
                 return Err(if answered {
                     Exchange::Failed(error)
                 } else {
-                    Exchange::Unanswered(error)
+                    Exchange::Unanswered(unsent.unwrap_or(error))
                 });
             }
             Ok(_) => answered = true,
             Err(error) if answered => return Err(Exchange::Failed(error)),
-            Err(error) => return Err(Exchange::Unanswered(error)),
+            Err(error) => return Err(Exchange::Unanswered(unsent.unwrap_or(error))),
         }
     }
 }
@@ -243,7 +251,8 @@ async fn connect(
 }
 
 /// Connects to `address` and sends what of `wire` the socket takes at once; the connection is
-/// established (or the error is the connection's) when this returns.
+/// established (or the error is the connection's) when this returns: it took part of `wire`, or
+/// became writable without an error.
 async fn connect_and_send(address: SocketAddr, wire: &[u8]) -> io::Result<(Conn, usize)> {
     let socket = nonblocking_socket(address)?;
     socket.set_tcp_nodelay(true)?;
@@ -268,7 +277,9 @@ async fn connect_and_send(address: SocketAddr, wire: &[u8]) -> io::Result<(Conn,
         Err(error) => return Err(error),
     };
     let mut socket = Conn::new(socket);
-    if sent < wire.len() {
+    // A socket that took part of the request is connected; what happens to the rest is the
+    // exchange's (a server may answer and reset it before reading it all).
+    if sent == 0 && !wire.is_empty() {
         // What tokio's own `connect` waits for: writable, then the connection's error if any.
         socket.writable().await?;
         if let Some(error) = socket.take_error()? {
@@ -545,6 +556,39 @@ mod tests {
             .unwrap();
         let response = execute(&request).await.unwrap();
         assert_eq!(response.text().await.unwrap(), "ok");
+    }
+
+    /// A server that answers `413` after the request head, without reading the body, and
+    /// closes: its answer reaches the caller, not the reset that writing the body ran into.
+    #[tokio::test]
+    async fn an_answer_before_the_whole_body_is_read_is_the_response() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut seen = Vec::new();
+            while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                let mut chunk = [0u8; 1024];
+                let n = socket.read(&mut chunk).await.unwrap();
+                seen.extend_from_slice(&chunk[..n]);
+            }
+            let answer =
+                "HTTP/1.1 413 Payload Too Large\r\ncontent-length: 13\r\n\r\nbody too big!";
+            socket.write_all(answer.as_bytes()).await.unwrap();
+            // Closing with the body unread resets the connection.
+            drop(socket);
+        });
+        let request = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/v1/x"))
+            .body("x".repeat(32 << 20))
+            .build()
+            .unwrap();
+        let response = execute(&request).await.unwrap();
+        assert_eq!(response.status().as_u16(), 413);
+        assert_eq!(response.text().await.unwrap(), "body too big!");
+        // Its connection was not kept: a second request to the closed port fails to connect.
+        let error = execute(&request).await.unwrap_err();
+        assert!(error.to_string().contains("could not connect"), "{error}");
     }
 
     #[tokio::test]
