@@ -20,12 +20,13 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 #: What a pool job reports back: `done(True, value)` or `done(False, exception)`.
 Done = Callable[[bool, Any], None]
 #: One pool job: the function, its arguments, where its outcome goes, the owners it sees.
 Job = tuple[Callable[..., Any], tuple[Any, ...], Done, frozenset[int]]
+T = TypeVar("T")
 
 # ---------------------------------------------------------------------------------------------
 # Which agents' runs the running code belongs to (a frozenset of agent ids), so that a tool,
@@ -249,6 +250,14 @@ def wake_channel(loop: asyncio.AbstractEventLoop, make: Callable[[], Any]) -> An
             channel = False
         _WAKE_CHANNELS[loop] = channel
     return channel or None
+
+
+async def next_when_ready(ready: Awaitable[None], source: AsyncIterator[T]) -> T:
+    """`source`'s next event once a runtime task has put it in front of the stream (the general
+    path of `async for`, python/src/put_back.rs): taken here, on the loop's thread, so a wait
+    cancelled before leaves it there for the next read."""
+    await ready
+    return await source.__anext__()
 
 
 def set_result(future: "asyncio.Future[Any]", value: object) -> None:

@@ -16,12 +16,13 @@ use crate::bridge::{future_into_py, helper, inside_run_of, ready_future};
 use crate::errors::PiError;
 use crate::event_dict::{PyAgentEvent, Ready};
 use crate::loop_wake::{self, Locked};
+use crate::put_back::{Reader, Shared, general_next};
 use crate::py_serde::Serialized;
 use crate::runtime::{Interrupted, wait};
 use crate::signal::PySignal;
 
 /// A core run shared with the runtime tasks that wait on it for a Python caller.
-type SharedRun = Arc<tokio::sync::Mutex<AgentRun>>;
+type SharedRun = Shared<AgentRun>;
 
 /// The events of one agent run, as pi-shaped dicts, ending after `agent_end`; its result; and
 /// its abort. Dropping it before the run ended aborts the run.
@@ -90,16 +91,9 @@ fn ready_event<'py>(
     )
 }
 
-/// The next event, or `StopAsyncIteration` after the last (the general path's future).
-async fn next_or_stop(run: SharedRun, partial: bool) -> PyResult<PyAgentEvent> {
-    next_event(run, partial)
-        .await
-        .ok_or_else(|| PyStopAsyncIteration::new_err(()))
-}
-
 /// `async for`'s hold on the run while it waits for the next event.
 struct RunLocked {
-    guard: tokio::sync::OwnedMutexGuard<AgentRun>,
+    guard: tokio::sync::OwnedMutexGuard<Reader<AgentRun>>,
     partial: bool,
 }
 
@@ -119,7 +113,7 @@ impl Locked for RunLocked {
 /// Waits until the run is over; the messages it added. With `raise_on_error`, a run whose
 /// last message failed raises that failure as its `ModelError`.
 async fn finish(run: SharedRun, raise_on_error: bool) -> PyResult<Serialized<Vec<AgentMessage>>> {
-    let outcome = run.lock().await.finish().await;
+    let outcome = run.lock().await.inner_mut().finish().await;
     if raise_on_error && let Some(last) = outcome.new_messages.last().and_then(|m| m.as_assistant())
     {
         crate::model_errors::check(last)?;
@@ -137,7 +131,7 @@ impl PyAgentRun {
     pub(crate) fn new(run: AgentRun, partial: bool, agent: Py<PyAny>, owner: u64) -> Self {
         Self {
             signal: run.signal(),
-            run: Arc::new(tokio::sync::Mutex::new(run)),
+            run: Arc::new(tokio::sync::Mutex::new(Reader::new(run))),
             _agent: agent,
             partial,
             owner,
@@ -208,12 +202,13 @@ impl PyAgentRun {
         slf
     }
 
-    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let partial = self.partial;
-        let Ok(mut guard) = Arc::clone(&self.run).try_lock_owned() else {
+    fn __anext__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let (py, this) = (slf.py(), slf.get());
+        let partial = this.partial;
+        let Ok(mut guard) = Arc::clone(&this.run).try_lock_owned() else {
             // Another reader holds the run: wait for it on the runtime.
-            self.refuse_inside(py, "reading the run's events")?;
-            return future_into_py(py, next_or_stop(Arc::clone(&self.run), partial));
+            this.refuse_inside(py, "reading the run's events")?;
+            return general_next(slf.as_any(), &this.run);
         };
         if let Poll::Ready(event) = guard.poll_next_ready() {
             drop(guard);
@@ -225,9 +220,10 @@ impl PyAgentRun {
         }
         // A tool, hook or subscriber of the run waiting for its next event would wait for
         // itself (as `__next__` and `result()` refuse).
-        self.refuse_inside(py, "reading the run's events")?;
-        let general = next_or_stop(Arc::clone(&self.run), partial);
-        loop_wake::await_next(py, Box::new(RunLocked { guard, partial }), general)
+        this.refuse_inside(py, "reading the run's events")?;
+        loop_wake::await_next(py, Box::new(RunLocked { guard, partial }), || {
+            general_next(slf.as_any(), &this.run)
+        })
     }
 
     /// Waits until the run is over (reading the remaining events) and returns the messages it

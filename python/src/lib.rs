@@ -29,6 +29,7 @@ mod oauth_config;
 mod options;
 mod otel;
 mod overflow;
+mod put_back;
 mod py_serde;
 mod runtime;
 mod session;

@@ -1,7 +1,7 @@
 //! `async for`'s wait for an event that is not there yet, woken from a runtime thread without
 //! taking the GIL.
 //!
-//! The general path ([`future_into_py`]) spawns a runtime task per awaited event, and that task
+//! The general path ([`crate::bridge::future_into_py`]) spawns a runtime task per awaited event, and that task
 //! takes the GIL on a runtime thread to complete an asyncio future with
 //! `loop.call_soon_threadsafe`: with many streams open, runtime threads queue for the GIL behind
 //! the loop's own thread, and every pending `__anext__` holds a task, a cancellation token and a
@@ -18,7 +18,6 @@
 //! wait cancelled at any moment loses nothing. A loop that cannot watch a file descriptor takes
 //! the general path.
 
-use std::future::Future;
 use std::io::{Read as _, Write as _};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -28,7 +27,7 @@ use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
 use pyo3::prelude::*;
 use pyo3::types::PyWeakrefReference;
 
-use crate::bridge::{future_into_py, helper, running_loop};
+use crate::bridge::{helper, running_loop};
 use crate::socket_pair::{self, Socket};
 
 /// A reader's hold on a stream or run (an owned lock guard), polled on the loop's thread.
@@ -43,21 +42,17 @@ pub(crate) trait Locked: Send {
 }
 
 /// The awaitable of the next event of `locked` (nothing there yet) on the running loop: a
-/// [`NextEvent`] woken through the loop's wake channel, or, where the loop has none, `general`
-/// (which waits for the lock and the event on the runtime) once `locked` is let go.
-pub(crate) fn await_next<'py, F, T>(
+/// [`NextEvent`] woken through the loop's wake channel, or, where the loop has none, the
+/// awaitable `general` makes (see `put_back::general_next`) once `locked` is let go.
+pub(crate) fn await_next<'py>(
     py: Python<'py>,
     locked: Box<dyn Locked>,
-    general: F,
-) -> PyResult<Bound<'py, PyAny>>
-where
-    F: Future<Output = PyResult<T>> + Send + 'static,
-    T: for<'a> IntoPyObject<'a> + Send + 'static,
-{
+    general: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
     let event_loop = running_loop(py)?;
     let Some(channel) = channel_for(&event_loop)? else {
         drop(locked);
-        return future_into_py(py, general);
+        return general();
     };
     let waiting = Arc::new(Waiting {
         channel: Arc::downgrade(&channel),

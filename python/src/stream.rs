@@ -23,11 +23,12 @@ use crate::exit::park_if_exiting;
 use crate::loop_wake::{self, Locked};
 use crate::model::PyModel;
 use crate::options::stream_options;
+use crate::put_back::{Reader, Shared, general_next};
 use crate::runtime::{Interrupted, SIGNAL_POLL, runtime, wait};
 use crate::signal::PySignal;
 
 /// A core stream shared with the runtime tasks that wait on it for a Python caller.
-pub(crate) type SharedStream = Arc<tokio::sync::Mutex<AssistantMessageEventStream>>;
+pub(crate) type SharedStream = Shared<AssistantMessageEventStream>;
 
 /// The events of one model response, as pi-shaped dicts. Iterate with `for` or `async for`
 /// (not both at once); `await result()` / `result_sync()` give the final message. As a (sync
@@ -76,9 +77,12 @@ fn read_here(
     signal: &CancellationToken,
 ) -> Option<PyResult<Option<PyEvent>>> {
     let mut stream = stream.try_lock().ok()?;
+    if let Some(event) = stream.take_front() {
+        return Some(Ok(Some(PyEvent(event))));
+    }
     loop {
         let read = py.detach(|| {
-            let read = stream.blocking_next_timeout(SIGNAL_POLL);
+            let read = stream.inner_mut().blocking_next_timeout(SIGNAL_POLL);
             // Taking the GIL back during the interpreter's exit would kill this thread.
             park_if_exiting();
             read
@@ -110,7 +114,7 @@ async fn final_message(stream: SharedStream, raise_on_error: bool) -> PyResult<J
 }
 
 /// `async for`'s hold on the stream while it waits for the next event.
-impl Locked for tokio::sync::OwnedMutexGuard<AssistantMessageEventStream> {
+impl Locked for tokio::sync::OwnedMutexGuard<Reader<AssistantMessageEventStream>> {
     fn poll_here<'py>(
         &mut self,
         py: Python<'py>,
@@ -121,13 +125,6 @@ impl Locked for tokio::sync::OwnedMutexGuard<AssistantMessageEventStream> {
             None => Err(PyStopAsyncIteration::new_err(())),
         })
     }
-}
-
-/// The next event, or `StopAsyncIteration` after the last (the general path's future).
-async fn next_or_stop(stream: SharedStream) -> PyResult<PyEvent> {
-    next_event(stream)
-        .await
-        .ok_or_else(|| PyStopAsyncIteration::new_err(()))
 }
 
 impl PyEventStream {
@@ -160,7 +157,7 @@ impl PyEventStream {
         });
         Ok(Self {
             partial: stream.partial(),
-            stream: Arc::new(tokio::sync::Mutex::new(stream)),
+            stream: Arc::new(tokio::sync::Mutex::new(Reader::new(stream))),
             signal,
             handed_over: AtomicBool::new(false),
         })
@@ -227,14 +224,15 @@ impl PyEventStream {
         slf
     }
 
-    fn __anext__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let Ok(mut stream) = Arc::clone(&self.stream).try_lock_owned() else {
+    fn __anext__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        let (py, this) = (slf.py(), slf.get());
+        let Ok(mut stream) = Arc::clone(&this.stream).try_lock_owned() else {
             // Another reader holds the stream: wait for it on the runtime.
-            return future_into_py(py, next_or_stop(Arc::clone(&self.stream)));
+            return general_next(slf.as_any(), &this.stream);
         };
         // An event loop may read thousands of streams: their responses are parsed on the
         // runtime's workers, without the GIL, not on the loop's thread.
-        stream.drive_in_background();
+        stream.inner_mut().drive_in_background();
         // An event already there (nearly every event of a stream read as fast as it arrives)
         // is converted where it lies.
         if let Poll::Ready(event) = stream.poll_next_ready() {
@@ -245,8 +243,9 @@ impl PyEventStream {
             };
             return Ready::awaitable(py, outcome);
         }
-        let general = next_or_stop(Arc::clone(&self.stream));
-        loop_wake::await_next(py, Box::new(stream), general)
+        loop_wake::await_next(py, Box::new(stream), || {
+            general_next(slf.as_any(), &this.stream)
+        })
     }
 
     /// Waits for the end of the stream (consuming the remaining events) and returns the final

@@ -180,7 +180,9 @@ async fn call_function(start: Start) -> Source {
                         // The replay follows the request's signal; nothing else to cancel.
                         let replay = stream_message(&model_for_message, signal.clone(), message);
                         Source::Stream(
-                            Arc::new(tokio::sync::Mutex::new(replay)),
+                            Arc::new(tokio::sync::Mutex::new(crate::put_back::Reader::new(
+                                replay,
+                            ))),
                             CancelOnDrop(CancellationToken::new()),
                         )
                     }
