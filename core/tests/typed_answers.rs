@@ -832,3 +832,164 @@ async fn of_two_calls_of_the_forced_tool_the_last_is_the_answer() {
         json!({"city": "Rome", "celsius": 30})
     );
 }
+
+/// A list of cities: a schema whose root is not an object's, with its item in `$defs`.
+fn cities() -> OutputSchema {
+    OutputSchema::new(
+        "cities",
+        json!({"type": "array", "items": {"$ref": "#/$defs/City"},
+               "$defs": {"City": {"type": "object", "properties": {"name": {"type": "string"}},
+                                  "required": ["name"], "additionalProperties": false}}}),
+    )
+    .with_strict(true)
+}
+
+/// What every api is sent for [`cities`]: an object whose one property holds the list, the
+/// document's `$defs` at the root so that the reference resolves.
+fn cities_wrapped() -> Value {
+    json!({"type": "object",
+           "properties": {"response": {"type": "array", "items": {"$ref": "#/$defs/City"}}},
+           "required": ["response"], "additionalProperties": false,
+           "$defs": {"City": {"type": "object", "properties": {"name": {"type": "string"}},
+                              "required": ["name"], "additionalProperties": false}}})
+}
+
+#[tokio::test]
+async fn a_schema_that_is_not_an_objects_is_sent_wrapped_to_every_api() {
+    assert_eq!(ai::WRAPPED_ANSWER_KEY, "response");
+    let with = |o: &mut StreamOptions| o.output_schema = Some(cities());
+    let wrapped = cities_wrapped();
+    for (api, body) in bodies(&context(false), with).await {
+        let sent = match api.as_str() {
+            "openai-completions" | "mistral-conversations" => {
+                field(&body, &api, "/response_format/json_schema/schema")
+            }
+            "openai-responses" | "azure-openai-responses" | "openai-codex-responses" => {
+                field(&body, &api, "/text/format/schema")
+            }
+            "anthropic-messages" => field(&body, &api, "/output_config/format/schema"),
+            "google-generative-ai" | "google-vertex" => {
+                field(&body, &api, "/generationConfig/responseJsonSchema")
+            }
+            "bedrock-converse-stream" => {
+                field(&body, &api, "/toolConfig/tools/0/toolSpec/inputSchema/json")
+            }
+            other => panic!("unexpected api {other}"),
+        };
+        assert_eq!(sent, &wrapped, "{api}");
+    }
+}
+
+#[tokio::test]
+async fn a_wrapped_answer_streams_and_ends_as_the_value_itself() {
+    let server = MockServer::start().await.unwrap();
+    let mut answer = reply::text(r#"{"response": [{"name": "Oslo"}, {"name": "Rome"}]}"#);
+    answer["delta_size"] = json!(4);
+    server.push(answer);
+    let (model, mut options) = completions(&server);
+    options.output_schema = Some(cities());
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    let value = r#"[{"name": "Oslo"}, {"name": "Rome"}]"#;
+    // The deltas the caller sees are the value's text, and so are the block's end and the
+    // final message.
+    let deltas: String = events
+        .iter()
+        .filter_map(|event| match event {
+            AssistantMessageEvent::TextDelta { delta, .. } => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, value);
+    let ended = events.iter().find_map(|event| match event {
+        AssistantMessageEvent::TextEnd { content, .. } => Some(content.to_string()),
+        _ => None,
+    });
+    assert_eq!(ended.as_deref(), Some(value));
+    assert_eq!(message.text(), value);
+    // The partial objects are the list's.
+    let objects: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| match event {
+            AssistantMessageEvent::ObjectDelta { object, .. } => Some(object),
+            _ => None,
+        })
+        .collect();
+    assert!(objects.contains(&&json!([{"name": "Oslo"}])), "{objects:?}");
+    assert_eq!(
+        objects.last().unwrap(),
+        &&json!([{"name": "Oslo"}, {"name": "Rome"}])
+    );
+
+    // A wrapped value that does not match is reported against the schema itself.
+    server.push(reply::text(r#"{"response": [{"city": "Oslo"}]}"#));
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(message.error_kind, Some(ErrorKind::InvalidOutput));
+    let report = message.error_message.clone().unwrap();
+    assert!(
+        report.contains("0.name: must have required properties name"),
+        "{report}"
+    );
+    assert_eq!(message.text(), r#"[{"city": "Oslo"}]"#);
+
+    // A server that ignores the wrapper and answers with the list itself is read as well.
+    server.push(reply::text(r#"[{"name": "Bern"}]"#));
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    assert_eq!(message.text(), r#"[{"name": "Bern"}]"#);
+}
+
+#[tokio::test]
+async fn a_wrapped_answer_through_the_forced_tool_is_the_value_too() {
+    let server = MockServer::start().await.unwrap();
+    server.push(anthropic_sse(&[
+        json!({"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "t1", "name": "cities", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "input_json_delta", "partial_json": "{\"respo"}}),
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "input_json_delta", "partial_json": "nse\": [\"Oslo\", \"Ro"}}),
+        json!({"type": "content_block_delta", "index": 0,
+               "delta": {"type": "input_json_delta", "partial_json": "me\"]}"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+               "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ]));
+    let (model, mut options) = older_claude(&server);
+    options.output_schema = Some(OutputSchema::new(
+        "cities",
+        json!({"type": "array", "items": {"type": "string"}}),
+    ));
+    let (events, message) = drain(ai::stream(&model, &context(false), &options)).await;
+    let body = &server.requests()[0].body;
+    assert_eq!(
+        body["tools"][0]["input_schema"]["properties"]["response"],
+        json!({"type": "array", "items": {"type": "string"}})
+    );
+    let kinds: Vec<&str> = events.iter().map(AssistantMessageEvent::kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "start",
+            "text_start",
+            "text_delta",
+            "object_delta",
+            "text_delta",
+            "object_delta",
+            "text_end",
+            "done"
+        ]
+    );
+    assert_eq!(
+        events[2],
+        AssistantMessageEvent::TextDelta {
+            content_index: 0,
+            delta: "[\"Oslo\", \"Ro".into()
+        }
+    );
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    assert_eq!(message.tool_calls().count(), 0);
+    assert_eq!(message.text(), r#"["Oslo", "Rome"]"#);
+}

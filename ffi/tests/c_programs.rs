@@ -449,8 +449,8 @@ fn c_stream_bench_runs() {
     }
 }
 
-/// Typed answers from C: partial objects in a stream, `pi_complete_structured_json` (valid and
-/// invalid), and an agent run that ends in a value after one re-ask.
+/// Typed answers from C: partial objects in a stream, `pi_complete_structured_json` (valid,
+/// invalid, a list sent wrapped), and an agent run that ends in a value after one re-ask.
 #[test]
 fn c_structured_test_mock_server() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -469,6 +469,7 @@ fn c_structured_test_mock_server() {
         json!({"text": "{\"city\": \"Rome\", \"celsius\": 30}"}),
         json!({"text": "plain"}),
         json!({"text": "ok"}),
+        json!({"text": "{\"response\": [\"Oslo\", \"Rome\"]}"}),
     ]);
     let exe = compile("tests/c/structured_test.c", "structured_test");
     let mut command = Command::new(&exe);
@@ -476,7 +477,12 @@ fn c_structured_test_mock_server() {
     let output = run(command);
     assert_success(&output, "structured_test");
     let requests = server.requests();
-    assert_eq!(requests.len(), 8);
+    assert_eq!(requests.len(), 9);
+    assert_eq!(
+        requests[8].body["response_format"]["json_schema"]["schema"],
+        json!({"type": "object", "properties": {"response": {"type": "array", "items": {"type": "string"}}},
+               "required": ["response"], "additionalProperties": false})
+    );
     assert_eq!(
         requests[7].body["tool_choice"],
         json!({"type": "function", "function": {"name": "lookup"}})

@@ -47,7 +47,8 @@ def output_schema(output_type: Any, *, strict: bool = False) -> Dict[str, Any]:
     """Core's ``outputSchema`` for ``output_type``: a JSON Schema dict is used as is (an
     ``{"name", "schema", "strict"}`` dict too); a type gets the schema its hints describe (the
     same mapping as tool parameters), named after the type. ``strict=True`` asks for strict
-    decoding in every case."""
+    decoding in every case. A schema that is not an object's (``List[Weather]``, ``str``) is
+    sent wrapped as ``{"response": ...}`` and the answer is the value itself."""
     if isinstance(output_type, Mapping):
         schema: Dict[str, Any] = _core._output_schema(dict(output_type))
         if strict:

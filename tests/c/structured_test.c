@@ -1,8 +1,8 @@
 /*
  * Typed answers through the C API: `structured_test BASE_URL` against replies the Rust harness
  * scripted on the mock server (openai-completions): a stream with `outputSchema` (object_delta
- * events), `pi_complete_structured_json` (a valid and an invalid answer, one calling a tool),
- * and an agent whose run ends in a value after one re-ask.
+ * events), `pi_complete_structured_json` (a valid and an invalid answer, one calling a tool, a
+ * list that travels wrapped), and an agent whose run ends in a value after one re-ask.
  */
 #include "test_support.h"
 
@@ -119,6 +119,18 @@ int main(int argc, char **argv) {
     while (pi_stream_next(stream, &event)) {
     }
     pi_stream_free(stream);
+
+    /* 6. A list: sent wrapped as {"response": [...]}, the value is the list itself. */
+    value = NULL;
+    message = NULL;
+    OK(pi_complete_structured_json(
+        model, CONTEXT, "{\"apiKey\":\"k\",\"maxRetries\":0}",
+        "{\"name\":\"cities\",\"schema\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}}",
+        &value, &message));
+    CHECK(strcmp(value, "[\"Oslo\",\"Rome\"]") == 0);
+    CHECK(strstr(message, "\"text\":\"[\\\"Oslo\\\", \\\"Rome\\\"]\"") != NULL);
+    pi_string_free(value);
+    pi_string_free(message);
     pi_model_free(model);
     printf("structured_test: ok\n");
     return 0;

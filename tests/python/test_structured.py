@@ -84,6 +84,28 @@ def test_complete_structured_returns_an_instance(
         assert response_format["json_schema"]["name"] == output_type.__name__
 
 
+def test_a_list_travels_wrapped_and_comes_back_as_the_list(mock_server: MockServer) -> None:
+    """`output_type=List[Weather]`: the model is asked for `{"response": [...]}` (OpenAI takes
+    only object schemas), and the caller sees the list: its text deltas, partial objects, final
+    text and value."""
+    answer = '{"response": [{"city": "Oslo", "celsius": -3}, {"city": "Rome", "celsius": 30}]}'
+    mock_server.push({"text": answer, "delta_size": 5}, {"text": answer})
+    model = mock_server.model()
+    schema = pi_agent.output_schema(List[Weather])
+    with pi_agent.stream(model, CONTEXT, api_key="k", output_schema=schema) as events:
+        seen = list(events)
+    text = "".join(event["delta"] for event in seen if event["type"] == "text_delta")
+    assert text == '[{"city": "Oslo", "celsius": -3}, {"city": "Rome", "celsius": 30}]'
+    assert seen[-1]["message"]["content"][0]["text"] == text
+    objects = [event["object"] for event in seen if event["type"] == "object_delta"]
+    assert [{"city": "Oslo", "celsius": -3}] in objects
+    value = pi_agent.complete_structured_sync(model, CONTEXT, List[Weather], api_key="k")
+    assert value == [Weather(city="Oslo", celsius=-3), Weather(city="Rome", celsius=30)]
+    sent = mock_server.requests()[0]["body"]["response_format"]["json_schema"]["schema"]
+    assert sent["type"] == "object" and sent["required"] == ["response"]
+    assert sent["properties"]["response"]["type"] == "array"
+
+
 def test_complete_structured_async_and_invalid_output(mock_server: MockServer) -> None:
     mock_server.push({"text": '{"city": "Oslo", "celsius": -3}'}, {"text": '{"city": "Oslo"}'})
     model = mock_server.model()

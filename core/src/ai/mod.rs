@@ -80,7 +80,7 @@ pub use simple_options::{
     SIMPLE_MAX_TOKENS_CAP, adjust_max_tokens_for_thinking, default_thinking_budget,
 };
 pub use structured::{
-    DEFAULT_OUTPUT_NAME, OutputSchema, StructuredAnswer, StructuredError,
+    DEFAULT_OUTPUT_NAME, OutputSchema, StructuredAnswer, StructuredError, WRAPPED_ANSWER_KEY,
     complete_structured_value, parse_output,
 };
 #[cfg(feature = "schemars")]

@@ -13,10 +13,16 @@
 //! The forced tool is invisible to the caller: its call streams as a text block, the final
 //! message holds the JSON as text (no tool call, stop reason `stop`), so the transcript replays
 //! to any provider.
+//!
+//! A schema whose root is not an object's (a list, a string, a union) is sent wrapped, as an
+//! object whose one property [`WRAPPED_ANSWER_KEY`] holds the answer: tool parameters and
+//! OpenAI's and Anthropic's structured outputs take only object schemas. The caller sees the
+//! answer itself: its text deltas, partial objects and final text are the value's.
 
 mod prepare;
 mod tracker;
 mod typed;
+mod unwrap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -29,6 +35,14 @@ pub use typed::{complete_structured, output_schema_for};
 
 /// The name an [`OutputSchema`] gets when none is given.
 pub const DEFAULT_OUTPUT_NAME: &str = "output";
+
+/// The property that carries an answer whose schema is not an object's (see the module's doc):
+/// the model is asked for `{"response": VALUE}`.
+pub const WRAPPED_ANSWER_KEY: &str = "response";
+
+/// Root keywords that belong to the whole document, not to the answer's value: they stay at the
+/// wrapper's root, so references such as `#/$defs/Item` still resolve.
+const DOCUMENT_KEYWORDS: [&str; 3] = ["$schema", "$defs", "definitions"];
 
 /// The JSON Schema an answer must follow (`outputSchema` in the options).
 ///
@@ -87,6 +101,55 @@ impl OutputSchema {
     pub fn with_strict(mut self, strict: bool) -> Self {
         self.strict = strict;
         self
+    }
+
+    /// Whether the schema's root describes an object (`"type": "object"`, or `properties`
+    /// without a `type`), following a root `$ref`; otherwise the answer travels wrapped.
+    pub(crate) fn describes_object(&self) -> bool {
+        let mut root = &self.schema;
+        // A reference to a reference is followed a few times, never round a cycle for ever.
+        for _ in 0..8 {
+            let Some(Value::String(reference)) = root.get("$ref") else {
+                break;
+            };
+            match crate::ai::validation::resolve_reference(&self.schema, reference) {
+                Some(target) => root = target,
+                None => break,
+            }
+        }
+        match root.get("type") {
+            Some(Value::String(kind)) => kind == "object",
+            None => root.get("properties").is_some(),
+            Some(_) => false,
+        }
+    }
+
+    /// The schema as sent for an answer that is not an object: an object whose one required
+    /// property, [`WRAPPED_ANSWER_KEY`], has this schema (its document keywords, such as
+    /// `$defs`, moved to the root). Same name, strictness and description.
+    pub(crate) fn wrapped(&self) -> Self {
+        let mut value = self.schema.clone();
+        let mut root = serde_json::Map::new();
+        root.insert("type".into(), "object".into());
+        let mut document = serde_json::Map::new();
+        if let Value::Object(object) = &mut value {
+            for keyword in DOCUMENT_KEYWORDS {
+                if let Some(moved) = object.remove(keyword) {
+                    document.insert(keyword.into(), moved);
+                }
+            }
+        }
+        root.insert(
+            "properties".into(),
+            serde_json::json!({ WRAPPED_ANSWER_KEY: value }),
+        );
+        root.insert("required".into(), serde_json::json!([WRAPPED_ANSWER_KEY]));
+        root.insert("additionalProperties".into(), Value::Bool(false));
+        root.extend(document);
+        Self {
+            schema: Value::Object(root),
+            ..self.clone()
+        }
     }
 
     /// The OpenAI chat-completions / Mistral `response_format`.

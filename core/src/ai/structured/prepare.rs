@@ -67,14 +67,25 @@ pub(crate) fn prepare<'a>(
         return Err(RequestShapeError::NameTaken(schema.name.clone()));
     }
     let how = delivery(&model.api, &model.id, !tools.is_empty());
-    let tracker = OutputTracker::new(schema, how == Delivery::Tool);
+    // An answer that is not an object travels wrapped (the tracker unwraps it).
+    let wrapped = (!schema.describes_object()).then(|| schema.wrapped());
+    let tracker = OutputTracker::new(schema, how == Delivery::Tool, wrapped.is_some());
+    let sent = wrapped.as_ref().unwrap_or(schema);
     if how == Delivery::Native {
         if let Some(choice) = &options.tool_choice {
             choice.check(tools)?;
         }
+        let options = match wrapped {
+            Some(wrapped) => {
+                let mut options = options.clone();
+                options.output_schema = Some(wrapped);
+                Cow::Owned(options)
+            }
+            None => Cow::Borrowed(options),
+        };
         return Ok(Prepared {
             context: Cow::Borrowed(context),
-            options: Cow::Borrowed(options),
+            options,
             tracker: Some(tracker),
         });
     }
@@ -96,7 +107,7 @@ pub(crate) fn prepare<'a>(
         description: schema.description.clone().unwrap_or_else(|| {
             "Give the final answer by calling this tool; its arguments are the answer.".to_owned()
         }),
-        parameters: tool_parameters(&schema.schema),
+        parameters: tool_parameters(&sent.schema),
     });
     choice.check(rewritten.tools.as_deref().unwrap_or_default())?;
 

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 
 use super::OutputSchema;
 use super::typed::parse_output;
+use super::unwrap::Unwrap;
 use crate::ai::error::ErrorKind;
 use crate::ai::event::AssistantMessageEvent;
 use crate::ai::partial_json::PartialJsonParser;
@@ -70,22 +71,30 @@ pub(crate) struct OutputTracker {
     forced_tool: bool,
     compiled: CompiledToolSchema,
     parser: PartialJsonParser,
-    /// The forced tool's calls seen, by content index, with their raw JSON text.
+    /// The forced tool's calls seen, by content index, with their JSON text (as shown).
     converted: Vec<(usize, String)>,
+    /// The forced tool's calls whose arguments came in deltas, by content index.
+    streamed: Vec<usize>,
+    /// The answer travels wrapped (`{"response": VALUE}`): each answer block's unwrapping, by
+    /// content index. `None` when it is not wrapped.
+    unwrapping: Option<Vec<(usize, Unwrap)>>,
     /// The parser's byte count at the next snapshot due, and at the last one sent.
     next_snapshot_at: usize,
     last_snapshot_at: usize,
 }
 
 impl OutputTracker {
-    /// A tracker for `schema`; `forced_tool` when the request carries it as a tool.
-    pub(crate) fn new(schema: &OutputSchema, forced_tool: bool) -> Self {
+    /// A tracker for `schema`; `forced_tool` when the request carries it as a tool, `wrapped`
+    /// when it asks for `{"response": VALUE}` (see the module `unwrap`).
+    pub(crate) fn new(schema: &OutputSchema, forced_tool: bool, wrapped: bool) -> Self {
         Self {
             name: schema.name.clone(),
             forced_tool,
             compiled: CompiledToolSchema::for_output(schema.name.clone(), &schema.schema),
             parser: PartialJsonParser::new(),
             converted: Vec::new(),
+            streamed: Vec::new(),
+            unwrapping: wrapped.then(Vec::new),
             next_snapshot_at: 0,
             last_snapshot_at: 0,
         }
@@ -133,13 +142,52 @@ impl OutputTracker {
             .map(|(_, raw)| raw)
     }
 
-    /// Feeds the answer's parser and queues the text delta and its `object_delta`.
+    /// What of the model's `delta` in block `content_index` the caller sees: all of it, or,
+    /// when the answer travels wrapped, the value's part.
+    fn shown(&mut self, content_index: usize, delta: String) -> String {
+        let Some(blocks) = &mut self.unwrapping else {
+            return delta;
+        };
+        let at = match blocks.iter().position(|(index, _)| *index == content_index) {
+            Some(at) => at,
+            None => {
+                blocks.push((content_index, Unwrap::new()));
+                blocks.len() - 1
+            }
+        };
+        blocks[at].1.push(&delta)
+    }
+
+    /// The end of block `content_index`'s answer text: what of it the unwrapping still holds.
+    fn shown_rest(&mut self, content_index: usize) -> String {
+        self.unwrapping
+            .iter_mut()
+            .flatten()
+            .find(|(index, _)| *index == content_index)
+            .map(|(_, unwrap)| unwrap.finish())
+            .unwrap_or_default()
+    }
+
+    /// The text of block `content_index` as the caller saw it, when it was unwrapped.
+    fn unwrapped_text(&self, content_index: usize) -> Option<&str> {
+        self.unwrapping
+            .iter()
+            .flatten()
+            .find(|(index, _)| *index == content_index)
+            .map(|(_, unwrap)| unwrap.shown())
+    }
+
+    /// Feeds the answer's parser and queues the text delta and its `object_delta` (nothing
+    /// for an empty delta: the wrapper's own text, which the caller does not see).
     fn answer_delta(
         &mut self,
         content_index: usize,
         delta: String,
         out: &mut VecDeque<AssistantMessageEvent>,
     ) {
+        if delta.is_empty() {
+            return;
+        }
         self.parser.push(&delta);
         let changed = !delta.trim().is_empty();
         out.push_back(AssistantMessageEvent::TextDelta {
@@ -172,23 +220,19 @@ impl OutputTracker {
                 content_index,
                 delta,
             } if self.raw(content_index).is_some() => {
-                if let Some(raw) = self.raw(content_index) {
-                    raw.push_str(&delta);
-                }
-                self.answer_delta(content_index, delta, out);
+                self.streamed.push(content_index);
+                self.call_text(content_index, delta, out);
             }
             AssistantMessageEvent::ToolCallEnd {
                 content_index,
                 tool_call,
             } if self.raw(content_index).is_some() => {
                 // A provider that sends the arguments whole (no deltas) sends them here.
-                if self.raw(content_index).is_some_and(|raw| raw.is_empty()) {
-                    let whole = tool_call.arguments.to_string();
-                    if let Some(raw) = self.raw(content_index) {
-                        raw.clone_from(&whole);
-                    }
-                    self.answer_delta(content_index, whole, out);
+                if !self.streamed.contains(&content_index) {
+                    self.call_text(content_index, tool_call.arguments.to_string(), out);
                 }
+                let rest = self.shown_rest(content_index);
+                self.call_text_shown(content_index, rest, out);
                 self.final_snapshot(content_index, out);
                 let content = self.raw(content_index).cloned().unwrap_or_default();
                 out.push_back(AssistantMessageEvent::TextEnd {
@@ -203,25 +247,80 @@ impl OutputTracker {
                 // With the forced tool, text is the answer only while no call of it has come (a
                 // model that may choose, under thinking, can answer in text).
             } if !self.forced_tool || self.converted.is_empty() => {
+                let delta = self.shown(content_index, delta);
                 self.answer_delta(content_index, delta, out);
             }
-            end @ AssistantMessageEvent::TextEnd { content_index, .. }
-                if !self.forced_tool || self.converted.is_empty() =>
-            {
+            AssistantMessageEvent::TextEnd {
+                content_index,
+                content,
+                content_signature,
+            } if !self.forced_tool || self.converted.is_empty() => {
+                let rest = self.shown_rest(content_index);
+                self.answer_delta(content_index, rest, out);
                 self.final_snapshot(content_index, out);
-                out.push_back(end);
+                let content = match self.unwrapped_text(content_index) {
+                    Some(shown) => shown.to_owned().into(),
+                    None => content,
+                };
+                out.push_back(AssistantMessageEvent::TextEnd {
+                    content_index,
+                    content,
+                    content_signature,
+                });
             }
-            AssistantMessageEvent::Done { reason, message } => {
+            AssistantMessageEvent::Done {
+                reason,
+                mut message,
+            } => {
+                self.texts_as_shown(&mut message);
                 out.push_back(self.finish(reason, message))
             }
             AssistantMessageEvent::Error { reason, mut error } => {
                 // A failed or aborted answer keeps what arrived, as text too: the caller saw
                 // only text events, and the transcript must not hold a call of the output tool
                 // that nothing answers.
+                self.texts_as_shown(&mut error);
                 self.calls_to_text(&mut error);
                 out.push_back(AssistantMessageEvent::Error { reason, error });
             }
             other => out.push_back(other),
+        }
+    }
+
+    /// One piece of the forced tool's arguments: kept and shown as far as the caller sees it.
+    fn call_text(
+        &mut self,
+        content_index: usize,
+        delta: String,
+        out: &mut VecDeque<AssistantMessageEvent>,
+    ) {
+        let shown = self.shown(content_index, delta);
+        self.call_text_shown(content_index, shown, out);
+    }
+
+    fn call_text_shown(
+        &mut self,
+        content_index: usize,
+        shown: String,
+        out: &mut VecDeque<AssistantMessageEvent>,
+    ) {
+        if let Some(raw) = self.raw(content_index) {
+            raw.push_str(&shown);
+        }
+        self.answer_delta(content_index, shown, out);
+    }
+
+    /// With a wrapped answer, the message's text blocks hold what the caller saw of them: the
+    /// value (a block whose end never came is finished here, its rest not streamed).
+    fn texts_as_shown(&mut self, message: &mut AssistantMessage) {
+        let Some(blocks) = &mut self.unwrapping else {
+            return;
+        };
+        for (index, unwrap) in blocks.iter_mut() {
+            unwrap.finish();
+            if let Some(AssistantContent::Text(text)) = message.content.get_mut(*index) {
+                text.text = unwrap.shown().to_owned().into();
+            }
         }
     }
 
@@ -317,7 +416,7 @@ pub(crate) fn check_final_answer(schema: &OutputSchema, message: &mut AssistantM
     if message.stop_reason.is_failure() || message.tool_calls().next().is_some() {
         return;
     }
-    let tracker = OutputTracker::new(schema, false);
+    let tracker = OutputTracker::new(schema, false, false);
     if let Err(report) = tracker.check(message) {
         let report = report.to_string();
         message.stop_reason = StopReason::Error;
