@@ -993,3 +993,52 @@ async fn a_wrapped_answer_through_the_forced_tool_is_the_value_too() {
     assert_eq!(message.tool_calls().count(), 0);
     assert_eq!(message.text(), r#"["Oslo", "Rome"]"#);
 }
+
+#[tokio::test]
+async fn anthropic_is_sent_the_subset_it_takes_and_the_answer_is_held_to_the_whole_schema() {
+    let server = MockServer::start().await.unwrap();
+    let answer = |text: &str| {
+        anthropic_sse(&[
+            json!({"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            json!({"type": "content_block_stop", "index": 0}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+            json!({"type": "message_stop"}),
+        ])
+    };
+    server.push(answer(r#"{"age": -1}"#));
+    server.push(answer(r#"{"age": 30}"#));
+    let model = Model::new(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-5",
+        format!("http://{}", server.addr()),
+    );
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("sk-ant-api03-test")),
+        max_retries: Some(0),
+        output_schema: Some(OutputSchema::new(
+            "person",
+            json!({"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}},
+                   "required": ["age"]}),
+        )),
+        ..StreamOptions::default()
+    };
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(
+        server.requests()[0].body["output_config"]["format"]["schema"],
+        json!({"type": "object",
+               "properties": {"age": {"type": "integer", "description": "Also: {\"minimum\":0}"}},
+               "required": ["age"], "additionalProperties": false})
+    );
+    assert_eq!(
+        message.error_kind,
+        Some(ErrorKind::InvalidOutput),
+        "{message:?}"
+    );
+    let report = message.error_message.clone().unwrap_or_default();
+    assert!(report.contains("age: must be >= 0"), "{report}");
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+}

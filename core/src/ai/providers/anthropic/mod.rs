@@ -8,6 +8,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod compat;
+pub(crate) mod output_schema;
 pub(crate) mod request;
 pub(crate) mod response;
 

@@ -198,7 +198,8 @@ pub(crate) fn build_body(inputs: BodyInputs<'_>) -> Value {
         // Native structured outputs (the forced-tool fallback, for older models, never gets
         // here: `ai/structured` clears the schema after adding the tool).
         let config = output_config.get_or_insert_with(|| json!({}));
-        config["format"] = json!({"type": "json_schema", "schema": schema.schema});
+        let schema = super::output_schema::output_format_schema(&schema.schema);
+        config["format"] = json!({"type": "json_schema", "schema": schema});
     }
     if let Some(output_config) = output_config {
         body.insert("output_config".into(), output_config);
