@@ -47,7 +47,10 @@ fn subset(schema: &Value, depth: usize) -> Value {
     let mut out = Map::new();
     // Keywords it cannot take, for the description.
     let mut moved = Map::new();
-    let is_object = object.get("type").and_then(Value::as_str) == Some("object");
+    let is_object = match object.get("type") {
+        Some(kind) => kind == "object",
+        None => object.contains_key("properties"),
+    };
     for (key, value) in object {
         match key.as_str() {
             key if KEPT.contains(&key) => {
@@ -181,6 +184,11 @@ mod tests {
         let mut want = schema.clone();
         want["additionalProperties"] = json!(false);
         assert_eq!(output_format_schema(&schema), want);
+        // Properties without a type are an object's too.
+        assert_eq!(
+            output_format_schema(&json!({"properties": {}})),
+            json!({"properties": {}, "additionalProperties": false})
+        );
     }
 
     #[test]
