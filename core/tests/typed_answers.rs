@@ -1042,3 +1042,45 @@ async fn anthropic_is_sent_the_subset_it_takes_and_the_answer_is_held_to_the_who
     let message = ai::complete(&model, &context(false), &options).await;
     assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
 }
+
+#[tokio::test]
+async fn bedrock_models_that_cannot_be_forced_are_asked_by_the_tools_description() {
+    let server = MockServer::start().await.unwrap();
+    let mut sent = Vec::new();
+    for id in [
+        "us.anthropic.claude-3-5-haiku-20241022-v1:0",
+        "amazon.nova-lite-v1:0",
+        "mistral.mistral-large-2407-v1:0",
+        "meta.llama3-1-70b-instruct-v1:0",
+        "cohere.command-r-plus-v1:0",
+    ] {
+        server.reset();
+        server.push(reply::http_error(400, json!({"message": "mapped"})));
+        let mut model = ai::get_model("amazon-bedrock", "amazon.nova-lite-v1:0").unwrap();
+        model.id = id.into();
+        model.base_url = format!("http://{}", server.addr());
+        let options = StreamOptions {
+            api_key: Some(ApiKey::new("ABSK-test-key")),
+            max_retries: Some(0),
+            output_schema: Some(weather()),
+            ..StreamOptions::default()
+        };
+        ai::complete(&model, &context(false), &options).await;
+        let body = server.requests()[0].body.clone();
+        assert_eq!(
+            body["toolConfig"]["tools"][0]["toolSpec"]["name"],
+            "weather"
+        );
+        sent.push(body["toolConfig"]["toolChoice"].clone());
+    }
+    assert_eq!(
+        sent,
+        [
+            json!({"tool": {"name": "weather"}}),
+            json!({"tool": {"name": "weather"}}),
+            json!({"any": {}}),
+            json!({"auto": {}}),
+            json!({"auto": {}}),
+        ]
+    );
+}

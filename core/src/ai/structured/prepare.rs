@@ -101,6 +101,16 @@ pub(crate) fn prepare<'a>(
         _ if tools.is_empty() => ToolChoice::Tool(schema.name.clone()),
         _ => ToolChoice::Required,
     };
+    // A forcing choice the caller asked for is sent as asked; one made here fits the model.
+    let asked = matches!(
+        options.tool_choice,
+        Some(ToolChoice::Required | ToolChoice::Tool(_))
+    );
+    let choice = if asked {
+        choice
+    } else {
+        within_bedrock_forcing(model, choice)
+    };
     let mut rewritten = context.clone();
     rewritten.tools.get_or_insert_with(Vec::new).push(Tool {
         name: schema.name.clone(),
@@ -150,6 +160,25 @@ fn tool_parameters(schema: &Value) -> Value {
         parameters = Value::Object(inlined);
     }
     parameters
+}
+
+/// `choice` as far as the Bedrock model can be forced: Bedrock takes `tool` only from Claude
+/// and Nova, and `any` also from Mistral Large; other models (Llama, Cohere, ...) refuse both
+/// (a `ValidationException`), so they are asked by the tool's description instead (`auto`),
+/// and may answer in text, which is then the answer. Other APIs take every choice.
+fn within_bedrock_forcing(model: &Model, choice: ToolChoice) -> ToolChoice {
+    if model.api != "bedrock-converse-stream" {
+        return choice;
+    }
+    let id = model.id.to_ascii_lowercase();
+    let has = |family: &str| id.contains(family);
+    match choice {
+        choice if has("claude") || has("anthropic") || has("nova") => choice,
+        // `any` forces a call: of the output tool when it is the sole tool.
+        ToolChoice::Tool(_) | ToolChoice::Required if has("mistral") => ToolChoice::Required,
+        ToolChoice::Tool(_) | ToolChoice::Required => ToolChoice::Auto,
+        other => other,
+    }
 }
 
 /// Whether the request goes to Claude (anthropic-messages or Bedrock) with thinking on, where
