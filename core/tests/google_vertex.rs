@@ -442,6 +442,35 @@ async fn a_failed_token_exchange_is_an_error_without_secrets() {
     assert_eq!(server.requests().len(), 1, "a 400 is not retried");
 }
 
+/// A token endpoint that never answers, with the request timeout turned off: the token request
+/// still ends (at the idle timeout here, at most a minute), as a timeout.
+#[tokio::test]
+async fn a_token_endpoint_that_never_answers_is_a_timeout_even_without_a_request_timeout() {
+    let server = MockServer::start().await.unwrap();
+    let file = service_account(&server, "silent-token-endpoint");
+    let provider = adc_env(&file);
+    let model = model("gemini-2.5-flash", &server.base_url());
+    // Each of the token request's attempts meets the same silence.
+    for _ in 0..3 {
+        server.push(json!({"text": "never", "head_stall_ms": 60_000}));
+    }
+    let options = StreamOptions {
+        request_timeout_ms: Some(0),
+        idle_timeout_ms: Some(300),
+        max_retries: Some(0),
+        ..StreamOptions::default()
+    };
+    let (_, message) = run(&provider, &model, &options).await;
+    assert_eq!(message.stop_reason, StopReason::Error);
+    assert_eq!(
+        message.error_kind,
+        Some(ai::ErrorKind::Timeout),
+        "{message:?}"
+    );
+    let error = message.error_message.unwrap_or_default();
+    assert!(error.contains("timed out after 300 ms"), "{error}");
+}
+
 #[tokio::test]
 async fn setup_errors_name_what_is_missing() {
     let model = model(

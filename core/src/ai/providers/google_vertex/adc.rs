@@ -291,6 +291,20 @@ struct TokenResponse {
     expires_in: Option<Value>,
 }
 
+/// The longest a token request waits for its answer when the request timeout is off.
+const TOKEN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a token request may wait for its answer: the request timeout; with that turned
+/// off (a model that may think for long), the idle timeout up to [`TOKEN_TIMEOUT`]. A token
+/// endpoint answers at once, and one that never does must not hold the request for ever.
+fn token_timeout(limits: &Limits) -> Duration {
+    limits.request_timeout.unwrap_or_else(|| {
+        limits
+            .idle_timeout
+            .map_or(TOKEN_TIMEOUT, |idle| idle.min(TOKEN_TIMEOUT))
+    })
+}
+
 /// Asks the token endpoint for a token; returns it and its lifetime. A refused token request
 /// is an `auth` error (a rate limit, a server failure, a network failure or a timeout when
 /// that is what stopped it).
@@ -346,16 +360,15 @@ async fn fetch_token(
             .header("accept", "application/json")
             .body(body.clone())
             .send();
-        let sent: Result<reqwest::Response, ProviderError> = match limits.request_timeout {
-            Some(timeout) => match tokio::time::timeout(timeout, request).await {
+        let timeout = token_timeout(&limits);
+        let sent: Result<reqwest::Response, ProviderError> =
+            match tokio::time::timeout(timeout, request).await {
                 Ok(result) => result.map_err(|error| http::transport_error(&error)),
                 Err(_) => Err(ProviderError::Timeout(format!(
                     "timed out after {} ms",
                     timeout.as_millis()
                 ))),
-            },
-            None => request.await.map_err(|error| http::transport_error(&error)),
-        };
+            };
         let failure = match sent {
             Ok(response) => {
                 let status = response.status();
