@@ -471,6 +471,48 @@ async fn a_token_endpoint_that_never_answers_is_a_timeout_even_without_a_request
     assert!(error.contains("timed out after 300 ms"), "{error}");
 }
 
+/// Requests that waited for a token fetch that failed get its error: the endpoint is asked
+/// once, not once per request in turn.
+#[tokio::test]
+async fn requests_waiting_for_a_failing_token_fetch_share_its_error() {
+    let server = MockServer::start().await.unwrap();
+    let file = service_account(&server, "shared-token-failure");
+    let provider = adc_env(&file);
+    let model = model("gemini-2.5-flash", &server.base_url());
+    // Slow to refuse, so that every request is waiting for this fetch.
+    server.push(json!({"status": 400, "body": {"error": "invalid_grant"}, "head_stall_ms": 2000}));
+    let options = StreamOptions {
+        max_retries: Some(0),
+        ..StreamOptions::default()
+    };
+    let runs = (0..4).map(|_| run(&provider, &model, &options));
+    let messages: Vec<AssistantMessage> = futures::future::join_all(runs)
+        .await
+        .into_iter()
+        .map(|(_, message)| message)
+        .collect();
+    let token_requests = server
+        .requests()
+        .iter()
+        .filter(|request| request.path.starts_with("/token"))
+        .count();
+    assert_eq!(token_requests, 1, "{messages:?}");
+    for message in &messages {
+        let error = message.error_message.as_deref().unwrap_or_default();
+        assert!(error.contains("400 invalid_grant"), "{error}");
+    }
+    // A request that comes after the failure asks again.
+    server.push(token_reply("ya29.after-the-failure", 3600));
+    server.push(json!({"text": "ok"}));
+    let (_, message) = run(&provider, &model, &options).await;
+    let token_requests = server
+        .requests()
+        .iter()
+        .filter(|request| request.path.starts_with("/token"))
+        .count();
+    assert_eq!(token_requests, 2, "{message:?}");
+}
+
 #[tokio::test]
 async fn setup_errors_name_what_is_missing() {
     let model = model(

@@ -250,7 +250,16 @@ struct CachedToken {
     refresh_at: Instant,
 }
 
-type Slot = Arc<tokio::sync::Mutex<Option<CachedToken>>>;
+/// One credential's token, and its last failed fetch: requests that waited for that fetch get
+/// its error instead of fetching again, one after another (ten requests at a failing token
+/// endpoint would otherwise take ten times its retries). A request that comes later fetches.
+#[derive(Default)]
+struct TokenSlot {
+    token: Option<CachedToken>,
+    failed: Option<(Instant, ProviderError)>,
+}
+
+type Slot = Arc<tokio::sync::Mutex<TokenSlot>>;
 
 /// One slot per credential; the async lock makes concurrent requests share one fetch.
 static TOKENS: LazyLock<Mutex<HashMap<String, Slot>>> = LazyLock::new(Mutex::default);
@@ -268,15 +277,31 @@ pub(crate) async fn access_token(
             .entry(credentials.cache_key())
             .or_default(),
     );
+    let waiting_since = Instant::now();
     let mut cached = slot.lock().await;
     if let Some(token) = cached
+        .token
         .as_ref()
         .filter(|token| Instant::now() < token.refresh_at)
     {
         return Ok(token.token.clone());
     }
-    let (token, lifetime) = fetch_token(credentials, options).await?;
-    *cached = Some(CachedToken {
+    if let Some((_, error)) = cached
+        .failed
+        .as_ref()
+        .filter(|(at, _)| *at >= waiting_since)
+    {
+        return Err(error.clone());
+    }
+    let (token, lifetime) = match fetch_token(credentials, options).await {
+        Ok(fetched) => fetched,
+        Err(error) => {
+            cached.failed = Some((Instant::now(), error.clone()));
+            return Err(error);
+        }
+    };
+    cached.failed = None;
+    cached.token = Some(CachedToken {
         token: token.clone(),
         // The server's lifetime, up to a day (an absurd `expires_in` would overflow `Instant`).
         refresh_at: Instant::now() + lifetime.min(MAX_CACHED).saturating_sub(REFRESH_MARGIN),
