@@ -1460,6 +1460,15 @@ class McpServer:
     def connect(config: Mapping[str, Any]) -> McpServer:
         """Connects to the server ``config`` describes (core's ``McpServerConfig``) and
         completes ``initialize``. Blocks (without the GIL)."""
+    @staticmethod
+    def connect_async(config: Mapping[str, Any]) -> Awaitable[McpServer]:
+        """``connect`` as an awaitable; cancelling it stops the connecting."""
+    def list_tools_async(self) -> Awaitable[list[dict[str, Any]]]:
+        """``list_tools`` as an awaitable; cancelling it stops the listing."""
+    def tools_async(self) -> Awaitable[list[Tool]]:
+        """``tools`` as an awaitable; cancelling it stops the listing."""
+    def close_async(self) -> Awaitable[None]:
+        """``close`` as an awaitable."""
     @property
     def name(self) -> str:
         """The server's name (from the configuration)."""

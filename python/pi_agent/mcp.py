@@ -23,7 +23,6 @@ stdin is closed, then it is terminated).
 
 from __future__ import annotations
 
-import asyncio
 import os
 from types import TracebackType
 from typing import Any, Mapping, Optional, Sequence, Union
@@ -62,9 +61,10 @@ class Server:
         return self
 
     async def connect(self) -> Server:
-        """:meth:`connect_sync` without blocking the event loop."""
+        """:meth:`connect_sync` without blocking the event loop. Cancelling it (a timeout)
+        stops the connecting and ends a server being started."""
         if self._server is None:
-            self._server = await asyncio.to_thread(McpServer.connect, self._config)
+            self._server = await McpServer.connect_async(self._config)
         return self
 
     def close_sync(self) -> None:
@@ -77,7 +77,7 @@ class Server:
         """:meth:`close_sync` without blocking the event loop."""
         server, self._server = self._server, None
         if server is not None:
-            await asyncio.to_thread(server.close)
+            await server.close_async()
 
     def __enter__(self) -> Server:
         return self.connect_sync()
@@ -116,7 +116,7 @@ class Server:
 
     async def tools(self) -> list[Tool]:
         """:meth:`tools_sync` without blocking the event loop."""
-        return await asyncio.to_thread(self.server.tools)
+        return await self.server.tools_async()
 
     def list_tools_sync(self) -> list[dict[str, Any]]:
         """Its tools as MCP describes them (``name``, ``description``, ``inputSchema``, ...)."""
@@ -124,7 +124,7 @@ class Server:
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """:meth:`list_tools_sync` without blocking the event loop."""
-        return await asyncio.to_thread(self.server.list_tools)
+        return await self.server.list_tools_async()
 
     def __repr__(self) -> str:
         state = "connected" if self._server is not None else "not connected"

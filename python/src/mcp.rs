@@ -11,7 +11,8 @@ use pyo3::types::{PyDict, PyList};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::convert::{from_py, parse_value, serde_to_py, to_py};
+use crate::bridge::future_into_py;
+use crate::convert::{Json, from_py, parse_value, serde_to_py, to_py};
 use crate::errors::PiError;
 use crate::runtime::{Interrupted, wait};
 use crate::tools::PyTool;
@@ -49,6 +50,47 @@ impl PyMcpServer {
         Ok(Self { server })
     }
 
+    /// `connect` as an awaitable (the connecting runs on the runtime, not on a thread of the
+    /// caller's): cancelling the awaiting task stops it, ending a server being started.
+    #[staticmethod]
+    fn connect_async<'py>(
+        py: Python<'py>,
+        config: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let config: McpServerConfig = parse_value(from_py(config)?, "config")?;
+        future_into_py(py, async move {
+            let server = McpServer::connect(config).await.map_err(mcp_error)?;
+            Ok(Self { server })
+        })
+    }
+
+    /// `list_tools` as an awaitable; cancelling it stops the listing.
+    fn list_tools_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let server = self.server.clone();
+        future_into_py(py, async move {
+            let tools = server.list_tools().await.map_err(mcp_error)?;
+            Ok(Json(serde_json::to_value(&tools).unwrap_or_default()))
+        })
+    }
+
+    /// `tools` as an awaitable; cancelling it stops the listing.
+    fn tools_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let server = self.server.clone();
+        future_into_py(py, async move {
+            let tools = server.tools().await.map_err(mcp_error)?;
+            Ok(NativeTools(tools))
+        })
+    }
+
+    /// `close` as an awaitable.
+    fn close_async<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let server = self.server.clone();
+        future_into_py(py, async move {
+            server.close().await;
+            Ok(())
+        })
+    }
+
     /// The server's name (from the configuration).
     #[getter]
     fn name(&self) -> &str {
@@ -80,14 +122,7 @@ impl PyMcpServer {
             Interrupted::Return
         })?
         .map_err(mcp_error)?;
-        let items = tools
-            .into_iter()
-            .map(|tool| {
-                let call = Py::new(py, NativeToolCall(Arc::clone(&tool)))?.into_any();
-                Py::new(py, PyTool::from_native(tool, call))
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        PyList::new(py, items)
+        NativeTools(tools).into_pyobject(py)
     }
 
     /// Whether the server announced a change of its tools since they were last listed.
@@ -106,6 +141,27 @@ impl PyMcpServer {
 
     fn __repr__(&self) -> String {
         format!("McpServer(name={:?})", self.server.name())
+    }
+}
+
+/// A server's tools, made `Tool`s when they reach Python.
+struct NativeTools(Vec<Arc<dyn AgentTool>>);
+
+impl<'py> IntoPyObject<'py> for NativeTools {
+    type Target = PyList;
+    type Output = Bound<'py, PyList>;
+    type Error = PyErr;
+
+    fn into_pyobject(self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let items = self
+            .0
+            .into_iter()
+            .map(|tool| {
+                let call = Py::new(py, NativeToolCall(Arc::clone(&tool)))?.into_any();
+                Py::new(py, PyTool::from_native(tool, call))
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
     }
 }
 

@@ -180,3 +180,42 @@ def test_a_server_that_cannot_start_raises_mcp_error(mcp_python: str) -> None:
         with pi_agent.mcp.stdio("/nonexistent/server", name="nope"):
             pass
     assert issubclass(pi_agent.mcp.McpError, pi_agent.PiError)
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (killed, not yet reaped) is gone for this purpose.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_cancelled_async_connect_ends_the_server_it_was_starting(tmp_path: pathlib.Path) -> None:
+    """`await srv.connect()` cancelled (a timeout): a server that never answers `initialize` is
+    ended when the wait is cancelled, not when the (long) connect timeout passes on a thread."""
+    pid_file = tmp_path / "pid"
+    silent = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(600)"
+
+    async def main() -> None:
+        server = pi_agent.mcp.stdio(
+            sys.executable, ["-c", silent, str(pid_file)], name="silent", connect_timeout=300
+        )
+        connecting = asyncio.ensure_future(server.connect())
+        deadline = time.monotonic() + 60
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline, "the server never started"
+            await asyncio.sleep(0.05)
+        pid = int(pid_file.read_text())
+        connecting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await connecting
+        while process_alive(pid):
+            assert time.monotonic() < deadline, "the server outlived the cancelled connect"
+            await asyncio.sleep(0.05)
+
+    asyncio.run(main())
