@@ -1084,3 +1084,96 @@ async fn bedrock_models_that_cannot_be_forced_are_asked_by_the_tools_description
         ]
     );
 }
+
+#[tokio::test]
+async fn a_wrapped_answer_cut_inside_its_value_or_fenced_is_read_as_it_is() {
+    let server = MockServer::start().await.unwrap();
+    let (model, mut options) = completions(&server);
+    options.output_schema = Some(OutputSchema::new("n", json!({"type": "integer"})));
+    // `12` of a `1234` cut off: valid JSON, but not the answer.
+    server.push(reply::text(r#"{"response": 12"#));
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(
+        message.error_kind,
+        Some(ErrorKind::InvalidOutput),
+        "{message:?}"
+    );
+    let report = message.error_message.clone().unwrap_or_default();
+    assert!(
+        report.starts_with("Validation failed for output \"n\": the answer ended inside its value"),
+        "{report}"
+    );
+    // A model not held to the schema may fence the wrapper.
+    server.push(reply::text("```json\n{\"response\": 1234}\n```"));
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    assert_eq!(message.text(), "1234");
+}
+
+/// Anthropic's events for one call of `name` whose arguments stream as `parts`.
+fn anthropic_call(name: &str, parts: &[&str]) -> Value {
+    let mut events = vec![
+        json!({"type": "message_start", "message": {"id": "m1", "usage": {"input_tokens": 1, "output_tokens": 0}}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "t1", "name": name, "input": {}}}),
+    ];
+    for part in parts {
+        events.push(json!({"type": "content_block_delta", "index": 0,
+                           "delta": {"type": "input_json_delta", "partial_json": part}}));
+    }
+    events.extend([
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+               "usage": {"output_tokens": 3}}),
+        json!({"type": "message_stop"}),
+    ]);
+    anthropic_sse(&events)
+}
+
+#[tokio::test]
+async fn a_forced_call_with_only_empty_argument_deltas_answers_its_arguments() {
+    let server = MockServer::start().await.unwrap();
+    server.push(anthropic_call("note", &[""]));
+    let (model, mut options) = older_claude(&server);
+    options.output_schema = Some(OutputSchema::new(
+        "note",
+        json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+    ));
+    let message = ai::complete(&model, &context(false), &options).await;
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    assert_eq!(message.text(), "{}");
+}
+
+#[tokio::test]
+async fn claude_is_asked_for_a_schema_with_a_map_through_the_tool() {
+    let server = MockServer::start().await.unwrap();
+    server.push(anthropic_call(
+        "counts",
+        &[r#"{"by_city": {"Oslo": 2, "Rome": 3}}"#],
+    ));
+    let model = Model::new(
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-5",
+        format!("http://{}", server.addr()),
+    );
+    let options = StreamOptions {
+        api_key: Some(ApiKey::new("sk-ant-api03-test")),
+        max_retries: Some(0),
+        output_schema: Some(OutputSchema::new(
+            "counts",
+            json!({"type": "object", "properties": {"by_city": {"type": "object",
+                   "additionalProperties": {"type": "integer"}}}, "required": ["by_city"]}),
+        )),
+        ..StreamOptions::default()
+    };
+    let message = ai::complete(&model, &context(false), &options).await;
+    let body = &server.requests()[0].body;
+    assert!(body.get("output_config").is_none(), "{body}");
+    assert_eq!(body["tools"][0]["name"], "counts");
+    assert_eq!(message.stop_reason, StopReason::Stop, "{message:?}");
+    assert_eq!(
+        ai::parse_output(&message.text()).unwrap(),
+        json!({"by_city": {"Oslo": 2, "Rome": 3}})
+    );
+}

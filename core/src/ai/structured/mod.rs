@@ -42,7 +42,49 @@ pub const WRAPPED_ANSWER_KEY: &str = "response";
 
 /// Root keywords that belong to the whole document, not to the answer's value: they stay at the
 /// wrapper's root, so references such as `#/$defs/Item` still resolve.
-const DOCUMENT_KEYWORDS: [&str; 3] = ["$schema", "$defs", "definitions"];
+const DOCUMENT_KEYWORDS: [&str; 4] = ["$schema", "$id", "$defs", "definitions"];
+
+/// Keywords whose values are data, not schemas: a `$ref` inside them is not a reference.
+const DATA_KEYWORDS: [&str; 4] = ["enum", "const", "default", "examples"];
+
+/// Deeper than this, references are left as they are (never unbounded recursion; a schema that
+/// deep does not compile for validation either).
+const MAX_REFERENCE_DEPTH: usize = 128;
+
+/// Points the document's local references at the value's new place, under the wrapper's
+/// `properties.response`: `#` and `#/items/...` move, `#/$defs/...` (moved to the root with the
+/// definitions) stay.
+fn rebase_references(schema: &mut Value, depth: usize) {
+    if depth > MAX_REFERENCE_DEPTH {
+        return;
+    }
+    match schema {
+        Value::Object(object) => {
+            if let Some(Value::String(reference)) = object.get_mut("$ref") {
+                let kept = ["#/$defs/", "#/definitions/"]
+                    .iter()
+                    .any(|root| reference.starts_with(root));
+                if let Some(path) = reference.strip_prefix('#')
+                    && !kept
+                    && (path.is_empty() || path.starts_with('/'))
+                {
+                    *reference = format!("#/properties/{WRAPPED_ANSWER_KEY}{path}");
+                }
+            }
+            for (key, value) in object.iter_mut() {
+                if !DATA_KEYWORDS.contains(&key.as_str()) {
+                    rebase_references(value, depth + 1);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                rebase_references(item, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
 
 /// The JSON Schema an answer must follow (`outputSchema` in the options).
 ///
@@ -129,6 +171,7 @@ impl OutputSchema {
     /// `$defs`, moved to the root). Same name, strictness and description.
     pub(crate) fn wrapped(&self) -> Self {
         let mut value = self.schema.clone();
+        rebase_references(&mut value, 0);
         let mut root = serde_json::Map::new();
         root.insert("type".into(), "object".into());
         let mut document = serde_json::Map::new();
@@ -199,14 +242,46 @@ pub(crate) fn anthropic_native(model_id: &str) -> bool {
     false
 }
 
-/// How `api` carries an output schema for this request.
-pub(crate) fn delivery(api: &str, model_id: &str, has_tools: bool) -> Delivery {
+/// How `api` carries an output `schema` for this request.
+pub(crate) fn delivery(api: &str, model_id: &str, has_tools: bool, schema: &Value) -> Delivery {
     match api {
         "bedrock-converse-stream" => Delivery::Tool,
         // Gemini 2.x refuses function calling together with a JSON response type.
         "google-generative-ai" | "google-vertex" if has_tools => Delivery::Tool,
         "anthropic-messages" if !anthropic_native(model_id) => Delivery::Tool,
+        // Claude's structured outputs close every object: a map (`dict[str, int]`) could only
+        // be `{}`. The tool, which is not held to a grammar, can carry its entries.
+        "anthropic-messages" if has_open_object(schema, 0) => Delivery::Tool,
         _ => Delivery::Native,
+    }
+}
+
+/// Whether `schema` has an object open to keys it does not name: `additionalProperties` true
+/// or a schema, `patternProperties`, or an object type with neither properties nor a rule.
+fn has_open_object(schema: &Value, depth: usize) -> bool {
+    if depth > MAX_REFERENCE_DEPTH {
+        return false;
+    }
+    match schema {
+        Value::Object(object) => {
+            let open_rule = match object.get("additionalProperties") {
+                Some(Value::Bool(open)) => *open,
+                Some(Value::Object(_)) => true,
+                _ => false,
+            };
+            let bare_object = object.get("type").and_then(Value::as_str) == Some("object")
+                && !object.contains_key("properties")
+                && !object.contains_key("additionalProperties");
+            open_rule
+                || bare_object
+                || object.contains_key("patternProperties")
+                || object
+                    .iter()
+                    .filter(|(key, _)| !DATA_KEYWORDS.contains(&key.as_str()))
+                    .any(|(_, value)| has_open_object(value, depth + 1))
+        }
+        Value::Array(items) => items.iter().any(|item| has_open_object(item, depth + 1)),
+        _ => false,
     }
 }
 
@@ -238,6 +313,31 @@ mod tests {
     }
 
     #[test]
+    fn claude_takes_a_schema_with_maps_as_the_tool() {
+        let native = |schema: Value| {
+            delivery("anthropic-messages", "claude-sonnet-4-5", false, &schema) == Delivery::Native
+        };
+        assert!(native(serde_json::json!({"type": "object",
+            "properties": {"a": {"type": "string"}}, "additionalProperties": false})));
+        assert!(native(
+            serde_json::json!({"type": "object", "properties": {"a": {}}})
+        ));
+        assert!(native(
+            serde_json::json!({"type": "object", "properties": {"a": {}},
+            "default": {"additionalProperties": true}})
+        ));
+        for open in [
+            serde_json::json!({"type": "object", "properties": {"counts": {"type": "object",
+                "additionalProperties": {"type": "integer"}}}}),
+            serde_json::json!({"type": "object", "properties": {"any": {"type": "object"}}}),
+            serde_json::json!({"type": "object", "properties": {},
+                "$defs": {"M": {"patternProperties": {"^x": {}}}}}),
+        ] {
+            assert!(!native(open.clone()), "{open}");
+        }
+    }
+
+    #[test]
     fn bindings_pass_a_schema_or_an_output_schema() {
         let bare = OutputSchema::from_json_value(serde_json::json!({"type": "object"})).unwrap();
         assert_eq!(
@@ -258,6 +358,48 @@ mod tests {
                 .schema,
             schema
         );
+    }
+
+    #[test]
+    fn a_wrapped_schema_keeps_its_references_resolving() {
+        let schema = OutputSchema::new(
+            "tree",
+            serde_json::json!({"$id": "urn:tree", "type": "array",
+                "items": {"anyOf": [{"type": "string"}, {"$ref": "#"},
+                                    {"$ref": "#/$defs/Leaf"}, {"const": {"$ref": "#"}}]},
+                "$defs": {"Leaf": {"anyOf": [{"type": "null"},
+                                             {"type": "object", "additionalProperties": {"$ref": "#/items"}}]}}}),
+        );
+        let wrapped = schema.wrapped();
+        assert_eq!(
+            wrapped.schema,
+            serde_json::json!({"type": "object",
+                "properties": {"response": {"type": "array",
+                    "items": {"anyOf": [{"type": "string"}, {"$ref": "#/properties/response"},
+                                        {"$ref": "#/$defs/Leaf"}, {"const": {"$ref": "#"}}]}}},
+                "required": ["response"], "additionalProperties": false,
+                "$id": "urn:tree",
+                "$defs": {"Leaf": {"anyOf": [{"type": "null"},
+                    {"type": "object",
+                     "additionalProperties": {"$ref": "#/properties/response/items"}}]}}})
+        );
+        // What the wrapper accepts around a value is what the schema accepts as the value.
+        let inner = crate::ai::validation::CompiledToolSchema::for_output("t", &schema.schema);
+        let outer = crate::ai::validation::CompiledToolSchema::for_output("t", &wrapped.schema);
+        let valid = serde_json::json!(["a", ["b", [null]], {"k": "v", "j": ["c"]}]);
+        let invalid = serde_json::json!(["a", {"k": 1}]);
+        let first = inner.validate(&valid);
+        assert!(first.is_ok(), "{first:?}");
+        assert!(inner.validate(&invalid).is_err());
+        for value in [valid, invalid] {
+            assert_eq!(
+                inner.validate(&value).is_ok(),
+                outer
+                    .validate(&serde_json::json!({"response": value}))
+                    .is_ok(),
+                "{value}"
+            );
+        }
     }
 
     #[test]

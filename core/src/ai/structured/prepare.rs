@@ -66,7 +66,7 @@ pub(crate) fn prepare<'a>(
     if tools.iter().any(|tool| tool.name == schema.name) {
         return Err(RequestShapeError::NameTaken(schema.name.clone()));
     }
-    let how = delivery(&model.api, &model.id, !tools.is_empty());
+    let how = delivery(&model.api, &model.id, !tools.is_empty(), &schema.schema);
     // An answer that is not an object travels wrapped (the tracker unwraps it).
     let wrapped = (!schema.describes_object()).then(|| schema.wrapped());
     let tracker = OutputTracker::new(schema, how == Delivery::Tool, wrapped.is_some());

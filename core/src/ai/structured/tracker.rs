@@ -38,6 +38,20 @@ enum OutputError<'a> {
         /// The answer stopped at the output-token limit.
         truncated: bool,
     },
+    /// The model stopped inside the wrapped value: what arrived may read as a value (`12` of
+    /// `1234`) but is not the answer.
+    #[error(
+        "Validation failed for output \"{name}\": the answer ended inside its value{}\n\nReceived output:\n{text}",
+        cut_note(*.truncated)
+    )]
+    Cut {
+        /// The schema's name.
+        name: &'a str,
+        /// The answer so far.
+        text: String,
+        /// The answer stopped at the output-token limit.
+        truncated: bool,
+    },
     /// The JSON does not match the schema; `report` is pi's.
     #[error("{report}{}", cut_note(*.truncated))]
     Rejected {
@@ -220,7 +234,11 @@ impl OutputTracker {
                 content_index,
                 delta,
             } if self.raw(content_index).is_some() => {
-                self.streamed.push(content_index);
+                // An empty delta (Anthropic's for a call without arguments) carries nothing: the
+                // arguments at the call's end are its text then.
+                if !delta.is_empty() && !self.streamed.contains(&content_index) {
+                    self.streamed.push(content_index);
+                }
                 self.call_text(content_index, delta, out);
             }
             AssistantMessageEvent::ToolCallEnd {
@@ -317,7 +335,12 @@ impl OutputTracker {
             return;
         };
         for (index, unwrap) in blocks.iter_mut() {
-            unwrap.finish();
+            let rest = unwrap.finish();
+            // A call of the output tool cut short keeps what arrived of it (held back so far).
+            if let Some((_, raw)) = self.converted.iter_mut().find(|(i, _)| i == index) {
+                raw.push_str(&rest);
+                continue;
+            }
             if let Some(AssistantContent::Text(text)) = message.content.get_mut(*index) {
                 text.text = unwrap.shown().to_owned().into();
             }
@@ -388,6 +411,18 @@ impl OutputTracker {
     fn check(&self, message: &AssistantMessage) -> Result<(), OutputError<'_>> {
         let text = message.text();
         let truncated = message.stop_reason == StopReason::Length;
+        let cut = self
+            .unwrapping
+            .iter()
+            .flatten()
+            .any(|(_, unwrap)| unwrap.cut());
+        if cut {
+            return Err(OutputError::Cut {
+                name: &self.name,
+                text,
+                truncated,
+            });
+        }
         let value = match parse_output(&text) {
             Ok(value) => value,
             Err(error) => {

@@ -23,6 +23,10 @@ pub(crate) struct Unwrap {
     raw: String,
     /// What was handed on: the value's text.
     shown: String,
+    /// Backticks of a Markdown fence opening the answer (```` ```json ````), and whether its
+    /// language tag is over: a model that is not held to the schema may fence its JSON.
+    ticks: u8,
+    tagged: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +54,30 @@ impl Unwrap {
             prefix: prefix().into_bytes(),
             raw: String::new(),
             shown: String::new(),
+            ticks: 0,
+            tagged: false,
         }
+    }
+
+    /// Whether the answer ended inside the value (the model was cut off): its text may still
+    /// read as a whole value (`12` of `1234`), but it is not the answer.
+    pub(crate) fn cut(&self) -> bool {
+        matches!(self.state, State::Value { .. })
+    }
+
+    /// Skips a byte of a fence opening the answer: up to three backticks, then a tag.
+    fn fence_byte(&mut self, byte: u8) -> bool {
+        if byte == b'`' && self.ticks < 3 && !self.tagged {
+            self.ticks += 1;
+            return true;
+        }
+        if self.ticks == 3 && !self.tagged {
+            if byte.is_ascii_alphanumeric() {
+                return true;
+            }
+            self.tagged = true;
+        }
+        false
     }
 
     /// The value's text so far.
@@ -75,6 +102,9 @@ impl Unwrap {
         let mut start = None;
         for (i, &byte) in bytes.iter().enumerate() {
             if let State::Prefix { at } = self.state {
+                if at == 0 && self.fence_byte(byte) {
+                    continue;
+                }
                 let between_tokens = matches!(at, 0 | 1) || at >= self.prefix.len() - 1;
                 if between_tokens && byte.is_ascii_whitespace() {
                     continue;
@@ -252,11 +282,33 @@ mod tests {
             (r#"{"city": "Paris"}"#, r#"{"city": "Paris"}"#),
             // Cut off before the value: the model's text, for the report.
             (r#"{"resp"#, r#"{"resp"#),
+            // Fenced: the fence goes with the wrapper.
+            ("```json\n{\"response\": [1]}\n```", "[1]"),
+            ("```{\"response\": \"a\"}```", r#""a""#),
+            // A fenced value itself is handed on as it is (`parse_output` reads fences).
+            ("```json\n[1]\n```", "```json\n[1]\n```"),
         ];
         for (text, want) in cases {
             for size in [1, 2, 3, 7, 100] {
                 assert_eq!(unwrap_in(text, size), want, "{text:?} in pieces of {size}");
             }
+        }
+    }
+
+    #[test]
+    fn an_answer_that_ends_inside_the_value_is_cut() {
+        for (text, cut) in [
+            (r#"{"response": 12"#, true),
+            (r#"{"response": [1, 2"#, true),
+            (r#"{"response": "ab"#, true),
+            (r#"{"response": 12}"#, false),
+            (r#"{"response": 12 "#, false),
+            ("12", false),
+        ] {
+            let mut unwrap = Unwrap::new();
+            unwrap.push(text);
+            unwrap.finish();
+            assert_eq!(unwrap.cut(), cut, "{text}");
         }
     }
 

@@ -296,7 +296,10 @@ pub(crate) async fn access_token(
     let (token, lifetime) = match fetch_token(credentials, options).await {
         Ok(fetched) => fetched,
         Err(error) => {
-            cached.failed = Some((Instant::now(), error.clone()));
+            // A timeout is the fetching request's own limit: a waiter tries under its own.
+            if !matches!(error, ProviderError::Timeout(_)) {
+                cached.failed = Some((Instant::now(), error.clone()));
+            }
             return Err(error);
         }
     };
