@@ -748,6 +748,38 @@ async fn dropping_the_server_reaps_the_child() {
     panic!("the child {pid} is still there: {:?}", process_state(pid));
 }
 
+/// A server that stopped reading its stdin (its event loop blocked) while a large request waits
+/// to be written: closing it still returns, and the child is gone.
+#[tokio::test]
+async fn closing_a_server_that_stopped_reading_its_stdin_ends_it() {
+    let Some(python) = python() else { return };
+    let (config, _dir) = failing(&python);
+    let server = McpServer::connect(config.with_call_timeout(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    let tools = server.tools().await.unwrap();
+    let pid = server.process_id().await.expect("a child pid");
+    assert!(call(&find(&tools, "freeze"), json!({})).await.is_err());
+    // More than the pipe holds: the write stays stuck on it.
+    let large = "x".repeat(1 << 20);
+    assert!(
+        call(&find(&tools, "ok"), json!({ "text": large }))
+            .await
+            .is_err()
+    );
+    tokio::time::timeout(Duration::from_secs(120), server.close())
+        .await
+        .expect("close returns");
+    for _ in 0..200 {
+        match process_state(pid) {
+            None => return,
+            Some(state) if state == "Z" => return,
+            Some(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    panic!("the child {pid} is still there: {:?}", process_state(pid));
+}
+
 #[tokio::test]
 async fn a_server_that_will_not_restart_backs_off_then_comes_back() {
     let Some(python) = python() else { return };

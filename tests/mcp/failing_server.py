@@ -3,7 +3,7 @@ of the Rust, C and Python MCP clients.
 
 Tools: ``ok`` echoes; ``fail`` reports failure (``isError``); ``rpc_error`` answers with a
 JSON-RPC error; ``crash`` exits mid-call; ``hang``
-never answers; ``garbage`` writes a line that is not JSON-RPC, then never answers;
+never answers; ``freeze`` blocks the server's event loop (it stops reading its stdin); ``garbage`` writes a line that is not JSON-RPC, then never answers;
 ``add_tool`` registers a tool named by its argument and sends
 ``notifications/tools/list_changed``; ``starts`` says how many times this server was started
 (a file in ``$PI_MCP_STATE_DIR`` counts them, to observe reconnections). It refuses to
@@ -131,6 +131,15 @@ async def hang() -> str:
             with open(os.path.join(STATE_DIR, "cancelled"), "w") as f:
                 f.write("hang")
         raise
+    return "unreachable"
+
+
+@server.tool()
+async def freeze() -> str:
+    """Blocks the server's event loop: it stops reading its stdin and answering anything."""
+    import time
+
+    time.sleep(3600)
     return "unreachable"
 
 

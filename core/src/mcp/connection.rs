@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::service::{RoleClient, RunningService, serve_client};
@@ -48,9 +49,13 @@ pub(crate) struct Connection {
     /// The child's process id (stdio servers).
     pub(crate) pid: Option<u32>,
     /// Kills the child's process group when the connection goes (stdio servers).
-    #[expect(dead_code, reason = "held for its `Drop`")]
     pub(crate) group: Option<GroupKill>,
 }
+
+/// How long a graceful close may take before what is left is killed. The transport gives the
+/// child 3 s after closing its stdin, then terminates it; but a child that stopped reading its
+/// stdin holds the close for ever (the close waits for a write stuck on the full pipe).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// A stdio server's process group (the child leads its own), killed when this is dropped:
 /// after a graceful close (what it left running), and when the connection goes without one
@@ -75,6 +80,15 @@ impl Drop for GroupKill {
 }
 
 impl Connection {
+    /// Ends the session: gracefully (stdin closed, the child waited for, then terminated)
+    /// within [`CLOSE_TIMEOUT`], then its process group is killed.
+    pub(crate) async fn shut_down(self) {
+        let Self { service, group, .. } = self;
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, service.cancel()).await;
+        // Whatever the close left running, or could not end, goes now.
+        drop(group);
+    }
+
     /// What to add to an error message about this session's end.
     pub(crate) fn stderr_note(&self) -> String {
         match self.stderr.as_ref().map(|tail| tail.text()) {

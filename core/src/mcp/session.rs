@@ -80,7 +80,7 @@ impl Drop for ServerInner {
         if let (Some(connection), Ok(runtime)) = (connection, tokio::runtime::Handle::try_current())
         {
             runtime.spawn(async move {
-                let _ = connection.service.cancel().await;
+                connection.shut_down().await;
             });
         }
     }
@@ -183,7 +183,7 @@ impl McpServer {
     pub async fn close(&self) {
         let connection = self.inner.session.lock().await.connection.take();
         if let Some(connection) = connection {
-            let _ = connection.service.cancel().await;
+            connection.shut_down().await;
         }
     }
 
@@ -250,7 +250,7 @@ impl McpServer {
             session.last_error = format!("the session ended{note}");
             if let Some(connection) = session.connection.take() {
                 tokio::spawn(async move {
-                    let _ = connection.service.cancel().await;
+                    connection.shut_down().await;
                 });
             }
             note

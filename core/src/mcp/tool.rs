@@ -5,12 +5,12 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
-    ClientNotification, ClientRequest, RequestId, ServerResult, Tool as McpToolInfo,
+    ClientNotification, ClientRequest, CustomResult, RequestId, ServerResult, Tool as McpToolInfo,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::Value;
 
-use super::content::map_result;
+use super::content::{map_result, map_result_json};
 use super::error::McpError;
 use super::session::McpServer;
 use crate::agent::{AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolSpec};
@@ -150,6 +150,13 @@ async fn call(
     match answer {
         Ok(Ok(ServerResult::CallToolResult(result))) => {
             map_result(server.name(), result, output_schema.as_ref())
+        }
+        // A result the MCP library could not read whole (a content block it does not know):
+        // read here, block by block.
+        Ok(Ok(ServerResult::CustomResult(CustomResult(value))))
+            if value.get("content").is_some_and(Value::is_array) =>
+        {
+            map_result_json(server.name(), value, output_schema.as_ref())
         }
         Ok(Ok(_)) => Err(McpError::Protocol {
             server: server.name().to_owned(),
