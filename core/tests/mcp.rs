@@ -748,36 +748,42 @@ async fn dropping_the_server_reaps_the_child() {
     panic!("the child {pid} is still there: {:?}", process_state(pid));
 }
 
-/// A server that stopped reading its stdin (its event loop blocked) while a large request waits
-/// to be written: closing it still returns, and the child is gone.
+/// A server whose loop froze (it stopped reading its stdin): the timed-out call finds it deaf to
+/// a `ping`, its session ends (the process with it), and the next call starts a new one.
 #[tokio::test]
-async fn closing_a_server_that_stopped_reading_its_stdin_ends_it() {
+async fn a_frozen_server_is_ended_and_the_next_call_restarts_it() {
     let Some(python) = python() else { return };
     let (config, _dir) = failing(&python);
     let server = McpServer::connect(config.with_call_timeout(Duration::from_secs(1)))
         .await
         .unwrap();
     let tools = server.tools().await.unwrap();
-    let pid = server.process_id().await.expect("a child pid");
-    assert!(call(&find(&tools, "freeze"), json!({})).await.is_err());
-    // More than the pipe holds: the write stays stuck on it.
-    let large = "x".repeat(1 << 20);
+    let frozen = server.process_id().await.expect("a child pid");
+    let error = call(&find(&tools, "freeze"), json!({})).await.unwrap_err();
     assert!(
-        call(&find(&tools, "ok"), json!({ "text": large }))
-            .await
-            .is_err()
+        error.contains("did not answer tools/call within 1000 ms"),
+        "{error}"
+    );
+    let after = call(&find(&tools, "ok"), json!({"text": "after"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&after.content), "ok: after");
+    let restarted = server.process_id().await.expect("a child pid");
+    assert_ne!(restarted, frozen);
+    for _ in 0..200 {
+        match process_state(frozen) {
+            None => break,
+            Some(state) if state == "Z" => break,
+            Some(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    assert!(
+        process_state(frozen).is_none_or(|state| state == "Z"),
+        "the frozen server {frozen} is still there"
     );
     tokio::time::timeout(Duration::from_secs(120), server.close())
         .await
         .expect("close returns");
-    for _ in 0..200 {
-        match process_state(pid) {
-            None => return,
-            Some(state) if state == "Z" => return,
-            Some(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
-    panic!("the child {pid} is still there: {:?}", process_state(pid));
 }
 
 #[tokio::test]

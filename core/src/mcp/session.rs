@@ -25,6 +25,9 @@ use super::error::McpError;
 use super::handler::{Handler, Shared};
 use crate::agent::WeakAgent;
 
+/// How long a server has to answer the `ping` that follows a timed-out request.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// How many pages of `tools/list` are read at most: a server whose cursors never end must not
 /// keep a listing going (each page has its own time limit, the listing none).
@@ -236,6 +239,17 @@ impl McpServer {
         }
     }
 
+    /// After a request timed out: a server that still answers a `ping` (only that request was
+    /// slow) keeps its session, other calls in flight included; one that answers nothing any
+    /// more (its loop blocked, a dead peer) is ended, and the next request starts a new one.
+    pub(crate) async fn after_timeout(&self, peer: &Peer<RoleClient>) {
+        let ping = ClientRequest::PingRequest(rmcp::model::PingRequest::default());
+        let answered = tokio::time::timeout(PING_TIMEOUT, peer.send_request(ping)).await;
+        if !matches!(answered, Ok(Ok(_))) {
+            self.session_failed(true).await;
+        }
+    }
+
     /// The note about a session that just failed a request (its stderr), and forgets it when
     /// it is over so the next request starts a new one.
     pub(crate) async fn session_failed(&self, broken: bool) -> String {
@@ -340,7 +354,7 @@ impl McpServer {
                 None => Ok(exchange.await),
             };
             let Ok(answer) = answer else {
-                self.session_failed(true).await;
+                self.after_timeout(&peer).await;
                 return Err(McpError::Timeout {
                     server: self.inner.config.name.clone(),
                     method: "tools/list".into(),

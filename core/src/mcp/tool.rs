@@ -143,6 +143,10 @@ async fn call(
         Ok(answer) => answer,
         Err(_) => {
             cancel.reason = "timeout";
+            let peer = cancel.peer.clone();
+            // The cancellation goes now, before the server is asked whether it still answers.
+            drop(cancel);
+            server.after_timeout(&peer).await;
             return Err(timed_out());
         }
     };
