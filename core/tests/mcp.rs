@@ -717,6 +717,42 @@ async fn tools_list_changed_updates_an_attached_agent_for_its_next_run() {
     server.close().await;
 }
 
+/// Waits until `agent`'s tool table does (or does not) hold `name`.
+async fn wait_for_tool(agent: &Agent, name: &str, present: bool) {
+    for _ in 0..300 {
+        if agent.tools().iter().any(|tool| tool.name() == name) == present {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("the agent's tool {name} never became present={present}");
+}
+
+/// A server that restarts offers its tools afresh: an attached agent's table follows (a tool
+/// added at run time, which the new process does not have, goes).
+#[tokio::test]
+async fn an_attached_agent_gets_the_tools_of_a_restarted_server() {
+    let Some(python) = python() else { return };
+    let (config, _dir) = failing(&python);
+    let server = McpServer::connect(config).await.unwrap();
+    let agent = Agent::new(AgentOptions::default());
+    server.attach(&agent).await.unwrap();
+    let tools = server.tools().await.unwrap();
+    call(&find(&tools, "add_tool"), json!({"name": "fleeting"}))
+        .await
+        .unwrap();
+    wait_for_tool(&agent, "fleeting", true).await;
+    assert!(call(&find(&tools, "crash"), json!({})).await.is_err());
+    // The next call starts a new process, whose tools have no `fleeting`.
+    let ok = call(&find(&tools, "ok"), json!({"text": "again"}))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&ok.content), "ok: again");
+    wait_for_tool(&agent, "fleeting", false).await;
+    assert!(agent.tools().iter().any(|tool| tool.name() == "ok"));
+    server.close().await;
+}
+
 fn process_state(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The state follows the parenthesised command name.

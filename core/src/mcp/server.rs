@@ -13,6 +13,9 @@ use super::session::McpServer;
 use super::tool::McpTool;
 use crate::agent::{Agent, AgentTool};
 
+/// How long after a failed re-listing the watcher tries again.
+const REFRESH_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl McpServer {
     /// Starts the server (or opens the HTTP session) and completes `initialize`. A server that
     /// cannot be reached is an error here; later failures become error tool results.
@@ -62,6 +65,11 @@ impl McpServer {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .push((agent.downgrade(), names));
+        // A change announced while the tools were listed found no agent to update: this one
+        // gets it now.
+        if self.tools_changed() {
+            self.refresh_attached().await?;
+        }
         Ok(())
     }
 
@@ -102,9 +110,16 @@ impl McpServer {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .is_empty();
-                if has_agents {
-                    // A failure leaves the old tools; their calls report the server's state.
-                    let _ = server.refresh_attached().await;
+                if has_agents && server.refresh_attached().await.is_err() {
+                    // The old tools stay (their calls report the server's state), and the
+                    // change is listed again a little later.
+                    let shared = Arc::clone(&server.inner.shared);
+                    drop(server);
+                    tokio::select! {
+                        () = stop.cancelled() => return,
+                        () = tokio::time::sleep(REFRESH_RETRY) => {}
+                    }
+                    shared.tools_changed_notify.notify_one();
                 }
             }
         });

@@ -225,6 +225,12 @@ impl McpServer {
                     .unwrap_or_else(PoisonError::into_inner) = server_info(&connection);
                 let peer = connection.service.peer().clone();
                 session.connection = Some(connection);
+                // A restarted server may offer other tools: attached agents re-list them.
+                self.inner
+                    .shared
+                    .tools_changed
+                    .store(true, Ordering::Release);
+                self.inner.shared.tools_changed_notify.notify_one();
                 Ok(peer)
             }
             Err(error) => {
@@ -315,13 +321,20 @@ impl McpServer {
             .map_err(|error| error.redacted(&self.inner.config.redactor()))
     }
 
-    /// [`Self::list_tools`] before its error's secrets are hidden.
+    /// [`Self::list_tools`] before its error's secrets are hidden. An announced change stays
+    /// announced until a listing succeeds (a failed one is retried by the watcher).
     async fn list_pages(&self) -> Result<Vec<McpToolInfo>, McpError> {
         let peer = self.peer().await?;
-        self.inner
-            .shared
-            .tools_changed
-            .store(false, Ordering::Release);
+        let changed = &self.inner.shared.tools_changed;
+        let announced = changed.swap(false, Ordering::AcqRel);
+        let listed = self.list_all_pages(peer).await;
+        if listed.is_err() && announced {
+            changed.store(true, Ordering::Release);
+        }
+        listed
+    }
+
+    async fn list_all_pages(&self, peer: Peer<RoleClient>) -> Result<Vec<McpToolInfo>, McpError> {
         let timeout = self.inner.config.call_timeout();
         // One limit for the listing, not one per page: a server that answers each page just
         // in time, with pages that never end, would otherwise hold it for a thousand timeouts.
