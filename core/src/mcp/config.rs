@@ -41,12 +41,38 @@ pub struct StdioConfig {
     pub cwd: Option<PathBuf>,
 }
 
-// Environment values are often credentials: only the names are shown.
+impl StdioConfig {
+    /// The values of credential-named flags among the arguments (`--api-key=…`,
+    /// `--token …`).
+    fn add_argument_secrets(&self, redactor: &mut Redactor) {
+        let mut next_is_secret = false;
+        for arg in &self.args {
+            if std::mem::take(&mut next_is_secret) {
+                redactor.add(arg);
+                continue;
+            }
+            let Some(flag) = arg.strip_prefix('-') else {
+                continue;
+            };
+            match flag.split_once('=') {
+                Some((name, value)) if is_credential_header(name) => redactor.add(value),
+                Some(_) => {}
+                None => next_is_secret = is_credential_header(flag),
+            }
+        }
+    }
+}
+
+// Environment values are often credentials: only the names are shown; so are credential
+// flags' values among the arguments.
 impl std::fmt::Debug for StdioConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut redactor = Redactor::default();
+        self.add_argument_secrets(&mut redactor);
+        let args: Vec<String> = self.args.iter().map(|arg| redactor.redact(arg)).collect();
         f.debug_struct("StdioConfig")
             .field("command", &self.command)
-            .field("args", &self.args)
+            .field("args", &args)
             .field("env", &self.env.keys().collect::<Vec<_>>())
             .field("cwd", &self.cwd)
             .finish()
@@ -124,7 +150,14 @@ impl McpServerConfig {
                     if is_credential_header(name) {
                         redactor.add(value);
                     }
+                    // A URL's password, whatever the variable's name (`DATABASE_URL`).
+                    if let Ok(url) = url::Url::parse(value)
+                        && let Some(password) = url.password()
+                    {
+                        redactor.add(password);
+                    }
                 }
+                stdio.add_argument_secrets(&mut redactor);
             }
             McpTransport::Http(http) => {
                 for (name, value) in &http.headers {
@@ -289,10 +322,31 @@ mod tests {
             shown,
             "<redacted> <redacted> <redacted> <redacted> <redacted> not-a-secret-at-all page=2"
         );
-        let stdio = McpServerConfig::stdio("s", "server", ["--verbose"])
-            .with_env("GITHUB_TOKEN", "ghp-0123456789")
-            .with_env("LOG_LEVEL", "verbose-logging");
-        let shown = stdio.redactor().redact("ghp-0123456789 verbose-logging");
-        assert_eq!(shown, "<redacted> verbose-logging");
+        let stdio = McpServerConfig::stdio(
+            "s",
+            "server",
+            [
+                "--verbose",
+                "--api-key=arg-secret-01",
+                "--token",
+                "arg-secret-02",
+                "plain-argument",
+            ],
+        )
+        .with_env("GITHUB_TOKEN", "ghp-0123456789")
+        .with_env("DATABASE_URL", "postgres://app:db-secret-01@db/app")
+        .with_env("LOG_LEVEL", "verbose-logging");
+        let shown = stdio.redactor().redact(
+            "ghp-0123456789 verbose-logging db-secret-01 arg-secret-01 arg-secret-02 plain-argument",
+        );
+        assert_eq!(
+            shown,
+            "<redacted> verbose-logging <redacted> <redacted> <redacted> plain-argument"
+        );
+        let debug = format!("{stdio:?}");
+        assert!(
+            !debug.contains("arg-secret") && debug.contains("plain-argument"),
+            "{debug}"
+        );
     }
 }

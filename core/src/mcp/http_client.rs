@@ -46,7 +46,19 @@ pub(crate) enum HttpClientError {
 
 type Error = StreamableHttpError<HttpClientError>;
 
+/// The error names the URL without its query and user info: the MCP library logs these errors
+/// as they are, where the server's redaction does not reach, and a query may carry a key.
 fn request_error(error: reqwest::Error) -> Error {
+    let url = error.url().cloned().map(|mut url| {
+        url.set_query(None);
+        let _ = url.set_password(None);
+        let _ = url.set_username("");
+        url
+    });
+    let error = match url {
+        Some(url) => error.with_url(url),
+        None => error,
+    };
     StreamableHttpError::Client(HttpClientError::Request(error))
 }
 
