@@ -753,6 +753,38 @@ async fn an_attached_agent_gets_the_tools_of_a_restarted_server() {
     server.close().await;
 }
 
+/// A stdio server gets `PATH`, `HOME` and what its configuration sets, not the host's other
+/// variables (cargo sets `CARGO_MANIFEST_DIR` for this test), unless it inherits them all.
+#[tokio::test]
+async fn a_stdio_server_inherits_only_the_variables_every_program_needs() {
+    let Some(python) = python() else { return };
+    let host_only = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it");
+    let (config, _dir) = failing(&python);
+    let value = |tools: &[Arc<dyn AgentTool>], name: &str| {
+        let tool = find(tools, "env");
+        let name = name.to_owned();
+        async move {
+            let result = call(&tool, json!({ "name": name })).await.unwrap();
+            text_of(&result.content)
+        }
+    };
+    let server = McpServer::connect(config.clone().with_env("SET_FOR_IT", "given"))
+        .await
+        .unwrap();
+    let tools = server.tools().await.unwrap();
+    assert_eq!(value(&tools, "CARGO_MANIFEST_DIR").await, "<unset>");
+    assert_eq!(value(&tools, "SET_FOR_IT").await, "given");
+    // (A launcher such as a pyenv shim may add to it.)
+    assert_ne!(value(&tools, "PATH").await, "<unset>");
+    server.close().await;
+    let server = McpServer::connect(config.with_inherited_env())
+        .await
+        .unwrap();
+    let tools = server.tools().await.unwrap();
+    assert_eq!(value(&tools, "CARGO_MANIFEST_DIR").await, host_only);
+    server.close().await;
+}
+
 fn process_state(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The state follows the parenthesised command name.

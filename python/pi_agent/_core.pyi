@@ -128,6 +128,7 @@ __all__ = [
     "_shape_fields",
     "_output_schema",
     "_parse_output",
+    "_mcp_inherited_env",
     "_otel_enable",
     "_otel_stats",
     "_otel_take",
@@ -578,6 +579,9 @@ def validate_tool_arguments(
 ) -> Any:
     """The arguments of ``tool_call`` validated against ``tool``'s schema (pi's
     ``validateToolArguments``)."""
+
+def _mcp_inherited_env() -> list[str]:
+    """The host's environment variables a stdio MCP server gets without ``inheritEnv``."""
 
 def _parse_output(text: str) -> Any:
     """core's ``parse_output``: an answer's text as JSON (one Markdown code fence allowed)."""

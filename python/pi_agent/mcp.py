@@ -27,9 +27,14 @@ import os
 from types import TracebackType
 from typing import Any, Mapping, Optional, Sequence, Union
 
+from . import _core
 from ._core import McpError, McpServer, Tool
 
-__all__ = ["McpError", "McpServer", "Server", "http", "stdio"]
+__all__ = ["INHERITED_ENV", "McpError", "McpServer", "Server", "http", "stdio"]
+
+#: The host's environment variables a stdio server gets without ``inherit_env=True`` (core's
+#: ``mcp::INHERITED_ENV``).
+INHERITED_ENV: tuple[str, ...] = tuple(_core._mcp_inherited_env())
 
 
 class Server:
@@ -160,12 +165,16 @@ def stdio(
     include_tools: Optional[Sequence[str]] = None,
     call_timeout: Optional[float] = None,
     connect_timeout: Optional[float] = None,
+    inherit_env: bool = False,
 ) -> Server:
-    """A server started as ``command *args`` (``env`` added to the inherited environment) that
-    speaks MCP on its stdin/stdout. ``name`` (default: the command's file name) is what errors
-    call it; ``tool_prefix`` goes in front of its tool names; ``include_tools`` exposes only
-    those; ``call_timeout`` (seconds, default 60) limits one call, ``connect_timeout`` (default
-    30) the start."""
+    """A server started as ``command *args`` that speaks MCP on its stdin/stdout. It gets
+    ``env`` and, of the host's environment, only what every program needs (``PATH``,
+    ``HOME``, the locale, ...; ``pi_agent.mcp.INHERITED_ENV``), as the official MCP SDKs do:
+    the host's API keys do not reach it unless given in ``env``, or with ``inherit_env=True``,
+    which passes the whole environment. ``name`` (default: the command's file name) is what
+    errors call it; ``tool_prefix`` goes in front of its tool names; ``include_tools`` exposes
+    only those; ``call_timeout`` (seconds, default 60) limits one call, ``connect_timeout``
+    (default 30) the start."""
     config: dict[str, Any] = {
         "name": name if name is not None else os.path.basename(command),
         "transport": "stdio",
@@ -173,6 +182,8 @@ def stdio(
         "args": list(args),
         "env": dict(env or {}),
     }
+    if inherit_env:
+        config["inheritEnv"] = True
     if cwd is not None:
         config["cwd"] = os.fspath(cwd)
     return Server(_options(config, tool_prefix, include_tools, call_timeout, connect_timeout))

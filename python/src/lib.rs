@@ -67,7 +67,7 @@ mod _core {
         transform_messages, validate_tool_arguments, validate_tool_call,
     };
     #[pymodule_export]
-    use super::mcp::{McpError, NativeToolCall, PyMcpServer};
+    use super::mcp::{_mcp_inherited_env, McpError, NativeToolCall, PyMcpServer};
     #[pymodule_export]
     use super::model::{PyModel, get_model, get_models, get_providers, resolve_model};
     #[pymodule_export]

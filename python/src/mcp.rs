@@ -26,6 +26,13 @@ create_exception!(
      result instead.)"
 );
 
+/// core's `mcp::INHERITED_ENV`: the host's variables a stdio server gets without
+/// `inheritEnv`.
+#[pyfunction]
+pub(crate) fn _mcp_inherited_env() -> Vec<&'static str> {
+    pi_agent::mcp::INHERITED_ENV.to_vec()
+}
+
 fn mcp_error(error: pi_agent::mcp::McpError) -> PyErr {
     McpError::new_err(error.to_string())
 }

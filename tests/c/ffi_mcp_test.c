@@ -3,7 +3,8 @@
  * official reference server (@modelcontextprotocol/server-everything) the test installed:
  * connect over stdio (JSON config and the short form) and Streamable HTTP, read the server's
  * info and tools as JSON, add its tools to an agent on the faux provider and run it end to end,
- * and a server that cannot start failing with PI_ERROR_KIND_MCP naming it.
+ * the environment a stdio server inherits ("inheritEnv"), and a server that cannot start
+ * failing with PI_ERROR_KIND_MCP naming it.
  *
  *   ffi_mcp_test <server-everything/dist/index.js> <http://127.0.0.1:PORT/mcp>
  *
@@ -59,6 +60,40 @@ static void test_agent_run(pi_mcp_server *server, const char *expected_tool) {
     pi_faux_free(faux);
 }
 
+/* The environment a stdio server gets: the host's marker variable (set in main) only
+ * with "inheritEnv":true; PATH always. Read through the server's `get-env` tool. */
+static void test_environment(const char *entry, int inherit) {
+    char config[1024];
+    snprintf(config, sizeof config,
+             "{\"name\":\"env\",\"transport\":\"stdio\",\"command\":\"node\","
+             "\"args\":[\"%s\",\"stdio\"],\"includeTools\":[\"get-env\"],"
+             "\"env\":{\"PI_C_GIVEN\":\"given-value\"}%s}",
+             entry, inherit ? ",\"inheritEnv\":true" : "");
+    pi_mcp_server *server = NULL;
+    OK(pi_mcp_server_connect(config, &server));
+    pi_faux *faux = NULL;
+    pi_model *model = NULL;
+    OK(pi_faux_new(&faux));
+    OK(pi_faux_push_json(faux, "[{\"content\":[{\"type\":\"toolCall\",\"id\":\"e1\","
+                               "\"name\":\"get-env\",\"arguments\":{}}]},{\"content\":\"ok\"}]"));
+    OK(pi_faux_model(faux, &model));
+    pi_agent *agent = NULL;
+    OK(pi_agent_new(model, "", NULL, &agent));
+    OK(pi_mcp_server_add_tools_to_agent(server, agent));
+    OK(pi_agent_prompt(agent, "show the environment"));
+    char *messages = NULL;
+    OK(pi_agent_messages_json(agent, &messages));
+    CHECK(strstr(messages, "PI_C_GIVEN") != NULL);
+    CHECK(strstr(messages, "given-value") != NULL);
+    CHECK(strstr(messages, "PATH") != NULL);
+    CHECK((strstr(messages, "host-marker-value") != NULL) == (inherit != 0));
+    pi_string_free(messages);
+    pi_agent_free(agent);
+    pi_model_free(model);
+    pi_faux_free(faux);
+    pi_mcp_server_free(server);
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: ffi_mcp_test <server-everything index.js> <http url>\n");
@@ -78,6 +113,11 @@ int main(int argc, char **argv) {
     test_info_and_tools(server);
     test_agent_run(server, "ev_echo");
     pi_mcp_server_free(server);
+
+    /* what a stdio server inherits: a host variable only with "inheritEnv" */
+    setenv("PI_C_HOST_MARKER", "host-marker-value", 1);
+    test_environment(entry, 0);
+    test_environment(entry, 1);
 
     /* stdio, the short form */
     const char *args[] = {entry, "stdio"};

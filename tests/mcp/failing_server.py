@@ -3,7 +3,8 @@ of the Rust, C and Python MCP clients.
 
 Tools: ``ok`` echoes; ``fail`` reports failure (``isError``); ``rpc_error`` answers with a
 JSON-RPC error; ``crash`` exits mid-call; ``hang``
-never answers; ``freeze`` blocks the server's event loop (it stops reading its stdin); ``garbage`` writes a line that is not JSON-RPC, then never answers;
+never answers; ``freeze`` blocks the server's event loop (it stops reading its stdin); ``env`` says
+the value of one of its environment variables; ``garbage`` writes a line that is not JSON-RPC, then never answers;
 ``add_tool`` registers a tool named by its argument and sends
 ``notifications/tools/list_changed``; ``starts`` says how many times this server was started
 (a file in ``$PI_MCP_STATE_DIR`` counts them, to observe reconnections). It refuses to
@@ -149,6 +150,12 @@ async def garbage() -> str:
     os.write(1, b"this is not json-rpc {{{\n")
     await asyncio.sleep(3600)
     return "unreachable"
+
+
+@server.tool()
+def env(name: str) -> str:
+    """The value of the server's environment variable ``name``, or ``<unset>``."""
+    return os.environ.get(name, "<unset>")
 
 
 @server.tool()

@@ -219,3 +219,28 @@ def test_a_cancelled_async_connect_ends_the_server_it_was_starting(tmp_path: pat
             await asyncio.sleep(0.05)
 
     asyncio.run(main())
+
+
+def test_a_stdio_server_inherits_only_what_every_program_needs(
+    mcp_python: str, tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host's other variables (an API key) reach a stdio server only with
+    ``inherit_env=True``; ``env`` and ``PATH`` always do."""
+    monkeypatch.setenv("PI_PY_HOST_MARKER", "host-marker-value")
+    assert "PATH" in pi_agent.mcp.INHERITED_ENV
+    seen = []
+    for inherit in (False, True):
+        with pi_agent.mcp.stdio(
+            mcp_python,
+            [str(REPO / "tests/mcp/failing_server.py")],
+            env={"PI_MCP_STATE_DIR": str(tmp_path), "PI_PY_GIVEN": "given-value"},
+            inherit_env=inherit,
+        ) as srv:
+            env = {tool.name: tool for tool in srv.tools_sync()}["env"]
+            values = [
+                env(name=name)["content"][0]["text"]
+                for name in ("PI_PY_HOST_MARKER", "PI_PY_GIVEN")
+            ]
+            seen.append(values)
+            assert env(name="PATH")["content"][0]["text"] != "<unset>"
+    assert seen == [["<unset>", "given-value"], ["host-marker-value", "given-value"]]

@@ -24,6 +24,48 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default limit for starting a server and completing `initialize`.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The host's variables a stdio server inherits unless it inherits them all
+/// ([`StdioConfig::inherit_env`]).
+pub const INHERITED_ENV: &[&str] = &[
+    "HOME",
+    "LOGNAME",
+    "PATH",
+    "SHELL",
+    "TERM",
+    "USER",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    // The network as the host reaches it (a server run by `npx` downloads itself first).
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    // Windows.
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATHEXT",
+    "PROCESSOR_ARCHITECTURE",
+    "PROGRAMFILES",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "TMP",
+    "USERNAME",
+    "USERPROFILE",
+];
+
 /// A child process speaking MCP on its stdin/stdout.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -33,9 +75,15 @@ pub struct StdioConfig {
     /// Its arguments.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Variables added to the inherited environment.
+    /// Variables set for the server, on top of what it inherits (see `inherit_env`).
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Whether the server inherits the host's whole environment. By default it gets only the
+    /// variables every program needs ([`INHERITED_ENV`]: `PATH`, `HOME`, the locale, ...), as
+    /// the official MCP SDKs do: the host's API keys and cloud credentials do not reach a
+    /// third-party server unless given in `env` or inherited on purpose.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub inherit_env: bool,
     /// Its working directory (default: the host's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
@@ -74,6 +122,7 @@ impl std::fmt::Debug for StdioConfig {
             .field("command", &self.command)
             .field("args", &args)
             .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("inherit_env", &self.inherit_env)
             .field("cwd", &self.cwd)
             .finish()
     }
@@ -230,6 +279,16 @@ impl McpServerConfig {
             McpTransport::Http(http) => {
                 http.headers.insert(name.into(), value.into());
             }
+        }
+        self
+    }
+
+    /// Lets a stdio server inherit the host's whole environment (see
+    /// [`StdioConfig::inherit_env`]); no effect on an HTTP server.
+    #[must_use]
+    pub fn with_inherited_env(mut self) -> Self {
+        if let McpTransport::Stdio(stdio) = &mut self.transport {
+            stdio.inherit_env = true;
         }
         self
     }

@@ -12,7 +12,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use tokio::io::AsyncReadExt;
 
-use super::config::{HttpConfig, McpServerConfig, McpTransport, StdioConfig};
+use super::config::{HttpConfig, INHERITED_ENV, McpServerConfig, McpTransport, StdioConfig};
 use super::error::McpError;
 use super::handler::Handler;
 use super::http_client::PiHttpClient;
@@ -141,6 +141,14 @@ async fn connect_stdio(
         });
     }
     let mut command = tokio::process::Command::new(&stdio.command);
+    if !stdio.inherit_env {
+        command.env_clear();
+        for name in INHERITED_ENV {
+            if let Some(value) = std::env::var_os(name) {
+                command.env(name, value);
+            }
+        }
+    }
     command.args(&stdio.args).envs(&stdio.env);
     if let Some(cwd) = &stdio.cwd {
         command.current_dir(cwd);

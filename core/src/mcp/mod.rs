@@ -40,8 +40,8 @@ mod session;
 mod tool;
 
 pub use self::config::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, HttpConfig, McpServerConfig, McpTransport,
-    StdioConfig,
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, HttpConfig, INHERITED_ENV, McpServerConfig,
+    McpTransport, StdioConfig,
 };
 pub use self::error::McpError;
 pub use self::session::{McpServer, McpServerInfo};
