@@ -2236,7 +2236,9 @@ struct pi_error *pi_set_log_callback(uint32_t max_level,
  * Connects to the server described by `config_json` (core's `McpServerConfig`) and completes
  * `initialize`, blocking until done or until `connectTimeoutMs` (default 30 000) has passed:
  * `{"name":"everything","transport":"stdio","command":"npx","args":["-y",
- * "@modelcontextprotocol/server-everything"],"env":{"K":"V"},"cwd":"/tmp"}` or
+ * "@modelcontextprotocol/server-everything"],"env":{"K":"V"},"cwd":"/tmp"}` (the server
+ * inherits only `PATH`, `HOME`, the locale and a few more of the host's variables, plus
+ * `env`; `"inheritEnv":true` passes the whole environment) or
  * `{"name":"remote","transport":"http","url":"http://127.0.0.1:3001/mcp",
  * "headers":{"Authorization":"Bearer ..."}}`, plus any of `"toolPrefix":"ev_"`,
  * `"includeTools":["echo"]`, `"callTimeoutMs":60000`, `"connectTimeoutMs":30000`. A stdio
