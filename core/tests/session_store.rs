@@ -12,8 +12,8 @@ use pi_agent::agent::AgentMessage;
 use pi_agent::ai::UserMessage;
 use pi_agent::ai::providers::faux::FauxOptions;
 use pi_agent::session::{
-    Batch, Session, SessionOptions, SessionStatus, SessionStore, StoreError, StoredControl,
-    StoredRecord, TOOL_INTERRUPTED,
+    Batch, Session, SessionError, SessionOptions, SessionStatus, SessionStore, StoreError,
+    StoredControl, StoredRecord, TOOL_INTERRUPTED,
 };
 use session_support::{Backing, FailingStore, Kind, echo_tool, record_kinds, scripted_model};
 
@@ -275,7 +275,37 @@ async fn a_second_writer_is_refused(kind: Kind) {
     let first = Session::open(backing.reopen(), "s", options(&faux, &runs))
         .await
         .unwrap();
-    let second = Session::open(backing.reopen(), "s", options(&faux, &runs))
+    // A second handle on the same storage is refused while the first has the session open.
+    match Session::open(backing.reopen(), "s", options(&faux, &runs)).await {
+        Err(SessionError::Store(StoreError::InUse { session })) => {
+            assert_eq!(session, "s");
+            // Another session of the same store is free; closing the first frees "s".
+            let other = Session::open(backing.reopen(), "t", options(&faux, &runs)).await;
+            assert!(other.is_ok());
+            first.close();
+            drop(first);
+            let reopened = Session::open(backing.reopen(), "s", options(&faux, &runs))
+                .await
+                .unwrap();
+            reopened.close();
+        }
+        Err(other) => panic!("{other}"),
+        Ok(_) => panic!("a second handle opened a session the first has open"),
+    }
+}
+
+/// A store that claims nothing (a wrapper that does not pass `claim` on): the second writer is
+/// refused at its first write, by the conflict check.
+async fn a_second_writer_without_a_claim_is_refused(kind: Kind) {
+    let backing = Backing::new(kind);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let faux = scripted_model(FauxOptions::default());
+    let unclaimed =
+        || -> Arc<dyn SessionStore> { Arc::new(FailingStore::new(backing.reopen(), usize::MAX)) };
+    let first = Session::open(unclaimed(), "s", options(&faux, &runs))
+        .await
+        .unwrap();
+    let second = Session::open(unclaimed(), "s", options(&faux, &runs))
         .await
         .unwrap();
     first.prompt("a", UserMessage::text("hi")).unwrap();
@@ -323,6 +353,11 @@ macro_rules! suite {
             #[tokio::test]
             async fn a_second_writer_is_refused() {
                 super::a_second_writer_is_refused($kind).await;
+            }
+
+            #[tokio::test]
+            async fn a_second_writer_without_a_claim_is_refused() {
+                super::a_second_writer_without_a_claim_is_refused($kind).await;
             }
         }
     };

@@ -45,7 +45,15 @@ static int32_t free_tool(void *user_data, pi_tool_call *call) {
 
 static pi_tool_callback tool_callback = wait_tool;
 
+static pi_error *try_open_session(const char *db, const char *url, pi_session **out);
+
 static pi_session *open_session(const char *db, const char *url) {
+    pi_session *session = NULL;
+    OK(try_open_session(db, url, &session));
+    return session;
+}
+
+static pi_error *try_open_session(const char *db, const char *url, pi_session **out) {
     char model_json[512];
     snprintf(model_json, sizeof model_json,
              "{\"id\":\"mock-model\",\"api\":\"openai-completions\",\"provider\":\"mock\","
@@ -56,12 +64,11 @@ static pi_session *open_session(const char *db, const char *url) {
     pi_tool *tool = NULL;
     OK(pi_tool_new("wait", "Waits", "{\"type\":\"object\"}", tool_callback, NULL, NULL, &tool));
     OK(pi_tool_set_replay_safe(tool, false));
-    pi_session *session = NULL;
-    OK(pi_session_open(db, "c-session", model, "Be brief.",
-                       "{\"streamOptions\":{\"apiKey\":\"test-key\"}}", NULL, &tool, 1,
-                       &session));
+    pi_error *err = pi_session_open(db, "c-session", model, "Be brief.",
+                                    "{\"streamOptions\":{\"apiKey\":\"test-key\"}}", NULL,
+                                    &tool, 1, out);
     pi_model_free(model);
-    return session;
+    return err;
 }
 
 static void start(const char *db, const char *url) {
@@ -86,6 +93,13 @@ static void start(const char *db, const char *url) {
 
 static void resume(const char *db, const char *url, unsigned long long cursor) {
     pi_session *session = open_session(db, url);
+    /* A second handle is refused while this one has the session open. */
+    pi_session *second = NULL;
+    pi_error *busy = try_open_session(db, url, &second);
+    CHECK(busy != NULL && pi_error_get_kind(busy) == PI_ERROR_KIND_SESSION);
+    CHECK(str_contains(pi_error_message(busy), "is open in another handle"));
+    pi_error_free(busy);
+    CHECK(second == NULL);
     char *receipt = NULL;
     OK(pi_session_prompt(session, "r1", "hello", &receipt));
     CHECK(strstr(receipt, "\"seq\":0") != NULL); /* the first receipt, not a new request */

@@ -218,3 +218,21 @@ def test_killed_mid_stream_is_redone_as_the_next_attempt(
     assert len(transcript) == 2
     assert transcript[1]["content"][0]["text"] == "the whole answer"
     session.close()
+
+
+def test_a_session_open_in_one_handle_is_refused_in_another(
+    mock_server: MockServer, tmp_path: pathlib.Path
+) -> None:
+    """One handle drives a session at a time: a second `Session` on the same file and id is
+    refused (it would resume a tool call the first is still running); other ids are free, and
+    closing the first frees it."""
+    model = mock_server.model()
+    db = tmp_path / "s.db"
+    with pi_agent.Session(db, "one", model) as first:
+        with pytest.raises(pi_agent.SessionError, match="is open in another handle"):
+            pi_agent.Session(db, "one", model)
+        with pi_agent.Session(db, "two", model):
+            pass
+        first.close()
+        with pi_agent.Session(db, "one", model):
+            pass

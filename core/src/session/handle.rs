@@ -13,7 +13,7 @@ use super::options::SessionOptions;
 use super::receipt::{Receipt, RequestKind};
 use super::replay::restore;
 use super::state::{Pending, SessionStatus, Shared};
-use super::store::SessionStore;
+use super::store::{Claim, SessionStore};
 use super::subscribe::Subscription;
 use crate::agent::AgentMessage;
 
@@ -33,9 +33,18 @@ use crate::agent::AgentMessage;
 /// The session runs on a task of the tokio runtime it was opened on. Dropping the handle
 /// stops it where it is, as a crash would (reopen to resume); [`close`](Self::close) does
 /// the same explicitly.
+///
+/// One handle drives a session at a time: opening it while another handle (in this process
+/// or, for a shared store, another) has it open fails with [`StoreError::InUse`] (see
+/// [`SessionStore::claim`]). To watch a session driven elsewhere, follow it
+/// ([`Subscription::follow`](super::Subscription::follow)).
+///
+/// [`StoreError::InUse`]: super::StoreError::InUse
 pub struct Session {
     shared: Arc<Shared>,
     driver: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The store's claim of the session, released at [`close`](Self::close).
+    claim: Mutex<Option<Claim>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -59,6 +68,9 @@ impl Session {
         if id.is_empty() {
             return Err(SessionError::EmptySessionId);
         }
+        // Claimed before its journal is read: what another handle is still writing must not
+        // be resumed here.
+        let claim = store.claim(&id)?;
         let (inner, run) = restore(&*store, &id, &options)?;
         let status = if inner.running || !inner.inbox.is_empty() {
             SessionStatus::Running
@@ -79,6 +91,7 @@ impl Session {
         Ok(Self {
             shared,
             driver: Mutex::new(Some(driver)),
+            claim: Mutex::new(Some(claim)),
         })
     }
 
@@ -262,6 +275,12 @@ impl Session {
         if let Some(driver) = driver {
             driver.abort();
         }
+        // Another handle may open it now (a write the aborted driver still makes is refused
+        // as a conflict, as ever).
+        self.claim
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
     }
 }
 

@@ -1,16 +1,33 @@
 //! [`MemoryStore`]: sessions in memory, for tests and short-lived hosts.
 
-use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::record::{Batch, Heads, StoredControl, StoredRecord};
-use super::store::{SessionStore, StoreError, check_follows};
+use super::store::{Claim, SessionStore, StoreError, check_follows};
 
 /// A [`SessionStore`] in memory. Clones of one `Arc<MemoryStore>` share the sessions; nothing
 /// survives the process.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     sessions: Mutex<BTreeMap<String, Logs>>,
+    /// The sessions a handle drives (see [`SessionStore::claim`]).
+    claimed: Arc<Mutex<BTreeSet<String>>>,
+}
+
+/// A claim of a [`MemoryStore`] session: the id in `claimed` until dropped.
+struct Claimed {
+    claimed: Arc<Mutex<BTreeSet<String>>>,
+    session: String,
+}
+
+impl Drop for Claimed {
+    fn drop(&mut self) {
+        self.claimed
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.session);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -93,6 +110,19 @@ impl SessionStore for MemoryStore {
             logs.controls.retain(|c| c.index <= control);
         }
         Ok(())
+    }
+
+    fn claim(&self, session: &str) -> Result<Claim, StoreError> {
+        let mut claimed = self.claimed.lock().unwrap_or_else(PoisonError::into_inner);
+        if !claimed.insert(session.to_owned()) {
+            return Err(StoreError::InUse {
+                session: session.to_owned(),
+            });
+        }
+        Ok(Claim::held(Claimed {
+            claimed: Arc::clone(&self.claimed),
+            session: session.to_owned(),
+        }))
     }
 
     fn sessions(&self) -> Result<Vec<String>, StoreError> {

@@ -62,5 +62,5 @@ pub use self::receipt::{Receipt, RequestKind};
 pub use self::record::{Batch, Heads, JournalRecord, StoredControl, StoredRecord};
 pub use self::sqlite::SqliteStore;
 pub use self::state::SessionStatus;
-pub use self::store::{SessionStore, StoreError};
+pub use self::store::{Claim, SessionStore, StoreError};
 pub use self::subscribe::{FOLLOW_POLL_INTERVAL, Subscription};

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::record::{Batch, Heads, StoredControl, StoredRecord};
-use super::store::{SessionStore, StoreError, check_follows};
+use super::store::{Claim, SessionStore, StoreError, check_follows};
 
 /// How long a write waits for another process's transaction on the same file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -42,9 +42,15 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating if needed) the database at `path`.
+    /// Opens (creating if needed) the database at `path`. A new file is readable by its owner
+    /// only (transcripts are private); SQLite gives its `-wal` and `-shm` files the same mode.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
         let path = path.as_ref().to_path_buf();
+        if !in_memory(&path) {
+            create_private(&path).map_err(|error| {
+                StoreError::Unavailable(format!("cannot create {}: {error}", path.display()))
+            })?;
+        }
         let connection = Connection::open(&path)?;
         connection.busy_timeout(BUSY_TIMEOUT)?;
         switch_to_wal(&connection)?;
@@ -129,7 +135,72 @@ fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
+/// Whether `path` names no file (SQLite's in-memory database).
+fn in_memory(path: &Path) -> bool {
+    path.as_os_str().is_empty() || path.as_os_str() == ":memory:"
+}
+
+/// Creates `path` (mode 0600 on Unix) unless it exists.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map(drop)
+}
+
+/// The lock file of `session`'s claim: in `<database>.claims/`, named after the id when it is
+/// a plain name, else after its hash.
+fn claim_path(database: &Path, session: &str) -> PathBuf {
+    let plain = session.len() <= 100
+        && !session.starts_with('.')
+        && session
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    let name = if plain {
+        format!("s-{session}.lock")
+    } else {
+        format!("h-{}.lock", crate::ai::short_hash::short_hash(session))
+    };
+    let mut directory = database.as_os_str().to_owned();
+    directory.push(".claims");
+    PathBuf::from(directory).join(name)
+}
+
 impl SessionStore for SqliteStore {
+    /// An exclusive lock (`flock`, `LockFileEx`) on the session's lock file, beside the
+    /// database: it holds across processes, and the system releases it when a process dies,
+    /// so a killed process never leaves its sessions claimed.
+    fn claim(&self, session: &str) -> Result<Claim, StoreError> {
+        if in_memory(&self.path) {
+            return Ok(Claim::none());
+        }
+        let failed = |reason: std::io::Error| StoreError::Claim {
+            session: session.to_owned(),
+            reason: reason.to_string(),
+        };
+        let path = claim_path(&self.path, session);
+        if let Some(directory) = path.parent() {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(directory).map_err(failed)?;
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).write(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&path).map_err(failed)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Claim::held(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse {
+                session: session.to_owned(),
+            }),
+            Err(std::fs::TryLockError::Error(error)) => Err(failed(error)),
+        }
+    }
+
     fn append(&self, session: &str, batch: Batch<'_>) -> Result<(), StoreError> {
         let mut connection = self.lock();
         // IMMEDIATE takes the write lock first, so the check and the insert see the same

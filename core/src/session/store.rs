@@ -30,6 +30,53 @@ pub enum StoreError {
     /// The store refused the write (a test store simulating a crash, for one).
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// Another handle (in this process or another) holds the session's claim: a session is
+    /// driven by one [`Session`](super::Session) at a time.
+    #[error(
+        "session `{session}` is open in another handle or process; close it there before opening it here"
+    )]
+    InUse {
+        /// The session.
+        session: String,
+    },
+    /// The claim could not be taken for another reason (its lock file cannot be created).
+    #[error("session `{session}` cannot be claimed: {reason}")]
+    Claim {
+        /// The session.
+        session: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A store's hold on one session for the [`Session`](super::Session) that drives it: while it
+/// lives, another claim of the session fails with [`StoreError::InUse`]. Dropping it releases
+/// the session.
+pub struct Claim {
+    _held: Option<Box<dyn Send + Sync>>,
+}
+
+impl Claim {
+    /// A claim that holds nothing: for a store whose handles cannot see one another's claims
+    /// (two writers of one session are then told apart by [`StoreError::Conflict`] alone).
+    pub fn none() -> Self {
+        Self { _held: None }
+    }
+
+    /// A claim held by `guard`, released when the guard is dropped.
+    pub fn held(guard: impl Send + Sync + 'static) -> Self {
+        Self {
+            _held: Some(Box::new(guard)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Claim")
+            .field("held", &self._held.is_some())
+            .finish()
+    }
 }
 
 /// Where durable sessions keep their journals. One store holds many sessions, keyed by id.
@@ -63,6 +110,17 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn truncate(&self, session: &str, seq: u64, control: u64) -> Result<(), StoreError>;
     /// The ids of the sessions in the store, sorted.
     fn sessions(&self) -> Result<Vec<String>, StoreError>;
+    /// Claims `session` for one driving [`Session`](super::Session) ([`Session::open`]
+    /// takes it): while the returned claim lives, claiming the session again, through this
+    /// handle or another on the same storage, fails with [`StoreError::InUse`]. Without a
+    /// claim, a second handle would resume a tool call the first is still running, and run it
+    /// again. The default claims nothing ([`Claim::none`]).
+    ///
+    /// [`Session::open`]: super::Session::open
+    fn claim(&self, session: &str) -> Result<Claim, StoreError> {
+        let _ = session;
+        Ok(Claim::none())
+    }
 }
 
 /// Checks that `batch` follows `heads`; the shared half of every store's conflict check.
