@@ -1114,8 +1114,8 @@ struct pi_error *pi_agent_new(const struct pi_model *model,
  * agent's tools, hooks and subscriptions not freed yet; so once it returns, no callback of
  * this agent runs any more. NULL is a no-op.
  *
- * From a callback of the agent (an event, tool or hook callback) it cannot wait: the free is
- * deferred. The handle is gone at once (do not use it again, not even after a blocking call
+ * From an event callback (of any agent, run or stream: it runs on a runtime thread) or a tool
+ * or hook callback of this agent it cannot wait: the free is deferred. The handle is gone at once (do not use it again, not even after a blocking call
  * such as `pi_agent_prompt` in progress on another thread returns), the run is aborted, and the
  * agent itself is released when the last call or run using it has ended; each `free_user_data`
  * is then called when its last running callback has returned, possibly on a runtime thread.
@@ -1447,7 +1447,9 @@ struct pi_error *pi_agent_run_open_continue(struct pi_agent *agent, struct pi_ag
  * `false` (leaving `*event_out` untouched) once `agent_end` has been returned, so
  * `while (pi_agent_run_next(run, &event))` sees every event exactly once. The event's strings
  * stay valid until the next call on the run. Also returns `false` for NULL arguments and when
- * called from an event callback.
+ * called from an event callback. From a tool or hook callback of the run's own agent (the run
+ * waits for that callback) it does not block: it returns an event already there, else
+ * `false`.
  *
  * Thread-safety: one thread at a time per run; not from an event callback.
  */
@@ -2693,8 +2695,9 @@ struct pi_error *pi_oauth_login_wait(struct pi_oauth_login *login, char **creden
 void pi_oauth_login_cancel(const struct pi_oauth_login *login);
 
 /**
- * Frees a login, cancelling it if it is still running (it then ends in the background).
- * NULL is a no-op.
+ * Frees a login, cancelling it if it is still running (it then ends in the background, and
+ * its `on_auth` / `on_progress` / `on_prompt` callbacks may still be called until it has; their
+ * `user_data` stays valid until its `free_user_data`). NULL is a no-op.
  *
  * Thread-safety: call once, after the last other call on the login has returned.
  */

@@ -155,8 +155,8 @@ pub(crate) fn wrap(agent: Agent) -> *mut pi_agent {
 /// agent's tools, hooks and subscriptions not freed yet; so once it returns, no callback of
 /// this agent runs any more. NULL is a no-op.
 ///
-/// From a callback of the agent (an event, tool or hook callback) it cannot wait: the free is
-/// deferred. The handle is gone at once (do not use it again, not even after a blocking call
+/// From an event callback (of any agent, run or stream: it runs on a runtime thread) or a tool
+/// or hook callback of this agent it cannot wait: the free is deferred. The handle is gone at once (do not use it again, not even after a blocking call
 /// such as `pi_agent_prompt` in progress on another thread returns), the run is aborted, and the
 /// agent itself is released when the last call or run using it has ended; each `free_user_data`
 /// is then called when its last running callback has returned, possibly on a runtime thread.

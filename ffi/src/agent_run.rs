@@ -13,7 +13,7 @@ use crate::args::{Out, arg_str};
 use crate::boundary::{act, into_handle, lock, opt_ref, take_handle};
 use crate::error::{pi_error, pi_error_kind};
 use crate::event::{EventText, pi_agent_event};
-use crate::runtime::{Scope, block_on, current_scope, runtime};
+use crate::runtime::{Scope, block_on, current_scope, may_block, runtime};
 
 /// One run of an agent, started by `pi_agent_run_open` (or `_open_with_images`,
 /// `_open_messages`, `_open_continue`). Read its events with `pi_agent_run_next` (the same
@@ -49,6 +49,8 @@ pub(crate) fn finish(run: &pi_agent_run) -> Result<(), pi_error> {
              the run goes on: it would wait for itself",
         )
     };
+    // Refused before anything is touched: a refusal must leave the run as it was.
+    may_block("pi_agent_run_result_json")?;
     // In a callback of the run's agent, the run (the agent's only one) waits for this
     // callback: waiting for it would wait for itself, and so would waiting for the state's
     // lock, which another thread holds while it waits for the run.
@@ -65,8 +67,10 @@ pub(crate) fn finish(run: &pi_agent_run) -> Result<(), pi_error> {
     if inside && state.run.is_some() && !state.finished {
         return Err(refused());
     }
-    if let Some(events) = state.run.take() {
-        let outcome = block_on("pi_agent_run_result_json", events.result())?;
+    if let Some(events) = state.run.as_mut() {
+        // `finish` (not `result`, which takes the run): a wait that fails leaves the run.
+        let outcome = block_on("pi_agent_run_result_json", events.finish())?;
+        state.run = None;
         state.new_messages = Some(outcome.new_messages);
         state.output = outcome.output;
         state.finished = true;
@@ -172,7 +176,9 @@ fn open(
 /// `false` (leaving `*event_out` untouched) once `agent_end` has been returned, so
 /// `while (pi_agent_run_next(run, &event))` sees every event exactly once. The event's strings
 /// stay valid until the next call on the run. Also returns `false` for NULL arguments and when
-/// called from an event callback.
+/// called from an event callback. From a tool or hook callback of the run's own agent (the run
+/// waits for that callback) it does not block: it returns an event already there, else
+/// `false`.
 ///
 /// Thread-safety: one thread at a time per run; not from an event callback.
 #[unsafe(no_mangle)]
@@ -187,13 +193,37 @@ pub extern "C" fn pi_agent_run_next(
         let Ok(out) = Out::new(event_out, "event_out") else {
             return false;
         };
-        let mut state = lock(&run.state);
+        // From an event callback it cannot block (and another thread may hold the state while
+        // it waits for the event this callback's return lets through).
+        if may_block("pi_agent_run_next").is_err() {
+            return false;
+        }
+        // From a tool or hook callback of the run's agent, the run waits for this callback:
+        // only an event already there can be read.
+        let inside = matches!(current_scope(), Scope::Callback(key) if key == run.agent.key());
+        let mut state = if inside {
+            match run.state.try_lock() {
+                Ok(state) => state,
+                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(TryLockError::WouldBlock) => return false,
+            }
+        } else {
+            lock(&run.state)
+        };
         let state = &mut *state;
         let Some(events) = state.run.as_mut().filter(|_| !state.finished) else {
             return false;
         };
-        let Ok(next) = block_on("pi_agent_run_next", events.next()) else {
-            return false;
+        let next = if inside {
+            match events.poll_next_ready() {
+                std::task::Poll::Ready(next) => next,
+                std::task::Poll::Pending => return false,
+            }
+        } else {
+            let Ok(next) = block_on("pi_agent_run_next", events.next()) else {
+                return false;
+            };
+            next
         };
         let Some(event) = next else {
             state.finished = true;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::agent::{pi_agent, wrap};
 use crate::args::{Out, arg_json, arg_opt_str, arg_str, method, write_json};
 use crate::boundary::{act, flag, opt_ref};
-use crate::error::{pi_error, to_json};
+use crate::error::{parse_object, pi_error, to_json};
 use crate::options::parse_or_default;
 use crate::string::into_c_string;
 
@@ -330,8 +330,9 @@ pub extern "C" fn pi_agent_restore(
     agent_out: *mut *mut pi_agent,
 ) -> *mut pi_error {
     ffi_fallible! {
+        // Without quoting values in its errors: the model's headers may hold credentials.
         let snapshot: AgentSnapshot =
-            arg_json(snapshot_json, "snapshot_json")?;
+            parse_object(arg_str(snapshot_json, "snapshot_json")?, "snapshot_json")?;
         let name = "stream_options_json";
         let stream_options: StreamOptions =
             parse_or_default(arg_opt_str(stream_options_json, name)?, name)?;

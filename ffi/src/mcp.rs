@@ -7,9 +7,9 @@ use std::ffi::c_char;
 use ::pi_agent::mcp::{McpError, McpServer, McpServerConfig};
 
 use crate::agent::{pi_agent, shared};
-use crate::args::{Out, arg_json, arg_opt_str, arg_ref, arg_str, method, write_json};
+use crate::args::{Out, arg_opt_str, arg_ref, arg_str, method, write_json};
 use crate::boundary::{free, into_handle};
-use crate::error::{parse_json, pi_error, pi_error_kind};
+use crate::error::{parse_object, pi_error, pi_error_kind};
 use crate::runtime::{block_on, runtime};
 
 /// A connected MCP server (its session, restarted after failures).
@@ -48,7 +48,9 @@ pub extern "C" fn pi_mcp_server_connect(
     server_out: *mut *mut pi_mcp_server,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let config: McpServerConfig = arg_json(config_json, "config_json")?;
+        // Without quoting values in its errors: headers and env hold credentials.
+        let config: McpServerConfig =
+            parse_object(arg_str(config_json, "config_json")?, "config_json")?;
         let out = Out::new(server_out, "server_out")?;
         connect(config, out)
     }
@@ -125,7 +127,7 @@ pub extern "C" fn pi_mcp_server_connect_http(
         let mut config = McpServerConfig::http(arg_str(name, "name")?, arg_str(url, "url")?);
         if let Some(headers) = arg_opt_str(headers_json, "headers_json")? {
             let headers: std::collections::BTreeMap<String, String> =
-                parse_json(headers, "headers_json")?;
+                parse_object(headers, "headers_json")?;
             for (name, value) in headers {
                 config = config.with_env(name, value);
             }

@@ -316,6 +316,9 @@ pub extern "C" fn pi_stream_fn_call_open(
                 options
             }
         };
+        // The providers spawn their request on the runtime: a thread of the caller's own (the
+        // callback handed the call over) is not in it.
+        let _runtime = crate::runtime::runtime()?.enter();
         let stream = pi_agent::ai::stream_simple(
             model,
             context.as_ref().unwrap_or_else(|| call.context()),

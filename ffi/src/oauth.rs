@@ -16,11 +16,11 @@ use pi_agent::ai::oauth::{
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::{Out, arg_json, arg_ref, arg_str, method};
+use crate::args::{Out, arg_ref, arg_str, method};
 use crate::boundary::{act, flag, free, into_handle, lock};
 use crate::callback::{CallbackSite, run_callback, run_inline};
 use crate::error::{parse_object, pi_error, pi_error_kind, to_json};
-use crate::runtime::{block_on, runtime};
+use crate::runtime::{block_on, may_block, runtime};
 use crate::string::{into_c_string, pi_str};
 use crate::user_data::{UserData, pi_free_callback};
 
@@ -347,6 +347,8 @@ pub extern "C" fn pi_oauth_login_wait(
 ) -> *mut pi_error {
     method(login, "login", |login| {
         let out = Out::new(credentials_json_out, "credentials_json_out")?;
+        // Refused before the task is taken: a refusal must leave the login to a later wait.
+        may_block("pi_oauth_login_wait")?;
         let task = lock(&login.task).take();
         if let Some(task) = task {
             let outcome = match block_on("pi_oauth_login_wait", task)? {
@@ -376,8 +378,9 @@ pub extern "C" fn pi_oauth_login_cancel(login: *const pi_oauth_login) {
     act(login, |login| login.cancel.cancel())
 }
 
-/// Frees a login, cancelling it if it is still running (it then ends in the background).
-/// NULL is a no-op.
+/// Frees a login, cancelling it if it is still running (it then ends in the background, and
+/// its `on_auth` / `on_progress` / `on_prompt` callbacks may still be called until it has; their
+/// `user_data` stays valid until its `free_user_data`). NULL is a no-op.
 ///
 /// Thread-safety: call once, after the last other call on the login has returned.
 #[unsafe(no_mangle)]
@@ -399,6 +402,8 @@ pub extern "C" fn pi_oauth_provider_login(
 ) -> *mut pi_error {
     ffi_fallible! {
         let out = Out::new(credentials_json_out, "credentials_json_out")?;
+        // Refused before a login starts (its `on_auth` would open a browser for nothing).
+        may_block("pi_oauth_provider_login")?;
         let mut login: *mut pi_oauth_login = std::ptr::null_mut();
         if let Some(error) = pi_error::from_raw(pi_oauth_login_start(provider_id, callbacks, &mut login)) {
             return Err(error);
@@ -495,7 +500,8 @@ pub extern "C" fn pi_oauth_modify_models(
         let provider_id = arg_str(provider_id, "provider_id")?;
         let credentials: OAuthCredentials =
             parse_object(arg_str(credentials_json, "credentials_json")?, "credentials_json")?;
-        let models: Vec<Model> = arg_json(models_json, "models_json")?;
+        // Without quoting values in its errors: a model's headers may hold credentials.
+        let models: Vec<Model> = parse_object(arg_str(models_json, "models_json")?, "models_json")?;
         let out = Out::new(models_json_out, "models_json_out")?;
         let provider = get_oauth_provider(provider_id).ok_or_else(|| {
             pi_error::not_found(format!("unknown OAuth provider `{provider_id}`"))

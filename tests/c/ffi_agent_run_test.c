@@ -204,9 +204,35 @@ static int32_t wait_for_own_run(void *user_data, pi_tool_call *call) {
     CHECK(json == NULL);
     EXPECT_ERROR(pi_agent_run_output_json(atomic_load(&own_run), &json),
                  PI_ERROR_KIND_CALLED_FROM_CALLBACK);
+    /* Reading the run's events from its own tool never waits: it gets those already there,
+     * then `false` (it used to wait for events that come only after this tool returns). */
+    pi_agent_event event;
+    int read = 0;
+    while (pi_agent_run_next(atomic_load(&own_run), &event)) {
+        CHECK(event.kind != PI_AGENT_EVENT_KIND_AGENT_END);
+        read++;
+    }
+    CHECK(read < 1000);
     atomic_fetch_add(&own_run_refused, 1);
     OK(pi_tool_call_set_text(call, "refused"));
     return 0;
+}
+
+/* An event callback cannot wait for a run's result either; its refusal leaves the run as it
+ * was (it used to abort it, and the result read later was empty). */
+static atomic_int event_refused;
+
+static void result_in_event(void *user_data, const pi_agent_event *event) {
+    (void)user_data;
+    (void)event;
+    pi_agent_run *run = atomic_load(&own_run);
+    if (run == NULL || atomic_load(&event_refused)) return;
+    char *json = NULL;
+    EXPECT_ERROR(pi_agent_run_result_json(run, &json), PI_ERROR_KIND_CALLED_FROM_CALLBACK);
+    CHECK(json == NULL);
+    pi_agent_event next;
+    CHECK(!pi_agent_run_next(run, &next));
+    atomic_store(&event_refused, 1);
 }
 
 static void test_wait_for_own_run_from_its_tool(void) {
@@ -214,9 +240,13 @@ static void test_wait_for_own_run_from_its_tool(void) {
     setup(&f, "[{\"content\":[" TOOL_CALL("c1", "own", "{}") "]},{\"content\":\"Done.\"}]", NULL);
     OK(pi_agent_add_tool(f.agent, "own", "Waits for its run", OBJECT_SCHEMA, wait_for_own_run, NULL,
                          NULL));
+    uint64_t id;
+    OK(pi_agent_subscribe(f.agent, result_in_event, NULL, NULL, &id));
     pi_agent_run *run = NULL;
     OK(pi_agent_run_open(f.agent, "go", &run));
     atomic_store(&own_run, run);
+    /* Hang guard only: an event after the run handle was stored reaches the subscriber. */
+    CHECK(wait_for(&event_refused));
     char *json = NULL;
     OK(pi_agent_run_result_json(run, &json)); /* from outside: waits, then answers */
     CHECK(atomic_load(&own_run_refused) == 1);
@@ -717,15 +747,36 @@ static void test_get_api_key(void) {
 /* A stream function that routes every call to another model. */
 typedef struct {
     pi_model *target;
-    int mode; /* 0: open on target, 1: open nothing, 2: return 5 */
+    int mode; /* 0: open on target, 1: open nothing, 2: return 5, 3: open from a thread */
     atomic_int calls;
     atomic_int saw_prompt;
     atomic_int saw_secret;
     atomic_int saw_reasoning;
 } route_state;
 
+typedef struct {
+    pi_stream_fn_call *call;
+    pi_model *target;
+    pi_error *error;
+} open_job;
+
+static void *open_on_thread(void *arg) {
+    open_job *job = arg;
+    job->error = pi_stream_fn_call_open(job->call, job->target, NULL, NULL);
+    return NULL;
+}
+
 static int32_t route(void *user_data, pi_stream_fn_call *call) {
     route_state *s = user_data;
+    if (s->mode == 3) {
+        /* Documented as callable from any thread while the callback runs. */
+        open_job job = {call, s->target, NULL};
+        pthread_t thread;
+        CHECK(pthread_create(&thread, NULL, open_on_thread, &job) == 0);
+        CHECK(pthread_join(thread, NULL) == 0);
+        OK(job.error);
+        return 0;
+    }
     atomic_fetch_add(&s->calls, 1);
     CHECK(str_eq(pi_model_id(pi_stream_fn_call_model(call)), "faux-1"));
     if (str_contains(pi_stream_fn_call_context_json(call), "Route me")) {
@@ -779,6 +830,12 @@ static void test_stream_fn(void) {
     error = pi_agent_error_message(f.agent);
     CHECK(error != NULL && strcmp(error, "stream_fn callback returned error code 5") == 0);
     pi_string_free(error);
+    state.mode = 3;
+    OK(pi_faux_push_json(other, "{\"content\":\"Opened on a thread.\"}"));
+    OK(pi_agent_prompt(f.agent, "threaded"));
+    json = messages_json(f.agent);
+    CHECK(in_order(json, "threaded", "Opened on a thread."));
+    pi_string_free(json);
 
     /* The run's abort reaches the stream the callback opened (else this streams for minutes). */
     pi_model_free(state.target);

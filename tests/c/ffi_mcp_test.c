@@ -143,6 +143,17 @@ int main(int argc, char **argv) {
     CHECK(none == NULL);
     EXPECT_ERROR(pi_mcp_server_connect("{\"name\":\"x\"}", &none), PI_ERROR_KIND_INVALID_JSON);
     EXPECT_ERROR(pi_mcp_server_connect(NULL, &none), PI_ERROR_KIND_NULL_ARGUMENT);
+    /* A malformed configuration's error does not quote its values (headers hold keys). */
+    err = pi_mcp_server_connect("{\"name\":\"x\",\"transport\":\"http\",\"url\":\"http://h/mcp\","
+                                "\"headers\":\"Authorization: Bearer c-json-secret\"}",
+                                &none);
+    CHECK(err != NULL && pi_error_get_kind(err) == PI_ERROR_KIND_INVALID_JSON);
+    CHECK(!str_contains(pi_error_message(err), "c-json-secret"));
+    pi_error_free(err);
+    err = pi_mcp_server_connect_http("x", "http://h/mcp", "[\"Bearer c-json-secret\"]", &none);
+    CHECK(err != NULL && pi_error_get_kind(err) == PI_ERROR_KIND_INVALID_JSON);
+    CHECK(!str_contains(pi_error_message(err), "c-json-secret"));
+    pi_error_free(err);
     EXPECT_ERROR(pi_mcp_server_connect_stdio("x", "node", NULL, 1, &none),
                  PI_ERROR_KIND_NULL_ARGUMENT);
     err = pi_mcp_server_connect_http("bad", "http://127.0.0.1:1/mcp", "{\"Authorization\":\"Bearer c-secret\"}", &none);
