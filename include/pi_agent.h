@@ -2942,7 +2942,8 @@ struct pi_error *pi_session_subscribe(const struct pi_session *session,
  * running it: for another process (a UI, a log shipper) reading what a session writes. It
  * polls the file every 20 ms and never ends. On success `*subscription_out` receives it.
  *
- * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `SESSION` (the file cannot be opened).
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `SESSION` (the file does not exist or cannot be
+ * opened).
  * Thread-safety: may be called from any thread.
  */
 struct pi_error *pi_session_follow(const char *store_path,

@@ -365,3 +365,12 @@ macro_rules! suite {
 
 suite!(memory, Kind::Memory);
 suite!(sqlite, Kind::Sqlite);
+
+#[test]
+fn following_needs_a_database_that_is_there() {
+    let dir = std::env::temp_dir().join(format!("pi-open-existing-{}", std::process::id()));
+    let missing = dir.join("typo.db");
+    let error = pi_agent::session::SqliteStore::open_existing(&missing).unwrap_err();
+    assert!(error.to_string().contains("no session database"), "{error}");
+    assert!(!missing.exists());
+}

@@ -1,15 +1,16 @@
 //! `pi_session_subscription`: a session's journal records from a cursor, then live.
 
 use std::ffi::c_char;
+use std::sync::Arc;
 use std::time::Duration;
 
-use pi_agent::session::Subscription;
+use pi_agent::session::{SessionStore, SqliteStore, Subscription};
 
 use crate::args::{Out, arg_mut, arg_ref, arg_str, method};
 use crate::boundary::{free, into_handle};
 use crate::error::pi_error;
 use crate::runtime::block_on;
-use crate::session::{open_store, pi_session, session_error};
+use crate::session::{pi_session, session_error};
 use crate::string::into_c_string;
 
 /// Journal records after a cursor, in order, then live ones: nothing skipped, nothing twice.
@@ -49,7 +50,8 @@ pub extern "C" fn pi_session_subscribe(
 /// running it: for another process (a UI, a log shipper) reading what a session writes. It
 /// polls the file every 20 ms and never ends. On success `*subscription_out` receives it.
 ///
-/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `SESSION` (the file cannot be opened).
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `SESSION` (the file does not exist or cannot be
+/// opened).
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_session_follow(
@@ -59,7 +61,10 @@ pub extern "C" fn pi_session_follow(
     subscription_out: *mut *mut pi_session_subscription,
 ) -> *mut pi_error {
     ffi_fallible! {
-        let store = open_store(store_path)?;
+        let path = arg_str(store_path, "store_path")?;
+        let store = SqliteStore::open_existing(path)
+            .map_err(|error| session_error(error.into()))?;
+        let store: Arc<dyn SessionStore> = Arc::new(store);
         let id = arg_str(session_id, "session_id")?;
         let out = Out::new(subscription_out, "subscription_out")?;
         out.write(into_handle(pi_session_subscription {

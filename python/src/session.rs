@@ -212,8 +212,8 @@ impl PySession {
         PySessionSubscription::new(self.session.subscribe(after))
     }
 
-    /// Follows session `session_id` of the SQLite file at `store_path` after `after`, without
-    /// running it (another process's session, for one).
+    /// Follows session `session_id` of the SQLite file at `store_path` (which must exist) after
+    /// `after`, without running it (another process's session, for one).
     #[staticmethod]
     #[pyo3(signature = (store_path, session_id, after = 0))]
     fn follow(
@@ -222,12 +222,11 @@ impl PySession {
         session_id: &str,
         after: u64,
     ) -> PyResult<PySessionSubscription> {
+        let store = py
+            .detach(|| SqliteStore::open_existing(&store_path))
+            .map_err(|error| session_error(error.into()))?;
         Ok(PySessionSubscription::new(
-            pi_agent::session::Subscription::follow(
-                open_store(py, &store_path)?,
-                session_id,
-                after,
-            ),
+            pi_agent::session::Subscription::follow(Arc::new(store), session_id, after),
         ))
     }
 

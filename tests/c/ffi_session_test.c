@@ -100,6 +100,12 @@ static void resume(const char *db, const char *url, unsigned long long cursor) {
     CHECK(str_contains(pi_error_message(busy), "is open in another handle"));
     pi_error_free(busy);
     CHECK(second == NULL);
+    /* Following a database that is not there is an error, not a new empty file followed for
+     * ever. */
+    pi_session_subscription *nowhere = NULL;
+    EXPECT_ERROR(pi_session_follow("/nonexistent-pi-dir/typo.db", "c-session", 0, &nowhere),
+                 PI_ERROR_KIND_SESSION);
+    CHECK(nowhere == NULL);
     char *receipt = NULL;
     OK(pi_session_prompt(session, "r1", "hello", &receipt));
     CHECK(strstr(receipt, "\"seq\":0") != NULL); /* the first receipt, not a new request */

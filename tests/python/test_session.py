@@ -236,3 +236,11 @@ def test_a_session_open_in_one_handle_is_refused_in_another(
         first.close()
         with pi_agent.Session(db, "one", model):
             pass
+
+
+def test_following_a_database_that_is_not_there_is_an_error(tmp_path: pathlib.Path) -> None:
+    """A mistyped path is an error, not a new empty database followed for ever."""
+    missing = tmp_path / "typo.db"
+    with pytest.raises(pi_agent.SessionError, match="no session database"):
+        pi_agent.Session.follow(missing, "s")
+    assert not missing.exists()

@@ -62,6 +62,20 @@ impl SqliteStore {
         })
     }
 
+    /// Opens the database at `path`, which must exist: for a reader following sessions that
+    /// another process writes (a mistyped path is an error, not a new empty database that is
+    /// followed for ever).
+    pub fn open_existing(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        let path = path.as_ref();
+        if !in_memory(path) && !path.is_file() {
+            return Err(StoreError::Unavailable(format!(
+                "no session database at {}",
+                path.display()
+            )));
+        }
+        Self::open(path)
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.path
