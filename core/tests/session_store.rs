@@ -201,6 +201,17 @@ async fn a_driver_that_fails_stops_the_session(kind: Kind) {
         )
         .await;
         let finished = crashed.status() == SessionStatus::Idle;
+        if !finished {
+            // A subscription of the stopped session reads what was written, then ends.
+            let mut records = crashed.subscribe(0);
+            tokio::time::timeout(std::time::Duration::from_secs(60), async {
+                while records.next().await.is_some() {}
+            })
+            .await
+            .unwrap_or_else(|_| {
+                panic!("write {allowed}: the stopped session's subscription hangs")
+            });
+        }
         drop(crashed);
         if finished {
             break;

@@ -235,6 +235,7 @@ impl Session {
             after,
             self.shared.seq.subscribe(),
             self.shared.closed.clone(),
+            self.shared.status.subscribe(),
         )
     }
 

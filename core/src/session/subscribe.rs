@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::error::SessionError;
 use super::record::JournalRecord;
+use super::state::SessionStatus;
 use super::store::SessionStore;
 
 /// How many records one read takes from the store.
@@ -23,7 +24,8 @@ pub const FOLLOW_POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// subscriber never holds the session back and never loses a record.
 ///
 /// A subscription from [`Session::subscribe`](super::Session::subscribe) wakes as the
-/// session writes and ends (`None`) once the session is closed and everything is read; one
+/// session writes and ends (`None`) once the session is closed or stopped and everything is
+/// read; one
 /// from [`Subscription::follow`] (another process, for one) polls the store and never ends.
 #[derive(Debug)]
 pub struct Subscription {
@@ -42,6 +44,8 @@ enum Mode {
     Live {
         written: watch::Receiver<u64>,
         closed: CancellationToken,
+        /// A stopped session writes nothing more either.
+        status: watch::Receiver<SessionStatus>,
     },
     /// By polling the store.
     Follow,
@@ -56,13 +60,18 @@ impl Subscription {
         after: u64,
         written: watch::Receiver<u64>,
         closed: CancellationToken,
+        status: watch::Receiver<SessionStatus>,
     ) -> Self {
         Self {
             store,
             session,
             cursor: after,
             buffer: VecDeque::new(),
-            mode: Mode::Live { written, closed },
+            mode: Mode::Live {
+                written,
+                closed,
+                status,
+            },
         }
     }
 
@@ -102,15 +111,25 @@ impl Subscription {
                 Ok(None) => {}
             }
             match &mut self.mode {
-                Mode::Live { written, closed } => {
+                Mode::Live {
+                    written,
+                    closed,
+                    status,
+                } => {
                     if *written.borrow_and_update() > self.cursor {
                         continue;
                     }
-                    // Closed, or gone: it writes nothing more, and what it wrote last is
-                    // still to read (the loop reads it, then ends).
+                    // Closed, stopped (its store failed), or gone: it writes nothing more,
+                    // and what it wrote last is still to read (the loop reads it, then ends).
+                    if matches!(*status.borrow_and_update(), SessionStatus::Stopped(_)) {
+                        self.mode = Mode::Ended;
+                        continue;
+                    }
                     let ended = tokio::select! {
                         changed = written.changed() => changed.is_err(),
                         () = closed.cancelled() => true,
+                        // Looked at again above.
+                        _ = status.changed() => false,
                     };
                     if ended {
                         self.mode = Mode::Ended;
