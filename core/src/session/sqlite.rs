@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS pi_controls (
 ///
 /// The file is in WAL mode with `synchronous = NORMAL`: a killed process loses nothing it
 /// committed; a power cut may lose the last transactions before a checkpoint (never corrupt
-/// the file). Two writers of one session are told apart by [`StoreError::Conflict`].
+/// the file), except a tool's start, which is committed with `synchronous = FULL` so that a
+/// tool that ran is never taken for one that did not. Two writers of one session are told apart by [`StoreError::Conflict`].
 #[derive(Debug)]
 pub struct SqliteStore {
     path: PathBuf,
@@ -149,6 +150,47 @@ fn to_i64(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
+/// Whether `batch` announces a tool about to run (its `tool_execution_start` record).
+fn announces_a_tool(batch: &Batch<'_>) -> bool {
+    batch.records.iter().any(|record| {
+        record
+            .event
+            .starts_with(r#"{"type":"tool_execution_start""#)
+    })
+}
+
+/// Appends `batch` to `session` in one transaction.
+fn append_batch(
+    connection: &mut Connection,
+    session: &str,
+    batch: &Batch<'_>,
+) -> Result<(), StoreError> {
+    // IMMEDIATE takes the write lock first, so the check and the insert see the same heads
+    // even when another process writes the same session.
+    let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    check_follows(session, heads_of(&transaction, session)?, batch)?;
+    {
+        let mut insert = transaction.prepare_cached(
+            "INSERT INTO pi_records (session, seq, attempt, event) VALUES (?1, ?2, ?3, ?4)",
+        )?;
+        for record in batch.records {
+            insert.execute(params![
+                session,
+                to_i64(record.seq),
+                record.attempt,
+                record.event
+            ])?;
+        }
+        let mut insert = transaction
+            .prepare_cached("INSERT INTO pi_controls (session, idx, entry) VALUES (?1, ?2, ?3)")?;
+        for control in batch.controls {
+            insert.execute(params![session, to_i64(control.index), control.entry])?;
+        }
+    }
+    transaction.commit()?;
+    Ok(())
+}
+
 /// Whether `path` names no file (SQLite's in-memory database).
 fn in_memory(path: &Path) -> bool {
     path.as_os_str().is_empty() || path.as_os_str() == ":memory:"
@@ -217,31 +259,19 @@ impl SessionStore for SqliteStore {
 
     fn append(&self, session: &str, batch: Batch<'_>) -> Result<(), StoreError> {
         let mut connection = self.lock();
-        // IMMEDIATE takes the write lock first, so the check and the insert see the same
-        // heads even when another process writes the same session.
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        check_follows(session, heads_of(&transaction, session)?, &batch)?;
-        {
-            let mut insert = transaction.prepare_cached(
-                "INSERT INTO pi_records (session, seq, attempt, event) VALUES (?1, ?2, ?3, ?4)",
-            )?;
-            for record in batch.records {
-                insert.execute(params![
-                    session,
-                    to_i64(record.seq),
-                    record.attempt,
-                    record.event
-                ])?;
-            }
-            let mut insert = transaction.prepare_cached(
-                "INSERT INTO pi_controls (session, idx, entry) VALUES (?1, ?2, ?3)",
-            )?;
-            for control in batch.controls {
-                insert.execute(params![session, to_i64(control.index), control.entry])?;
-            }
+        // A tool about to run is announced durably: with `synchronous = NORMAL` a power cut
+        // may lose the last commits, and a tool whose start was lost would run again on
+        // reopen (a non-replay-safe one must get its "interrupted" result instead). The other
+        // commits keep NORMAL's speed: losing them only redoes a step.
+        let durable = announces_a_tool(&batch);
+        if durable {
+            connection.execute_batch("PRAGMA synchronous = FULL;")?;
         }
-        transaction.commit()?;
-        Ok(())
+        let appended = append_batch(&mut connection, session, &batch);
+        if durable {
+            connection.execute_batch("PRAGMA synchronous = NORMAL;")?;
+        }
+        appended
     }
 
     fn records(
@@ -305,5 +335,34 @@ impl SessionStore for SqliteStore {
         )?;
         let rows = select.query_map([], |row| row.get(0))?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::AgentEvent;
+
+    #[test]
+    fn a_tool_start_is_recognised_as_the_session_writes_it() {
+        let record = |event: &AgentEvent| StoredRecord {
+            seq: 1,
+            attempt: 0,
+            event: serde_json::to_string(event).unwrap(),
+        };
+        let start = record(&AgentEvent::ToolExecutionStart {
+            tool_call_id: "c1".into(),
+            tool_name: "send".into(),
+            args: serde_json::json!({}),
+        });
+        let other = record(&AgentEvent::AgentStart);
+        let batch = |records: &[StoredRecord]| {
+            announces_a_tool(&Batch {
+                records,
+                controls: &[],
+            })
+        };
+        assert!(batch(&[other.clone(), start]));
+        assert!(!batch(&[other]));
     }
 }
