@@ -151,6 +151,39 @@ def test_importing_pi_agent_does_not_import_temporalio() -> None:
 # -- the session store (no server) ---------------------------------------------------------------
 
 
+def test_a_batch_of_events_whose_write_fails_is_written_with_the_next() -> None:
+    """A step's events are written in batches; a failed write puts its batch back in front
+    (it used to drop it and stop writing), and `close` raises when what is left still fails."""
+    from pi_agent.temporal._activities import _EventBatches
+
+    written: List[Tuple[str, List[Dict[str, Any]]]] = []
+    failures = {"left": 1}
+
+    async def deliver(key: str, attempt: int, events: List[Dict[str, Any]]) -> None:
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise OSError("database is locked")
+        written.append((key, events))
+
+    async def main() -> None:
+        batches = _EventBatches(deliver, "step", 0)
+        batches.add({"n": 1})
+        batches.add({"n": 2})
+        await asyncio.sleep(0.3)  # a write fails, the next succeeds
+        batches.add({"n": 3})
+        await batches.close()
+        assert [event["n"] for _, events in written for event in events] == [1, 2, 3]
+        assert [key for key, _ in written][0] == "step:0"
+        # What cannot be written at the end is an error, not a silent gap.
+        failures["left"] = 100
+        failing = _EventBatches(deliver, "other", 0)
+        failing.add({"n": 4})
+        with pytest.raises(OSError, match="database is locked"):
+            await failing.close()
+
+    asyncio.run(main())
+
+
 def test_the_store_slims_expands_versions_and_numbers_events_once(tmp_path: pathlib.Path) -> None:
     path = tmp_path / "store.sqlite"
     store, other = SessionStore(path, inline_limit=8), SessionStore(path)  # two connections

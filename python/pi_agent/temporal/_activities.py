@@ -162,7 +162,10 @@ class _HookFailed(Exception):
 class _EventBatches:
     """A step's events, appended to the session's log in batches every FLUSH_INTERVAL (one
     store write for all), in order: live while the step runs. `add` may be called from any
-    thread; `close` writes what is left (call it once the step's last event was added)."""
+    thread; `close` writes what is left (call it once the step's last event was added). A
+    batch whose write fails goes back in front and is written with the next one; `close`
+    raises if what is left still cannot be written (the activity fails and is retried, the
+    batches keyed as before), so no event is dropped."""
 
     def __init__(
         self,
@@ -188,12 +191,19 @@ class _EventBatches:
     async def _flush(self) -> None:
         with self._lock:
             batch, self._pending = self._pending, []
-        if batch:
+        if not batch:
+            return
+        try:
+            written = batch
             slim = self._slim
             if slim is not None:  # may write blobs to the store: in a thread
-                batch = await asyncio.to_thread(lambda: [slim(event) for event in batch])
-            await self._deliver(f"{self._origin}:{self._batches}", self._attempt, batch)
-            self._batches += 1
+                written = await asyncio.to_thread(lambda: [slim(event) for event in batch])
+            await self._deliver(f"{self._origin}:{self._batches}", self._attempt, written)
+        except BaseException:
+            with self._lock:  # back in front, in order, for the next write
+                self._pending[:0] = batch
+            raise
+        self._batches += 1
 
     async def _flush_forever(self) -> None:
         # Never cancelled mid-write (a write cut short would race the next one): it stops when
@@ -203,13 +213,20 @@ class _EventBatches:
                 await asyncio.wait_for(self._stop.wait(), FLUSH_INTERVAL)
             except asyncio.TimeoutError:
                 pass
-            await self._flush()
+            try:
+                await self._flush()
+            except Exception:  # noqa: BLE001 - the batch is back in front: tried again next time
+                continue
 
     async def close(self) -> None:
-        """Writes what is left and stops (at once if already stopped)."""
+        """Writes what is left and stops (at once if already stopped); raises when what is
+        left cannot be written."""
         self._stop.set()
         if not self._task.done():
             await asyncio.shield(self._task)
+        if self._pending:
+            # The last write failed (or the task ended early): once more, its error raised.
+            await self._flush()
 
 
 class SessionActivities:
