@@ -1,9 +1,9 @@
 //! `pi_agent.SessionSubscription`: a session's journal records from a cursor, then live.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use pi_agent::session::Subscription;
+use pi_agent::session::{JournalRecord, Subscription};
 use pyo3::prelude::*;
 
 use crate::convert::serde_to_py;
@@ -16,6 +16,9 @@ pub(crate) struct PySessionSubscription {
     subscription: Arc<tokio::sync::Mutex<Subscription>>,
     /// The cursor as of the last record handed out (readable while a `next` waits).
     cursor: Arc<AtomicU64>,
+    /// A record read on the runtime, not handed out yet: a wait interrupted (Ctrl-C) after
+    /// the read leaves it here for the next call, so no record is skipped.
+    front: Arc<Mutex<Option<JournalRecord>>>,
 }
 
 impl PySessionSubscription {
@@ -23,7 +26,23 @@ impl PySessionSubscription {
         Self {
             cursor: Arc::new(AtomicU64::new(subscription.cursor())),
             subscription: Arc::new(tokio::sync::Mutex::new(subscription)),
+            front: Arc::default(),
         }
+    }
+
+    /// The record in front, handed out (the cursor moves past it).
+    fn take_front<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let record = self
+            .front
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let Some(record) = record else {
+            return Ok(None);
+        };
+        self.cursor.store(record.seq, Ordering::Release);
+        // A record's event (raw JSON) becomes its dict in `serde_to_py`.
+        serde_to_py(py, &record).map(Some)
     }
 
     fn wait_next<'py>(
@@ -31,25 +50,35 @@ impl PySessionSubscription {
         py: Python<'py>,
         timeout: Option<f64>,
     ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        if let Some(record) = self.take_front(py)? {
+            return Ok(Some(record));
+        }
         let subscription = Arc::clone(&self.subscription);
-        let cursor = Arc::clone(&self.cursor);
+        let front = Arc::clone(&self.front);
         let limit = timeout_seconds(timeout)?;
-        let record = wait(
+        wait(
             py,
             async move {
                 let mut subscription = subscription.lock().await;
+                // Another waiter's record is still in front: it goes first.
+                if front
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some()
+                {
+                    return Ok(());
+                }
                 let record = match limit {
                     Some(limit) => subscription.next_timeout(limit).await,
                     None => subscription.next().await.transpose(),
-                };
-                cursor.store(subscription.cursor(), Ordering::Release);
-                record
+                }?;
+                *front.lock().unwrap_or_else(PoisonError::into_inner) = record;
+                Ok(())
             },
             || Interrupted::Return,
         )?
         .map_err(session_error)?;
-        // A record's event (raw JSON) becomes its dict in `serde_to_py`.
-        record.map(|record| serde_to_py(py, &record)).transpose()
+        self.take_front(py)
     }
 }
 
