@@ -399,6 +399,7 @@ def test_timeouts_out_of_range_are_read_not_a_panic(tmp_path: Any) -> None:
     assert pi_agent.Signal().wait_sync(-1.0) is False  # does not wait
     with pytest.raises(ValueError, match="NaN"):
         pi_agent.Signal().wait_sync(float("nan"))
+    (tmp_path / "store.sqlite").touch()  # an empty database (following needs one there)
     follower = pi_agent.Session.follow(str(tmp_path / "store.sqlite"), "nobody")
     assert follower.next(-1.0) is None
     with pytest.raises(ValueError, match="NaN"):
