@@ -385,3 +385,26 @@ fn following_needs_a_database_that_is_there() {
     assert!(error.to_string().contains("no session database"), "{error}");
     assert!(!missing.exists());
 }
+
+#[test]
+fn a_database_of_a_later_schema_is_refused_not_misread() {
+    let dir = std::env::temp_dir().join(format!("pi-schema-version-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("later.db");
+    drop(pi_agent::session::SqliteStore::open(&path).unwrap());
+    let connection = rusqlite::Connection::open(&path).unwrap();
+    let version: i64 = connection
+        .query_row("PRAGMA user_version", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(version, 1, "a new file gets the current schema version");
+    connection
+        .execute_batch("PRAGMA user_version = 2;")
+        .unwrap();
+    drop(connection);
+    let error = pi_agent::session::SqliteStore::open(&path).unwrap_err();
+    assert!(
+        error.to_string().contains("written by a later pi-agent"),
+        "{error}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -244,3 +244,19 @@ def test_following_a_database_that_is_not_there_is_an_error(tmp_path: pathlib.Pa
     with pytest.raises(pi_agent.SessionError, match="no session database"):
         pi_agent.Session.follow(missing, "s")
     assert not missing.exists()
+
+
+def test_a_database_of_a_later_schema_is_refused(mock_server: MockServer, tmp_path: pathlib.Path) -> None:
+    """A session file written by a later pi-agent (its `user_version`) is refused, not misread."""
+    import sqlite3
+
+    db = tmp_path / "later.db"
+    with pi_agent.Session(db, "s", mock_server.model()):
+        pass
+    connection = sqlite3.connect(db)
+    assert connection.execute("PRAGMA user_version").fetchone()[0] == 1
+    connection.execute("PRAGMA user_version = 2")
+    connection.commit()
+    connection.close()
+    with pytest.raises(pi_agent.SessionError, match="written by a later pi-agent"):
+        pi_agent.Session(db, "s", mock_server.model())

@@ -12,6 +12,10 @@ use super::store::{Claim, SessionStore, StoreError, check_follows};
 /// How long a write waits for another process's transaction on the same file.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// The layout of the tables, as `PRAGMA user_version`: a file written by a later layout is
+/// refused rather than misread (a file of no version is this layout's, from before versions).
+const SCHEMA_VERSION: i64 = 1;
+
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS pi_records (
     session TEXT NOT NULL,
@@ -56,7 +60,18 @@ impl SqliteStore {
         connection.busy_timeout(BUSY_TIMEOUT)?;
         switch_to_wal(&connection)?;
         connection.execute_batch("PRAGMA synchronous = NORMAL;")?;
+        let version: i64 = connection.query_row("PRAGMA user_version", [], |row| row.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::Unavailable(format!(
+                "{} was written by a later pi-agent (session schema {version}; this one reads \
+                 {SCHEMA_VERSION})",
+                path.display()
+            )));
+        }
         connection.execute_batch(SCHEMA)?;
+        if version < SCHEMA_VERSION {
+            connection.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION};"))?;
+        }
         Ok(Self {
             path,
             connection: Mutex::new(connection),
