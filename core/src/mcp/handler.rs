@@ -17,8 +17,12 @@ use crate::agent::{AgentToolResult, ToolUpdates};
 /// State shared by a server's connections (one at a time, across reconnections) and its tools.
 #[derive(Debug, Default)]
 pub(crate) struct Shared {
-    /// Where the progress of each call in flight goes, by its progress token.
-    progress: Mutex<HashMap<ProgressToken, ToolUpdates>>,
+    /// Where the progress of each call in flight goes, by its progress token, with the route's
+    /// number: tokens restart with each session, so a call of an ended session may hold the
+    /// token a new call uses, and its route's end must not remove the new call's.
+    progress: Mutex<HashMap<ProgressToken, (u64, ToolUpdates)>>,
+    /// The number of the next progress route.
+    next_route: std::sync::atomic::AtomicU64,
     /// Set by `notifications/tools/list_changed`, cleared by a refresh.
     pub(crate) tools_changed: std::sync::atomic::AtomicBool,
     /// Woken by `notifications/tools/list_changed`.
@@ -32,13 +36,17 @@ impl Shared {
         token: ProgressToken,
         updates: ToolUpdates,
     ) -> ProgressRoute {
+        let route = self
+            .next_route
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.progress
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(token.clone(), updates);
+            .insert(token.clone(), (route, updates));
         ProgressRoute {
             shared: Arc::clone(self),
             token,
+            route,
         }
     }
 }
@@ -47,15 +55,23 @@ impl Shared {
 pub(crate) struct ProgressRoute {
     shared: Arc<Shared>,
     token: ProgressToken,
+    route: u64,
 }
 
 impl Drop for ProgressRoute {
     fn drop(&mut self) {
-        self.shared
+        let mut progress = self
+            .shared
             .progress
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.token);
+            .unwrap_or_else(PoisonError::into_inner);
+        // Only its own route: a later call may have the same token.
+        if progress
+            .get(&self.token)
+            .is_some_and(|(route, _)| *route == self.route)
+        {
+            progress.remove(&self.token);
+        }
     }
 }
 
@@ -100,7 +116,7 @@ impl ClientHandler for Handler {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(&params.progress_token)
-            .cloned();
+            .map(|(_, updates)| updates.clone());
         if let Some(updates) = updates {
             updates.send(progress_result(&params));
         }
@@ -119,5 +135,24 @@ impl ClientHandler for Handler {
             ClientCapabilities::default(),
             Implementation::new("pi-agent", crate::VERSION),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ended_calls_route_does_not_remove_a_later_calls_with_the_same_token() {
+        let shared = Arc::new(Shared::default());
+        let token = ProgressToken(NumberOrString::Number(0));
+        let old = shared.route_progress(token.clone(), ToolUpdates::disconnected());
+        // A new session's first call: tokens start again at 0.
+        let new = shared.route_progress(token.clone(), ToolUpdates::disconnected());
+        drop(old);
+        let routes = |shared: &Shared| shared.progress.lock().unwrap().len();
+        assert_eq!(routes(&shared), 1, "the new call's route stays");
+        drop(new);
+        assert_eq!(routes(&shared), 0);
     }
 }
