@@ -40,6 +40,23 @@ pub const DEFAULT_OUTPUT_NAME: &str = "output";
 /// the model is asked for `{"response": VALUE}`.
 pub const WRAPPED_ANSWER_KEY: &str = "response";
 
+/// The schema's root and what its root `$ref` points at, in order: a reference to a reference
+/// is followed a few times (never round a cycle for ever), up to a target that is not an
+/// object schema or does not resolve.
+pub(crate) fn root_references(schema: &Value) -> Vec<&Value> {
+    let mut chain = vec![schema];
+    while chain.len() <= 8 {
+        let Some(Value::String(reference)) = chain[chain.len() - 1].get("$ref") else {
+            break;
+        };
+        match crate::ai::validation::resolve_reference(schema, reference) {
+            Some(target @ Value::Object(_)) => chain.push(target),
+            _ => break,
+        }
+    }
+    chain
+}
+
 /// Root keywords that belong to the whole document, not to the answer's value: they stay at the
 /// wrapper's root, so references such as `#/$defs/Item` still resolve.
 const DOCUMENT_KEYWORDS: [&str; 4] = ["$schema", "$id", "$defs", "definitions"];
@@ -148,17 +165,8 @@ impl OutputSchema {
     /// Whether the schema's root describes an object (`"type": "object"`, or `properties`
     /// without a `type`), following a root `$ref`; otherwise the answer travels wrapped.
     pub(crate) fn describes_object(&self) -> bool {
-        let mut root = &self.schema;
-        // A reference to a reference is followed a few times, never round a cycle for ever.
-        for _ in 0..8 {
-            let Some(Value::String(reference)) = root.get("$ref") else {
-                break;
-            };
-            match crate::ai::validation::resolve_reference(&self.schema, reference) {
-                Some(target) => root = target,
-                None => break,
-            }
-        }
+        let chain = root_references(&self.schema);
+        let root = chain.last().copied().unwrap_or(&self.schema);
         match root.get("type") {
             Some(Value::String(kind)) => kind == "object",
             None => root.get("properties").is_some(),

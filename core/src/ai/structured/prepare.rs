@@ -5,12 +5,12 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use super::{Delivery, OutputSchema, OutputTracker, delivery};
+use super::{Delivery, OutputSchema, OutputTracker, delivery, root_references};
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::tool_choice::{ToolChoice, ToolChoiceError};
 use crate::ai::types::{Context, Tool};
-use crate::ai::validation::{CompiledToolSchema, resolve_reference};
+use crate::ai::validation::CompiledToolSchema;
 
 /// A request ready for its provider: the context and options to send (rewritten only for the
 /// forced-tool fallback) and the tracker that turns the stream into a typed answer.
@@ -140,26 +140,25 @@ pub(crate) fn prepare<'a>(
 /// as an object with no properties, and no answer could match the schema it is checked
 /// against. The answer is still checked against `schema` itself, which accepts the same values.
 fn tool_parameters(schema: &Value) -> Value {
-    let mut parameters = schema.clone();
-    // A reference to a reference is followed a few times, never round a cycle for ever.
-    for _ in 0..8 {
-        let Some(Value::String(reference)) = parameters.get("$ref") else {
-            break;
-        };
-        let Some(Value::Object(target)) = resolve_reference(schema, reference) else {
-            break;
-        };
-        let mut inlined = target.clone();
-        if let Value::Object(root) = &parameters {
-            for (key, value) in root {
+    let chain = root_references(schema);
+    let Some((Value::Object(target), levels)) = chain.split_last() else {
+        return schema.clone();
+    };
+    if levels.is_empty() {
+        return schema.clone();
+    }
+    // The target's keys first, then those of each level above it that it does not have.
+    let mut inlined = target.clone();
+    for level in levels.iter().rev() {
+        if let Value::Object(level) = level {
+            for (key, value) in level {
                 if key != "$ref" && !inlined.contains_key(key) {
                     inlined.insert(key.clone(), value.clone());
                 }
             }
         }
-        parameters = Value::Object(inlined);
     }
-    parameters
+    Value::Object(inlined)
 }
 
 /// `choice` as far as the Bedrock model can be forced: Bedrock takes `tool` only from Claude
