@@ -40,6 +40,25 @@ pub(crate) struct RunState {
     pub(crate) output: Option<serde_json::Value>,
 }
 
+/// Whether this thread runs a tool or hook callback of `run`'s agent: the run (the agent's only
+/// one) waits for that callback, so waiting for the run would wait for itself, and so would
+/// waiting for the run's state, which another thread may hold while it waits for the run.
+fn inside_own_run(run: &pi_agent_run) -> bool {
+    matches!(current_scope(), Scope::Callback(key) if key == run.agent.key())
+}
+
+/// The run's state: locked, or from inside its own run only if it is free now (`None`).
+fn run_state(run: &pi_agent_run, inside: bool) -> Option<std::sync::MutexGuard<'_, RunState>> {
+    if !inside {
+        return Some(lock(&run.state));
+    }
+    match run.state.try_lock() {
+        Ok(state) => Some(state),
+        Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
 /// Waits for the end of `run` once (later calls return at once) and keeps its outcome.
 pub(crate) fn finish(run: &pi_agent_run) -> Result<(), pi_error> {
     let refused = || {
@@ -51,18 +70,9 @@ pub(crate) fn finish(run: &pi_agent_run) -> Result<(), pi_error> {
     };
     // Refused before anything is touched: a refusal must leave the run as it was.
     may_block("pi_agent_run_result_json")?;
-    // In a callback of the run's agent, the run (the agent's only one) waits for this
-    // callback: waiting for it would wait for itself, and so would waiting for the state's
-    // lock, which another thread holds while it waits for the run.
-    let inside = matches!(current_scope(), Scope::Callback(key) if key == run.agent.key());
-    let mut state = if inside {
-        match run.state.try_lock() {
-            Ok(state) => state,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => return Err(refused()),
-        }
-    } else {
-        lock(&run.state)
+    let inside = inside_own_run(run);
+    let Some(mut state) = run_state(run, inside) else {
+        return Err(refused());
     };
     if inside && state.run.is_some() && !state.finished {
         return Err(refused());
@@ -200,15 +210,9 @@ pub extern "C" fn pi_agent_run_next(
         }
         // From a tool or hook callback of the run's agent, the run waits for this callback:
         // only an event already there can be read.
-        let inside = matches!(current_scope(), Scope::Callback(key) if key == run.agent.key());
-        let mut state = if inside {
-            match run.state.try_lock() {
-                Ok(state) => state,
-                Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-                Err(TryLockError::WouldBlock) => return false,
-            }
-        } else {
-            lock(&run.state)
+        let inside = inside_own_run(run);
+        let Some(mut state) = run_state(run, inside) else {
+            return false;
         };
         let state = &mut *state;
         let Some(events) = state.run.as_mut().filter(|_| !state.finished) else {

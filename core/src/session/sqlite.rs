@@ -211,13 +211,18 @@ fn in_memory(path: &Path) -> bool {
     path.as_os_str().is_empty() || path.as_os_str() == ":memory:"
 }
 
-/// Creates `path` (mode 0600 on Unix) unless it exists.
-fn create_private(path: &Path) -> std::io::Result<()> {
+/// Options that create a file readable by its owner only (mode 0600 on Unix).
+fn private_file() -> std::fs::OpenOptions {
     let mut options = std::fs::OpenOptions::new();
-    options.create(true).append(true);
+    options.create(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(path).map(drop)
+    options
+}
+
+/// Creates `path` (see [`private_file`]) unless it exists.
+fn create_private(path: &Path) -> std::io::Result<()> {
+    private_file().append(true).open(path).map(drop)
 }
 
 /// The lock file of `session`'s claim: in `<database>.claims/`, named after the id when it is
@@ -258,11 +263,11 @@ impl SessionStore for SqliteStore {
             std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
             builder.create(directory).map_err(failed)?;
         }
-        let mut options = std::fs::OpenOptions::new();
-        options.create(true).write(true).truncate(false);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let file = options.open(&path).map_err(failed)?;
+        let file = private_file()
+            .write(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(failed)?;
         match file.try_lock() {
             Ok(()) => Ok(Claim::held(file)),
             Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse {
