@@ -116,6 +116,11 @@ enum pi_error_kind
    */
   PI_ERROR_KIND_SESSION = 107,
   /**
+   * The durable session is open in another handle or process (`pi_session_open` and
+   * `pi_session_delete` are refused until that one is freed).
+   */
+  PI_ERROR_KIND_SESSION_IN_USE = 108,
+  /**
    * The async runtime could not be started, or another internal failure.
    */
   PI_ERROR_KIND_RUNTIME = 200,
@@ -2799,6 +2804,30 @@ struct pi_error *pi_prepare_arguments_set_error(struct pi_prepare_arguments *con
                                                 const char *message);
 
 /**
+ * The ids of the sessions in the SQLite file at `store_path` (which must exist), as a sorted
+ * JSON array of strings. On success `*json_out` receives it; free it with `pi_string_free`.
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `SESSION` (the file does not exist or cannot be
+ * read).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_session_list_json(const char *store_path, char **json_out);
+
+/**
+ * Deletes session `session_id` from the SQLite file at `store_path` (which must exist): its
+ * journal goes, and the id opens as a new, empty session afterwards. `*deleted_out` receives
+ * whether the session had a journal. The file keeps its size (SQLite reuses the pages).
+ *
+ * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (an empty `session_id`),
+ * `SESSION_IN_USE` (a `pi_session` in this process or another has the session open: free it
+ * first), `SESSION` (the file does not exist or cannot be written).
+ * Thread-safety: may be called from any thread.
+ */
+struct pi_error *pi_session_delete(const char *store_path,
+                                   const char *session_id,
+                                   bool *deleted_out);
+
+/**
  * Opens session `session_id` in the SQLite file at `store_path` (created if needed) with
  * `model` (copied), `system_prompt` (may be empty, not NULL), `settings_json` (NULL or core's
  * `AgentSettings`, as `pi_agent_new` takes), `compaction_json` (NULL or
@@ -2813,7 +2842,8 @@ struct pi_error *pi_prepare_arguments_set_error(struct pi_prepare_arguments *con
  * (`pi_tool_set_replay_safe`), else it ends with an `interrupted` error result.
  *
  * Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `INVALID_ARGUMENT` (an empty
- * `session_id`), `SESSION` (the file cannot be opened, or its journal is damaged).
+ * `session_id`), `SESSION_IN_USE` (another `pi_session`, in this process or another, has the
+ * session open), `SESSION` (the file cannot be opened, or its journal is damaged).
  * Thread-safety: may be called from any thread.
  */
 struct pi_error *pi_session_open(const char *store_path,

@@ -543,3 +543,62 @@ async fn the_calls_of_a_batch_aborted_before_they_start_never_run() {
     }
     assert_eq!(polled.load(Ordering::SeqCst), 0);
 }
+
+/// A stream nobody reads holds the run only until it is aborted: the run's last events do not
+/// wait for room, and updates read after the abort are not reported (a stream that keeps
+/// writing meanwhile cannot grow the queue). The run's task ends, and the stream, read later,
+/// ends with `agent_end`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aborted_run_that_nobody_reads_ends() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let written = Arc::new(AtomicUsize::new(0));
+    // Dropped with the stream function, that is when the run's task ends.
+    let (task_alive, task_ended) = tokio::sync::oneshot::channel::<()>();
+    let task_alive = std::sync::Mutex::new(Some(task_alive));
+    let model = Model::new("mock", "mock", "mock-1", "");
+    let mut config = AgentLoopConfig::new(model);
+    let counter = Arc::clone(&written);
+    config.hooks.stream_fn = Some(Arc::new(move |model, _context, options| {
+        let _alive = &task_alive;
+        let (mut writer, stream) = channel(model, options.signal.clone());
+        let written = Arc::clone(&counter);
+        tokio::spawn(async move {
+            writer.start().await;
+            let index = writer.text_start().await;
+            while !writer.is_aborted() && !writer.is_closed() {
+                writer.text_delta(index, "x").await;
+                written.fetch_add(1, Ordering::SeqCst);
+            }
+            writer.done().await;
+        });
+        stream
+    }));
+    let signal = CancellationToken::new();
+    let stream = agent_loop(
+        vec![UserMessage::text("hello").into()],
+        AgentContext::default(),
+        config,
+        signal.clone(),
+    );
+    // More deltas than the run's queue (1,024 events) holds: the run waits for room, and
+    // reading what is buffered would fill it (the stream buffers 256 more).
+    let mut waited = 0;
+    while written.load(Ordering::SeqCst) < 1100 {
+        assert!(waited < 60_000, "the stream function stopped writing");
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        waited += 1;
+    }
+    signal.cancel();
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(60), task_ended).await;
+    assert!(
+        matches!(ended, Ok(Err(_))),
+        "the aborted run's task still waits for room"
+    );
+    let kinds: Vec<&'static str> = stream.map(|event| event.kind()).collect().await;
+    assert_eq!(kinds.last(), Some(&"agent_end"));
+    let updates = kinds
+        .iter()
+        .filter(|kind| **kind == "message_update")
+        .count();
+    assert!((800..=1024).contains(&updates), "{updates} updates");
+}

@@ -734,3 +734,109 @@ async fn a_whole_last_entry_that_does_not_read_is_kept_and_reported() {
     );
     assert_eq!(store.controls("s").unwrap().len(), 1, "the entry is kept");
 }
+
+/// A store whose appends on the runtime's threads wait at a gate until it opens.
+#[derive(Debug)]
+struct GatedStore {
+    inner: MemoryStore,
+    entered: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    gate: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl SessionStore for GatedStore {
+    fn append(
+        &self,
+        session: &str,
+        batch: pi_agent::session::Batch<'_>,
+    ) -> Result<(), pi_agent::session::StoreError> {
+        if std::thread::current().name() == Some("gated-runtime") {
+            let _ = self.entered.lock().unwrap().send(());
+            let _ = self.gate.lock().unwrap().recv();
+        }
+        self.inner.append(session, batch)
+    }
+    fn records(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<pi_agent::session::StoredRecord>, pi_agent::session::StoreError> {
+        self.inner.records(session, after, limit)
+    }
+    fn controls(
+        &self,
+        session: &str,
+    ) -> Result<Vec<pi_agent::session::StoredControl>, pi_agent::session::StoreError> {
+        self.inner.controls(session)
+    }
+    fn heads(
+        &self,
+        session: &str,
+    ) -> Result<pi_agent::session::Heads, pi_agent::session::StoreError> {
+        self.inner.heads(session)
+    }
+    fn truncate(
+        &self,
+        session: &str,
+        seq: u64,
+        control: u64,
+    ) -> Result<(), pi_agent::session::StoreError> {
+        self.inner.truncate(session, seq, control)
+    }
+    fn sessions(&self) -> Result<Vec<String>, pi_agent::session::StoreError> {
+        self.inner.sessions()
+    }
+}
+
+/// A store call that waits (SQLite's busy timeout, a slow disk) does not hold a runtime worker:
+/// on a runtime with one worker, another task still runs while the session's write waits.
+#[test]
+fn a_store_write_that_waits_does_not_hold_the_runtime() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("gated-runtime")
+        .enable_all()
+        .build()
+        .unwrap();
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (open_gate, gate) = std::sync::mpsc::channel();
+    let store = Arc::new(GatedStore {
+        inner: MemoryStore::new(),
+        entered: std::sync::Mutex::new(entered_tx),
+        gate: std::sync::Mutex::new(gate),
+    });
+    let runs = Arc::new(AtomicUsize::new(0));
+    let faux = scripted_model(FauxOptions::default());
+    let session = runtime
+        .block_on(Session::open(
+            store,
+            "s",
+            options(&faux, echo_tool(runs, false)),
+        ))
+        .unwrap();
+    // The request is written on this thread; the run's first write, on the worker, waits.
+    session.prompt("r1", UserMessage::text("hi")).unwrap();
+    entered
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run's first write");
+    let (ran_tx, ran) = std::sync::mpsc::channel();
+    runtime.spawn(async move {
+        let _ = ran_tx.send(());
+    });
+    let other_task_ran = ran.recv_timeout(Duration::from_secs(30)).is_ok();
+    // Open the gate for good: every later write passes.
+    drop(open_gate);
+    assert!(
+        other_task_ran,
+        "a waiting store write held the runtime's only worker"
+    );
+    runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(60), session.wait_idle())
+            .await
+            .expect("the run ends once the store answers")
+            .unwrap();
+    });
+    let kinds = record_kinds(&*session.store().clone(), "s");
+    assert_eq!(kinds.last().unwrap().0, "agent_end");
+    session.close();
+}

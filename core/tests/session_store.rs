@@ -12,7 +12,7 @@ use pi_agent::agent::AgentMessage;
 use pi_agent::ai::UserMessage;
 use pi_agent::ai::providers::faux::FauxOptions;
 use pi_agent::session::{
-    Batch, Session, SessionError, SessionOptions, SessionStatus, SessionStore, StoreError,
+    Batch, Heads, Session, SessionError, SessionOptions, SessionStatus, SessionStore, StoreError,
     StoredControl, StoredRecord, TOOL_INTERRUPTED,
 };
 use session_support::{Backing, FailingStore, Kind, echo_tool, record_kinds, scripted_model};
@@ -331,6 +331,78 @@ async fn a_second_writer_without_a_claim_is_refused(kind: Kind) {
     );
 }
 
+/// Deleting a session: refused while a handle has it open, then its journal (and, for
+/// SQLite, its claim's lock file) goes, the other sessions stay, and the id opens as new.
+async fn deleting_a_session_frees_its_id(kind: Kind) {
+    let backing = Backing::new(kind);
+    let runs = Arc::new(AtomicUsize::new(0));
+    let kept = run_scenario(backing.reopen(), &runs).await;
+    let kept_transcript = kept.transcript();
+    kept.close();
+    drop(kept);
+    let faux = scripted_model(FauxOptions::default());
+    let doomed = Session::open(backing.reopen(), "doomed", options(&faux, &runs))
+        .await
+        .unwrap();
+    doomed.prompt("r1", UserMessage::text("hi")).unwrap();
+    doomed.wait_idle().await.unwrap();
+    assert_eq!(backing.store.sessions().unwrap(), ["doomed", "s"]);
+    match backing.reopen().delete("doomed") {
+        Err(StoreError::InUse { session }) => assert_eq!(session, "doomed"),
+        other => panic!("deleted an open session: {other:?}"),
+    }
+    assert!(backing.store.heads("doomed").unwrap().seq > 0);
+    doomed.close();
+    drop(doomed);
+    assert!(backing.reopen().delete("doomed").unwrap());
+    assert_eq!(backing.store.sessions().unwrap(), ["s"]);
+    assert_eq!(backing.store.heads("doomed").unwrap(), Heads::default());
+    if let Some(path) = backing.path().filter(|_| cfg!(unix)) {
+        let claims = path.with_file_name("session.db.claims");
+        let left: Vec<_> = std::fs::read_dir(&claims)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(left, ["s-s.lock"], "the deleted session's lock file goes");
+    }
+    // Nothing left: deleting again says so; the id opens as a new session.
+    assert!(!backing.reopen().delete("doomed").unwrap());
+    let fresh = Session::open(backing.reopen(), "doomed", options(&faux, &runs))
+        .await
+        .unwrap();
+    assert!(fresh.transcript().is_empty());
+    assert_eq!(fresh.last_seq(), 0);
+    fresh.prompt("r1", UserMessage::text("hi")).unwrap();
+    fresh.wait_idle().await.unwrap();
+    assert_eq!(
+        record_kinds(&*backing.store, "doomed").last().unwrap().0,
+        "agent_end"
+    );
+    fresh.close();
+    // The other session is untouched.
+    let kept = Session::open(backing.reopen(), "s", options(&faux, &runs))
+        .await
+        .unwrap();
+    assert_eq!(texts(&kept.transcript()), texts(&kept_transcript));
+    kept.close();
+}
+
+/// The trait's own `delete` (a store that does not write one): it truncates the session.
+#[test]
+fn the_default_delete_truncates() {
+    let backing = Backing::new(Kind::Memory);
+    let store = FailingStore::new(backing.reopen(), usize::MAX);
+    let records = [record(1, "{}"), record(2, "{}")];
+    let batch = Batch {
+        records: &records,
+        controls: &[],
+    };
+    store.append("s", batch).unwrap();
+    assert!(store.delete("s").unwrap());
+    assert_eq!(store.heads("s").unwrap(), Heads::default());
+    assert!(!store.delete("s").unwrap());
+}
+
 macro_rules! suite {
     ($name:ident, $kind:expr) => {
         mod $name {
@@ -364,6 +436,11 @@ macro_rules! suite {
             #[tokio::test]
             async fn a_second_writer_is_refused() {
                 super::a_second_writer_is_refused($kind).await;
+            }
+
+            #[tokio::test]
+            async fn deleting_a_session_frees_its_id() {
+                super::deleting_a_session_frees_its_id($kind).await;
             }
 
             #[tokio::test]

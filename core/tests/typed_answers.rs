@@ -1047,17 +1047,22 @@ async fn anthropic_is_sent_the_subset_it_takes_and_the_answer_is_held_to_the_who
 async fn bedrock_models_that_cannot_be_forced_are_asked_by_the_tools_description() {
     let server = MockServer::start().await.unwrap();
     let mut sent = Vec::new();
-    for id in [
-        "us.anthropic.claude-3-5-haiku-20241022-v1:0",
-        "amazon.nova-lite-v1:0",
-        "mistral.mistral-large-2407-v1:0",
-        "meta.llama3-1-70b-instruct-v1:0",
-        "cohere.command-r-plus-v1:0",
+    // An application inference profile's ARN names no model: its name says what it is.
+    let profile = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3";
+    for (id, name) in [
+        ("us.anthropic.claude-3-5-haiku-20241022-v1:0", ""),
+        ("amazon.nova-lite-v1:0", "Nova Lite"),
+        (profile, "Claude Haiku 4.5 (team profile)"),
+        ("mistral.mistral-large-2407-v1:0", ""),
+        ("meta.llama3-1-70b-instruct-v1:0", "Llama 3.1 70B Instruct"),
+        ("cohere.command-r-plus-v1:0", ""),
+        (profile, "Innovation Llama 3.1"),
     ] {
         server.reset();
         server.push(reply::http_error(400, json!({"message": "mapped"})));
         let mut model = ai::get_model("amazon-bedrock", "amazon.nova-lite-v1:0").unwrap();
         model.id = id.into();
+        model.name = name.into();
         model.base_url = format!("http://{}", server.addr());
         let options = StreamOptions {
             api_key: Some(ApiKey::new("ABSK-test-key")),
@@ -1078,7 +1083,9 @@ async fn bedrock_models_that_cannot_be_forced_are_asked_by_the_tools_description
         [
             json!({"tool": {"name": "weather"}}),
             json!({"tool": {"name": "weather"}}),
+            json!({"tool": {"name": "weather"}}),
             json!({"any": {}}),
+            json!({"auto": {}}),
             json!({"auto": {}}),
             json!({"auto": {}}),
         ]

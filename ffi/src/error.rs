@@ -63,6 +63,9 @@ pub enum pi_error_kind {
     /// A durable session's store failed (the session stopped; reopen it to resume), another
     /// writer wrote the same session, or a request id was reused for another kind of request.
     Session = 107,
+    /// The durable session is open in another handle or process (`pi_session_open` and
+    /// `pi_session_delete` are refused until that one is freed).
+    SessionInUse = 108,
     /// The async runtime could not be started, or another internal failure.
     Runtime = 200,
     /// pi-agent panicked; the panic was caught at the C boundary.

@@ -7,6 +7,7 @@ use pi_agent::agent::{AgentSettings, AgentTool};
 use pi_agent::ai::UserMessage;
 use pi_agent::session::{
     CompactionSettings, Receipt, Session, SessionError, SessionOptions, SessionStore, SqliteStore,
+    StoreError,
 };
 
 use crate::args::{Out, arg_opt_str, arg_ref, arg_str, method};
@@ -38,6 +39,7 @@ pub(crate) fn session_error(error: SessionError) -> pi_error {
         | SessionError::EmptySessionId
         | SessionError::UnreadableMessage(_) => pi_error_kind::InvalidArgument,
         SessionError::Closed => pi_error_kind::Cancelled,
+        SessionError::Store(StoreError::InUse { .. }) => pi_error_kind::SessionInUse,
         _ => pi_error_kind::Session,
     };
     pi_error::new(kind, error.to_string())
@@ -49,6 +51,59 @@ pub(crate) fn open_store(store_path: *const c_char) -> Result<Arc<dyn SessionSto
     let path = arg_str(store_path, "store_path")?;
     let store = SqliteStore::open(path).map_err(|error| session_error(error.into()))?;
     Ok(Arc::new(store))
+}
+
+/// Opens the SQLite store at `store_path`, which must exist.
+fn open_existing_store(store_path: *const c_char) -> Result<SqliteStore, pi_error> {
+    // Checked first by the callers' other arguments: a refused call leaves the file as it was.
+    let path = arg_str(store_path, "store_path")?;
+    SqliteStore::open_existing(path).map_err(|error| session_error(error.into()))
+}
+
+/// The ids of the sessions in the SQLite file at `store_path` (which must exist), as a sorted
+/// JSON array of strings. On success `*json_out` receives it; free it with `pi_string_free`.
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `SESSION` (the file does not exist or cannot be
+/// read).
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_session_list_json(
+    store_path: *const c_char,
+    json_out: *mut *mut c_char,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let out = Out::new(json_out, "json_out")?;
+        let store = open_existing_store(store_path)?;
+        let ids = store.sessions().map_err(|error| session_error(error.into()))?;
+        out.write_json(&ids, "session ids")
+    }
+}
+
+/// Deletes session `session_id` from the SQLite file at `store_path` (which must exist): its
+/// journal goes, and the id opens as a new, empty session afterwards. `*deleted_out` receives
+/// whether the session had a journal. The file keeps its size (SQLite reuses the pages).
+///
+/// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_ARGUMENT` (an empty `session_id`),
+/// `SESSION_IN_USE` (a `pi_session` in this process or another has the session open: free it
+/// first), `SESSION` (the file does not exist or cannot be written).
+/// Thread-safety: may be called from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn pi_session_delete(
+    store_path: *const c_char,
+    session_id: *const c_char,
+    deleted_out: *mut bool,
+) -> *mut pi_error {
+    ffi_fallible! {
+        let id = arg_str(session_id, "session_id")?;
+        let out = Out::new(deleted_out, "deleted_out")?;
+        if id.is_empty() {
+            return Err(session_error(SessionError::EmptySessionId));
+        }
+        let store = open_existing_store(store_path)?;
+        let deleted = store.delete(id).map_err(|error| session_error(error.into()))?;
+        out.write(deleted);
+        Ok(())
+    }
 }
 
 /// Opens session `session_id` in the SQLite file at `store_path` (created if needed) with
@@ -65,7 +120,8 @@ pub(crate) fn open_store(store_path: *const c_char) -> Result<Arc<dyn SessionSto
 /// (`pi_tool_set_replay_safe`), else it ends with an `interrupted` error result.
 ///
 /// Errors: `NULL_ARGUMENT`, `INVALID_UTF8`, `INVALID_JSON`, `INVALID_ARGUMENT` (an empty
-/// `session_id`), `SESSION` (the file cannot be opened, or its journal is damaged).
+/// `session_id`), `SESSION_IN_USE` (another `pi_session`, in this process or another, has the
+/// session open), `SESSION` (the file cannot be opened, or its journal is damaged).
 /// Thread-safety: may be called from any thread.
 #[unsafe(no_mangle)]
 pub extern "C" fn pi_session_open(

@@ -177,3 +177,18 @@ fn freed_from_its_own_tool_callback_the_session_stops() {
     assert_success(&output, "ffi_session_test free_in_tool");
     assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_session_test free_in_tool: ok"));
 }
+
+/// `pi_session_list_json` and `pi_session_delete`: refused (`SESSION_IN_USE`) while the
+/// session is open, then the journal goes and the id opens as a new session.
+#[test]
+fn a_session_is_listed_and_deleted() {
+    let exe = compile("tests/c/ffi_session_test.c", "ffi_session_test_delete");
+    let (_runtime, server) = mock_server();
+    server.push(json!({"text": "hello back"}));
+    let (_dir, db) = temp_db("delete.db");
+    let mut command = Command::new(&exe);
+    command.arg("delete").arg(&db).arg(server.base_url());
+    let output = run(command);
+    assert_success(&output, "ffi_session_test delete");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ffi_session_test delete: ok"));
+}

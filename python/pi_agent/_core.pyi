@@ -98,6 +98,7 @@ __all__ = [
     "AssistantMessageEventStream",
     "Session",
     "SessionError",
+    "SessionInUseError",
     "SessionSubscription",
     "Signal",
     "OnPayload",
@@ -202,6 +203,10 @@ class SessionError(PiError):
     """A durable session's store failed (the session stopped; open it again to resume),
     another writer wrote the same session, or a request id was reused for another kind of
     request."""
+
+class SessionInUseError(SessionError):
+    """The session is open in another handle or process (opening or deleting it is refused
+    until that one is closed)."""
 
 class OAuthError(PiError):
     """An OAuth login, refresh or credentials-file operation failed (the message never holds
@@ -828,7 +833,9 @@ class Session:
     survives the process. Opening a session that exists resumes it: a finished step is never
     redone, a model call in flight is made again (its records carry the next ``attempt``), a
     tool call in flight runs again only if its tool is ``replay_safe`` (else it ends with an
-    ``interrupted`` error result). Requests carry an id and are applied once."""
+    ``interrupted`` error result). Requests carry an id and are applied once. One handle
+    drives a session at a time: opening one that another handle (in this process or another)
+    has open raises ``SessionInUseError``."""
 
     def __new__(
         cls,
@@ -871,6 +878,15 @@ class Session:
         store_path: Union[str, PathLike[str]], session_id: str, after: int = 0
     ) -> SessionSubscription:
         """Follows a session of the file without running it (another process's)."""
+    @staticmethod
+    def sessions(store_path: Union[str, PathLike[str]]) -> list[str]:
+        """The ids of the sessions in the file (which must exist), sorted."""
+    @staticmethod
+    def delete(store_path: Union[str, PathLike[str]], session_id: str) -> bool:
+        """Deletes the session's journal from the file (which must exist): ``True`` when it
+        had one. Raises ``SessionInUseError`` while a handle (in this process or another) has
+        the session open; afterwards the id opens as a new, empty session. The file keeps its
+        size (SQLite reuses the pages)."""
     def close(self) -> None:
         """Stops the session where it is, as a killed process would."""
     def __enter__(self) -> Session: ...

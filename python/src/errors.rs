@@ -4,7 +4,7 @@
 //! or stream with a message whose `stopReason` is `error` or `aborted` (pi's rule).
 
 use pi_agent::agent::AgentError;
-use pi_agent::session::SessionError as SessionFailure;
+use pi_agent::session::{SessionError as SessionFailure, StoreError};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -119,11 +119,22 @@ create_exception!(
      writer wrote the same session, or a request id was reused for another kind of request."
 );
 
+create_exception!(
+    pi_agent,
+    SessionInUseError,
+    SessionError,
+    "The session is open in another handle or process (opening or deleting it is refused \
+     until that one is closed)."
+);
+
 /// The Python exception for a session failure (input mistakes are `ValueError`s).
 pub(crate) fn session_error(error: SessionFailure) -> PyErr {
     match error {
         SessionFailure::EmptyRequestId | SessionFailure::EmptySessionId => {
             pyo3::exceptions::PyValueError::new_err(error.to_string())
+        }
+        SessionFailure::Store(StoreError::InUse { .. }) => {
+            SessionInUseError::new_err(error.to_string())
         }
         error => SessionError::new_err(error.to_string()),
     }

@@ -56,7 +56,7 @@ mod _core {
     #[pymodule_export]
     use super::errors::{
         AgentBusyError, AgentRunError, CannotContinueError, PiError, SessionError,
-        ToolValidationError,
+        SessionInUseError, ToolValidationError,
     };
     #[pymodule_export]
     use super::faux::{PyFauxProvider, faux_text, faux_thinking, faux_tool_call};

@@ -230,6 +230,31 @@ impl PySession {
         ))
     }
 
+    /// The ids of the sessions in the SQLite file at `store_path` (which must exist), sorted.
+    #[staticmethod]
+    fn sessions(py: Python<'_>, store_path: std::path::PathBuf) -> PyResult<Vec<String>> {
+        py.detach(|| {
+            let store = SqliteStore::open_existing(&store_path)?;
+            store.sessions()
+        })
+        .map_err(|error| session_error(error.into()))
+    }
+
+    /// Deletes session `session_id` of the SQLite file at `store_path` (which must exist):
+    /// `True` when it had a journal. Raises `SessionInUseError` while a handle (in this
+    /// process or another) has it open.
+    #[staticmethod]
+    fn delete(py: Python<'_>, store_path: std::path::PathBuf, session_id: &str) -> PyResult<bool> {
+        if session_id.is_empty() {
+            return Err(session_error(CoreError::EmptySessionId));
+        }
+        py.detach(|| {
+            let store = SqliteStore::open_existing(&store_path)?;
+            store.delete(session_id)
+        })
+        .map_err(|error| session_error(error.into()))
+    }
+
     /// Stops the session where it is, as a killed process would (reopen it to resume).
     fn close(&self, py: Python<'_>) {
         py.detach(|| self.session.close());

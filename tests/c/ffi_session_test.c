@@ -8,6 +8,8 @@
  *                                                and "TRANSCRIPT <json>"
  *   ffi_session_test free_in_tool <db> <url>     prompt "r1"; the `wait` tool frees the
  *                                                session from inside its own callback
+ *   ffi_session_test delete <db> <url>           prompt "r1" (answered without tools), then
+ *                                                list and delete the session
  * The `wait` tool prints "TOOL_STARTED" and sleeps (the harness kills the process there).
  */
 #include "test_support.h"
@@ -96,7 +98,7 @@ static void resume(const char *db, const char *url, unsigned long long cursor) {
     /* A second handle is refused while this one has the session open. */
     pi_session *second = NULL;
     pi_error *busy = try_open_session(db, url, &second);
-    CHECK(busy != NULL && pi_error_get_kind(busy) == PI_ERROR_KIND_SESSION);
+    CHECK(busy != NULL && pi_error_get_kind(busy) == PI_ERROR_KIND_SESSION_IN_USE);
     CHECK(str_contains(pi_error_message(busy), "is open in another handle"));
     pi_error_free(busy);
     CHECK(second == NULL);
@@ -144,6 +146,49 @@ static void free_in_tool(const char *db, const char *url) {
     printf("ffi_session_test free_in_tool: ok\n");
 }
 
+static void expect_ids(const char *db, const char *expected) {
+    char *ids = NULL;
+    OK(pi_session_list_json(db, &ids));
+    if (strcmp(ids, expected) != 0) {
+        fprintf(stderr, "session ids %s, expected %s\n", ids, expected);
+        exit(1);
+    }
+    pi_string_free(ids);
+}
+
+static void delete_session(const char *db, const char *url) {
+    pi_session *session = open_session(db, url);
+    char *receipt = NULL;
+    OK(pi_session_prompt(session, "r1", "hello", &receipt));
+    pi_string_free(receipt);
+    OK(pi_session_wait_idle(session));
+    expect_ids(db, "[\"c-session\"]");
+    /* Refused while a handle has the session open. */
+    bool deleted = true;
+    EXPECT_ERROR(pi_session_delete(db, "c-session", &deleted), PI_ERROR_KIND_SESSION_IN_USE);
+    expect_ids(db, "[\"c-session\"]");
+    pi_session_free(session);
+    OK(pi_session_delete(db, "c-session", &deleted));
+    CHECK(deleted);
+    expect_ids(db, "[]");
+    OK(pi_session_delete(db, "c-session", &deleted));
+    CHECK(!deleted);
+    EXPECT_ERROR(pi_session_delete(db, "", &deleted), PI_ERROR_KIND_INVALID_ARGUMENT);
+    EXPECT_ERROR(pi_session_delete(db, "c-session", NULL), PI_ERROR_KIND_NULL_ARGUMENT);
+    char *ids = NULL;
+    EXPECT_ERROR(pi_session_list_json("/nonexistent-pi-dir/typo.db", &ids), PI_ERROR_KIND_SESSION);
+    CHECK(ids == NULL);
+    /* The id opens as a new, empty session. */
+    session = open_session(db, url);
+    char *transcript = NULL;
+    OK(pi_session_transcript_json(session, &transcript));
+    CHECK(strcmp(transcript, "[]") == 0);
+    pi_string_free(transcript);
+    CHECK(pi_session_last_seq(session) == 0);
+    pi_session_free(session);
+    printf("ffi_session_test delete: ok\n");
+}
+
 int main(int argc, char **argv) {
     if (argc >= 4 && strcmp(argv[1], "start") == 0) {
         start(argv[2], argv[3]);
@@ -157,6 +202,11 @@ int main(int argc, char **argv) {
         free_in_tool(argv[2], argv[3]);
         return 0;
     }
-    fprintf(stderr, "usage: ffi_session_test start|resume|free_in_tool <db> <url> [cursor]\n");
+    if (argc >= 4 && strcmp(argv[1], "delete") == 0) {
+        delete_session(argv[2], argv[3]);
+        return 0;
+    }
+    fprintf(stderr,
+            "usage: ffi_session_test start|resume|free_in_tool|delete <db> <url> [cursor]\n");
     return 2;
 }

@@ -229,13 +229,38 @@ def test_a_session_open_in_one_handle_is_refused_in_another(
     model = mock_server.model()
     db = tmp_path / "s.db"
     with pi_agent.Session(db, "one", model) as first:
-        with pytest.raises(pi_agent.SessionError, match="is open in another handle"):
+        with pytest.raises(pi_agent.SessionInUseError, match="is open in another handle"):
             pi_agent.Session(db, "one", model)
         with pi_agent.Session(db, "two", model):
             pass
         first.close()
         with pi_agent.Session(db, "one", model):
             pass
+
+
+def test_a_session_is_listed_and_deleted(mock_server: MockServer, tmp_path: pathlib.Path) -> None:
+    """`Session.sessions` lists a file's sessions; `Session.delete` is refused while a handle
+    has the session open, then its journal goes and the id opens as a new session."""
+    mock_server.push({"text": "Hello there"})
+    model = mock_server.model()
+    settings = {"streamOptions": {"apiKey": "test-key"}}
+    db = tmp_path / "s.db"
+    with pi_agent.Session(db, "doomed", model, settings=settings) as session:
+        session.prompt("r1", "hi")
+        assert session.wait_idle(timeout=30)
+        assert pi_agent.Session.sessions(db) == ["doomed"]
+        with pytest.raises(pi_agent.SessionInUseError, match="is open in another handle"):
+            pi_agent.Session.delete(db, "doomed")
+        assert isinstance(pi_agent.SessionInUseError("x"), pi_agent.SessionError)
+    assert pi_agent.Session.delete(str(db), "doomed") is True
+    assert pi_agent.Session.sessions(db) == []
+    assert pi_agent.Session.delete(db, "doomed") is False
+    with pytest.raises(ValueError):
+        pi_agent.Session.delete(db, "")
+    with pytest.raises(pi_agent.SessionError, match="no session database"):
+        pi_agent.Session.sessions(tmp_path / "typo.db")
+    with pi_agent.Session(db, "doomed", model, settings=settings) as fresh:
+        assert fresh.transcript() == [] and fresh.last_seq == 0
 
 
 def test_following_a_database_that_is_not_there_is_an_error(tmp_path: pathlib.Path) -> None:

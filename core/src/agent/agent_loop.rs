@@ -502,7 +502,11 @@ async fn call_model_inner<S: EventSink>(
                 break;
             }
             event => {
-                if started {
+                // After an abort the partial message still takes what arrives (the final
+                // message keeps it), but it is not reported: the run's last events are queued
+                // without waiting for room (an unread run must end), so a stream that ignores
+                // its signal must not add an update per delta for its whole grace.
+                if started && abort_deadline.is_none() {
                     sink.emit(AgentEvent::MessageUpdate {
                         assistant_message_event: event,
                         partial: partial.clone(),

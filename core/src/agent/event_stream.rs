@@ -57,13 +57,18 @@ impl Stream for AgentEventStream {
     }
 }
 
-/// A bounded queue as the run's sink: the run waits for a slow consumer. Shared with the task
-/// that reports a panicking run, so the queue stays open for its failure events.
-struct ChannelSink(Arc<Sender<AgentEvent>>);
+/// A bounded queue as the run's sink: the run waits for a slow consumer, until it is aborted
+/// (then an unread stream must not hold the run). Shared with the task that reports a
+/// panicking run, so the queue stays open for its failure events.
+struct ChannelSink {
+    events: Arc<Sender<AgentEvent>>,
+    /// The run's own token.
+    aborted: CancellationToken,
+}
 
 impl EventSink for ChannelSink {
     async fn emit(&mut self, event: AgentEvent) {
-        let _ = self.0.send(event).await;
+        let _ = self.events.send_unless_aborted(event, &self.aborted).await;
     }
 }
 
@@ -79,7 +84,11 @@ where
     let model = config.model.clone();
     // The run's own token: the caller's signal cancels it, and so does dropping the stream.
     let run_signal = signal.child_token();
-    let future = run(ChannelSink(tx), run_signal.clone());
+    let sink = ChannelSink {
+        events: tx,
+        aborted: run_signal.clone(),
+    };
+    let future = run(sink, run_signal.clone());
     let task_signal = run_signal.clone();
     let span = crate::observability::agent_span(&config.model);
     tokio::spawn(tracing::Instrument::instrument(
@@ -88,21 +97,20 @@ where
                 let message: AgentMessage =
                     run_failure_message(&model, &panic_text(&*panic), task_signal.is_cancelled())
                         .into();
-                let _ = failure_tx
-                    .send(AgentEvent::MessageStart {
+                let events = [
+                    AgentEvent::MessageStart {
                         message: message.clone(),
-                    })
-                    .await;
-                let _ = failure_tx
-                    .send(AgentEvent::MessageEnd {
+                    },
+                    AgentEvent::MessageEnd {
                         message: message.clone(),
-                    })
-                    .await;
-                let _ = failure_tx
-                    .send(AgentEvent::AgentEnd {
+                    },
+                    AgentEvent::AgentEnd {
                         messages: vec![message],
-                    })
-                    .await;
+                    },
+                ];
+                for event in events {
+                    let _ = failure_tx.send_unless_aborted(event, &task_signal).await;
+                }
             }
         }),
         span,

@@ -753,17 +753,9 @@ impl EventSink for RunSink {
         if let AgentEvent::AgentEnd { messages } = &event {
             self.outcome.set(messages.clone());
         }
-        // An aborted run queues its last events without waiting for room: nobody may ever read
-        // them (a run kept unread, then aborted, as `pi_agent_free` does), and the abort must
-        // end the run now. They are few: the rest of a turn and the run's end.
-        let room = tokio::select! {
-            biased;
-            room = self.events.ready() => room,
-            () = self.signal.cancelled() => Ok(()),
-        };
-        if room.is_ok() {
-            let _ = self.events.push(event);
-        }
+        // An aborted run's events do not wait for room (`pi_agent_free` aborts a run kept
+        // unread): the abort must end the run now.
+        let _ = self.events.send_unless_aborted(event, &self.signal).await;
     }
 }
 

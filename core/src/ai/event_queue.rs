@@ -174,8 +174,26 @@ impl<T> Sender<T> {
     }
 
     /// [`ready`](Self::ready), then [`push`](Self::push).
+    #[cfg(test)]
     pub(crate) async fn send(&self, event: T) -> Result<(), Closed> {
         self.ready().await?;
+        self.push(event)
+    }
+
+    /// [`ready`](Self::ready), then [`push`](Self::push); but once `aborted` is cancelled it
+    /// queues without waiting for room: an aborted run's last events must not wait for a consumer that may never read
+    /// again (a run kept unread, then aborted). They are few: the rest of a turn and the
+    /// run's end.
+    pub(crate) async fn send_unless_aborted(
+        &self,
+        event: T,
+        aborted: &CancellationToken,
+    ) -> Result<(), Closed> {
+        tokio::select! {
+            biased;
+            room = self.ready() => room?,
+            () = aborted.cancelled() => {}
+        }
         self.push(event)
     }
 

@@ -13,6 +13,7 @@ use super::error::SessionError;
 use super::receipt::RequestKind;
 use super::replay::{Run, start_run};
 use super::state::Shared;
+use super::store::off_worker;
 use crate::agent::{
     ABORTED, AgentEvent, AgentLoopConfig, AgentMessage, AgentToolResult, EventSink, QueueMode,
     StepAction, StepInput, ToolOutcome, apply_api_key_hook, call_model, execute_tool_calls,
@@ -331,7 +332,7 @@ fn recorded_tools(shared: &Arc<Shared>, since_seq: u64) -> Result<Recorded, Sess
     let mut ended: HashMap<String, VecDeque<(AgentToolResult, bool)>> = HashMap::new();
     let mut after = since_seq;
     loop {
-        let page = shared.store.records(&shared.id, after, 512)?;
+        let page = off_worker(|| shared.store.records(&shared.id, after, 512))?;
         let Some(last) = page.last() else { break };
         after = last.seq;
         for record in &page {

@@ -13,7 +13,7 @@ use super::options::SessionOptions;
 use super::receipt::{Receipt, RequestKind};
 use super::replay::restore;
 use super::state::{Pending, SessionStatus, Shared};
-use super::store::{Claim, SessionStore};
+use super::store::{Claim, SessionStore, off_worker};
 use super::subscribe::Subscription;
 use crate::agent::AgentMessage;
 
@@ -70,8 +70,8 @@ impl Session {
         }
         // Claimed before its journal is read: what another handle is still writing must not
         // be resumed here.
-        let claim = store.claim(&id)?;
-        let (inner, run) = restore(&*store, &id, &options)?;
+        let claim = off_worker(|| store.claim(&id))?;
+        let (inner, run) = off_worker(|| restore(&*store, &id, &options))?;
         let status = if inner.running || !inner.inbox.is_empty() {
             SessionStatus::Running
         } else {

@@ -128,4 +128,13 @@ impl SessionStore for MemoryStore {
     fn sessions(&self) -> Result<Vec<String>, StoreError> {
         Ok(self.lock().keys().cloned().collect())
     }
+
+    fn delete(&self, session: &str) -> Result<bool, StoreError> {
+        let _claim = self.claim(session)?;
+        // An id whose logs were emptied (by `truncate`) is gone from the list as well.
+        Ok(self
+            .lock()
+            .remove(session)
+            .is_some_and(|logs| logs.heads() != Heads::default()))
+    }
 }

@@ -243,6 +243,47 @@ fn claim_path(database: &Path, session: &str) -> PathBuf {
     PathBuf::from(directory).join(name)
 }
 
+/// What locking an opened claim file gave.
+#[derive(Debug)]
+enum Locked {
+    /// The claim: the file is locked, and it is the one the path names.
+    Held(std::fs::File),
+    /// Another claim holds the file.
+    Busy,
+    /// The file was locked, but a deletion removed it from its path meanwhile (see `delete`):
+    /// nobody else will open it, so this lock claims nothing. Open the path again.
+    Replaced,
+}
+
+/// Locks `file`, which was opened at `path`. `delete` removes a lock file while holding its
+/// lock, so a claimant that opened the file before and locks it after must find out.
+fn lock_opened(path: &Path, file: std::fs::File) -> std::io::Result<Locked> {
+    match file.try_lock() {
+        Ok(()) if names_file(path, &file) => Ok(Locked::Held(file)),
+        Ok(()) => Ok(Locked::Replaced),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(Locked::Busy),
+        Err(std::fs::TryLockError::Error(error)) => Err(error),
+    }
+}
+
+/// Whether `path` still names `file` (a lock file `delete` removed no longer does).
+fn names_file(path: &Path, file: &std::fs::File) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(path), file.metadata()) {
+            (Ok(named), Ok(held)) => named.dev() == held.dev() && named.ino() == held.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        // Lock files are never removed there.
+        let _ = (path, file);
+        true
+    }
+}
+
 impl SessionStore for SqliteStore {
     /// An exclusive lock (`flock`, `LockFileEx`) on the session's lock file, beside the
     /// database: it holds across processes, and the system releases it when a process dies,
@@ -263,18 +304,51 @@ impl SessionStore for SqliteStore {
             std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
             builder.create(directory).map_err(failed)?;
         }
-        let file = private_file()
-            .write(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(failed)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Claim::held(file)),
-            Err(std::fs::TryLockError::WouldBlock) => Err(StoreError::InUse {
-                session: session.to_owned(),
-            }),
-            Err(std::fs::TryLockError::Error(error)) => Err(failed(error)),
+        // Each round that finds its file replaced follows a deletion; a few rounds are plenty.
+        for _ in 0..8 {
+            let file = private_file()
+                .write(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(failed)?;
+            match lock_opened(&path, file).map_err(failed)? {
+                Locked::Held(file) => return Ok(Claim::held(file)),
+                Locked::Replaced => continue,
+                Locked::Busy => {
+                    return Err(StoreError::InUse {
+                        session: session.to_owned(),
+                    });
+                }
+            }
         }
+        Err(failed(std::io::Error::other(
+            "its lock file kept being replaced (the session is being deleted and recreated)",
+        )))
+    }
+
+    /// Deletes the session's rows in one transaction, and its claim's lock file while the
+    /// claim is held (see [`claim`](Self::claim)). The file keeps its size: SQLite reuses the
+    /// freed pages for later writes (`VACUUM` gives them back to the system).
+    fn delete(&self, session: &str) -> Result<bool, StoreError> {
+        let claim = self.claim(session)?;
+        let deleted = {
+            let mut connection = self.lock();
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let records =
+                transaction.execute("DELETE FROM pi_records WHERE session = ?1", [session])?;
+            let controls =
+                transaction.execute("DELETE FROM pi_controls WHERE session = ?1", [session])?;
+            transaction.commit()?;
+            records + controls > 0
+        };
+        // Only where a claimant can tell (`names_file`): elsewhere the file stays.
+        #[cfg(unix)]
+        if !in_memory(&self.path) {
+            let _ = std::fs::remove_file(claim_path(&self.path, session));
+        }
+        drop(claim);
+        Ok(deleted)
     }
 
     fn append(&self, session: &str, batch: Batch<'_>) -> Result<(), StoreError> {
@@ -362,6 +436,26 @@ impl SessionStore for SqliteStore {
 mod tests {
     use super::*;
     use crate::agent::AgentEvent;
+
+    /// A claimant that opened the lock file before a deletion removed it and locks it after
+    /// holds a file nobody else will open: it is told so, and a new claim takes a new file.
+    #[test]
+    #[cfg(unix)]
+    fn a_lock_file_deleted_meanwhile_claims_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SqliteStore::open(dir.path().join("s.db")).unwrap();
+        let path = claim_path(store.path(), "s");
+        drop(store.claim("s").unwrap());
+        let early = private_file().write(true).open(&path).unwrap();
+        assert!(!store.delete("s").unwrap());
+        assert!(!path.exists());
+        assert!(matches!(lock_opened(&path, early), Ok(Locked::Replaced)));
+        let claim = store.claim("s").unwrap();
+        assert!(path.exists());
+        let again = private_file().write(true).open(&path).unwrap();
+        assert!(matches!(lock_opened(&path, again), Ok(Locked::Busy)));
+        drop(claim);
+    }
 
     #[test]
     fn a_tool_start_is_recognised_as_the_session_writes_it() {

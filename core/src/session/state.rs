@@ -13,7 +13,7 @@ use super::error::SessionError;
 use super::options::SessionOptions;
 use super::receipt::{Receipt, RequestKind};
 use super::record::{Batch, Heads, StoredControl, StoredRecord};
-use super::store::SessionStore;
+use super::store::{SessionStore, off_worker};
 use crate::agent::{AgentEvent, AgentMessage};
 
 /// What a session is doing.
@@ -121,7 +121,7 @@ impl Shared {
             records: &records,
             controls: &controls,
         };
-        if let Err(error) = self.store.append(&self.id, batch) {
+        if let Err(error) = off_worker(|| self.store.append(&self.id, batch)) {
             self.stop(inner, error.to_string());
             return Err(error.into());
         }

@@ -32,9 +32,7 @@ pub enum StoreError {
     Unavailable(String),
     /// Another handle (in this process or another) holds the session's claim: a session is
     /// driven by one [`Session`](super::Session) at a time.
-    #[error(
-        "session `{session}` is open in another handle or process; close it there before opening it here"
-    )]
+    #[error("session `{session}` is open in another handle or process; close it there first")]
     InUse {
         /// The session.
         session: String,
@@ -120,6 +118,41 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     fn claim(&self, session: &str) -> Result<Claim, StoreError> {
         let _ = session;
         Ok(Claim::none())
+    }
+    /// Deletes `session`'s journal (its records and control entries); returns whether it had
+    /// any. The session's claim is taken for the deletion, so a store whose claims hold
+    /// (`SqliteStore`, `MemoryStore`) refuses a session that a handle has open
+    /// ([`StoreError::InUse`]), and no handle opens it meanwhile; with a store that claims
+    /// nothing, a handle that still drives the session is stopped by its next write
+    /// ([`StoreError::Conflict`]). Afterwards the id is free: opening it starts a new, empty
+    /// session.
+    ///
+    /// A [`Subscription::follow`](super::Subscription::follow) of the deleted session sees no
+    /// more records (it waits for records past its cursor, which a new session of the same id
+    /// would write): do not reuse an id that followers still watch.
+    ///
+    /// The default claims the session and truncates it to nothing.
+    fn delete(&self, session: &str) -> Result<bool, StoreError> {
+        let _claim = self.claim(session)?;
+        let had = self.heads(session)? != Heads::default();
+        self.truncate(session, 0, 0)?;
+        Ok(had)
+    }
+}
+
+/// Runs a store call, which may wait (for another connection's write lock, up to SQLite's busy
+/// timeout, or for the disk), without holding a runtime worker: on a worker of a
+/// multi-threaded runtime the thread leaves the pool meanwhile (`block_in_place`), so the
+/// runtime's other tasks (other sessions, agents, streams) go on. Elsewhere (a current-thread
+/// runtime, a caller's own thread) it runs in place.
+pub(crate) fn off_worker<T>(call: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    let multi_threaded = Handle::try_current()
+        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::MultiThread);
+    if multi_threaded {
+        tokio::task::block_in_place(call)
+    } else {
+        call()
     }
 }
 

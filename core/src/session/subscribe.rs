@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::error::SessionError;
 use super::record::JournalRecord;
 use super::state::SessionStatus;
-use super::store::SessionStore;
+use super::store::{SessionStore, off_worker};
 
 /// How many records one read takes from the store.
 const PAGE: usize = 512;
@@ -161,7 +161,8 @@ impl Subscription {
 
     fn fill(&mut self) -> Result<(), SessionError> {
         let after = self.cursor;
-        for stored in self.store.records(&self.session, after, PAGE)? {
+        let page = off_worker(|| self.store.records(&self.session, after, PAGE))?;
+        for stored in page {
             let event =
                 RawValue::from_string(stored.event).map_err(|error| SessionError::Corrupt {
                     session: self.session.clone(),

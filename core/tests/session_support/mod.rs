@@ -49,6 +49,11 @@ impl Backing {
         }
     }
 
+    /// The database file, for SQLite.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
     /// A fresh handle on the same sessions.
     pub fn reopen(&self) -> Arc<dyn SessionStore> {
         match &self.path {

@@ -161,6 +161,17 @@ fn tool_parameters(schema: &Value) -> Value {
     Value::Object(inlined)
 }
 
+/// Whether the Bedrock model's id, or a word of its name, names `family` (lowercase): an
+/// application inference profile's ARN names no model, so its name is what tells (as for the
+/// provider's own family checks). Words, so that "Innovation Llama" is no Nova.
+fn bedrock_family(model: &Model, family: &str) -> bool {
+    model.id.to_ascii_lowercase().contains(family)
+        || model
+            .name
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|word| word.eq_ignore_ascii_case(family))
+}
+
 /// `choice` as far as the Bedrock model can be forced: Bedrock takes `tool` only from Claude
 /// and Nova, and `any` also from Mistral Large; other models (Llama, Cohere, ...) refuse both
 /// (a `ValidationException`), so they are asked by the tool's description instead (`auto`),
@@ -169,8 +180,7 @@ fn within_bedrock_forcing(model: &Model, choice: ToolChoice) -> ToolChoice {
     if model.api != "bedrock-converse-stream" {
         return choice;
     }
-    let id = model.id.to_ascii_lowercase();
-    let has = |family: &str| id.contains(family);
+    let has = |family: &str| bedrock_family(model, family);
     match choice {
         choice if has("claude") || has("anthropic") || has("nova") => choice,
         // `any` forces a call: of the output tool when it is the sole tool.
@@ -185,7 +195,9 @@ fn within_bedrock_forcing(model: &Model, choice: ToolChoice) -> ToolChoice {
 fn claude_thinking(model: &Model, options: &StreamOptions) -> bool {
     let claude = match model.api.as_str() {
         "anthropic-messages" => true,
-        "bedrock-converse-stream" => model.id.contains("claude") || model.id.contains("anthropic"),
+        "bedrock-converse-stream" => {
+            bedrock_family(model, "claude") || bedrock_family(model, "anthropic")
+        }
         _ => false,
     };
     let thinking =
