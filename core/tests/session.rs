@@ -840,3 +840,47 @@ fn a_store_write_that_waits_does_not_hold_the_runtime() {
     assert_eq!(kinds.last().unwrap().0, "agent_end");
     session.close();
 }
+
+/// A session reopened with other settings replays its runs under the settings they ran with
+/// (a lower turn limit would end a finished run early, and the journal's next step would not
+/// fit: the session could not be opened); new runs go by today's.
+#[tokio::test]
+async fn a_session_reopened_with_other_settings_replays_its_runs_as_they_ran() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let faux = scripted_model(FauxOptions::default());
+    let session = Session::open(
+        Arc::clone(&store),
+        "s",
+        options(&faux, echo_tool(Arc::clone(&runs), false)),
+    )
+    .await
+    .unwrap();
+    session.prompt("r1", UserMessage::text("hi")).unwrap();
+    session.wait_idle().await.unwrap();
+    let before = serde_json::to_value(session.transcript()).unwrap();
+    // Two model calls: the tool call, then "done".
+    assert_eq!(before.as_array().unwrap().len(), 4);
+    session.close();
+    drop(session);
+
+    let mut changed = options(&faux, echo_tool(Arc::clone(&runs), false));
+    changed.settings.limits.max_turns = Some(1);
+    let session = Session::open(Arc::clone(&store), "s", changed)
+        .await
+        .unwrap();
+    assert_eq!(serde_json::to_value(session.transcript()).unwrap(), before);
+    // The new run stops at its limit: one model call (the tool call), the tool's result, and
+    // the limit's message.
+    session.prompt("r2", UserMessage::text("again")).unwrap();
+    session.wait_idle().await.unwrap();
+    let after = serde_json::to_value(session.transcript()).unwrap();
+    assert_eq!(after.as_array().unwrap().len(), 4 + 4, "{after}");
+    assert_eq!(
+        after[7]["errorMessage"],
+        "The run reached its limit of 1 turn (maxTurns)"
+    );
+    let kinds = record_kinds(&*store, "s");
+    assert_eq!(kinds.last().unwrap().0, "agent_end");
+    session.close();
+}

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::compaction::Compaction;
 use super::receipt::RequestKind;
-use crate::agent::{AgentMessage, StepInput};
+use crate::agent::{AgentMessage, StepInput, StepperConfig};
 
 /// One control entry (JSON with a `type` tag).
 #[derive(Debug, Serialize, Deserialize)]
@@ -23,8 +23,14 @@ pub(crate) enum Control {
         /// The journal's last seq when it was accepted (the receipt's).
         seq: u64,
     },
-    /// A run started with these requests' messages as its prompts.
-    RunStart { requests: Vec<String> },
+    /// A run started with these requests' messages as its prompts, under `config` (the
+    /// stepper's settings then: a reopened session replays the run under them, whatever its
+    /// options are now; absent in journals written before it was recorded).
+    RunStart {
+        requests: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        config: Option<StepperConfig>,
+    },
     /// A model call or tool batch began (`attempt` > 0: redone after a restart); tool events
     /// of this action are the journal's records after `sinceSeq`.
     ActionStart { attempt: u32, since_seq: u64 },

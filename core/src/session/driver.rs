@@ -11,7 +11,7 @@ use super::compaction::{self, Compaction};
 use super::control::Control;
 use super::error::SessionError;
 use super::receipt::RequestKind;
-use super::replay::{Run, start_run};
+use super::replay::{Run, start_run, stepper_config};
 use super::state::Shared;
 use super::store::off_worker;
 use crate::agent::{
@@ -111,11 +111,20 @@ fn next_run(shared: &Arc<Shared>) -> Result<Option<Run>, SessionError> {
     let pending: Vec<_> = inner.inbox.drain(..).collect();
     let requests: Vec<String> = pending.iter().map(|p| p.id.clone()).collect();
     let prompts = pending.into_iter().map(|p| p.message).collect();
-    let (run, events) = start_run(&shared.options, &inner.transcript, prompts);
+    let config = stepper_config(&shared.options);
+    let (run, events) = start_run(config.clone(), &shared.options, &inner.transcript, prompts);
     inner.signal = CancellationToken::new();
     inner.running = true;
     // On failure the requests are not taken: the store still has them for the next process.
-    shared.write(&mut inner, 0, &events, &[Control::RunStart { requests }])?;
+    shared.write(
+        &mut inner,
+        0,
+        &events,
+        &[Control::RunStart {
+            requests,
+            config: Some(config),
+        }],
+    )?;
     shared.publish_status(&inner);
     Ok(Some(run))
 }

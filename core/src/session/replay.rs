@@ -41,14 +41,16 @@ pub(crate) fn stepper_config(options: &SessionOptions) -> StepperConfig {
     }
 }
 
-/// Starts a run on `transcript` with `prompts`; the events are the run's first records.
+/// Starts a run under `config` on `transcript` with `prompts`; the events are the run's first
+/// records.
 pub(crate) fn start_run(
+    config: StepperConfig,
     options: &SessionOptions,
     transcript: &[AgentMessage],
     prompts: Vec<AgentMessage>,
 ) -> (Run, Vec<crate::agent::AgentEvent>) {
     let (stepper, step) = AgentStepper::start(
-        stepper_config(options),
+        config,
         options.system_prompt.clone(),
         transcript.to_vec(),
         RunStart::Prompt { prompts },
@@ -150,9 +152,12 @@ pub(crate) fn restore(
                 );
                 inner.inbox.push_back(Pending { id, kind, message });
             }
-            Control::RunStart { requests } => {
+            Control::RunStart { requests, config } => {
                 let prompts = take_requests(&mut inner.inbox, &requests);
-                let (started, events) = start_run(options, &inner.transcript, prompts);
+                // As the run ran: with other settings now (a lower turn limit, sequential
+                // tools) the journal's inputs would not fit the steps replayed.
+                let config = config.unwrap_or_else(|| stepper_config(options));
+                let (started, events) = start_run(config, options, &inner.transcript, prompts);
                 apply_message_ends(&mut inner.transcript, &events);
                 run = Some(started);
             }
