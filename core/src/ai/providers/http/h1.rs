@@ -24,6 +24,7 @@ mod pool;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use bytes::BytesMut;
 use reqwest::ResponseBuilderExt as _;
@@ -202,8 +203,8 @@ async fn exchange(
     }
 }
 
-/// A fresh connection to `origin`, its addresses tried in order within [`CONNECT_TIMEOUT`],
-/// and how much of `wire` (the request) it has sent already.
+/// A fresh connection to `origin`, its addresses tried in order within [`CONNECT_TIMEOUT`]
+/// (see [`connect_any`]), and how much of `wire` (the request) it has sent already.
 ///
 /// The request is written right after the non-blocking `connect`, before the socket is
 /// registered with any runtime (see [`Conn`]): a connection to a local server is usually
@@ -230,24 +231,55 @@ async fn connect(
                 .await?
                 .collect(),
         };
-        let mut last = None;
-        for address in addresses {
-            match connect_and_send(address, wire).await {
-                Ok(connected) => return Ok(connected),
-                Err(error) => last = Some(error),
-            }
-        }
-        Err(last
-            .unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address for the host")))
+        // The lookup's time is not taken from the addresses' shares: `within` below bounds
+        // the whole.
+        connect_any(&addresses, wire, CONNECT_TIMEOUT).await
+    };
+    let timed_out = || {
+        ProviderError::Timeout(failed(&format_args!(
+            "no connection after {} ms",
+            CONNECT_TIMEOUT.as_millis()
+        )))
     };
     match within(CONNECT_TIMEOUT, attempt).await {
         Ok(Ok(connected)) => Ok(connected),
+        Ok(Err(error)) if error.kind() == io::ErrorKind::TimedOut => Err(timed_out()),
         Ok(Err(error)) => Err(ProviderError::Network(failed(&error))),
-        Err(_) => Err(ProviderError::Timeout(failed(&format_args!(
-            "no connection after {} ms",
-            CONNECT_TIMEOUT.as_millis()
-        )))),
+        Err(_) => Err(timed_out()),
     }
+}
+
+/// Connects to the first of `addresses` that answers within `budget`, in order. Each attempt
+/// gets an equal share of what is left of the budget, so an address that never answers (a
+/// host's IPv6 address without a route to it, its packets dropped) leaves time for the next
+/// one instead of using it all: reqwest's connector divides its connect timeout the same way.
+/// An attempt given up is a socket that never connected, so it sent nothing.
+async fn connect_any(
+    addresses: &[SocketAddr],
+    wire: &[u8],
+    budget: Duration,
+) -> io::Result<(Conn, usize)> {
+    if let [address] = addresses {
+        // One address: the caller's `within` bounds it (no clock read here).
+        return connect_and_send(*address, wire).await;
+    }
+    let started = tokio::time::Instant::now();
+    let mut last = None;
+    for (tried, &address) in addresses.iter().enumerate() {
+        let left = u32::try_from(addresses.len() - tried).unwrap_or(u32::MAX);
+        let share = budget.saturating_sub(started.elapsed()) / left;
+        match within(share, connect_and_send(address, wire)).await {
+            Ok(Ok(connected)) => return Ok(connected),
+            Ok(Err(error)) => last = Some(error),
+            Err(_) => {
+                last = Some(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("{address}: no connection after {} ms", share.as_millis()),
+                ));
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::new(io::ErrorKind::NotFound, "no address for the host")))
 }
 
 /// Connects to `address` and sends what of `wire` the socket takes at once; the connection is
@@ -616,5 +648,50 @@ mod tests {
         // reqwest moves a URL's user and password into an `authorization` header.
         let request = client.get("http://user:pw@127.0.0.1/").build().unwrap();
         assert!(serves(&request) && request.headers().contains_key("authorization"));
+    }
+
+    /// An address that never answers (its packets dropped: here a listener whose accept queue
+    /// is full, so the kernel drops new SYNs) takes only its share of the connect budget; the
+    /// next address gets the request, once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_address_that_never_answers_leaves_time_for_the_next() {
+        let silent =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        silent
+            .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+            .unwrap();
+        silent.listen(0).unwrap();
+        let silent_address = silent.local_addr().unwrap().as_socket().unwrap();
+        // The one connection its queue holds; the next SYN is dropped.
+        let _queued = std::net::TcpStream::connect(silent_address).unwrap();
+        let (port, accepted, requests) = serve_counting(vec![None]).await;
+        let good = SocketAddr::from(([127, 0, 0, 1], port));
+        let wire = b"POST /v1/x HTTP/1.1\r\nhost: x\r\ncontent-length: 0\r\n\r\n";
+        let budget = Duration::from_secs(6);
+        let connected = within(budget, connect_any(&[silent_address, good], wire, budget)).await;
+        let (mut conn, sent) = connected
+            .expect("the silent address used the whole budget")
+            .expect("the second address connects");
+        if sent < wire.len() {
+            conn.write_all(&wire[sent..]).await.unwrap();
+        }
+        for _ in 0..6000 {
+            if requests.load(Ordering::SeqCst) == 1 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(requests.load(Ordering::SeqCst), 1);
+        assert_eq!(accepted.load(Ordering::SeqCst), 1);
+        // Every address silent: a timeout, each in its turn.
+        let error = connect_any(
+            &[silent_address, silent_address],
+            wire,
+            Duration::from_millis(400),
+        )
+        .await
+        .err()
+        .expect("nothing answers");
+        assert_eq!(error.kind(), io::ErrorKind::TimedOut, "{error}");
     }
 }
