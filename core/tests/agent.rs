@@ -883,16 +883,69 @@ fn a_run_outside_a_runtime_or_cut_off_by_its_runtime_leaves_the_agent_idle() {
     assert!(h.agent.is_streaming());
     drop(runtime);
     assert!(!h.agent.is_streaming());
-    drop(run);
-    // The cut-off call has its aborted result.
+    // The cut-off call has its aborted result, and an aborted message says why the run ended.
     let messages = h.agent.messages();
     assert_transcript_valid(&messages);
-    let result = messages
-        .last()
-        .and_then(AgentMessage::as_tool_result)
-        .unwrap();
+    let result = messages[messages.len() - 2].as_tool_result().unwrap();
     assert!(result.is_error, "{result:?}");
     assert_eq!(result.tool_call_id, "call-1");
+    let failure = messages
+        .last()
+        .and_then(AgentMessage::as_assistant)
+        .unwrap();
+    assert_eq!(failure.stop_reason, StopReason::Aborted, "{failure:?}");
+    assert!(
+        failure
+            .error_message
+            .as_deref()
+            .is_some_and(|error| error.contains("runtime it ran on shut down")),
+        "{failure:?}"
+    );
+    // Every subscriber saw the run end, and so does its stream; its outcome is the failure.
+    let kinds = h.kinds();
+    assert_eq!(
+        kinds[kinds.len() - 6..],
+        [
+            "tool_execution_end",
+            "message_start(toolResult)",
+            "message_end(toolResult)",
+            "message_start(assistant)",
+            "message_end(assistant)",
+            "agent_end"
+        ],
+        "{kinds:?}"
+    );
+    assert_eq!(
+        kinds.iter().filter(|kind| *kind == "agent_start").count(),
+        1
+    );
+    let streamed: Vec<&'static str> = futures::executor::block_on_stream(run)
+        .map(|event| event.kind())
+        .collect();
+    assert_eq!(streamed.last(), Some(&"agent_end"), "{streamed:?}");
+
+    // A run whose runtime shuts down before its task ever runs: it starts and ends.
+    h.events.lock().unwrap().clear();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = runtime.block_on(async { h.agent.start(RunInput::text("never")).unwrap() });
+    drop(runtime);
+    assert!(!h.agent.is_streaming());
+    assert_eq!(
+        h.kinds(),
+        [
+            "agent_start",
+            "message_start(assistant)",
+            "message_end(assistant)",
+            "agent_end"
+        ]
+    );
+    let outcome = futures::executor::block_on(run.result());
+    let error = outcome.error().expect("the cut-off run failed");
+    assert!(error.to_string().contains("shut down"), "{error}");
+    assert_transcript_valid(&h.agent.messages());
 
     // The next run, on another runtime, goes through.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -902,6 +955,73 @@ fn a_run_outside_a_runtime_or_cut_off_by_its_runtime_leaves_the_agent_idle() {
     runtime.block_on(async { h.agent.prompt("again").await.unwrap() });
     let last = h.agent.messages().last().cloned().unwrap();
     assert!(last.as_assistant().is_some(), "{last:?}");
+}
+
+/// Cut off while the model streams: that message ends, aborted, and the run with it.
+#[test]
+fn a_run_cut_off_while_the_model_streams_ends_that_message() {
+    use pi_agent::agent::RunInput;
+
+    let faux = FauxProvider::register_with(FauxOptions {
+        tokens_per_second: Some(50.0),
+        ..FauxOptions::default()
+    });
+    faux.set_responses(vec![reply(vec![faux_text("word ".repeat(500))])]);
+    let agent = Agent::new(AgentOptions {
+        model: Some(faux.model()),
+        ..AgentOptions::default()
+    });
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let (streaming_tx, streaming) = std::sync::mpsc::channel();
+    let streaming_tx = Mutex::new(streaming_tx);
+    let seen = Arc::clone(&events);
+    agent.subscribe(move |event| {
+        if let AgentEvent::MessageUpdate {
+            assistant_message_event: pi_agent::ai::AssistantMessageEvent::TextDelta { .. },
+            ..
+        } = event
+        {
+            let _ = streaming_tx.lock().unwrap().send(());
+        }
+        seen.lock().unwrap().push(event.clone());
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let run = runtime.block_on(async { agent.start(RunInput::text("go")).unwrap() });
+    streaming
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the model streams");
+    drop(runtime);
+    let kinds: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|event| !matches!(event, AgentEvent::MessageUpdate { .. }))
+        .map(|event| event.kind().to_owned())
+        .collect();
+    assert_eq!(
+        kinds[kinds.len() - 2..],
+        ["message_end", "agent_end"],
+        "{kinds:?}"
+    );
+    let answer = agent
+        .messages()
+        .last()
+        .and_then(AgentMessage::as_assistant)
+        .cloned()
+        .unwrap();
+    assert_eq!(answer.stop_reason, StopReason::Aborted);
+    assert!(answer.text().starts_with("word"), "{answer:?}");
+    let outcome = futures::executor::block_on(run.result());
+    assert_eq!(
+        outcome.new_messages.len(),
+        2,
+        "the prompt and the cut answer"
+    );
+    assert!(outcome.error().is_some());
 }
 
 #[tokio::test]

@@ -602,3 +602,105 @@ async fn an_aborted_run_that_nobody_reads_ends() {
         .count();
     assert!((800..=1024).contains(&updates), "{updates} updates");
 }
+
+/// A run whose runtime shuts down under it (mid-stream, or before its task ever ran) still
+/// ends its stream: an `aborted` message saying why, and `agent_end`.
+#[test]
+fn a_run_cut_off_by_its_runtime_ends_its_stream() {
+    let (streaming_tx, streaming) = std::sync::mpsc::channel();
+    let streaming_tx = std::sync::Mutex::new(streaming_tx);
+    let model = Model::new("mock", "mock", "mock-1", "");
+    let mut config = AgentLoopConfig::new(model);
+    config.hooks.stream_fn = Some(Arc::new(move |model, _context, _options| {
+        let (mut writer, stream) = channel(model, None);
+        let streaming = streaming_tx.lock().unwrap().clone();
+        tokio::spawn(async move {
+            writer.start().await;
+            let index = writer.text_start().await;
+            writer.text_delta(index, "partial").await;
+            let _ = streaming.send(());
+            std::future::pending::<()>().await;
+        });
+        stream
+    }));
+    let kinds_and_error = |events: Vec<AgentEvent>| {
+        let last = events.iter().rev().find_map(|event| match event {
+            AgentEvent::MessageEnd { message } => message.as_assistant().cloned(),
+            _ => None,
+        });
+        let kinds: Vec<&'static str> = events.iter().map(AgentEvent::kind).collect();
+        let last = last.expect("an assistant message ends");
+        (
+            kinds,
+            last.error_message.clone().unwrap_or_default(),
+            last.text(),
+        )
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stream = runtime.block_on(async {
+        agent_loop(
+            vec![UserMessage::text("hello").into()],
+            AgentContext::default(),
+            config.clone(),
+            CancellationToken::new(),
+        )
+    });
+    streaming
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the model streams");
+    // Read until the loop has taken the delta, then cut it off.
+    let mut events = Vec::new();
+    let mut reading = futures::executor::block_on_stream(stream);
+    for event in reading.by_ref() {
+        let delta = matches!(
+            &event,
+            AgentEvent::MessageUpdate {
+                assistant_message_event: pi_agent::ai::AssistantMessageEvent::TextDelta { .. },
+                ..
+            }
+        );
+        events.push(event);
+        if delta {
+            break;
+        }
+    }
+    drop(runtime);
+    events.extend(reading);
+    let (kinds, error, text) = kinds_and_error(events);
+    assert_eq!(kinds.first(), Some(&"agent_start"));
+    // The message being streamed ends, aborted, with what arrived of it.
+    assert_eq!(
+        kinds[kinds.len() - 3..],
+        ["message_update", "message_end", "agent_end"]
+    );
+    assert!(error.contains("runtime it ran on shut down"), "{error}");
+    assert_eq!(text, "partial");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let stream = runtime.block_on(async {
+        agent_loop(
+            vec![UserMessage::text("hello").into()],
+            AgentContext::default(),
+            config,
+            CancellationToken::new(),
+        )
+    });
+    drop(runtime);
+    let (kinds, error, _) = kinds_and_error(futures::executor::block_on_stream(stream).collect());
+    assert_eq!(kinds.first(), Some(&"agent_start"));
+    assert_eq!(kinds.last(), Some(&"agent_end"));
+    assert_eq!(
+        kinds.iter().filter(|kind| **kind == "agent_start").count(),
+        1
+    );
+    assert_eq!(kinds.iter().filter(|kind| **kind == "agent_end").count(), 1);
+    assert!(error.contains("runtime it ran on shut down"), "{error}");
+}

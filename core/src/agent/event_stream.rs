@@ -3,18 +3,19 @@
 //! [`AgentEventStream::result`].
 //!
 //! Unlike pi's, this stream always ends: if the loop fails (a panicking hook or `stream_fn`),
-//! the stream carries a failure message (`message_start`, `message_end`) and `agent_end`.
+//! or its runtime shuts down under it, the stream carries a failure message (`message_start`,
+//! `message_end`) and `agent_end`.
 //! Dropping the stream aborts the run.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 
 use futures::{FutureExt, Stream};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::agent_loop::{
-    check_can_continue, run_agent_loop, run_agent_loop_continue, run_failure_message,
+    RUN_CUT_OFF, check_can_continue, run_agent_loop, run_agent_loop_continue, run_failure_message,
 };
 use super::config::{AgentContext, AgentLoopConfig};
 use super::error::AgentError;
@@ -23,6 +24,8 @@ use super::guard::EventSink;
 use super::message::AgentMessage;
 use super::run::RUN_EVENT_BUFFER;
 use crate::ai::event_queue::{self, Receiver, Sender};
+use crate::ai::event_stream::PartialMessage;
+use crate::ai::{ErrorKind, StopReason};
 use crate::panics::panic_text;
 
 /// The events of one loop run; ends after `agent_end`. Dropping it aborts the run.
@@ -64,11 +67,102 @@ struct ChannelSink {
     events: Arc<Sender<AgentEvent>>,
     /// The run's own token.
     aborted: CancellationToken,
+    /// What [`CutOff`] needs to end the stream.
+    progress: Arc<Mutex<Progress>>,
+    /// The open message's partial view is in `progress` (checked without the lock: one test
+    /// per delta).
+    partial_kept: bool,
+}
+
+/// How far a run's events went, for [`CutOff`].
+#[derive(Default)]
+struct Progress {
+    started: bool,
+    /// The assistant message being streamed: its view so far.
+    open: Option<PartialMessage>,
 }
 
 impl EventSink for ChannelSink {
     async fn emit(&mut self, event: AgentEvent) {
+        match &event {
+            AgentEvent::MessageUpdate { partial, .. } if !self.partial_kept => {
+                lock(&self.progress).open = Some(partial.clone());
+                self.partial_kept = true;
+            }
+            AgentEvent::MessageUpdate { .. } => {}
+            AgentEvent::AgentStart => lock(&self.progress).started = true,
+            AgentEvent::MessageStart { .. } | AgentEvent::MessageEnd { .. } => {
+                lock(&self.progress).open = None;
+                self.partial_kept = false;
+            }
+            _ => {}
+        }
         let _ = self.events.send_unless_aborted(event, &self.aborted).await;
+    }
+}
+
+fn lock(progress: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
+    progress.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends the stream of a run whose task is dropped before its end (its runtime shut down under
+/// it), so the stream ends as this module promises: the message being streamed ends,
+/// `aborted`, or else a failure message (`aborted`) says why; then `agent_end` (after
+/// `agent_start` if none went out). Disarmed when the task ends.
+struct CutOff {
+    events: Arc<Sender<AgentEvent>>,
+    model: crate::ai::Model,
+    progress: Arc<Mutex<Progress>>,
+    armed: bool,
+}
+
+impl CutOff {
+    /// The run's task ended: its stream ended as the run did.
+    fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for CutOff {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (started, open) = {
+            let mut progress = lock(&self.progress);
+            (progress.started, progress.open.take())
+        };
+        let mut events = Vec::with_capacity(4);
+        if !started {
+            events.push(AgentEvent::AgentStart);
+        }
+        let message: AgentMessage = match open {
+            Some(partial) => {
+                let mut answer = partial.snapshot();
+                answer.stop_reason = StopReason::Aborted;
+                answer.error_message = Some(RUN_CUT_OFF.to_owned());
+                answer.error_kind = Some(ErrorKind::Aborted);
+                answer.into()
+            }
+            None => {
+                let failure: AgentMessage =
+                    run_failure_message(&self.model, RUN_CUT_OFF, true).into();
+                events.push(AgentEvent::MessageStart {
+                    message: failure.clone(),
+                });
+                failure
+            }
+        };
+        events.push(AgentEvent::MessageEnd {
+            message: message.clone(),
+        });
+        events.push(AgentEvent::AgentEnd {
+            messages: vec![message],
+        });
+        for event in events {
+            // Nothing can wait now: queued past the bound (four events at most).
+            let _ = self.events.push(event);
+        }
     }
 }
 
@@ -84,9 +178,18 @@ where
     let model = config.model.clone();
     // The run's own token: the caller's signal cancels it, and so does dropping the stream.
     let run_signal = signal.child_token();
+    let progress = Arc::new(Mutex::new(Progress::default()));
+    let mut cut_off = CutOff {
+        events: Arc::clone(&tx),
+        model: config.model.clone(),
+        progress: Arc::clone(&progress),
+        armed: true,
+    };
     let sink = ChannelSink {
         events: tx,
         aborted: run_signal.clone(),
+        progress,
+        partial_kept: false,
     };
     let future = run(sink, run_signal.clone());
     let task_signal = run_signal.clone();
@@ -112,6 +215,7 @@ where
                     let _ = failure_tx.send_unless_aborted(event, &task_signal).await;
                 }
             }
+            cut_off.disarm();
         }),
         span,
     ));

@@ -84,6 +84,14 @@ impl OutcomeSlot {
         });
     }
 
+    /// Whether the run's `agent_end` went out.
+    pub(crate) fn is_set(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some()
+    }
+
     fn get(&self) -> Option<RunOutcome> {
         self.0
             .lock()

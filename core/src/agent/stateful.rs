@@ -2,7 +2,7 @@
 //! over the stateless loop, one run at a time.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use futures::FutureExt;
@@ -18,7 +18,7 @@ use super::guard::EventSink;
 use super::message::AgentMessage;
 use super::queue::{MessageQueue, QueueMode};
 use super::run::{self, AgentRun, RunOutcome};
-use super::tool::{AgentTool, ToolExecutionMode};
+use super::tool::{AgentTool, AgentToolResult, ToolExecutionMode};
 use crate::ai::event_stream::PartialMessage;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
@@ -358,9 +358,17 @@ impl Agent {
         // already delivered wake the run's consumer once.
         let batcher = events_tx.batcher();
         let task_outcome = outcome.clone();
+        let events_tx = Arc::new(events_tx);
+        let started = Arc::new(AtomicBool::new(false));
+        let base = lock(&inner.state).messages.len();
         let mut finished = RunFinished {
             inner: Some(Arc::clone(&inner)),
             idle: idle_tx,
+            events: Arc::clone(&events_tx),
+            outcome: outcome.clone(),
+            base,
+            started: Arc::clone(&started),
+            signal: signal.clone(),
         };
         runtime.spawn(tracing::Instrument::instrument(
             batcher.wrap(async move {
@@ -369,6 +377,7 @@ impl Agent {
                     events: events_tx,
                     outcome: task_outcome,
                     signal: task_signal.clone(),
+                    started,
                 };
                 let outcome = std::panic::AssertUnwindSafe(async {
                     // Moved in, so the run's copy of the hooks (and what they hold, such as a
@@ -733,13 +742,19 @@ impl Agent {
 /// order, then hands the event to the run's own stream.
 struct RunSink {
     inner: Arc<Inner>,
-    events: crate::ai::event_queue::Sender<AgentEvent>,
+    /// Shared with the run's [`RunFinished`], which ends a run cut off.
+    events: Arc<crate::ai::event_queue::Sender<AgentEvent>>,
     outcome: run::OutcomeSlot,
     signal: CancellationToken,
+    /// Set once `agent_start` went out.
+    started: Arc<AtomicBool>,
 }
 
 impl EventSink for RunSink {
     async fn emit(&mut self, event: AgentEvent) {
+        if matches!(event, AgentEvent::AgentStart) {
+            self.started.store(true, Ordering::Release);
+        }
         self.inner.process_event(&event, &self.signal).await;
         // The consumer may have dropped the run (which aborts it) or only wait for its result;
         // then the events are not wanted, and the outcome takes the run's messages without a
@@ -817,6 +832,78 @@ impl Inner {
 
     /// Updates the state from `event`, then hands it to every subscriber, in order.
     async fn process_event(&self, event: &AgentEvent, signal: &CancellationToken) {
+        self.reduce(event);
+        let subscribers = Arc::clone(&lock(&self.listeners));
+        for (_, subscriber) in subscribers.iter() {
+            match subscriber {
+                Subscriber::Sync(listener) => self.call_sync(listener, event),
+                Subscriber::Async(listener) => {
+                    let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        listener(event.clone(), signal.clone())
+                    }));
+                    let outcome = match delivered {
+                        Ok(future) => {
+                            let call = std::panic::AssertUnwindSafe(future).catch_unwind();
+                            match until_abort_grace(call, signal).await {
+                                Some(outcome) => outcome,
+                                None => {
+                                    self.record_listener_error(format!(
+                                        "subscriber did not return within {} s of the abort on \
+                                         {}: dropped",
+                                        LISTENER_ABORT_GRACE.as_secs(),
+                                        event.kind()
+                                    ));
+                                    Ok(())
+                                }
+                            }
+                        }
+                        Err(panic) => Err(panic),
+                    };
+                    if let Err(panic) = outcome {
+                        self.record_listener_panic(event, &*panic);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`process_event`](Self::process_event) without waiting, for a run cut off (its runtime
+    /// shut down under it, so nothing can be awaited): an async subscriber's call gets one
+    /// poll, and one that does not finish in it is dropped and reported.
+    fn process_event_now(&self, event: &AgentEvent, signal: &CancellationToken) {
+        self.reduce(event);
+        let subscribers = Arc::clone(&lock(&self.listeners));
+        for (_, subscriber) in subscribers.iter() {
+            match subscriber {
+                Subscriber::Sync(listener) => self.call_sync(listener, event),
+                Subscriber::Async(listener) => {
+                    let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        listener(event.clone(), signal.clone()).now_or_never()
+                    }));
+                    match called {
+                        Ok(Some(())) => {}
+                        Ok(None) => self.record_listener_error(format!(
+                            "subscriber did not return at once on {} of a run cut off by its \
+                             runtime's shutdown: dropped",
+                            event.kind()
+                        )),
+                        Err(panic) => self.record_listener_panic(event, &*panic),
+                    }
+                }
+            }
+        }
+    }
+
+    fn call_sync(&self, listener: &Listener, event: &AgentEvent) {
+        if let Err(panic) =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event)))
+        {
+            self.record_listener_panic(event, &*panic);
+        }
+    }
+
+    /// Updates the state from `event`.
+    fn reduce(&self, event: &AgentEvent) {
         {
             let mut state = lock(&self.state);
             match event {
@@ -859,61 +946,23 @@ impl Inner {
                 | AgentEvent::ToolExecutionUpdate { .. } => {}
             }
         }
-        let subscribers = Arc::clone(&lock(&self.listeners));
-        for (_, subscriber) in subscribers.iter() {
-            match subscriber {
-                Subscriber::Sync(listener) => {
-                    if let Err(panic) =
-                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| listener(event)))
-                    {
-                        self.record_listener_panic(event, &*panic);
-                    }
-                }
-                Subscriber::Async(listener) => {
-                    let delivered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        listener(event.clone(), signal.clone())
-                    }));
-                    let outcome = match delivered {
-                        Ok(future) => {
-                            let call = std::panic::AssertUnwindSafe(future).catch_unwind();
-                            match until_abort_grace(call, signal).await {
-                                Some(outcome) => outcome,
-                                None => {
-                                    self.record_listener_error(format!(
-                                        "subscriber did not return within {} s of the abort on \
-                                         {}: dropped",
-                                        LISTENER_ABORT_GRACE.as_secs(),
-                                        event.kind()
-                                    ));
-                                    Ok(())
-                                }
-                            }
-                        }
-                        Err(panic) => Err(panic),
-                    };
-                    if let Err(panic) = outcome {
-                        self.record_listener_panic(event, &*panic);
-                    }
-                }
-            }
-        }
     }
 
-    /// A run cut off before its end (its runtime shut down under it): each tool call of the
-    /// last assistant message that has no result gets the aborted error result an abort gives
-    /// it, so the transcript stays one a model accepts.
-    fn answer_cut_tool_calls(&self) {
-        let mut state = lock(&self.state);
-        let messages = &mut state.messages;
+    /// A run cut off before its end (its runtime shut down under it): the aborted error result
+    /// an abort gives each tool call of the last assistant message that has none, so the
+    /// transcript stays one a model accepts.
+    fn cut_tool_call_results(&self) -> Vec<AgentMessage> {
+        let state = lock(&self.state);
+        let messages = &state.messages;
         let Some(at) = messages.iter().rposition(|m| m.as_assistant().is_some()) else {
-            return;
+            return Vec::new();
         };
         let answered: BTreeSet<&str> = messages[at + 1..]
             .iter()
             .filter_map(AgentMessage::as_tool_result)
             .map(|result| result.tool_call_id.as_str())
             .collect();
-        let missing: Vec<AgentMessage> = messages[at]
+        messages[at]
             .as_assistant()
             .into_iter()
             .flat_map(AssistantMessage::tool_calls)
@@ -930,8 +979,7 @@ impl Inner {
                 }
                 .into()
             })
-            .collect();
-        messages.extend(missing);
+            .collect()
     }
 
     fn finish_run(&self) {
@@ -952,6 +1000,13 @@ struct RunFinished {
     /// `None` once the run's end is marked.
     inner: Option<Arc<Inner>>,
     idle: watch::Sender<bool>,
+    /// What a run cut off still ends: its stream, its outcome, the agent's message count
+    /// when it started, whether `agent_start` went out, and its signal.
+    events: Arc<crate::ai::event_queue::Sender<AgentEvent>>,
+    outcome: run::OutcomeSlot,
+    base: usize,
+    started: Arc<AtomicBool>,
+    signal: CancellationToken,
 }
 
 impl RunFinished {
@@ -963,12 +1018,87 @@ impl RunFinished {
     }
 }
 
+impl RunFinished {
+    /// The end of a run whose task was dropped before it ended (its runtime shut down under
+    /// it): nothing can be awaited any more, but every subscriber and the run's stream still
+    /// see the run end as an aborted one does: the cut-off tool calls' aborted results, an
+    /// `aborted` message saying why, and `agent_end` (after an `agent_start` if none went
+    /// out). The run's outcome is that failure.
+    fn end_cut_off(&self, inner: &Inner) {
+        if self.outcome.is_set() {
+            // `agent_end` went out; only the run's end was not marked.
+            return;
+        }
+        let deliver = |event: AgentEvent| {
+            inner.process_event_now(&event, &self.signal);
+            if let AgentEvent::AgentEnd { messages } = &event {
+                self.outcome.set(messages.clone());
+            }
+            let _ = self.events.push(event);
+        };
+        if !self.started.load(Ordering::Acquire) {
+            deliver(AgentEvent::AgentStart);
+        }
+        let (model, streaming, pending) = {
+            let state = lock(&inner.state);
+            let streaming = match &state.streaming {
+                Some(Streaming::Whole(message)) => message.as_assistant().cloned(),
+                Some(Streaming::Partial(partial)) => Some(partial.snapshot()),
+                None => None,
+            };
+            (
+                state.model.clone(),
+                streaming,
+                state.pending_tool_calls.clone(),
+            )
+        };
+        if let Some(mut answer) = streaming {
+            // Cut off while the model answered: that message ends, aborted, saying why.
+            answer.stop_reason = crate::ai::StopReason::Aborted;
+            answer.error_message = Some(agent_loop::RUN_CUT_OFF.to_owned());
+            answer.error_kind = Some(crate::ai::ErrorKind::Aborted);
+            deliver(AgentEvent::MessageEnd {
+                message: answer.into(),
+            });
+        } else {
+            // Cut off while tools ran (or between steps): each unanswered call ends with its
+            // aborted result, then a message says why the run ended.
+            for result in inner.cut_tool_call_results() {
+                if let Some(tool_result) = result.as_tool_result()
+                    && pending.contains(&tool_result.tool_call_id)
+                {
+                    deliver(AgentEvent::ToolExecutionEnd {
+                        tool_call_id: tool_result.tool_call_id.clone(),
+                        tool_name: tool_result.tool_name.clone(),
+                        result: AgentToolResult::text(super::TOOL_ABORTED),
+                        is_error: true,
+                    });
+                }
+                deliver(AgentEvent::MessageStart {
+                    message: result.clone(),
+                });
+                deliver(AgentEvent::MessageEnd { message: result });
+            }
+            let failure: AgentMessage =
+                agent_loop::run_failure_message(&model, agent_loop::RUN_CUT_OFF, true).into();
+            deliver(AgentEvent::MessageStart {
+                message: failure.clone(),
+            });
+            deliver(AgentEvent::MessageEnd { message: failure });
+        }
+        let messages = lock(&inner.state)
+            .messages
+            .get(self.base..)
+            .map(<[AgentMessage]>::to_vec)
+            .unwrap_or_default();
+        deliver(AgentEvent::AgentEnd { messages });
+    }
+}
+
 impl Drop for RunFinished {
     fn drop(&mut self) {
-        if let Some(inner) = &self.inner {
-            // Cut off: nothing of the run can be awaited any more, but its tool calls still
-            // get their results.
-            inner.answer_cut_tool_calls();
+        if let Some(inner) = self.inner.clone() {
+            self.end_cut_off(&inner);
         }
         self.finish();
         let _ = self.idle.send(true);
