@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use pi_agent::agent::{
-    Agent, AgentContext, AgentEvent, AgentLoopConfig, AgentOptions, AgentSnapshot, ProxyOptions,
-    QueueMode, agent_loop, agent_loop_continue, proxy_stream_fn,
+    Agent, AgentContext, AgentEvent, AgentLoopConfig, AgentMessage, AgentOptions, AgentSnapshot,
+    ProxyOptions, QueueMode, agent_loop, agent_loop_continue, proxy_stream_fn,
 };
 use pi_agent::ai::channel;
 use pi_agent::ai::providers::faux::{FauxProvider, faux_assistant_message, faux_text};
@@ -630,10 +630,15 @@ fn a_run_cut_off_by_its_runtime_ends_its_stream() {
         });
         let kinds: Vec<&'static str> = events.iter().map(AgentEvent::kind).collect();
         let last = last.expect("an assistant message ends");
+        let Some(AgentEvent::AgentEnd { messages }) = events.last() else {
+            panic!("the stream ends with agent_end: {kinds:?}");
+        };
+        let roles: Vec<&str> = messages.iter().map(AgentMessage::role).collect();
         (
             kinds,
             last.error_message.clone().unwrap_or_default(),
             last.text(),
+            roles.join(","),
         )
     };
 
@@ -671,7 +676,8 @@ fn a_run_cut_off_by_its_runtime_ends_its_stream() {
     }
     drop(runtime);
     events.extend(reading);
-    let (kinds, error, text) = kinds_and_error(events);
+    let (kinds, error, text, roles) = kinds_and_error(events);
+    assert_eq!(roles, "user,assistant", "agent_end has the run's messages");
     assert_eq!(kinds.first(), Some(&"agent_start"));
     // The message being streamed ends, aborted, with what arrived of it.
     assert_eq!(
@@ -694,7 +700,9 @@ fn a_run_cut_off_by_its_runtime_ends_its_stream() {
         )
     });
     drop(runtime);
-    let (kinds, error, _) = kinds_and_error(futures::executor::block_on_stream(stream).collect());
+    let (kinds, error, _, roles) =
+        kinds_and_error(futures::executor::block_on_stream(stream).collect());
+    assert_eq!(roles, "assistant");
     assert_eq!(kinds.first(), Some(&"agent_start"));
     assert_eq!(kinds.last(), Some(&"agent_end"));
     assert_eq!(

@@ -884,3 +884,58 @@ async fn a_session_reopened_with_other_settings_replays_its_runs_as_they_ran() {
     assert_eq!(kinds.last().unwrap().0, "agent_end");
     session.close();
 }
+
+/// A journal written before runs recorded their settings (no `config` in `run_start`) opens,
+/// replayed under the options given.
+#[tokio::test]
+async fn a_journal_without_recorded_settings_replays_under_the_options() {
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let faux = scripted_model(FauxOptions::default());
+    let session = Session::open(
+        Arc::clone(&store),
+        "s",
+        options(&faux, echo_tool(Arc::clone(&runs), false)),
+    )
+    .await
+    .unwrap();
+    session.prompt("r1", UserMessage::text("hi")).unwrap();
+    session.wait_idle().await.unwrap();
+    let before = serde_json::to_value(session.transcript()).unwrap();
+    session.close();
+    drop(session);
+    // Rewrite the control log as an earlier build wrote it.
+    let controls = store.controls("s").unwrap();
+    let heads = store.heads("s").unwrap();
+    store.truncate("s", heads.seq, 0).unwrap();
+    let mut stripped = 0;
+    let earlier: Vec<pi_agent::session::StoredControl> = controls
+        .iter()
+        .map(|control| {
+            let mut entry: Value = serde_json::from_str(&control.entry).unwrap();
+            if entry["type"] == "run_start" {
+                assert!(entry.as_object_mut().unwrap().remove("config").is_some());
+                stripped += 1;
+            }
+            pi_agent::session::StoredControl {
+                index: control.index,
+                entry: entry.to_string(),
+            }
+        })
+        .collect();
+    assert_eq!(stripped, 1);
+    let batch = pi_agent::session::Batch {
+        records: &[],
+        controls: &earlier,
+    };
+    store.append("s", batch).unwrap();
+    let session = Session::open(
+        Arc::clone(&store),
+        "s",
+        options(&faux, echo_tool(runs, false)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(serde_json::to_value(session.transcript()).unwrap(), before);
+    session.close();
+}

@@ -23,9 +23,11 @@ use super::event::AgentEvent;
 use super::guard::EventSink;
 use super::message::AgentMessage;
 use super::run::RUN_EVENT_BUFFER;
+use super::tool::AgentToolResult;
+use super::tool_calls::TOOL_ABORTED;
 use crate::ai::event_queue::{self, Receiver, Sender};
 use crate::ai::event_stream::PartialMessage;
-use crate::ai::{ErrorKind, StopReason};
+use crate::ai::{ErrorKind, StopReason, ToolResultMessage};
 use crate::panics::panic_text;
 
 /// The events of one loop run; ends after `agent_end`. Dropping it aborts the run.
@@ -74,30 +76,67 @@ struct ChannelSink {
     partial_kept: bool,
 }
 
-/// How far a run's events went, for [`CutOff`].
+/// How far a run's events went, for [`CutOff`]: each message once, at its start and end
+/// (nothing per delta).
 #[derive(Default)]
 struct Progress {
     started: bool,
-    /// The assistant message being streamed: its view so far.
-    open: Option<PartialMessage>,
+    /// `agent_end` is being sent; `end_sent` once it is in the queue.
+    ending: bool,
+    end_sent: bool,
+    /// The assistant message being streamed.
+    open: Option<Open>,
+    /// The run's messages that ended.
+    ended: Vec<AgentMessage>,
+    /// Tool calls started and not ended: id and name.
+    running: Vec<(String, String)>,
+}
+
+/// The assistant message being streamed: as it started, then its live view.
+enum Open {
+    Started(AgentMessage),
+    Partial(PartialMessage),
 }
 
 impl EventSink for ChannelSink {
     async fn emit(&mut self, event: AgentEvent) {
         match &event {
             AgentEvent::MessageUpdate { partial, .. } if !self.partial_kept => {
-                lock(&self.progress).open = Some(partial.clone());
+                lock(&self.progress).open = Some(Open::Partial(partial.clone()));
                 self.partial_kept = true;
             }
-            AgentEvent::MessageUpdate { .. } => {}
+            AgentEvent::MessageUpdate { .. } | AgentEvent::TurnStart => {}
             AgentEvent::AgentStart => lock(&self.progress).started = true,
-            AgentEvent::MessageStart { .. } | AgentEvent::MessageEnd { .. } => {
-                lock(&self.progress).open = None;
+            AgentEvent::MessageStart { message } => {
+                lock(&self.progress).open =
+                    (message.as_assistant().is_some()).then(|| Open::Started(message.clone()));
                 self.partial_kept = false;
             }
-            _ => {}
+            AgentEvent::MessageEnd { message } => {
+                let mut progress = lock(&self.progress);
+                progress.open = None;
+                progress.ended.push(message.clone());
+            }
+            AgentEvent::ToolExecutionStart {
+                tool_call_id,
+                tool_name,
+                ..
+            } => lock(&self.progress)
+                .running
+                .push((tool_call_id.clone(), tool_name.clone())),
+            AgentEvent::ToolExecutionEnd { tool_call_id, .. } => {
+                lock(&self.progress)
+                    .running
+                    .retain(|(id, _)| id != tool_call_id);
+            }
+            AgentEvent::AgentEnd { .. } => lock(&self.progress).ending = true,
+            AgentEvent::TurnEnd { .. } | AgentEvent::ToolExecutionUpdate { .. } => {}
         }
+        let end = matches!(event, AgentEvent::AgentEnd { .. });
         let _ = self.events.send_unless_aborted(event, &self.aborted).await;
+        if end {
+            lock(&self.progress).end_sent = true;
+        }
     }
 }
 
@@ -106,9 +145,10 @@ fn lock(progress: &Mutex<Progress>) -> std::sync::MutexGuard<'_, Progress> {
 }
 
 /// Ends the stream of a run whose task is dropped before its end (its runtime shut down under
-/// it), so the stream ends as this module promises: the message being streamed ends,
-/// `aborted`, or else a failure message (`aborted`) says why; then `agent_end` (after
-/// `agent_start` if none went out). Disarmed when the task ends.
+/// it), so the stream ends as this module promises and as an `Agent`'s run ends: the message
+/// being streamed ends `aborted`, or else each running tool call ends with its aborted result
+/// and a failure message (`aborted`) says why; then `agent_end` with the run's messages
+/// (after `agent_start` if none went out). Disarmed when the task ends.
 struct CutOff {
     events: Arc<Sender<AgentEvent>>,
     model: crate::ai::Model,
@@ -117,9 +157,74 @@ struct CutOff {
 }
 
 impl CutOff {
-    /// The run's task ended: its stream ended as the run did.
+    /// The run's task ended (or reports its own failure): its stream ends as the run did.
     fn disarm(&mut self) {
         self.armed = false;
+    }
+
+    fn end(&self, progress: &mut Progress) -> Vec<AgentEvent> {
+        let mut events = Vec::new();
+        if progress.ending {
+            if !progress.end_sent {
+                events.push(AgentEvent::AgentEnd {
+                    messages: std::mem::take(&mut progress.ended),
+                });
+            }
+            return events;
+        }
+        if !progress.started {
+            events.push(AgentEvent::AgentStart);
+        }
+        let answer = match progress.open.take() {
+            Some(Open::Partial(partial)) => Some(partial.snapshot()),
+            Some(Open::Started(message)) => message.as_assistant().cloned(),
+            None => None,
+        };
+        let mut end_message = |events: &mut Vec<AgentEvent>, message: AgentMessage| {
+            events.push(AgentEvent::MessageEnd {
+                message: message.clone(),
+            });
+            progress.ended.push(message);
+        };
+        if let Some(mut answer) = answer {
+            answer.stop_reason = StopReason::Aborted;
+            answer.error_message = Some(RUN_CUT_OFF.to_owned());
+            answer.error_kind = Some(ErrorKind::Aborted);
+            end_message(&mut events, answer.into());
+        } else {
+            for (tool_call_id, tool_name) in std::mem::take(&mut progress.running) {
+                let result = AgentToolResult::text(TOOL_ABORTED);
+                events.push(AgentEvent::ToolExecutionEnd {
+                    tool_call_id: tool_call_id.clone(),
+                    tool_name: tool_name.clone(),
+                    result: result.clone(),
+                    is_error: true,
+                });
+                let message: AgentMessage = ToolResultMessage {
+                    tool_call_id,
+                    tool_name,
+                    content: result.content,
+                    details: None,
+                    is_error: true,
+                    timestamp: crate::ai::now_ms(),
+                    timing: None,
+                }
+                .into();
+                events.push(AgentEvent::MessageStart {
+                    message: message.clone(),
+                });
+                end_message(&mut events, message);
+            }
+            let failure: AgentMessage = run_failure_message(&self.model, RUN_CUT_OFF, true).into();
+            events.push(AgentEvent::MessageStart {
+                message: failure.clone(),
+            });
+            end_message(&mut events, failure);
+        }
+        events.push(AgentEvent::AgentEnd {
+            messages: std::mem::take(&mut progress.ended),
+        });
+        events
     }
 }
 
@@ -128,39 +233,10 @@ impl Drop for CutOff {
         if !self.armed {
             return;
         }
-        let (started, open) = {
-            let mut progress = lock(&self.progress);
-            (progress.started, progress.open.take())
-        };
-        let mut events = Vec::with_capacity(4);
-        if !started {
-            events.push(AgentEvent::AgentStart);
-        }
-        let message: AgentMessage = match open {
-            Some(partial) => {
-                let mut answer = partial.snapshot();
-                answer.stop_reason = StopReason::Aborted;
-                answer.error_message = Some(RUN_CUT_OFF.to_owned());
-                answer.error_kind = Some(ErrorKind::Aborted);
-                answer.into()
-            }
-            None => {
-                let failure: AgentMessage =
-                    run_failure_message(&self.model, RUN_CUT_OFF, true).into();
-                events.push(AgentEvent::MessageStart {
-                    message: failure.clone(),
-                });
-                failure
-            }
-        };
-        events.push(AgentEvent::MessageEnd {
-            message: message.clone(),
-        });
-        events.push(AgentEvent::AgentEnd {
-            messages: vec![message],
-        });
+        let events = self.end(&mut lock(&self.progress));
         for event in events {
-            // Nothing can wait now: queued past the bound (four events at most).
+            // Nothing can wait now: queued past the bound (a few events, one per running
+            // tool call).
             let _ = self.events.push(event);
         }
     }
@@ -196,7 +272,10 @@ where
     let span = crate::observability::agent_span(&config.model);
     tokio::spawn(tracing::Instrument::instrument(
         batcher.wrap(async move {
-            if let Err(panic) = std::panic::AssertUnwindSafe(future).catch_unwind().await {
+            let outcome = std::panic::AssertUnwindSafe(future).catch_unwind().await;
+            // Ended, or failed: the failure below reports it.
+            cut_off.disarm();
+            if let Err(panic) = outcome {
                 let message: AgentMessage =
                     run_failure_message(&model, &panic_text(&*panic), task_signal.is_cancelled())
                         .into();
@@ -215,7 +294,6 @@ where
                     let _ = failure_tx.send_unless_aborted(event, &task_signal).await;
                 }
             }
-            cut_off.disarm();
         }),
         span,
     ));

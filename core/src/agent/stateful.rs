@@ -2,7 +2,7 @@
 //! over the stateless loop, one run at a time.
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use futures::FutureExt;
@@ -359,7 +359,7 @@ impl Agent {
         let batcher = events_tx.batcher();
         let task_outcome = outcome.clone();
         let events_tx = Arc::new(events_tx);
-        let started = Arc::new(AtomicBool::new(false));
+        let phase = Arc::new(AtomicU8::new(PHASE_NONE));
         let base = lock(&inner.state).messages.len();
         let mut finished = RunFinished {
             inner: Some(Arc::clone(&inner)),
@@ -367,7 +367,7 @@ impl Agent {
             events: Arc::clone(&events_tx),
             outcome: outcome.clone(),
             base,
-            started: Arc::clone(&started),
+            phase: Arc::clone(&phase),
             signal: signal.clone(),
         };
         runtime.spawn(tracing::Instrument::instrument(
@@ -377,7 +377,7 @@ impl Agent {
                     events: events_tx,
                     outcome: task_outcome,
                     signal: task_signal.clone(),
-                    started,
+                    phase,
                 };
                 let outcome = std::panic::AssertUnwindSafe(async {
                     // Moved in, so the run's copy of the hooks (and what they hold, such as a
@@ -490,6 +490,10 @@ impl Agent {
     }
 
     /// Resolves when no run is active (after an abort, once the abort has completed).
+    ///
+    /// A run's events wait for room in its [`AgentRun`] (1,024 of them): a run whose
+    /// `AgentRun` is kept but not read does not end, and this does not resolve. Read the run,
+    /// drop it, or wait with [`AgentRun::result`] (which gives its events up) instead.
     pub async fn wait_for_idle(&self) {
         let idle = lock(&self.inner.run).as_ref().map(|run| run.idle.clone());
         if let Some(mut idle) = idle {
@@ -746,15 +750,32 @@ struct RunSink {
     events: Arc<crate::ai::event_queue::Sender<AgentEvent>>,
     outcome: run::OutcomeSlot,
     signal: CancellationToken,
-    /// Set once `agent_start` went out.
-    started: Arc<AtomicBool>,
+    /// How far the run's events went (shared with its [`RunFinished`]).
+    phase: Arc<AtomicU8>,
 }
+
+/// [`RunSink::phase`]: nothing went out yet.
+const PHASE_NONE: u8 = 0;
+/// `agent_start` went out.
+const PHASE_STARTED: u8 = 1;
+/// `agent_end` is being delivered (subscribers, then the run's stream).
+const PHASE_ENDING: u8 = 2;
+/// `agent_end` is in the run's stream.
+const PHASE_ENDED: u8 = 3;
 
 impl EventSink for RunSink {
     async fn emit(&mut self, event: AgentEvent) {
-        if matches!(event, AgentEvent::AgentStart) {
-            self.started.store(true, Ordering::Release);
+        match event {
+            AgentEvent::AgentStart => self.phase.store(PHASE_STARTED, Ordering::Release),
+            AgentEvent::AgentEnd { .. } => self.phase.store(PHASE_ENDING, Ordering::Release),
+            _ => {}
         }
+        self.process(event).await;
+    }
+}
+
+impl RunSink {
+    async fn process(&mut self, event: AgentEvent) {
         self.inner.process_event(&event, &self.signal).await;
         // The consumer may have dropped the run (which aborts it) or only wait for its result;
         // then the events are not wanted, and the outcome takes the run's messages without a
@@ -762,6 +783,7 @@ impl EventSink for RunSink {
         if self.events.is_closed() {
             if let AgentEvent::AgentEnd { messages } = event {
                 self.outcome.set(messages);
+                self.phase.store(PHASE_ENDED, Ordering::Release);
             }
             return;
         }
@@ -770,7 +792,11 @@ impl EventSink for RunSink {
         }
         // An aborted run's events do not wait for room (`pi_agent_free` aborts a run kept
         // unread): the abort must end the run now.
+        let end = matches!(event, AgentEvent::AgentEnd { .. });
         let _ = self.events.send_unless_aborted(event, &self.signal).await;
+        if end {
+            self.phase.store(PHASE_ENDED, Ordering::Release);
+        }
     }
 }
 
@@ -949,12 +975,16 @@ impl Inner {
     }
 
     /// A run cut off before its end (its runtime shut down under it): the aborted error result
-    /// an abort gives each tool call of the last assistant message that has none, so the
-    /// transcript stays one a model accepts.
-    fn cut_tool_call_results(&self) -> Vec<AgentMessage> {
+    /// an abort gives each tool call of the run's last assistant message (at `base` or later)
+    /// that has none, so the transcript stays one a model accepts.
+    fn cut_tool_call_results(&self, base: usize) -> Vec<AgentMessage> {
         let state = lock(&self.state);
         let messages = &state.messages;
-        let Some(at) = messages.iter().rposition(|m| m.as_assistant().is_some()) else {
+        let Some(at) = messages
+            .iter()
+            .rposition(|m| m.as_assistant().is_some())
+            .filter(|at| *at >= base)
+        else {
             return Vec::new();
         };
         let answered: BTreeSet<&str> = messages[at + 1..]
@@ -1001,11 +1031,11 @@ struct RunFinished {
     inner: Option<Arc<Inner>>,
     idle: watch::Sender<bool>,
     /// What a run cut off still ends: its stream, its outcome, the agent's message count
-    /// when it started, whether `agent_start` went out, and its signal.
+    /// when it started, how far its events went, and its signal.
     events: Arc<crate::ai::event_queue::Sender<AgentEvent>>,
     outcome: run::OutcomeSlot,
     base: usize,
-    started: Arc<AtomicBool>,
+    phase: Arc<AtomicU8>,
     signal: CancellationToken,
 }
 
@@ -1025,10 +1055,29 @@ impl RunFinished {
     /// `aborted` message saying why, and `agent_end` (after an `agent_start` if none went
     /// out). The run's outcome is that failure.
     fn end_cut_off(&self, inner: &Inner) {
-        if self.outcome.is_set() {
-            // `agent_end` went out; only the run's end was not marked.
-            return;
+        let run_messages = || {
+            lock(&inner.state)
+                .messages
+                .get(self.base..)
+                .map(<[AgentMessage]>::to_vec)
+                .unwrap_or_default()
+        };
+        match self.phase.load(Ordering::Acquire) {
+            PHASE_ENDED => return,
+            PHASE_ENDING => {
+                // Cut off while `agent_end` went out: the subscribers had it (or were being
+                // given it); the outcome and the stream still get it.
+                let messages = run_messages();
+                if !self.outcome.is_set() {
+                    self.outcome.set(messages.clone());
+                }
+                let _ = self.events.push(AgentEvent::AgentEnd { messages });
+                return;
+            }
+            _ => {}
         }
+        // Subscribers that look at the signal see an aborted run.
+        self.signal.cancel();
         let deliver = |event: AgentEvent| {
             inner.process_event_now(&event, &self.signal);
             if let AgentEvent::AgentEnd { messages } = &event {
@@ -1036,7 +1085,7 @@ impl RunFinished {
             }
             let _ = self.events.push(event);
         };
-        if !self.started.load(Ordering::Acquire) {
+        if self.phase.load(Ordering::Acquire) == PHASE_NONE {
             deliver(AgentEvent::AgentStart);
         }
         let (model, streaming, pending) = {
@@ -1063,7 +1112,7 @@ impl RunFinished {
         } else {
             // Cut off while tools ran (or between steps): each unanswered call ends with its
             // aborted result, then a message says why the run ended.
-            for result in inner.cut_tool_call_results() {
+            for result in inner.cut_tool_call_results(self.base) {
                 if let Some(tool_result) = result.as_tool_result()
                     && pending.contains(&tool_result.tool_call_id)
                 {
@@ -1086,12 +1135,9 @@ impl RunFinished {
             });
             deliver(AgentEvent::MessageEnd { message: failure });
         }
-        let messages = lock(&inner.state)
-            .messages
-            .get(self.base..)
-            .map(<[AgentMessage]>::to_vec)
-            .unwrap_or_default();
-        deliver(AgentEvent::AgentEnd { messages });
+        deliver(AgentEvent::AgentEnd {
+            messages: run_messages(),
+        });
     }
 }
 
