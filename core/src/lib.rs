@@ -53,6 +53,7 @@ pub mod fuzzing;
 pub mod mcp;
 mod memory;
 pub mod observability;
+mod off_worker;
 mod panics;
 pub mod session;
 #[cfg(test)]
@@ -71,6 +72,7 @@ pub use ai::{
 };
 
 pub use memory::release_memory;
+pub use off_worker::off_worker;
 
 /// The crate version.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -642,19 +642,23 @@ fn a_run_cut_off_by_its_runtime_ends_its_stream() {
         )
     };
 
+    // Starts the run on `runtime`.
+    let start = |runtime: &tokio::runtime::Runtime| {
+        runtime.block_on(async {
+            agent_loop(
+                vec![UserMessage::text("hello").into()],
+                AgentContext::default(),
+                config.clone(),
+                CancellationToken::new(),
+            )
+        })
+    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let stream = runtime.block_on(async {
-        agent_loop(
-            vec![UserMessage::text("hello").into()],
-            AgentContext::default(),
-            config.clone(),
-            CancellationToken::new(),
-        )
-    });
+    let stream = start(&runtime);
     streaming
         .recv_timeout(std::time::Duration::from_secs(60))
         .expect("the model streams");
@@ -691,14 +695,7 @@ fn a_run_cut_off_by_its_runtime_ends_its_stream() {
         .enable_all()
         .build()
         .unwrap();
-    let stream = runtime.block_on(async {
-        agent_loop(
-            vec![UserMessage::text("hello").into()],
-            AgentContext::default(),
-            config,
-            CancellationToken::new(),
-        )
-    });
+    let stream = start(&runtime);
     drop(runtime);
     let (kinds, error, _, roles) =
         kinds_and_error(futures::executor::block_on_stream(stream).collect());

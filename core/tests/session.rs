@@ -841,6 +841,27 @@ fn a_store_write_that_waits_does_not_hold_the_runtime() {
     session.close();
 }
 
+/// Runs the scripted prompt "r1" (a tool call, then "done") in session "s" of `store`, closes
+/// the session, and returns its transcript.
+async fn run_scripted(
+    store: &Arc<dyn SessionStore>,
+    faux: &FauxProvider,
+    runs: &Arc<AtomicUsize>,
+) -> Value {
+    let session = Session::open(
+        Arc::clone(store),
+        "s",
+        options(faux, echo_tool(Arc::clone(runs), false)),
+    )
+    .await
+    .unwrap();
+    session.prompt("r1", UserMessage::text("hi")).unwrap();
+    session.wait_idle().await.unwrap();
+    let transcript = serde_json::to_value(session.transcript()).unwrap();
+    session.close();
+    transcript
+}
+
 /// A session reopened with other settings replays its runs under the settings they ran with
 /// (a lower turn limit would end a finished run early, and the journal's next step would not
 /// fit: the session could not be opened); new runs go by today's.
@@ -849,20 +870,9 @@ async fn a_session_reopened_with_other_settings_replays_its_runs_as_they_ran() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let runs = Arc::new(AtomicUsize::new(0));
     let faux = scripted_model(FauxOptions::default());
-    let session = Session::open(
-        Arc::clone(&store),
-        "s",
-        options(&faux, echo_tool(Arc::clone(&runs), false)),
-    )
-    .await
-    .unwrap();
-    session.prompt("r1", UserMessage::text("hi")).unwrap();
-    session.wait_idle().await.unwrap();
-    let before = serde_json::to_value(session.transcript()).unwrap();
+    let before = run_scripted(&store, &faux, &runs).await;
     // Two model calls: the tool call, then "done".
     assert_eq!(before.as_array().unwrap().len(), 4);
-    session.close();
-    drop(session);
 
     let mut changed = options(&faux, echo_tool(Arc::clone(&runs), false));
     changed.settings.limits.max_turns = Some(1);
@@ -892,18 +902,7 @@ async fn a_journal_without_recorded_settings_replays_under_the_options() {
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new());
     let runs = Arc::new(AtomicUsize::new(0));
     let faux = scripted_model(FauxOptions::default());
-    let session = Session::open(
-        Arc::clone(&store),
-        "s",
-        options(&faux, echo_tool(Arc::clone(&runs), false)),
-    )
-    .await
-    .unwrap();
-    session.prompt("r1", UserMessage::text("hi")).unwrap();
-    session.wait_idle().await.unwrap();
-    let before = serde_json::to_value(session.transcript()).unwrap();
-    session.close();
-    drop(session);
+    let before = run_scripted(&store, &faux, &runs).await;
     // Rewrite the control log as an earlier build wrote it.
     let controls = store.controls("s").unwrap();
     let heads = store.heads("s").unwrap();

@@ -8,8 +8,6 @@
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
-use tokio::runtime::{Handle, RuntimeFlavor};
-
 use crate::runtime::{Scope, ScopeGuard};
 
 /// Counts the tool and hook callbacks of one agent that are running, so that `pi_agent_free`
@@ -93,11 +91,5 @@ pub(crate) async fn run_callback<T: Send + 'static>(
 pub(crate) fn run_inline<T>(site: &CallbackSite, invoke: impl FnOnce() -> T) -> T {
     let _in_flight = InFlight::enter(site.calls.as_ref());
     let _scope = ScopeGuard::enter(Scope::Callback(site.agent_key));
-    let multi_threaded = Handle::try_current()
-        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::MultiThread);
-    if multi_threaded {
-        tokio::task::block_in_place(invoke)
-    } else {
-        invoke()
-    }
+    pi_agent::off_worker(invoke)
 }

@@ -161,13 +161,7 @@ pub(crate) async fn call<T: Send + 'static>(
 /// `on_payload`, OAuth's `on_auth`): blocks the calling runtime thread, which hands its other
 /// tasks to another worker meanwhile (`block_in_place`).
 pub(crate) fn call_blocking<T>(call: impl std::future::Future<Output = T>) -> T {
-    let block = || futures::executor::block_on(call);
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(block)
-        }
-        _ => block(),
-    }
+    pi_agent::off_worker(|| futures::executor::block_on(call))
 }
 
 /// The text of a raised exception: its message, or its type name when the message is empty

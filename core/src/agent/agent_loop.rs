@@ -67,6 +67,15 @@ pub fn check_can_continue(messages: &[AgentMessage]) -> Result<(), AgentError> {
 /// Why a run cut off by its runtime's shutdown ended (its last message's `errorMessage`).
 pub(crate) const RUN_CUT_OFF: &str = "the run was cut off: the async runtime it ran on shut down";
 
+/// The answer a run cut off by its runtime's shutdown was streaming, ended: `aborted`, saying
+/// why.
+pub(crate) fn cut_off_answer(mut answer: AssistantMessage) -> AssistantMessage {
+    answer.stop_reason = StopReason::Aborted;
+    answer.error_message = Some(RUN_CUT_OFF.to_owned());
+    answer.error_kind = Some(crate::ai::ErrorKind::Aborted);
+    answer
+}
+
 /// The assistant message that records a run step which failed outside the model call (a
 /// failing or panicking hook or stream function): empty text, `stop_reason` error (or aborted),
 /// the failure as `error_message` (pi's `handleRunFailure` message).

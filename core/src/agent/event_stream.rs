@@ -15,7 +15,8 @@ use futures::{FutureExt, Stream};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::agent_loop::{
-    RUN_CUT_OFF, check_can_continue, run_agent_loop, run_agent_loop_continue, run_failure_message,
+    RUN_CUT_OFF, check_can_continue, cut_off_answer, run_agent_loop, run_agent_loop_continue,
+    run_failure_message,
 };
 use super::config::{AgentContext, AgentLoopConfig};
 use super::error::AgentError;
@@ -23,11 +24,9 @@ use super::event::AgentEvent;
 use super::guard::EventSink;
 use super::message::AgentMessage;
 use super::run::RUN_EVENT_BUFFER;
-use super::tool::AgentToolResult;
-use super::tool_calls::TOOL_ABORTED;
+use super::tool_calls::aborted_call_end;
 use crate::ai::event_queue::{self, Receiver, Sender};
 use crate::ai::event_stream::PartialMessage;
-use crate::ai::{ErrorKind, StopReason, ToolResultMessage};
 use crate::panics::panic_text;
 
 /// The events of one loop run; ends after `agent_end`. Dropping it aborts the run.
@@ -186,30 +185,12 @@ impl CutOff {
             });
             progress.ended.push(message);
         };
-        if let Some(mut answer) = answer {
-            answer.stop_reason = StopReason::Aborted;
-            answer.error_message = Some(RUN_CUT_OFF.to_owned());
-            answer.error_kind = Some(ErrorKind::Aborted);
-            end_message(&mut events, answer.into());
+        if let Some(answer) = answer {
+            end_message(&mut events, cut_off_answer(answer).into());
         } else {
             for (tool_call_id, tool_name) in std::mem::take(&mut progress.running) {
-                let result = AgentToolResult::text(TOOL_ABORTED);
-                events.push(AgentEvent::ToolExecutionEnd {
-                    tool_call_id: tool_call_id.clone(),
-                    tool_name: tool_name.clone(),
-                    result: result.clone(),
-                    is_error: true,
-                });
-                let message: AgentMessage = ToolResultMessage {
-                    tool_call_id,
-                    tool_name,
-                    content: result.content,
-                    details: None,
-                    is_error: true,
-                    timestamp: crate::ai::now_ms(),
-                    timing: None,
-                }
-                .into();
+                let (end, message) = aborted_call_end(tool_call_id, tool_name);
+                events.push(end);
                 events.push(AgentEvent::MessageStart {
                     message: message.clone(),
                 });

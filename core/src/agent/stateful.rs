@@ -18,14 +18,15 @@ use super::guard::EventSink;
 use super::message::AgentMessage;
 use super::queue::{MessageQueue, QueueMode};
 use super::run::{self, AgentRun, RunOutcome};
-use super::tool::{AgentTool, AgentToolResult, ToolExecutionMode};
+use super::tool::{AgentTool, ToolExecutionMode};
+use super::tool_calls;
 use crate::ai::event_stream::PartialMessage;
 use crate::ai::model::Model;
 use crate::ai::options::StreamOptions;
 use crate::ai::thinking::ThinkingLevel;
 use crate::ai::types::{
-    AssistantMessage, ImageContent, TextContent, ToolResultMessage, UserContent, UserMessage,
-    UserMessageContent, now_ms,
+    AssistantMessage, ImageContent, TextContent, UserContent, UserMessage, UserMessageContent,
+    now_ms,
 };
 use crate::panics::panic_text;
 
@@ -974,10 +975,11 @@ impl Inner {
         }
     }
 
-    /// A run cut off before its end (its runtime shut down under it): the aborted error result
-    /// an abort gives each tool call of the run's last assistant message (at `base` or later)
-    /// that has none, so the transcript stays one a model accepts.
-    fn cut_tool_call_results(&self, base: usize) -> Vec<AgentMessage> {
+    /// A run cut off before its end (its runtime shut down under it): the aborted end an abort
+    /// gives each tool call of the run's last assistant message (at `base` or later) that has
+    /// no result (its `tool_execution_end` and result message), so the transcript stays one a
+    /// model accepts.
+    fn cut_tool_call_ends(&self, base: usize) -> Vec<(AgentEvent, AgentMessage)> {
         let state = lock(&self.state);
         let messages = &state.messages;
         let Some(at) = messages
@@ -997,18 +999,7 @@ impl Inner {
             .into_iter()
             .flat_map(AssistantMessage::tool_calls)
             .filter(|call| !answered.contains(call.id.as_str()))
-            .map(|call| {
-                ToolResultMessage {
-                    tool_call_id: call.id.clone(),
-                    tool_name: call.name.clone(),
-                    content: vec![UserContent::text(super::TOOL_ABORTED)],
-                    details: None,
-                    is_error: true,
-                    timestamp: now_ms(),
-                    timing: None,
-                }
-                .into()
-            })
+            .map(|call| tool_calls::aborted_call_end(call.id.clone(), call.name.clone()))
             .collect()
     }
 
@@ -1101,27 +1092,19 @@ impl RunFinished {
                 state.pending_tool_calls.clone(),
             )
         };
-        if let Some(mut answer) = streaming {
+        if let Some(answer) = streaming {
             // Cut off while the model answered: that message ends, aborted, saying why.
-            answer.stop_reason = crate::ai::StopReason::Aborted;
-            answer.error_message = Some(agent_loop::RUN_CUT_OFF.to_owned());
-            answer.error_kind = Some(crate::ai::ErrorKind::Aborted);
             deliver(AgentEvent::MessageEnd {
-                message: answer.into(),
+                message: agent_loop::cut_off_answer(answer).into(),
             });
         } else {
             // Cut off while tools ran (or between steps): each unanswered call ends with its
             // aborted result, then a message says why the run ended.
-            for result in inner.cut_tool_call_results(self.base) {
-                if let Some(tool_result) = result.as_tool_result()
-                    && pending.contains(&tool_result.tool_call_id)
+            for (end, result) in inner.cut_tool_call_ends(self.base) {
+                if let AgentEvent::ToolExecutionEnd { tool_call_id, .. } = &end
+                    && pending.contains(tool_call_id)
                 {
-                    deliver(AgentEvent::ToolExecutionEnd {
-                        tool_call_id: tool_result.tool_call_id.clone(),
-                        tool_name: tool_result.tool_name.clone(),
-                        result: AgentToolResult::text(super::TOOL_ABORTED),
-                        is_error: true,
-                    });
+                    deliver(end);
                 }
                 deliver(AgentEvent::MessageStart {
                     message: result.clone(),

@@ -18,6 +18,7 @@ use super::config::{
 };
 use super::event::AgentEvent;
 use super::guard::{EventSink, Guarded, guarded};
+use super::message::AgentMessage;
 use super::step::ToolOutcome;
 use super::tool::{
     AgentTool, AgentToolResult, ToolCallContext, ToolError, ToolExecutionMode, ToolUpdates,
@@ -193,9 +194,29 @@ async fn finalize(
 /// The result message of `call`, moving the outcome's content (a big tool result is not
 /// copied once more here).
 fn to_message(call: &ToolCall, outcome: Outcome) -> ToolResultMessage {
+    result_message(call.id.clone(), call.name.clone(), outcome)
+}
+
+/// The end of a call that a run cut off by its runtime's shutdown never finished: its
+/// `tool_execution_end` and its result message, the aborted ones an abort gives it.
+pub(crate) fn aborted_call_end(
+    tool_call_id: String,
+    tool_name: String,
+) -> (AgentEvent, AgentMessage) {
+    let outcome = Outcome::error(TOOL_ABORTED);
+    let end = AgentEvent::ToolExecutionEnd {
+        tool_call_id: tool_call_id.clone(),
+        tool_name: tool_name.clone(),
+        result: outcome.result.clone(),
+        is_error: outcome.is_error,
+    };
+    (end, result_message(tool_call_id, tool_name, outcome).into())
+}
+
+fn result_message(tool_call_id: String, tool_name: String, outcome: Outcome) -> ToolResultMessage {
     ToolResultMessage {
-        tool_call_id: call.id.clone(),
-        tool_name: call.name.clone(),
+        tool_call_id,
+        tool_name,
         content: outcome.result.content,
         details: (!outcome.result.details.is_null()).then_some(outcome.result.details),
         is_error: outcome.is_error,

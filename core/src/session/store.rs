@@ -140,21 +140,9 @@ pub trait SessionStore: Send + Sync + std::fmt::Debug {
     }
 }
 
-/// Runs a store call, which may wait (for another connection's write lock, up to SQLite's busy
-/// timeout, or for the disk), without holding a runtime worker: on a worker of a
-/// multi-threaded runtime the thread leaves the pool meanwhile (`block_in_place`), so the
-/// runtime's other tasks (other sessions, agents, streams) go on. Elsewhere (a current-thread
-/// runtime, a caller's own thread) it runs in place.
-pub(crate) fn off_worker<T>(call: impl FnOnce() -> T) -> T {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    let multi_threaded = Handle::try_current()
-        .is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::MultiThread);
-    if multi_threaded {
-        tokio::task::block_in_place(call)
-    } else {
-        call()
-    }
-}
+/// Store calls may wait (for another connection's write lock, up to SQLite's busy timeout, or
+/// for the disk): the session makes them through [`off_worker`](crate::off_worker).
+pub(crate) use crate::off_worker::off_worker;
 
 /// Checks that `batch` follows `heads`; the shared half of every store's conflict check.
 pub(crate) fn check_follows(
